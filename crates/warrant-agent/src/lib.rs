@@ -1,0 +1,1 @@
+//! The agent loop: a function of the persisted run log.

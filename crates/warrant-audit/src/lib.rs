@@ -1,0 +1,1 @@
+//! Versioned audit records, hash chain, Ed25519 signatures, the JSONL sink and verification.

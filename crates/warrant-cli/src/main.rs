@@ -1,0 +1,2 @@
+//! The `warrant` binary.
+fn main() {}

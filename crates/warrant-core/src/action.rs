@@ -1,0 +1,393 @@
+//! Normalized actions: what a tool wants to do to the world, in the closed vocabulary that
+//! policy, approvals and audit all speak. Paths inside an action are always canonical.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::digest::{Digest, digest_of};
+use crate::path::CanonicalPath;
+
+/// The kinds of resource an agent can touch. Closed: a new kind breaks every exhaustive match.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResourceKind {
+    Fs,
+    Shell,
+    Git,
+    Memory,
+    Catalog,
+    Provider,
+    Mcp,
+    Message,
+}
+
+impl ResourceKind {
+    pub const ALL: [ResourceKind; 8] = [
+        Self::Fs,
+        Self::Shell,
+        Self::Git,
+        Self::Memory,
+        Self::Catalog,
+        Self::Provider,
+        Self::Mcp,
+        Self::Message,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Fs => "fs",
+            Self::Shell => "shell",
+            Self::Git => "git",
+            Self::Memory => "memory",
+            Self::Catalog => "catalog",
+            Self::Provider => "provider",
+            Self::Mcp => "mcp",
+            Self::Message => "message",
+        }
+    }
+}
+
+/// How bad the worst outcome of an action can be. Ordered from least to most severe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RiskClass {
+    Read,
+    Change,
+    External,
+    Destructive,
+    Secret,
+    Irreversible,
+}
+
+impl RiskClass {
+    pub const ALL: [RiskClass; 6] = [
+        Self::Read,
+        Self::Change,
+        Self::External,
+        Self::Destructive,
+        Self::Secret,
+        Self::Irreversible,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Change => "change",
+            Self::External => "external",
+            Self::Destructive => "destructive",
+            Self::Secret => "secret",
+            Self::Irreversible => "irreversible",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
+    /// Destructive, secret and irreversible actions always go to a person.
+    pub fn always_needs_person(self) -> bool {
+        match self {
+            Self::Read | Self::Change | Self::External => false,
+            Self::Destructive | Self::Secret | Self::Irreversible => true,
+        }
+    }
+}
+
+/// Every verb Warrant knows, named `kind.verb`. Tools for some kinds arrive in later issues,
+/// but the verbs exist now so policy can already speak of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Verb {
+    #[serde(rename = "fs.read")]
+    FsRead,
+    #[serde(rename = "fs.list")]
+    FsList,
+    #[serde(rename = "fs.search")]
+    FsSearch,
+    #[serde(rename = "fs.write")]
+    FsWrite,
+    #[serde(rename = "fs.create")]
+    FsCreate,
+    #[serde(rename = "fs.delete")]
+    FsDelete,
+    #[serde(rename = "shell.exec")]
+    ShellExec,
+    #[serde(rename = "git.commit")]
+    GitCommit,
+    #[serde(rename = "git.push")]
+    GitPush,
+    #[serde(rename = "memory.read")]
+    MemoryRead,
+    #[serde(rename = "memory.propose")]
+    MemoryPropose,
+    #[serde(rename = "memory.publish")]
+    MemoryPublish,
+    #[serde(rename = "catalog.list")]
+    CatalogList,
+    #[serde(rename = "catalog.read")]
+    CatalogRead,
+    #[serde(rename = "provider.call")]
+    ProviderCall,
+    #[serde(rename = "mcp.call")]
+    McpCall,
+    #[serde(rename = "message.send")]
+    MessageSend,
+}
+
+impl Verb {
+    pub const ALL: [Verb; 17] = [
+        Self::FsRead,
+        Self::FsList,
+        Self::FsSearch,
+        Self::FsWrite,
+        Self::FsCreate,
+        Self::FsDelete,
+        Self::ShellExec,
+        Self::GitCommit,
+        Self::GitPush,
+        Self::MemoryRead,
+        Self::MemoryPropose,
+        Self::MemoryPublish,
+        Self::CatalogList,
+        Self::CatalogRead,
+        Self::ProviderCall,
+        Self::McpCall,
+        Self::MessageSend,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::FsRead => "fs.read",
+            Self::FsList => "fs.list",
+            Self::FsSearch => "fs.search",
+            Self::FsWrite => "fs.write",
+            Self::FsCreate => "fs.create",
+            Self::FsDelete => "fs.delete",
+            Self::ShellExec => "shell.exec",
+            Self::GitCommit => "git.commit",
+            Self::GitPush => "git.push",
+            Self::MemoryRead => "memory.read",
+            Self::MemoryPropose => "memory.propose",
+            Self::MemoryPublish => "memory.publish",
+            Self::CatalogList => "catalog.list",
+            Self::CatalogRead => "catalog.read",
+            Self::ProviderCall => "provider.call",
+            Self::McpCall => "mcp.call",
+            Self::MessageSend => "message.send",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    pub fn kind(self) -> ResourceKind {
+        match self {
+            Self::FsRead
+            | Self::FsList
+            | Self::FsSearch
+            | Self::FsWrite
+            | Self::FsCreate
+            | Self::FsDelete => ResourceKind::Fs,
+            Self::ShellExec => ResourceKind::Shell,
+            Self::GitCommit | Self::GitPush => ResourceKind::Git,
+            Self::MemoryRead | Self::MemoryPropose | Self::MemoryPublish => ResourceKind::Memory,
+            Self::CatalogList | Self::CatalogRead => ResourceKind::Catalog,
+            Self::ProviderCall => ResourceKind::Provider,
+            Self::McpCall => ResourceKind::Mcp,
+            Self::MessageSend => ResourceKind::Message,
+        }
+    }
+
+    /// The risk class an action of this verb has unless policy names a worse one.
+    pub fn default_risk(self) -> RiskClass {
+        match self {
+            Self::FsRead
+            | Self::FsList
+            | Self::FsSearch
+            | Self::MemoryRead
+            | Self::CatalogList
+            | Self::CatalogRead => RiskClass::Read,
+            Self::FsWrite
+            | Self::FsCreate
+            | Self::ShellExec
+            | Self::GitCommit
+            | Self::MemoryPropose
+            | Self::MemoryPublish => RiskClass::Change,
+            Self::GitPush | Self::ProviderCall | Self::McpCall | Self::MessageSend => {
+                RiskClass::External
+            }
+            Self::FsDelete => RiskClass::Destructive,
+        }
+    }
+
+    /// Whether running the effect twice is harmless (replay may re-run it after a crash).
+    pub fn idempotent(self) -> bool {
+        match self {
+            Self::FsRead
+            | Self::FsList
+            | Self::FsSearch
+            | Self::MemoryRead
+            | Self::CatalogList
+            | Self::CatalogRead
+            | Self::FsWrite => true,
+            Self::FsCreate
+            | Self::FsDelete
+            | Self::ShellExec
+            | Self::GitCommit
+            | Self::GitPush
+            | Self::MemoryPropose
+            | Self::MemoryPublish
+            | Self::ProviderCall
+            | Self::McpCall
+            | Self::MessageSend => false,
+        }
+    }
+}
+
+/// One normalized action. Illegal combinations (a write without content, an exec without a
+/// working directory) cannot be built.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "verb")]
+pub enum Action {
+    #[serde(rename = "fs.read")]
+    FsRead { path: CanonicalPath },
+    #[serde(rename = "fs.list")]
+    FsList { path: CanonicalPath },
+    #[serde(rename = "fs.search")]
+    FsSearch {
+        path: CanonicalPath,
+        pattern: String,
+    },
+    #[serde(rename = "fs.write")]
+    FsWrite {
+        path: CanonicalPath,
+        content: String,
+    },
+    #[serde(rename = "fs.create")]
+    FsCreate {
+        path: CanonicalPath,
+        content: String,
+    },
+    #[serde(rename = "fs.delete")]
+    FsDelete {
+        path: CanonicalPath,
+        recursive: bool,
+    },
+    #[serde(rename = "shell.exec")]
+    ShellExec {
+        argv: Vec<String>,
+        cwd: CanonicalPath,
+        profile: String,
+        timeout_ms: u64,
+    },
+}
+
+impl Action {
+    pub fn verb(&self) -> Verb {
+        match self {
+            Self::FsRead { .. } => Verb::FsRead,
+            Self::FsList { .. } => Verb::FsList,
+            Self::FsSearch { .. } => Verb::FsSearch,
+            Self::FsWrite { .. } => Verb::FsWrite,
+            Self::FsCreate { .. } => Verb::FsCreate,
+            Self::FsDelete { .. } => Verb::FsDelete,
+            Self::ShellExec { .. } => Verb::ShellExec,
+        }
+    }
+
+    /// The resource the action is on, as a person reads it: a canonical path or a command line.
+    pub fn target(&self) -> String {
+        match self {
+            Self::FsRead { path }
+            | Self::FsList { path }
+            | Self::FsSearch { path, .. }
+            | Self::FsWrite { path, .. }
+            | Self::FsCreate { path, .. }
+            | Self::FsDelete { path, .. } => path.as_str().to_owned(),
+            Self::ShellExec { argv, .. } => argv.join(" "),
+        }
+    }
+
+    /// The digest an approval binds to: SHA-256 over the canonical JSON of the whole action,
+    /// content included, so a changed write needs a new approval.
+    pub fn digest(&self) -> Digest {
+        // Serializing a plain data enum cannot fail; fall back to the debug form regardless so
+        // the digest is never empty.
+        digest_of(self).unwrap_or_else(|_| Digest::of_bytes(format!("{self:?}").as_bytes()))
+    }
+
+    /// What audit records may hold: everything but content, which is replaced by its digest and
+    /// size. File contents can hold secrets; the trail never does.
+    pub fn audit_view(&self) -> Value {
+        match self {
+            Self::FsWrite { path, content } | Self::FsCreate { path, content } => json!({
+                "verb": self.verb(),
+                "path": path,
+                "content_digest": Digest::of_bytes(content.as_bytes()),
+                "content_bytes": content.len(),
+            }),
+            Self::FsRead { .. }
+            | Self::FsList { .. }
+            | Self::FsSearch { .. }
+            | Self::FsDelete { .. }
+            | Self::ShellExec { .. } => {
+                serde_json::to_value(self).unwrap_or_else(|_| json!({"verb": self.verb()}))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn verbs_round_trip_and_know_their_kind() {
+        for verb in Verb::ALL {
+            assert_eq!(Verb::parse(verb.as_str()), Some(verb));
+            assert!(verb.as_str().starts_with(verb.kind().as_str()));
+            assert_eq!(
+                serde_json::to_value(verb).unwrap(),
+                serde_json::json!(verb.as_str())
+            );
+        }
+        assert_eq!(Verb::parse("fs.chmod"), None);
+    }
+
+    #[test]
+    fn audit_view_never_holds_content() {
+        let path = CanonicalPath::from_normalized("/w/notes.txt").unwrap();
+        let action = Action::FsWrite {
+            path,
+            content: "password=hunter2".into(),
+        };
+        let view = action.audit_view();
+        assert_eq!(
+            view,
+            json!({
+                "verb": "fs.write",
+                "path": "/w/notes.txt",
+                "content_digest": Digest::of_bytes(b"password=hunter2"),
+                "content_bytes": 16,
+            })
+        );
+        assert!(!view.to_string().contains("hunter2"));
+    }
+
+    #[test]
+    fn digest_covers_content() {
+        let path = CanonicalPath::from_normalized("/w/a").unwrap();
+        let a = Action::FsWrite {
+            path: path.clone(),
+            content: "one".into(),
+        };
+        let b = Action::FsWrite {
+            path,
+            content: "two".into(),
+        };
+        assert_ne!(a.digest(), b.digest());
+        assert_eq!(a.digest(), a.clone().digest());
+    }
+}

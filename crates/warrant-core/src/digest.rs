@@ -1,0 +1,92 @@
+//! The one digest: SHA-256 over RFC 8785 (JCS) canonical JSON. Approvals, audit records and
+//! policy sets all use this, so two parties that see the same value compute the same digest.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+
+/// `sha256:<64 lowercase hex>`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Digest(String);
+
+impl Digest {
+    pub fn of_bytes(bytes: &[u8]) -> Self {
+        Self(format!("sha256:{}", hex::encode(Sha256::digest(bytes))))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The raw 32 bytes, for signing.
+    pub fn bytes(&self) -> Vec<u8> {
+        self.0
+            .strip_prefix("sha256:")
+            .and_then(|h| hex::decode(h).ok())
+            .unwrap_or_default()
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        let hex_part = s.strip_prefix("sha256:")?;
+        let ok = hex_part.len() == 64
+            && hex_part
+                .chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c));
+        ok.then(|| Self(s.to_owned()))
+    }
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// RFC 8785 canonical JSON of any serializable value.
+pub fn canonical_json<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+    serde_jcs::to_string(value)
+}
+
+/// SHA-256 of the canonical JSON of `value`.
+pub fn digest_of<T: Serialize + ?Sized>(value: &T) -> Result<Digest, serde_json::Error> {
+    Ok(Digest::of_bytes(canonical_json(value)?.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    #[test]
+    fn canonical_form_matches_rfc8785_rules() {
+        // Keys sorted by UTF-16 code units, numbers in ECMAScript form, no whitespace.
+        let v = json!({"b": 1e21, "a": [0.000001, -0.0, 5e-7], "\u{10000}": 1, "\u{ffff}": 2});
+        assert_eq!(
+            canonical_json(&v).unwrap(),
+            r#"{"a":[0.000001,0,5e-7],"b":1e+21,"𐀀":1,"￿":2}"#
+        );
+        // Known vector: sha256 of `{}`.
+        assert_eq!(
+            digest_of(&json!({})).unwrap().as_str(),
+            "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn key_order_never_changes_the_digest(pairs in proptest::collection::btree_map("[a-z]{1,6}", any::<i32>(), 0..8)) {
+            let forward: serde_json::Map<String, serde_json::Value> =
+                pairs.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+            let reverse: serde_json::Map<String, serde_json::Value> =
+                pairs.iter().rev().map(|(k, v)| (k.clone(), json!(v))).collect();
+            prop_assert_eq!(digest_of(&forward).unwrap(), digest_of(&reverse).unwrap());
+            let d = digest_of(&forward).unwrap();
+            prop_assert_eq!(Digest::parse(d.as_str()), Some(d.clone()));
+            prop_assert_eq!(d.bytes().len(), 32);
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! Warrant's vocabulary. Everything here is pure: no file, network or process I/O.
+//! Other rooms build on these types; a new resource kind or verb added here breaks every
+//! exhaustive `match` that must handle it, by design.
+
+pub mod action;
+pub mod clock;
+pub mod config;
+pub mod digest;
+pub mod error;
+pub mod ids;
+pub mod path;
+pub mod principal;
+pub mod tool;
+
+pub use action::{Action, ResourceKind, RiskClass, Verb};
+pub use clock::{Clock, FixedClock, SystemClock, Timestamp};
+pub use digest::{Digest, canonical_json, digest_of};
+pub use error::Coded;
+pub use ids::{IdSource, RandomIds, RequestId, RunId, SequentialIds};
+pub use path::{CanonicalPath, LinkResolver, PathError};
+pub use principal::{Principal, PrincipalKind};
+pub use tool::ToolSpec;

@@ -1,0 +1,1 @@
+//! Subprocess profiles (env minimization, process groups, timeouts, output caps) and the filesystem executor.

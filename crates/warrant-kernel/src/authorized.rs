@@ -1,0 +1,47 @@
+//! `Authorized<T>`: proof that the ring decided to let an action through. Executors accept only
+//! this type, and only the ring (this crate) can make one, so an executor cannot be reached
+//! without passing policy, approval and the journal first.
+
+#[cfg(feature = "testing")]
+use warrant_core::IdSource as _;
+use warrant_core::RunId;
+
+/// A value the ring has authorized, with the place in the run log where that was recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authorized<T> {
+    inner: T,
+    run: RunId,
+    /// Sequence number of the `EffectStarted` event that recorded the go-ahead.
+    started_seq: u64,
+}
+
+impl<T> Authorized<T> {
+    pub(crate) fn new(inner: T, run: RunId, started_seq: u64) -> Self {
+        Self {
+            inner,
+            run,
+            started_seq,
+        }
+    }
+
+    pub fn get(&self) -> &T {
+        &self.inner
+    }
+
+    pub fn run(&self) -> &RunId {
+        &self.run
+    }
+
+    pub fn started_seq(&self) -> u64 {
+        self.started_seq
+    }
+
+    /// Only for tests of executors, behind the `testing` feature that no production crate
+    /// enables (CI checks the binary's feature set).
+    #[cfg(feature = "testing")]
+    pub fn for_tests(inner: T) -> Self {
+        let run = RunId::parse("run-0")
+            .unwrap_or_else(|| warrant_core::SequentialIds::default().run_id());
+        Self::new(inner, run, 0)
+    }
+}

@@ -1,0 +1,1 @@
+//! Model providers: the scripted transcript and OpenAI-compatible chat completions.
