@@ -1,0 +1,49 @@
+//! Bad store files: each is refused with its own code, and nothing is written to them.
+
+use std::fs;
+
+use warrant_core::Coded;
+use warrant_store::{SCHEMA_VERSION, SqliteStore};
+
+use super::conformance::clock;
+
+#[test]
+fn foreign_corrupt_truncated_and_newer_files_are_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+
+    let text = dir.path().join("text.db");
+    fs::write(&text, "this is not a database, it is a note\n".repeat(200)).unwrap();
+    let before = fs::read(&text).unwrap();
+    let err = SqliteStore::open(&text, clock()).unwrap_err();
+    assert_eq!(err.code(), "W-STORE-002", "{err}");
+    assert_eq!(fs::read(&text).unwrap(), before);
+
+    // A real store, truncated in the middle.
+    let good = dir.path().join("good.db");
+    drop(SqliteStore::create(&good, clock()).unwrap());
+    let bytes = fs::read(&good).unwrap();
+    let cut = dir.path().join("cut.db");
+    fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let err = SqliteStore::open(&cut, clock()).unwrap_err();
+    assert!(matches!(err.code(), "W-STORE-002"), "{err}");
+
+    // A store from a newer Warrant.
+    let newer = dir.path().join("newer.db");
+    drop(SqliteStore::create(&newer, clock()).unwrap());
+    {
+        let conn = rusqlite::Connection::open(&newer).unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+    }
+    let err = SqliteStore::open(&newer, clock()).unwrap_err();
+    assert_eq!(err.code(), "W-STORE-003");
+    assert!(
+        err.to_string()
+            .contains(&format!("schema version {}", SCHEMA_VERSION + 1)),
+        "{err}"
+    );
+
+    let missing = SqliteStore::open(&dir.path().join("none.db"), clock()).unwrap_err();
+    assert_eq!(missing.code(), "W-STORE-001");
+    assert!(missing.to_string().contains("warrant init"));
+}
