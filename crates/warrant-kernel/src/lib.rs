@@ -1,5 +1,23 @@
 //! The kernel: run events, fold and replay, and the effect ring every action passes.
+//! The ring is the only code that constructs [`Authorized`], so the only way to an executor.
 
+pub mod approval;
 pub mod authorized;
+pub mod error;
+pub mod events;
+pub mod ring;
+pub mod state;
+pub mod tool;
 
 pub use authorized::Authorized;
+pub use error::KernelError;
+pub use events::{
+    Approver, CallRecord, DeniedBy, Outcome, Presentation, ReasonRecord, RunEvent, RunSettings,
+    Scope, Verdict,
+};
+pub use ring::{
+    Answer, CallStep, DecisionPoint, NewRunSpec, NoPrompter, Observer, PolicyVerdict, PromptView,
+    Prompter, Ring, Silent,
+};
+pub use state::{CallResult, CallState, RequestAnswer, RequestState, RunState};
+pub use tool::{EffectResult, ReadFilter, Refusal, Tool, ToolEnv, ToolRegistry};

@@ -1,0 +1,54 @@
+use thiserror::Error;
+use warrant_core::Coded;
+use warrant_store::StoreError;
+
+#[derive(Debug, Error)]
+pub enum KernelError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("could not encode an event: {0}")]
+    Encode(String),
+    #[error(
+        "event {seq} of run {run} has version {version}, newer than this warrant reads ({supported}); upgrade warrant"
+    )]
+    NewerEvent {
+        run: String,
+        seq: u64,
+        version: u32,
+        supported: u32,
+    },
+    #[error("event {seq} of run {run} cannot be read: {message}")]
+    BadEvent { run: String, seq: u64, message: String },
+    #[error("run {0} does not exist; `warrant runs list` shows the runs there are")]
+    UnknownRun(String),
+    #[error("request {0} does not exist; `warrant approvals list` shows open requests")]
+    UnknownRequest(String),
+    #[error("request {id} was already answered ({answer}); a request is answered once")]
+    AlreadyAnswered { id: String, answer: String },
+    #[error("{actor} is an agent; an agent can never approve a request")]
+    AgentCannotApprove { actor: String },
+    #[error("run {run} has already ended ({outcome}); there is nothing to resume")]
+    RunEnded { run: String, outcome: String },
+    #[error("run {run} is not waiting for a person; nothing to answer")]
+    NotParked { run: String },
+    #[error("the log of run {run} is inconsistent: {message}")]
+    Inconsistent { run: String, message: String },
+}
+
+impl Coded for KernelError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Store(e) => e.code(),
+            Self::Encode(_) => "W-KERNEL-001",
+            Self::NewerEvent { .. } => "W-KERNEL-002",
+            Self::BadEvent { .. } => "W-KERNEL-003",
+            Self::UnknownRun(_) => "W-KERNEL-004",
+            Self::UnknownRequest(_) => "W-APPROVAL-001",
+            Self::AlreadyAnswered { .. } => "W-APPROVAL-002",
+            Self::AgentCannotApprove { .. } => "W-APPROVAL-003",
+            Self::RunEnded { .. } => "W-KERNEL-005",
+            Self::NotParked { .. } => "W-KERNEL-006",
+            Self::Inconsistent { .. } => "W-KERNEL-007",
+        }
+    }
+}

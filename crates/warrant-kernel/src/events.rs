@@ -1,0 +1,260 @@
+//! The run log's vocabulary: typed, versioned events. A run is nothing but a list of these;
+//! its state is their fold ([`crate::state`]). Stored as `(kind, version, payload)` where kind
+//! is the snake_case variant name and payload the variant's fields.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use warrant_core::{Action, CanonicalPath, Digest, Principal, RequestId, RiskClass};
+use warrant_store::StoredEvent;
+
+use crate::error::KernelError;
+
+/// The event schema version this build writes. Older versions are read; newer are refused.
+pub const EVENT_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    pub max_denials: u32,
+    pub max_turns: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallRecord {
+    pub id: String,
+    pub tool: String,
+    pub args: Value,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Allow,
+    Ask,
+    Deny,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Ask => "ask",
+            Self::Deny => "deny",
+        }
+    }
+}
+
+/// One policy that determined a decision, as recorded.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReasonRecord {
+    pub policy: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    Once,
+    Session,
+}
+
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Once => "once",
+            Self::Session => "session",
+        }
+    }
+}
+
+/// Who answered a request, as Warrant established them (never a claimed name).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approver {
+    pub tenant: String,
+    pub actor: String,
+    /// `terminal` when answered at the run's own prompt, `cli` from `warrant approve`.
+    pub via: String,
+}
+
+/// What the person was shown, exactly; the approval binds to `digest`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Presentation {
+    pub title: String,
+    /// The body as shown: a diff for writes, argv/cwd/profile for commands.
+    pub body: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "lowercase")]
+pub enum DeniedBy {
+    Policy { reasons: Vec<ReasonRecord> },
+    Person { approver: Approver, reason: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum Outcome {
+    Completed,
+    Failed { code: String, message: String },
+    Stopped { reason: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RunEvent {
+    RunStarted {
+        principal: Principal,
+        task: String,
+        model: String,
+        workspace: CanonicalPath,
+        policy_digest: Digest,
+        settings: RunSettings,
+        tools: Vec<String>,
+    },
+    ModelResponded {
+        turn: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        calls: Vec<CallRecord>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Value>,
+        model: String,
+    },
+    /// A call that never became an action: unknown tool, arguments failing the schema, a path
+    /// that cannot be resolved. Nothing ran; the model is told why.
+    CallRefused {
+        call_id: String,
+        tool: String,
+        code: String,
+        message: String,
+    },
+    ActionProposed {
+        call_id: String,
+        tool: String,
+        actions: Vec<Action>,
+        digest: Digest,
+    },
+    PolicyDecided {
+        call_id: String,
+        index: u32,
+        action_digest: Digest,
+        verdict: Verdict,
+        risk: RiskClass,
+        reasons: Vec<ReasonRecord>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        errors: Vec<String>,
+    },
+    ApprovalRequested {
+        call_id: String,
+        request_id: RequestId,
+        digest: Digest,
+        risk: RiskClass,
+        presentation: Presentation,
+    },
+    ApprovalGranted {
+        request_id: RequestId,
+        approver: Approver,
+        scope: Scope,
+        digest: Digest,
+        /// HMAC-SHA256 under the installation secret over run, request, park, digest,
+        /// approver and scope.
+        proof: String,
+    },
+    ApprovalDenied {
+        request_id: RequestId,
+        approver: Approver,
+        reason: String,
+    },
+    RunParked {
+        request_id: RequestId,
+    },
+    RunResumed {
+        by: String,
+    },
+    EffectStarted {
+        call_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval: Option<RequestId>,
+        /// Set when a session-scoped approval, not a fresh one, let this call through.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_grant: Option<RequestId>,
+    },
+    EffectCompleted {
+        call_id: String,
+        ok: bool,
+        /// What the model sees (bounded by the executor), journaled so replay never re-runs.
+        result: Value,
+    },
+    EffectDenied {
+        call_id: String,
+        denied: DeniedBy,
+        message: String,
+    },
+    EffectInDoubt {
+        call_id: String,
+    },
+    RunEnded {
+        outcome: Outcome,
+    },
+}
+
+impl RunEvent {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::RunStarted { .. } => "run_started",
+            Self::ModelResponded { .. } => "model_responded",
+            Self::CallRefused { .. } => "call_refused",
+            Self::ActionProposed { .. } => "action_proposed",
+            Self::PolicyDecided { .. } => "policy_decided",
+            Self::ApprovalRequested { .. } => "approval_requested",
+            Self::ApprovalGranted { .. } => "approval_granted",
+            Self::ApprovalDenied { .. } => "approval_denied",
+            Self::RunParked { .. } => "run_parked",
+            Self::RunResumed { .. } => "run_resumed",
+            Self::EffectStarted { .. } => "effect_started",
+            Self::EffectCompleted { .. } => "effect_completed",
+            Self::EffectDenied { .. } => "effect_denied",
+            Self::EffectInDoubt { .. } => "effect_in_doubt",
+            Self::RunEnded { .. } => "run_ended",
+        }
+    }
+
+    /// Payload for the store: the variant's fields without the tag.
+    pub fn payload(&self) -> Result<Value, KernelError> {
+        let mut v = serde_json::to_value(self).map_err(|e| KernelError::Encode(e.to_string()))?;
+        if let Some(map) = v.as_object_mut() {
+            map.remove("type");
+        }
+        Ok(v)
+    }
+
+    /// Reads a stored event back; refuses versions newer than this build understands.
+    pub fn from_stored(e: &StoredEvent) -> Result<Self, KernelError> {
+        if e.version > EVENT_VERSION {
+            return Err(KernelError::NewerEvent {
+                run: e.run.to_string(),
+                seq: e.seq,
+                version: e.version,
+                supported: EVENT_VERSION,
+            });
+        }
+        let mut payload = e.payload.clone();
+        match payload.as_object_mut() {
+            Some(map) => {
+                map.insert("type".into(), Value::String(e.kind.clone()));
+            }
+            None => {
+                return Err(KernelError::BadEvent {
+                    run: e.run.to_string(),
+                    seq: e.seq,
+                    message: "payload is not an object".into(),
+                });
+            }
+        }
+        serde_json::from_value(payload).map_err(|err| KernelError::BadEvent {
+            run: e.run.to_string(),
+            seq: e.seq,
+            message: format!("{} event: {err}", e.kind),
+        })
+    }
+}

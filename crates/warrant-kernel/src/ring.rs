@@ -1,0 +1,900 @@
+//! The effect ring: the one path from a model's tool call to the world. In order: the
+//! principal comes from the log, the call is normalized into actions, the decision point
+//! rules on each, a person is asked where policy says so (parking the run durably when nobody
+//! can answer now), and only then is an executor reached, with `Authorized` values that only
+//! this module makes. Every step is journaled before the next one depends on it, and every
+//! refusal is a typed event.
+
+use serde_json::{Value, json};
+use warrant_core::{
+    Action, CanonicalPath, Digest, IdSource, Principal, PrincipalKind, RequestId, RiskClass,
+    RunId, digest_of,
+};
+use warrant_store::{
+    Append, EventDraft, EventStore, NewRun, RequestUpdate, RunStatus, Sealer, StoredEvent,
+};
+
+use crate::approval::{self, ProofInput};
+use crate::authorized::Authorized;
+use crate::error::KernelError;
+use crate::events::{
+    Approver, CallRecord, DeniedBy, EVENT_VERSION, Outcome, ReasonRecord, RunEvent, RunSettings,
+    Scope, Verdict,
+};
+use crate::state::{RequestAnswer, RunState};
+use crate::tool::{ToolEnv, ToolRegistry};
+
+/// What the policy decision point says about one action.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicyVerdict {
+    pub verdict: Verdict,
+    pub risk: RiskClass,
+    pub reasons: Vec<ReasonRecord>,
+    pub errors: Vec<String>,
+}
+
+/// The policy decision point as the ring sees it (warrant-policy implements it).
+pub trait DecisionPoint {
+    fn decide(&self, principal: &Principal, action: &Action, workspace: &CanonicalPath)
+    -> PolicyVerdict;
+    fn digest(&self) -> Digest;
+}
+
+/// A person's answer to a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    Approve(Scope),
+    Deny { reason: String },
+}
+
+/// What the person at the run's terminal is shown.
+#[derive(Clone, Debug)]
+pub struct PromptView<'a> {
+    pub run: &'a RunId,
+    pub request: &'a RequestId,
+    pub risk: RiskClass,
+    pub title: &'a str,
+    pub body: &'a str,
+    pub digest: &'a Digest,
+    pub reasons: &'a [ReasonRecord],
+}
+
+/// Asks a person at the run's own terminal. Returns `None` when nobody can be asked now (no
+/// terminal): the run then parks and waits for `warrant approve` / `deny`.
+pub trait Prompter {
+    fn ask(&mut self, view: &PromptView<'_>) -> Option<(Answer, Principal)>;
+}
+
+/// Never asks: every approval parks the run.
+#[derive(Debug, Default)]
+pub struct NoPrompter;
+
+impl Prompter for NoPrompter {
+    fn ask(&mut self, _view: &PromptView<'_>) -> Option<(Answer, Principal)> {
+        None
+    }
+}
+
+/// Sees every event as it is committed (the CLI prints them).
+pub trait Observer {
+    fn committed(&self, stored: &StoredEvent, event: &RunEvent);
+}
+
+#[derive(Debug, Default)]
+pub struct Silent;
+
+impl Observer for Silent {
+    fn committed(&self, _stored: &StoredEvent, _event: &RunEvent) {}
+}
+
+/// How processing one call ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CallStep {
+    /// The call has a result (completed, refused or denied).
+    Done,
+    /// Waiting for a person; the run is parked durably.
+    Parked(RequestId),
+}
+
+pub struct Ring<'a> {
+    pub store: &'a dyn EventStore,
+    pub sealer: &'a dyn Sealer,
+    pub pdp: &'a dyn DecisionPoint,
+    pub ids: &'a dyn IdSource,
+    /// The installation secret approvals are proven under.
+    pub secret: &'a [u8],
+    pub observer: &'a dyn Observer,
+}
+
+impl std::fmt::Debug for Ring<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ring").finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct NewRunSpec {
+    pub principal: Principal,
+    pub task: String,
+    pub model: String,
+    pub workspace: CanonicalPath,
+    pub settings: RunSettings,
+    pub tools: Vec<String>,
+}
+
+impl Ring<'_> {
+    /// Starts a run: its first event fixes the principal for good.
+    pub fn start(&self, spec: NewRunSpec) -> Result<RunState, KernelError> {
+        let run = self.ids.run_id();
+        let event = RunEvent::RunStarted {
+            principal: spec.principal.clone(),
+            task: spec.task.clone(),
+            model: spec.model,
+            workspace: spec.workspace,
+            policy_digest: self.pdp.digest(),
+            settings: spec.settings,
+            tools: spec.tools,
+        };
+        let facts = audit_facts(&spec.principal, &run, 1, &event, None);
+        let draft = EventDraft {
+            kind: event.kind().to_owned(),
+            version: EVENT_VERSION,
+            payload: event.payload()?,
+            audit: facts,
+        };
+        let stored = self.store.create_run(
+            &NewRun {
+                run: run.clone(),
+                actor: spec.principal.actor.clone(),
+                task: spec.task,
+            },
+            vec![draft],
+            self.sealer,
+        )?;
+        for s in &stored {
+            self.observer.committed(s, &event);
+        }
+        RunState::fold(&stored)
+    }
+
+    pub fn load(&self, run: &RunId) -> Result<RunState, KernelError> {
+        let events = self.store.events(run)?;
+        if events.is_empty() {
+            return Err(KernelError::UnknownRun(run.to_string()));
+        }
+        RunState::fold(&events)
+    }
+
+    /// Appends events atomically (with their audit records) and advances `state`.
+    pub fn append(
+        &self,
+        state: &mut RunState,
+        events: Vec<RunEvent>,
+        status: Option<RunStatus>,
+        requests: Vec<RequestUpdate>,
+    ) -> Result<(), KernelError> {
+        let mut drafts = Vec::with_capacity(events.len());
+        for (i, event) in events.iter().enumerate() {
+            let seq = state.next_seq + i as u64;
+            drafts.push(EventDraft {
+                kind: event.kind().to_owned(),
+                version: EVENT_VERSION,
+                payload: event.payload()?,
+                audit: audit_facts(&state.principal, &state.run, seq, event, Some(state)),
+            });
+        }
+        let stored = self.store.append(
+            Append {
+                run: state.run.clone(),
+                expected_seq: state.next_seq,
+                events: drafts,
+                status,
+                requests,
+            },
+            self.sealer,
+        )?;
+        for (s, event) in stored.iter().zip(events) {
+            self.observer.committed(s, &event);
+            state.apply(s.seq, event)?;
+            state.next_seq = s.seq + 1;
+        }
+        Ok(())
+    }
+
+    pub fn record_model_response(
+        &self,
+        state: &mut RunState,
+        text: Option<String>,
+        calls: Vec<CallRecord>,
+        usage: Option<Value>,
+        model: String,
+    ) -> Result<(), KernelError> {
+        let turn = state.turns;
+        self.append(
+            state,
+            vec![RunEvent::ModelResponded {
+                turn,
+                text,
+                calls,
+                usage,
+                model,
+            }],
+            None,
+            vec![],
+        )
+    }
+
+    pub fn end(&self, state: &mut RunState, outcome: Outcome) -> Result<(), KernelError> {
+        let status = match &outcome {
+            Outcome::Completed => RunStatus::Completed,
+            Outcome::Failed { .. } => RunStatus::Failed,
+            Outcome::Stopped { .. } => RunStatus::Stopped,
+        };
+        self.append(state, vec![RunEvent::RunEnded { outcome }], Some(status), vec![])
+    }
+
+    /// Marks a parked run as continuing (after its request was answered elsewhere).
+    pub fn resume(&self, state: &mut RunState, by: &Principal) -> Result<(), KernelError> {
+        if let Some(outcome) = &state.ended {
+            return Err(KernelError::RunEnded {
+                run: state.run.to_string(),
+                outcome: outcome_label(outcome),
+            });
+        }
+        if state.parked.is_some() {
+            self.append(
+                state,
+                vec![RunEvent::RunResumed {
+                    by: by.actor.clone(),
+                }],
+                Some(RunStatus::Running),
+                vec![],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Records a person's answer to a request of a run. The approver is the principal Warrant
+    /// established for the answering process; an agent can never approve.
+    pub fn answer(
+        &self,
+        state: &mut RunState,
+        request: &RequestId,
+        approver: &Principal,
+        via: &str,
+        answer: Answer,
+    ) -> Result<(), KernelError> {
+        if approver.kind == PrincipalKind::Agent {
+            return Err(KernelError::AgentCannotApprove {
+                actor: approver.actor.clone(),
+            });
+        }
+        let req = state
+            .requests
+            .get(request)
+            .ok_or_else(|| KernelError::UnknownRequest(request.to_string()))?;
+        if let Some(previous) = &req.answer {
+            return Err(KernelError::AlreadyAnswered {
+                id: request.to_string(),
+                answer: match previous {
+                    RequestAnswer::Granted { approver, scope, .. } => {
+                        format!("approved {} by {}", scope.as_str(), approver.actor)
+                    }
+                    RequestAnswer::Denied { approver, .. } => format!("denied by {}", approver.actor),
+                },
+            });
+        }
+        if let Some(outcome) = &state.ended {
+            return Err(KernelError::RunEnded {
+                run: state.run.to_string(),
+                outcome: outcome_label(outcome),
+            });
+        }
+        let who = Approver {
+            tenant: approver.tenant.clone(),
+            actor: approver.actor.clone(),
+            via: via.to_owned(),
+        };
+        let event = match answer {
+            Answer::Approve(scope) => {
+                let proof = approval::prove(
+                    self.secret,
+                    &ProofInput {
+                        run: &state.run,
+                        request,
+                        park_seq: req.park_seq,
+                        digest: &req.digest,
+                        approver: &who,
+                        scope,
+                    },
+                );
+                RunEvent::ApprovalGranted {
+                    request_id: request.clone(),
+                    approver: who,
+                    scope,
+                    digest: req.digest.clone(),
+                    proof,
+                }
+            }
+            Answer::Deny { reason } => RunEvent::ApprovalDenied {
+                request_id: request.clone(),
+                approver: who,
+                reason,
+            },
+        };
+        self.append(
+            state,
+            vec![event],
+            None,
+            vec![RequestUpdate::Answered {
+                id: request.clone(),
+            }],
+        )
+    }
+
+    /// Drives one call through the ring until it has a result or must wait for a person.
+    pub fn process_call(
+        &self,
+        state: &mut RunState,
+        call_id: &str,
+        tools: &dyn ToolRegistry,
+        env: &ToolEnv,
+        prompter: &mut dyn Prompter,
+    ) -> Result<CallStep, KernelError> {
+        loop {
+            let call = state
+                .call(call_id)
+                .cloned()
+                .ok_or_else(|| KernelError::Inconsistent {
+                    run: state.run.to_string(),
+                    message: format!("no call {call_id}"),
+                })?;
+            if call.result.is_some() {
+                return Ok(CallStep::Done);
+            }
+            let name = call.record.tool.clone();
+
+            // 1. Normalization: schema, then the tool's own mapping to actions.
+            let Some(actions) = call.actions.clone() else {
+                let refusal = match tools.get(&name) {
+                    None => Some((
+                        "W-TOOL-001".to_owned(),
+                        format!(
+                            "unknown tool `{name}`; available tools: {}",
+                            tools.specs().iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+                        ),
+                    )),
+                    Some(tool) => match tools
+                        .validate(&name, &call.record.args)
+                        .and_then(|()| tool.normalize(&call.record.args, env))
+                    {
+                        Ok(actions) => {
+                            let digest = digest_of(&actions)
+                                .map_err(|e| KernelError::Encode(e.to_string()))?;
+                            self.append(
+                                state,
+                                vec![RunEvent::ActionProposed {
+                                    call_id: call_id.to_owned(),
+                                    tool: name.clone(),
+                                    actions,
+                                    digest,
+                                }],
+                                None,
+                                vec![],
+                            )?;
+                            None
+                        }
+                        Err(r) => Some((r.code, r.message)),
+                    },
+                };
+                if let Some((code, message)) = refusal {
+                    self.append(
+                        state,
+                        vec![RunEvent::CallRefused {
+                            call_id: call_id.to_owned(),
+                            tool: name,
+                            code,
+                            message,
+                        }],
+                        None,
+                        vec![],
+                    )?;
+                }
+                continue;
+            };
+            let digest = call.digest.clone().unwrap_or_else(|| Digest::of_bytes(b""));
+
+            // 2. Policy, once per action; the decisions are journaled before anyone acts on them.
+            if call.decisions.len() < actions.len() {
+                let events = actions
+                    .iter()
+                    .enumerate()
+                    .skip(call.decisions.len())
+                    .map(|(i, action)| {
+                        let v = self.pdp.decide(&state.principal, action, &state.workspace);
+                        RunEvent::PolicyDecided {
+                            call_id: call_id.to_owned(),
+                            index: i as u32,
+                            action_digest: action.digest(),
+                            verdict: v.verdict,
+                            risk: v.risk,
+                            reasons: v.reasons,
+                            errors: v.errors,
+                        }
+                    })
+                    .collect();
+                self.append(state, events, None, vec![])?;
+                continue;
+            }
+            let verdict = call
+                .decisions
+                .iter()
+                .map(|d| d.verdict)
+                .max_by_key(|v| severity(*v))
+                .unwrap_or(Verdict::Deny);
+            let deciding: Vec<ReasonRecord> = call
+                .decisions
+                .iter()
+                .filter(|d| d.verdict == verdict)
+                .flat_map(|d| d.reasons.clone())
+                .collect();
+
+            // 3. The verdict.
+            match verdict {
+                Verdict::Deny => {
+                    let message = denial_message(&actions, &deciding, &state.workspace);
+                    self.append(
+                        state,
+                        vec![RunEvent::EffectDenied {
+                            call_id: call_id.to_owned(),
+                            denied: DeniedBy::Policy { reasons: deciding },
+                            message,
+                        }],
+                        None,
+                        vec![],
+                    )?;
+                    return Ok(CallStep::Done);
+                }
+                Verdict::Allow => {
+                    return self.execute(state, call_id, &actions, None, None, tools, env);
+                }
+                Verdict::Ask => {}
+            }
+
+            // 4. The approval gate.
+            if let Some(grant) = state.session_grant_for(&actions).cloned() {
+                return self.execute(state, call_id, &actions, None, Some(grant), tools, env);
+            }
+            let open = call
+                .request
+                .as_ref()
+                .and_then(|id| state.requests.get(id))
+                .cloned();
+            match open {
+                None => {
+                    let request = self.ids.request_id();
+                    let tool = tools.get(&name).ok_or_else(|| KernelError::Inconsistent {
+                        run: state.run.to_string(),
+                        message: format!("tool {name} vanished"),
+                    })?;
+                    let presentation = tool.present(&actions, env);
+                    let risk = call
+                        .decisions
+                        .iter()
+                        .filter(|d| d.verdict == Verdict::Ask)
+                        .map(|d| d.risk)
+                        .max()
+                        .unwrap_or(RiskClass::Change);
+                    let summary = json!({
+                        "run": state.run,
+                        "call": call_id,
+                        "tool": name,
+                        "risk": risk,
+                        "title": presentation.title,
+                        "digest": digest,
+                        "requested_by": state.principal.actor,
+                    });
+                    self.append(
+                        state,
+                        vec![RunEvent::ApprovalRequested {
+                            call_id: call_id.to_owned(),
+                            request_id: request.clone(),
+                            digest: digest.clone(),
+                            risk,
+                            presentation: presentation.clone(),
+                        }],
+                        None,
+                        vec![RequestUpdate::Open {
+                            id: request.clone(),
+                            summary,
+                        }],
+                    )?;
+                    continue;
+                }
+                Some(req) => match req.answer.clone() {
+                    None => {
+                        let view = PromptView {
+                            run: &state.run,
+                            request: &req.id,
+                            risk: req.risk,
+                            title: &req.presentation.title,
+                            body: &req.presentation.body,
+                            digest: &req.digest,
+                            reasons: &deciding,
+                        };
+                        match prompter.ask(&view) {
+                            Some((answer, who)) => {
+                                self.answer(state, &req.id, &who, "terminal", answer)?;
+                                continue;
+                            }
+                            None => {
+                                if state.parked.as_ref() != Some(&req.id) {
+                                    self.append(
+                                        state,
+                                        vec![RunEvent::RunParked {
+                                            request_id: req.id.clone(),
+                                        }],
+                                        Some(RunStatus::Parked),
+                                        vec![],
+                                    )?;
+                                }
+                                return Ok(CallStep::Parked(req.id));
+                            }
+                        }
+                    }
+                    Some(RequestAnswer::Denied { approver, reason }) => {
+                        let message = format!(
+                            "{} denied this ({}): {reason}",
+                            approver.actor,
+                            actions.iter().map(describe).collect::<Vec<_>>().join("; ")
+                        );
+                        self.append(
+                            state,
+                            vec![RunEvent::EffectDenied {
+                                call_id: call_id.to_owned(),
+                                denied: DeniedBy::Person { approver, reason },
+                                message,
+                            }],
+                            None,
+                            vec![],
+                        )?;
+                        return Ok(CallStep::Done);
+                    }
+                    Some(RequestAnswer::Granted {
+                        approver,
+                        scope,
+                        digest: granted,
+                        proof,
+                    }) => {
+                        // Time of use: the approval must match what runs now, bit for bit.
+                        let valid = approval::verify(
+                            self.secret,
+                            &ProofInput {
+                                run: &state.run,
+                                request: &req.id,
+                                park_seq: req.park_seq,
+                                digest: &granted,
+                                approver: &approver,
+                                scope,
+                            },
+                            &proof,
+                        );
+                        if !valid || granted != digest || req.used {
+                            let why = if !valid {
+                                "its proof does not verify under this installation's secret"
+                            } else if req.used {
+                                "it was already used"
+                            } else {
+                                "the action changed after it was shown"
+                            };
+                            self.append(
+                                state,
+                                vec![RunEvent::EffectDenied {
+                                    call_id: call_id.to_owned(),
+                                    denied: DeniedBy::Policy {
+                                        reasons: vec![ReasonRecord {
+                                            policy: "builtin:approval-binding".into(),
+                                            reason: Some(format!("approval {} refused: {why}", req.id)),
+                                        }],
+                                    },
+                                    message: format!("approval {} cannot be used: {why}", req.id),
+                                }],
+                                None,
+                                vec![],
+                            )?;
+                            return Ok(CallStep::Done);
+                        }
+                        return self.execute(state, call_id, &actions, Some(req.id), None, tools, env);
+                    }
+                },
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn execute(
+        &self,
+        state: &mut RunState,
+        call_id: &str,
+        actions: &[Action],
+        approval: Option<RequestId>,
+        session_grant: Option<RequestId>,
+        tools: &dyn ToolRegistry,
+        env: &ToolEnv,
+    ) -> Result<CallStep, KernelError> {
+        let already = state.call(call_id).and_then(|c| c.started);
+        if already.is_some() && !actions.iter().all(|a| a.verb().idempotent()) {
+            // Started before a crash, result unknown, and not safe to repeat.
+            self.append(
+                state,
+                vec![RunEvent::EffectInDoubt {
+                    call_id: call_id.to_owned(),
+                }],
+                None,
+                vec![],
+            )?;
+            return Ok(CallStep::Done);
+        }
+        let started_seq = match already {
+            Some(seq) => seq,
+            None => {
+                self.append(
+                    state,
+                    vec![RunEvent::EffectStarted {
+                        call_id: call_id.to_owned(),
+                        approval,
+                        session_grant,
+                    }],
+                    Some(RunStatus::Running),
+                    vec![],
+                )?;
+                state.next_seq - 1
+            }
+        };
+        let authorized: Vec<Authorized<Action>> = actions
+            .iter()
+            .map(|a| Authorized::new(a.clone(), state.run.clone(), started_seq))
+            .collect();
+        let tool_name = state
+            .call(call_id)
+            .map(|c| c.record.tool.clone())
+            .unwrap_or_default();
+        let tool = tools
+            .get(&tool_name)
+            .ok_or_else(|| KernelError::Inconsistent {
+                run: state.run.to_string(),
+                message: format!("tool {tool_name} vanished"),
+            })?;
+        let principal = state.principal.clone();
+        let workspace = state.workspace.clone();
+        let may_read = |p: &CanonicalPath| {
+            self.pdp
+                .decide(&principal, &Action::FsRead { path: p.clone() }, &workspace)
+                .verdict
+                == Verdict::Allow
+        };
+        let outcome = tool.execute(&authorized, env, &may_read);
+        self.append(
+            state,
+            vec![RunEvent::EffectCompleted {
+                call_id: call_id.to_owned(),
+                ok: outcome.ok,
+                result: outcome.result,
+            }],
+            None,
+            vec![],
+        )?;
+        Ok(CallStep::Done)
+    }
+}
+
+fn severity(v: Verdict) -> u8 {
+    match v {
+        Verdict::Allow => 0,
+        Verdict::Ask => 1,
+        Verdict::Deny => 2,
+    }
+}
+
+pub fn outcome_label(o: &Outcome) -> String {
+    match o {
+        Outcome::Completed => "completed".into(),
+        Outcome::Failed { code, message } => format!("failed: {code} {message}"),
+        Outcome::Stopped { reason } => format!("stopped: {reason}"),
+    }
+}
+
+/// `fs.read /w/.env` — how an action reads in messages.
+pub fn describe(a: &Action) -> String {
+    format!("{} {}", a.verb().as_str(), a.target())
+}
+
+fn denial_message(actions: &[Action], reasons: &[ReasonRecord], workspace: &CanonicalPath) -> String {
+    let what = actions.iter().map(describe).collect::<Vec<_>>().join("; ");
+    if reasons.is_empty() {
+        let outside = actions.iter().any(|a| match a {
+            Action::FsRead { path }
+            | Action::FsList { path }
+            | Action::FsSearch { path, .. }
+            | Action::FsWrite { path, .. }
+            | Action::FsCreate { path, .. }
+            | Action::FsDelete { path, .. } => !path.starts_with(workspace),
+            Action::ShellExec { cwd, .. } => !cwd.starts_with(workspace),
+        });
+        if outside {
+            format!("denied: {what}: no policy permits it, and it is outside the workspace {workspace}")
+        } else {
+            format!("denied: {what}: no policy permits it")
+        }
+    } else {
+        let why = reasons
+            .iter()
+            .map(|r| match &r.reason {
+                Some(text) => format!("{} ({text})", r.policy),
+                None => r.policy.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        format!("denied: {what}: {why}")
+    }
+}
+
+/// The audit facts of one event: who, for whom, on what, decided how, allowed by whom, with
+/// what outcome. Contents and results appear only as digests.
+fn audit_facts(
+    principal: &Principal,
+    run: &RunId,
+    seq: u64,
+    event: &RunEvent,
+    state: Option<&RunState>,
+) -> Value {
+    let mut facts = json!({
+        "actor": principal.actor,
+        "tenant": principal.tenant,
+        "run": run,
+        "event_seq": seq,
+        "event": event.kind(),
+    });
+    if let Some(o) = &principal.on_behalf_of {
+        facts["on_behalf_of"] = json!(o);
+    }
+    let call_actions = |call_id: &str| -> Vec<Action> {
+        state
+            .and_then(|s| s.call(call_id))
+            .and_then(|c| c.actions.clone())
+            .unwrap_or_default()
+    };
+    let put_actions = |facts: &mut Value, actions: &[Action]| {
+        if let Some(first) = actions.first() {
+            facts["resource"] = json!(first.target());
+            facts["action"] = if actions.len() == 1 {
+                first.audit_view()
+            } else {
+                Value::Array(actions.iter().map(Action::audit_view).collect())
+            };
+        }
+    };
+    match event {
+        RunEvent::RunStarted {
+            task,
+            model,
+            policy_digest,
+            workspace,
+            ..
+        } => {
+            facts["outcome"] = json!("started");
+            facts["resource"] = json!(workspace);
+            facts["reasons"] = json!([format!("policy {policy_digest}"), format!("model {model}")]);
+            facts["task_digest"] = json!(Digest::of_bytes(task.as_bytes()));
+        }
+        RunEvent::ModelResponded { turn, calls, .. } => {
+            facts["outcome"] = json!(format!("turn {turn}: {} call(s)", calls.len()));
+        }
+        RunEvent::CallRefused { call_id, tool, code, message } => {
+            facts["decision"] = json!("deny");
+            facts["resource"] = json!(format!("tool:{tool}"));
+            facts["reasons"] = json!([code, message]);
+            facts["outcome"] = json!(format!("refused call {call_id}"));
+        }
+        RunEvent::ActionProposed { actions, .. } => put_actions(&mut facts, actions),
+        RunEvent::PolicyDecided {
+            call_id,
+            index,
+            verdict,
+            risk,
+            reasons,
+            errors,
+            ..
+        } => {
+            let actions = call_actions(call_id);
+            if let Some(a) = actions.get(*index as usize) {
+                put_actions(&mut facts, std::slice::from_ref(a));
+            }
+            facts["decision"] = json!(verdict.as_str());
+            let mut r: Vec<String> = reasons.iter().map(|r| r.policy.clone()).collect();
+            r.extend(errors.iter().cloned());
+            facts["reasons"] = json!(r);
+            facts["risk"] = json!(risk);
+        }
+        RunEvent::ApprovalRequested {
+            call_id,
+            request_id,
+            digest,
+            risk,
+            ..
+        } => {
+            put_actions(&mut facts, &call_actions(call_id));
+            facts["decision"] = json!("ask");
+            facts["approval"] = json!({"request": request_id, "digest": digest, "risk": risk});
+        }
+        RunEvent::ApprovalGranted {
+            request_id,
+            approver,
+            scope,
+            digest,
+            ..
+        } => {
+            facts["decision"] = json!("allow");
+            facts["approval"] = json!({"request": request_id, "approver": approver.actor, "via": approver.via, "scope": scope, "digest": digest});
+        }
+        RunEvent::ApprovalDenied {
+            request_id,
+            approver,
+            reason,
+        } => {
+            facts["decision"] = json!("deny");
+            facts["approval"] = json!({"request": request_id, "approver": approver.actor, "via": approver.via});
+            facts["reasons"] = json!([reason]);
+        }
+        RunEvent::RunParked { request_id } => {
+            facts["outcome"] = json!(format!("parked on {request_id}"));
+        }
+        RunEvent::RunResumed { by } => facts["outcome"] = json!(format!("resumed by {by}")),
+        RunEvent::EffectStarted {
+            call_id,
+            approval,
+            session_grant,
+        } => {
+            put_actions(&mut facts, &call_actions(call_id));
+            facts["decision"] = json!("allow");
+            let request = approval.as_ref().or(session_grant.as_ref());
+            if let Some(id) = request {
+                let approver = state
+                    .and_then(|s| s.requests.get(id))
+                    .and_then(|r| match &r.answer {
+                        Some(RequestAnswer::Granted { approver, scope, .. }) => {
+                            Some(json!({"request": id, "approver": approver.actor, "scope": scope}))
+                        }
+                        Some(RequestAnswer::Denied { .. }) | None => None,
+                    });
+                facts["approval"] = approver.unwrap_or_else(|| json!({"request": id}));
+            }
+            facts["outcome"] = json!("started");
+        }
+        RunEvent::EffectCompleted { call_id, ok, result } => {
+            put_actions(&mut facts, &call_actions(call_id));
+            facts["outcome"] = json!(if *ok { "ok" } else { "error" });
+            facts["output_digest"] = json!(digest_of(result).ok());
+        }
+        RunEvent::EffectDenied { call_id, denied, .. } => {
+            put_actions(&mut facts, &call_actions(call_id));
+            facts["decision"] = json!("deny");
+            match denied {
+                DeniedBy::Policy { reasons } => {
+                    facts["reasons"] = json!(reasons.iter().map(|r| r.policy.clone()).collect::<Vec<_>>());
+                }
+                DeniedBy::Person { approver, reason } => {
+                    facts["approval"] = json!({"approver": approver.actor, "via": approver.via});
+                    facts["reasons"] = json!([reason]);
+                }
+            }
+            facts["outcome"] = json!("refused");
+        }
+        RunEvent::EffectInDoubt { call_id } => {
+            put_actions(&mut facts, &call_actions(call_id));
+            facts["outcome"] = json!("in_doubt");
+        }
+        RunEvent::RunEnded { outcome } => facts["outcome"] = json!(outcome_label(outcome)),
+    }
+    facts
+}

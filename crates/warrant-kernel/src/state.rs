@@ -1,0 +1,368 @@
+//! A run's state is the fold of its log. Nothing else holds progress: the agent loop reloads
+//! this after every step, so a crash loses nothing that was journaled and a resume continues
+//! exactly where the log ends.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use warrant_core::{Action, CanonicalPath, Digest, Principal, RequestId, RiskClass, RunId, Verb};
+use warrant_store::StoredEvent;
+
+use crate::error::KernelError;
+use crate::events::{
+    Approver, CallRecord, DeniedBy, Outcome, Presentation, ReasonRecord, RunEvent, RunSettings,
+    Scope, Verdict,
+};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    pub verdict: Verdict,
+    pub risk: RiskClass,
+    pub reasons: Vec<ReasonRecord>,
+}
+
+/// How a call ended, as the model will be told.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CallResult {
+    Completed { ok: bool, result: Value },
+    Refused { code: String, message: String },
+    Denied { denied: DeniedBy, message: String },
+    InDoubt,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallState {
+    pub record: CallRecord,
+    pub turn: u32,
+    pub actions: Option<Vec<Action>>,
+    pub digest: Option<Digest>,
+    pub decisions: Vec<Decision>,
+    pub request: Option<RequestId>,
+    pub started: Option<u64>,
+    pub result: Option<CallResult>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum RequestAnswer {
+    Granted {
+        approver: Approver,
+        scope: Scope,
+        digest: Digest,
+        proof: String,
+    },
+    Denied {
+        approver: Approver,
+        reason: String,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequestState {
+    pub id: RequestId,
+    pub call_id: String,
+    pub digest: Digest,
+    pub risk: RiskClass,
+    pub presentation: Presentation,
+    /// Sequence number of the `ApprovalRequested` event: the park the answer binds to.
+    pub park_seq: u64,
+    pub answer: Option<RequestAnswer>,
+    /// Set once an effect started under this approval; a `once` approval is then spent.
+    pub used: bool,
+}
+
+/// A session-scoped approval: same verb on the same target, for this run only.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionGrant {
+    pub request: RequestId,
+    pub covers: Vec<(Verb, String)>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunState {
+    pub run: RunId,
+    pub principal: Principal,
+    pub task: String,
+    pub model: String,
+    pub workspace: CanonicalPath,
+    pub policy_digest: Digest,
+    pub settings: RunSettings,
+    pub tools: Vec<String>,
+    /// The sequence number the next appended event gets.
+    pub next_seq: u64,
+    pub turns: u32,
+    /// Text of each model turn, in order (None when the turn said nothing).
+    pub turn_texts: Vec<Option<String>>,
+    pub calls: Vec<CallState>,
+    pub requests: BTreeMap<RequestId, RequestState>,
+    pub session_grants: Vec<SessionGrant>,
+    pub denials: u32,
+    pub parked: Option<RequestId>,
+    pub ended: Option<Outcome>,
+}
+
+impl RunState {
+    pub fn call(&self, id: &str) -> Option<&CallState> {
+        self.calls.iter().find(|c| c.record.id == id)
+    }
+
+    fn call_mut(&mut self, id: &str) -> Result<&mut CallState, KernelError> {
+        let run = self.run.to_string();
+        self.calls
+            .iter_mut()
+            .find(|c| c.record.id == id)
+            .ok_or_else(|| KernelError::Inconsistent {
+                run,
+                message: format!("event for unknown call {id}"),
+            })
+    }
+
+    /// The first call of the run that has not reached a result.
+    pub fn next_open_call(&self) -> Option<&CallState> {
+        self.calls.iter().find(|c| c.result.is_none())
+    }
+
+    /// Whether the last model turn asked for nothing (the model is done).
+    pub fn last_turn_was_final(&self) -> bool {
+        self.turns > 0 && !self.calls.iter().any(|c| c.turn + 1 == self.turns)
+    }
+
+    pub fn session_grant_for(&self, actions: &[Action]) -> Option<&RequestId> {
+        self.session_grants.iter().find_map(|g| {
+            actions
+                .iter()
+                .all(|a| g.covers.contains(&(a.verb(), a.target())))
+                .then_some(&g.request)
+        })
+    }
+
+    fn inconsistent(&self, message: impl Into<String>) -> KernelError {
+        KernelError::Inconsistent {
+            run: self.run.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// Folds the whole log. The first event must be `RunStarted`.
+    pub fn fold(events: &[StoredEvent]) -> Result<Self, KernelError> {
+        let first = events.first().ok_or_else(|| KernelError::Inconsistent {
+            run: "?".into(),
+            message: "empty log".into(),
+        })?;
+        let mut state = match RunEvent::from_stored(first)? {
+            RunEvent::RunStarted {
+                principal,
+                task,
+                model,
+                workspace,
+                policy_digest,
+                settings,
+                tools,
+            } => RunState {
+                run: first.run.clone(),
+                principal,
+                task,
+                model,
+                workspace,
+                policy_digest,
+                settings,
+                tools,
+                next_seq: first.seq + 1,
+                turns: 0,
+                turn_texts: Vec::new(),
+                calls: Vec::new(),
+                requests: BTreeMap::new(),
+                session_grants: Vec::new(),
+                denials: 0,
+                parked: None,
+                ended: None,
+            },
+            other => {
+                return Err(KernelError::Inconsistent {
+                    run: first.run.to_string(),
+                    message: format!("log starts with {} instead of run_started", other.kind()),
+                });
+            }
+        };
+        for stored in &events[1..] {
+            if stored.seq != state.next_seq {
+                return Err(state.inconsistent(format!(
+                    "expected event {}, found {}",
+                    state.next_seq, stored.seq
+                )));
+            }
+            let event = RunEvent::from_stored(stored)?;
+            state.apply(stored.seq, event)?;
+            state.next_seq = stored.seq + 1;
+        }
+        Ok(state)
+    }
+
+    /// Applies one event. Public so the ring can advance its in-memory copy after an append
+    /// without re-reading the log.
+    pub fn apply(&mut self, seq: u64, event: RunEvent) -> Result<(), KernelError> {
+        match event {
+            RunEvent::RunStarted { .. } => return Err(self.inconsistent("second run_started")),
+            RunEvent::ModelResponded {
+                turn, text, calls, ..
+            } => {
+                if turn != self.turns {
+                    return Err(self.inconsistent(format!(
+                        "model turn {turn} recorded where turn {} was due",
+                        self.turns
+                    )));
+                }
+                for record in calls {
+                    self.calls.push(CallState {
+                        record,
+                        turn,
+                        actions: None,
+                        digest: None,
+                        decisions: Vec::new(),
+                        request: None,
+                        started: None,
+                        result: None,
+                    });
+                }
+                self.turn_texts.push(text);
+                self.turns += 1;
+            }
+            RunEvent::CallRefused {
+                call_id,
+                code,
+                message,
+                ..
+            } => {
+                self.call_mut(&call_id)?.result = Some(CallResult::Refused { code, message });
+            }
+            RunEvent::ActionProposed {
+                call_id,
+                actions,
+                digest,
+                ..
+            } => {
+                let call = self.call_mut(&call_id)?;
+                call.actions = Some(actions);
+                call.digest = Some(digest);
+            }
+            RunEvent::PolicyDecided {
+                call_id,
+                verdict,
+                risk,
+                reasons,
+                ..
+            } => {
+                self.call_mut(&call_id)?.decisions.push(Decision {
+                    verdict,
+                    risk,
+                    reasons,
+                });
+            }
+            RunEvent::ApprovalRequested {
+                call_id,
+                request_id,
+                digest,
+                risk,
+                presentation,
+            } => {
+                self.call_mut(&call_id)?.request = Some(request_id.clone());
+                self.requests.insert(
+                    request_id.clone(),
+                    RequestState {
+                        id: request_id,
+                        call_id,
+                        digest,
+                        risk,
+                        presentation,
+                        park_seq: seq,
+                        answer: None,
+                        used: false,
+                    },
+                );
+            }
+            RunEvent::ApprovalGranted {
+                request_id,
+                approver,
+                scope,
+                digest,
+                proof,
+            } => {
+                let request = self.request_mut(&request_id)?;
+                request.answer = Some(RequestAnswer::Granted {
+                    approver,
+                    scope,
+                    digest,
+                    proof,
+                });
+            }
+            RunEvent::ApprovalDenied {
+                request_id,
+                approver,
+                reason,
+            } => {
+                let request = self.request_mut(&request_id)?;
+                request.answer = Some(RequestAnswer::Denied { approver, reason });
+            }
+            RunEvent::RunParked { request_id } => self.parked = Some(request_id),
+            RunEvent::RunResumed { .. } => self.parked = None,
+            RunEvent::EffectStarted {
+                call_id,
+                approval,
+                session_grant: _,
+            } => {
+                if let Some(id) = &approval {
+                    let request = self.request_mut(id)?;
+                    request.used = true;
+                    if let Some(RequestAnswer::Granted {
+                        scope: Scope::Session,
+                        ..
+                    }) = &request.answer
+                    {
+                        let request_id = id.clone();
+                        let covers = self
+                            .call(&call_id)
+                            .and_then(|c| c.actions.as_ref())
+                            .map(|actions| actions.iter().map(|a| (a.verb(), a.target())).collect())
+                            .unwrap_or_default();
+                        self.session_grants.push(SessionGrant {
+                            request: request_id,
+                            covers,
+                        });
+                    }
+                }
+                self.parked = None;
+                self.call_mut(&call_id)?.started = Some(seq);
+            }
+            RunEvent::EffectCompleted {
+                call_id,
+                ok,
+                result,
+            } => {
+                self.call_mut(&call_id)?.result = Some(CallResult::Completed { ok, result });
+            }
+            RunEvent::EffectDenied {
+                call_id,
+                denied,
+                message,
+            } => {
+                self.denials += 1;
+                self.parked = None;
+                self.call_mut(&call_id)?.result = Some(CallResult::Denied { denied, message });
+            }
+            RunEvent::EffectInDoubt { call_id } => {
+                self.call_mut(&call_id)?.result = Some(CallResult::InDoubt);
+            }
+            RunEvent::RunEnded { outcome } => self.ended = Some(outcome),
+        }
+        Ok(())
+    }
+
+    fn request_mut(&mut self, id: &RequestId) -> Result<&mut RequestState, KernelError> {
+        let run = self.run.to_string();
+        self.requests
+            .get_mut(id)
+            .ok_or_else(|| KernelError::Inconsistent {
+                run,
+                message: format!("answer to unknown request {id}"),
+            })
+    }
+}

@@ -1,0 +1,65 @@
+//! What the ring needs from a tool. Tools live in warrant-tools; they describe actions and
+//! run executors, but an executor only accepts `Authorized` values, which only the ring makes.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use warrant_core::config::ProfileConfig;
+use warrant_core::{Action, CanonicalPath, ToolSpec};
+
+use crate::authorized::Authorized;
+use crate::events::Presentation;
+
+/// Why a call could not become an action (nothing ran).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: String,
+    pub message: String,
+}
+
+/// The environment tools normalize and execute in.
+#[derive(Debug, Clone)]
+pub struct ToolEnv {
+    pub workspace: CanonicalPath,
+    pub profiles: BTreeMap<String, ProfileConfig>,
+    /// Warrant's own environment, from which a profile picks what a command may see.
+    pub parent_env: Vec<(String, String)>,
+}
+
+/// A tool's result as journaled and shown to the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EffectResult {
+    pub ok: bool,
+    pub result: Value,
+}
+
+/// Asks the policy whether a file may be read, for tools that open files the model did not
+/// name one by one (search). Files it refuses are skipped and counted, never opened.
+pub type ReadFilter<'a> = &'a dyn Fn(&CanonicalPath) -> bool;
+
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> &ToolSpec;
+
+    /// Turns validated arguments into normalized actions (canonical paths, clamped limits).
+    fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal>;
+
+    /// What a person is shown before approving these exact actions.
+    fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation;
+
+    /// Runs the authorized actions. Failures are results (`ok: false`), not errors: the
+    /// model is told what went wrong.
+    fn execute(
+        &self,
+        actions: &[Authorized<Action>],
+        env: &ToolEnv,
+        may_read: ReadFilter<'_>,
+    ) -> EffectResult;
+}
+
+/// The tools of a run, by model-facing name.
+pub trait ToolRegistry {
+    fn get(&self, name: &str) -> Option<&dyn Tool>;
+    fn specs(&self) -> Vec<ToolSpec>;
+    /// Validates arguments against the tool's JSON Schema before anything else looks at them.
+    fn validate(&self, name: &str, args: &Value) -> Result<(), Refusal>;
+}
