@@ -1,2 +1,207 @@
-//! The `warrant` binary.
-fn main() {}
+//! The `warrant` binary: parses the command line, loads configuration, wires the rooms
+//! together and prints. Decisions live in the library crates; nothing here is logic a test
+//! would want to call directly.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod commands;
+mod context;
+mod output;
+mod prompt;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use warrant_core::Coded;
+
+/// Exit code for usage, configuration and input errors: nothing was started.
+pub const EXIT_USAGE: u8 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "warrant",
+    version,
+    about = "A governed agent harness: every action under a named person's authority, one policy decision point, approvals bound to who gave them, and an audit trail you can verify."
+)]
+pub struct Cli {
+    /// The workspace (default: the nearest directory upward holding `.warrant/`, else the
+    /// current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub workspace: Option<std::path::PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Create `.warrant/` (config, policies, keys, store) in the workspace.
+    Init {
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Show the principal of this process and where each field came from.
+    Whoami {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a governed agent run.
+    Run {
+        /// PROVIDER:MODEL, e.g. `scripted:PATH` or `openai:gpt-4.1`.
+        #[arg(long)]
+        model: String,
+        /// Print events as JSON lines.
+        #[arg(long)]
+        json: bool,
+        /// When to ask for approvals at this terminal: `auto` (when stdin is a terminal),
+        /// `always` (read answers from stdin), `never` (park and exit 10).
+        #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
+        prompt: String,
+        /// What the agent should do.
+        task: String,
+    },
+    /// Continue a parked run once its request is answered.
+    Resume {
+        run: String,
+        #[arg(long)]
+        json: bool,
+        #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
+        prompt: String,
+    },
+    /// List runs, or show every event of one.
+    Runs {
+        #[command(subcommand)]
+        command: RunsCommand,
+    },
+    /// Ask the policy decision point, and see why.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
+    /// Requests waiting for a person.
+    Approvals {
+        #[command(subcommand)]
+        command: ApprovalsCommand,
+    },
+    /// Approve a request (`once`, or for the rest of the run's `session`).
+    Approve {
+        id: String,
+        #[arg(long, default_value = "once", value_parser = ["once", "session"])]
+        scope: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Deny a request; the agent is told the reason.
+    Deny {
+        id: String,
+        #[arg(long)]
+        reason: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check and read the audit trail.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RunsCommand {
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    Show {
+        run: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PolicyCommand {
+    /// Explain the decision for one action.
+    Explain {
+        /// The action, e.g. `fs.read` or `shell.exec`.
+        #[arg(long)]
+        action: String,
+        /// A path (relative to the workspace or absolute), or a command line for `shell.exec`.
+        #[arg(long)]
+        target: String,
+        /// Decide as another actor.
+        #[arg(long = "as", value_name = "ACTOR")]
+        as_actor: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ApprovalsCommand {
+    List {
+        /// Include answered requests.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AuditCommand {
+    /// Check the hash chain and signatures of the store's trail and of the JSONL sink.
+    Verify {
+        /// Verify this JSONL file only (a sink's copy).
+        #[arg(long)]
+        file: Option<std::path::PathBuf>,
+        /// Public keys to verify with (one hex key per line); default: the installation's.
+        #[arg(long)]
+        pubkeys: Option<std::path::PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the last records of the trail.
+    Tail {
+        #[arg(short = 'n', long, default_value_t = 20)]
+        lines: usize,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// An error that ends the command, with its stable code and the exit code it maps to.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: String,
+    pub message: String,
+    pub exit: u8,
+}
+
+impl Failure {
+    pub fn usage(code: &str, message: impl Into<String>) -> Self {
+        Self {
+            code: code.to_owned(),
+            message: message.into(),
+            exit: EXIT_USAGE,
+        }
+    }
+
+    pub fn coded(e: &(impl Coded + std::fmt::Display), exit: u8) -> Self {
+        Self {
+            code: e.code().to_owned(),
+            message: e.to_string(),
+            exit,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match commands::dispatch(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            eprintln!("error[{}]: {}", f.code, f.message);
+            ExitCode::from(f.exit)
+        }
+    }
+}

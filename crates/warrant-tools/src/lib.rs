@@ -1,1 +1,10 @@
-//! Built-in tools: each normalizes model input into actions and runs only authorized ones.
+//! The built-in tools of the contract (`read_file`, `write_file`, `list_dir`, `search_files`,
+//! `delete_path`, `run_command`). Each validates its input against its JSON Schema, normalizes
+//! it into actions with canonical paths, says what a person is shown, and runs executors with
+//! the `Authorized` actions the ring hands it. No tool touches the world any other way.
+
+mod builtin;
+mod registry;
+
+pub use builtin::{normalize_path, preview_write};
+pub use registry::BuiltinTools;

@@ -1,0 +1,244 @@
+//! Where things are and how they are loaded: the workspace and its `.warrant/`, the three
+//! configuration layers, the principal of this process, the policy set, the store, the keys.
+//! Each loader turns its failure into a coded, specific message before anything runs.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use warrant_audit::{AuditKey, InstallationSealer, JsonlSink, PublicKeys};
+use warrant_core::config::{Layer, LayerKind, ResolvedIdentity, Settings, merge_settings, resolve_identity};
+use warrant_core::{CanonicalPath, Coded, IdSource, RandomIds, SystemClock};
+use warrant_policy::{PolicyEngine, PolicySource};
+use warrant_store::SqliteStore;
+
+use crate::{EXIT_USAGE, Failure};
+
+pub const DOT: &str = ".warrant";
+pub const CONFIG_FILE: &str = "config.toml";
+pub const POLICY_DIR: &str = "policies";
+pub const KEYS_DIR: &str = "keys";
+pub const STORE_FILE: &str = "store.db";
+pub const SECRET_FILE: &str = "installation.secret";
+pub const INSTALLATION_FILE: &str = "installation.id";
+
+#[derive(Debug, Clone)]
+pub struct Paths {
+    pub workspace: PathBuf,
+    pub dot: PathBuf,
+    pub managed: PathBuf,
+    pub user: Option<PathBuf>,
+}
+
+impl Paths {
+    pub fn keys(&self) -> PathBuf {
+        self.dot.join(KEYS_DIR)
+    }
+
+    pub fn store(&self) -> PathBuf {
+        self.dot.join(STORE_FILE)
+    }
+
+    pub fn workspace_canonical(&self) -> Result<CanonicalPath, Failure> {
+        let s = self.workspace.to_str().ok_or_else(|| {
+            Failure::usage("W-PATH-003", format!("workspace path {:?} is not UTF-8", self.workspace))
+        })?;
+        CanonicalPath::from_normalized(s).map_err(|e| Failure::coded(&e, EXIT_USAGE))
+    }
+}
+
+fn env_map() -> BTreeMap<String, String> {
+    std::env::vars().collect()
+}
+
+/// Resolves the workspace: `--workspace`, else the nearest ancestor with `.warrant/`, else the
+/// current directory (for `init`).
+pub fn paths(arg: Option<&Path>, for_init: bool) -> Result<Paths, Failure> {
+    let env = env_map();
+    let start = match arg {
+        Some(p) => p.to_owned(),
+        None => std::env::current_dir()
+            .map_err(|e| Failure::usage("W-CLI-001", format!("cannot read the current directory: {e}")))?,
+    };
+    let start = fs::canonicalize(&start).map_err(|e| {
+        Failure::usage("W-CLI-001", format!("workspace {} is not accessible: {e}", start.display()))
+    })?;
+    let workspace = if for_init || arg.is_some() {
+        start
+    } else {
+        start
+            .ancestors()
+            .find(|d| d.join(DOT).is_dir())
+            .map(Path::to_owned)
+            .ok_or_else(|| {
+                Failure::usage(
+                    "W-CLI-002",
+                    format!(
+                        "no .warrant/ in {} or any parent; run `warrant init --yes` in the workspace first",
+                        start.display()
+                    ),
+                )
+            })?
+    };
+    if !for_init && !workspace.join(DOT).is_dir() {
+        return Err(Failure::usage(
+            "W-CLI-002",
+            format!("{} has no .warrant/; run `warrant init --yes` there first", workspace.display()),
+        ));
+    }
+    let managed = env
+        .get("WARRANT_MANAGED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/etc/warrant"));
+    let user = env
+        .get("XDG_CONFIG_HOME")
+        .filter(|s| !s.is_empty())
+        .map(|x| PathBuf::from(x).join("warrant"))
+        .or_else(|| env.get("HOME").map(|h| PathBuf::from(h).join(".config/warrant")));
+    Ok(Paths {
+        dot: workspace.join(DOT),
+        workspace,
+        managed,
+        user,
+    })
+}
+
+fn layer_dirs(paths: &Paths) -> Vec<(LayerKind, PathBuf)> {
+    let mut v = vec![(LayerKind::Managed, paths.managed.clone())];
+    if let Some(u) = &paths.user {
+        v.push((LayerKind::User, u.clone()));
+    }
+    v.push((LayerKind::Project, paths.dot.clone()));
+    v
+}
+
+pub fn read_layers(paths: &Paths) -> Result<Vec<Layer>, Failure> {
+    let mut layers = Vec::new();
+    for (kind, dir) in layer_dirs(paths) {
+        let file = dir.join(CONFIG_FILE);
+        match fs::read_to_string(&file) {
+            Ok(text) => layers.push(
+                Layer::parse(kind, &file.display().to_string(), &text)
+                    .map_err(|e| Failure::coded(&e, EXIT_USAGE))?,
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(Failure::usage(
+                    "W-CONFIG-006",
+                    format!("cannot read {}: {e}", file.display()),
+                ));
+            }
+        }
+    }
+    Ok(layers)
+}
+
+/// The operating system user: the account of our uid, else `$USER`.
+fn os_user() -> Option<String> {
+    let uid = rustix::process::getuid().as_raw().to_string();
+    let from_passwd = fs::read_to_string("/etc/passwd").ok().and_then(|text| {
+        text.lines().find_map(|l| {
+            let mut parts = l.split(':');
+            let name = parts.next()?;
+            let _pw = parts.next()?;
+            (parts.next()? == uid).then(|| name.to_owned())
+        })
+    });
+    from_passwd.or_else(|| std::env::var("USER").ok())
+}
+
+pub fn identity(layers: &[Layer]) -> Result<ResolvedIdentity, Failure> {
+    resolve_identity(layers, &env_map(), os_user().as_deref()).map_err(|e| Failure::coded(&e, EXIT_USAGE))
+}
+
+pub fn settings(layers: &[Layer]) -> Result<Settings, Failure> {
+    let settings = merge_settings(layers);
+    for (name, profile) in &settings.profiles {
+        warrant_exec::validate_profile(name, profile).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    }
+    Ok(settings)
+}
+
+/// Reads `policies/*.cedar` of every layer and validates them strictly: one bad policy and
+/// nothing runs.
+pub fn policy(paths: &Paths) -> Result<PolicyEngine, Failure> {
+    let mut sources = Vec::new();
+    for (kind, dir) in layer_dirs(paths) {
+        let pdir = dir.join(POLICY_DIR);
+        let entries = match fs::read_dir(&pdir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                return Err(Failure::usage(
+                    "W-POLICY-010",
+                    format!("cannot read {}: {e}", pdir.display()),
+                ));
+            }
+        };
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "cedar"))
+            .collect();
+        files.sort();
+        for file in files {
+            let text = fs::read_to_string(&file).map_err(|e| {
+                Failure::usage("W-POLICY-010", format!("cannot read {}: {e}", file.display()))
+            })?;
+            sources.push(PolicySource {
+                layer: kind,
+                path: file.display().to_string(),
+                text,
+            });
+        }
+    }
+    PolicyEngine::load(&sources).map_err(|e| Failure::coded(&e, EXIT_USAGE))
+}
+
+/// The installation's store, keys and sink.
+pub struct Installation {
+    pub store: SqliteStore,
+    pub sealer: InstallationSealer,
+    pub secret: Vec<u8>,
+    pub sink: JsonlSink,
+    pub public_keys: PublicKeys,
+    pub ids: Arc<dyn IdSource>,
+}
+
+pub fn installation(paths: &Paths, settings: &Settings) -> Result<Installation, Failure> {
+    let ids: Arc<dyn IdSource> = Arc::new(RandomIds);
+    let store = SqliteStore::open(&paths.store(), Arc::new(SystemClock))
+        .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    let key = AuditKey::load(&paths.keys()).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    let public_keys = PublicKeys::from_keys([key.verifying_key()]);
+    let secret_hex = fs::read_to_string(paths.keys().join(SECRET_FILE)).map_err(|e| {
+        Failure::usage("W-INIT-003", format!("cannot read the installation secret: {e}; was `warrant init` run?"))
+    })?;
+    let secret = hex::decode(secret_hex.trim())
+        .map_err(|e| Failure::usage("W-INIT-003", format!("the installation secret is malformed: {e}")))?;
+    let installation = fs::read_to_string(paths.dot.join(INSTALLATION_FILE))
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "unknown".into());
+    let sealer = InstallationSealer::new(key, &installation, ids.clone());
+    let sink = JsonlSink::new(paths.dot.join(&settings.audit_jsonl_path));
+    Ok(Installation {
+        store,
+        sealer,
+        secret,
+        sink,
+        public_keys,
+        ids,
+    })
+}
+
+/// Copies new audit records to the sink. A failure is reported but does not undo the command:
+/// the records stay in the store's outbox and the next command delivers them.
+pub fn deliver(inst: &Installation) {
+    if let Err(e) = inst.sink.deliver(&inst.store) {
+        eprintln!("warning[{}]: audit delivery to {} failed: {e}; the records stay in the store and are delivered by the next command", e.code(), inst.sink.path().display());
+    }
+}
+
+pub fn parent_env() -> Vec<(String, String)> {
+    std::env::vars().collect()
+}

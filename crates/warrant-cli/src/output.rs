@@ -1,0 +1,272 @@
+//! How events read: one line per event for people (decisions first, reasons beside them), or
+//! one JSON object per line with `--json`. Standard output carries only this; diagnostics go
+//! to standard error.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use warrant_core::CanonicalPath;
+use warrant_kernel::{DeniedBy, Observer, ReasonRecord, RunEvent, Verdict};
+use warrant_store::StoredEvent;
+
+pub fn event_json(stored: &StoredEvent) -> Value {
+    json!({
+        "run": stored.run,
+        "seq": stored.seq,
+        "kind": stored.kind,
+        "version": stored.version,
+        "recorded_at": stored.recorded_at,
+        "payload": stored.payload,
+    })
+}
+
+/// Prints events as they are committed.
+pub struct Printer {
+    pub json: bool,
+    workspace: RefCell<Option<CanonicalPath>>,
+    tools: RefCell<BTreeMap<String, String>>,
+}
+
+impl Printer {
+    pub fn new(json: bool) -> Self {
+        Self {
+            json,
+            workspace: RefCell::new(None),
+            tools: RefCell::new(BTreeMap::new()),
+        }
+    }
+
+    fn rel(&self, target: &str) -> String {
+        match self.workspace.borrow().as_ref() {
+            Some(ws) => CanonicalPath::from_normalized(target)
+                .ok()
+                .and_then(|p| p.relative_to(ws))
+                .unwrap_or_else(|| target.to_owned()),
+            None => target.to_owned(),
+        }
+    }
+
+    pub fn print(&self, stored: &StoredEvent, event: &RunEvent) {
+        if self.json {
+            println!("{}", event_json(stored));
+            return;
+        }
+        for line in self.human(event) {
+            println!("{line}");
+        }
+    }
+
+    fn human(&self, event: &RunEvent) -> Vec<String> {
+        match event {
+            RunEvent::RunStarted {
+                principal,
+                model,
+                workspace,
+                task,
+                ..
+            } => {
+                *self.workspace.borrow_mut() = Some(workspace.clone());
+                let mut who = format!("{} ({}", principal.actor, principal.kind.as_str());
+                if let Some(o) = &principal.on_behalf_of {
+                    who.push_str(&format!(", for {o}"));
+                }
+                who.push_str(&format!(", tenant {})", principal.tenant));
+                vec![
+                    format!("run      as {who} with {model}"),
+                    format!("         workspace {workspace}"),
+                    format!("task     {task}"),
+                ]
+            }
+            RunEvent::ModelResponded { text, calls, .. } => {
+                let mut v = Vec::new();
+                if let Some(t) = text {
+                    v.push(format!("model    {t}"));
+                }
+                for c in calls {
+                    self.tools.borrow_mut().insert(c.id.clone(), c.tool.clone());
+                    v.push(format!("call     {} {}", c.tool, c.args));
+                }
+                if text.is_none() && calls.is_empty() {
+                    v.push("model    (done)".into());
+                }
+                v
+            }
+            RunEvent::CallRefused { tool, code, message, .. } => {
+                vec![format!("refused  {tool}: {message} [{code}]")]
+            }
+            RunEvent::ActionProposed { .. } => vec![],
+            RunEvent::PolicyDecided {
+                verdict,
+                risk,
+                reasons,
+                errors,
+                call_id,
+                index,
+                ..
+            } => {
+                let what = self.tools.borrow().get(call_id).cloned().unwrap_or_default();
+                let _ = (what, index);
+                let label = match verdict {
+                    Verdict::Allow => "allow   ".to_owned(),
+                    Verdict::Ask => "ask     ".to_owned(),
+                    Verdict::Deny => "deny    ".to_owned(),
+                };
+                let mut line = label;
+                line.push_str(&format!(" risk {}", risk.as_str()));
+                if !reasons.is_empty() {
+                    line.push_str(&format!("  by {}", reasons_text(reasons)));
+                } else if *verdict == Verdict::Deny {
+                    line.push_str("  (no policy permits it)");
+                }
+                let mut v = vec![line];
+                for e in errors {
+                    v.push(format!("         policy error: {e}"));
+                }
+                v
+            }
+            RunEvent::ApprovalRequested {
+                request_id,
+                presentation,
+                risk,
+                ..
+            } => {
+                let mut v = vec![format!(
+                    "ask      {} (risk {}) -> request {request_id}",
+                    presentation.title,
+                    risk.as_str()
+                )];
+                for l in presentation.body.lines().take(40) {
+                    v.push(format!("         | {l}"));
+                }
+                v
+            }
+            RunEvent::ApprovalGranted {
+                request_id,
+                approver,
+                scope,
+                ..
+            } => vec![format!(
+                "approved {request_id} by {} ({}, via {})",
+                approver.actor,
+                scope.as_str(),
+                approver.via
+            )],
+            RunEvent::ApprovalDenied {
+                request_id,
+                approver,
+                reason,
+            } => vec![format!(
+                "denied   {request_id} by {} (via {}): {reason}",
+                approver.actor, approver.via
+            )],
+            RunEvent::RunParked { request_id } => vec![
+                format!("parked   waiting for a person to answer {request_id}"),
+                format!("         warrant approve {request_id}   |   warrant deny {request_id} --reason TEXT"),
+            ],
+            RunEvent::RunResumed { by } => vec![format!("resumed  by {by}")],
+            RunEvent::EffectStarted { .. } => vec![],
+            RunEvent::EffectCompleted { call_id, ok, result } => {
+                let tool = self.tools.borrow().get(call_id).cloned().unwrap_or_default();
+                self.result_lines(&tool, *ok, result)
+            }
+            RunEvent::EffectDenied { denied, message, .. } => match denied {
+                DeniedBy::Policy { .. } => vec![format!("refused  {}", self.rel_message(message))],
+                DeniedBy::Person { approver, reason } => {
+                    vec![format!("refused  by {}: {reason}; nothing was done", approver.actor)]
+                }
+            },
+            RunEvent::EffectInDoubt { call_id } => vec![format!(
+                "in-doubt {call_id} started before an interruption; a person must check whether it happened"
+            )],
+            RunEvent::RunEnded { outcome } => {
+                vec![format!("end      {}", warrant_kernel::ring::outcome_label(outcome))]
+            }
+        }
+    }
+
+    fn rel_message(&self, message: &str) -> String {
+        match self.workspace.borrow().as_ref() {
+            Some(ws) => message.replace(&format!("{}/", ws.as_str()), ""),
+            None => message.to_owned(),
+        }
+    }
+
+    fn result_lines(&self, tool: &str, ok: bool, result: &Value) -> Vec<String> {
+        if !ok {
+            let msg = result.get("error").and_then(Value::as_str).unwrap_or("failed");
+            return vec![format!("failed   {tool}: {msg}")];
+        }
+        let n = |k: &str| result.get(k).and_then(Value::as_u64).unwrap_or(0);
+        match tool {
+            "read_file" => vec![format!(
+                "done     read {} ({} bytes)",
+                self.rel(result.get("path").and_then(Value::as_str).unwrap_or("")),
+                n("total_bytes")
+            )],
+            "write_file" => vec![format!(
+                "done     wrote {} ({} bytes{})",
+                self.rel(result.get("path").and_then(Value::as_str).unwrap_or("")),
+                n("bytes"),
+                if result.get("created").and_then(Value::as_bool) == Some(true) { ", new file" } else { "" }
+            )],
+            "list_dir" => {
+                let names: Vec<String> = result
+                    .get("entries")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|e| {
+                                let name = e.get("name")?.as_str()?;
+                                let dir = e.get("kind").and_then(Value::as_str) == Some("dir");
+                                Some(if dir { format!("{name}/") } else { name.to_owned() })
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                vec![format!("done     listed {} entries: {}", names.len(), names.join(" "))]
+            }
+            "delete_path" => vec![format!("done     deleted {} entries", n("removed_entries"))],
+            "search_files" => vec![format!(
+                "done     {} matching lines",
+                result.get("lines").and_then(Value::as_array).map_or(0, Vec::len)
+            )],
+            "run_command" => {
+                let code = result
+                    .get("exit_code")
+                    .and_then(Value::as_i64)
+                    .map_or_else(|| "none".to_owned(), |c| c.to_string());
+                let mut v = vec![format!(
+                    "done     exit {code}{}",
+                    if result.get("timed_out").and_then(Value::as_bool) == Some(true) { " (timed out, process group killed)" } else { "" }
+                )];
+                let out = result
+                    .pointer("/stdout/text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                for l in out.lines().take(12) {
+                    v.push(format!("         | {l}"));
+                }
+                v
+            }
+            _ => vec![format!("done     {tool}")],
+        }
+    }
+}
+
+pub fn reasons_text(reasons: &[ReasonRecord]) -> String {
+    reasons
+        .iter()
+        .map(|r| match &r.reason {
+            Some(why) => format!("{}: {why}", r.policy),
+            None => r.policy.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl Observer for Printer {
+    fn committed(&self, stored: &StoredEvent, event: &RunEvent) {
+        self.print(stored, event);
+    }
+}

@@ -1,0 +1,372 @@
+//! The six tools of the CLI contract. Normalization is where paths become canonical and limits
+//! are clamped; execution only ever sees what the ring authorized.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use similar::TextDiff;
+use warrant_core::path::canonicalize;
+use warrant_core::{Action, CanonicalPath, Coded, ToolSpec};
+use warrant_exec::fs::OsLinks;
+use warrant_kernel::{Authorized, EffectResult, Presentation, ReadFilter, Refusal, Tool, ToolEnv};
+
+pub(crate) fn all() -> Vec<Box<dyn Tool>> {
+    vec![
+        Box::new(ReadFile(spec(
+            "read_file",
+            "Read a UTF-8 text file in the workspace. Returns its content (large files are cut).",
+            json!({"type": "object", "properties": {"path": {"type": "string", "minLength": 1}}, "required": ["path"], "additionalProperties": false}),
+        ))),
+        Box::new(WriteFile(spec(
+            "write_file",
+            "Create or replace a text file with the given content.",
+            json!({"type": "object", "properties": {"path": {"type": "string", "minLength": 1}, "content": {"type": "string"}}, "required": ["path", "content"], "additionalProperties": false}),
+        ))),
+        Box::new(ListDir(spec(
+            "list_dir",
+            "List the entries of a directory.",
+            json!({"type": "object", "properties": {"path": {"type": "string", "minLength": 1}}, "required": ["path"], "additionalProperties": false}),
+        ))),
+        Box::new(SearchFiles(spec(
+            "search_files",
+            "Find lines containing a text pattern in files under a directory (default: the workspace).",
+            json!({"type": "object", "properties": {"pattern": {"type": "string", "minLength": 1}, "path": {"type": "string", "minLength": 1}}, "required": ["pattern"], "additionalProperties": false}),
+        ))),
+        Box::new(DeletePath(spec(
+            "delete_path",
+            "Delete a file, or a directory when recursive is true.",
+            json!({"type": "object", "properties": {"path": {"type": "string", "minLength": 1}, "recursive": {"type": "boolean"}}, "required": ["path"], "additionalProperties": false}),
+        ))),
+        Box::new(RunCommand(spec(
+            "run_command",
+            "Run a program (no shell) with arguments, in the workspace or a directory inside it, under a subprocess profile.",
+            json!({"type": "object", "properties": {
+                "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "cwd": {"type": "string", "minLength": 1},
+                "profile": {"type": "string", "minLength": 1},
+                "timeout_ms": {"type": "integer", "minimum": 1}
+            }, "required": ["argv"], "additionalProperties": false}),
+        ))),
+    ]
+}
+
+fn spec(name: &str, description: &str, schema: Value) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        description: description.into(),
+        input_schema: schema,
+    }
+}
+
+fn arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+/// Canonicalizes a model-given path against the workspace, resolving symlinks on disk.
+pub fn normalize_path(env: &ToolEnv, input: &str) -> Result<CanonicalPath, Refusal> {
+    canonicalize(&env.workspace, input, &OsLinks).map_err(|e| Refusal {
+        code: e.code().into(),
+        message: e.to_string(),
+    })
+}
+
+fn path_arg(args: &Value, env: &ToolEnv, key: &str) -> Result<CanonicalPath, Refusal> {
+    let raw = arg(args, key).ok_or_else(|| Refusal {
+        code: "W-TOOL-002".into(),
+        message: format!("missing string argument `{key}`"),
+    })?;
+    normalize_path(env, raw)
+}
+
+fn shown(path: &CanonicalPath, env: &ToolEnv) -> String {
+    path.relative_to(&env.workspace)
+        .unwrap_or_else(|| path.as_str().to_owned())
+}
+
+fn ok<T: Serialize>(value: &T) -> EffectResult {
+    match serde_json::to_value(value) {
+        Ok(result) => EffectResult { ok: true, result },
+        Err(e) => fail("W-TOOL-003", &format!("could not encode the result: {e}")),
+    }
+}
+
+fn fail(code: &str, message: &str) -> EffectResult {
+    EffectResult {
+        ok: false,
+        result: json!({"error": message, "code": code}),
+    }
+}
+
+fn from_exec<T: Serialize>(r: Result<T, warrant_exec::ExecError>) -> EffectResult {
+    match r {
+        Ok(v) => ok(&v),
+        Err(e) => fail(e.code(), &e.to_string()),
+    }
+}
+
+/// Runs an executor over exactly one authorized action (the built-ins normalize to one).
+fn single<T: Serialize>(
+    actions: &[Authorized<Action>],
+    run: impl Fn(&Authorized<Action>) -> Result<T, warrant_exec::ExecError>,
+) -> EffectResult {
+    match actions {
+        [one] => from_exec(run(one)),
+        [] | [_, _, ..] => fail(
+            "W-TOOL-004",
+            &format!("expected one authorized action, got {}", actions.len()),
+        ),
+    }
+}
+
+/// A unified diff of a proposed write against what is on disk now, for the person to see.
+pub fn preview_write(path: &CanonicalPath, content: &str, env: &ToolEnv) -> String {
+    let name = shown(path, env);
+    let before = warrant_exec::fs::preview_text(path).unwrap_or_default();
+    TextDiff::from_lines(before.as_str(), content)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{name}"), &format!("b/{name}"))
+        .to_string()
+}
+
+struct ReadFile(ToolSpec);
+struct WriteFile(ToolSpec);
+struct ListDir(ToolSpec);
+struct SearchFiles(ToolSpec);
+struct DeletePath(ToolSpec);
+struct RunCommand(ToolSpec);
+
+impl Tool for ReadFile {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+    fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
+        Ok(vec![Action::FsRead {
+            path: path_arg(args, env, "path")?,
+        }])
+    }
+    fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation {
+        describe_paths("read", actions, env)
+    }
+    fn execute(&self, actions: &[Authorized<Action>], _env: &ToolEnv, _may_read: ReadFilter<'_>) -> EffectResult {
+        single(actions, warrant_exec::fs::read_file)
+    }
+}
+
+impl Tool for WriteFile {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+    fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
+        let path = path_arg(args, env, "path")?;
+        let content = arg(args, "content").unwrap_or_default().to_owned();
+        // Whether this creates or replaces is part of what is decided and shown.
+        let exists = path.as_path().symlink_metadata().is_ok();
+        Ok(vec![if exists {
+            Action::FsWrite { path, content }
+        } else {
+            Action::FsCreate { path, content }
+        }])
+    }
+    fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation {
+        let mut title = Vec::new();
+        let mut body = String::new();
+        for a in actions {
+            match a {
+                Action::FsWrite { path, content } | Action::FsCreate { path, content } => {
+                    let verb = if matches!(a, Action::FsCreate { .. }) { "create" } else { "write" };
+                    title.push(format!("{verb} {}", shown(path, env)));
+                    body.push_str(&preview_write(path, content, env));
+                }
+                Action::FsRead { .. }
+                | Action::FsList { .. }
+                | Action::FsSearch { .. }
+                | Action::FsDelete { .. }
+                | Action::ShellExec { .. } => {}
+            }
+        }
+        Presentation {
+            title: title.join(", "),
+            body,
+        }
+    }
+    fn execute(&self, actions: &[Authorized<Action>], _env: &ToolEnv, _may_read: ReadFilter<'_>) -> EffectResult {
+        single(actions, warrant_exec::fs::write_file)
+    }
+}
+
+impl Tool for ListDir {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+    fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
+        Ok(vec![Action::FsList {
+            path: path_arg(args, env, "path")?,
+        }])
+    }
+    fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation {
+        describe_paths("list", actions, env)
+    }
+    fn execute(&self, actions: &[Authorized<Action>], _env: &ToolEnv, _may_read: ReadFilter<'_>) -> EffectResult {
+        single(actions, warrant_exec::fs::list_dir)
+    }
+}
+
+impl Tool for SearchFiles {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+    fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
+        let path = match arg(args, "path") {
+            Some(p) => normalize_path(env, p)?,
+            None => env.workspace.clone(),
+        };
+        Ok(vec![Action::FsSearch {
+            path,
+            pattern: arg(args, "pattern").unwrap_or_default().to_owned(),
+        }])
+    }
+    fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation {
+        describe_paths("search", actions, env)
+    }
+    fn execute(&self, actions: &[Authorized<Action>], _env: &ToolEnv, may_read: ReadFilter<'_>) -> EffectResult {
+        single(actions, |a| warrant_exec::fs::search(a, may_read))
+    }
+}
+
+impl Tool for DeletePath {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+    fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
+        Ok(vec![Action::FsDelete {
+            path: path_arg(args, env, "path")?,
+            recursive: args.get("recursive").and_then(Value::as_bool).unwrap_or(false),
+        }])
+    }
+    fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation {
+        let mut p = describe_paths("delete", actions, env);
+        if actions
+            .iter()
+            .any(|a| matches!(a, Action::FsDelete { recursive: true, .. }))
+        {
+            p.title.push_str(" (recursively, with everything inside)");
+        }
+        p
+    }
+    fn execute(&self, actions: &[Authorized<Action>], _env: &ToolEnv, _may_read: ReadFilter<'_>) -> EffectResult {
+        single(actions, warrant_exec::fs::delete_path)
+    }
+}
+
+impl Tool for RunCommand {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+    fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
+        let argv: Vec<String> = args
+            .get("argv")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default();
+        if argv.is_empty() || argv[0].is_empty() {
+            return Err(Refusal {
+                code: "W-TOOL-002".into(),
+                message: "argv must name a program".into(),
+            });
+        }
+        let cwd = match arg(args, "cwd") {
+            Some(c) => normalize_path(env, c)?,
+            None => env.workspace.clone(),
+        };
+        let profile_name = arg(args, "profile").unwrap_or("default").to_owned();
+        let profile = env.profiles.get(&profile_name).ok_or_else(|| Refusal {
+            code: "W-TOOL-005".into(),
+            message: format!(
+                "unknown subprocess profile `{profile_name}`; configured: {}",
+                env.profiles.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        })?;
+        // The model may ask for less time than the profile allows, never more.
+        let timeout_ms = args
+            .get("timeout_ms")
+            .and_then(Value::as_u64)
+            .map_or(profile.timeout_ms, |t| t.min(profile.timeout_ms));
+        Ok(vec![Action::ShellExec {
+            argv,
+            cwd,
+            profile: profile_name,
+            timeout_ms,
+        }])
+    }
+    fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation {
+        let mut title = Vec::new();
+        let mut body = String::new();
+        for a in actions {
+            match a {
+                Action::ShellExec {
+                    argv,
+                    cwd,
+                    profile,
+                    timeout_ms,
+                } => {
+                    title.push(format!("run {}", argv.join(" ")));
+                    let inherit = env
+                        .profiles
+                        .get(profile)
+                        .map(|p| format!("{:?}", p.inherit_env).to_lowercase())
+                        .unwrap_or_else(|| "?".into());
+                    body.push_str(&format!(
+                        "argv:    {}\ncwd:     {cwd}\nprofile: {profile} (timeout {timeout_ms} ms, environment: {inherit} + profile settings, secrets never)\n",
+                        serde_json::to_string(argv).unwrap_or_default()
+                    ));
+                }
+                Action::FsRead { .. }
+                | Action::FsList { .. }
+                | Action::FsSearch { .. }
+                | Action::FsWrite { .. }
+                | Action::FsCreate { .. }
+                | Action::FsDelete { .. } => {}
+            }
+        }
+        Presentation {
+            title: title.join(", "),
+            body,
+        }
+    }
+    fn execute(&self, actions: &[Authorized<Action>], env: &ToolEnv, _may_read: ReadFilter<'_>) -> EffectResult {
+        single(actions, |a| {
+            let profile = match a.get() {
+                Action::ShellExec { profile, .. } => env.profiles.get(profile).cloned().unwrap_or_default(),
+                Action::FsRead { .. }
+                | Action::FsList { .. }
+                | Action::FsSearch { .. }
+                | Action::FsWrite { .. }
+                | Action::FsCreate { .. }
+                | Action::FsDelete { .. } => Default::default(),
+            };
+            warrant_exec::spawn::run_command(a, &profile, &env.parent_env)
+        })
+    }
+}
+
+fn describe_paths(verb: &str, actions: &[Action], env: &ToolEnv) -> Presentation {
+    let targets: Vec<String> = actions
+        .iter()
+        .map(|a| match a {
+            Action::FsRead { path }
+            | Action::FsList { path }
+            | Action::FsSearch { path, .. }
+            | Action::FsWrite { path, .. }
+            | Action::FsCreate { path, .. }
+            | Action::FsDelete { path, .. } => shown(path, env),
+            Action::ShellExec { argv, .. } => argv.join(" "),
+        })
+        .collect();
+    Presentation {
+        title: format!("{verb} {}", targets.join(", ")),
+        body: actions
+            .iter()
+            .map(|a| format!("{} {}\n", a.verb().as_str(), a.target()))
+            .collect(),
+    }
+}
