@@ -86,13 +86,13 @@ impl Transcript {
             Some(other) => {
                 return Err(TranscriptError::BadVersion {
                     source_name: src(),
-                    found: yaml_inline(other),
+                    found: Some(yaml_inline(other)),
                 });
             }
             None => {
                 return Err(TranscriptError::BadVersion {
                     source_name: src(),
-                    found: "nothing".to_owned(),
+                    found: None,
                 });
             }
         }
@@ -247,8 +247,15 @@ pub enum TranscriptError {
         key: String,
         expected: String,
     },
-    #[error("transcript {source_name} has version {found}; this Warrant reads `version: 1`")]
-    BadVersion { source_name: String, found: String },
+    #[error(
+        "transcript {source_name} {}; this Warrant reads `version: 1`",
+        version_found(.found.as_deref())
+    )]
+    BadVersion {
+        source_name: String,
+        /// The value as YAML, or `None` when the key is missing.
+        found: Option<String>,
+    },
     #[error("turn {turn}, call {call}: unknown tool `{tool}`; known tools: {}", known_list(.known))]
     UnknownTool {
         turn: usize,
@@ -286,6 +293,13 @@ fn known_list(known: &[String]) -> String {
         .map(|k| format!("`{k}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+fn version_found(found: Option<&str>) -> String {
+    match found {
+        Some(v) => format!("has version {v}"),
+        None => "has no `version`".to_owned(),
+    }
 }
 
 fn path_or_root(path: &str) -> String {
