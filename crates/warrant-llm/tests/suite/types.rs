@@ -168,3 +168,14 @@ fn openai_settings_come_from_config_then_env_then_defaults() {
     assert!(!debug.contains("sk-default"), "{debug}");
     assert!(debug.contains("[redacted]"), "{debug}");
 }
+
+#[test]
+fn providers_are_objects_the_loop_can_share_across_threads() {
+    fn shareable<T: Send + Sync + 'static>() {}
+    shareable::<warrant_llm::OpenAiProvider>();
+    shareable::<warrant_llm::ScriptedProvider>();
+    let transcript = warrant_llm::Transcript::parse("t", "version: 1\nturns: []\n").unwrap();
+    let boxed: Box<dyn warrant_llm::ModelProvider + Send + Sync> =
+        Box::new(warrant_llm::ScriptedProvider::new(transcript, "t"));
+    assert_eq!(boxed.describe(), "scripted:t (0 turns)");
+}
