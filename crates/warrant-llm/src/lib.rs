@@ -1,1 +1,15 @@
 //! Model providers: the scripted transcript and OpenAI-compatible chat completions.
+//! Synchronous by design: the agent loop calls [`ModelProvider::respond`] and blocks. This crate
+//! knows tool specs (to describe and check calls) but never runs a tool.
+
+pub mod error;
+pub mod openai;
+pub mod scripted;
+pub mod types;
+
+pub use error::ModelError;
+pub use openai::{OpenAiProvider, OpenAiSettings, openai_settings_from};
+pub use scripted::{ScriptedCall, ScriptedProvider, Transcript, TranscriptError, Turn};
+pub use types::{
+    Conversation, Message, ModelProvider, ModelResponse, ModelSpec, SpecError, ToolCall, Usage,
+};

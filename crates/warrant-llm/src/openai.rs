@@ -1,0 +1,458 @@
+//! OpenAI-compatible chat completions (`POST {base_url}/chat/completions`), synchronous over ureq.
+//! Retries 429 and 5xx with capped backoff; everything else fails at once with a coded error.
+//! No streaming, no parallel-tool-call switches, no vendor extensions. The API key never reaches
+//! an error message or Debug output.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use warrant_core::ToolSpec;
+use warrant_core::config::OpenAiConfig;
+
+use crate::error::ModelError;
+use crate::types::{Conversation, Message, ModelProvider, ModelResponse, ToolCall, Usage};
+
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub const DEFAULT_KEY_ENV: &str = "OPENAI_API_KEY";
+pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
+/// Long completions can take minutes; a shorter default would cut off honest answers.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Attempts per call, including the first.
+const MAX_ATTEMPTS: u32 = 3;
+const BACKOFF_BASE: Duration = Duration::from_millis(500);
+/// A server asking for a longer wait than this still gets only this: the run should fail
+/// visibly rather than hang.
+const MAX_WAIT: Duration = Duration::from_secs(10);
+/// Enough of an unexpected body to diagnose it, not enough to flood a terminal.
+const BODY_EXCERPT: usize = 300;
+const REDACTED: &str = "[redacted]";
+
+/// Everything needed to call one model at one endpoint.
+#[derive(Clone, PartialEq, Eq)]
+pub struct OpenAiSettings {
+    /// Including `/v1`, as the official SDKs expect.
+    pub base_url: String,
+    pub api_key: Option<String>,
+    /// The environment variable the key came from, named in authentication errors.
+    pub api_key_env: String,
+    pub model: String,
+    pub timeout: Duration,
+}
+
+impl fmt::Debug for OpenAiSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiSettings")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
+            .field("api_key_env", &self.api_key_env)
+            .field("model", &self.model)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// Settings from configuration and the environment: `base_url` from config, else
+/// `OPENAI_BASE_URL`, else the public endpoint; the key from the variable named by
+/// `api_key_env`, else `OPENAI_API_KEY`. Empty values count as unset.
+pub fn openai_settings_from(
+    config: &OpenAiConfig,
+    env: &BTreeMap<String, String>,
+    model: &str,
+) -> OpenAiSettings {
+    let non_empty = |v: &String| !v.trim().is_empty();
+    let base_url = config
+        .base_url
+        .clone()
+        .filter(non_empty)
+        .or_else(|| env.get(BASE_URL_ENV).cloned().filter(non_empty))
+        .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+    let api_key_env = config
+        .api_key_env
+        .clone()
+        .filter(non_empty)
+        .unwrap_or_else(|| DEFAULT_KEY_ENV.to_owned());
+    OpenAiSettings {
+        base_url: base_url.trim().trim_end_matches('/').to_owned(),
+        api_key: env.get(&api_key_env).cloned().filter(non_empty),
+        api_key_env,
+        model: model.to_owned(),
+        timeout: config
+            .timeout_ms
+            .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
+    }
+}
+
+type Sleep = Arc<dyn Fn(Duration) + Send + Sync>;
+
+pub struct OpenAiProvider {
+    settings: OpenAiSettings,
+    agent: ureq::Agent,
+    sleep: Sleep,
+}
+
+impl fmt::Debug for OpenAiProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiProvider")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiProvider {
+    pub fn new(settings: OpenAiSettings) -> Self {
+        let config = ureq::Agent::config_builder()
+            .timeout_global(Some(settings.timeout))
+            // Statuses are answers we classify ourselves (auth, not found, retry).
+            .http_status_as_error(false)
+            .build();
+        Self {
+            agent: ureq::Agent::new_with_config(config),
+            settings,
+            sleep: Arc::new(std::thread::sleep),
+        }
+    }
+
+    /// Replace how the provider waits between attempts (tests record instead of sleeping).
+    #[must_use]
+    pub fn with_sleep(mut self, sleep: impl Fn(Duration) + Send + Sync + 'static) -> Self {
+        self.sleep = Arc::new(sleep);
+        self
+    }
+
+    pub fn settings(&self) -> &OpenAiSettings {
+        &self.settings
+    }
+
+    fn url(&self) -> String {
+        format!("{}/chat/completions", self.settings.base_url)
+    }
+
+    /// Removes the key from text a server sent back: some servers echo what they were given.
+    fn scrub(&self, text: &str) -> String {
+        match &self.settings.api_key {
+            Some(key) if !key.is_empty() => text.replace(key.as_str(), REDACTED),
+            Some(_) | None => text.to_owned(),
+        }
+    }
+
+    fn send_once(&self, body: &str) -> Result<(u16, Option<String>, String), ModelError> {
+        let mut request = self.agent.post(self.url()).content_type("application/json");
+        if let Some(key) = &self.settings.api_key {
+            request = request.header("Authorization", format!("Bearer {key}"));
+        }
+        let mut response = request.send(body).map_err(|e| self.transport_error(&e))?;
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let text = response
+            .body_mut()
+            .read_to_string()
+            .map_err(|e| self.transport_error(&e))?;
+        Ok((status, retry_after, text))
+    }
+
+    fn transport_error(&self, e: &ureq::Error) -> ModelError {
+        let base_url = self.settings.base_url.clone();
+        if let ureq::Error::Timeout(_) = e {
+            return ModelError::Timeout {
+                base_url,
+                after: self.settings.timeout,
+            };
+        }
+        ModelError::Connection {
+            base_url,
+            message: self.scrub(&e.to_string()),
+        }
+    }
+
+    fn status_error(&self, status: u16, attempts: u32, body: &str) -> ModelError {
+        let base_url = self.settings.base_url.clone();
+        let message = self.scrub(&error_message(body));
+        match status {
+            401 | 403 => ModelError::Authentication {
+                base_url,
+                status,
+                key_env: self.settings.api_key_env.clone(),
+                message: if self.settings.api_key.is_none() {
+                    format!("{message} (no key was sent: the variable is unset)")
+                } else {
+                    message
+                },
+            },
+            404 => ModelError::ModelNotFound {
+                base_url,
+                model: self.settings.model.clone(),
+                message,
+            },
+            429 => ModelError::RateLimited {
+                base_url,
+                attempts,
+                message,
+            },
+            500..=599 => ModelError::Server {
+                base_url,
+                status,
+                attempts,
+                message,
+            },
+            _ => ModelError::Rejected {
+                base_url,
+                status,
+                message,
+            },
+        }
+    }
+
+    fn malformed(&self, message: String) -> ModelError {
+        ModelError::MalformedResponse {
+            base_url: self.settings.base_url.clone(),
+            message: self.scrub(&message),
+        }
+    }
+}
+
+impl ModelProvider for OpenAiProvider {
+    fn describe(&self) -> String {
+        format!(
+            "openai:{} at {}",
+            self.settings.model, self.settings.base_url
+        )
+    }
+
+    fn respond(
+        &self,
+        conversation: &Conversation,
+        tools: &[ToolSpec],
+        _turn: u32,
+    ) -> Result<ModelResponse, ModelError> {
+        let body = request_body(&self.settings.model, conversation, tools).to_string();
+        let mut attempt = 1;
+        loop {
+            let (status, retry_after, text) = self.send_once(&body)?;
+            if (200..300).contains(&status) {
+                return parse_response(&text, &self.settings.model)
+                    .map_err(|message| self.malformed(message));
+            }
+            let retryable = status == 429 || (500..600).contains(&status);
+            if !retryable || attempt >= MAX_ATTEMPTS {
+                return Err(self.status_error(status, attempt, &text));
+            }
+            (self.sleep)(wait_before_retry(attempt, retry_after.as_deref()));
+            attempt += 1;
+        }
+    }
+}
+
+/// `Retry-After` in seconds when the server gave one, else 0.5 s, 1 s, 2 s…; capped either way.
+/// (The HTTP-date form of `Retry-After` is rare on these APIs and falls back to backoff.)
+fn wait_before_retry(attempt: u32, retry_after: Option<&str>) -> Duration {
+    let backoff = BACKOFF_BASE.saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1)));
+    retry_after
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(backoff, Duration::from_secs)
+        .min(MAX_WAIT)
+}
+
+/// The documented error body `{"error": {"message", "type", "code"}}`, else an excerpt of the
+/// body as it came.
+fn error_message(body: &str) -> String {
+    #[derive(Deserialize)]
+    struct Envelope {
+        error: ErrorBody,
+    }
+    #[derive(Deserialize)]
+    struct ErrorBody {
+        message: Option<String>,
+        #[serde(rename = "type")]
+        kind: Option<String>,
+        code: Option<Value>,
+    }
+    let Ok(Envelope { error }) = serde_json::from_str::<Envelope>(body) else {
+        return excerpt(body);
+    };
+    let mut message = error.message.unwrap_or_else(|| "no message".to_owned());
+    let mut details = Vec::new();
+    if let Some(kind) = error.kind {
+        details.push(format!("type: {kind}"));
+    }
+    match error.code {
+        Some(Value::String(code)) => details.push(format!("code: {code}")),
+        Some(Value::Number(code)) => details.push(format!("code: {code}")),
+        Some(Value::Null | Value::Bool(_) | Value::Array(_) | Value::Object(_)) | None => {}
+    }
+    if !details.is_empty() {
+        message = format!("{message} ({})", details.join(", "));
+    }
+    message
+}
+
+fn excerpt(body: &str) -> String {
+    let body = body.trim();
+    if body.is_empty() {
+        return "empty body".to_owned();
+    }
+    match body.char_indices().nth(BODY_EXCERPT) {
+        Some((cut, _)) => format!("{}…", &body[..cut]),
+        None => body.to_owned(),
+    }
+}
+
+/// The request body, exactly as sent.
+pub fn request_body(model: &str, conversation: &Conversation, tools: &[ToolSpec]) -> Value {
+    let mut messages = Vec::with_capacity(conversation.messages.len() + 1);
+    // An empty system message carries nothing and some servers reject it.
+    if !conversation.system.is_empty() {
+        messages.push(json!({ "role": "system", "content": conversation.system }));
+    }
+    for message in &conversation.messages {
+        messages.push(wire_message(message));
+    }
+    let mut body = Map::new();
+    body.insert("model".to_owned(), json!(model));
+    body.insert("messages".to_owned(), Value::Array(messages));
+    // The API refuses an empty `tools` array, and `tool_choice` without tools.
+    if !tools.is_empty() {
+        let tools: Vec<Value> = tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.input_schema,
+                    }
+                })
+            })
+            .collect();
+        body.insert("tools".to_owned(), Value::Array(tools));
+        body.insert("tool_choice".to_owned(), json!("auto"));
+    }
+    Value::Object(body)
+}
+
+fn wire_message(message: &Message) -> Value {
+    match message {
+        Message::User { content } => json!({ "role": "user", "content": content }),
+        Message::Assistant { text, calls } => {
+            let mut m = Map::new();
+            m.insert("role".to_owned(), json!("assistant"));
+            m.insert("content".to_owned(), json!(text));
+            // The API refuses an empty `tool_calls` array.
+            if !calls.is_empty() {
+                let calls: Vec<Value> = calls
+                    .iter()
+                    .map(|c| {
+                        json!({
+                            "id": c.id,
+                            "type": "function",
+                            "function": { "name": c.name, "arguments": wire_arguments(&c.arguments) },
+                        })
+                    })
+                    .collect();
+                m.insert("tool_calls".to_owned(), Value::Array(calls));
+            }
+            Value::Object(m)
+        }
+        Message::Tool {
+            call_id,
+            name: _,
+            content,
+        } => json!({ "role": "tool", "tool_call_id": call_id, "content": content }),
+    }
+}
+
+/// Arguments travel as a JSON string. A string value is what we kept when the model's own
+/// arguments did not parse, so it goes back verbatim: the model sees what it wrote.
+fn wire_arguments(arguments: &Value) -> String {
+    match arguments {
+        Value::String(raw) => raw.clone(),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_) | Value::Object(_) => {
+            arguments.to_string()
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Completion {
+    model: Option<String>,
+    choices: Vec<Choice>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    message: WireMessage,
+}
+
+#[derive(Deserialize)]
+struct WireMessage {
+    content: Option<String>,
+    /// Newer models say why they decline here instead of in `content`.
+    refusal: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<WireCall>>,
+}
+
+#[derive(Deserialize)]
+struct WireCall {
+    id: String,
+    function: WireFunction,
+}
+
+#[derive(Deserialize)]
+struct WireFunction {
+    name: String,
+    arguments: String,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+}
+
+/// Parse a 2xx body. The error is a message for [`ModelError::MalformedResponse`].
+fn parse_response(body: &str, requested_model: &str) -> Result<ModelResponse, String> {
+    let completion: Completion =
+        serde_json::from_str(body).map_err(|e| format!("{e}; body starts: {}", excerpt(body)))?;
+    let Some(choice) = completion.choices.into_iter().next() else {
+        return Err("`choices` is empty".to_owned());
+    };
+    let WireMessage {
+        content,
+        refusal,
+        tool_calls,
+    } = choice.message;
+    let calls = tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| ToolCall {
+            id: c.id,
+            name: c.function.name,
+            // Unparseable arguments stay a string, which no object schema accepts, so the
+            // caller refuses the call instead of guessing what was meant.
+            arguments: serde_json::from_str(&c.function.arguments)
+                .unwrap_or(Value::String(c.function.arguments)),
+        })
+        .collect();
+    Ok(ModelResponse {
+        text: content.filter(|t| !t.is_empty()).or(refusal),
+        calls,
+        usage: completion.usage.map(|u| Usage {
+            input_tokens: u.prompt_tokens,
+            output_tokens: u.completion_tokens,
+        }),
+        model: completion
+            .model
+            .unwrap_or_else(|| requested_model.to_owned()),
+    })
+}
