@@ -1,0 +1,718 @@
+//! One function per command. Each loads what it needs through `context`, calls the library
+//! rooms, prints, and returns the exit code of the contract.
+
+use std::fs;
+use std::io::IsTerminal;
+use std::path::Path;
+
+use serde_json::{Value, json};
+use warrant_agent::{Agent, RunExit};
+use warrant_audit::{AuditKey, PublicKeys, verify_file, verify_sealed};
+use warrant_core::config::ResolvedIdentity;
+use warrant_core::path::canonicalize;
+use warrant_core::{Action, Coded, IdSource, Principal, PrincipalKind, RequestId, RunId, Verb};
+use warrant_exec::OsLinks;
+use warrant_kernel::{
+    Answer, NewRunSpec, NoPrompter, Prompter, Ring, RunSettings, RunState, Scope, ToolEnv,
+    ToolRegistry,
+};
+use warrant_llm::{ModelProvider, ModelSpec, OpenAiProvider, ScriptedProvider, openai_settings_from};
+use warrant_policy::{DecisionRequest, PolicyEngine};
+use warrant_store::{EventStore, RequestStatus};
+use warrant_tools::BuiltinTools;
+
+use crate::context::{self, Installation, Paths};
+use crate::output::{Printer, event_json};
+use crate::prompt::TerminalPrompter;
+use crate::{
+    ApprovalsCommand, AuditCommand, Cli, Command, EXIT_USAGE, Failure, PolicyCommand,
+    RunsCommand,
+};
+
+pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
+    let ws = cli.workspace.as_deref();
+    match cli.command {
+        Command::Init { yes } => init(ws, yes),
+        Command::Whoami { json } => whoami(ws, json),
+        Command::Run {
+            model,
+            json,
+            prompt,
+            task,
+        } => run(ws, &model, json, &prompt, task),
+        Command::Resume { run, json, prompt } => resume(ws, &run, json, &prompt),
+        Command::Runs { command } => match command {
+            RunsCommand::List { json } => runs_list(ws, json),
+            RunsCommand::Show { run, json } => runs_show(ws, &run, json),
+        },
+        Command::Policy { command } => match command {
+            PolicyCommand::Explain {
+                action,
+                target,
+                as_actor,
+                json,
+            } => explain(ws, &action, &target, as_actor.as_deref(), json),
+        },
+        Command::Approvals { command } => match command {
+            ApprovalsCommand::List { all, json } => approvals_list(ws, all, json),
+        },
+        Command::Approve { id, scope, json } => {
+            let scope = if scope == "session" { Scope::Session } else { Scope::Once };
+            answer(ws, &id, Answer::Approve(scope), json)
+        }
+        Command::Deny { id, reason, json } => {
+            if reason.trim().is_empty() {
+                return Err(Failure::usage("W-APPROVAL-004", "--reason must say why; the agent is told"));
+            }
+            answer(ws, &id, Answer::Deny { reason }, json)
+        }
+        Command::Audit { command } => match command {
+            AuditCommand::Verify { file, pubkeys, json } => {
+                audit_verify(ws, file.as_deref(), pubkeys.as_deref(), json)
+            }
+            AuditCommand::Tail { lines, json } => audit_tail(ws, lines, json),
+        },
+    }
+}
+
+const DEFAULT_CONFIG: &str = r#"# Project configuration of Warrant. Managed (/etc/warrant/config.toml) and user
+# (~/.config/warrant/config.toml) layers take precedence over this file.
+
+[run]
+# A run stops after this many refusals (policy or person).
+max_denials = 3
+
+# Subprocess profile for run_command. The environment is minimized: only PATH, HOME, LANG and a
+# few others are inherited, and no variable named like *KEY*, *SECRET*, *TOKEN*, *PASSWORD* ever.
+[profiles.default]
+inherit_env = "core"
+timeout_ms = 30000
+output_head_bytes = 16384
+output_tail_bytes = 16384
+"#;
+
+fn init(ws: Option<&Path>, yes: bool) -> Result<u8, Failure> {
+    let paths = context::paths(ws, true)?;
+    if paths.dot.exists() {
+        return Err(Failure::usage(
+            "W-INIT-001",
+            format!("{} already exists; nothing was changed", paths.dot.display()),
+        ));
+    }
+    if !yes {
+        if !std::io::stdin().is_terminal() {
+            return Err(Failure::usage(
+                "W-INIT-002",
+                "not a terminal: pass --yes to create .warrant/ without asking",
+            ));
+        }
+        eprint!("Create {} (config, policies, keys, store)? [y/N] ", paths.dot.display());
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+        if !matches!(line.trim(), "y" | "Y" | "yes") {
+            eprintln!("nothing was changed");
+            return Ok(EXIT_USAGE);
+        }
+    }
+    let io = |what: &str, e: std::io::Error| Failure::usage("W-INIT-004", format!("cannot {what}: {e}"));
+    // Build everything in a temporary directory and rename it into place, so a failure leaves
+    // no half-made .warrant/ behind.
+    let tmp = paths.workspace.join(format!(".warrant.init-{}", std::process::id()));
+    let result = (|| -> Result<(), Failure> {
+        fs::create_dir_all(tmp.join(context::POLICY_DIR)).map_err(|e| io("create .warrant/", e))?;
+        fs::create_dir_all(tmp.join("audit")).map_err(|e| io("create .warrant/audit", e))?;
+        fs::write(tmp.join(context::CONFIG_FILE), DEFAULT_CONFIG).map_err(|e| io("write config.toml", e))?;
+        fs::write(tmp.join(context::POLICY_DIR).join("default.cedar"), warrant_policy::default_pack())
+            .map_err(|e| io("write the default policy pack", e))?;
+        let keys = tmp.join(context::KEYS_DIR);
+        fs::create_dir_all(&keys).map_err(|e| io("create keys/", e))?;
+        AuditKey::generate().save(&keys).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+        write_private(&keys.join(context::SECRET_FILE), &hex::encode(random_bytes()))?;
+        let install_id = warrant_core::RandomIds.record_id();
+        fs::write(tmp.join(context::INSTALLATION_FILE), format!("{install_id}\n")).map_err(|e| io("write the installation id", e))?;
+        fs::write(tmp.join(".gitignore"), "store.db*\nkeys/\naudit/\n").map_err(|e| io("write .gitignore", e))?;
+        warrant_store::SqliteStore::create(&tmp.join(context::STORE_FILE), std::sync::Arc::new(warrant_core::SystemClock))
+            .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+        fs::rename(&tmp, &paths.dot).map_err(|e| io("move .warrant/ into place", e))?;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_dir_all(&tmp);
+    }
+    result?;
+    println!("initialized {}", paths.dot.display());
+    println!("  config     .warrant/config.toml");
+    println!("  policies   .warrant/policies/default.cedar");
+    println!("  keys       .warrant/keys/ (audit signing key, installation secret)");
+    println!("  store      .warrant/store.db");
+    println!("  audit      .warrant/audit/audit.jsonl");
+    Ok(0)
+}
+
+fn random_bytes() -> [u8; 32] {
+    let mut b = [0u8; 32];
+    rand::fill(&mut b);
+    b
+}
+
+fn write_private(path: &Path, text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| Failure::usage("W-INIT-004", format!("cannot create {}: {e}", path.display())))?;
+    f.write_all(text.as_bytes())
+        .and_then(|()| f.sync_all())
+        .map_err(|e| Failure::usage("W-INIT-004", format!("cannot write {}: {e}", path.display())))
+}
+
+fn whoami(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
+    // whoami works outside a workspace too: managed, user and environment still apply.
+    let paths = context::paths(ws, ws.is_none() && !has_workspace())?;
+    let layers = context::read_layers(&paths)?;
+    let id = context::identity(&layers)?;
+    if json {
+        println!("{}", pretty(&identity_json(&id)));
+    } else {
+        let p = &id.principal;
+        println!("{} ({}) in tenant {}", p.actor, p.kind.as_str(), p.tenant);
+        for (field, origin) in &id.sources {
+            let mut flags = Vec::new();
+            if origin.required {
+                flags.push("required");
+            }
+            if origin.locked {
+                flags.push("locked");
+            }
+            let value = match field {
+                warrant_core::config::IdentityField::Tenant => p.tenant.clone(),
+                warrant_core::config::IdentityField::Actor => p.actor.clone(),
+                warrant_core::config::IdentityField::Kind => p.kind.as_str().to_owned(),
+                warrant_core::config::IdentityField::OnBehalfOf => p.on_behalf_of.clone().unwrap_or_else(|| "-".into()),
+                warrant_core::config::IdentityField::Roles => list(&p.roles),
+                warrant_core::config::IdentityField::Teams => list(&p.teams),
+            };
+            println!(
+                "  {:<13} {:<20} from {}{}",
+                field.as_str(),
+                value,
+                origin.source,
+                if flags.is_empty() { String::new() } else { format!(" [{}]", flags.join(", ")) }
+            );
+        }
+    }
+    Ok(0)
+}
+
+fn has_workspace() -> bool {
+    std::env::current_dir()
+        .map(|d| d.ancestors().any(|a| a.join(context::DOT).is_dir()))
+        .unwrap_or(false)
+}
+
+fn list(v: &[String]) -> String {
+    if v.is_empty() { "-".into() } else { v.join(",") }
+}
+
+fn identity_json(id: &ResolvedIdentity) -> Value {
+    json!({
+        "principal": id.principal,
+        "sources": id.sources.iter().map(|(f, o)| (f.as_str().to_owned(), json!({
+            "from": o.source,
+            "display": o.source.to_string(),
+            "required": o.required,
+            "locked": o.locked,
+        }))).collect::<serde_json::Map<String, Value>>(),
+    })
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+}
+
+/// Everything a run or resume needs, loaded and checked before anything is started.
+struct Loaded {
+    paths: Paths,
+    identity: ResolvedIdentity,
+    settings: warrant_core::config::Settings,
+    policy: PolicyEngine,
+    inst: Installation,
+}
+
+fn load(ws: Option<&Path>) -> Result<Loaded, Failure> {
+    let paths = context::paths(ws, false)?;
+    let layers = context::read_layers(&paths)?;
+    let identity = context::identity(&layers)?;
+    let settings = context::settings(&layers)?;
+    let policy = context::policy(&paths)?;
+    let inst = context::installation(&paths, &settings)?;
+    Ok(Loaded {
+        paths,
+        identity,
+        settings,
+        policy,
+        inst,
+    })
+}
+
+fn provider(spec: &str, loaded: &Loaded, tools: &BuiltinTools) -> Result<Box<dyn ModelProvider>, Failure> {
+    let spec = ModelSpec::parse(spec).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    match spec {
+        ModelSpec::Scripted { path } => {
+            let path = if path.is_absolute() { path } else { std::env::current_dir().map(|d| d.join(&path)).unwrap_or(path) };
+            let p = ScriptedProvider::load(&path).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+            // The whole transcript is checked before the run starts.
+            p.transcript()
+                .validate(&tools.specs())
+                .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+            Ok(Box::new(p))
+        }
+        ModelSpec::OpenAi { model } => {
+            let env = std::env::vars().collect();
+            Ok(Box::new(OpenAiProvider::new(openai_settings_from(&loaded.settings.openai, &env, &model))))
+        }
+    }
+}
+
+fn prompter_for(mode: &str, principal: &Principal) -> Box<dyn Prompter> {
+    let interactive = match mode {
+        "always" => true,
+        "never" => false,
+        _ => std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
+    };
+    if interactive && principal.kind != PrincipalKind::Agent {
+        Box::new(TerminalPrompter {
+            input: std::io::stdin().lock(),
+            principal: principal.clone(),
+        })
+    } else {
+        Box::new(NoPrompter)
+    }
+}
+
+fn tool_env(loaded: &Loaded) -> Result<ToolEnv, Failure> {
+    Ok(ToolEnv {
+        workspace: loaded.paths.workspace_canonical()?,
+        profiles: loaded.settings.profiles.clone(),
+        parent_env: context::parent_env(),
+    })
+}
+
+fn finish(exit: RunExit, state: &RunState, json: bool) -> u8 {
+    if !json {
+        match &exit {
+            RunExit::Completed => println!("run {} completed", state.run),
+            RunExit::Failed { code, message } => println!("run {} failed [{code}]: {message}", state.run),
+            RunExit::Stopped { reason } => println!("run {} stopped by governance: {reason}", state.run),
+            RunExit::Parked { request } => {
+                println!("run {} parked: request {request} waits for a person", state.run);
+                println!("  then continue with: warrant resume {}", state.run);
+            }
+        }
+    }
+    if let RunExit::Parked { request } = &exit {
+        eprintln!("parked: {request}");
+    }
+    exit.code() as u8
+}
+
+fn run(ws: Option<&Path>, model: &str, json: bool, prompt: &str, task: String) -> Result<u8, Failure> {
+    let loaded = load(ws)?;
+    let tools = BuiltinTools::new().map_err(|e| Failure::usage("W-TOOL-006", e))?;
+    let provider = provider(model, &loaded, &tools)?;
+    let env = tool_env(&loaded)?;
+    let printer = Printer::new(json);
+    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let ring = Ring {
+        store: &loaded.inst.store,
+        sealer: &loaded.inst.sealer,
+        pdp: &pdp,
+        ids: loaded.inst.ids.as_ref(),
+        secret: &loaded.inst.secret,
+        observer: &printer,
+    };
+    let principal = loaded.identity.principal.clone();
+    let mut state = ring
+        .start(NewRunSpec {
+            principal: principal.clone(),
+            task,
+            model: model.to_owned(),
+            workspace: env.workspace.clone(),
+            settings: RunSettings {
+                max_denials: loaded.settings.max_denials,
+                max_turns: loaded.settings.max_turns,
+            },
+            tools: tools.specs().into_iter().map(|s| s.name).collect(),
+        })
+        .map_err(|e| Failure::coded(&e, 1))?;
+    let mut prompter = prompter_for(prompt, &principal);
+    let mut agent = Agent {
+        ring: &ring,
+        tools: &tools,
+        env: &env,
+        model: provider.as_ref(),
+        prompter: prompter.as_mut(),
+    };
+    let exit = agent.drive(&mut state);
+    context::deliver(&loaded.inst);
+    let exit = exit.map_err(|e| Failure::coded(&e, 1))?;
+    Ok(finish(exit, &state, json))
+}
+
+fn parse_run(id: &str) -> Result<RunId, Failure> {
+    RunId::parse(id).ok_or_else(|| Failure::usage("W-KERNEL-004", format!("`{id}` is not a run id (they look like run-0195f0c3a1b2-1a2b3c4d)")))
+}
+
+fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, Failure> {
+    let run = parse_run(run)?;
+    let loaded = load(ws)?;
+    let tools = BuiltinTools::new().map_err(|e| Failure::usage("W-TOOL-006", e))?;
+    let env = tool_env(&loaded)?;
+    let printer = Printer::new(json);
+    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let ring = Ring {
+        store: &loaded.inst.store,
+        sealer: &loaded.inst.sealer,
+        pdp: &pdp,
+        ids: loaded.inst.ids.as_ref(),
+        secret: &loaded.inst.secret,
+        observer: &printer,
+    };
+    let mut state = ring.load(&run).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    if let Some(outcome) = &state.ended {
+        return Err(Failure::usage(
+            "W-KERNEL-005",
+            format!("run {run} has already ended ({}); there is nothing to resume", warrant_kernel::ring::outcome_label(outcome)),
+        ));
+    }
+    // The run's principal is the one in its log, whoever resumes it.
+    let provider = provider(&state.model, &loaded, &tools)?;
+    if let Some(request) = &state.parked
+        && state.requests.get(request).is_some_and(|r| r.answer.is_none())
+        && prompt != "always"
+        && !(prompt == "auto" && std::io::stdin().is_terminal())
+    {
+        if !json {
+            println!("run {run} is still waiting for request {request}");
+            println!("  warrant approve {request}   |   warrant deny {request} --reason TEXT");
+        }
+        eprintln!("parked: {request}");
+        return Ok(10);
+    }
+    ring.resume(&mut state, &loaded.identity.principal)
+        .map_err(|e| Failure::coded(&e, 1))?;
+    let run_principal = state.principal.clone();
+    let mut prompter = prompter_for(prompt, &loaded.identity.principal);
+    let _ = run_principal;
+    let mut agent = Agent {
+        ring: &ring,
+        tools: &tools,
+        env: &env,
+        model: provider.as_ref(),
+        prompter: prompter.as_mut(),
+    };
+    let exit = agent.drive(&mut state);
+    context::deliver(&loaded.inst);
+    let exit = exit.map_err(|e| Failure::coded(&e, 1))?;
+    Ok(finish(exit, &state, json))
+}
+
+fn open_store(ws: Option<&Path>) -> Result<(Paths, Installation), Failure> {
+    let paths = context::paths(ws, false)?;
+    let layers = context::read_layers(&paths)?;
+    let settings = context::settings(&layers)?;
+    let inst = context::installation(&paths, &settings)?;
+    Ok((paths, inst))
+}
+
+fn runs_list(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
+    let (_, inst) = open_store(ws)?;
+    let runs = inst.store.runs().map_err(|e| Failure::coded(&e, 1))?;
+    if json {
+        println!("{}", pretty(&json!({"runs": runs})));
+        return Ok(0);
+    }
+    if runs.is_empty() {
+        println!("no runs yet; start one with `warrant run --model scripted:PATH TASK`");
+    }
+    for r in runs {
+        println!(
+            "{}  {:<9}  {}  {:<10}  {:>3} events  {}",
+            r.run,
+            r.status.as_str(),
+            r.created_at.rfc3339(),
+            r.actor,
+            r.events,
+            r.task
+        );
+    }
+    Ok(0)
+}
+
+fn runs_show(ws: Option<&Path>, run: &str, json: bool) -> Result<u8, Failure> {
+    let run = parse_run(run)?;
+    let (_, inst) = open_store(ws)?;
+    let row = inst
+        .store
+        .run(&run)
+        .map_err(|e| Failure::coded(&e, 1))?
+        .ok_or_else(|| Failure::usage("W-KERNEL-004", format!("run {run} does not exist; `warrant runs list` shows the runs there are")))?;
+    let events = inst.store.events(&run).map_err(|e| Failure::coded(&e, 1))?;
+    if json {
+        println!(
+            "{}",
+            pretty(&json!({"run": row, "events": events.iter().map(event_json).collect::<Vec<_>>()}))
+        );
+        return Ok(0);
+    }
+    println!("{}  {}  {} events", row.run, row.status.as_str(), row.events);
+    let printer = Printer::new(false);
+    for e in &events {
+        match warrant_kernel::RunEvent::from_stored(e) {
+            Ok(ev) => {
+                print!("#{:<4}", e.seq);
+                printer.print(e, &ev);
+            }
+            Err(err) => println!("#{:<4}unreadable event: {err}", e.seq),
+        }
+    }
+    Ok(0)
+}
+
+fn explain(ws: Option<&Path>, action: &str, target: &str, as_actor: Option<&str>, json: bool) -> Result<u8, Failure> {
+    let paths = context::paths(ws, false)?;
+    let layers = context::read_layers(&paths)?;
+    let mut principal = context::identity(&layers)?.principal;
+    if let Some(actor) = as_actor {
+        principal = Principal {
+            actor: actor.to_owned(),
+            kind: PrincipalKind::User,
+            on_behalf_of: None,
+            roles: Vec::new(),
+            teams: Vec::new(),
+            ..principal
+        };
+    }
+    let policy = context::policy(&paths)?;
+    let workspace = paths.workspace_canonical()?;
+    let verb = Verb::parse(action).ok_or_else(|| {
+        Failure::usage(
+            "W-POLICY-011",
+            format!(
+                "unknown action `{action}`; known actions: {}",
+                Verb::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        )
+    })?;
+    let path = || {
+        canonicalize(&workspace, target, &OsLinks).map_err(|e| Failure::coded(&e, EXIT_USAGE))
+    };
+    let action = match verb {
+        Verb::FsRead => Action::FsRead { path: path()? },
+        Verb::FsList => Action::FsList { path: path()? },
+        Verb::FsSearch => Action::FsSearch { path: path()?, pattern: String::new() },
+        Verb::FsWrite => Action::FsWrite { path: path()?, content: String::new() },
+        Verb::FsCreate => Action::FsCreate { path: path()?, content: String::new() },
+        Verb::FsDelete => Action::FsDelete { path: path()?, recursive: true },
+        Verb::ShellExec => Action::ShellExec {
+            argv: target.split_whitespace().map(str::to_owned).collect(),
+            cwd: workspace.clone(),
+            profile: "default".into(),
+            timeout_ms: 30_000,
+        },
+        Verb::GitCommit
+        | Verb::GitPush
+        | Verb::MemoryRead
+        | Verb::MemoryPropose
+        | Verb::MemoryPublish
+        | Verb::CatalogList
+        | Verb::CatalogRead
+        | Verb::ProviderCall
+        | Verb::McpCall
+        | Verb::MessageSend => {
+            return Err(Failure::usage(
+                "W-POLICY-012",
+                format!("`{action}` is a known action, but no tool performs it yet, so it cannot be explained on a target; fs.* and shell.exec can"),
+            ));
+        }
+    };
+    let explanation = policy.explain(&DecisionRequest {
+        principal: &principal,
+        action: &action,
+        workspace: &workspace,
+    });
+    if json {
+        println!("{}", serde_json::to_string_pretty(&explanation).unwrap_or_default());
+    } else {
+        println!("{explanation}");
+    }
+    Ok(0)
+}
+
+fn approvals_list(ws: Option<&Path>, all: bool, json: bool) -> Result<u8, Failure> {
+    let (_, inst) = open_store(ws)?;
+    let rows = inst
+        .store
+        .requests(if all { None } else { Some(RequestStatus::Open) })
+        .map_err(|e| Failure::coded(&e, 1))?;
+    if json {
+        println!("{}", pretty(&json!({"requests": rows})));
+        return Ok(0);
+    }
+    if rows.is_empty() {
+        println!("no {}requests", if all { "" } else { "open " });
+    }
+    for r in rows {
+        let s = &r.summary;
+        let get = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or("?").to_owned();
+        println!(
+            "{}  {:<8}  run {}  risk {:<11}  {}  (asked by {})",
+            r.id,
+            match r.status {
+                RequestStatus::Open => "open",
+                RequestStatus::Answered => "answered",
+            },
+            r.run,
+            get("risk"),
+            get("title"),
+            get("requested_by"),
+        );
+    }
+    Ok(0)
+}
+
+fn answer(ws: Option<&Path>, id: &str, answer: Answer, json: bool) -> Result<u8, Failure> {
+    let request = RequestId::parse(id).ok_or_else(|| {
+        Failure::usage("W-APPROVAL-001", format!("`{id}` is not a request id (they look like req-0195f0c3a1b2-1a2b3c4d)"))
+    })?;
+    let loaded = load(ws)?;
+    let row = loaded
+        .inst
+        .store
+        .request(&request)
+        .map_err(|e| Failure::coded(&e, 1))?
+        .ok_or_else(|| Failure::usage("W-APPROVAL-001", format!("request {request} does not exist; `warrant approvals list` shows open requests")))?;
+    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let printer = Printer::new(json);
+    let ring = Ring {
+        store: &loaded.inst.store,
+        sealer: &loaded.inst.sealer,
+        pdp: &pdp,
+        ids: loaded.inst.ids.as_ref(),
+        secret: &loaded.inst.secret,
+        observer: &warrant_kernel::Silent,
+    };
+    let _ = printer;
+    let mut state = ring.load(&row.run).map_err(|e| Failure::coded(&e, 1))?;
+    let result = ring.answer(&mut state, &request, &loaded.identity.principal, "cli", answer.clone());
+    context::deliver(&loaded.inst);
+    result.map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    let (verb, scope) = match &answer {
+        Answer::Approve(s) => ("approved", Some(s.as_str())),
+        Answer::Deny { .. } => ("denied", None),
+    };
+    if json {
+        println!("{}", pretty(&json!({"request": request, "run": row.run, "answer": verb, "scope": scope, "by": loaded.identity.principal.actor})));
+    } else {
+        println!(
+            "{verb} {request}{} as {}; continue the run with: warrant resume {}",
+            scope.map(|s| format!(" ({s})")).unwrap_or_default(),
+            loaded.identity.principal.actor,
+            row.run
+        );
+    }
+    Ok(0)
+}
+
+fn audit_verify(ws: Option<&Path>, file: Option<&Path>, pubkeys: Option<&Path>, json: bool) -> Result<u8, Failure> {
+    let keys_from = |p: &Path| PublicKeys::load(p).map_err(|e| Failure::coded(&e, EXIT_USAGE));
+    // An auditor outside the team needs only the file and the public keys.
+    if let (Some(file), Some(pk)) = (file, pubkeys) {
+        let keys = keys_from(pk)?;
+        let report = verify_file(file, &keys).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+        return Ok(print_reports(&[(file.display().to_string(), report)], json));
+    }
+    let (paths, inst) = open_store(ws)?;
+    context::deliver(&inst);
+    let keys = match pubkeys {
+        Some(p) => keys_from(p)?,
+        None => inst.public_keys.clone(),
+    };
+    let mut reports = Vec::new();
+    match file {
+        Some(f) => reports.push((f.display().to_string(), verify_file(f, &keys).map_err(|e| Failure::coded(&e, EXIT_USAGE))?)),
+        None => {
+            let mut records = Vec::new();
+            let mut after = 0;
+            loop {
+                let batch = inst.store.audit_records(after, 1000).map_err(|e| Failure::coded(&e, 1))?;
+                match batch.last() {
+                    Some(last) => after = last.seq,
+                    None => break,
+                }
+                records.extend(batch);
+            }
+            reports.push(("store".to_owned(), verify_sealed(&records, &keys)));
+            let sink = inst.sink.path().to_owned();
+            let shown = sink.strip_prefix(&paths.workspace).map(|p| p.display().to_string()).unwrap_or_else(|_| sink.display().to_string());
+            reports.push((shown, verify_file(&sink, &keys).map_err(|e| Failure::coded(&e, EXIT_USAGE))?));
+        }
+    }
+    Ok(print_reports(&reports, json))
+}
+
+fn print_reports(reports: &[(String, warrant_audit::VerifyReport)], json: bool) -> u8 {
+    let ok = reports.iter().all(|(_, r)| r.is_ok());
+    if json {
+        let v: Vec<Value> = reports.iter().map(|(name, r)| json!({"source": name, "ok": r.is_ok(), "report": r})).collect();
+        println!("{}", pretty(&json!({"ok": ok, "checked": v})));
+    } else {
+        for (name, r) in reports {
+            match &r.first_problem {
+                None => println!("ok       {name}: {} records, chain and signatures intact", r.records),
+                Some(p) => println!(
+                    "BROKEN   {name}: {} intact records, then at line {} (seq {}, record {}): {:?}: {}",
+                    r.records,
+                    p.line,
+                    p.seq.map_or_else(|| "?".into(), |s| s.to_string()),
+                    p.record_id.clone().unwrap_or_else(|| "?".into()),
+                    p.kind,
+                    p.detail
+                ),
+            }
+        }
+    }
+    if ok { 0 } else { 1 }
+}
+
+fn audit_tail(ws: Option<&Path>, lines: usize, json: bool) -> Result<u8, Failure> {
+    let (_, inst) = open_store(ws)?;
+    context::deliver(&inst);
+    let head = inst.store.audit_head().map_err(|e| Failure::coded(&e, 1))?;
+    let after = head.seq.saturating_sub(lines as u64);
+    let records = inst.store.audit_records(after, lines).map_err(|e| Failure::coded(&e, 1))?;
+    for r in records {
+        if json {
+            println!("{}", r.line);
+            continue;
+        }
+        let v: Value = serde_json::from_str(&r.line).unwrap_or(Value::Null);
+        let d = &v["data"];
+        let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        println!(
+            "{:>5}  {}  {:<28} {:<8} {:<6} {:<40} {}",
+            r.seq,
+            v.get("time").and_then(Value::as_str).unwrap_or(""),
+            v.get("type").and_then(Value::as_str).unwrap_or("").trim_start_matches("dev.warrant."),
+            s("actor"),
+            s("decision"),
+            s("resource"),
+            s("outcome"),
+        );
+    }
+    Ok(0)
+}
+

@@ -1,0 +1,150 @@
+//! A sandbox per test: a workspace copied from the quickstart, and an environment with its own
+//! managed and user layers, so nothing on the machine (or in this process) leaks in.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+use serde_json::Value;
+use tempfile::TempDir;
+
+pub struct Sandbox {
+    pub dir: TempDir,
+    pub ws: PathBuf,
+    pub managed: PathBuf,
+    pub home: PathBuf,
+    pub extra_env: Vec<(String, String)>,
+}
+
+pub fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/quickstart")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+impl Sandbox {
+    /// A quickstart workspace, not yet initialized.
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        copy_dir(&examples().join("workspace"), &ws);
+        let managed = dir.path().join("managed");
+        let home = dir.path().join("home");
+        fs::create_dir_all(&managed).unwrap();
+        fs::create_dir_all(&home).unwrap();
+        // Canonical path, as Warrant will see it.
+        let ws = fs::canonicalize(ws).unwrap();
+        Self { dir, ws, managed, home, extra_env: Vec::new() }
+    }
+
+    /// A quickstart workspace after `warrant init --yes`.
+    pub fn init() -> Self {
+        let sb = Self::new();
+        let out = sb.cmd(&["init", "--yes"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        sb
+    }
+
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::cargo_bin("warrant").unwrap();
+        c.current_dir(&self.ws);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("WARRANT_") || k.starts_with("OPENAI_") || k == "XDG_CONFIG_HOME" {
+                c.env_remove(k);
+            }
+        }
+        c.env("WARRANT_MANAGED_DIR", &self.managed)
+            .env("HOME", &self.home)
+            .env("USER", "tester")
+            .env("WARRANT_TENANT", "harbour");
+        for (k, v) in &self.extra_env {
+            c.env(k, v);
+        }
+        c.args(args);
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    pub fn run_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        self.cmd(args).write_stdin(stdin.to_owned()).output().unwrap()
+    }
+
+    pub fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let p = self.ws.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, text).unwrap();
+        p
+    }
+
+    /// Writes a transcript outside the workspace and returns the `--model` value.
+    pub fn transcript(&self, yaml: &str) -> String {
+        let p = self.dir.path().join(format!("t{}.yaml", rand_suffix()));
+        fs::write(&p, yaml).unwrap();
+        format!("scripted:{}", p.display())
+    }
+
+    pub fn quickstart_model(&self) -> String {
+        format!("scripted:{}", examples().join("transcript.yaml").display())
+    }
+
+    pub fn json(&self, args: &[&str]) -> Value {
+        let out = self.run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// The last run's id and its events.
+    pub fn last_run(&self) -> (String, Vec<Value>) {
+        let runs = self.json(&["runs", "list", "--json"]);
+        let run = runs["runs"].as_array().unwrap().last().unwrap()["run"].as_str().unwrap().to_owned();
+        let shown = self.json(&["runs", "show", &run, "--json"]);
+        (run, shown["events"].as_array().unwrap().clone())
+    }
+
+    pub fn exists(&self, rel: &str) -> bool {
+        self.ws.join(rel).exists()
+    }
+}
+
+fn rand_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::SeqCst)
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn kinds(events: &[Value]) -> Vec<String> {
+    events.iter().map(|e| e["kind"].as_str().unwrap().to_owned()).collect()
+}
+
+/// The request id a parked run printed on standard error.
+pub fn parked_request(o: &Output) -> String {
+    stderr(o)
+        .lines()
+        .find_map(|l| l.strip_prefix("parked: "))
+        .unwrap_or_else(|| panic!("no parked line in: {}", stderr(o)))
+        .trim()
+        .to_owned()
+}
