@@ -65,6 +65,14 @@ pub enum AuditError {
         expected: u64,
         found: u64,
     },
+    #[error(
+        "the store's audit chain ends at record {head_seq} but it served records only up to {to_seq}; {path} holds everything up to {to_seq}. Check the store with `warrant audit verify`"
+    )]
+    StoreShort {
+        path: PathBuf,
+        to_seq: u64,
+        head_seq: u64,
+    },
     #[error("cannot seal the audit record: {0}")]
     Seal(String),
 }
@@ -84,6 +92,7 @@ impl Coded for AuditError {
             Self::SinkAhead { .. } => "W-AUDIT-010",
             Self::StoreGap { .. } => "W-AUDIT-011",
             Self::Seal(_) => "W-AUDIT-012",
+            Self::StoreShort { .. } => "W-AUDIT-013",
         }
     }
 }

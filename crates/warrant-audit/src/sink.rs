@@ -16,6 +16,8 @@ use crate::keys::sync_dir;
 
 pub const DEFAULT_BATCH: usize = 500;
 const TAIL_CHUNK: u64 = 8 * 1024;
+/// No record line is this long; a tail without a line end within it is not a JSONL file.
+const MAX_LINE: usize = 64 * 1024 * 1024;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JsonlSink {
@@ -69,7 +71,12 @@ impl JsonlSink {
             .metadata()
             .map_err(|e| AuditError::io("read the size of", path, e))?
             .len();
-        let tail = read_tail(&mut file, len).map_err(|e| AuditError::io("read", path, e))?;
+        let tail = read_tail(&mut file, len)
+            .map_err(|e| AuditError::io("read", path, e))?
+            .ok_or_else(|| AuditError::SinkCorrupt {
+                path: path.clone(),
+                reason: format!("no line end in its last {MAX_LINE} bytes"),
+            })?;
         let repaired_bytes = len - tail.complete_len;
         if repaired_bytes > 0 {
             file.set_len(tail.complete_len)
@@ -127,6 +134,14 @@ impl JsonlSink {
             last = expected - 1;
             delivered += records.len() as u64;
         }
+        if last < head.seq {
+            // The head only grows, so records it counted must have been served.
+            return Err(AuditError::StoreShort {
+                path: path.clone(),
+                to_seq: last,
+                head_seq: head.seq,
+            });
+        }
         Ok(DeliveryReport {
             from_seq,
             delivered,
@@ -158,7 +173,8 @@ impl JsonlSink {
 }
 
 /// Reads backwards from the end, a chunk at a time, until the last complete line is in hand.
-fn read_tail(file: &mut File, len: u64) -> io::Result<Tail> {
+/// `None` when no line ends within [`MAX_LINE`] bytes, rather than reading a huge file whole.
+fn read_tail(file: &mut File, len: u64) -> io::Result<Option<Tail>> {
     let mut start = len;
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = TAIL_CHUNK;
@@ -166,22 +182,25 @@ fn read_tail(file: &mut File, len: u64) -> io::Result<Tail> {
         if let Some(end) = buf.iter().rposition(|b| *b == b'\n') {
             let before = &buf[..end];
             if let Some(prev) = before.iter().rposition(|b| *b == b'\n') {
-                return Ok(Tail {
+                return Ok(Some(Tail {
                     complete_len: start + end as u64 + 1,
                     last_line: Some(before[prev + 1..].to_vec()),
-                });
+                }));
             }
             if start == 0 {
-                return Ok(Tail {
+                return Ok(Some(Tail {
                     complete_len: end as u64 + 1,
                     last_line: Some(before.to_vec()),
-                });
+                }));
             }
         } else if start == 0 {
-            return Ok(Tail {
+            return Ok(Some(Tail {
                 complete_len: 0,
                 last_line: None,
-            });
+            }));
+        }
+        if buf.len() > MAX_LINE {
+            return Ok(None);
         }
         let n = chunk.min(start);
         start -= n;

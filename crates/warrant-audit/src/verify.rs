@@ -300,6 +300,13 @@ fn check(
         ));
     };
     found.seq = Some(seq);
+    if seq == 0 {
+        return Err(fail(
+            ProblemKind::Malformed,
+            "seq 0: chains start at 1".into(),
+            &found,
+        ));
+    }
 
     let expected = prev.map_or(1, |p| p.seq + 1);
     if seq < expected {

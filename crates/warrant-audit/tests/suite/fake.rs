@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use warrant_audit::{AuditKey, InstallationSealer};
+use warrant_audit::{AuditKey, GENESIS_HASH, InstallationSealer};
 use warrant_core::{RequestId, RunId, SequentialIds, Timestamp};
 use warrant_store::{
     Append, ChainHead, EventDraft, EventStore, NewRun, RequestRow, RequestStatus, RunRow,
@@ -15,6 +15,8 @@ use warrant_store::{
 #[derive(Debug, Default)]
 pub struct FakeStore {
     records: Mutex<Vec<SealedRecord>>,
+    /// When set, `audit_head` claims this seq: a store that lost records from its outbox.
+    claimed_head: Mutex<Option<u64>>,
 }
 
 impl FakeStore {
@@ -25,6 +27,10 @@ impl FakeStore {
         assert_eq!(record.seq, head.seq + 1);
         self.records.lock().unwrap().push(record.clone());
         record
+    }
+
+    pub fn claim_head(&self, seq: u64) {
+        *self.claimed_head.lock().unwrap() = Some(seq);
     }
 
     pub fn records(&self) -> Vec<SealedRecord> {
@@ -75,6 +81,12 @@ impl EventStore for FakeStore {
             .collect())
     }
     fn audit_head(&self) -> Result<ChainHead, StoreError> {
+        if let Some(seq) = *self.claimed_head.lock().unwrap() {
+            return Ok(ChainHead {
+                seq,
+                hash: GENESIS_HASH.to_owned(),
+            });
+        }
         Ok(match self.records.lock().unwrap().last() {
             Some(r) => ChainHead {
                 seq: r.seq,

@@ -140,6 +140,13 @@ fn a_sink_that_does_not_match_the_store_is_refused_untouched() {
     assert_eq!(err.code(), "W-AUDIT-010");
     assert_eq!(fs::read_to_string(&path).unwrap(), before);
 
+    // A store whose head counts records it cannot serve.
+    let lossy = chain(5);
+    lossy.claim_head(7);
+    let err = JsonlSink::new(&path).deliver(&lossy).unwrap_err();
+    assert_eq!(err.code(), "W-AUDIT-013");
+    assert_eq!(fs::read_to_string(&path).unwrap(), before);
+
     // A complete last line that is not a record: corruption, not a torn write.
     fs::write(&path, format!("{before}garbage\n")).unwrap();
     let err = JsonlSink::new(&path).deliver(&chain(5)).unwrap_err();

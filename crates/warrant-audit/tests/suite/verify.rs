@@ -242,6 +242,24 @@ fn a_duplicated_line_is_reported_where_it_repeats() {
 }
 
 #[test]
+fn a_record_claiming_seq_zero_is_malformed() {
+    let f = fixture();
+    let mut record = object(&f.lines[0]);
+    record["seq"] = json!(0);
+    let lines = [serde_json::to_string(&record).unwrap()];
+    assert_eq!(
+        f.verify_lines(&lines),
+        f.broken_after(
+            0,
+            Problem {
+                seq: Some(0),
+                ..f.problem(1, 1, ProblemKind::Malformed, "seq 0: chains start at 1")
+            }
+        )
+    );
+}
+
+#[test]
 fn a_stripped_signature_is_unsigned() {
     let f = fixture();
     let mut lines = f.lines.clone();
