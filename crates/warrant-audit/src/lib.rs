@@ -1,1 +1,20 @@
 //! Versioned audit records, hash chain, Ed25519 signatures, the JSONL sink and verification.
+//! The store calls [`InstallationSealer`] inside its append transaction; [`JsonlSink`] copies
+//! the sealed lines out; `verify_*` checks any copy. No policy decisions live here.
+
+mod error;
+mod keys;
+mod record;
+mod seal;
+mod sink;
+mod verify;
+
+pub use error::AuditError;
+pub use keys::{AuditKey, PRIVATE_KEY_FILE, PUBLIC_KEY_FILE, PublicKeys, kid_of};
+pub use record::{
+    AuditData, AuditRecord, DATA_CONTENT_TYPE, DATA_SCHEMA_V1, GENESIS_HASH, RECORD_SCHEMA_V1,
+    RECORD_VERSION, SPEC_VERSION, TYPE_PREFIX, chain_hash, event_type,
+};
+pub use seal::InstallationSealer;
+pub use sink::{DEFAULT_BATCH, DeliveryReport, JsonlSink};
+pub use verify::{Problem, ProblemKind, VerifyReport, verify_file, verify_lines, verify_sealed};

@@ -1,0 +1,108 @@
+//! The errors of the audit room, each with a stable `W-AUDIT-NNN` code.
+//! Verification findings are not errors: a broken chain is a [`crate::VerifyReport`], because
+//! "the trail was tampered with" is an answer, not a failure to answer.
+
+use std::io;
+use std::path::PathBuf;
+
+use thiserror::Error;
+use warrant_core::Coded;
+use warrant_store::StoreError;
+
+#[derive(Debug, Error)]
+pub enum AuditError {
+    #[error(
+        "no audit key at {path}; run `warrant audit keygen` (or restore the installation's key) before sealing records"
+    )]
+    KeyMissing { path: PathBuf },
+    #[error("the audit key file {path} is malformed: {reason}; restore it from backup")]
+    KeyMalformed { path: PathBuf, reason: String },
+    #[error(
+        "the audit private key {path} is readable by group or others (mode {mode:o}); refusing to load it. Run `chmod 600 {path}` and check who may have copied it"
+    )]
+    KeyPermissions { path: PathBuf, mode: u32 },
+    #[error(
+        "an audit key already exists at {path}; refusing to overwrite it, because records signed with it could no longer be verified. Move it aside first"
+    )]
+    KeyExists { path: PathBuf },
+    #[error(
+        "the audit public key {public} does not belong to the private key {private}; one of them was replaced. Restore the pair from backup"
+    )]
+    KeyMismatch { private: PathBuf, public: PathBuf },
+    #[error("cannot {op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("the public key list {path} is malformed at line {line}: {reason}")]
+    PublicKeysMalformed {
+        path: PathBuf,
+        line: u64,
+        reason: String,
+    },
+    #[error("reading audit records from the store failed: {0}")]
+    Store(#[from] StoreError),
+    #[error(
+        "the last record of the sink file {path} cannot be read ({reason}); nothing was appended. Run `warrant audit verify` on it"
+    )]
+    SinkCorrupt { path: PathBuf, reason: String },
+    #[error(
+        "the sink file {path} ends at record {sink_seq} but the store's chain ends at {store_seq}; it belongs to another store or the store was replaced. Nothing was appended"
+    )]
+    SinkAhead {
+        path: PathBuf,
+        sink_seq: u64,
+        store_seq: u64,
+    },
+    #[error(
+        "the store returned audit record {found} where {expected} was due; its outbox has a gap. Nothing past record {after} was appended to {path}"
+    )]
+    StoreGap {
+        path: PathBuf,
+        after: u64,
+        expected: u64,
+        found: u64,
+    },
+    #[error(
+        "the store's audit chain ends at record {head_seq} but it served records only up to {to_seq}; {path} holds everything up to {to_seq}. Check the store with `warrant audit verify`"
+    )]
+    StoreShort {
+        path: PathBuf,
+        to_seq: u64,
+        head_seq: u64,
+    },
+    #[error("cannot seal the audit record: {0}")]
+    Seal(String),
+}
+
+impl Coded for AuditError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::KeyMissing { .. } => "W-AUDIT-001",
+            Self::KeyMalformed { .. } => "W-AUDIT-002",
+            Self::KeyPermissions { .. } => "W-AUDIT-003",
+            Self::KeyExists { .. } => "W-AUDIT-004",
+            Self::KeyMismatch { .. } => "W-AUDIT-005",
+            Self::Io { .. } => "W-AUDIT-006",
+            Self::PublicKeysMalformed { .. } => "W-AUDIT-007",
+            Self::Store(_) => "W-AUDIT-008",
+            Self::SinkCorrupt { .. } => "W-AUDIT-009",
+            Self::SinkAhead { .. } => "W-AUDIT-010",
+            Self::StoreGap { .. } => "W-AUDIT-011",
+            Self::Seal(_) => "W-AUDIT-012",
+            Self::StoreShort { .. } => "W-AUDIT-013",
+        }
+    }
+}
+
+impl AuditError {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Self::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+}

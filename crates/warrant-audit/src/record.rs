@@ -1,0 +1,112 @@
+//! Audit record format v1: a CloudEvents 1.0 envelope around [`AuditData`], with the chain
+//! attributes `seq`, `prevhash`, `hash`, `kid`, `sig`, and the one hash definition that the
+//! sealer and the verifier share. It knows nothing of keys on disk, stores or files.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use warrant_core::{Digest, canonical_json};
+
+/// The version of [`AuditData`] and of the record layout.
+pub const RECORD_VERSION: u32 = 1;
+/// `prevhash` of the first record of a chain.
+pub const GENESIS_HASH: &str =
+    "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+pub const SPEC_VERSION: &str = "1.0";
+pub const DATA_CONTENT_TYPE: &str = "application/json";
+pub const DATA_SCHEMA_V1: &str = "https://warrant.dev/schemas/audit/v1.json";
+/// The JSON Schema (2020-12) every v1 record line conforms to.
+pub const RECORD_SCHEMA_V1: &str = include_str!("../schema/audit-record-v1.json");
+/// Prefix of the CloudEvents `type`; the event kind follows with `_` turned into `.`.
+pub const TYPE_PREFIX: &str = "dev.warrant.";
+
+/// The attributes that are not covered by `hash`: the hash itself and its signature.
+pub(crate) const UNHASHED: [&str; 3] = ["hash", "kid", "sig"];
+
+/// The facts the kernel derives from one run event (version 1). Never content: an action
+/// appears as its audit view, and the trail never holds a secret value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditData {
+    pub actor: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_behalf_of: Option<String>,
+    pub tenant: String,
+    pub run: String,
+    pub event_seq: u64,
+    /// The event kind, e.g. `policy_decided`.
+    pub event: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// `allow`, `ask` or `deny`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+    /// Policy ids and human reasons.
+    #[serde(default)]
+    pub reasons: Vec<String>,
+    /// Request id, approver, scope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+}
+
+/// One v1 record as it appears on a line. Field order here is the order on the line; the
+/// hash does not depend on it (JCS sorts keys).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    pub specversion: String,
+    pub id: String,
+    /// `warrant://<installation id>`.
+    pub source: String,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    /// RFC 3339, milliseconds, UTC: when the store recorded the event.
+    pub time: String,
+    /// The run id.
+    pub subject: String,
+    pub datacontenttype: String,
+    pub dataschema: String,
+    /// Installation-wide position in the chain, 1-based.
+    pub seq: u64,
+    pub prevhash: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sig: Option<String>,
+    pub data: AuditData,
+}
+
+/// The CloudEvents `type` of an event kind: `policy_decided` → `dev.warrant.policy.decided`.
+/// `None` when the kind is not lower-case `[a-z0-9_]`, which would make an ambiguous type.
+pub fn event_type(kind: &str) -> Option<String> {
+    let ok = !kind.is_empty()
+        && !kind.starts_with('_')
+        && !kind.ends_with('_')
+        && !kind.contains("__")
+        && kind
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    ok.then(|| format!("{TYPE_PREFIX}{}", kind.replace('_', ".")))
+}
+
+/// `hash = sha256(prevhash ‖ JCS(record without hash, kid, sig))`. `record` is the parsed
+/// line; the unhashed attributes are ignored whether present or not.
+pub fn chain_hash(
+    prevhash: &str,
+    record: &Map<String, Value>,
+) -> Result<Digest, serde_json::Error> {
+    let covered: Map<String, Value> = record
+        .iter()
+        .filter(|(k, _)| !UNHASHED.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let canonical = canonical_json(&covered)?;
+    let mut bytes = Vec::with_capacity(prevhash.len() + canonical.len());
+    bytes.extend_from_slice(prevhash.as_bytes());
+    bytes.extend_from_slice(canonical.as_bytes());
+    Ok(Digest::of_bytes(&bytes))
+}

@@ -1,0 +1,194 @@
+//! The installation's [`Sealer`]: turns one stored event's audit facts into the next chained,
+//! signed v1 record. Called by the store inside its append transaction, so it does no I/O and
+//! keeps no state beyond the id source; the chain position comes from the head it is given.
+
+use std::fmt;
+use std::sync::Arc;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use serde_json::{Map, Value};
+use warrant_core::{Digest, IdSource};
+use warrant_store::{ChainHead, SealedRecord, Sealer, StoredEvent};
+
+use crate::record::{
+    AuditData, AuditRecord, DATA_CONTENT_TYPE, DATA_SCHEMA_V1, GENESIS_HASH, SPEC_VERSION,
+    chain_hash, event_type,
+};
+use crate::{AuditError, AuditKey};
+
+pub struct InstallationSealer {
+    key: AuditKey,
+    source: String,
+    ids: Arc<dyn IdSource>,
+}
+
+impl fmt::Debug for InstallationSealer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InstallationSealer")
+            .field("key", &self.key)
+            .field("source", &self.source)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InstallationSealer {
+    /// `installation` becomes the CloudEvents source `warrant://<installation>`.
+    pub fn new(key: AuditKey, installation: &str, ids: Arc<dyn IdSource>) -> Self {
+        Self {
+            key,
+            source: format!("warrant://{installation}"),
+            ids,
+        }
+    }
+
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    pub fn key(&self) -> &AuditKey {
+        &self.key
+    }
+
+    /// [`Sealer::seal`] with a typed error.
+    pub fn seal_record(
+        &self,
+        head: &ChainHead,
+        event: &StoredEvent,
+        audit: &Value,
+    ) -> Result<SealedRecord, AuditError> {
+        let prevhash = prev_hash(head)?;
+        let data = audit_data(event, audit)?;
+        let event_type = event_type(&event.kind).ok_or_else(|| {
+            AuditError::Seal(format!(
+                "event kind {:?} is not lower-case [a-z0-9_] words",
+                event.kind
+            ))
+        })?;
+        let id = self.ids.record_id();
+        let seq = head.seq + 1;
+        let mut record = AuditRecord {
+            specversion: SPEC_VERSION.to_owned(),
+            id: id.clone(),
+            source: self.source.clone(),
+            event_type,
+            time: event.recorded_at.rfc3339(),
+            subject: event.run.as_str().to_owned(),
+            datacontenttype: DATA_CONTENT_TYPE.to_owned(),
+            dataschema: DATA_SCHEMA_V1.to_owned(),
+            seq,
+            prevhash,
+            hash: None,
+            kid: None,
+            sig: None,
+            data,
+        };
+        // Hash what a verifier will parse back from the line, not the in-memory values: a float
+        // inside an action view must canonicalize identically on both sides.
+        let unsigned = serde_json::to_string(&record).map_err(seal_json)?;
+        let parsed: Map<String, Value> = serde_json::from_str(&unsigned).map_err(seal_json)?;
+        let hash = chain_hash(&record.prevhash, &parsed).map_err(seal_json)?;
+        let signature = self.key.sign(&hash.bytes());
+        record.hash = Some(hash.as_str().to_owned());
+        record.kid = Some(self.key.kid());
+        record.sig = Some(BASE64.encode(signature.to_bytes()));
+        let line = serde_json::to_string(&record).map_err(seal_json)?;
+        Ok(SealedRecord {
+            seq,
+            id,
+            hash: hash.as_str().to_owned(),
+            line,
+        })
+    }
+}
+
+impl Sealer for InstallationSealer {
+    fn seal(
+        &self,
+        head: &ChainHead,
+        event: &StoredEvent,
+        audit: &Value,
+    ) -> Result<SealedRecord, String> {
+        self.seal_record(head, event, audit).map_err(|e| {
+            use warrant_core::Coded as _;
+            format!("{}: {e}", e.code())
+        })
+    }
+}
+
+fn seal_json(e: serde_json::Error) -> AuditError {
+    AuditError::Seal(format!("cannot serialize the record: {e}"))
+}
+
+/// An empty chain may report its hash as empty or as the genesis hash; anything else must be
+/// a real digest, or the new record would link to nothing verifiable.
+fn prev_hash(head: &ChainHead) -> Result<String, AuditError> {
+    if head.seq == 0 {
+        if head.hash.is_empty() || head.hash == GENESIS_HASH {
+            return Ok(GENESIS_HASH.to_owned());
+        }
+        return Err(AuditError::Seal(format!(
+            "the chain head says seq 0 but carries hash {:?}",
+            head.hash
+        )));
+    }
+    match Digest::parse(&head.hash) {
+        Some(d) => Ok(d.as_str().to_owned()),
+        None => Err(AuditError::Seal(format!(
+            "the chain head at seq {} has no valid hash ({:?})",
+            head.seq, head.hash
+        ))),
+    }
+}
+
+/// The store's facts (run, event seq, kind) fill in what the kernel left out, because the
+/// kernel drafts before the store numbers the event; a value that disagrees is a bug upstream
+/// and is refused rather than silently overwritten.
+fn audit_data(event: &StoredEvent, audit: &Value) -> Result<AuditData, AuditError> {
+    let Value::Object(map) = audit else {
+        return Err(AuditError::Seal(format!(
+            "the audit facts of {} event {} are not a JSON object",
+            event.run, event.seq
+        )));
+    };
+    let mut map = map.clone();
+    let facts = [
+        ("run", Value::from(event.run.as_str())),
+        ("event_seq", Value::from(event.seq)),
+        ("event", Value::from(event.kind.as_str())),
+    ];
+    for (field, stored) in facts {
+        match map.get(field) {
+            None => {
+                map.insert(field.to_owned(), stored);
+            }
+            Some(given) if *given == stored => {}
+            Some(given) => {
+                return Err(AuditError::Seal(format!(
+                    "audit field {field} is {given} but the stored event says {stored}"
+                )));
+            }
+        }
+    }
+    let data: AuditData = serde_json::from_value(Value::Object(map)).map_err(|e| {
+        AuditError::Seal(format!(
+            "the audit facts of {} event {} are not AuditData v1: {e}",
+            event.run, event.seq
+        ))
+    })?;
+    if let Some(approval) = &data.approval
+        && !approval.is_object()
+    {
+        return Err(AuditError::Seal(format!(
+            "audit approval must be an object (request id, approver, scope), got {approval}"
+        )));
+    }
+    if let Some(decision) = &data.decision
+        && !matches!(decision.as_str(), "allow" | "ask" | "deny")
+    {
+        return Err(AuditError::Seal(format!(
+            "audit decision {decision:?} is not allow, ask or deny"
+        )));
+    }
+    Ok(data)
+}

@@ -1,0 +1,422 @@
+//! Verification of a chain copy: a sink's JSONL file, any stream of lines, or the store's own
+//! sealed records. It checks order, links, hashes and signatures and names the FIRST broken
+//! record; records after it are not judged. A truncated tail cannot be seen from the lines
+//! alone: compare [`VerifyReport::head`] with the store's head for that.
+
+use std::fs::File;
+use std::io::{self, BufRead as _, BufReader};
+use std::path::Path;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use ed25519_dalek::Signature;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use warrant_core::Digest;
+use warrant_store::SealedRecord;
+
+use crate::record::{GENESIS_HASH, chain_hash};
+use crate::{AuditError, PublicKeys};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyReport {
+    /// Records verified intact, from the start up to (not including) the first problem.
+    pub records: u64,
+    pub first_problem: Option<Problem>,
+    /// The hash of the last intact record; `None` when there was none.
+    pub head: Option<String>,
+}
+
+impl VerifyReport {
+    pub fn is_ok(&self) -> bool {
+        self.first_problem.is_none()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Problem {
+    /// 1-based line (or position, for the store's records).
+    pub line: u64,
+    pub record_id: Option<String>,
+    pub seq: Option<u64>,
+    pub kind: ProblemKind,
+    pub detail: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProblemKind {
+    /// Not a JSON object, or a chain attribute is missing or mistyped.
+    Malformed,
+    /// Records are missing: the seq jumps and the missing ones appear nowhere later.
+    Gap,
+    /// A seq that already appeared.
+    Duplicate,
+    /// The seq jumps ahead and a skipped record appears later.
+    Reordered,
+    /// `prevhash` is not the previous record's hash.
+    BrokenLink,
+    /// `hash` does not recompute from the record's content.
+    HashMismatch,
+    /// `kid` names no trusted key.
+    UnknownKey,
+    /// The signature is not valid for the hash under the named key.
+    BadSignature,
+    /// `kid` or `sig` is missing.
+    Unsigned,
+}
+
+/// Verifies a stream of `(line number, line)`.
+pub fn verify_lines(lines: impl Iterator<Item = (u64, String)>, keys: &PublicKeys) -> VerifyReport {
+    drive(lines.map(|(n, l)| (n, Ok(l))), keys, |_, _| None)
+}
+
+/// Verifies a JSONL file. A line that is not UTF-8 is a [`ProblemKind::Malformed`] record;
+/// only a failure to read the file is an error.
+pub fn verify_file(path: &Path, keys: &PublicKeys) -> Result<VerifyReport, AuditError> {
+    let file = File::open(path).map_err(|e| AuditError::io("open", path, e))?;
+    let mut reader = BufReader::new(file);
+    let mut failure: Option<io::Error> = None;
+    let mut line_no = 0u64;
+    let lines = std::iter::from_fn(|| {
+        let mut buf = Vec::new();
+        match reader.read_until(b'\n', &mut buf) {
+            Ok(0) => None,
+            Ok(_) => {
+                line_no += 1;
+                if buf.last() == Some(&b'\n') {
+                    buf.pop();
+                }
+                let text = String::from_utf8(buf).map_err(|e| format!("not UTF-8: {e}"));
+                Some((line_no, text))
+            }
+            Err(e) => {
+                failure = Some(e);
+                None
+            }
+        }
+    });
+    let report = drive(lines, keys, |_, _| None);
+    match failure {
+        Some(e) => Err(AuditError::io("read", path, e)),
+        None => Ok(report),
+    }
+}
+
+/// Verifies the store's own copy, and that each record's columns agree with its line.
+pub fn verify_sealed(records: &[SealedRecord], keys: &PublicKeys) -> VerifyReport {
+    let lines = (1u64..).zip(records).map(|(n, r)| (n, Ok(r.line.clone())));
+    drive(lines, keys, |line, checked| {
+        let stored = usize::try_from(line - 1)
+            .ok()
+            .and_then(|i| records.get(i))?;
+        let problem = |kind, detail| {
+            Some(Problem {
+                line,
+                record_id: checked.id.clone(),
+                seq: Some(checked.seq),
+                kind,
+                detail,
+            })
+        };
+        if stored.seq != checked.seq {
+            return problem(
+                ProblemKind::Malformed,
+                format!(
+                    "the store's seq column says {} but the line says {}",
+                    stored.seq, checked.seq
+                ),
+            );
+        }
+        if stored.hash != checked.hash {
+            return problem(
+                ProblemKind::HashMismatch,
+                format!(
+                    "the store's hash column says {} but the line says {}",
+                    stored.hash, checked.hash
+                ),
+            );
+        }
+        if checked.id.as_deref() != Some(stored.id.as_str()) {
+            return problem(
+                ProblemKind::Malformed,
+                format!(
+                    "the store's id column says {} but the line says {:?}",
+                    stored.id, checked.id
+                ),
+            );
+        }
+        None
+    })
+}
+
+/// A record that passed every check.
+#[derive(Debug)]
+struct Checked {
+    seq: u64,
+    id: Option<String>,
+    hash: String,
+}
+
+/// The chain so far: everything before this point verified.
+struct Prev {
+    seq: u64,
+    hash: String,
+}
+
+enum Finding {
+    Problem(Problem),
+    /// The seq jumped from `expected` to the record's; Gap or Reordered, decided by looking
+    /// at the rest of the stream.
+    Ahead(Problem, u64),
+}
+
+fn drive<I, F>(mut lines: I, keys: &PublicKeys, mut extra: F) -> VerifyReport
+where
+    I: Iterator<Item = (u64, Result<String, String>)>,
+    F: FnMut(u64, &Checked) -> Option<Problem>,
+{
+    let mut records = 0u64;
+    let mut prev: Option<Prev> = None;
+    // The line of seq 1, so the line of any earlier seq is known without remembering them all:
+    // the verified prefix is one record per line, seq 1, 2, 3, ….
+    let mut first_line: Option<u64> = None;
+    let problem = loop {
+        let Some((line, text)) = lines.next() else {
+            break None;
+        };
+        let checked = match text {
+            Err(detail) => Err(Finding::Problem(Problem {
+                line,
+                record_id: None,
+                seq: None,
+                kind: ProblemKind::Malformed,
+                detail,
+            })),
+            Ok(text) => check(line, &text, prev.as_ref(), first_line, keys),
+        };
+        match checked {
+            Ok(checked) => {
+                if let Some(problem) = extra(line, &checked) {
+                    break Some(problem);
+                }
+                first_line.get_or_insert(line);
+                records += 1;
+                prev = Some(Prev {
+                    seq: checked.seq,
+                    hash: checked.hash,
+                });
+            }
+            Err(Finding::Problem(problem)) => break Some(problem),
+            Err(Finding::Ahead(problem, expected)) => {
+                break Some(resolve_ahead(problem, expected, lines));
+            }
+        }
+    };
+    VerifyReport {
+        records,
+        first_problem: problem,
+        head: prev.map(|p| p.hash),
+    }
+}
+
+/// A seq that jumped ahead is a reordering when a skipped seq shows up later, else a gap.
+fn resolve_ahead<I>(mut problem: Problem, expected: u64, rest: I) -> Problem
+where
+    I: Iterator<Item = (u64, Result<String, String>)>,
+{
+    let found = problem.seq.unwrap_or(expected);
+    for (line, text) in rest {
+        let seq = text
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .and_then(|v| v.get("seq").and_then(Value::as_u64));
+        if let Some(seq) = seq
+            && (expected..found).contains(&seq)
+        {
+            problem.kind = ProblemKind::Reordered;
+            problem.detail = format!(
+                "expected record {expected} here but found {found}; record {seq} appears later, at line {line}"
+            );
+            return problem;
+        }
+    }
+    problem.kind = ProblemKind::Gap;
+    problem.detail = if found - expected == 1 {
+        format!("record {expected} is missing (expected {expected}, found {found})")
+    } else {
+        format!(
+            "records {expected}..={} are missing (expected {expected}, found {found})",
+            found - 1
+        )
+    };
+    problem
+}
+
+fn check(
+    line: u64,
+    text: &str,
+    prev: Option<&Prev>,
+    first_line: Option<u64>,
+    keys: &PublicKeys,
+) -> Result<Checked, Finding> {
+    let mut found = Problem {
+        line,
+        record_id: None,
+        seq: None,
+        kind: ProblemKind::Malformed,
+        detail: String::new(),
+    };
+    let fail = |kind: ProblemKind, detail: String, at: &Problem| {
+        Finding::Problem(Problem {
+            kind,
+            detail,
+            ..at.clone()
+        })
+    };
+    let record: Map<String, Value> = match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => map,
+        Ok(_) => {
+            return Err(fail(
+                ProblemKind::Malformed,
+                "not a JSON object".into(),
+                &found,
+            ));
+        }
+        Err(e) => {
+            return Err(fail(
+                ProblemKind::Malformed,
+                format!("not JSON: {e}"),
+                &found,
+            ));
+        }
+    };
+    found.record_id = record.get("id").and_then(Value::as_str).map(str::to_owned);
+    let Some(seq) = record.get("seq").and_then(Value::as_u64) else {
+        return Err(fail(
+            ProblemKind::Malformed,
+            "no numeric seq".into(),
+            &found,
+        ));
+    };
+    found.seq = Some(seq);
+    if seq == 0 {
+        return Err(fail(
+            ProblemKind::Malformed,
+            "seq 0: chains start at 1".into(),
+            &found,
+        ));
+    }
+
+    let expected = prev.map_or(1, |p| p.seq + 1);
+    if seq < expected {
+        let earlier = first_line.map_or(line, |first| first + (seq - 1));
+        let detail = match prev {
+            Some(p)
+                if p.seq == seq && record.get("hash").and_then(Value::as_str) == Some(&p.hash) =>
+            {
+                format!("record {seq} again: an exact copy of line {earlier}")
+            }
+            Some(_) | None => format!("record {seq} already appeared at line {earlier}"),
+        };
+        return Err(fail(ProblemKind::Duplicate, detail, &found));
+    }
+    if seq > expected {
+        return Err(Finding::Ahead(found, expected));
+    }
+
+    let Some(prevhash) = record.get("prevhash").and_then(Value::as_str) else {
+        return Err(fail(ProblemKind::Malformed, "no prevhash".into(), &found));
+    };
+    let want_prev = prev.map_or(GENESIS_HASH, |p| p.hash.as_str());
+    if prevhash != want_prev {
+        let detail = match prev {
+            Some(_) => {
+                format!("prevhash is {prevhash} but the previous record's hash is {want_prev}")
+            }
+            None => format!("the first record's prevhash is {prevhash}, not the genesis hash"),
+        };
+        return Err(fail(ProblemKind::BrokenLink, detail, &found));
+    }
+
+    let claimed = match record
+        .get("hash")
+        .and_then(Value::as_str)
+        .map(Digest::parse)
+    {
+        Some(Some(d)) => d,
+        Some(None) => {
+            return Err(fail(
+                ProblemKind::Malformed,
+                "hash is not sha256:<64 hex>".into(),
+                &found,
+            ));
+        }
+        None => return Err(fail(ProblemKind::Malformed, "no hash".into(), &found)),
+    };
+    let actual = chain_hash(prevhash, &record).map_err(|e| {
+        fail(
+            ProblemKind::Malformed,
+            format!("cannot canonicalize: {e}"),
+            &found,
+        )
+    })?;
+    if actual != claimed {
+        return Err(fail(
+            ProblemKind::HashMismatch,
+            format!("the content hashes to {actual} but the record says {claimed}"),
+            &found,
+        ));
+    }
+
+    let (kid, sig) = match (record.get("kid"), record.get("sig")) {
+        (Some(Value::String(kid)), Some(Value::String(sig))) => (kid, sig),
+        (None, _) | (_, None) => {
+            return Err(fail(
+                ProblemKind::Unsigned,
+                "kid or sig is missing".into(),
+                &found,
+            ));
+        }
+        (Some(_), Some(_)) => {
+            return Err(fail(
+                ProblemKind::Malformed,
+                "kid and sig must be strings".into(),
+                &found,
+            ));
+        }
+    };
+    let Some(key) = keys.get(kid) else {
+        return Err(fail(
+            ProblemKind::UnknownKey,
+            format!(
+                "signed by key {kid}, which is not among the {} trusted keys",
+                keys.len()
+            ),
+            &found,
+        ));
+    };
+    let signature = BASE64
+        .decode(sig)
+        .ok()
+        .and_then(|bytes| Signature::from_slice(&bytes).ok());
+    let Some(signature) = signature else {
+        return Err(fail(
+            ProblemKind::BadSignature,
+            "sig is not base64 of a 64-byte Ed25519 signature".into(),
+            &found,
+        ));
+    };
+    if key.verify_strict(&claimed.bytes(), &signature).is_err() {
+        return Err(fail(
+            ProblemKind::BadSignature,
+            format!("the signature does not verify under key {kid}"),
+            &found,
+        ));
+    }
+    Ok(Checked {
+        seq,
+        id: found.record_id,
+        hash: claimed.as_str().to_owned(),
+    })
+}

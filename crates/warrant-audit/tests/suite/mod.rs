@@ -1,0 +1,6 @@
+mod fake;
+mod keys;
+mod schema;
+mod seal;
+mod sink;
+mod verify;
