@@ -50,6 +50,15 @@ pub struct AuditData {
     pub approval: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
+    /// The risk class policy assigned (on decisions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<String>,
+    /// Digest of the input that led here (a run's task), never the input itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_digest: Option<String>,
+    /// Digest of an effect's result as journaled, never the result itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_digest: Option<String>,
 }
 
 /// One v1 record as it appears on a line. Field order here is the order on the line; the

@@ -785,7 +785,7 @@ fn audit_facts(
             facts["outcome"] = json!("started");
             facts["resource"] = json!(workspace);
             facts["reasons"] = json!([format!("policy {policy_digest}"), format!("model {model}")]);
-            facts["task_digest"] = json!(Digest::of_bytes(task.as_bytes()));
+            facts["input_digest"] = json!(Digest::of_bytes(task.as_bytes()));
         }
         RunEvent::ModelResponded { turn, calls, .. } => {
             facts["outcome"] = json!(format!("turn {turn}: {} call(s)", calls.len()));
@@ -874,7 +874,9 @@ fn audit_facts(
         RunEvent::EffectCompleted { call_id, ok, result } => {
             put_actions(&mut facts, &call_actions(call_id));
             facts["outcome"] = json!(if *ok { "ok" } else { "error" });
-            facts["output_digest"] = json!(digest_of(result).ok());
+            if let Ok(d) = digest_of(result) {
+                facts["output_digest"] = json!(d);
+            }
         }
         RunEvent::EffectDenied { call_id, denied, .. } => {
             put_actions(&mut facts, &call_actions(call_id));

@@ -55,6 +55,9 @@ fn sealed_record_is_the_cloudevent_the_format_describes() {
                 reasons: vec!["policy:writes-need-review".into()],
                 approval: None,
                 outcome: None,
+                risk: None,
+                input_digest: None,
+                output_digest: None,
             },
         }
     );
