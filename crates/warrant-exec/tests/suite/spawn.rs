@@ -160,13 +160,22 @@ fn timeout_kills_the_whole_group_including_grandchildren() {
     let out = run(shell(
         &cwd,
         &["sh", "-c", "sleep 1000 & echo $!; sleep 1000"],
-        500,
+        2_000,
     ))
     .unwrap();
     assert!(started.elapsed() < Duration::from_secs(10));
     assert!(out.timed_out, "{out:?}");
     let pid: u32 = out.stdout.text.trim().parse().unwrap();
     assert!(wait_gone(pid), "grandchild {pid} survived the timeout");
+
+    // A group that ignores TERM (the ignored disposition is inherited by `sleep`) gets KILL.
+    let started = Instant::now();
+    let out = run(shell(&cwd, &["sh", "-c", "trap '' TERM; sleep 1000"], 300)).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(
+        (out.timed_out, out.exit_code, out.signal),
+        (true, None, Some(9))
+    );
 }
 
 #[test]
