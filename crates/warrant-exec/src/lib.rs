@@ -1,1 +1,18 @@
-//! Subprocess profiles (env minimization, process groups, timeouts, output caps) and the filesystem executor.
+//! Executors behind the effect ring (Linux): subprocess profiles (env minimization, process
+//! groups, timeouts, output caps) and the filesystem. Every executor takes an
+//! `Authorized<Action>` and reads every target from it, so what runs is exactly what was decided.
+
+pub mod env;
+pub mod error;
+pub mod fs;
+pub mod output;
+pub mod spawn;
+
+pub use env::{minimize_env, validate_profile};
+pub use error::ExecError;
+pub use fs::{
+    DeleteReceipt, DirEntry, DirListing, EntryKind, FileContent, OsLinks, SearchResult, SkipCounts,
+    WriteReceipt, delete_path, list_dir, read_file, search, write_file,
+};
+pub use output::{CapturedStream, HeadTail};
+pub use spawn::{ExecOutcome, run_command};

@@ -1,0 +1,192 @@
+//! The one error type of the executors. Every variant has a stable code (`W-EXEC-0NN`) and a
+//! message that says what happened, to what, and what the user can do. Codes are never reused.
+
+use thiserror::Error;
+use warrant_core::{CanonicalPath, Coded, Verb};
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum ExecError {
+    #[error(
+        "the `{executor}` executor was handed a `{verb}` action; route each action to the executor for its verb (this is a wiring bug, not a user error)",
+        verb = verb.as_str()
+    )]
+    WrongAction { executor: &'static str, verb: Verb },
+
+    #[error(
+        "profile `{profile}` names the environment variable `{name}`, which looks like a secret (matches *{pattern}*); secrets reach commands through secret handles, never through a profile — remove it from pass_env/set_env"
+    )]
+    ProfileSecretName {
+        profile: String,
+        name: String,
+        pattern: &'static str,
+    },
+
+    #[error(
+        "profile `{profile}` has an invalid environment variable name {name:?}; names must be non-empty and contain no '=' or NUL"
+    )]
+    ProfileBadEnvName { profile: String, name: String },
+
+    #[error("profile `{profile}` has timeout_ms = 0; set a positive timeout in milliseconds")]
+    ProfileZeroTimeout { profile: String },
+
+    #[error(
+        "profile `{profile}` has {field} = 0, so no output would be kept; set a positive byte count"
+    )]
+    ProfileZeroCap {
+        profile: String,
+        field: &'static str,
+    },
+
+    #[error("shell.exec action has an empty argv; give at least the program to run")]
+    EmptyArgv,
+
+    #[error("shell.exec action has timeout_ms = 0; the tools layer must give a positive timeout")]
+    ZeroTimeout,
+
+    #[error("could not start `{program}`: {message}")]
+    Spawn { program: String, message: String },
+
+    #[error("lost track of `{program}` while it ran: {message}")]
+    Wait { program: String, message: String },
+
+    #[error(
+        "{decided} no longer resolves to the path that was authorized (now {now}); a symbolic link was swapped in after the decision — nothing was done, re-request the action"
+    )]
+    PathChanged { decided: CanonicalPath, now: String },
+
+    #[error("could not resolve {path}: {message}")]
+    Resolve {
+        path: CanonicalPath,
+        message: String,
+    },
+
+    #[error("{path} does not exist; list its parent directory to see what is there")]
+    NotFound { path: CanonicalPath },
+
+    #[error("{path} is a directory; use fs.list to see what it holds")]
+    IsDirectory { path: CanonicalPath },
+
+    #[error("{path} is not a directory; fs.list and a command's working directory need one")]
+    NotADirectory { path: CanonicalPath },
+
+    #[error(
+        "{path} looks binary (it has a NUL byte in its first {checked} bytes); only text files can be read"
+    )]
+    Binary { path: CanonicalPath, checked: usize },
+
+    #[error("{path} already exists; fs.create only makes new files — use fs.write to replace it")]
+    AlreadyExists { path: CanonicalPath },
+
+    #[error(
+        "{path} is a directory that is not empty; delete it with recursive = true if that is intended"
+    )]
+    DirectoryNotEmpty { path: CanonicalPath },
+
+    #[error("search pattern is empty; give the text to look for")]
+    EmptyPattern,
+
+    #[error("could not {op} {path}: {message}")]
+    Io {
+        op: &'static str,
+        path: CanonicalPath,
+        message: String,
+    },
+}
+
+impl Coded for ExecError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::WrongAction { .. } => "W-EXEC-001",
+            Self::ProfileSecretName { .. } => "W-EXEC-002",
+            Self::ProfileBadEnvName { .. } => "W-EXEC-003",
+            Self::ProfileZeroTimeout { .. } => "W-EXEC-004",
+            Self::ProfileZeroCap { .. } => "W-EXEC-005",
+            Self::EmptyArgv => "W-EXEC-006",
+            Self::ZeroTimeout => "W-EXEC-007",
+            Self::Spawn { .. } => "W-EXEC-008",
+            Self::Wait { .. } => "W-EXEC-009",
+            Self::PathChanged { .. } => "W-EXEC-010",
+            Self::Resolve { .. } => "W-EXEC-011",
+            Self::NotFound { .. } => "W-EXEC-012",
+            Self::IsDirectory { .. } => "W-EXEC-013",
+            Self::NotADirectory { .. } => "W-EXEC-014",
+            Self::Binary { .. } => "W-EXEC-015",
+            Self::AlreadyExists { .. } => "W-EXEC-016",
+            Self::DirectoryNotEmpty { .. } => "W-EXEC-017",
+            Self::EmptyPattern => "W-EXEC-018",
+            Self::Io { .. } => "W-EXEC-019",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn codes_are_unique_and_messages_name_the_target() {
+        let p = CanonicalPath::from_normalized("/w/a").unwrap();
+        let all = [
+            ExecError::WrongAction {
+                executor: "read_file",
+                verb: Verb::ShellExec,
+            },
+            ExecError::ProfileSecretName {
+                profile: "p".into(),
+                name: "GH_TOKEN".into(),
+                pattern: "TOKEN",
+            },
+            ExecError::ProfileBadEnvName {
+                profile: "p".into(),
+                name: "A=B".into(),
+            },
+            ExecError::ProfileZeroTimeout {
+                profile: "p".into(),
+            },
+            ExecError::ProfileZeroCap {
+                profile: "p".into(),
+                field: "output_head_bytes",
+            },
+            ExecError::EmptyArgv,
+            ExecError::ZeroTimeout,
+            ExecError::Spawn {
+                program: "x".into(),
+                message: "m".into(),
+            },
+            ExecError::Wait {
+                program: "x".into(),
+                message: "m".into(),
+            },
+            ExecError::PathChanged {
+                decided: p.clone(),
+                now: "/etc/passwd".into(),
+            },
+            ExecError::Resolve {
+                path: p.clone(),
+                message: "m".into(),
+            },
+            ExecError::NotFound { path: p.clone() },
+            ExecError::IsDirectory { path: p.clone() },
+            ExecError::NotADirectory { path: p.clone() },
+            ExecError::Binary {
+                path: p.clone(),
+                checked: 8192,
+            },
+            ExecError::AlreadyExists { path: p.clone() },
+            ExecError::DirectoryNotEmpty { path: p.clone() },
+            ExecError::EmptyPattern,
+            ExecError::Io {
+                op: "read",
+                path: p,
+                message: "m".into(),
+            },
+        ];
+        let codes: BTreeSet<&str> = all.iter().map(Coded::code).collect();
+        assert_eq!(codes.len(), all.len());
+        let listing: Vec<String> = all.iter().map(|e| format!("{}: {e}", e.code())).collect();
+        insta::assert_snapshot!(listing.join("\n"));
+    }
+}

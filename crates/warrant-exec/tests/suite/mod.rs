@@ -1,0 +1,17 @@
+mod fs;
+mod spawn;
+
+use warrant_core::{Action, CanonicalPath};
+use warrant_kernel::Authorized;
+
+/// A temp dir whose path is canonical (the test runner's TMPDIR may itself be a link).
+pub fn tempdir() -> (tempfile::TempDir, CanonicalPath) {
+    let dir = tempfile::tempdir().unwrap();
+    let real = std::fs::canonicalize(dir.path()).unwrap();
+    let path = CanonicalPath::from_normalized(real.to_str().unwrap()).unwrap();
+    (dir, path)
+}
+
+pub fn authorized(action: Action) -> Authorized<Action> {
+    Authorized::for_tests(action)
+}
