@@ -756,6 +756,33 @@ fn io_error(op: &'static str, path: &CanonicalPath, e: std::io::Error) -> ExecEr
     }
 }
 
+/// The current text of a file, for the person approving a write to it (the diff they see);
+/// never handed to the model, so it needs no authorization of its own. `None` when the file is
+/// absent, a link, not a regular file, not text, or unreadable. At most [`MAX_READ_BYTES`].
+pub fn preview_text(path: &CanonicalPath) -> Option<String> {
+    use std::io::Read;
+    let meta = std::fs::symlink_metadata(path.as_path()).ok()?;
+    if !meta.file_type().is_file() {
+        return None;
+    }
+    let mut buf = Vec::new();
+    std::fs::File::open(path.as_path())
+        .ok()?
+        .take(MAX_READ_BYTES as u64)
+        .read_to_end(&mut buf)
+        .ok()?;
+    if buf.iter().take(BINARY_CHECK_BYTES).any(|b| *b == 0) {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// Whether something (of any kind, links not followed) is at `path`: decides between
+/// `fs.create` and `fs.write` when a write is normalized.
+pub fn exists(path: &CanonicalPath) -> bool {
+    std::fs::symlink_metadata(path.as_path()).is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

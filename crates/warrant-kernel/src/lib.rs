@@ -5,6 +5,7 @@ pub mod approval;
 pub mod authorized;
 pub mod error;
 pub mod events;
+pub mod pdp;
 pub mod ring;
 pub mod state;
 pub mod tool;

@@ -144,7 +144,7 @@ impl Ring<'_> {
         };
         let stored = self.store.create_run(
             &NewRun {
-                run: run.clone(),
+                run,
                 actor: spec.principal.actor.clone(),
                 task: spec.task,
             },

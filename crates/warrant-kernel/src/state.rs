@@ -176,7 +176,20 @@ impl RunState {
                 parked: None,
                 ended: None,
             },
-            other => {
+            other @ (RunEvent::ModelResponded { .. }
+            | RunEvent::CallRefused { .. }
+            | RunEvent::ActionProposed { .. }
+            | RunEvent::PolicyDecided { .. }
+            | RunEvent::ApprovalRequested { .. }
+            | RunEvent::ApprovalGranted { .. }
+            | RunEvent::ApprovalDenied { .. }
+            | RunEvent::RunParked { .. }
+            | RunEvent::RunResumed { .. }
+            | RunEvent::EffectStarted { .. }
+            | RunEvent::EffectCompleted { .. }
+            | RunEvent::EffectDenied { .. }
+            | RunEvent::EffectInDoubt { .. }
+            | RunEvent::RunEnded { .. }) => {
                 return Err(KernelError::Inconsistent {
                     run: first.run.to_string(),
                     message: format!("log starts with {} instead of run_started", other.kind()),

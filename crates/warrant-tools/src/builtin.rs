@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use similar::TextDiff;
 use warrant_core::path::canonicalize;
 use warrant_core::{Action, CanonicalPath, Coded, ToolSpec};
-use warrant_exec::fs::OsLinks;
+use warrant_exec::OsLinks;
 use warrant_kernel::{Authorized, EffectResult, Presentation, ReadFilter, Refusal, Tool, ToolEnv};
 
 pub(crate) fn all() -> Vec<Box<dyn Tool>> {
@@ -160,7 +160,7 @@ impl Tool for WriteFile {
         let path = path_arg(args, env, "path")?;
         let content = arg(args, "content").unwrap_or_default().to_owned();
         // Whether this creates or replaces is part of what is decided and shown.
-        let exists = path.as_path().symlink_metadata().is_ok();
+        let exists = warrant_exec::fs::exists(&path);
         Ok(vec![if exists {
             Action::FsWrite { path, content }
         } else {

@@ -156,7 +156,7 @@ fn conformance(store: &dyn EventStore) {
     store
         .append(
             Append {
-                run: run.clone(),
+                run,
                 expected_seq: 4,
                 events: vec![draft("end")],
                 status: Some(RunStatus::Completed),
