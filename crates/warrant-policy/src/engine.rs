@@ -400,7 +400,7 @@ fn parse_source(
         })
         .collect();
     policies.sort_by_key(|(offset, _, _)| *offset);
-    for (index, (_, policy, text)) in policies.into_iter().enumerate() {
+    for (index, (offset, policy, text)) in policies.into_iter().enumerate() {
         let id = match policy.annotation("id").map(str::trim) {
             Some(id) if !id.is_empty() => id.to_owned(),
             Some(_) | None => {
@@ -408,6 +408,7 @@ fn parse_source(
                     layer: source.layer,
                     file: source.path.clone(),
                     index: index + 1,
+                    line: line_of(&source.text, offset),
                     start: first_line(&text),
                 });
             }
@@ -465,38 +466,46 @@ fn validate(
         let key: &str = id.as_ref();
         meta.get(key).map(|m| m.file.clone()).unwrap_or_default()
     };
-    let mut problems: Vec<PolicyError> = result
+    // Unknown actions first (the likeliest typo), then type errors, then warnings; within a
+    // rank, a stable order regardless of Cedar's iteration order.
+    let mut problems: Vec<(u8, PolicyError)> = result
         .validation_errors()
         .map(|e| {
             let id = e.policy_id();
             let (file, id_s, message) = (file_of(id), id.to_string(), with_help(e));
             if matches!(e, ValidationError::UnrecognizedActionId(_)) {
-                PolicyError::UnknownAction {
-                    file,
-                    id: id_s,
-                    message,
-                }
+                (
+                    0,
+                    PolicyError::UnknownAction {
+                        file,
+                        id: id_s,
+                        message,
+                    },
+                )
             } else {
-                PolicyError::Validation {
-                    file,
-                    id: id_s,
-                    message,
-                }
+                (
+                    1,
+                    PolicyError::Validation {
+                        file,
+                        id: id_s,
+                        message,
+                    },
+                )
             }
         })
-        .chain(
-            result
-                .validation_warnings()
-                .map(|w| PolicyError::Validation {
+        .chain(result.validation_warnings().map(|w| {
+            (
+                2,
+                PolicyError::Validation {
                     file: file_of(w.policy_id()),
                     id: w.policy_id().to_string(),
                     message: with_help(w),
-                }),
-        )
+                },
+            )
+        }))
         .collect();
-    // Report a stable first problem regardless of Cedar's iteration order.
-    problems.sort_by_key(|p| p.to_string());
-    match problems.into_iter().next() {
+    problems.sort_by_key(|(rank, p)| (*rank, p.to_string()));
+    match problems.into_iter().next().map(|(_, p)| p) {
         Some(first) => Err(first),
         None => Ok(()),
     }

@@ -16,7 +16,7 @@ pub enum PolicyError {
     },
 
     #[error(
-        "{layer} policy file {file}: policy #{index} (`{start}`) has no @id(\"...\") annotation; \
+        "{layer} policy file {file}: policy #{index} at line {line} (`{start}`) has no @id(\"...\") annotation; \
          every policy needs a stable id so decisions and audit records can name it",
         layer = layer.as_str()
     )]
@@ -25,6 +25,8 @@ pub enum PolicyError {
         file: String,
         /// 1-based position of the policy in its file.
         index: usize,
+        /// 1-based line where the policy starts.
+        line: usize,
         /// The policy's first line, to find it.
         start: String,
     },

@@ -102,7 +102,7 @@ impl fmt::Display for Explanation {
             writeln!(f)?;
             writeln!(
                 f,
-                "{} {}: cedar {}, {}",
+                "{} {}: cedar {}, verdict {}",
                 ev.evaluated_as.as_str(),
                 ev.request.principal,
                 ev.cedar_decision.as_str(),
