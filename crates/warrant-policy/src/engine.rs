@@ -532,3 +532,78 @@ fn with_help(d: &dyn Diagnostic) -> String {
         None => d.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use std::collections::BTreeMap;
+    use warrant_core::{CanonicalPath, Principal};
+
+    /// An engine over policies that skipped validation, to reach Cedar's runtime errors.
+    fn unvalidated(text: &str) -> PolicyEngine {
+        let source = PolicySource {
+            layer: LayerKind::Project,
+            path: "p.cedar".into(),
+            text: text.into(),
+        };
+        let mut set = PolicySet::new();
+        let mut meta = BTreeMap::new();
+        for (id, policy, m) in parse_source(&source).unwrap() {
+            set.add(policy).unwrap();
+            meta.insert(id, m);
+        }
+        PolicyEngine {
+            names: CedarNames::new().unwrap(),
+            set,
+            meta,
+            digest: Digest::of_bytes(b""),
+            authorizer: Authorizer::new(),
+        }
+    }
+
+    #[test]
+    fn a_forbid_that_errors_still_denies() {
+        // Cedar skips the erroring forbid and allows; Warrant must not.
+        let engine = unvalidated(
+            r#"
+            @id("allow-reads")
+            permit (principal, action, resource);
+            @id("broken-forbid")
+            forbid (principal, action, resource) when { resource.no_such_attr == "x" };
+            "#,
+        );
+        let who = Principal {
+            tenant: "t".into(),
+            actor: "a".into(),
+            kind: PrincipalKind::User,
+            on_behalf_of: None,
+            roles: Vec::new(),
+            teams: Vec::new(),
+            attrs: BTreeMap::new(),
+        };
+        let ws = CanonicalPath::from_normalized("/ws").unwrap();
+        let action = Action::FsRead {
+            path: CanonicalPath::from_normalized("/ws/a").unwrap(),
+        };
+        let req = DecisionRequest {
+            principal: &who,
+            action: &action,
+            workspace: &ws,
+        };
+        let got = engine.decide(&req);
+        assert_eq!(
+            (got.verdict, got.reasons, got.errors.len()),
+            (Verdict::Deny, Vec::new(), 1)
+        );
+        assert!(
+            got.errors[0].starts_with("W-POLICY-007: evaluating the request failed: error while evaluating policy `project:broken-forbid`"),
+            "{}",
+            got.errors[0]
+        );
+        let ex = engine.explain(&req);
+        assert_eq!(ex.evaluations[0].cedar_decision, CedarDecision::Allow);
+        assert_eq!(ex.note, None);
+    }
+}
