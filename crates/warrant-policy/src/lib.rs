@@ -1,1 +1,21 @@
-//! Cedar schema for Warrant's resource kinds, strict policy loading (fail closed), decide and explain.
+//! Warrant's policy decision point: a Cedar schema for our resource kinds, layered policy
+//! loading with strict validation (any error fails closed), and `decide`/`explain` with three
+//! outcomes (allow, ask a person, deny). No I/O: callers read the policy files and pass text.
+
+mod decision;
+mod engine;
+mod error;
+mod explain;
+mod request;
+mod schema;
+
+pub use decision::{Decision, DecisionRequest, PolicyEffect, PolicyLayer, PolicyReason, Verdict};
+pub use engine::{ALWAYS_ASK_ID, PolicyEngine, PolicySource};
+pub use error::PolicyError;
+pub use explain::{CedarDecision, CedarRequest, EvaluatedAs, Evaluation, Explanation};
+pub use schema::{NAMESPACE, SCHEMA_TEXT};
+
+/// The policy pack `warrant init` writes to `.warrant/policy/default.cedar`.
+pub fn default_pack() -> &'static str {
+    include_str!("default.cedar")
+}

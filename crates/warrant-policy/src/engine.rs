@@ -1,0 +1,609 @@
+//! Loading a layered policy set (strict, fail closed) and deciding requests against it.
+//! Cedar evaluates; this module adds ids from `@id`, the `@ask` third outcome, the built-in
+//! "destructive, secret and irreversible always ask" rule, and the agent-for-person rule.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use cedar_policy::{
+    Authorizer, Effect, Entities, PolicyId, PolicySet, Request, ValidationError, ValidationMode,
+    Validator,
+};
+use miette::Diagnostic;
+use warrant_core::config::LayerKind;
+use warrant_core::{Action, Coded, Digest, PrincipalKind, RiskClass, digest_of};
+
+use crate::decision::{
+    Decision, DecisionRequest, PolicyEffect, PolicyLayer, PolicyReason, Verdict,
+};
+use crate::error::PolicyError;
+use crate::explain::{CedarDecision, CedarRequest, EvaluatedAs, Evaluation, Explanation};
+use crate::request::RequestSpec;
+use crate::schema::CedarNames;
+
+/// One policy file as read from disk by the caller.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicySource {
+    pub layer: LayerKind,
+    /// Where the text came from, for messages and explanations.
+    pub path: String,
+    pub text: String,
+}
+
+/// What we keep about each loaded policy besides its Cedar form.
+#[derive(Clone, Debug)]
+struct PolicyMeta {
+    layer: LayerKind,
+    file: String,
+    effect: PolicyEffect,
+    reason: Option<String>,
+    ask: Option<RiskClass>,
+    text: String,
+}
+
+/// The id of the built-in escalation rule.
+pub const ALWAYS_ASK_ID: &str = "builtin:always-ask";
+
+/// A validated policy set, ready to decide.
+#[derive(Debug)]
+pub struct PolicyEngine {
+    names: CedarNames,
+    set: PolicySet,
+    meta: BTreeMap<String, PolicyMeta>,
+    digest: Digest,
+    authorizer: Authorizer,
+}
+
+/// The result of evaluating one principal, before the results for several are combined.
+struct Evaluated {
+    spec: RequestSpec,
+    cedar: CedarDecision,
+    verdict: Verdict,
+    reasons: Vec<PolicyReason>,
+    errors: Vec<String>,
+}
+
+impl PolicyEngine {
+    /// Parse, name and validate every source. Any problem in any file stops loading.
+    pub fn load(sources: &[PolicySource]) -> Result<PolicyEngine, PolicyError> {
+        let names = CedarNames::new()?;
+        let mut set = PolicySet::new();
+        let mut meta: BTreeMap<String, PolicyMeta> = BTreeMap::new();
+        for source in sources {
+            for (id, policy, m) in parse_source(source)? {
+                if let Some(first) = meta.get(&id) {
+                    return Err(PolicyError::DuplicateId {
+                        id,
+                        first_file: first.file.clone(),
+                        second_file: m.file,
+                    });
+                }
+                set.add(policy).map_err(|e| PolicyError::Parse {
+                    layer: source.layer,
+                    file: source.path.clone(),
+                    message: e.to_string(),
+                })?;
+                meta.insert(id, m);
+            }
+        }
+        validate(&names, &set, &meta)?;
+        let listing: Vec<(&str, &str)> = meta
+            .iter()
+            .map(|(id, m)| (id.as_str(), m.text.as_str()))
+            .collect();
+        // Serializing string pairs cannot fail; the fallback keeps the digest total anyway.
+        let digest = digest_of(&listing)
+            .unwrap_or_else(|_| Digest::of_bytes(format!("{listing:?}").as_bytes()));
+        Ok(PolicyEngine {
+            names,
+            set,
+            meta,
+            digest,
+            authorizer: Authorizer::new(),
+        })
+    }
+
+    /// SHA-256 over the canonical JSON of the sorted `(id, text)` list.
+    pub fn digest(&self) -> &Digest {
+        &self.digest
+    }
+
+    /// The loaded policy ids (`layer:id`), sorted.
+    pub fn policy_ids(&self) -> impl Iterator<Item = &str> {
+        self.meta.keys().map(String::as_str)
+    }
+
+    /// The Cedar policy set, for cross-checks against Cedar itself (benchmarks, tooling).
+    pub fn cedar_policy_set(&self) -> &PolicySet {
+        &self.set
+    }
+
+    /// The Cedar request and entities `decide` builds for the request's own principal.
+    pub fn cedar_request(
+        &self,
+        req: &DecisionRequest<'_>,
+    ) -> Result<(Request, Entities), PolicyError> {
+        RequestSpec::for_principal(req.principal, req.action, req.workspace).to_cedar(&self.names)
+    }
+
+    /// Allow, ask or deny, with the policies that determined it.
+    pub fn decide(&self, req: &DecisionRequest<'_>) -> Decision {
+        let evaluated = self.evaluate_all(req);
+        combine(req, &evaluated)
+    }
+
+    /// The decision plus everything that produced it: Cedar requests, entities, context.
+    pub fn explain(&self, req: &DecisionRequest<'_>) -> Explanation {
+        let evaluated = self.evaluate_all(req);
+        let decision = combine(req, &evaluated);
+        let note = default_deny_note(req, &decision, &evaluated);
+        let evaluations = evaluated
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| Evaluation {
+                evaluated_as: if i == 0 {
+                    EvaluatedAs::Principal
+                } else {
+                    EvaluatedAs::OnBehalfOf
+                },
+                request: CedarRequest {
+                    principal: e.spec.principal.uid_string(),
+                    action: e.spec.action_uid_string(),
+                    resource: e.spec.resource.uid_string(),
+                },
+                cedar_decision: e.cedar,
+                verdict: e.verdict,
+                reasons: e.reasons,
+                errors: e.errors,
+                entities: e.spec.entities_json(),
+                context: e.spec.context_json(),
+            })
+            .collect();
+        Explanation {
+            verb: req.action.verb(),
+            target: req.action.target(),
+            workspace: req.workspace.as_str().to_owned(),
+            decision,
+            note,
+            evaluations,
+            policy_digest: self.digest.clone(),
+        }
+    }
+
+    /// The principal itself, then (for an agent acting for a person) that person.
+    fn evaluate_all(&self, req: &DecisionRequest<'_>) -> Vec<Evaluated> {
+        let mut specs = vec![RequestSpec::for_principal(
+            req.principal,
+            req.action,
+            req.workspace,
+        )];
+        match (req.principal.kind, &req.principal.on_behalf_of) {
+            (PrincipalKind::Agent, Some(person)) => specs.push(RequestSpec::for_person(
+                person,
+                req.principal,
+                req.action,
+                req.workspace,
+            )),
+            (PrincipalKind::Agent, None) | (PrincipalKind::User | PrincipalKind::Service, _) => {}
+        }
+        specs.into_iter().map(|s| self.evaluate(s)).collect()
+    }
+
+    fn evaluate(&self, spec: RequestSpec) -> Evaluated {
+        let default_risk = spec.verb.default_risk();
+        let (request, entities) = match spec.to_cedar(&self.names) {
+            Ok(pair) => pair,
+            Err(e) => {
+                return Evaluated {
+                    spec,
+                    cedar: CedarDecision::NotEvaluated,
+                    verdict: Verdict::Deny,
+                    reasons: Vec::new(),
+                    errors: vec![coded(&e)],
+                };
+            }
+        };
+        let response = self
+            .authorizer
+            .is_authorized(&request, &self.set, &entities);
+        let mut ids: Vec<&PolicyId> = response.diagnostics().reason().collect();
+        ids.sort_by_key(|id| AsRef::<str>::as_ref(*id));
+        let reasons: Vec<PolicyReason> = ids.iter().filter_map(|id| self.reason(id)).collect();
+        let errors: Vec<String> = response
+            .diagnostics()
+            .errors()
+            .map(|e| {
+                coded(&PolicyError::Evaluation {
+                    message: e.to_string(),
+                })
+            })
+            .collect();
+        let cedar = match response.decision() {
+            cedar_policy::Decision::Allow => CedarDecision::Allow,
+            cedar_policy::Decision::Deny => CedarDecision::Deny,
+        };
+        let (verdict, reasons) = match cedar {
+            // An erroring policy is skipped by Cedar; a skipped forbid must not let anything
+            // through, so any error denies. Satisfied forbids still explain a Cedar deny.
+            CedarDecision::Allow if !errors.is_empty() => (Verdict::Deny, Vec::new()),
+            CedarDecision::Deny | CedarDecision::NotEvaluated => (Verdict::Deny, reasons),
+            CedarDecision::Allow => {
+                let ask = reasons.iter().filter_map(|r| r.ask).max();
+                match ask {
+                    Some(risk) => (
+                        Verdict::Ask {
+                            risk: risk.max(default_risk),
+                        },
+                        reasons,
+                    ),
+                    None => (Verdict::Allow, reasons),
+                }
+            }
+        };
+        Evaluated {
+            spec,
+            cedar,
+            verdict,
+            reasons,
+            errors,
+        }
+    }
+
+    fn reason(&self, id: &PolicyId) -> Option<PolicyReason> {
+        let key: &str = id.as_ref();
+        self.meta.get(key).map(|m| PolicyReason {
+            id: key.to_owned(),
+            layer: m.layer.into(),
+            file: m.file.clone(),
+            effect: m.effect,
+            reason: m.reason.clone(),
+            ask: m.ask,
+        })
+    }
+}
+
+fn coded(e: &PolicyError) -> String {
+    format!("{}: {e}", e.code())
+}
+
+/// Strictest verdict wins; then the built-in rule that some risk classes always ask.
+fn combine(req: &DecisionRequest<'_>, evaluated: &[Evaluated]) -> Decision {
+    let default_risk = req.action.verb().default_risk();
+    let mut verdict = evaluated
+        .iter()
+        .map(|e| e.verdict)
+        .fold(Verdict::Allow, Verdict::strictest);
+    if evaluated.is_empty() {
+        verdict = Verdict::Deny;
+    }
+    let mut reasons: Vec<PolicyReason> = Vec::new();
+    for e in evaluated.iter().filter(|e| e.verdict == verdict) {
+        for r in &e.reasons {
+            if !reasons.iter().any(|have| have.id == r.id) {
+                reasons.push(r.clone());
+            }
+        }
+    }
+    let errors: Vec<String> = evaluated.iter().flat_map(|e| e.errors.clone()).collect();
+    if verdict == Verdict::Allow && default_risk.always_needs_person() {
+        verdict = Verdict::Ask { risk: default_risk };
+        reasons.push(PolicyReason {
+            id: ALWAYS_ASK_ID.to_owned(),
+            layer: PolicyLayer::Builtin,
+            file: String::new(),
+            effect: PolicyEffect::Ask,
+            reason: Some(format!(
+                "{} is {}: destructive, secret and irreversible actions always go to a person, \
+                 whatever policy permits",
+                req.action.verb().as_str(),
+                default_risk.as_str()
+            )),
+            ask: Some(default_risk),
+        });
+    }
+    let risk = match verdict {
+        Verdict::Ask { risk } => risk,
+        Verdict::Allow | Verdict::Deny => default_risk,
+    };
+    Decision {
+        verdict,
+        risk,
+        reasons,
+        errors,
+    }
+}
+
+/// For a deny that no forbid and no error explains: say that nothing permits it, and why the
+/// usual permits did not apply when the target is outside the workspace.
+fn default_deny_note(
+    req: &DecisionRequest<'_>,
+    decision: &Decision,
+    evaluated: &[Evaluated],
+) -> Option<String> {
+    if decision.verdict != Verdict::Deny
+        || !decision.reasons.is_empty()
+        || !decision.errors.is_empty()
+    {
+        return None;
+    }
+    let verb = req.action.verb().as_str();
+    let target = req.action.target();
+    let denied: Vec<&Evaluated> = evaluated
+        .iter()
+        .filter(|e| e.verdict == Verdict::Deny)
+        .collect();
+    let whom = if evaluated.len() > 1 {
+        let list: Vec<String> = denied
+            .iter()
+            .map(|e| e.spec.principal.uid_string())
+            .collect();
+        format!(" for {}", list.join(" and "))
+    } else {
+        String::new()
+    };
+    let outside = evaluated.first().is_some_and(|e| !e.spec.in_workspace);
+    let place = match req.action {
+        Action::ShellExec { cwd, .. } => format!(" in {cwd}"),
+        Action::FsRead { .. }
+        | Action::FsList { .. }
+        | Action::FsSearch { .. }
+        | Action::FsWrite { .. }
+        | Action::FsCreate { .. }
+        | Action::FsDelete { .. } => String::new(),
+    };
+    let place = if outside {
+        format!("{place}, which is outside the workspace {}", req.workspace)
+    } else {
+        place
+    };
+    Some(format!("no policy permits {verb} on {target}{whom}{place}"))
+}
+
+/// Parse one file into `(full id, policy renamed to it, metadata)`, in file order.
+fn parse_source(
+    source: &PolicySource,
+) -> Result<Vec<(String, cedar_policy::Policy, PolicyMeta)>, PolicyError> {
+    let parse_err = |message: String| PolicyError::Parse {
+        layer: source.layer,
+        file: source.path.clone(),
+        message,
+    };
+    let parsed = PolicySet::from_str(&source.text).map_err(|errs| {
+        parse_err(
+            errs.iter()
+                .map(|e| {
+                    let line = e
+                        .labels()
+                        .and_then(|mut l| l.next())
+                        .map(|l| format!("line {}: ", line_of(&source.text, l.offset())))
+                        .unwrap_or_default();
+                    format!("{line}{}", with_help(e))
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    })?;
+    if let Some(t) = parsed.templates().next() {
+        return Err(parse_err(format!(
+            "templates (policies with ?principal or ?resource slots) are not supported here: `{}`",
+            first_line(&t.to_string())
+        )));
+    }
+    let mut out = Vec::new();
+    let mut policies: Vec<(usize, &cedar_policy::Policy, String)> = parsed
+        .policies()
+        .map(|p| {
+            let text = p.to_cedar().unwrap_or_else(|| p.to_string());
+            // The policy text is a slice of the file, so its offset gives its place.
+            let offset = source.text.find(&text).unwrap_or(usize::MAX);
+            (offset, p, text)
+        })
+        .collect();
+    policies.sort_by_key(|(offset, _, _)| *offset);
+    for (index, (offset, policy, text)) in policies.into_iter().enumerate() {
+        let id = match policy.annotation("id").map(str::trim) {
+            Some(id) if !id.is_empty() => id.to_owned(),
+            Some(_) | None => {
+                return Err(PolicyError::MissingId {
+                    layer: source.layer,
+                    file: source.path.clone(),
+                    index: index + 1,
+                    line: line_of(&source.text, offset),
+                    start: first_line(&text),
+                });
+            }
+        };
+        let full = format!("{}:{id}", source.layer.as_str());
+        let effect = match policy.effect() {
+            Effect::Permit => PolicyEffect::Permit,
+            Effect::Forbid => PolicyEffect::Forbid,
+        };
+        let ask = match (policy.annotation("ask"), effect) {
+            (None, PolicyEffect::Permit | PolicyEffect::Forbid | PolicyEffect::Ask) => None,
+            (Some(value), PolicyEffect::Permit) => {
+                Some(RiskClass::parse(value).ok_or_else(|| PolicyError::BadAsk {
+                    file: source.path.clone(),
+                    id: full.clone(),
+                    value: value.to_owned(),
+                    problem: format!(
+                        "not a risk class; use one of {}",
+                        RiskClass::ALL.map(RiskClass::as_str).join(", ")
+                    ),
+                })?)
+            }
+            (Some(value), PolicyEffect::Forbid | PolicyEffect::Ask) => {
+                return Err(PolicyError::BadAsk {
+                    file: source.path.clone(),
+                    id: full,
+                    value: value.to_owned(),
+                    problem: "@ask belongs on a permit; a forbid always denies".to_owned(),
+                });
+            }
+        };
+        let meta = PolicyMeta {
+            layer: source.layer,
+            file: source.path.clone(),
+            effect,
+            reason: policy.annotation("reason").map(str::to_owned),
+            ask,
+            text,
+        };
+        let renamed = policy.new_id(PolicyId::new(&full));
+        out.push((full, renamed, meta));
+    }
+    Ok(out)
+}
+
+/// Strict validation of the whole set; warnings count as errors (an impossible forbid is a
+/// hole, a confusable identifier may be an attack).
+fn validate(
+    names: &CedarNames,
+    set: &PolicySet,
+    meta: &BTreeMap<String, PolicyMeta>,
+) -> Result<(), PolicyError> {
+    let result = Validator::new(names.schema.clone()).validate(set, ValidationMode::Strict);
+    let file_of = |id: &PolicyId| {
+        let key: &str = id.as_ref();
+        meta.get(key).map(|m| m.file.clone()).unwrap_or_default()
+    };
+    // Unknown actions first (the likeliest typo), then type errors, then warnings; within a
+    // rank, a stable order regardless of Cedar's iteration order.
+    let mut problems: Vec<(u8, PolicyError)> = result
+        .validation_errors()
+        .map(|e| {
+            let id = e.policy_id();
+            let (file, id_s, message) = (file_of(id), id.to_string(), with_help(e));
+            if matches!(e, ValidationError::UnrecognizedActionId(_)) {
+                (
+                    0,
+                    PolicyError::UnknownAction {
+                        file,
+                        id: id_s,
+                        message,
+                    },
+                )
+            } else {
+                (
+                    1,
+                    PolicyError::Validation {
+                        file,
+                        id: id_s,
+                        message,
+                    },
+                )
+            }
+        })
+        .chain(result.validation_warnings().map(|w| {
+            (
+                2,
+                PolicyError::Validation {
+                    file: file_of(w.policy_id()),
+                    id: w.policy_id().to_string(),
+                    message: with_help(w),
+                },
+            )
+        }))
+        .collect();
+    problems.sort_by_key(|(rank, p)| (*rank, p.to_string()));
+    match problems.into_iter().next().map(|(_, p)| p) {
+        Some(first) => Err(first),
+        None => Ok(()),
+    }
+}
+
+fn first_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text.get(..offset)
+        .map(|before| before.matches('\n').count() + 1)
+        .unwrap_or(1)
+}
+
+/// Cedar's message plus its help line, which often names the fix ("did you mean `path`?").
+fn with_help(d: &dyn Diagnostic) -> String {
+    match d.help() {
+        Some(help) => format!("{d} (help: {help})"),
+        None => d.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use std::collections::BTreeMap;
+    use warrant_core::{CanonicalPath, Principal};
+
+    /// An engine over policies that skipped validation, to reach Cedar's runtime errors.
+    fn unvalidated(text: &str) -> PolicyEngine {
+        let source = PolicySource {
+            layer: LayerKind::Project,
+            path: "p.cedar".into(),
+            text: text.into(),
+        };
+        let mut set = PolicySet::new();
+        let mut meta = BTreeMap::new();
+        for (id, policy, m) in parse_source(&source).unwrap() {
+            set.add(policy).unwrap();
+            meta.insert(id, m);
+        }
+        PolicyEngine {
+            names: CedarNames::new().unwrap(),
+            set,
+            meta,
+            digest: Digest::of_bytes(b""),
+            authorizer: Authorizer::new(),
+        }
+    }
+
+    #[test]
+    fn a_forbid_that_errors_still_denies() {
+        // Cedar skips the erroring forbid and allows; Warrant must not.
+        let engine = unvalidated(
+            r#"
+            @id("allow-reads")
+            permit (principal, action, resource);
+            @id("broken-forbid")
+            forbid (principal, action, resource) when { resource.no_such_attr == "x" };
+            "#,
+        );
+        let who = Principal {
+            tenant: "t".into(),
+            actor: "a".into(),
+            kind: PrincipalKind::User,
+            on_behalf_of: None,
+            roles: Vec::new(),
+            teams: Vec::new(),
+            attrs: BTreeMap::new(),
+        };
+        let ws = CanonicalPath::from_normalized("/ws").unwrap();
+        let action = Action::FsRead {
+            path: CanonicalPath::from_normalized("/ws/a").unwrap(),
+        };
+        let req = DecisionRequest {
+            principal: &who,
+            action: &action,
+            workspace: &ws,
+        };
+        let got = engine.decide(&req);
+        assert_eq!(
+            (got.verdict, got.reasons, got.errors.len()),
+            (Verdict::Deny, Vec::new(), 1)
+        );
+        assert!(
+            got.errors[0].starts_with("W-POLICY-007: evaluating the request failed: error while evaluating policy `project:broken-forbid`"),
+            "{}",
+            got.errors[0]
+        );
+        let ex = engine.explain(&req);
+        assert_eq!(ex.evaluations[0].cedar_decision, CedarDecision::Allow);
+        assert_eq!(ex.note, None);
+    }
+}

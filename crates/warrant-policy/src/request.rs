@@ -1,0 +1,318 @@
+//! Turns a Warrant principal + action + workspace into the Cedar request, entities and
+//! context. One typed description feeds both the Cedar objects and the JSON that `explain`
+//! shows, so what a person reads is exactly what was evaluated.
+
+use std::collections::{HashMap, HashSet};
+
+use cedar_policy::{Context, Entities, Entity, EntityUid, Request, RestrictedExpression};
+use serde_json::{Map, Value, json};
+use warrant_core::{Action, CanonicalPath, Principal, PrincipalKind, Verb};
+
+use crate::error::PolicyError;
+use crate::schema::{CedarNames, EntityKind};
+
+/// Attribute values our schema uses: strings and booleans only.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum AttrValue {
+    Str(String),
+    Bool(bool),
+}
+
+impl AttrValue {
+    fn to_cedar(&self) -> RestrictedExpression {
+        match self {
+            Self::Str(s) => RestrictedExpression::new_string(s.clone()),
+            Self::Bool(b) => RestrictedExpression::new_bool(*b),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        match self {
+            Self::Str(s) => json!(s),
+            Self::Bool(b) => json!(b),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct EntitySpec {
+    pub(crate) kind: EntityKind,
+    pub(crate) id: String,
+    attrs: Vec<(&'static str, AttrValue)>,
+    parents: Vec<(EntityKind, String)>,
+}
+
+impl EntitySpec {
+    fn new(kind: EntityKind, id: impl Into<String>) -> Self {
+        Self {
+            kind,
+            id: id.into(),
+            attrs: Vec::new(),
+            parents: Vec::new(),
+        }
+    }
+
+    fn attr(mut self, name: &'static str, value: AttrValue) -> Self {
+        self.attrs.push((name, value));
+        self
+    }
+
+    fn str(self, name: &'static str, value: impl Into<String>) -> Self {
+        self.attr(name, AttrValue::Str(value.into()))
+    }
+
+    /// The uid as Cedar prints it, e.g. `Warrant::Path::"/w/a"`.
+    pub(crate) fn uid_string(&self) -> String {
+        format!("{}::{}", self.kind.qualified(), json!(self.id))
+    }
+
+    fn to_cedar(&self, names: &CedarNames) -> Result<Entity, PolicyError> {
+        let attrs: HashMap<String, RestrictedExpression> = self
+            .attrs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.to_cedar()))
+            .collect();
+        let parents = self
+            .parents
+            .iter()
+            .map(|(kind, id)| names.uid(*kind, id))
+            .collect::<Result<HashSet<EntityUid>, PolicyError>>()?;
+        Entity::new(names.uid(self.kind, &self.id)?, attrs, parents).map_err(|e| {
+            PolicyError::Evaluation {
+                message: format!("entity {}: {e}", self.uid_string()),
+            }
+        })
+    }
+
+    /// Cedar's entity JSON format, so the output can be fed to the `cedar` CLI as is.
+    fn to_json(&self) -> Value {
+        let attrs: Map<String, Value> = self
+            .attrs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.to_json()))
+            .collect();
+        let parents: Vec<Value> = self
+            .parents
+            .iter()
+            .map(|(kind, id)| json!({"type": kind.qualified(), "id": id}))
+            .collect();
+        json!({
+            "uid": {"type": self.kind.qualified(), "id": self.id},
+            "attrs": attrs,
+            "parents": parents,
+        })
+    }
+}
+
+/// Everything one Cedar evaluation needs, before it becomes Cedar objects.
+#[derive(Clone, Debug)]
+pub(crate) struct RequestSpec {
+    pub(crate) principal: EntitySpec,
+    pub(crate) verb: Verb,
+    pub(crate) resource: EntitySpec,
+    /// Role and Team entities the principal is in.
+    groups: Vec<EntitySpec>,
+    context: Vec<(&'static str, String)>,
+    /// Whether the resource (path, or a command's cwd) lies in the workspace; for messages.
+    pub(crate) in_workspace: bool,
+}
+
+impl RequestSpec {
+    /// The request for `principal` itself (an agent's own roles and teams).
+    pub(crate) fn for_principal(
+        principal: &Principal,
+        action: &Action,
+        workspace: &CanonicalPath,
+    ) -> Self {
+        let kind = match principal.kind {
+            PrincipalKind::User => EntityKind::User,
+            PrincipalKind::Agent => EntityKind::Agent,
+            PrincipalKind::Service => EntityKind::Service,
+        };
+        let mut entity = principal_entity(kind, &principal.tenant, &principal.actor);
+        let mut groups = Vec::new();
+        let memberships = principal
+            .roles
+            .iter()
+            .map(|r| (EntityKind::Role, r))
+            .chain(principal.teams.iter().map(|t| (EntityKind::Team, t)));
+        for (kind, name) in memberships {
+            // A name listed twice would be a duplicate entity, which Cedar rejects.
+            if !entity.parents.iter().any(|(k, n)| *k == kind && n == name) {
+                entity.parents.push((kind, name.clone()));
+                groups.push(EntitySpec::new(kind, name.clone()));
+            }
+        }
+        Self::build(entity, groups, principal, action, workspace)
+    }
+
+    /// The request for the person an agent acts for. Their roles are not known here, so the
+    /// entity is just the name: a policy that grants by role will not grant to them.
+    pub(crate) fn for_person(
+        person: &str,
+        principal: &Principal,
+        action: &Action,
+        workspace: &CanonicalPath,
+    ) -> Self {
+        let entity = principal_entity(EntityKind::User, &principal.tenant, person);
+        Self::build(entity, Vec::new(), principal, action, workspace)
+    }
+
+    fn build(
+        principal_entity: EntitySpec,
+        groups: Vec<EntitySpec>,
+        principal: &Principal,
+        action: &Action,
+        workspace: &CanonicalPath,
+    ) -> Self {
+        let (resource, in_workspace) = resource_entity(action, workspace);
+        let context = vec![
+            ("tenant", principal.tenant.clone()),
+            (
+                "on_behalf_of",
+                principal.on_behalf_of.clone().unwrap_or_default(),
+            ),
+            ("workspace", workspace.as_str().to_owned()),
+        ];
+        Self {
+            principal: principal_entity,
+            verb: action.verb(),
+            resource,
+            groups,
+            context,
+            in_workspace,
+        }
+    }
+
+    /// The Cedar request (validated against the schema) and entities (validated too).
+    pub(crate) fn to_cedar(&self, names: &CedarNames) -> Result<(Request, Entities), PolicyError> {
+        let context = Context::from_pairs(
+            self.context
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), RestrictedExpression::new_string(v.clone()))),
+        )
+        .map_err(|e| PolicyError::Evaluation {
+            message: format!("context: {e}"),
+        })?;
+        let request = Request::new(
+            names.uid(self.principal.kind, &self.principal.id)?,
+            names.action(self.verb)?,
+            names.uid(self.resource.kind, &self.resource.id)?,
+            context,
+            Some(&names.schema),
+        )
+        .map_err(|e| PolicyError::Evaluation {
+            message: format!("request: {e}"),
+        })?;
+        let entities = self
+            .all_entities()
+            .map(|e| e.to_cedar(names))
+            .collect::<Result<Vec<Entity>, PolicyError>>()?;
+        let entities = Entities::from_entities(entities, Some(&names.schema)).map_err(|e| {
+            PolicyError::Evaluation {
+                message: format!("entities: {e}"),
+            }
+        })?;
+        Ok((request, entities))
+    }
+
+    fn all_entities(&self) -> impl Iterator<Item = &EntitySpec> {
+        [&self.principal, &self.resource]
+            .into_iter()
+            .chain(self.groups.iter())
+    }
+
+    pub(crate) fn entities_json(&self) -> Value {
+        Value::Array(self.all_entities().map(EntitySpec::to_json).collect())
+    }
+
+    pub(crate) fn context_json(&self) -> Value {
+        Value::Object(
+            self.context
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), json!(v)))
+                .collect(),
+        )
+    }
+
+    pub(crate) fn action_uid_string(&self) -> String {
+        format!("Warrant::Action::{}", json!(self.verb.as_str()))
+    }
+}
+
+fn principal_entity(kind: EntityKind, tenant: &str, actor: &str) -> EntitySpec {
+    EntitySpec::new(kind, actor)
+        .str("tenant", tenant)
+        .str("actor", actor)
+}
+
+/// The resource entity of an action, and whether it lies in the workspace.
+fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, bool) {
+    match action {
+        Action::FsRead { path }
+        | Action::FsList { path }
+        | Action::FsSearch { path, .. }
+        | Action::FsWrite { path, .. }
+        | Action::FsCreate { path, .. }
+        | Action::FsDelete { path, .. } => {
+            let inside = path.starts_with(workspace);
+            let name = path.file_name();
+            let entity = EntitySpec::new(EntityKind::Path, path.as_str())
+                .str("path", path.as_str())
+                .str("name", name)
+                .str("ext", extension(name))
+                .attr("in_workspace", AttrValue::Bool(inside))
+                .str("workspace", workspace.as_str());
+            (entity, inside)
+        }
+        Action::ShellExec {
+            argv, cwd, profile, ..
+        } => {
+            let inside = cwd.starts_with(workspace);
+            let joined = argv.join(" ");
+            let program = argv
+                .first()
+                .and_then(|a| a.rsplit('/').next())
+                .unwrap_or_default();
+            let entity = EntitySpec::new(EntityKind::Command, joined.clone())
+                .str("program", program)
+                .str("argv", joined)
+                .str("cwd", cwd.as_str())
+                .attr("in_workspace", AttrValue::Bool(inside))
+                .str("profile", profile.as_str());
+            (entity, inside)
+        }
+    }
+}
+
+/// The extension without the dot; "" when there is none. A leading dot starts a hidden name,
+/// not an extension, so `.env` has none and `.env.local` has `local`.
+pub(crate) fn extension(name: &str) -> &str {
+    match name.rfind('.') {
+        None | Some(0) => "",
+        Some(i) => name.get(i + 1..).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn extensions_follow_hidden_file_rules() {
+        let cases = [
+            ("main.rs", "rs"),
+            (".env", ""),
+            (".env.local", "local"),
+            ("id_rsa", ""),
+            ("server.key", "key"),
+            ("archive.tar.gz", "gz"),
+            ("trailing.", ""),
+            ("/", ""),
+        ];
+        for (name, want) in cases {
+            assert_eq!(extension(name), want, "{name}");
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! The Cedar schema for Warrant's resource kinds, embedded at build time, and the Cedar
+//! names (entity types, action uids) the request builder needs. Everything a policy may say
+//! is declared here; strict validation rejects the rest.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use cedar_policy::{EntityId, EntityTypeName, EntityUid, Schema};
+use warrant_core::Verb;
+
+use crate::error::PolicyError;
+
+/// The schema source, Cedar syntax.
+pub const SCHEMA_TEXT: &str = include_str!("schema.cedarschema");
+
+/// The namespace every Warrant entity type and action lives in.
+pub const NAMESPACE: &str = "Warrant";
+
+/// Entity types a request can name, in one closed enum so the builder matches exhaustively.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum EntityKind {
+    User,
+    Agent,
+    Service,
+    Role,
+    Team,
+    Path,
+    Command,
+    GitRef,
+    MemoryNamespace,
+    CatalogObject,
+    Provider,
+    McpTool,
+    Channel,
+}
+
+impl EntityKind {
+    pub(crate) const ALL: [EntityKind; 13] = [
+        Self::User,
+        Self::Agent,
+        Self::Service,
+        Self::Role,
+        Self::Team,
+        Self::Path,
+        Self::Command,
+        Self::GitRef,
+        Self::MemoryNamespace,
+        Self::CatalogObject,
+        Self::Provider,
+        Self::McpTool,
+        Self::Channel,
+    ];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::User => "User",
+            Self::Agent => "Agent",
+            Self::Service => "Service",
+            Self::Role => "Role",
+            Self::Team => "Team",
+            Self::Path => "Path",
+            Self::Command => "Command",
+            Self::GitRef => "GitRef",
+            Self::MemoryNamespace => "MemoryNamespace",
+            Self::CatalogObject => "CatalogObject",
+            Self::Provider => "Provider",
+            Self::McpTool => "McpTool",
+            Self::Channel => "Channel",
+        }
+    }
+
+    /// The fully qualified Cedar name, e.g. `Warrant::Path`.
+    pub(crate) fn qualified(self) -> String {
+        format!("{NAMESPACE}::{}", self.name())
+    }
+}
+
+/// The parsed schema plus the Cedar names built once, so a decision does no parsing.
+#[derive(Debug)]
+pub(crate) struct CedarNames {
+    pub(crate) schema: Schema,
+    types: BTreeMap<EntityKind, EntityTypeName>,
+    actions: BTreeMap<Verb, EntityUid>,
+}
+
+impl CedarNames {
+    pub(crate) fn new() -> Result<Self, PolicyError> {
+        let (schema, _warnings) =
+            Schema::from_cedarschema_str(SCHEMA_TEXT).map_err(|e| PolicyError::Schema {
+                message: e.to_string(),
+            })?;
+        let parse_type = |s: &str| {
+            EntityTypeName::from_str(s).map_err(|e| PolicyError::Schema {
+                message: format!("entity type {s}: {e}"),
+            })
+        };
+        let mut types = BTreeMap::new();
+        for kind in EntityKind::ALL {
+            types.insert(kind, parse_type(&kind.qualified())?);
+        }
+        let action_type = parse_type(&format!("{NAMESPACE}::Action"))?;
+        let actions = Verb::ALL
+            .into_iter()
+            .map(|verb| {
+                let uid = EntityUid::from_type_name_and_id(
+                    action_type.clone(),
+                    EntityId::new(verb.as_str()),
+                );
+                (verb, uid)
+            })
+            .collect();
+        Ok(Self {
+            schema,
+            types,
+            actions,
+        })
+    }
+
+    pub(crate) fn uid(&self, kind: EntityKind, id: &str) -> Result<EntityUid, PolicyError> {
+        let ty = self.types.get(&kind).ok_or_else(|| PolicyError::Schema {
+            message: format!("entity type {} missing", kind.qualified()),
+        })?;
+        Ok(EntityUid::from_type_name_and_id(
+            ty.clone(),
+            EntityId::new(id),
+        ))
+    }
+
+    pub(crate) fn action(&self, verb: Verb) -> Result<EntityUid, PolicyError> {
+        self.actions
+            .get(&verb)
+            .cloned()
+            .ok_or_else(|| PolicyError::Schema {
+                message: format!("action {} missing", verb.as_str()),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn schema_declares_exactly_the_verbs_and_kinds() {
+        let names = CedarNames::new().unwrap();
+        let actions: BTreeSet<String> = names
+            .schema
+            .actions()
+            .map(|a| a.id().unescaped().to_owned())
+            .collect();
+        let verbs: BTreeSet<String> = Verb::ALL.iter().map(|v| v.as_str().to_owned()).collect();
+        assert_eq!(actions, verbs);
+        let types: BTreeSet<String> = names
+            .schema
+            .entity_types()
+            .map(ToString::to_string)
+            .collect();
+        let kinds: BTreeSet<String> = EntityKind::ALL.iter().map(|k| k.qualified()).collect();
+        assert_eq!(types, kinds);
+    }
+}

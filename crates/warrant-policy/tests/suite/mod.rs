@@ -1,0 +1,7 @@
+mod common;
+mod delegation;
+mod explain;
+mod layers;
+mod monotonic;
+mod scenarios;
+mod validation;

@@ -1,0 +1,364 @@
+//! The default pack as a scenario table: every filesystem verb against every kind of target,
+//! plus shell commands. Rows are checked for completeness against `Verb::ALL`, so a new verb
+//! shows up here as a missing row.
+
+use pretty_assertions::assert_eq;
+use warrant_core::{Action, CanonicalPath, RiskClass, Verb};
+use warrant_policy::{ALWAYS_ASK_ID, Decision, PolicyEffect, PolicyLayer, PolicyReason, Verdict};
+
+use super::common::*;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    Inside,
+    Outside,
+    DotEnv,
+    GitConfig,
+    KeyFile,
+}
+
+impl Target {
+    const ALL: [Target; 5] = [
+        Self::Inside,
+        Self::Outside,
+        Self::DotEnv,
+        Self::GitConfig,
+        Self::KeyFile,
+    ];
+
+    fn path(self) -> CanonicalPath {
+        path(match self {
+            Self::Inside => "/ws/src/main.rs",
+            Self::Outside => "/etc/passwd",
+            Self::DotEnv => "/ws/.env",
+            Self::GitConfig => "/ws/.git/config",
+            Self::KeyFile => "/ws/deploy/id_ed25519",
+        })
+    }
+}
+
+/// The action of an fs verb on `path`; `None` for verbs of other kinds.
+fn fs_action(verb: Verb, path: CanonicalPath) -> Option<Action> {
+    match verb {
+        Verb::FsRead => Some(Action::FsRead { path }),
+        Verb::FsList => Some(Action::FsList { path }),
+        Verb::FsSearch => Some(Action::FsSearch {
+            path,
+            pattern: "TODO".into(),
+        }),
+        Verb::FsWrite => Some(Action::FsWrite {
+            path,
+            content: "x".into(),
+        }),
+        Verb::FsCreate => Some(Action::FsCreate {
+            path,
+            content: "x".into(),
+        }),
+        Verb::FsDelete => Some(Action::FsDelete {
+            path,
+            recursive: false,
+        }),
+        Verb::ShellExec
+        | Verb::GitCommit
+        | Verb::GitPush
+        | Verb::MemoryRead
+        | Verb::MemoryPropose
+        | Verb::MemoryPublish
+        | Verb::CatalogList
+        | Verb::CatalogRead
+        | Verb::ProviderCall
+        | Verb::McpCall
+        | Verb::MessageSend => None,
+    }
+}
+
+enum Expect {
+    Allow(&'static str),
+    Ask(RiskClass, &'static str),
+    /// Denied by a forbid, or by default when the id is "".
+    Deny(&'static str),
+}
+
+use Expect::{Allow, Ask, Deny};
+use Target::{DotEnv, GitConfig, Inside, KeyFile, Outside};
+
+const SECRETS: &str = "no-secret-files";
+const TOOL_DIRS: &str = "tool-dirs-read-only";
+
+#[rustfmt::skip]
+const FS_ROWS: &[(Verb, Target, Expect)] = &[
+    (Verb::FsRead,   Inside,    Allow("workspace-read")),
+    (Verb::FsRead,   Outside,   Deny("")),
+    (Verb::FsRead,   DotEnv,    Deny(SECRETS)),
+    (Verb::FsRead,   GitConfig, Allow("workspace-read")),
+    (Verb::FsRead,   KeyFile,   Deny(SECRETS)),
+    (Verb::FsList,   Inside,    Allow("workspace-read")),
+    (Verb::FsList,   Outside,   Deny("")),
+    (Verb::FsList,   DotEnv,    Deny(SECRETS)),
+    (Verb::FsList,   GitConfig, Allow("workspace-read")),
+    (Verb::FsList,   KeyFile,   Deny(SECRETS)),
+    (Verb::FsSearch, Inside,    Allow("workspace-read")),
+    (Verb::FsSearch, Outside,   Deny("")),
+    (Verb::FsSearch, DotEnv,    Deny(SECRETS)),
+    (Verb::FsSearch, GitConfig, Allow("workspace-read")),
+    (Verb::FsSearch, KeyFile,   Deny(SECRETS)),
+    (Verb::FsWrite,  Inside,    Allow("workspace-write")),
+    (Verb::FsWrite,  Outside,   Deny("")),
+    (Verb::FsWrite,  DotEnv,    Deny(SECRETS)),
+    (Verb::FsWrite,  GitConfig, Deny(TOOL_DIRS)),
+    (Verb::FsWrite,  KeyFile,   Deny(SECRETS)),
+    (Verb::FsCreate, Inside,    Allow("workspace-write")),
+    (Verb::FsCreate, Outside,   Deny("")),
+    (Verb::FsCreate, DotEnv,    Deny(SECRETS)),
+    (Verb::FsCreate, GitConfig, Deny(TOOL_DIRS)),
+    (Verb::FsCreate, KeyFile,   Deny(SECRETS)),
+    (Verb::FsDelete, Inside,    Ask(RiskClass::Destructive, "workspace-delete-asks")),
+    (Verb::FsDelete, Outside,   Deny("")),
+    (Verb::FsDelete, DotEnv,    Deny(SECRETS)),
+    (Verb::FsDelete, GitConfig, Deny(TOOL_DIRS)),
+    (Verb::FsDelete, KeyFile,   Deny(SECRETS)),
+];
+
+fn expected(verb: Verb, expect: &Expect) -> Decision {
+    let reasons = |id: &str| {
+        if id.is_empty() {
+            Vec::new()
+        } else {
+            vec![pack_reason(id)]
+        }
+    };
+    match expect {
+        Allow(id) => decision(Verdict::Allow, verb.default_risk(), reasons(id)),
+        Ask(risk, id) => decision(Verdict::Ask { risk: *risk }, *risk, reasons(id)),
+        Deny(id) => decision(Verdict::Deny, verb.default_risk(), reasons(id)),
+    }
+}
+
+#[test]
+fn default_pack_fs_table() {
+    let engine = default_engine();
+    let who = alice();
+    // Completeness: one row for every fs verb and target, no more.
+    let mut covered = 0;
+    for verb in Verb::ALL {
+        for target in Target::ALL {
+            let Some(action) = fs_action(verb, target.path()) else {
+                continue;
+            };
+            let rows: Vec<&Expect> = FS_ROWS
+                .iter()
+                .filter(|(v, t, _)| *v == verb && *t == target)
+                .map(|(_, _, e)| e)
+                .collect();
+            assert_eq!(rows.len(), 1, "rows for {verb:?} × {target:?}");
+            covered += 1;
+            assert_eq!(
+                decide(&engine, &who, &action),
+                expected(verb, rows[0]),
+                "{verb:?} on {target:?}"
+            );
+        }
+    }
+    assert_eq!(covered, FS_ROWS.len());
+}
+
+#[test]
+fn other_secret_shapes_are_forbidden_for_reads() {
+    let engine = default_engine();
+    for p in [
+        "/ws/.env.local",
+        "/ws/certs/server.pem",
+        "/ws/certs/server.key",
+        "/ws/home/.ssh/config",
+        "/ws/.ssh",
+        "/ws/id_rsa.pub",
+        "/ws/id_ecdsa",
+    ] {
+        let action = Action::FsRead { path: path(p) };
+        assert_eq!(
+            decide(&engine, &alice(), &action),
+            decision(Verdict::Deny, RiskClass::Read, vec![pack_reason(SECRETS)]),
+            "{p}"
+        );
+    }
+    // Near misses stay readable: the rules match names, not substrings of the path.
+    for p in [
+        "/ws/envoy.yaml",
+        "/ws/keys.md",
+        "/ws/.environment/notes",
+        "/ws/.gitignore",
+    ] {
+        let action = Action::FsRead { path: path(p) };
+        assert_eq!(
+            decide(&engine, &alice(), &action).verdict,
+            Verdict::Allow,
+            "{p}"
+        );
+    }
+}
+
+#[test]
+fn tool_dirs_themselves_cannot_be_deleted() {
+    let engine = default_engine();
+    for p in ["/ws/.git", "/ws/.warrant", "/ws/.warrant/runs.db"] {
+        let action = Action::FsDelete {
+            path: path(p),
+            recursive: true,
+        };
+        assert_eq!(
+            decide(&engine, &alice(), &action),
+            decision(
+                Verdict::Deny,
+                RiskClass::Destructive,
+                vec![pack_reason(TOOL_DIRS)]
+            ),
+            "{p}"
+        );
+    }
+}
+
+#[test]
+fn shell_table() {
+    let engine = default_engine();
+    let read_only = pack_reason("shell-read-only-programs");
+    let asks = pack_reason("shell-other-asks");
+    let change = RiskClass::Change;
+    let rows: Vec<(Action, Decision)> = vec![
+        (
+            exec(&["ls", "-la"], "/ws"),
+            decision(Verdict::Allow, change, vec![read_only.clone()]),
+        ),
+        (
+            exec(&["/usr/bin/grep", "-rn", "TODO", "."], "/ws/src"),
+            decision(Verdict::Allow, change, vec![read_only.clone()]),
+        ),
+        (
+            exec(&["git", "status"], "/ws"),
+            decision(Verdict::Allow, change, vec![read_only]),
+        ),
+        (
+            exec(&["git", "push", "--force"], "/ws"),
+            decision(Verdict::Ask { risk: change }, change, vec![asks.clone()]),
+        ),
+        (
+            exec(&["rm", "-rf", "build"], "/ws"),
+            decision(Verdict::Ask { risk: change }, change, vec![asks]),
+        ),
+        (
+            exec(&["ls"], "/tmp"),
+            decision(Verdict::Deny, change, Vec::new()),
+        ),
+        (
+            exec(&["cargo", "build"], "/srv/other"),
+            decision(Verdict::Deny, change, Vec::new()),
+        ),
+    ];
+    for (action, want) in rows {
+        assert_eq!(
+            decide(&engine, &alice(), &action),
+            want,
+            "{}",
+            action.target()
+        );
+    }
+}
+
+#[test]
+fn destructive_verbs_always_ask_even_when_a_policy_permits_them() {
+    let text = r#"
+        @id("delete-anything-in-ws")
+        permit (principal, action == Warrant::Action::"fs.delete", resource is Warrant::Path)
+        when { resource.in_workspace };
+    "#;
+    let engine = warrant_policy::PolicyEngine::load(&[source(
+        warrant_core::config::LayerKind::User,
+        "/home/a/.config/warrant/policy/mine.cedar",
+        text,
+    )])
+    .unwrap();
+    let action = Action::FsDelete {
+        path: path("/ws/old.txt"),
+        recursive: false,
+    };
+    let got = decide(&engine, &alice(), &action);
+    assert_eq!(
+        got,
+        Decision {
+            verdict: Verdict::Ask {
+                risk: RiskClass::Destructive
+            },
+            risk: RiskClass::Destructive,
+            reasons: vec![
+                PolicyReason {
+                    id: "user:delete-anything-in-ws".into(),
+                    layer: PolicyLayer::User,
+                    file: "/home/a/.config/warrant/policy/mine.cedar".into(),
+                    effect: PolicyEffect::Permit,
+                    reason: None,
+                    ask: None,
+                },
+                PolicyReason {
+                    id: ALWAYS_ASK_ID.into(),
+                    layer: PolicyLayer::Builtin,
+                    file: String::new(),
+                    effect: PolicyEffect::Ask,
+                    reason: Some(
+                        "fs.delete is destructive: destructive, secret and irreversible actions \
+                         always go to a person, whatever policy permits"
+                            .into()
+                    ),
+                    ask: Some(RiskClass::Destructive),
+                },
+            ],
+            errors: Vec::new(),
+        }
+    );
+}
+
+#[test]
+fn the_strictest_ask_among_permits_wins() {
+    let text = r#"
+        @id("writes-ask-change")
+        @ask("change")
+        permit (principal, action == Warrant::Action::"fs.write", resource is Warrant::Path);
+
+        @id("config-writes-ask-external")
+        @ask("external")
+        permit (principal, action == Warrant::Action::"fs.write", resource is Warrant::Path)
+        when { resource.ext == "toml" };
+    "#;
+    let engine = warrant_policy::PolicyEngine::load(&[source(
+        warrant_core::config::LayerKind::Project,
+        "p.cedar",
+        text,
+    )])
+    .unwrap();
+    let write = |p: &str| Action::FsWrite {
+        path: path(p),
+        content: String::new(),
+    };
+    let got = decide(&engine, &alice(), &write("/ws/Cargo.toml"));
+    assert_eq!(
+        got.verdict,
+        Verdict::Ask {
+            risk: RiskClass::External
+        }
+    );
+    assert_eq!(
+        got.reasons
+            .iter()
+            .map(|r| r.id.as_str())
+            .collect::<Vec<_>>(),
+        vec![
+            "project:config-writes-ask-external",
+            "project:writes-ask-change"
+        ]
+    );
+    let got = decide(&engine, &alice(), &write("/ws/a.rs"));
+    assert_eq!(
+        got.verdict,
+        Verdict::Ask {
+            risk: RiskClass::Change
+        }
+    );
+}
