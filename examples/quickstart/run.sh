@@ -33,12 +33,12 @@ echo
 echo "== warrant run --model scripted:transcript.yaml"
 set +e
 "$warrant" run --prompt never --model "scripted:$here/transcript.yaml" \
-  "Summarize the meeting notes into SUMMARY.md and tidy up the workspace" 2>"$ws/.run.err"
+  "Summarize the meeting notes into SUMMARY.md and tidy up the workspace" 2>"$ws.err"
 code=$?
 set -e
 echo "(exit code $code: 10 means the run is parked, waiting for a person)"
-if [ "$code" -ne 10 ]; then cat "$ws/.run.err" >&2; exit 1; fi
-request="$(sed -n 's/^parked: //p' "$ws/.run.err")"
+if [ "$code" -ne 10 ]; then cat "$ws.err" >&2; exit 1; fi
+request="$(sed -n 's/^parked: //p' "$ws.err")"
 run="$("$warrant" runs list | tail -n 1 | cut -d' ' -f1)"
 
 echo

@@ -10,7 +10,7 @@ use warrant_agent::{Agent, RunExit};
 use warrant_audit::{AuditKey, PublicKeys, verify_file, verify_sealed};
 use warrant_core::config::ResolvedIdentity;
 use warrant_core::path::canonicalize;
-use warrant_core::{Action, Coded, IdSource, Principal, PrincipalKind, RequestId, RunId, Verb};
+use warrant_core::{Action, IdSource, Principal, PrincipalKind, RequestId, RunId, Verb};
 use warrant_exec::OsLinks;
 use warrant_kernel::{
     Answer, NewRunSpec, NoPrompter, Prompter, Ring, RunSettings, RunState, Scope, ToolEnv,

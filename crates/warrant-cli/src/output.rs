@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use warrant_core::CanonicalPath;
+use warrant_core::{Action, CanonicalPath};
 use warrant_kernel::{DeniedBy, Observer, ReasonRecord, RunEvent, Verdict};
 use warrant_store::StoredEvent;
 
@@ -26,6 +26,7 @@ pub struct Printer {
     pub json: bool,
     workspace: RefCell<Option<CanonicalPath>>,
     tools: RefCell<BTreeMap<String, String>>,
+    actions: RefCell<BTreeMap<String, Vec<Action>>>,
 }
 
 impl Printer {
@@ -34,6 +35,7 @@ impl Printer {
             json,
             workspace: RefCell::new(None),
             tools: RefCell::new(BTreeMap::new()),
+            actions: RefCell::new(BTreeMap::new()),
         }
     }
 
@@ -95,31 +97,38 @@ impl Printer {
             RunEvent::CallRefused { tool, code, message, .. } => {
                 vec![format!("refused  {tool}: {message} [{code}]")]
             }
-            RunEvent::ActionProposed { .. } => vec![],
+            RunEvent::ActionProposed { call_id, actions, .. } => {
+                self.actions.borrow_mut().insert(call_id.clone(), actions.clone());
+                vec![]
+            }
             RunEvent::PolicyDecided {
                 verdict,
-                risk,
                 reasons,
                 errors,
                 call_id,
                 index,
                 ..
             } => {
-                let what = self.tools.borrow().get(call_id).cloned().unwrap_or_default();
-                let _ = (what, index);
+                let what = self
+                    .actions
+                    .borrow()
+                    .get(call_id)
+                    .and_then(|a| a.get(*index as usize).cloned())
+                    .map(|a| format!("{} {}", a.verb().as_str(), self.rel(&a.target())))
+                    .unwrap_or_default();
                 let label = match verdict {
-                    Verdict::Allow => "allow   ".to_owned(),
-                    Verdict::Ask => "ask     ".to_owned(),
-                    Verdict::Deny => "deny    ".to_owned(),
+                    Verdict::Allow => "allow",
+                    Verdict::Ask => "ask",
+                    Verdict::Deny => "deny",
                 };
-                let mut line = label;
-                line.push_str(&format!(" risk {}", risk.as_str()));
-                if !reasons.is_empty() {
-                    line.push_str(&format!("  by {}", reasons_text(reasons)));
+                let why = if !reasons.is_empty() {
+                    reasons_text(reasons)
                 } else if *verdict == Verdict::Deny {
-                    line.push_str("  (no policy permits it)");
-                }
-                let mut v = vec![line];
+                    "no policy permits it".to_owned()
+                } else {
+                    String::new()
+                };
+                let mut v = vec![format!("{label:<8} {what}  [{why}]")];
                 for e in errors {
                     v.push(format!("         policy error: {e}"));
                 }
@@ -132,7 +141,7 @@ impl Printer {
                 ..
             } => {
                 let mut v = vec![format!(
-                    "ask      {} (risk {}) -> request {request_id}",
+                    "request  {request_id}: {} (risk {}) needs a person's approval",
                     presentation.title,
                     risk.as_str()
                 )];
@@ -171,6 +180,8 @@ impl Printer {
                 self.result_lines(&tool, *ok, result)
             }
             RunEvent::EffectDenied { denied, message, .. } => match denied {
+                // The deny line above already gave the policy and its reason.
+                DeniedBy::Policy { reasons } if reasons.iter().all(|r| !r.policy.starts_with("builtin:")) => vec![],
                 DeniedBy::Policy { .. } => vec![format!("refused  {}", self.rel_message(message))],
                 DeniedBy::Person { approver, reason } => {
                     vec![format!("refused  by {}: {reason}; nothing was done", approver.actor)]

@@ -68,17 +68,17 @@ pub trait IdSource: Send + Sync {
     }
 }
 
-/// Time-ordered random ids from UUIDv7: 12 hex digits of milliseconds, then 8 random.
+/// Time-ordered random ids: 12 hex digits of milliseconds (from UUIDv7), then 12 hex digits
+/// (48 bits) from a random UUIDv4. The random part comes from v4, not from the rest of the v7:
+/// v7 generators may spend those bits on a counter, which collides across processes.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RandomIds;
 
 impl IdSource for RandomIds {
     fn next_suffix(&self) -> String {
-        let simple = uuid::Uuid::now_v7().simple().to_string();
-        // uuid v7: 48 bits of ms, then version nibble, then random bits.
-        let (time, rest) = simple.split_at(12);
-        let random: String = rest.chars().skip(1).take(8).collect();
-        format!("{time}-{random}")
+        let time = uuid::Uuid::now_v7().simple().to_string();
+        let random = uuid::Uuid::new_v4().simple().to_string();
+        format!("{}-{}", &time[..12], &random[..12])
     }
 }
 
@@ -106,6 +106,8 @@ mod tests {
         assert_eq!(RunId::parse("req-abc"), None);
         assert_eq!(RunId::parse("run-"), None);
         assert_eq!(RunId::parse("run-zz"), None);
+        let many: std::collections::BTreeSet<String> = (0..10_000).map(|_| ids.record_id()).collect();
+        assert_eq!(many.len(), 10_000, "ids made in the same millisecond never collide");
         let seq = SequentialIds::default();
         assert_eq!(seq.request_id().as_str(), "req-000000000001");
         assert_eq!(seq.request_id().as_str(), "req-000000000002");

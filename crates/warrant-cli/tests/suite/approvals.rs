@@ -9,14 +9,14 @@ const ASK_WRITES: &str = r#"
 @id("ask-writes")
 @ask("change")
 @reason("Writes in this project are reviewed")
-permit(principal, action in [Action::"fs.write", Action::"fs.create"], resource is Warrant::Path)
+permit(principal, action in [Warrant::Action::"fs.write", Warrant::Action::"fs.create"], resource is Warrant::Path)
 when { resource.in_workspace };
 "#;
 
 #[test]
 fn a_write_is_shown_as_a_diff_and_approved_at_the_terminal() {
     let sb = Sandbox::init();
-    sb.write(".warrant/policies/ask-writes.cedar", &ASK_WRITES.replace("resource is Warrant::Path", "resource"));
+    sb.write(".warrant/policies/ask-writes.cedar", ASK_WRITES);
     sb.write("notes/todo.md", "one\ntwo\n");
     let model = sb.transcript("version: 1\nturns:\n  - calls:\n      - tool: write_file\n        args: { path: notes/todo.md, content: \"one\\nthree\\n\" }\n  - say: ok\n");
     let out = sb.run_stdin(&["run", "--prompt", "always", "--model", &model, "edit"], "o\n");

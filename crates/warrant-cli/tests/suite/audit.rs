@@ -90,7 +90,7 @@ fn tail_reads_the_trail_and_records_hold_who_what_and_why() {
     assert_eq!(denied["data"]["tenant"], "harbour");
     assert_eq!(denied["data"]["decision"], "deny");
     assert!(denied["data"]["resource"].as_str().unwrap().ends_with("/.env"));
-    assert_eq!(denied["data"]["reasons"][0], "project:secret-files");
+    assert_eq!(denied["data"]["reasons"][0], "project:no-secret-files");
     let human = sb.run(&["audit", "tail"]);
     assert!(stdout(&human).contains("effect.denied"), "{}", stdout(&human));
 }

@@ -67,7 +67,7 @@ impl Sandbox {
         }
         c.env("WARRANT_MANAGED_DIR", &self.managed)
             .env("HOME", &self.home)
-            .env("USER", "tester")
+            .env("WARRANT_ACTOR", "tester")
             .env("WARRANT_TENANT", "harbour");
         for (k, v) in &self.extra_env {
             c.env(k, v);

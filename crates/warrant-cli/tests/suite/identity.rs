@@ -17,7 +17,12 @@ fn whoami_shows_the_principal_and_where_each_field_came_from() {
     assert_eq!(v["sources"]["tenant"]["from"], json!({"from": "env", "var": "WARRANT_TENANT"}));
     assert_eq!(v["sources"]["tenant"]["required"], true);
     assert_eq!(v["sources"]["roles"]["from"]["layer"], "managed");
-    assert!(["os_user"].contains(&v["sources"]["actor"]["from"]["from"].as_str().unwrap()));
+    assert_eq!(v["sources"]["actor"]["from"], json!({"from": "env", "var": "WARRANT_ACTOR"}));
+    // Without WARRANT_ACTOR, the actor is the operating system account running warrant.
+    let out = sb.cmd(&["whoami", "--json"]).env_remove("WARRANT_ACTOR").output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["sources"]["actor"]["from"], json!({"from": "os_user"}));
+    assert!(!v["principal"]["actor"].as_str().unwrap().is_empty());
 }
 
 #[test]

@@ -31,7 +31,7 @@ fn explain_reads_well_and_rejects_unknown_actions() {
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
     assert!(text.starts_with("deny"), "{text}");
-    assert!(text.contains("secret-files"), "{text}");
+    assert!(text.contains("no-secret-files"), "{text}");
     let out = sb.run(&["policy", "explain", "--action", "fs.read", "--target", "/etc/passwd", "--as", "auditor"]);
     assert!(stdout(&out).contains("outside the workspace"), "{}", stdout(&out));
     assert!(stdout(&out).contains("auditor"), "{}", stdout(&out));

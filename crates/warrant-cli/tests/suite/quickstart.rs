@@ -36,7 +36,7 @@ fn quickstart_parks_is_denied_elsewhere_and_resumes_to_completion() {
     let text = stdout(&out);
     // The person reading the output sees each decision and its reason.
     assert!(text.contains("deny"), "{text}");
-    assert!(text.contains("secret-files"), "{text}");
+    assert!(text.contains("no-secret-files"), "{text}");
     assert!(text.contains("ask      delete build (recursively"), "{text}");
     let request = parked_request(&out);
 
