@@ -65,7 +65,9 @@ pub struct Agent<'a> {
 
 impl std::fmt::Debug for Agent<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Agent").field("model", &self.model.describe()).finish_non_exhaustive()
+        f.debug_struct("Agent")
+            .field("model", &self.model.describe())
+            .finish_non_exhaustive()
     }
 }
 
@@ -197,7 +199,9 @@ pub fn result_for_model(result: &CallResult) -> String {
         CallResult::Completed { ok: false, result } => json!({"failed": result}),
         CallResult::Refused { code, message } => json!({"refused": message, "code": code}),
         CallResult::Denied { message, .. } => json!({"denied": message}),
-        CallResult::InDoubt => json!({"in_doubt": "this effect started before an interruption and may or may not have happened; a person must check"}),
+        CallResult::InDoubt => {
+            json!({"in_doubt": "this effect started before an interruption and may or may not have happened; a person must check"})
+        }
     };
     v.to_string()
 }

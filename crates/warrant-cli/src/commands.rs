@@ -16,7 +16,9 @@ use warrant_kernel::{
     Answer, NewRunSpec, NoPrompter, Prompter, Ring, RunSettings, RunState, Scope, ToolEnv,
     ToolRegistry,
 };
-use warrant_llm::{ModelProvider, ModelSpec, OpenAiProvider, ScriptedProvider, openai_settings_from};
+use warrant_llm::{
+    ModelProvider, ModelSpec, OpenAiProvider, ScriptedProvider, openai_settings_from,
+};
 use warrant_policy::{DecisionRequest, PolicyEngine};
 use warrant_store::{EventStore, RequestStatus};
 use warrant_tools::BuiltinTools;
@@ -25,8 +27,7 @@ use crate::context::{self, Installation, Paths};
 use crate::output::{Printer, event_json};
 use crate::prompt::TerminalPrompter;
 use crate::{
-    ApprovalsCommand, AuditCommand, Cli, Command, EXIT_USAGE, Failure, PolicyCommand,
-    RunsCommand,
+    ApprovalsCommand, AuditCommand, Cli, Command, EXIT_USAGE, Failure, PolicyCommand, RunsCommand,
 };
 
 pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
@@ -57,19 +58,28 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
             ApprovalsCommand::List { all, json } => approvals_list(ws, all, json),
         },
         Command::Approve { id, scope, json } => {
-            let scope = if scope == "session" { Scope::Session } else { Scope::Once };
+            let scope = if scope == "session" {
+                Scope::Session
+            } else {
+                Scope::Once
+            };
             answer(ws, &id, Answer::Approve(scope), json)
         }
         Command::Deny { id, reason, json } => {
             if reason.trim().is_empty() {
-                return Err(Failure::usage("W-APPROVAL-004", "--reason must say why; the agent is told"));
+                return Err(Failure::usage(
+                    "W-APPROVAL-004",
+                    "--reason must say why; the agent is told",
+                ));
             }
             answer(ws, &id, Answer::Deny { reason }, json)
         }
         Command::Audit { command } => match command {
-            AuditCommand::Verify { file, pubkeys, json } => {
-                audit_verify(ws, file.as_deref(), pubkeys.as_deref(), json)
-            }
+            AuditCommand::Verify {
+                file,
+                pubkeys,
+                json,
+            } => audit_verify(ws, file.as_deref(), pubkeys.as_deref(), json),
             AuditCommand::Tail { lines, json } => audit_tail(ws, lines, json),
         },
     }
@@ -96,7 +106,10 @@ fn init(ws: Option<&Path>, yes: bool) -> Result<u8, Failure> {
     if paths.dot.exists() {
         return Err(Failure::usage(
             "W-INIT-001",
-            format!("{} already exists; nothing was changed", paths.dot.display()),
+            format!(
+                "{} already exists; nothing was changed",
+                paths.dot.display()
+            ),
         ));
     }
     if !yes {
@@ -106,7 +119,10 @@ fn init(ws: Option<&Path>, yes: bool) -> Result<u8, Failure> {
                 "not a terminal: pass --yes to create .warrant/ without asking",
             ));
         }
-        eprint!("Create {} (config, policies, keys, store)? [y/N] ", paths.dot.display());
+        eprint!(
+            "Create {} (config, policies, keys, store)? [y/N] ",
+            paths.dot.display()
+        );
         let mut line = String::new();
         let _ = std::io::stdin().read_line(&mut line);
         if !matches!(line.trim(), "y" | "Y" | "yes") {
@@ -114,25 +130,45 @@ fn init(ws: Option<&Path>, yes: bool) -> Result<u8, Failure> {
             return Ok(EXIT_USAGE);
         }
     }
-    let io = |what: &str, e: std::io::Error| Failure::usage("W-INIT-004", format!("cannot {what}: {e}"));
+    let io =
+        |what: &str, e: std::io::Error| Failure::usage("W-INIT-004", format!("cannot {what}: {e}"));
     // Build everything in a temporary directory and rename it into place, so a failure leaves
     // no half-made .warrant/ behind.
-    let tmp = paths.workspace.join(format!(".warrant.init-{}", std::process::id()));
+    let tmp = paths
+        .workspace
+        .join(format!(".warrant.init-{}", std::process::id()));
     let result = (|| -> Result<(), Failure> {
         fs::create_dir_all(tmp.join(context::POLICY_DIR)).map_err(|e| io("create .warrant/", e))?;
         fs::create_dir_all(tmp.join("audit")).map_err(|e| io("create .warrant/audit", e))?;
-        fs::write(tmp.join(context::CONFIG_FILE), DEFAULT_CONFIG).map_err(|e| io("write config.toml", e))?;
-        fs::write(tmp.join(context::POLICY_DIR).join("default.cedar"), warrant_policy::default_pack())
-            .map_err(|e| io("write the default policy pack", e))?;
+        fs::write(tmp.join(context::CONFIG_FILE), DEFAULT_CONFIG)
+            .map_err(|e| io("write config.toml", e))?;
+        fs::write(
+            tmp.join(context::POLICY_DIR).join("default.cedar"),
+            warrant_policy::default_pack(),
+        )
+        .map_err(|e| io("write the default policy pack", e))?;
         let keys = tmp.join(context::KEYS_DIR);
         fs::create_dir_all(&keys).map_err(|e| io("create keys/", e))?;
-        AuditKey::generate().save(&keys).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
-        write_private(&keys.join(context::SECRET_FILE), &hex::encode(random_bytes()))?;
-        let install_id = warrant_core::RandomIds.record_id();
-        fs::write(tmp.join(context::INSTALLATION_FILE), format!("{install_id}\n")).map_err(|e| io("write the installation id", e))?;
-        fs::write(tmp.join(".gitignore"), "store.db*\nkeys/\naudit/\n").map_err(|e| io("write .gitignore", e))?;
-        warrant_store::SqliteStore::create(&tmp.join(context::STORE_FILE), std::sync::Arc::new(warrant_core::SystemClock))
+        AuditKey::generate()
+            .save(&keys)
             .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+        write_private(
+            &keys.join(context::SECRET_FILE),
+            &hex::encode(random_bytes()),
+        )?;
+        let install_id = warrant_core::RandomIds.record_id();
+        fs::write(
+            tmp.join(context::INSTALLATION_FILE),
+            format!("{install_id}\n"),
+        )
+        .map_err(|e| io("write the installation id", e))?;
+        fs::write(tmp.join(".gitignore"), "store.db*\nkeys/\naudit/\n")
+            .map_err(|e| io("write .gitignore", e))?;
+        warrant_store::SqliteStore::create(
+            &tmp.join(context::STORE_FILE),
+            std::sync::Arc::new(warrant_core::SystemClock),
+        )
+        .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
         fs::rename(&tmp, &paths.dot).map_err(|e| io("move .warrant/ into place", e))?;
         Ok(())
     })();
@@ -163,10 +199,20 @@ fn write_private(path: &Path, text: &str) -> Result<(), Failure> {
         .create_new(true)
         .mode(0o600)
         .open(path)
-        .map_err(|e| Failure::usage("W-INIT-004", format!("cannot create {}: {e}", path.display())))?;
+        .map_err(|e| {
+            Failure::usage(
+                "W-INIT-004",
+                format!("cannot create {}: {e}", path.display()),
+            )
+        })?;
     f.write_all(text.as_bytes())
         .and_then(|()| f.sync_all())
-        .map_err(|e| Failure::usage("W-INIT-004", format!("cannot write {}: {e}", path.display())))
+        .map_err(|e| {
+            Failure::usage(
+                "W-INIT-004",
+                format!("cannot write {}: {e}", path.display()),
+            )
+        })
 }
 
 fn whoami(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
@@ -191,7 +237,9 @@ fn whoami(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
                 warrant_core::config::IdentityField::Tenant => p.tenant.clone(),
                 warrant_core::config::IdentityField::Actor => p.actor.clone(),
                 warrant_core::config::IdentityField::Kind => p.kind.as_str().to_owned(),
-                warrant_core::config::IdentityField::OnBehalfOf => p.on_behalf_of.clone().unwrap_or_else(|| "-".into()),
+                warrant_core::config::IdentityField::OnBehalfOf => {
+                    p.on_behalf_of.clone().unwrap_or_else(|| "-".into())
+                }
                 warrant_core::config::IdentityField::Roles => list(&p.roles),
                 warrant_core::config::IdentityField::Teams => list(&p.teams),
             };
@@ -200,7 +248,11 @@ fn whoami(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
                 field.as_str(),
                 value,
                 origin.source,
-                if flags.is_empty() { String::new() } else { format!(" [{}]", flags.join(", ")) }
+                if flags.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", flags.join(", "))
+                }
             );
         }
     }
@@ -214,7 +266,11 @@ fn has_workspace() -> bool {
 }
 
 fn list(v: &[String]) -> String {
-    if v.is_empty() { "-".into() } else { v.join(",") }
+    if v.is_empty() {
+        "-".into()
+    } else {
+        v.join(",")
+    }
 }
 
 fn identity_json(id: &ResolvedIdentity) -> Value {
@@ -258,11 +314,21 @@ fn load(ws: Option<&Path>) -> Result<Loaded, Failure> {
     })
 }
 
-fn provider(spec: &str, loaded: &Loaded, tools: &BuiltinTools) -> Result<Box<dyn ModelProvider>, Failure> {
+fn provider(
+    spec: &str,
+    loaded: &Loaded,
+    tools: &BuiltinTools,
+) -> Result<Box<dyn ModelProvider>, Failure> {
     let spec = ModelSpec::parse(spec).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
     match spec {
         ModelSpec::Scripted { path } => {
-            let path = if path.is_absolute() { path } else { std::env::current_dir().map(|d| d.join(&path)).unwrap_or(path) };
+            let path = if path.is_absolute() {
+                path
+            } else {
+                std::env::current_dir()
+                    .map(|d| d.join(&path))
+                    .unwrap_or(path)
+            };
             let p = ScriptedProvider::load(&path).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
             // The whole transcript is checked before the run starts.
             p.transcript()
@@ -272,7 +338,11 @@ fn provider(spec: &str, loaded: &Loaded, tools: &BuiltinTools) -> Result<Box<dyn
         }
         ModelSpec::OpenAi { model } => {
             let env = std::env::vars().collect();
-            Ok(Box::new(OpenAiProvider::new(openai_settings_from(&loaded.settings.openai, &env, &model))))
+            Ok(Box::new(OpenAiProvider::new(openai_settings_from(
+                &loaded.settings.openai,
+                &env,
+                &model,
+            ))))
         }
     }
 }
@@ -305,10 +375,17 @@ fn finish(exit: RunExit, state: &RunState, json: bool) -> u8 {
     if !json {
         match &exit {
             RunExit::Completed => println!("run {} completed", state.run),
-            RunExit::Failed { code, message } => println!("run {} failed [{code}]: {message}", state.run),
-            RunExit::Stopped { reason } => println!("run {} stopped by governance: {reason}", state.run),
+            RunExit::Failed { code, message } => {
+                println!("run {} failed [{code}]: {message}", state.run)
+            }
+            RunExit::Stopped { reason } => {
+                println!("run {} stopped by governance: {reason}", state.run)
+            }
             RunExit::Parked { request } => {
-                println!("run {} parked: request {request} waits for a person", state.run);
+                println!(
+                    "run {} parked: request {request} waits for a person",
+                    state.run
+                );
                 println!("  then continue with: warrant resume {}", state.run);
             }
         }
@@ -319,7 +396,13 @@ fn finish(exit: RunExit, state: &RunState, json: bool) -> u8 {
     exit.code() as u8
 }
 
-fn run(ws: Option<&Path>, model: &str, json: bool, prompt: &str, task: String) -> Result<u8, Failure> {
+fn run(
+    ws: Option<&Path>,
+    model: &str,
+    json: bool,
+    prompt: &str,
+    task: String,
+) -> Result<u8, Failure> {
     let loaded = load(ws)?;
     let tools = BuiltinTools::new().map_err(|e| Failure::usage("W-TOOL-006", e))?;
     let provider = provider(model, &loaded, &tools)?;
@@ -363,7 +446,12 @@ fn run(ws: Option<&Path>, model: &str, json: bool, prompt: &str, task: String) -
 }
 
 fn parse_run(id: &str) -> Result<RunId, Failure> {
-    RunId::parse(id).ok_or_else(|| Failure::usage("W-KERNEL-004", format!("`{id}` is not a run id (they look like run-0195f0c3a1b2-1a2b3c4d)")))
+    RunId::parse(id).ok_or_else(|| {
+        Failure::usage(
+            "W-KERNEL-004",
+            format!("`{id}` is not a run id (they look like run-0195f0c3a1b2-1a2b3c4d)"),
+        )
+    })
 }
 
 fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, Failure> {
@@ -381,17 +469,25 @@ fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, 
         secret: &loaded.inst.secret,
         observer: &printer,
     };
-    let mut state = ring.load(&run).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    let mut state = ring
+        .load(&run)
+        .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
     if let Some(outcome) = &state.ended {
         return Err(Failure::usage(
             "W-KERNEL-005",
-            format!("run {run} has already ended ({}); there is nothing to resume", warrant_kernel::ring::outcome_label(outcome)),
+            format!(
+                "run {run} has already ended ({}); there is nothing to resume",
+                warrant_kernel::ring::outcome_label(outcome)
+            ),
         ));
     }
     // The run's principal is the one in its log, whoever resumes it.
     let provider = provider(&state.model, &loaded, &tools)?;
     if let Some(request) = &state.parked
-        && state.requests.get(request).is_some_and(|r| r.answer.is_none())
+        && state
+            .requests
+            .get(request)
+            .is_some_and(|r| r.answer.is_none())
         && prompt != "always"
         && !(prompt == "auto" && std::io::stdin().is_terminal())
     {
@@ -459,16 +555,28 @@ fn runs_show(ws: Option<&Path>, run: &str, json: bool) -> Result<u8, Failure> {
         .store
         .run(&run)
         .map_err(|e| Failure::coded(&e, 1))?
-        .ok_or_else(|| Failure::usage("W-KERNEL-004", format!("run {run} does not exist; `warrant runs list` shows the runs there are")))?;
+        .ok_or_else(|| {
+            Failure::usage(
+                "W-KERNEL-004",
+                format!("run {run} does not exist; `warrant runs list` shows the runs there are"),
+            )
+        })?;
     let events = inst.store.events(&run).map_err(|e| Failure::coded(&e, 1))?;
     if json {
         println!(
             "{}",
-            pretty(&json!({"run": row, "events": events.iter().map(event_json).collect::<Vec<_>>()}))
+            pretty(
+                &json!({"run": row, "events": events.iter().map(event_json).collect::<Vec<_>>()})
+            )
         );
         return Ok(0);
     }
-    println!("{}  {}  {} events", row.run, row.status.as_str(), row.events);
+    println!(
+        "{}  {}  {} events",
+        row.run,
+        row.status.as_str(),
+        row.events
+    );
     let printer = Printer::new(false);
     for e in &events {
         match warrant_kernel::RunEvent::from_stored(e) {
@@ -482,7 +590,13 @@ fn runs_show(ws: Option<&Path>, run: &str, json: bool) -> Result<u8, Failure> {
     Ok(0)
 }
 
-fn explain(ws: Option<&Path>, action: &str, target: &str, as_actor: Option<&str>, json: bool) -> Result<u8, Failure> {
+fn explain(
+    ws: Option<&Path>,
+    action: &str,
+    target: &str,
+    as_actor: Option<&str>,
+    json: bool,
+) -> Result<u8, Failure> {
     let paths = context::paths(ws, false)?;
     let layers = context::read_layers(&paths)?;
     let mut principal = context::identity(&layers)?.principal;
@@ -503,20 +617,35 @@ fn explain(ws: Option<&Path>, action: &str, target: &str, as_actor: Option<&str>
             "W-POLICY-011",
             format!(
                 "unknown action `{action}`; known actions: {}",
-                Verb::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ")
+                Verb::ALL
+                    .iter()
+                    .map(|v| v.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         )
     })?;
-    let path = || {
-        canonicalize(&workspace, target, &OsLinks).map_err(|e| Failure::coded(&e, EXIT_USAGE))
-    };
+    let path =
+        || canonicalize(&workspace, target, &OsLinks).map_err(|e| Failure::coded(&e, EXIT_USAGE));
     let action = match verb {
         Verb::FsRead => Action::FsRead { path: path()? },
         Verb::FsList => Action::FsList { path: path()? },
-        Verb::FsSearch => Action::FsSearch { path: path()?, pattern: String::new() },
-        Verb::FsWrite => Action::FsWrite { path: path()?, content: String::new() },
-        Verb::FsCreate => Action::FsCreate { path: path()?, content: String::new() },
-        Verb::FsDelete => Action::FsDelete { path: path()?, recursive: true },
+        Verb::FsSearch => Action::FsSearch {
+            path: path()?,
+            pattern: String::new(),
+        },
+        Verb::FsWrite => Action::FsWrite {
+            path: path()?,
+            content: String::new(),
+        },
+        Verb::FsCreate => Action::FsCreate {
+            path: path()?,
+            content: String::new(),
+        },
+        Verb::FsDelete => Action::FsDelete {
+            path: path()?,
+            recursive: true,
+        },
         Verb::ShellExec => Action::ShellExec {
             argv: target.split_whitespace().map(str::to_owned).collect(),
             cwd: workspace.clone(),
@@ -535,7 +664,9 @@ fn explain(ws: Option<&Path>, action: &str, target: &str, as_actor: Option<&str>
         | Verb::MessageSend => {
             return Err(Failure::usage(
                 "W-POLICY-012",
-                format!("`{action}` is a known action, but no tool performs it yet, so it cannot be explained on a target; fs.* and shell.exec can"),
+                format!(
+                    "`{action}` is a known action, but no tool performs it yet, so it cannot be explained on a target; fs.* and shell.exec can"
+                ),
             ));
         }
     };
@@ -545,7 +676,10 @@ fn explain(ws: Option<&Path>, action: &str, target: &str, as_actor: Option<&str>
         workspace: &workspace,
     });
     if json {
-        println!("{}", serde_json::to_string_pretty(&explanation).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&explanation).unwrap_or_default()
+        );
     } else {
         println!("{explanation}");
     }
@@ -586,7 +720,10 @@ fn approvals_list(ws: Option<&Path>, all: bool, json: bool) -> Result<u8, Failur
 
 fn answer(ws: Option<&Path>, id: &str, answer: Answer, json: bool) -> Result<u8, Failure> {
     let request = RequestId::parse(id).ok_or_else(|| {
-        Failure::usage("W-APPROVAL-001", format!("`{id}` is not a request id (they look like req-0195f0c3a1b2-1a2b3c4d)"))
+        Failure::usage(
+            "W-APPROVAL-001",
+            format!("`{id}` is not a request id (they look like req-0195f0c3a1b2-1a2b3c4d)"),
+        )
     })?;
     let loaded = load(ws)?;
     let row = loaded
@@ -594,7 +731,14 @@ fn answer(ws: Option<&Path>, id: &str, answer: Answer, json: bool) -> Result<u8,
         .store
         .request(&request)
         .map_err(|e| Failure::coded(&e, 1))?
-        .ok_or_else(|| Failure::usage("W-APPROVAL-001", format!("request {request} does not exist; `warrant approvals list` shows open requests")))?;
+        .ok_or_else(|| {
+            Failure::usage(
+                "W-APPROVAL-001",
+                format!(
+                    "request {request} does not exist; `warrant approvals list` shows open requests"
+                ),
+            )
+        })?;
     let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
     let printer = Printer::new(json);
     let ring = Ring {
@@ -607,7 +751,13 @@ fn answer(ws: Option<&Path>, id: &str, answer: Answer, json: bool) -> Result<u8,
     };
     let _ = printer;
     let mut state = ring.load(&row.run).map_err(|e| Failure::coded(&e, 1))?;
-    let result = ring.answer(&mut state, &request, &loaded.identity.principal, "cli", answer.clone());
+    let result = ring.answer(
+        &mut state,
+        &request,
+        &loaded.identity.principal,
+        "cli",
+        answer.clone(),
+    );
     context::deliver(&loaded.inst);
     result.map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
     let (verb, scope) = match &answer {
@@ -615,7 +765,12 @@ fn answer(ws: Option<&Path>, id: &str, answer: Answer, json: bool) -> Result<u8,
         Answer::Deny { .. } => ("denied", None),
     };
     if json {
-        println!("{}", pretty(&json!({"request": request, "run": row.run, "answer": verb, "scope": scope, "by": loaded.identity.principal.actor})));
+        println!(
+            "{}",
+            pretty(
+                &json!({"request": request, "run": row.run, "answer": verb, "scope": scope, "by": loaded.identity.principal.actor})
+            )
+        );
     } else {
         println!(
             "{verb} {request}{} as {}; continue the run with: warrant resume {}",
@@ -627,7 +782,12 @@ fn answer(ws: Option<&Path>, id: &str, answer: Answer, json: bool) -> Result<u8,
     Ok(0)
 }
 
-fn audit_verify(ws: Option<&Path>, file: Option<&Path>, pubkeys: Option<&Path>, json: bool) -> Result<u8, Failure> {
+fn audit_verify(
+    ws: Option<&Path>,
+    file: Option<&Path>,
+    pubkeys: Option<&Path>,
+    json: bool,
+) -> Result<u8, Failure> {
     let keys_from = |p: &Path| PublicKeys::load(p).map_err(|e| Failure::coded(&e, EXIT_USAGE));
     // An auditor outside the team needs only the file and the public keys.
     if let (Some(file), Some(pk)) = (file, pubkeys) {
@@ -643,12 +803,18 @@ fn audit_verify(ws: Option<&Path>, file: Option<&Path>, pubkeys: Option<&Path>, 
     };
     let mut reports = Vec::new();
     match file {
-        Some(f) => reports.push((f.display().to_string(), verify_file(f, &keys).map_err(|e| Failure::coded(&e, EXIT_USAGE))?)),
+        Some(f) => reports.push((
+            f.display().to_string(),
+            verify_file(f, &keys).map_err(|e| Failure::coded(&e, EXIT_USAGE))?,
+        )),
         None => {
             let mut records = Vec::new();
             let mut after = 0;
             loop {
-                let batch = inst.store.audit_records(after, 1000).map_err(|e| Failure::coded(&e, 1))?;
+                let batch = inst
+                    .store
+                    .audit_records(after, 1000)
+                    .map_err(|e| Failure::coded(&e, 1))?;
                 match batch.last() {
                     Some(last) => after = last.seq,
                     None => break,
@@ -657,8 +823,14 @@ fn audit_verify(ws: Option<&Path>, file: Option<&Path>, pubkeys: Option<&Path>, 
             }
             reports.push(("store".to_owned(), verify_sealed(&records, &keys)));
             let sink = inst.sink.path().to_owned();
-            let shown = sink.strip_prefix(&paths.workspace).map(|p| p.display().to_string()).unwrap_or_else(|_| sink.display().to_string());
-            reports.push((shown, verify_file(&sink, &keys).map_err(|e| Failure::coded(&e, EXIT_USAGE))?));
+            let shown = sink
+                .strip_prefix(&paths.workspace)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| sink.display().to_string());
+            reports.push((
+                shown,
+                verify_file(&sink, &keys).map_err(|e| Failure::coded(&e, EXIT_USAGE))?,
+            ));
         }
     }
     Ok(print_reports(&reports, json))
@@ -667,12 +839,18 @@ fn audit_verify(ws: Option<&Path>, file: Option<&Path>, pubkeys: Option<&Path>, 
 fn print_reports(reports: &[(String, warrant_audit::VerifyReport)], json: bool) -> u8 {
     let ok = reports.iter().all(|(_, r)| r.is_ok());
     if json {
-        let v: Vec<Value> = reports.iter().map(|(name, r)| json!({"source": name, "ok": r.is_ok(), "report": r})).collect();
+        let v: Vec<Value> = reports
+            .iter()
+            .map(|(name, r)| json!({"source": name, "ok": r.is_ok(), "report": r}))
+            .collect();
         println!("{}", pretty(&json!({"ok": ok, "checked": v})));
     } else {
         for (name, r) in reports {
             match &r.first_problem {
-                None => println!("ok       {name}: {} records, chain and signatures intact", r.records),
+                None => println!(
+                    "ok       {name}: {} records, chain and signatures intact",
+                    r.records
+                ),
                 Some(p) => println!(
                     "BROKEN   {name}: {} intact records, then at line {} (seq {}, record {}): {:?}: {}",
                     r.records,
@@ -693,7 +871,10 @@ fn audit_tail(ws: Option<&Path>, lines: usize, json: bool) -> Result<u8, Failure
     context::deliver(&inst);
     let head = inst.store.audit_head().map_err(|e| Failure::coded(&e, 1))?;
     let after = head.seq.saturating_sub(lines as u64);
-    let records = inst.store.audit_records(after, lines).map_err(|e| Failure::coded(&e, 1))?;
+    let records = inst
+        .store
+        .audit_records(after, lines)
+        .map_err(|e| Failure::coded(&e, 1))?;
     for r in records {
         if json {
             println!("{}", r.line);
@@ -706,7 +887,10 @@ fn audit_tail(ws: Option<&Path>, lines: usize, json: bool) -> Result<u8, Failure
             "{:>5}  {}  {:<28} {:<8} {:<6} {:<40} {}",
             r.seq,
             v.get("time").and_then(Value::as_str).unwrap_or(""),
-            v.get("type").and_then(Value::as_str).unwrap_or("").trim_start_matches("dev.warrant."),
+            v.get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .trim_start_matches("dev.warrant."),
             s("actor"),
             s("decision"),
             s("resource"),
@@ -715,4 +899,3 @@ fn audit_tail(ws: Option<&Path>, lines: usize, json: bool) -> Result<u8, Failure
     }
     Ok(0)
 }
-

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use warrant_audit::{AuditKey, InstallationSealer, JsonlSink, PublicKeys};
-use warrant_core::config::{Layer, LayerKind, ResolvedIdentity, Settings, merge_settings, resolve_identity};
+use warrant_core::config::{
+    Layer, LayerKind, ResolvedIdentity, Settings, merge_settings, resolve_identity,
+};
 use warrant_core::{CanonicalPath, Coded, IdSource, RandomIds, SystemClock};
 use warrant_policy::{PolicyEngine, PolicySource};
 use warrant_store::SqliteStore;
@@ -42,7 +44,10 @@ impl Paths {
 
     pub fn workspace_canonical(&self) -> Result<CanonicalPath, Failure> {
         let s = self.workspace.to_str().ok_or_else(|| {
-            Failure::usage("W-PATH-003", format!("workspace path {:?} is not UTF-8", self.workspace))
+            Failure::usage(
+                "W-PATH-003",
+                format!("workspace path {:?} is not UTF-8", self.workspace),
+            )
         })?;
         CanonicalPath::from_normalized(s).map_err(|e| Failure::coded(&e, EXIT_USAGE))
     }
@@ -58,11 +63,18 @@ pub fn paths(arg: Option<&Path>, for_init: bool) -> Result<Paths, Failure> {
     let env = env_map();
     let start = match arg {
         Some(p) => p.to_owned(),
-        None => std::env::current_dir()
-            .map_err(|e| Failure::usage("W-CLI-001", format!("cannot read the current directory: {e}")))?,
+        None => std::env::current_dir().map_err(|e| {
+            Failure::usage(
+                "W-CLI-001",
+                format!("cannot read the current directory: {e}"),
+            )
+        })?,
     };
     let start = fs::canonicalize(&start).map_err(|e| {
-        Failure::usage("W-CLI-001", format!("workspace {} is not accessible: {e}", start.display()))
+        Failure::usage(
+            "W-CLI-001",
+            format!("workspace {} is not accessible: {e}", start.display()),
+        )
     })?;
     let workspace = if for_init || arg.is_some() {
         start
@@ -84,7 +96,10 @@ pub fn paths(arg: Option<&Path>, for_init: bool) -> Result<Paths, Failure> {
     if !for_init && !workspace.join(DOT).is_dir() {
         return Err(Failure::usage(
             "W-CLI-002",
-            format!("{} has no .warrant/; run `warrant init --yes` there first", workspace.display()),
+            format!(
+                "{} has no .warrant/; run `warrant init --yes` there first",
+                workspace.display()
+            ),
         ));
     }
     let managed = env
@@ -95,7 +110,10 @@ pub fn paths(arg: Option<&Path>, for_init: bool) -> Result<Paths, Failure> {
         .get("XDG_CONFIG_HOME")
         .filter(|s| !s.is_empty())
         .map(|x| PathBuf::from(x).join("warrant"))
-        .or_else(|| env.get("HOME").map(|h| PathBuf::from(h).join(".config/warrant")));
+        .or_else(|| {
+            env.get("HOME")
+                .map(|h| PathBuf::from(h).join(".config/warrant"))
+        });
     Ok(Paths {
         dot: workspace.join(DOT),
         workspace,
@@ -149,13 +167,15 @@ fn os_user() -> Option<String> {
 }
 
 pub fn identity(layers: &[Layer]) -> Result<ResolvedIdentity, Failure> {
-    resolve_identity(layers, &env_map(), os_user().as_deref()).map_err(|e| Failure::coded(&e, EXIT_USAGE))
+    resolve_identity(layers, &env_map(), os_user().as_deref())
+        .map_err(|e| Failure::coded(&e, EXIT_USAGE))
 }
 
 pub fn settings(layers: &[Layer]) -> Result<Settings, Failure> {
     let settings = merge_settings(layers);
     for (name, profile) in &settings.profiles {
-        warrant_exec::validate_profile(name, profile).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+        warrant_exec::validate_profile(name, profile)
+            .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
     }
     Ok(settings)
 }
@@ -183,7 +203,10 @@ pub fn policy(paths: &Paths) -> Result<PolicyEngine, Failure> {
         files.sort();
         for file in files {
             let text = fs::read_to_string(&file).map_err(|e| {
-                Failure::usage("W-POLICY-010", format!("cannot read {}: {e}", file.display()))
+                Failure::usage(
+                    "W-POLICY-010",
+                    format!("cannot read {}: {e}", file.display()),
+                )
             })?;
             sources.push(PolicySource {
                 layer: kind,
@@ -212,10 +235,17 @@ pub fn installation(paths: &Paths, settings: &Settings) -> Result<Installation, 
     let key = AuditKey::load(&paths.keys()).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
     let public_keys = PublicKeys::from_keys([key.verifying_key()]);
     let secret_hex = fs::read_to_string(paths.keys().join(SECRET_FILE)).map_err(|e| {
-        Failure::usage("W-INIT-003", format!("cannot read the installation secret: {e}; was `warrant init` run?"))
+        Failure::usage(
+            "W-INIT-003",
+            format!("cannot read the installation secret: {e}; was `warrant init` run?"),
+        )
     })?;
-    let secret = hex::decode(secret_hex.trim())
-        .map_err(|e| Failure::usage("W-INIT-003", format!("the installation secret is malformed: {e}")))?;
+    let secret = hex::decode(secret_hex.trim()).map_err(|e| {
+        Failure::usage(
+            "W-INIT-003",
+            format!("the installation secret is malformed: {e}"),
+        )
+    })?;
     let installation = fs::read_to_string(paths.dot.join(INSTALLATION_FILE))
         .map(|s| s.trim().to_owned())
         .unwrap_or_else(|_| "unknown".into());
@@ -235,7 +265,11 @@ pub fn installation(paths: &Paths, settings: &Settings) -> Result<Installation, 
 /// the records stay in the store's outbox and the next command delivers them.
 pub fn deliver(inst: &Installation) {
     if let Err(e) = inst.sink.deliver(&inst.store) {
-        eprintln!("warning[{}]: audit delivery to {} failed: {e}; the records stay in the store and are delivered by the next command", e.code(), inst.sink.path().display());
+        eprintln!(
+            "warning[{}]: audit delivery to {} failed: {e}; the records stay in the store and are delivered by the next command",
+            e.code(),
+            inst.sink.path().display()
+        );
     }
 }
 

@@ -94,11 +94,20 @@ impl Printer {
                 }
                 v
             }
-            RunEvent::CallRefused { tool, code, message, .. } => {
+            RunEvent::CallRefused {
+                tool,
+                code,
+                message,
+                ..
+            } => {
                 vec![format!("refused  {tool}: {message} [{code}]")]
             }
-            RunEvent::ActionProposed { call_id, actions, .. } => {
-                self.actions.borrow_mut().insert(call_id.clone(), actions.clone());
+            RunEvent::ActionProposed {
+                call_id, actions, ..
+            } => {
+                self.actions
+                    .borrow_mut()
+                    .insert(call_id.clone(), actions.clone());
                 vec![]
             }
             RunEvent::PolicyDecided {
@@ -171,27 +180,50 @@ impl Printer {
             )],
             RunEvent::RunParked { request_id } => vec![
                 format!("parked   waiting for a person to answer {request_id}"),
-                format!("         warrant approve {request_id}   |   warrant deny {request_id} --reason TEXT"),
+                format!(
+                    "         warrant approve {request_id}   |   warrant deny {request_id} --reason TEXT"
+                ),
             ],
             RunEvent::RunResumed { by } => vec![format!("resumed  by {by}")],
             RunEvent::EffectStarted { .. } => vec![],
-            RunEvent::EffectCompleted { call_id, ok, result } => {
-                let tool = self.tools.borrow().get(call_id).cloned().unwrap_or_default();
+            RunEvent::EffectCompleted {
+                call_id,
+                ok,
+                result,
+            } => {
+                let tool = self
+                    .tools
+                    .borrow()
+                    .get(call_id)
+                    .cloned()
+                    .unwrap_or_default();
                 self.result_lines(&tool, *ok, result)
             }
-            RunEvent::EffectDenied { denied, message, .. } => match denied {
+            RunEvent::EffectDenied {
+                denied, message, ..
+            } => match denied {
                 // The deny line above already gave the policy and its reason.
-                DeniedBy::Policy { reasons } if reasons.iter().all(|r| !r.policy.starts_with("builtin:")) => vec![],
+                DeniedBy::Policy { reasons }
+                    if reasons.iter().all(|r| !r.policy.starts_with("builtin:")) =>
+                {
+                    vec![]
+                }
                 DeniedBy::Policy { .. } => vec![format!("refused  {}", self.rel_message(message))],
                 DeniedBy::Person { approver, reason } => {
-                    vec![format!("refused  by {}: {reason}; nothing was done", approver.actor)]
+                    vec![format!(
+                        "refused  by {}: {reason}; nothing was done",
+                        approver.actor
+                    )]
                 }
             },
             RunEvent::EffectInDoubt { call_id } => vec![format!(
                 "in-doubt {call_id} started before an interruption; a person must check whether it happened"
             )],
             RunEvent::RunEnded { outcome } => {
-                vec![format!("end      {}", warrant_kernel::ring::outcome_label(outcome))]
+                vec![format!(
+                    "end      {}",
+                    warrant_kernel::ring::outcome_label(outcome)
+                )]
             }
         }
     }
@@ -205,7 +237,10 @@ impl Printer {
 
     fn result_lines(&self, tool: &str, ok: bool, result: &Value) -> Vec<String> {
         if !ok {
-            let msg = result.get("error").and_then(Value::as_str).unwrap_or("failed");
+            let msg = result
+                .get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("failed");
             return vec![format!("failed   {tool}: {msg}")];
         }
         let n = |k: &str| result.get(k).and_then(Value::as_u64).unwrap_or(0);
@@ -219,7 +254,11 @@ impl Printer {
                 "done     wrote {} ({} bytes{})",
                 self.rel(result.get("path").and_then(Value::as_str).unwrap_or("")),
                 n("bytes"),
-                if result.get("created").and_then(Value::as_bool) == Some(true) { ", new file" } else { "" }
+                if result.get("created").and_then(Value::as_bool) == Some(true) {
+                    ", new file"
+                } else {
+                    ""
+                }
             )],
             "list_dir" => {
                 let names: Vec<String> = result
@@ -230,17 +269,28 @@ impl Printer {
                             .filter_map(|e| {
                                 let name = e.get("name")?.as_str()?;
                                 let dir = e.get("kind").and_then(Value::as_str) == Some("dir");
-                                Some(if dir { format!("{name}/") } else { name.to_owned() })
+                                Some(if dir {
+                                    format!("{name}/")
+                                } else {
+                                    name.to_owned()
+                                })
                             })
                             .collect()
                     })
                     .unwrap_or_default();
-                vec![format!("done     listed {} entries: {}", names.len(), names.join(" "))]
+                vec![format!(
+                    "done     listed {} entries: {}",
+                    names.len(),
+                    names.join(" ")
+                )]
             }
             "delete_path" => vec![format!("done     deleted {} entries", n("removed_entries"))],
             "search_files" => vec![format!(
                 "done     {} matching lines",
-                result.get("lines").and_then(Value::as_array).map_or(0, Vec::len)
+                result
+                    .get("lines")
+                    .and_then(Value::as_array)
+                    .map_or(0, Vec::len)
             )],
             "run_command" => {
                 let code = result
@@ -249,7 +299,11 @@ impl Printer {
                     .map_or_else(|| "none".to_owned(), |c| c.to_string());
                 let mut v = vec![format!(
                     "done     exit {code}{}",
-                    if result.get("timed_out").and_then(Value::as_bool) == Some(true) { " (timed out, process group killed)" } else { "" }
+                    if result.get("timed_out").and_then(Value::as_bool) == Some(true) {
+                        " (timed out, process group killed)"
+                    } else {
+                        ""
+                    }
                 )];
                 let out = result
                     .pointer("/stdout/text")

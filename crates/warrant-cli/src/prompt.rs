@@ -27,7 +27,12 @@ impl<R: BufRead> TerminalPrompter<R> {
 impl<R: BufRead> Prompter for TerminalPrompter<R> {
     fn ask(&mut self, view: &PromptView<'_>) -> Option<(Answer, Principal)> {
         let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "\n--- approval needed: {} (risk {}) ---", view.request, view.risk.as_str());
+        let _ = writeln!(
+            err,
+            "\n--- approval needed: {} (risk {}) ---",
+            view.request,
+            view.risk.as_str()
+        );
         let _ = writeln!(err, "{}", view.title);
         for l in view.body.lines() {
             let _ = writeln!(err, "  {l}");
@@ -41,12 +46,19 @@ impl<R: BufRead> Prompter for TerminalPrompter<R> {
             let _ = err.flush();
             let answer = self.line()?;
             match answer.to_lowercase().as_str() {
-                "o" | "once" | "y" | "yes" => return Some((Answer::Approve(Scope::Once), self.principal.clone())),
-                "s" | "session" => return Some((Answer::Approve(Scope::Session), self.principal.clone())),
+                "o" | "once" | "y" | "yes" => {
+                    return Some((Answer::Approve(Scope::Once), self.principal.clone()));
+                }
+                "s" | "session" => {
+                    return Some((Answer::Approve(Scope::Session), self.principal.clone()));
+                }
                 "d" | "deny" | "n" | "no" => {
                     let _ = write!(err, "reason (the agent is told): ");
                     let _ = err.flush();
-                    let reason = self.line().filter(|r| !r.is_empty()).unwrap_or_else(|| "denied at the terminal".into());
+                    let reason = self
+                        .line()
+                        .filter(|r| !r.is_empty())
+                        .unwrap_or_else(|| "denied at the terminal".into());
                     return Some((Answer::Deny { reason }, self.principal.clone()));
                 }
                 _ => {

@@ -388,6 +388,10 @@ mod tests {
             content: "two".into(),
         };
         assert_ne!(a.digest(), b.digest());
-        assert_eq!(a.digest(), a.clone().digest());
+        let same = Action::FsWrite {
+            path: CanonicalPath::from_normalized("/w/a").unwrap(),
+            content: "one".into(),
+        };
+        assert_eq!(a.digest(), same.digest());
     }
 }

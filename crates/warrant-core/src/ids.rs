@@ -106,8 +106,13 @@ mod tests {
         assert_eq!(RunId::parse("req-abc"), None);
         assert_eq!(RunId::parse("run-"), None);
         assert_eq!(RunId::parse("run-zz"), None);
-        let many: std::collections::BTreeSet<String> = (0..10_000).map(|_| ids.record_id()).collect();
-        assert_eq!(many.len(), 10_000, "ids made in the same millisecond never collide");
+        let many: std::collections::BTreeSet<String> =
+            (0..10_000).map(|_| ids.record_id()).collect();
+        assert_eq!(
+            many.len(),
+            10_000,
+            "ids made in the same millisecond never collide"
+        );
         let seq = SequentialIds::default();
         assert_eq!(seq.request_id().as_str(), "req-000000000001");
         assert_eq!(seq.request_id().as_str(), "req-000000000002");

@@ -70,17 +70,67 @@ mod tests {
         let req = RequestId::parse("req-01").unwrap();
         let digest = Digest::of_bytes(b"rm -rf build");
         let other_digest = Digest::of_bytes(b"rm -rf /");
-        let alice = Approver { tenant: "t".into(), actor: "alice".into(), via: "cli".into() };
-        let mallory = Approver { tenant: "t".into(), actor: "mallory".into(), via: "cli".into() };
-        let base = ProofInput { run: &run, request: &req, park_seq: 7, digest: &digest, approver: &alice, scope: Scope::Once };
+        let alice = Approver {
+            tenant: "t".into(),
+            actor: "alice".into(),
+            via: "cli".into(),
+        };
+        let mallory = Approver {
+            tenant: "t".into(),
+            actor: "mallory".into(),
+            via: "cli".into(),
+        };
+        let base = ProofInput {
+            run: &run,
+            request: &req,
+            park_seq: 7,
+            digest: &digest,
+            approver: &alice,
+            scope: Scope::Once,
+        };
         let proof = prove(b"secret", &base);
         assert!(verify(b"secret", &base, &proof));
         assert!(!verify(b"other", &base, &proof));
-        assert!(!verify(b"secret", &ProofInput { run: &other_run, ..base }, &proof));
-        assert!(!verify(b"secret", &ProofInput { park_seq: 8, ..base }, &proof));
-        assert!(!verify(b"secret", &ProofInput { digest: &other_digest, ..base }, &proof));
-        assert!(!verify(b"secret", &ProofInput { approver: &mallory, ..base }, &proof));
-        assert!(!verify(b"secret", &ProofInput { scope: Scope::Session, ..base }, &proof));
+        assert!(!verify(
+            b"secret",
+            &ProofInput {
+                run: &other_run,
+                ..base
+            },
+            &proof
+        ));
+        assert!(!verify(
+            b"secret",
+            &ProofInput {
+                park_seq: 8,
+                ..base
+            },
+            &proof
+        ));
+        assert!(!verify(
+            b"secret",
+            &ProofInput {
+                digest: &other_digest,
+                ..base
+            },
+            &proof
+        ));
+        assert!(!verify(
+            b"secret",
+            &ProofInput {
+                approver: &mallory,
+                ..base
+            },
+            &proof
+        ));
+        assert!(!verify(
+            b"secret",
+            &ProofInput {
+                scope: Scope::Session,
+                ..base
+            },
+            &proof
+        ));
         assert!(!verify(b"secret", &base, "zz"));
     }
 }

@@ -18,7 +18,11 @@ pub enum KernelError {
         supported: u32,
     },
     #[error("event {seq} of run {run} cannot be read: {message}")]
-    BadEvent { run: String, seq: u64, message: String },
+    BadEvent {
+        run: String,
+        seq: u64,
+        message: String,
+    },
     #[error("run {0} does not exist; `warrant runs list` shows the runs there are")]
     UnknownRun(String),
     #[error("request {0} does not exist; `warrant approvals list` shows open requests")]

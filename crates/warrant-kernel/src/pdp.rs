@@ -12,7 +12,12 @@ use crate::ring::{DecisionPoint, PolicyVerdict};
 pub struct Pdp<'a>(pub &'a PolicyEngine);
 
 impl DecisionPoint for Pdp<'_> {
-    fn decide(&self, principal: &Principal, action: &Action, workspace: &CanonicalPath) -> PolicyVerdict {
+    fn decide(
+        &self,
+        principal: &Principal,
+        action: &Action,
+        workspace: &CanonicalPath,
+    ) -> PolicyVerdict {
         let d = self.0.decide(&DecisionRequest {
             principal,
             action,

@@ -7,8 +7,8 @@
 
 use serde_json::{Value, json};
 use warrant_core::{
-    Action, CanonicalPath, Digest, IdSource, Principal, PrincipalKind, RequestId, RiskClass,
-    RunId, digest_of,
+    Action, CanonicalPath, Digest, IdSource, Principal, PrincipalKind, RequestId, RiskClass, RunId,
+    digest_of,
 };
 use warrant_store::{
     Append, EventDraft, EventStore, NewRun, RequestUpdate, RunStatus, Sealer, StoredEvent,
@@ -35,8 +35,12 @@ pub struct PolicyVerdict {
 
 /// The policy decision point as the ring sees it (warrant-policy implements it).
 pub trait DecisionPoint {
-    fn decide(&self, principal: &Principal, action: &Action, workspace: &CanonicalPath)
-    -> PolicyVerdict;
+    fn decide(
+        &self,
+        principal: &Principal,
+        action: &Action,
+        workspace: &CanonicalPath,
+    ) -> PolicyVerdict;
     fn digest(&self) -> Digest;
 }
 
@@ -230,7 +234,12 @@ impl Ring<'_> {
             Outcome::Failed { .. } => RunStatus::Failed,
             Outcome::Stopped { .. } => RunStatus::Stopped,
         };
-        self.append(state, vec![RunEvent::RunEnded { outcome }], Some(status), vec![])
+        self.append(
+            state,
+            vec![RunEvent::RunEnded { outcome }],
+            Some(status),
+            vec![],
+        )
     }
 
     /// Marks a parked run as continuing (after its request was answered elsewhere).
@@ -277,10 +286,14 @@ impl Ring<'_> {
             return Err(KernelError::AlreadyAnswered {
                 id: request.to_string(),
                 answer: match previous {
-                    RequestAnswer::Granted { approver, scope, .. } => {
+                    RequestAnswer::Granted {
+                        approver, scope, ..
+                    } => {
                         format!("approved {} by {}", scope.as_str(), approver.actor)
                     }
-                    RequestAnswer::Denied { approver, .. } => format!("denied by {}", approver.actor),
+                    RequestAnswer::Denied { approver, .. } => {
+                        format!("denied by {}", approver.actor)
+                    }
                 },
             });
         }
@@ -361,7 +374,12 @@ impl Ring<'_> {
                         "W-TOOL-001".to_owned(),
                         format!(
                             "unknown tool `{name}`; available tools: {}",
-                            tools.specs().iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+                            tools
+                                .specs()
+                                .iter()
+                                .map(|s| s.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
                         ),
                     )),
                     Some(tool) => match tools
@@ -594,7 +612,10 @@ impl Ring<'_> {
                                     denied: DeniedBy::Policy {
                                         reasons: vec![ReasonRecord {
                                             policy: "builtin:approval-binding".into(),
-                                            reason: Some(format!("approval {} refused: {why}", req.id)),
+                                            reason: Some(format!(
+                                                "approval {} refused: {why}",
+                                                req.id
+                                            )),
                                         }],
                                     },
                                     message: format!("approval {} cannot be used: {why}", req.id),
@@ -604,7 +625,15 @@ impl Ring<'_> {
                             )?;
                             return Ok(CallStep::Done);
                         }
-                        return self.execute(state, call_id, &actions, Some(req.id), None, tools, env);
+                        return self.execute(
+                            state,
+                            call_id,
+                            &actions,
+                            Some(req.id),
+                            None,
+                            tools,
+                            env,
+                        );
                     }
                 },
             }
@@ -709,7 +738,11 @@ pub fn describe(a: &Action) -> String {
     format!("{} {}", a.verb().as_str(), a.target())
 }
 
-fn denial_message(actions: &[Action], reasons: &[ReasonRecord], workspace: &CanonicalPath) -> String {
+fn denial_message(
+    actions: &[Action],
+    reasons: &[ReasonRecord],
+    workspace: &CanonicalPath,
+) -> String {
     let what = actions.iter().map(describe).collect::<Vec<_>>().join("; ");
     if reasons.is_empty() {
         let outside = actions.iter().any(|a| match a {
@@ -722,7 +755,9 @@ fn denial_message(actions: &[Action], reasons: &[ReasonRecord], workspace: &Cano
             Action::ShellExec { cwd, .. } => !cwd.starts_with(workspace),
         });
         if outside {
-            format!("denied: {what}: no policy permits it, and it is outside the workspace {workspace}")
+            format!(
+                "denied: {what}: no policy permits it, and it is outside the workspace {workspace}"
+            )
         } else {
             format!("denied: {what}: no policy permits it")
         }
@@ -790,7 +825,12 @@ fn audit_facts(
         RunEvent::ModelResponded { turn, calls, .. } => {
             facts["outcome"] = json!(format!("turn {turn}: {} call(s)", calls.len()));
         }
-        RunEvent::CallRefused { call_id, tool, code, message } => {
+        RunEvent::CallRefused {
+            call_id,
+            tool,
+            code,
+            message,
+        } => {
             facts["decision"] = json!("deny");
             facts["resource"] = json!(format!("tool:{tool}"));
             facts["reasons"] = json!([code, message]);
@@ -843,7 +883,8 @@ fn audit_facts(
             reason,
         } => {
             facts["decision"] = json!("deny");
-            facts["approval"] = json!({"request": request_id, "approver": approver.actor, "via": approver.via});
+            facts["approval"] =
+                json!({"request": request_id, "approver": approver.actor, "via": approver.via});
             facts["reasons"] = json!([reason]);
         }
         RunEvent::RunParked { request_id } => {
@@ -859,31 +900,41 @@ fn audit_facts(
             facts["decision"] = json!("allow");
             let request = approval.as_ref().or(session_grant.as_ref());
             if let Some(id) = request {
-                let approver = state
-                    .and_then(|s| s.requests.get(id))
-                    .and_then(|r| match &r.answer {
-                        Some(RequestAnswer::Granted { approver, scope, .. }) => {
-                            Some(json!({"request": id, "approver": approver.actor, "scope": scope}))
-                        }
-                        Some(RequestAnswer::Denied { .. }) | None => None,
-                    });
+                let approver =
+                    state
+                        .and_then(|s| s.requests.get(id))
+                        .and_then(|r| match &r.answer {
+                            Some(RequestAnswer::Granted {
+                                approver, scope, ..
+                            }) => Some(
+                                json!({"request": id, "approver": approver.actor, "scope": scope}),
+                            ),
+                            Some(RequestAnswer::Denied { .. }) | None => None,
+                        });
                 facts["approval"] = approver.unwrap_or_else(|| json!({"request": id}));
             }
             facts["outcome"] = json!("started");
         }
-        RunEvent::EffectCompleted { call_id, ok, result } => {
+        RunEvent::EffectCompleted {
+            call_id,
+            ok,
+            result,
+        } => {
             put_actions(&mut facts, &call_actions(call_id));
             facts["outcome"] = json!(if *ok { "ok" } else { "error" });
             if let Ok(d) = digest_of(result) {
                 facts["output_digest"] = json!(d);
             }
         }
-        RunEvent::EffectDenied { call_id, denied, .. } => {
+        RunEvent::EffectDenied {
+            call_id, denied, ..
+        } => {
             put_actions(&mut facts, &call_actions(call_id));
             facts["decision"] = json!("deny");
             match denied {
                 DeniedBy::Policy { reasons } => {
-                    facts["reasons"] = json!(reasons.iter().map(|r| r.policy.clone()).collect::<Vec<_>>());
+                    facts["reasons"] =
+                        json!(reasons.iter().map(|r| r.policy.clone()).collect::<Vec<_>>());
                 }
                 DeniedBy::Person { approver, reason } => {
                     facts["approval"] = json!({"approver": approver.actor, "via": approver.via});

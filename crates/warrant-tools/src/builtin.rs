@@ -147,7 +147,12 @@ impl Tool for ReadFile {
     fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation {
         describe_paths("read", actions, env)
     }
-    fn execute(&self, actions: &[Authorized<Action>], _env: &ToolEnv, _may_read: ReadFilter<'_>) -> EffectResult {
+    fn execute(
+        &self,
+        actions: &[Authorized<Action>],
+        _env: &ToolEnv,
+        _may_read: ReadFilter<'_>,
+    ) -> EffectResult {
         single(actions, warrant_exec::fs::read_file)
     }
 }
@@ -173,7 +178,11 @@ impl Tool for WriteFile {
         for a in actions {
             match a {
                 Action::FsWrite { path, content } | Action::FsCreate { path, content } => {
-                    let verb = if matches!(a, Action::FsCreate { .. }) { "create" } else { "write" };
+                    let verb = if matches!(a, Action::FsCreate { .. }) {
+                        "create"
+                    } else {
+                        "write"
+                    };
                     title.push(format!("{verb} {}", shown(path, env)));
                     body.push_str(&preview_write(path, content, env));
                 }
@@ -189,7 +198,12 @@ impl Tool for WriteFile {
             body,
         }
     }
-    fn execute(&self, actions: &[Authorized<Action>], _env: &ToolEnv, _may_read: ReadFilter<'_>) -> EffectResult {
+    fn execute(
+        &self,
+        actions: &[Authorized<Action>],
+        _env: &ToolEnv,
+        _may_read: ReadFilter<'_>,
+    ) -> EffectResult {
         single(actions, warrant_exec::fs::write_file)
     }
 }
@@ -206,7 +220,12 @@ impl Tool for ListDir {
     fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation {
         describe_paths("list", actions, env)
     }
-    fn execute(&self, actions: &[Authorized<Action>], _env: &ToolEnv, _may_read: ReadFilter<'_>) -> EffectResult {
+    fn execute(
+        &self,
+        actions: &[Authorized<Action>],
+        _env: &ToolEnv,
+        _may_read: ReadFilter<'_>,
+    ) -> EffectResult {
         single(actions, warrant_exec::fs::list_dir)
     }
 }
@@ -228,7 +247,12 @@ impl Tool for SearchFiles {
     fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation {
         describe_paths("search", actions, env)
     }
-    fn execute(&self, actions: &[Authorized<Action>], _env: &ToolEnv, may_read: ReadFilter<'_>) -> EffectResult {
+    fn execute(
+        &self,
+        actions: &[Authorized<Action>],
+        _env: &ToolEnv,
+        may_read: ReadFilter<'_>,
+    ) -> EffectResult {
         single(actions, |a| warrant_exec::fs::search(a, may_read))
     }
 }
@@ -240,20 +264,33 @@ impl Tool for DeletePath {
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         Ok(vec![Action::FsDelete {
             path: path_arg(args, env, "path")?,
-            recursive: args.get("recursive").and_then(Value::as_bool).unwrap_or(false),
+            recursive: args
+                .get("recursive")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
         }])
     }
     fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation {
         let mut p = describe_paths("delete", actions, env);
-        if actions
-            .iter()
-            .any(|a| matches!(a, Action::FsDelete { recursive: true, .. }))
-        {
+        if actions.iter().any(|a| {
+            matches!(
+                a,
+                Action::FsDelete {
+                    recursive: true,
+                    ..
+                }
+            )
+        }) {
             p.title.push_str(" (recursively, with everything inside)");
         }
         p
     }
-    fn execute(&self, actions: &[Authorized<Action>], _env: &ToolEnv, _may_read: ReadFilter<'_>) -> EffectResult {
+    fn execute(
+        &self,
+        actions: &[Authorized<Action>],
+        _env: &ToolEnv,
+        _may_read: ReadFilter<'_>,
+    ) -> EffectResult {
         single(actions, warrant_exec::fs::delete_path)
     }
 }
@@ -266,7 +303,12 @@ impl Tool for RunCommand {
         let argv: Vec<String> = args
             .get("argv")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
             .unwrap_or_default();
         if argv.is_empty() || argv[0].is_empty() {
             return Err(Refusal {
@@ -333,10 +375,17 @@ impl Tool for RunCommand {
             body,
         }
     }
-    fn execute(&self, actions: &[Authorized<Action>], env: &ToolEnv, _may_read: ReadFilter<'_>) -> EffectResult {
+    fn execute(
+        &self,
+        actions: &[Authorized<Action>],
+        env: &ToolEnv,
+        _may_read: ReadFilter<'_>,
+    ) -> EffectResult {
         single(actions, |a| {
             let profile = match a.get() {
-                Action::ShellExec { profile, .. } => env.profiles.get(profile).cloned().unwrap_or_default(),
+                Action::ShellExec { profile, .. } => {
+                    env.profiles.get(profile).cloned().unwrap_or_default()
+                }
                 Action::FsRead { .. }
                 | Action::FsList { .. }
                 | Action::FsSearch { .. }

@@ -19,15 +19,24 @@ fn a_write_is_shown_as_a_diff_and_approved_at_the_terminal() {
     sb.write(".warrant/policies/ask-writes.cedar", ASK_WRITES);
     sb.write("notes/todo.md", "one\ntwo\n");
     let model = sb.transcript("version: 1\nturns:\n  - calls:\n      - tool: write_file\n        args: { path: notes/todo.md, content: \"one\\nthree\\n\" }\n  - say: ok\n");
-    let out = sb.run_stdin(&["run", "--prompt", "always", "--model", &model, "edit"], "o\n");
+    let out = sb.run_stdin(
+        &["run", "--prompt", "always", "--model", &model, "edit"],
+        "o\n",
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("approval needed"), "{err}");
     assert!(err.contains("-two"), "{err}");
     assert!(err.contains("+three"), "{err}");
-    assert_eq!(std::fs::read_to_string(sb.ws.join("notes/todo.md")).unwrap(), "one\nthree\n");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("notes/todo.md")).unwrap(),
+        "one\nthree\n"
+    );
     let (_, events) = sb.last_run();
-    let granted = events.iter().find(|e| e["kind"] == "approval_granted").unwrap();
+    let granted = events
+        .iter()
+        .find(|e| e["kind"] == "approval_granted")
+        .unwrap();
     assert_eq!(granted["payload"]["approver"]["actor"], "tester");
     assert_eq!(granted["payload"]["approver"]["via"], "terminal");
     assert_eq!(granted["payload"]["scope"], "once");
@@ -37,11 +46,20 @@ fn a_write_is_shown_as_a_diff_and_approved_at_the_terminal() {
 fn a_command_is_shown_with_argv_cwd_and_profile_and_denied_at_the_terminal() {
     let sb = Sandbox::init();
     let model = sb.transcript("version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: { argv: [\"touch\", \"made-by-agent\"] }\n  - say: ok\n");
-    let out = sb.run_stdin(&["run", "--prompt", "always", "--model", &model, "touch"], "d\nnot today\n");
+    let out = sb.run_stdin(
+        &["run", "--prompt", "always", "--model", &model, "touch"],
+        "d\nnot today\n",
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains(r#"argv:    ["touch","made-by-agent"]"#), "{err}");
-    assert!(err.contains(&format!("cwd:     {}", sb.ws.display())), "{err}");
+    assert!(
+        err.contains(r#"argv:    ["touch","made-by-agent"]"#),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("cwd:     {}", sb.ws.display())),
+        "{err}"
+    );
     assert!(err.contains("profile: default"), "{err}");
     assert!(!sb.exists("made-by-agent"));
     assert!(stdout(&out).contains("not today"));
@@ -70,7 +88,10 @@ fn approve_from_another_process_then_resume_runs_it_exactly_once() {
     assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
     let second = sb.run(&["resume", &run]);
     assert_eq!(second.status.code(), Some(10), "{}", stderr(&second));
-    assert_eq!(std::fs::read_to_string(sb.ws.join("counter.txt")).unwrap(), "ran\n");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("counter.txt")).unwrap(),
+        "ran\n"
+    );
     let next = parked_request(&second);
     assert_ne!(next, first);
 
@@ -84,27 +105,53 @@ fn approve_from_another_process_then_resume_runs_it_exactly_once() {
     let done = sb.run(&["resume", &run]);
     assert_eq!(done.status.code(), Some(0), "{}", stderr(&done));
     assert!(!sb.exists("notes"));
-    assert_eq!(std::fs::read_to_string(sb.ws.join("counter.txt")).unwrap(), "ran\n", "ran exactly once");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("counter.txt")).unwrap(),
+        "ran\n",
+        "ran exactly once"
+    );
     let (_, events) = sb.last_run();
-    assert_eq!(events.iter().filter(|e| e["kind"] == "effect_started").count(), 2);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["kind"] == "effect_started")
+            .count(),
+        2
+    );
     assert_eq!(kinds(&events).last().unwrap(), "run_ended");
 
     // A finished run cannot be resumed, nor its requests answered.
     let again = sb.run(&["resume", &run]);
     assert_eq!(again.status.code(), Some(2));
-    assert!(stderr(&again).contains("W-KERNEL-005"), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("W-KERNEL-005"),
+        "{}",
+        stderr(&again)
+    );
 }
 
 #[test]
 fn session_scope_covers_the_same_action_again_in_this_run_only() {
     let sb = Sandbox::init();
     let touch = "      - tool: run_command\n        args: { argv: [\"touch\", \"x\"] }\n";
-    let model = sb.transcript(&format!("version: 1\nturns:\n  - calls:\n{touch}  - calls:\n{touch}  - say: done\n"));
-    let out = sb.run_stdin(&["run", "--prompt", "always", "--model", &model, "t"], "s\n");
+    let model = sb.transcript(&format!(
+        "version: 1\nturns:\n  - calls:\n{touch}  - calls:\n{touch}  - say: done\n"
+    ));
+    let out = sb.run_stdin(
+        &["run", "--prompt", "always", "--model", &model, "t"],
+        "s\n",
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(stderr(&out).matches("approval needed").count(), 1, "asked once for both");
+    assert_eq!(
+        stderr(&out).matches("approval needed").count(),
+        1,
+        "asked once for both"
+    );
     let (_, events) = sb.last_run();
-    let starts: Vec<_> = events.iter().filter(|e| e["kind"] == "effect_started").collect();
+    let starts: Vec<_> = events
+        .iter()
+        .filter(|e| e["kind"] == "effect_started")
+        .collect();
     assert_eq!(starts.len(), 2);
     assert!(starts[0]["payload"]["approval"].is_string());
     assert!(starts[1]["payload"]["session_grant"].is_string());

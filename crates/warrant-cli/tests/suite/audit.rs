@@ -26,11 +26,18 @@ fn verify_copy(sb: &Sandbox, lines: &[String]) -> (i32, Value) {
     let copy = sb.dir.path().join("copy.jsonl");
     fs::write(&copy, lines.join("\n") + "\n").unwrap();
     let out = sb.run(&[
-        "audit", "verify", "--json",
-        "--file", copy.to_str().unwrap(),
-        "--pubkeys", sb.ws.join(".warrant/keys/audit.pub").to_str().unwrap(),
+        "audit",
+        "verify",
+        "--json",
+        "--file",
+        copy.to_str().unwrap(),
+        "--pubkeys",
+        sb.ws.join(".warrant/keys/audit.pub").to_str().unwrap(),
     ]);
-    (out.status.code().unwrap(), serde_json::from_slice(&out.stdout).unwrap())
+    (
+        out.status.code().unwrap(),
+        serde_json::from_slice(&out.stdout).unwrap(),
+    )
 }
 
 fn problem(v: &Value) -> (Value, Value) {
@@ -47,11 +54,17 @@ fn edits_removals_and_reorders_are_each_caught_at_the_first_broken_record() {
 
     // An edited decision.
     let mut edited = lines.clone();
-    let i = edited.iter().position(|l| l.contains("\"decision\":\"deny\"")).unwrap();
+    let i = edited
+        .iter()
+        .position(|l| l.contains("\"decision\":\"deny\""))
+        .unwrap();
     edited[i] = edited[i].replace("\"decision\":\"deny\"", "\"decision\":\"allow\"");
     let (code, v) = verify_copy(&sb, &edited);
     assert_eq!(code, 1);
-    assert_eq!(problem(&v), (Value::from(i as u64 + 1), Value::from("hash_mismatch")));
+    assert_eq!(
+        problem(&v),
+        (Value::from(i as u64 + 1), Value::from("hash_mismatch"))
+    );
 
     // A removed record.
     let mut removed = lines.clone();
@@ -61,7 +74,7 @@ fn edits_removals_and_reorders_are_each_caught_at_the_first_broken_record() {
     assert_eq!(problem(&v).0, Value::from(4));
 
     // Two records swapped.
-    let mut swapped = lines.clone();
+    let mut swapped = lines;
     swapped.swap(2, 3);
     let (code, v) = verify_copy(&sb, &swapped);
     assert_eq!(code, 1);
@@ -73,7 +86,11 @@ fn edits_removals_and_reorders_are_each_caught_at_the_first_broken_record() {
     let out = sb.run(&["audit", "verify"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout(&out).contains("ok       store"), "{}", stdout(&out));
-    assert!(stdout(&out).contains("BROKEN   .warrant/audit/audit.jsonl"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("BROKEN   .warrant/audit/audit.jsonl"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]
@@ -81,16 +98,34 @@ fn tail_reads_the_trail_and_records_hold_who_what_and_why() {
     let (sb, lines) = sandbox_with_trail();
     let out = sb.run(&["audit", "tail", "-n", "3", "--json"]);
     assert_eq!(out.status.code(), Some(0));
-    let tail: Vec<Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let tail: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(tail.len(), 3);
-    assert_eq!(tail[2].to_string(), serde_json::from_str::<Value>(lines.last().unwrap()).unwrap().to_string());
-    let denied: Value = serde_json::from_str(lines.iter().find(|l| l.contains("effect.denied")).unwrap()).unwrap();
+    assert_eq!(
+        tail[2].to_string(),
+        serde_json::from_str::<Value>(lines.last().unwrap())
+            .unwrap()
+            .to_string()
+    );
+    let denied: Value =
+        serde_json::from_str(lines.iter().find(|l| l.contains("effect.denied")).unwrap()).unwrap();
     assert_eq!(denied["specversion"], "1.0");
     assert_eq!(denied["data"]["actor"], "tester");
     assert_eq!(denied["data"]["tenant"], "harbour");
     assert_eq!(denied["data"]["decision"], "deny");
-    assert!(denied["data"]["resource"].as_str().unwrap().ends_with("/.env"));
+    assert!(
+        denied["data"]["resource"]
+            .as_str()
+            .unwrap()
+            .ends_with("/.env")
+    );
     assert_eq!(denied["data"]["reasons"][0], "project:no-secret-files");
     let human = sb.run(&["audit", "tail"]);
-    assert!(stdout(&human).contains("effect.denied"), "{}", stdout(&human));
+    assert!(
+        stdout(&human).contains("effect.denied"),
+        "{}",
+        stdout(&human)
+    );
 }

@@ -7,16 +7,31 @@ use pretty_assertions::assert_eq;
 use super::harness::{Sandbox, stderr};
 
 fn runs(sb: &Sandbox) -> usize {
-    sb.json(&["runs", "list", "--json"])["runs"].as_array().unwrap().len()
+    sb.json(&["runs", "list", "--json"])["runs"]
+        .as_array()
+        .unwrap()
+        .len()
 }
 
 #[test]
 fn a_bad_transcript_is_refused_before_the_run_starts() {
     let sb = Sandbox::init();
     let cases = [
-        ("version: 1\nturns:\n  - calls:\n      - tool: rm_rf\n        args: {}\n", "W-TRANSCRIPT-005", "turn 1, call 1"),
-        ("version: 1\nturns:\n  - say: hi\n  - calls:\n      - tool: read_file\n        args: { file: x }\n", "W-TRANSCRIPT-006", "turn 2, call 1"),
-        ("version: 1\nturns:\n  - sya: typo\n", "W-TRANSCRIPT-003", "sya"),
+        (
+            "version: 1\nturns:\n  - calls:\n      - tool: rm_rf\n        args: {}\n",
+            "W-TRANSCRIPT-005",
+            "turn 1, call 1",
+        ),
+        (
+            "version: 1\nturns:\n  - say: hi\n  - calls:\n      - tool: read_file\n        args: { file: x }\n",
+            "W-TRANSCRIPT-006",
+            "turn 2, call 1",
+        ),
+        (
+            "version: 1\nturns:\n  - sya: typo\n",
+            "W-TRANSCRIPT-003",
+            "sya",
+        ),
         ("version: 2\nturns: []\n", "W-TRANSCRIPT-004", "version"),
         ("version: 1\nturns: [\n", "W-TRANSCRIPT-002", "line"),
     ];
@@ -49,17 +64,31 @@ fn malformed_config_and_policy_fail_closed() {
     fs::write(&config, good).unwrap();
 
     // A policy naming an attribute the schema does not have stops everything.
-    sb.write(".warrant/policies/typo.cedar", "@id(\"typo\")\npermit(principal, action, resource) when { resource.secretive };\n");
+    sb.write(
+        ".warrant/policies/typo.cedar",
+        "@id(\"typo\")\npermit(principal, action, resource) when { resource.secretive };\n",
+    );
     let out = sb.run(&["run", "--model", &model, "t"]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(err.contains("W-POLICY-"), "{err}");
     assert!(err.contains("typo.cedar"), "{err}");
-    let out = sb.run(&["policy", "explain", "--action", "fs.read", "--target", "README.md"]);
+    let out = sb.run(&[
+        "policy",
+        "explain",
+        "--action",
+        "fs.read",
+        "--target",
+        "README.md",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     fs::remove_file(sb.ws.join(".warrant/policies/typo.cedar")).unwrap();
     // A profile that would leak secrets into commands is refused at load.
-    fs::write(&config, "[profiles.leaky]\nset_env = { GITHUB_TOKEN = \"x\" }\n").unwrap();
+    fs::write(
+        &config,
+        "[profiles.leaky]\nset_env = { GITHUB_TOKEN = \"x\" }\n",
+    )
+    .unwrap();
     let out = sb.run(&["run", "--model", &model, "t"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("GITHUB_TOKEN"), "{}", stderr(&out));
@@ -80,17 +109,30 @@ fn paths_escaping_the_workspace_are_denied_and_explained() {
     let proposed: Vec<String> = events
         .iter()
         .filter(|e| e["kind"] == "action_proposed")
-        .map(|e| e["payload"]["actions"][0]["path"].as_str().unwrap().to_owned())
+        .map(|e| {
+            e["payload"]["actions"][0]["path"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect();
     let canonical = fs::canonicalize(&outside).unwrap().display().to_string();
-    assert_eq!(proposed, vec![canonical.clone(), canonical], "policy saw the resolved path both times");
+    assert_eq!(
+        proposed,
+        vec![canonical.clone(), canonical],
+        "policy saw the resolved path both times"
+    );
     let denials: Vec<&str> = events
         .iter()
         .filter(|e| e["kind"] == "effect_denied")
         .map(|e| e["payload"]["message"].as_str().unwrap())
         .collect();
     assert_eq!(denials.len(), 2);
-    assert!(denials[0].contains("outside the workspace"), "{}", denials[0]);
+    assert!(
+        denials[0].contains("outside the workspace"),
+        "{}",
+        denials[0]
+    );
     let transcript = serde_json::to_string(&events).unwrap();
     assert!(!transcript.contains("secret outside"));
 }
@@ -116,12 +158,20 @@ fn corrupt_truncated_and_newer_stores_are_refused_untouched() {
     let model = sb.quickstart_model();
     let good = fs::read(&store).unwrap();
 
-    fs::write(&store, b"not a database at all, just text that is long enough to look like a header").unwrap();
+    fs::write(
+        &store,
+        b"not a database at all, just text that is long enough to look like a header",
+    )
+    .unwrap();
     let before = fs::read(&store).unwrap();
     let out = sb.run(&["run", "--model", &model, "t"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("W-STORE-002"), "{}", stderr(&out));
-    assert_eq!(fs::read(&store).unwrap(), before, "the file is left as it was");
+    assert_eq!(
+        fs::read(&store).unwrap(),
+        before,
+        "the file is left as it was"
+    );
 
     fs::write(&store, &good).unwrap();
     {

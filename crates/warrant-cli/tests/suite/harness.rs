@@ -46,14 +46,25 @@ impl Sandbox {
         fs::create_dir_all(&home).unwrap();
         // Canonical path, as Warrant will see it.
         let ws = fs::canonicalize(ws).unwrap();
-        Self { dir, ws, managed, home, extra_env: Vec::new() }
+        Self {
+            dir,
+            ws,
+            managed,
+            home,
+            extra_env: Vec::new(),
+        }
     }
 
     /// A quickstart workspace after `warrant init --yes`.
     pub fn init() -> Self {
         let sb = Self::new();
         let out = sb.cmd(&["init", "--yes"]).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         sb
     }
 
@@ -81,7 +92,10 @@ impl Sandbox {
     }
 
     pub fn run_stdin(&self, args: &[&str], stdin: &str) -> Output {
-        self.cmd(args).write_stdin(stdin.to_owned()).output().unwrap()
+        self.cmd(args)
+            .write_stdin(stdin.to_owned())
+            .output()
+            .unwrap()
     }
 
     pub fn write(&self, rel: &str, text: &str) -> PathBuf {
@@ -104,14 +118,22 @@ impl Sandbox {
 
     pub fn json(&self, args: &[&str]) -> Value {
         let out = self.run(args);
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
     /// The last run's id and its events.
     pub fn last_run(&self) -> (String, Vec<Value>) {
         let runs = self.json(&["runs", "list", "--json"]);
-        let run = runs["runs"].as_array().unwrap().last().unwrap()["run"].as_str().unwrap().to_owned();
+        let run = runs["runs"].as_array().unwrap().last().unwrap()["run"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         let shown = self.json(&["runs", "show", &run, "--json"]);
         (run, shown["events"].as_array().unwrap().clone())
     }
@@ -136,7 +158,10 @@ pub fn stderr(o: &Output) -> String {
 }
 
 pub fn kinds(events: &[Value]) -> Vec<String> {
-    events.iter().map(|e| e["kind"].as_str().unwrap().to_owned()).collect()
+    events
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 /// The request id a parked run printed on standard error.

@@ -33,9 +33,12 @@ fn serve(bodies: Vec<String>) -> (String, Arc<Mutex<Vec<Value>>>, thread::JoinHa
             let mut req = server.recv().unwrap();
             let mut text = String::new();
             req.as_reader().read_to_string(&mut text).unwrap();
-            log.lock().unwrap().push(serde_json::from_str::<Value>(&text).unwrap());
+            log.lock()
+                .unwrap()
+                .push(serde_json::from_str::<Value>(&text).unwrap());
             let header = tiny_http::Header::from_bytes("Content-Type", "application/json").unwrap();
-            req.respond(tiny_http::Response::from_string(body).with_header(header)).unwrap();
+            req.respond(tiny_http::Response::from_string(body).with_header(header))
+                .unwrap();
         }
     });
     (url, seen, handle)
@@ -54,7 +57,8 @@ fn an_openai_model_drives_a_governed_run() {
         completion(json!({"role": "assistant", "content": "README read."})),
     ]);
     sb.extra_env.push(("OPENAI_BASE_URL".into(), url));
-    sb.extra_env.push(("OPENAI_API_KEY".into(), "sk-test-never-logged".into()));
+    sb.extra_env
+        .push(("OPENAI_API_KEY".into(), "sk-test-never-logged".into()));
     let out = sb.run(&["run", "--model", "openai:gpt-test", "read the readme"]);
     handle.join().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -62,18 +66,64 @@ fn an_openai_model_drives_a_governed_run() {
     let requests = seen.lock().unwrap().clone();
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[0]["model"], "gpt-test");
-    let names: Vec<&str> = requests[0]["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
-    assert_eq!(names, vec!["read_file", "write_file", "list_dir", "search_files", "delete_path", "run_command"]);
+    let names: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            "read_file",
+            "write_file",
+            "list_dir",
+            "search_files",
+            "delete_path",
+            "run_command"
+        ]
+    );
     let second = requests[1]["messages"].as_array().unwrap();
     let roles: Vec<&str> = second.iter().map(|m| m["role"].as_str().unwrap()).collect();
-    assert_eq!(roles, vec!["system", "user", "assistant", "tool", "tool", "tool", "tool"]);
+    assert_eq!(
+        roles,
+        vec![
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "tool",
+            "tool",
+            "tool"
+        ]
+    );
     // File content arrives only as a tool result; the system message is ours alone.
-    assert!(second[3]["content"].as_str().unwrap().contains("Lighthouse"));
+    assert!(
+        second[3]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Lighthouse")
+    );
     assert_eq!(second[3]["tool_call_id"], "call_a");
-    assert!(!second[0]["content"].as_str().unwrap().contains("Lighthouse"));
+    assert!(
+        !second[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Lighthouse")
+    );
     assert!(second[4]["content"].as_str().unwrap().contains("denied"));
-    assert!(second[5]["content"].as_str().unwrap().contains("W-TOOL-001"));
-    assert!(second[6]["content"].as_str().unwrap().contains("W-TOOL-002"));
+    assert!(
+        second[5]["content"]
+            .as_str()
+            .unwrap()
+            .contains("W-TOOL-001")
+    );
+    assert!(
+        second[6]["content"]
+            .as_str()
+            .unwrap()
+            .contains("W-TOOL-002")
+    );
 
     let (_, events) = sb.last_run();
     let k = kinds(&events);
@@ -81,7 +131,10 @@ fn an_openai_model_drives_a_governed_run() {
     assert_eq!(k.iter().filter(|k| *k == "effect_denied").count(), 1);
     assert_eq!(k.last().unwrap(), "run_ended");
     let all = serde_json::to_string(&events).unwrap();
-    assert!(!all.contains("sk-test-never-logged"), "the key never reaches the store");
+    assert!(
+        !all.contains("sk-test-never-logged"),
+        "the key never reaches the store"
+    );
     let trail = std::fs::read_to_string(sb.ws.join(".warrant/audit/audit.jsonl")).unwrap();
     assert!(!trail.contains("sk-test-never-logged"));
 }
@@ -90,12 +143,24 @@ fn an_openai_model_drives_a_governed_run() {
 fn an_unreachable_provider_fails_the_run_with_exit_1() {
     let mut sb = Sandbox::init();
     // A port nothing listens on.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    sb.extra_env.push(("OPENAI_BASE_URL".into(), format!("http://127.0.0.1:{port}/v1")));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    sb.extra_env.push((
+        "OPENAI_BASE_URL".into(),
+        format!("http://127.0.0.1:{port}/v1"),
+    ));
     let out = sb.run(&["run", "--model", "openai:gpt-test", "t"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let (_, events) = sb.last_run();
     let end = events.last().unwrap();
     assert_eq!(end["payload"]["outcome"]["status"], "failed");
-    assert!(end["payload"]["outcome"]["code"].as_str().unwrap().starts_with("W-MODEL-"));
+    assert!(
+        end["payload"]["outcome"]["code"]
+            .as_str()
+            .unwrap()
+            .starts_with("W-MODEL-")
+    );
 }

@@ -229,8 +229,18 @@ fn shell_table() {
             decision(Verdict::Allow, change, vec![read_only.clone()]),
         ),
         (
-            exec(&["/usr/bin/grep", "-rn", "TODO", "."], "/ws/src"),
+            exec(&["/usr/bin/uname", "-a"], "/ws/src"),
             decision(Verdict::Allow, change, vec![read_only.clone()]),
+        ),
+        // Programs that read or delete the files they are given ask: they could reach .env
+        // or delete past the fs rules until the OS sandbox enforces denied paths.
+        (
+            exec(&["cat", ".env"], "/ws"),
+            decision(Verdict::Ask { risk: change }, change, vec![asks.clone()]),
+        ),
+        (
+            exec(&["find", ".", "-delete"], "/ws"),
+            decision(Verdict::Ask { risk: change }, change, vec![asks.clone()]),
         ),
         (
             exec(&["git", "status"], "/ws"),
