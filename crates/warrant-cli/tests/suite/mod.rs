@@ -1,3 +1,4 @@
+mod adversarial;
 mod approvals;
 mod audit;
 mod bad_input;

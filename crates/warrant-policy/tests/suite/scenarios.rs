@@ -200,21 +200,38 @@ fn other_secret_shapes_are_forbidden_for_reads() {
 #[test]
 fn tool_dirs_themselves_cannot_be_deleted() {
     let engine = default_engine();
-    for p in ["/ws/.git", "/ws/.warrant", "/ws/.warrant/runs.db"] {
+    let private = pack_reason("warrant-state-private");
+    for (p, reasons) in [
+        ("/ws/.git", vec![pack_reason(TOOL_DIRS)]),
+        (
+            "/ws/.warrant",
+            vec![pack_reason(TOOL_DIRS), private.clone()],
+        ),
+        (
+            "/ws/.warrant/runs.db",
+            vec![pack_reason(TOOL_DIRS), private.clone()],
+        ),
+    ] {
         let action = Action::FsDelete {
             path: path(p),
             recursive: true,
         };
+        let mut got = decide(&engine, &alice(), &action);
+        got.reasons.sort_by(|a, b| a.id.cmp(&b.id));
         assert_eq!(
-            decide(&engine, &alice(), &action),
-            decision(
-                Verdict::Deny,
-                RiskClass::Destructive,
-                vec![pack_reason(TOOL_DIRS)]
-            ),
+            got,
+            decision(Verdict::Deny, RiskClass::Destructive, reasons),
             "{p}"
         );
     }
+    // Warrant's own state is not readable either: the installation secret signs approvals.
+    let action = Action::FsRead {
+        path: path("/ws/.warrant/keys/installation.secret"),
+    };
+    assert_eq!(
+        decide(&engine, &alice(), &action),
+        decision(Verdict::Deny, RiskClass::Read, vec![private])
+    );
 }
 
 #[test]
