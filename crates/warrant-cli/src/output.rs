@@ -87,7 +87,11 @@ impl Printer {
                 }
                 for c in calls {
                     self.tools.borrow_mut().insert(c.id.clone(), c.tool.clone());
-                    v.push(format!("call     {} {}", c.tool, c.args));
+                    v.push(format!(
+                        "call     {} {}",
+                        c.tool,
+                        clip(&c.args.to_string(), 100)
+                    ));
                 }
                 if text.is_none() && calls.is_empty() {
                     v.push("model    (done)".into());
@@ -333,5 +337,16 @@ pub fn reasons_text(reasons: &[ReasonRecord]) -> String {
 impl Observer for Printer {
     fn committed(&self, stored: &StoredEvent, event: &RunEvent) {
         self.print(stored, event);
+    }
+}
+
+/// At most `max` characters, with how many were left out.
+fn clip(s: &str, max: usize) -> String {
+    let total = s.chars().count();
+    if total <= max {
+        s.to_owned()
+    } else {
+        let head: String = s.chars().take(max).collect();
+        format!("{head}… ({} more characters)", total - max)
     }
 }

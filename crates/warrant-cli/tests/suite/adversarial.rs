@@ -219,3 +219,31 @@ fn commands_never_see_secret_variables() {
         "Warrant's own settings stay out too: {text}"
     );
 }
+
+#[test]
+fn runaway_commands_are_bounded_by_the_profile() {
+    let sb = Sandbox::init();
+    let model = sb.transcript(concat!(
+        "version: 1\nturns:\n",
+        "  - calls:\n      - tool: run_command\n        args: { argv: [sh, -c, \"sleep 1000 & sleep 1000\"], timeout_ms: 500 }\n",
+        "      - tool: run_command\n        args: { argv: [sh, -c, \"head -c 5000000 /dev/zero | tr '\\\\0' a\"] }\n",
+        "  - say: done\n"
+    ));
+    let out = sb.run_stdin(
+        &["run", "--prompt", "always", "--model", &model, "burn"],
+        "s\ns\n",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (_, events) = sb.last_run();
+    let results: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "effect_completed")
+        .map(|e| &e["payload"]["result"])
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["timed_out"], true, "{}", results[0]);
+    let stdout = &results[1]["stdout"];
+    assert_eq!(stdout["total_bytes"], 5_000_000);
+    assert_eq!(stdout["omitted_bytes"], 5_000_000 - 2 * 16_384);
+    assert!(stdout["text"].as_str().unwrap().len() < 40_000);
+}

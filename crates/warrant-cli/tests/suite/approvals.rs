@@ -185,3 +185,30 @@ fn an_agent_principal_cannot_approve() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("W-APPROVAL-003"), "{}", stderr(&out));
 }
+
+#[test]
+fn on_a_real_terminal_the_run_asks_in_place() {
+    let sb = Sandbox::init();
+    let model = sb.quickstart_model();
+    // `--prompt auto` (the default) asks because stdin is a terminal.
+    let Some(out) = sb.run_in_pty(&["run", "--model", &model, "tidy up"], "d\nkeep it\n") else {
+        eprintln!("util-linux script is not installed; skipping the pty test");
+        return;
+    };
+    let screen = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{screen}");
+    assert!(screen.contains("approval needed"), "{screen}");
+    assert!(
+        screen.contains("approve [o]nce, for this [s]ession, or [d]eny?"),
+        "{screen}"
+    );
+    assert!(sb.exists("build/build.log"));
+    let (_, events) = sb.last_run();
+    let denied = events
+        .iter()
+        .find(|e| e["kind"] == "approval_denied")
+        .unwrap();
+    assert_eq!(denied["payload"]["reason"], "keep it");
+    assert_eq!(denied["payload"]["approver"]["via"], "terminal");
+    assert!(!kinds(&events).contains(&"run_parked".to_owned()));
+}

@@ -87,6 +87,38 @@ impl Sandbox {
         c
     }
 
+    /// Runs warrant on a real pseudo-terminal (util-linux `script`), typing `input`. Returns
+    /// `None` when `script` is not installed.
+    pub fn run_in_pty(&self, args: &[&str], input: &str) -> Option<Output> {
+        if !Path::new("/usr/bin/script").exists() {
+            return None;
+        }
+        let bin = assert_cmd::cargo::cargo_bin("warrant");
+        let quoted: Vec<String> = std::iter::once(bin.display().to_string())
+            .chain(args.iter().map(|a| (*a).to_owned()))
+            .map(|a| format!("'{}'", a.replace('\'', "'\\''")))
+            .collect();
+        let mut c = std::process::Command::new("/usr/bin/script");
+        c.args(["-q", "-e", "-c", &quoted.join(" "), "/dev/null"])
+            .current_dir(&self.ws);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("WARRANT_") || k.starts_with("OPENAI_") || k == "XDG_CONFIG_HOME" {
+                c.env_remove(k);
+            }
+        }
+        c.env("WARRANT_MANAGED_DIR", &self.managed)
+            .env("HOME", &self.home)
+            .env("WARRANT_ACTOR", "tester")
+            .env("WARRANT_TENANT", "harbour");
+        let mut cmd = assert_cmd::Command::from_std(c);
+        Some(
+            cmd.write_stdin(input.to_owned())
+                .timeout(std::time::Duration::from_secs(60))
+                .output()
+                .unwrap(),
+        )
+    }
+
     pub fn run(&self, args: &[&str]) -> Output {
         self.cmd(args).output().unwrap()
     }

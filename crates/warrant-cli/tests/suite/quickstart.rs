@@ -66,6 +66,16 @@ fn quickstart_parks_is_denied_elsewhere_and_resumes_to_completion() {
     assert!(text.contains("no-secret-files"), "{text}");
     assert!(text.contains("delete build (recursively, with everything inside) (risk destructive) needs a person's approval"), "{text}");
     let request = parked_request(&out);
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(r"run-[0-9a-f]{12}-[0-9a-f]{12}", "[run]");
+    settings.add_filter(r"req-[0-9a-f]{12}-[0-9a-f]{12}", "[req]");
+    settings.add_filter(&regex_escape(sb.ws.to_str().unwrap()), "[ws]");
+    settings.add_filter(&regex_escape(&model), "scripted:[transcript]");
+    settings.add_filter(
+        r"(?m)^         \| (total|[dl-][rwx-]{9}).*$",
+        "         | [ls -la line]",
+    );
+    settings.bind(|| insta::assert_snapshot!("quickstart_run_output", text));
 
     let (run, events) = sb.last_run();
     assert_eq!(kinds(&events), strs(BEFORE_PARK));
@@ -190,4 +200,16 @@ fn too_many_denials_stop_the_run_with_exit_3() {
     assert_eq!(end["kind"], "run_ended");
     assert_eq!(end["payload"]["outcome"]["status"], "stopped");
     assert!(stdout(&out).contains("stopped by governance"));
+}
+
+fn regex_escape(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            if "\\.+*?()|[]{}^$".contains(c) {
+                vec!['\\', c]
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
 }
