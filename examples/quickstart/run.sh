@@ -8,7 +8,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 
 echo "== building warrant"
-cargo build --quiet --manifest-path "$root/Cargo.toml" --bin warrant
+cargo build --manifest-path "$root/Cargo.toml" --bin warrant
 warrant="${CARGO_TARGET_DIR:-$root/target}/debug/warrant"
 
 ws="$(mktemp -d "${TMPDIR:-/tmp}/warrant-quickstart.XXXXXX")"

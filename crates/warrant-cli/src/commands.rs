@@ -176,12 +176,12 @@ fn init(ws: Option<&Path>, yes: bool) -> Result<u8, Failure> {
         let _ = fs::remove_dir_all(&tmp);
     }
     result?;
-    println!("initialized {}", paths.dot.display());
-    println!("  config     .warrant/config.toml");
-    println!("  policies   .warrant/policies/default.cedar");
-    println!("  keys       .warrant/keys/ (audit signing key, installation secret)");
-    println!("  store      .warrant/store.db");
-    println!("  audit      .warrant/audit/audit.jsonl");
+    outln!("initialized {}", paths.dot.display());
+    outln!("  config     .warrant/config.toml");
+    outln!("  policies   .warrant/policies/default.cedar");
+    outln!("  keys       .warrant/keys/ (audit signing key, installation secret)");
+    outln!("  store      .warrant/store.db");
+    outln!("  audit      .warrant/audit/audit.jsonl");
     Ok(0)
 }
 
@@ -221,10 +221,10 @@ fn whoami(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
     let layers = context::read_layers(&paths)?;
     let id = context::identity(&layers)?;
     if json {
-        println!("{}", pretty(&identity_json(&id)));
+        outln!("{}", pretty(&identity_json(&id)));
     } else {
         let p = &id.principal;
-        println!("{} ({}) in tenant {}", p.actor, p.kind.as_str(), p.tenant);
+        outln!("{} ({}) in tenant {}", p.actor, p.kind.as_str(), p.tenant);
         for (field, origin) in &id.sources {
             let mut flags = Vec::new();
             if origin.required {
@@ -243,7 +243,7 @@ fn whoami(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
                 warrant_core::config::IdentityField::Roles => list(&p.roles),
                 warrant_core::config::IdentityField::Teams => list(&p.teams),
             };
-            println!(
+            outln!(
                 "  {:<13} {:<20} from {}{}",
                 field.as_str(),
                 value,
@@ -374,19 +374,19 @@ fn tool_env(loaded: &Loaded) -> Result<ToolEnv, Failure> {
 fn finish(exit: RunExit, state: &RunState, json: bool) -> u8 {
     if !json {
         match &exit {
-            RunExit::Completed => println!("run {} completed", state.run),
+            RunExit::Completed => outln!("run {} completed", state.run),
             RunExit::Failed { code, message } => {
-                println!("run {} failed [{code}]: {message}", state.run)
+                outln!("run {} failed [{code}]: {message}", state.run)
             }
             RunExit::Stopped { reason } => {
-                println!("run {} stopped by governance: {reason}", state.run)
+                outln!("run {} stopped by governance: {reason}", state.run)
             }
             RunExit::Parked { request } => {
-                println!(
+                outln!(
                     "run {} parked: request {request} waits for a person",
                     state.run
                 );
-                println!("  then continue with: warrant resume {}", state.run);
+                outln!("  then continue with: warrant resume {}", state.run);
             }
         }
     }
@@ -492,8 +492,8 @@ fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, 
         && !(prompt == "auto" && std::io::stdin().is_terminal())
     {
         if !json {
-            println!("run {run} is still waiting for request {request}");
-            println!("  warrant approve {request}   |   warrant deny {request} --reason TEXT");
+            outln!("run {run} is still waiting for request {request}");
+            outln!("  warrant approve {request}   |   warrant deny {request} --reason TEXT");
         }
         eprintln!("parked: {request}");
         return Ok(10);
@@ -528,14 +528,14 @@ fn runs_list(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
     let (_, inst) = open_store(ws)?;
     let runs = inst.store.runs().map_err(|e| Failure::coded(&e, 1))?;
     if json {
-        println!("{}", pretty(&json!({"runs": runs})));
+        outln!("{}", pretty(&json!({"runs": runs})));
         return Ok(0);
     }
     if runs.is_empty() {
-        println!("no runs yet; start one with `warrant run --model scripted:PATH TASK`");
+        outln!("no runs yet; start one with `warrant run --model scripted:PATH TASK`");
     }
     for r in runs {
-        println!(
+        outln!(
             "{}  {:<9}  {}  {:<10}  {:>3} events  {}",
             r.run,
             r.status.as_str(),
@@ -563,7 +563,7 @@ fn runs_show(ws: Option<&Path>, run: &str, json: bool) -> Result<u8, Failure> {
         })?;
     let events = inst.store.events(&run).map_err(|e| Failure::coded(&e, 1))?;
     if json {
-        println!(
+        outln!(
             "{}",
             pretty(
                 &json!({"run": row, "events": events.iter().map(event_json).collect::<Vec<_>>()})
@@ -571,7 +571,7 @@ fn runs_show(ws: Option<&Path>, run: &str, json: bool) -> Result<u8, Failure> {
         );
         return Ok(0);
     }
-    println!(
+    outln!(
         "{}  {}  {} events",
         row.run,
         row.status.as_str(),
@@ -581,10 +581,15 @@ fn runs_show(ws: Option<&Path>, run: &str, json: bool) -> Result<u8, Failure> {
     for e in &events {
         match warrant_kernel::RunEvent::from_stored(e) {
             Ok(ev) => {
-                print!("#{:<4}", e.seq);
-                printer.print(e, &ev);
+                for (i, line) in printer.lines(&ev).iter().enumerate() {
+                    if i == 0 {
+                        outln!("{:>4}  {line}", e.seq);
+                    } else {
+                        outln!("      {line}");
+                    }
+                }
             }
-            Err(err) => println!("#{:<4}unreadable event: {err}", e.seq),
+            Err(err) => outln!("#{:<4}unreadable event: {err}", e.seq),
         }
     }
     Ok(0)
@@ -676,12 +681,12 @@ fn explain(
         workspace: &workspace,
     });
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&explanation).unwrap_or_default()
         );
     } else {
-        println!("{explanation}");
+        outln!("{explanation}");
     }
     Ok(0)
 }
@@ -693,16 +698,16 @@ fn approvals_list(ws: Option<&Path>, all: bool, json: bool) -> Result<u8, Failur
         .requests(if all { None } else { Some(RequestStatus::Open) })
         .map_err(|e| Failure::coded(&e, 1))?;
     if json {
-        println!("{}", pretty(&json!({"requests": rows})));
+        outln!("{}", pretty(&json!({"requests": rows})));
         return Ok(0);
     }
     if rows.is_empty() {
-        println!("no {}requests", if all { "" } else { "open " });
+        outln!("no {}requests", if all { "" } else { "open " });
     }
     for r in rows {
         let s = &r.summary;
         let get = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or("?").to_owned();
-        println!(
+        outln!(
             "{}  {:<8}  run {}  risk {:<11}  {}  (asked by {})",
             r.id,
             match r.status {
@@ -765,14 +770,14 @@ fn answer(ws: Option<&Path>, id: &str, answer: Answer, json: bool) -> Result<u8,
         Answer::Deny { .. } => ("denied", None),
     };
     if json {
-        println!(
+        outln!(
             "{}",
             pretty(
                 &json!({"request": request, "run": row.run, "answer": verb, "scope": scope, "by": loaded.identity.principal.actor})
             )
         );
     } else {
-        println!(
+        outln!(
             "{verb} {request}{} as {}; continue the run with: warrant resume {}",
             scope.map(|s| format!(" ({s})")).unwrap_or_default(),
             loaded.identity.principal.actor,
@@ -843,15 +848,15 @@ fn print_reports(reports: &[(String, warrant_audit::VerifyReport)], json: bool) 
             .iter()
             .map(|(name, r)| json!({"source": name, "ok": r.is_ok(), "report": r}))
             .collect();
-        println!("{}", pretty(&json!({"ok": ok, "checked": v})));
+        outln!("{}", pretty(&json!({"ok": ok, "checked": v})));
     } else {
         for (name, r) in reports {
             match &r.first_problem {
-                None => println!(
+                None => outln!(
                     "ok       {name}: {} records, chain and signatures intact",
                     r.records
                 ),
-                Some(p) => println!(
+                Some(p) => outln!(
                     "BROKEN   {name}: {} intact records, then at line {} (seq {}, record {}): {:?}: {}",
                     r.records,
                     p.line,
@@ -877,13 +882,13 @@ fn audit_tail(ws: Option<&Path>, lines: usize, json: bool) -> Result<u8, Failure
         .map_err(|e| Failure::coded(&e, 1))?;
     for r in records {
         if json {
-            println!("{}", r.line);
+            outln!("{}", r.line);
             continue;
         }
         let v: Value = serde_json::from_str(&r.line).unwrap_or(Value::Null);
         let d = &v["data"];
         let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-        println!(
+        outln!(
             "{:>5}  {}  {:<28} {:<8} {:<6} {:<40} {}",
             r.seq,
             v.get("time").and_then(Value::as_str).unwrap_or(""),

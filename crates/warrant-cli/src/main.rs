@@ -3,6 +3,15 @@
 //! would want to call directly.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+/// Writes a line to standard output, ignoring a closed pipe: what a run does must not depend on
+/// whether someone still reads its output (the journal is the record).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 mod commands;
 mod context;
 mod output;

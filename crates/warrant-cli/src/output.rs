@@ -51,12 +51,17 @@ impl Printer {
 
     pub fn print(&self, stored: &StoredEvent, event: &RunEvent) {
         if self.json {
-            println!("{}", event_json(stored));
+            outln!("{}", event_json(stored));
             return;
         }
         for line in self.human(event) {
-            println!("{line}");
+            outln!("{line}");
         }
+    }
+
+    /// The human lines of one event, for `runs show` to number.
+    pub fn lines(&self, event: &RunEvent) -> Vec<String> {
+        self.human(event)
     }
 
     fn human(&self, event: &RunEvent) -> Vec<String> {
