@@ -12,7 +12,7 @@ use warrant_store::StoreError;
 #[derive(Debug, Error)]
 pub enum AuditError {
     #[error(
-        "no audit key at {path}; run `warrant audit keygen` (or restore the installation's key) before sealing records"
+        "no audit key at {path}; restore it from a backup of .warrant/keys/ (a new key would not verify the existing trail)"
     )]
     KeyMissing { path: PathBuf },
     #[error("the audit key file {path} is malformed: {reason}; restore it from backup")]

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use warrant_store::EventStore;
+use warrant_store::AuditOutbox;
 
 use crate::AuditError;
 use crate::keys::sync_dir;
@@ -64,7 +64,7 @@ impl JsonlSink {
 
     /// Appends every record the store has past the file's last one. A torn final line (no
     /// newline) is cut away first: it was never delivered, and the store still has it.
-    pub fn deliver(&self, store: &dyn EventStore) -> Result<DeliveryReport, AuditError> {
+    pub fn deliver(&self, store: &dyn AuditOutbox) -> Result<DeliveryReport, AuditError> {
         let path = &self.path;
         let mut file = self.open()?;
         let len = file

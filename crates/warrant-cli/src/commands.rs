@@ -20,7 +20,7 @@ use warrant_llm::{
     ModelProvider, ModelSpec, OpenAiProvider, ScriptedProvider, openai_settings_from,
 };
 use warrant_policy::{DecisionRequest, PolicyEngine};
-use warrant_store::{EventStore, RequestStatus};
+use warrant_store::{AuditOutbox, EventStore, RequestStatus};
 use warrant_tools::BuiltinTools;
 
 use crate::context::{self, Installation, Paths};
@@ -416,10 +416,12 @@ fn run(
         ids: loaded.inst.ids.as_ref(),
         secret: &loaded.inst.secret,
         observer: &printer,
+        fence: Default::default(),
     };
     let principal = loaded.identity.principal.clone();
     let mut state = ring
         .start(NewRunSpec {
+            queued: false,
             principal: principal.clone(),
             task,
             model: model.to_owned(),
@@ -468,6 +470,7 @@ fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, 
         ids: loaded.inst.ids.as_ref(),
         secret: &loaded.inst.secret,
         observer: &printer,
+        fence: Default::default(),
     };
     let mut state = ring
         .load(&run)
@@ -753,6 +756,7 @@ fn answer(ws: Option<&Path>, id: &str, answer: Answer, json: bool) -> Result<u8,
         ids: loaded.inst.ids.as_ref(),
         secret: &loaded.inst.secret,
         observer: &warrant_kernel::Silent,
+        fence: Default::default(),
     };
     let _ = printer;
     let mut state = ring.load(&row.run).map_err(|e| Failure::coded(&e, 1))?;

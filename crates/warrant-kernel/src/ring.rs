@@ -5,6 +5,8 @@
 //! this module makes. Every step is journaled before the next one depends on it, and every
 //! refusal is a typed event.
 
+use std::cell::Cell;
+
 use serde_json::{Value, json};
 use warrant_core::{
     Action, CanonicalPath, Digest, IdSource, Principal, PrincipalKind, RequestId, RiskClass, RunId,
@@ -108,6 +110,9 @@ pub struct Ring<'a> {
     /// The installation secret approvals are proven under.
     pub secret: &'a [u8],
     pub observer: &'a dyn Observer,
+    /// The fencing token of the lease this process holds on the run it drives; every append
+    /// presents it. `None` for writers that do not drive the run (approve, deny, cancel).
+    pub fence: Cell<Option<u64>>,
 }
 
 impl std::fmt::Debug for Ring<'_> {
@@ -118,6 +123,8 @@ impl std::fmt::Debug for Ring<'_> {
 
 #[derive(Debug, Clone)]
 pub struct NewRunSpec {
+    /// Queued for a worker (`submit`) rather than driven by this process.
+    pub queued: bool,
     pub principal: Principal,
     pub task: String,
     pub model: String,
@@ -151,6 +158,11 @@ impl Ring<'_> {
                 run,
                 actor: spec.principal.actor.clone(),
                 task: spec.task,
+                status: if spec.queued {
+                    RunStatus::Queued
+                } else {
+                    RunStatus::Running
+                },
             },
             vec![draft],
             self.sealer,
@@ -194,6 +206,7 @@ impl Ring<'_> {
                 events: drafts,
                 status,
                 requests,
+                fence: self.fence.get(),
             },
             self.sealer,
         )?;

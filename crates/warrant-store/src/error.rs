@@ -33,6 +33,30 @@ pub enum StoreError {
     Seal(String),
     #[error("store query failed: {0}")]
     Query(String),
+    #[error(
+        "run {run} is being driven by {holder} (lease valid until {until}); wait for it, or for the lease to expire"
+    )]
+    Leased {
+        run: String,
+        holder: String,
+        until: String,
+    },
+    #[error(
+        "the lease on run {run} was superseded (token {presented}, current {current}): another worker took the run over; nothing was written and the refusal was recorded"
+    )]
+    Fenced {
+        run: String,
+        presented: u64,
+        current: u64,
+    },
+    #[error("run {run} has ended ({status}); it cannot be leased")]
+    Final { run: String, status: String },
+    #[error("the store at {url} is unreachable after {attempts} attempts: {message}")]
+    Unreachable {
+        url: String,
+        attempts: u32,
+        message: String,
+    },
 }
 
 impl Coded for StoreError {
@@ -46,6 +70,10 @@ impl Coded for StoreError {
             Self::Conflict { .. } => "W-STORE-006",
             Self::Seal(_) => "W-STORE-007",
             Self::Query(_) => "W-STORE-008",
+            Self::Leased { .. } => "W-STORE-009",
+            Self::Fenced { .. } => "W-STORE-010",
+            Self::Final { .. } => "W-STORE-011",
+            Self::Unreachable { .. } => "W-STORE-012",
         }
     }
 }

@@ -7,6 +7,8 @@
 mod error;
 mod sqlite;
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use warrant_core::{RequestId, RunId, Timestamp};
@@ -40,6 +42,8 @@ pub struct StoredEvent {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
+    /// Submitted, waiting for a worker to lease it.
+    Queued,
     Running,
     Parked,
     Completed,
@@ -50,6 +54,7 @@ pub enum RunStatus {
 impl RunStatus {
     pub fn as_str(self) -> &'static str {
         match self {
+            Self::Queued => "queued",
             Self::Running => "running",
             Self::Parked => "parked",
             Self::Completed => "completed",
@@ -60,12 +65,21 @@ impl RunStatus {
 
     pub fn parse(s: &str) -> Option<Self> {
         match s {
+            "queued" => Some(Self::Queued),
             "running" => Some(Self::Running),
             "parked" => Some(Self::Parked),
             "completed" => Some(Self::Completed),
             "failed" => Some(Self::Failed),
             "stopped" => Some(Self::Stopped),
             _ => None,
+        }
+    }
+
+    /// Completed, failed and stopped runs never move again.
+    pub fn is_final(self) -> bool {
+        match self {
+            Self::Queued | Self::Running | Self::Parked => false,
+            Self::Completed | Self::Failed | Self::Stopped => true,
         }
     }
 }
@@ -118,6 +132,40 @@ pub struct Append {
     pub events: Vec<EventDraft>,
     pub status: Option<RunStatus>,
     pub requests: Vec<RequestUpdate>,
+    /// The fencing token of the lease the writer holds. When given, the append is refused
+    /// (and the refusal recorded) unless it is the run's current token. Writers that do not
+    /// drive the run (an approval, a cancellation) append without one.
+    pub fence: Option<u64>,
+}
+
+/// A lease on a run: its holder drives the run until the lease expires or is released. The
+/// token grows each time the run is leased anew, so a holder that lost its lease (paused,
+/// partitioned) is refused when it next appends.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    pub run: RunId,
+    pub holder: String,
+    pub token: u64,
+    pub expires_at: Timestamp,
+}
+
+/// An append the store refused because its fencing token was stale, kept as a durable fact.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FenceRejection {
+    pub run: RunId,
+    pub presented: u64,
+    pub current: u64,
+    pub at: Timestamp,
+    /// The kinds of the events that were not written.
+    pub kinds: Vec<String>,
+}
+
+/// A request to stop a run, honoured at its next effect boundary.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CancelRequest {
+    pub by: String,
+    pub reason: String,
+    pub at: Timestamp,
 }
 
 /// The last record of the installation's audit chain.
@@ -155,9 +203,18 @@ pub struct NewRun {
     pub run: RunId,
     pub actor: String,
     pub task: String,
+    /// `Running` for a run driven by the process that starts it, `Queued` for `submit`.
+    pub status: RunStatus,
 }
 
-pub trait EventStore {
+/// The audit outbox as a sink reads it: sealed records in chain order.
+pub trait AuditOutbox {
+    /// Audit records with `seq > after`, in order, at most `limit`.
+    fn audit_records(&self, after: u64, limit: usize) -> Result<Vec<SealedRecord>, StoreError>;
+    fn audit_head(&self) -> Result<ChainHead, StoreError>;
+}
+
+pub trait EventStore: AuditOutbox {
     /// Creates the run and appends its first events, atomically.
     fn create_run(
         &self,
@@ -175,7 +232,28 @@ pub trait EventStore {
     fn request(&self, id: &RequestId) -> Result<Option<RequestRow>, StoreError>;
     fn requests(&self, status: Option<RequestStatus>) -> Result<Vec<RequestRow>, StoreError>;
 
-    /// Audit records with `seq > after`, in order, at most `limit`.
-    fn audit_records(&self, after: u64, limit: usize) -> Result<Vec<SealedRecord>, StoreError>;
-    fn audit_head(&self) -> Result<ChainHead, StoreError>;
+    /// Takes the lease of one run for `holder` (a run driven in this process: `run`, `resume`).
+    /// Refused with [`StoreError::Leased`] while another holder's lease is live, and with
+    /// [`StoreError::Final`] for a run that has ended.
+    fn lease_run(&self, run: &RunId, holder: &str, ttl: Duration) -> Result<Lease, StoreError>;
+
+    /// Leases the oldest run a worker may take: a queued run, or a running one whose lease
+    /// expired (its holder died or stalled) or was released. A running run that was never
+    /// leased (its creator is about to lease it) is not taken. `None` when there is none.
+    fn lease_next(&self, holder: &str, ttl: Duration) -> Result<Option<Lease>, StoreError>;
+
+    /// Extends a lease. [`StoreError::Fenced`] when the run was leased anew since.
+    fn heartbeat(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError>;
+
+    /// Gives a lease up (no effect if it was already superseded). A run released while still
+    /// running is free for `lease_next` at once.
+    fn release(&self, lease: &Lease) -> Result<(), StoreError>;
+
+    /// Appends refused for a stale fencing token, oldest first.
+    fn fence_rejections(&self, run: &RunId) -> Result<Vec<FenceRejection>, StoreError>;
+
+    /// Asks a run to stop at its next effect boundary (idempotent: the first request stays).
+    fn request_cancel(&self, run: &RunId, by: &str, reason: &str) -> Result<(), StoreError>;
+
+    fn cancel_request(&self, run: &RunId) -> Result<Option<CancelRequest>, StoreError>;
 }

@@ -5,18 +5,20 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, params};
 use serde_json::Value;
 use warrant_core::{Clock, RequestId, RunId, Timestamp};
 
 use crate::{
-    Append, ChainHead, EventDraft, EventStore, NewRun, RequestRow, RequestStatus, RequestUpdate,
-    RunRow, RunStatus, SealedRecord, Sealer, StoreError, StoredEvent,
+    Append, AuditOutbox, CancelRequest, ChainHead, EventDraft, EventStore, FenceRejection, Lease,
+    NewRun, RequestRow, RequestStatus, RequestUpdate, RunRow, RunStatus, SealedRecord, Sealer,
+    StoreError, StoredEvent,
 };
 
 /// The schema this build writes. Older stores are migrated forward on open; newer are refused.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 const GENESIS: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
@@ -54,6 +56,27 @@ CREATE TABLE audit (
     line      TEXT NOT NULL
 );
 ";
+
+/// Version 2: leases with fencing tokens, cancellation, and the record of fenced appends.
+const SCHEMA_V2: &str = "
+ALTER TABLE runs ADD COLUMN lease_holder TEXT;
+ALTER TABLE runs ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN lease_expires INTEGER;
+ALTER TABLE runs ADD COLUMN cancel_by TEXT;
+ALTER TABLE runs ADD COLUMN cancel_reason TEXT;
+ALTER TABLE runs ADD COLUMN cancel_at INTEGER;
+CREATE INDEX runs_by_status ON runs(status, created_at);
+CREATE TABLE fence_rejections (
+    run_id    TEXT NOT NULL REFERENCES runs(run_id),
+    presented INTEGER NOT NULL,
+    current   INTEGER NOT NULL,
+    at        INTEGER NOT NULL,
+    kinds     TEXT NOT NULL
+);
+";
+
+/// Each step takes the schema from version `i` to `i + 1`.
+const MIGRATIONS: [&str; 2] = [SCHEMA_V1, SCHEMA_V2];
 
 pub struct SqliteStore {
     path: PathBuf,
@@ -138,36 +161,41 @@ impl SqliteStore {
                 supported: SCHEMA_VERSION,
             });
         }
-        if version == SCHEMA_VERSION {
-            // Check the shape we expect is really there (a truncated or foreign file).
-            conn.query_row(
-                "SELECT count(*) FROM runs JOIN events USING (run_id) LIMIT 1",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-            .map_err(|e| StoreError::Corrupt {
-                path: p.clone(),
-                message: e.to_string(),
-            })?;
-            return Ok(());
+        if version == 0 {
+            // A fresh file, or one that is SQLite but not ours.
+            let tables: i64 = conn
+                .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+                .map_err(|e| classify(&p, e))?;
+            if tables > 0 {
+                return Err(StoreError::Corrupt {
+                    path: p,
+                    message: "SQLite file without a Warrant schema version".into(),
+                });
+            }
         }
-        // version 0: a fresh file, or one that is SQLite but not ours.
-        let tables: i64 = conn
-            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
-            .map_err(|e| classify(&p, e))?;
-        if tables > 0 {
-            return Err(StoreError::Corrupt {
-                path: p,
-                message: "SQLite file without a Warrant schema version".into(),
-            });
+        if version < SCHEMA_VERSION {
+            // Older stores are migrated forward, one step per version, in one transaction.
+            let tx = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(|e| classify(&p, e))?;
+            for step in &MIGRATIONS[version as usize..] {
+                tx.execute_batch(step).map_err(|e| classify(&p, e))?;
+            }
+            tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+                .map_err(|e| classify(&p, e))?;
+            tx.commit().map_err(|e| classify(&p, e))?;
         }
-        let tx = conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(|e| classify(&p, e))?;
-        tx.execute_batch(SCHEMA_V1).map_err(|e| classify(&p, e))?;
-        tx.pragma_update(None, "user_version", SCHEMA_VERSION)
-            .map_err(|e| classify(&p, e))?;
-        tx.commit().map_err(|e| classify(&p, e))
+        // Check the shape we expect is really there (a truncated or foreign file).
+        conn.query_row(
+            "SELECT count(*), max(lease_token) FROM runs JOIN events USING (run_id) LIMIT 1",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(|e| StoreError::Corrupt {
+            path: p.clone(),
+            message: e.to_string(),
+        })?;
+        Ok(())
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
@@ -182,6 +210,58 @@ impl SqliteStore {
 
     fn err(&self, e: rusqlite::Error) -> StoreError {
         classify(&self.path.display().to_string(), e)
+    }
+
+    /// Takes the lease of `run` inside `tx`: refused while another holder's lease is live.
+    fn take_lease(
+        &self,
+        tx: &Transaction<'_>,
+        run: &RunId,
+        holder: &str,
+        ttl: Duration,
+        now: Timestamp,
+    ) -> Result<Lease, StoreError> {
+        let row: Option<(String, Option<String>, i64, Option<i64>)> = tx
+            .query_row(
+                "SELECT status, lease_holder, lease_token, lease_expires FROM runs WHERE run_id = ?1",
+                [run.as_str()],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        let (status, current_holder, token, expires) =
+            row.ok_or_else(|| StoreError::UnknownRun(run.to_string()))?;
+        let status = RunStatus::parse(&status).unwrap_or(RunStatus::Failed);
+        if status.is_final() {
+            return Err(StoreError::Final {
+                run: run.to_string(),
+                status: status.as_str().to_owned(),
+            });
+        }
+        if let (Some(other), Some(until)) = (&current_holder, expires)
+            && until > now.millis()
+        {
+            return Err(StoreError::Leased {
+                run: run.to_string(),
+                holder: other.clone(),
+                until: Timestamp::from_millis(until)
+                    .map(|t| t.rfc3339())
+                    .unwrap_or_default(),
+            });
+        }
+        let token = token as u64 + 1;
+        let expires = now.millis() + ttl.as_millis() as i64;
+        tx.execute(
+            "UPDATE runs SET lease_holder = ?2, lease_token = ?3, lease_expires = ?4, status = CASE status WHEN 'queued' THEN 'running' ELSE status END WHERE run_id = ?1",
+            params![run.as_str(), holder, token as i64, expires],
+        )
+        .map_err(|e| self.err(e))?;
+        Ok(Lease {
+            run: run.clone(),
+            holder: holder.to_owned(),
+            token,
+            expires_at: Timestamp::from_millis(expires).unwrap_or(now),
+        })
     }
 
     fn insert_events(
@@ -367,8 +447,8 @@ impl EventStore for SqliteStore {
         }
         let count = events.len() as i64;
         tx.execute(
-            "INSERT INTO runs (run_id, created_at, updated_at, actor, task, status, events) VALUES (?1, ?2, ?2, ?3, ?4, 'running', ?5)",
-            params![run.run.as_str(), now.millis(), run.actor, run.task, count],
+            "INSERT INTO runs (run_id, created_at, updated_at, actor, task, status, events) VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6)",
+            params![run.run.as_str(), now.millis(), run.actor, run.task, run.status.as_str(), count],
         )
         .map_err(|e| self.err(e))?;
         let stored = self.insert_events(&tx, &run.run, 1, events, sealer, now)?;
@@ -383,21 +463,39 @@ impl EventStore for SqliteStore {
             events,
             status,
             requests,
+            fence,
         } = append;
         let now = self.clock.now();
         let mut conn = self.lock();
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(|e| self.err(e))?;
-        let current: Option<i64> = tx
+        let current: Option<(i64, i64)> = tx
             .query_row(
-                "SELECT events FROM runs WHERE run_id = ?1",
+                "SELECT events, lease_token FROM runs WHERE run_id = ?1",
                 [run.as_str()],
-                |r| r.get(0),
+                |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()
             .map_err(|e| self.err(e))?;
-        let current = current.ok_or_else(|| StoreError::UnknownRun(run.to_string()))? as u64;
+        let (current, token) = current.ok_or_else(|| StoreError::UnknownRun(run.to_string()))?;
+        let (current, token) = (current as u64, token as u64);
+        if let Some(presented) = fence
+            && presented != token
+        {
+            drop(tx);
+            let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+            conn.execute(
+                "INSERT INTO fence_rejections (run_id, presented, current, at, kinds) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![run.as_str(), presented as i64, token as i64, now.millis(), serde_json::to_string(&kinds).unwrap_or_default()],
+            )
+            .map_err(|e| self.err(e))?;
+            return Err(StoreError::Fenced {
+                run: run.to_string(),
+                presented,
+                current: token,
+            });
+        }
         if expected_seq != current + 1 {
             return Err(StoreError::Conflict {
                 run: run.to_string(),
@@ -500,6 +598,139 @@ impl EventStore for SqliteStore {
             .map_err(|e| self.err(e))
     }
 
+    fn lease_run(&self, run: &RunId, holder: &str, ttl: Duration) -> Result<Lease, StoreError> {
+        let now = self.clock.now();
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| self.err(e))?;
+        let lease = self.take_lease(&tx, run, holder, ttl, now)?;
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(lease)
+    }
+
+    fn lease_next(&self, holder: &str, ttl: Duration) -> Result<Option<Lease>, StoreError> {
+        let now = self.clock.now();
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| self.err(e))?;
+        let next: Option<String> = tx
+            .query_row(
+                "SELECT run_id FROM runs WHERE status = 'queued' OR (status = 'running' AND lease_expires IS NOT NULL AND lease_expires <= ?1) ORDER BY created_at, run_id LIMIT 1",
+                [now.millis()],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        let Some(next) = next else {
+            return Ok(None);
+        };
+        let run = run_id(0, &next).map_err(|e| self.err(e))?;
+        let lease = self.take_lease(&tx, &run, holder, ttl, now)?;
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(Some(lease))
+    }
+
+    fn heartbeat(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {
+        let now = self.clock.now();
+        let expires = now.millis() + ttl.as_millis() as i64;
+        let conn = self.lock();
+        let changed = conn
+            .execute(
+                "UPDATE runs SET lease_expires = ?4 WHERE run_id = ?1 AND lease_token = ?2 AND lease_holder = ?3",
+                params![lease.run.as_str(), lease.token as i64, lease.holder, expires],
+            )
+            .map_err(|e| self.err(e))?;
+        if changed == 0 {
+            let current: i64 = conn
+                .query_row(
+                    "SELECT lease_token FROM runs WHERE run_id = ?1",
+                    [lease.run.as_str()],
+                    |r| r.get(0),
+                )
+                .map_err(|e| self.err(e))?;
+            return Err(StoreError::Fenced {
+                run: lease.run.to_string(),
+                presented: lease.token,
+                current: current as u64,
+            });
+        }
+        Ok(Lease {
+            expires_at: Timestamp::from_millis(expires).unwrap_or(now),
+            ..lease.clone()
+        })
+    }
+
+    fn release(&self, lease: &Lease) -> Result<(), StoreError> {
+        let conn = self.lock();
+        conn.execute(
+            "UPDATE runs SET lease_holder = NULL, lease_expires = 0 WHERE run_id = ?1 AND lease_token = ?2",
+            params![lease.run.as_str(), lease.token as i64],
+        )
+        .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    fn fence_rejections(&self, run: &RunId) -> Result<Vec<FenceRejection>, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn
+            .prepare_cached("SELECT run_id, presented, current, at, kinds FROM fence_rejections WHERE run_id = ?1 ORDER BY at, rowid")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([run.as_str()], |r| {
+                Ok(FenceRejection {
+                    run: run_id(0, &r.get::<_, String>(0)?)?,
+                    presented: r.get::<_, i64>(1)? as u64,
+                    current: r.get::<_, i64>(2)? as u64,
+                    at: ts(3, r.get(3)?)?,
+                    kinds: serde_json::from_str(&r.get::<_, String>(4)?)
+                        .map_err(|e| bad(4, format!("malformed kinds: {e}")))?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(|e| self.err(e))
+    }
+
+    fn request_cancel(&self, run: &RunId, by: &str, reason: &str) -> Result<(), StoreError> {
+        let now = self.clock.now();
+        let conn = self.lock();
+        let found = conn
+            .execute(
+                "UPDATE runs SET cancel_by = COALESCE(cancel_by, ?2), cancel_reason = COALESCE(cancel_reason, ?3), cancel_at = COALESCE(cancel_at, ?4) WHERE run_id = ?1",
+                params![run.as_str(), by, reason, now.millis()],
+            )
+            .map_err(|e| self.err(e))?;
+        if found == 0 {
+            return Err(StoreError::UnknownRun(run.to_string()));
+        }
+        Ok(())
+    }
+
+    fn cancel_request(&self, run: &RunId) -> Result<Option<CancelRequest>, StoreError> {
+        let conn = self.lock();
+        let row: Option<(Option<String>, Option<String>, Option<i64>)> = conn
+            .query_row(
+                "SELECT cancel_by, cancel_reason, cancel_at FROM runs WHERE run_id = ?1",
+                [run.as_str()],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        match row {
+            None => Err(StoreError::UnknownRun(run.to_string())),
+            Some((Some(by), Some(reason), Some(at))) => Ok(Some(CancelRequest {
+                by,
+                reason,
+                at: ts(2, at).map_err(|e| self.err(e))?,
+            })),
+            Some(_) => Ok(None),
+        }
+    }
+}
+
+impl AuditOutbox for SqliteStore {
     fn audit_records(&self, after: u64, limit: usize) -> Result<Vec<SealedRecord>, StoreError> {
         let conn = self.lock();
         let mut stmt = conn

@@ -1,4 +1,4 @@
-//! A tiny in-memory `EventStore` for these tests: only the audit outbox behaves; the run and
+//! A tiny in-memory `AuditOutbox` for these tests: only the audit outbox behaves; the run and
 //! request methods answer empty. The real SQLite store is tested in warrant-store.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use warrant_audit::{AuditKey, GENESIS_HASH, InstallationSealer};
 use warrant_core::{RequestId, RunId, SequentialIds, Timestamp};
 use warrant_store::{
-    Append, ChainHead, EventDraft, EventStore, NewRun, RequestRow, RequestStatus, RunRow,
+    Append, AuditOutbox, ChainHead, EventDraft, NewRun, RequestRow, RequestStatus, RunRow,
     SealedRecord, Sealer, StoreError, StoredEvent,
 };
 
@@ -38,37 +38,7 @@ impl FakeStore {
     }
 }
 
-impl EventStore for FakeStore {
-    fn create_run(
-        &self,
-        _run: &NewRun,
-        _events: Vec<EventDraft>,
-        _sealer: &dyn Sealer,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
-        Ok(Vec::new())
-    }
-    fn append(
-        &self,
-        _append: Append,
-        _sealer: &dyn Sealer,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
-        Ok(Vec::new())
-    }
-    fn events(&self, _run: &RunId) -> Result<Vec<StoredEvent>, StoreError> {
-        Ok(Vec::new())
-    }
-    fn run(&self, _run: &RunId) -> Result<Option<RunRow>, StoreError> {
-        Ok(None)
-    }
-    fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
-        Ok(Vec::new())
-    }
-    fn request(&self, _id: &RequestId) -> Result<Option<RequestRow>, StoreError> {
-        Ok(None)
-    }
-    fn requests(&self, _status: Option<RequestStatus>) -> Result<Vec<RequestRow>, StoreError> {
-        Ok(Vec::new())
-    }
+impl AuditOutbox for FakeStore {
     fn audit_records(&self, after: u64, limit: usize) -> Result<Vec<SealedRecord>, StoreError> {
         Ok(self
             .records

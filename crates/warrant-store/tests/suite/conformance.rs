@@ -7,8 +7,8 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use warrant_core::{FixedClock, IdSource, RequestId, SequentialIds, Timestamp};
 use warrant_store::{
-    Append, ChainHead, EventDraft, EventStore, NewRun, RequestStatus, RequestUpdate, RunStatus,
-    SealedRecord, Sealer, SqliteStore, StoreError, StoredEvent,
+    Append, AuditOutbox, ChainHead, EventDraft, EventStore, NewRun, RequestStatus, RequestUpdate,
+    RunStatus, SealedRecord, Sealer, SqliteStore, StoreError, StoredEvent,
 };
 
 /// A sealer that chains by concatenation, enough to see order and atomicity.
@@ -59,6 +59,7 @@ fn conformance(store: &dyn EventStore) {
                 run: run.clone(),
                 actor: "alice".into(),
                 task: "t".into(),
+                status: RunStatus::Running,
             },
             vec![draft("run_started")],
             &ToySealer,
@@ -73,6 +74,7 @@ fn conformance(store: &dyn EventStore) {
             run: run.clone(),
             actor: "alice".into(),
             task: "t".into(),
+            status: RunStatus::Running,
         },
         vec![draft("run_started")],
         &ToySealer,
@@ -91,6 +93,7 @@ fn conformance(store: &dyn EventStore) {
                     id: req.clone(),
                     summary: json!({"what": "x"}),
                 }],
+                fence: None,
             },
             &ToySealer,
         )
@@ -104,6 +107,7 @@ fn conformance(store: &dyn EventStore) {
             events: vec![draft("late")],
             status: None,
             requests: vec![],
+            fence: None,
         },
         &ToySealer,
     );
@@ -129,6 +133,7 @@ fn conformance(store: &dyn EventStore) {
             events: vec![draft("ok-before"), failing],
             status: Some(RunStatus::Completed),
             requests: vec![RequestUpdate::Answered { id: req.clone() }],
+            fence: None,
         },
         &ToySealer,
     );
@@ -161,6 +166,7 @@ fn conformance(store: &dyn EventStore) {
                 events: vec![draft("end")],
                 status: Some(RunStatus::Completed),
                 requests: vec![RequestUpdate::Answered { id: req.clone() }],
+                fence: None,
             },
             &ToySealer,
         )
@@ -184,7 +190,8 @@ fn conformance(store: &dyn EventStore) {
                 expected_seq: 1,
                 events: vec![draft("x")],
                 status: None,
-                requests: vec![]
+                requests: vec![],
+                fence: None
             },
             &ToySealer
         ),
