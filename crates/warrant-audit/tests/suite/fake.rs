@@ -1,16 +1,13 @@
-//! A tiny in-memory `AuditOutbox` for these tests: only the audit outbox behaves; the run and
-//! request methods answer empty. The real SQLite store is tested in warrant-store.
+//! A tiny in-memory `AuditOutbox` for these tests. The real SQLite store is tested in
+//! warrant-store.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use warrant_audit::{AuditKey, GENESIS_HASH, InstallationSealer};
-use warrant_core::{RequestId, RunId, SequentialIds, Timestamp};
-use warrant_store::{
-    Append, AuditOutbox, ChainHead, EventDraft, NewRun, RequestRow, RequestStatus, RunRow,
-    SealedRecord, Sealer, StoreError, StoredEvent,
-};
+use warrant_core::{RunId, SequentialIds, Timestamp};
+use warrant_store::{AuditOutbox, ChainHead, SealedRecord, Sealer, StoreError, StoredEvent};
 
 #[derive(Debug, Default)]
 pub struct FakeStore {
