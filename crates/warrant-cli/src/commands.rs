@@ -6,15 +6,18 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use warrant_agent::{Agent, RunExit};
+use warrant_agent::RunExit;
 use warrant_audit::{AuditKey, PublicKeys, verify_file, verify_sealed};
 use warrant_core::config::ResolvedIdentity;
 use warrant_core::path::canonicalize;
-use warrant_core::{Action, IdSource, Principal, PrincipalKind, RequestId, RunId, Verb};
+use warrant_core::{
+    Action, Clock, IdSource, Principal, PrincipalKind, RequestId, RunId, SystemClock, Verb,
+    digest_of,
+};
 use warrant_exec::OsLinks;
 use warrant_kernel::{
-    Answer, NewRunSpec, NoPrompter, Prompter, Ring, RunSettings, RunState, Scope, ToolEnv,
-    ToolRegistry,
+    Answer, NewRunSpec, NoPrompter, Prompter, RequestKind, Resolution, Ring, RunSettings, RunState,
+    Scope, ToolEnv, ToolRegistry,
 };
 use warrant_llm::{
     ModelProvider, ModelSpec, OpenAiProvider, ScriptedProvider, openai_settings_from,
@@ -24,6 +27,8 @@ use warrant_store::{AuditOutbox, EventStore, RequestStatus};
 use warrant_tools::BuiltinTools;
 
 use crate::context::{self, Installation, Paths};
+use crate::drive::{self, Drive};
+use crate::fault::Faulty;
 use crate::output::{Printer, event_json};
 use crate::prompt::TerminalPrompter;
 use crate::{
@@ -39,12 +44,32 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
             model,
             json,
             prompt,
+            deadline,
             task,
-        } => run(ws, &model, json, &prompt, task),
+        } => run(ws, &model, json, &prompt, deadline.as_deref(), task),
+        Command::Submit {
+            model,
+            deadline,
+            json,
+            task,
+        } => submit(ws, &model, deadline.as_deref(), json, task),
+        Command::Worker {
+            once,
+            lease_ms,
+            poll_ms,
+            id,
+            json,
+        } => worker(ws, once, lease_ms, poll_ms, id, json),
         Command::Resume { run, json, prompt } => resume(ws, &run, json, &prompt),
         Command::Runs { command } => match command {
             RunsCommand::List { json } => runs_list(ws, json),
             RunsCommand::Show { run, json } => runs_show(ws, &run, json),
+            RunsCommand::Cancel { run, reason } => runs_cancel(ws, &run, &reason),
+            RunsCommand::Resolve {
+                run,
+                step,
+                resolution,
+            } => runs_resolve(ws, &run, &step, &resolution),
         },
         Command::Policy { command } => match command {
             PolicyCommand::Explain {
@@ -388,6 +413,7 @@ fn finish(exit: RunExit, state: &RunState, json: bool) -> u8 {
                 );
                 outln!("  then continue with: warrant resume {}", state.run);
             }
+            RunExit::Superseded { message } => outln!("run {}: {message}", state.run),
         }
     }
     if let RunExit::Parked { request } = &exit {
@@ -396,62 +422,145 @@ fn finish(exit: RunExit, state: &RunState, json: bool) -> u8 {
     exit.code() as u8
 }
 
+fn ring<'a>(
+    loaded: &'a Loaded,
+    pdp: &'a warrant_kernel::pdp::Pdp<'a>,
+    observer: &'a dyn warrant_kernel::Observer,
+) -> Ring<'a> {
+    Ring {
+        store: &loaded.inst.store,
+        sealer: &loaded.inst.sealer,
+        pdp,
+        ids: loaded.inst.ids.as_ref(),
+        clock: &SystemClock,
+        secret: &loaded.inst.secret,
+        observer,
+        fence: Default::default(),
+    }
+}
+
+fn deadline_from(deadline: Option<&str>) -> Result<Option<warrant_core::Timestamp>, Failure> {
+    let Some(d) = deadline else {
+        return Ok(None);
+    };
+    let dur = drive::parse_duration(d).ok_or_else(|| {
+        Failure::usage(
+            "W-CLI-003",
+            format!("--deadline {d:?} is not a duration; use e.g. 500ms, 90s, 10m or 2h"),
+        )
+    })?;
+    let now = SystemClock.now();
+    Ok(warrant_core::Timestamp::from_millis(
+        now.millis() + dur.as_millis() as i64,
+    ))
+}
+
+fn new_run_spec(
+    loaded: &Loaded,
+    tools: &BuiltinTools,
+    env: &ToolEnv,
+    model: &str,
+    task: String,
+    deadline: Option<warrant_core::Timestamp>,
+    queued: bool,
+) -> NewRunSpec {
+    let specs = tools.specs();
+    NewRunSpec {
+        queued,
+        principal: loaded.identity.principal.clone(),
+        task,
+        model: model.to_owned(),
+        workspace: env.workspace.clone(),
+        settings: RunSettings {
+            max_denials: loaded.settings.max_denials,
+            max_turns: loaded.settings.max_turns,
+            deadline,
+        },
+        tools: specs.iter().map(|s| s.name.clone()).collect(),
+        tools_digest: digest_of(&specs).ok(),
+        profiles_digest: digest_of(&loaded.settings.profiles).ok(),
+    }
+}
+
 fn run(
     ws: Option<&Path>,
     model: &str,
     json: bool,
     prompt: &str,
+    deadline: Option<&str>,
     task: String,
 ) -> Result<u8, Failure> {
     let loaded = load(ws)?;
+    let deadline = deadline_from(deadline)?;
     let tools = BuiltinTools::new().map_err(|e| Failure::usage("W-TOOL-006", e))?;
     let provider = provider(model, &loaded, &tools)?;
     let env = tool_env(&loaded)?;
     let printer = Printer::new(json);
+    let observer = Faulty::from_env(&printer);
     let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
-    let ring = Ring {
-        store: &loaded.inst.store,
-        sealer: &loaded.inst.sealer,
-        pdp: &pdp,
-        ids: loaded.inst.ids.as_ref(),
-        secret: &loaded.inst.secret,
-        observer: &printer,
-        fence: Default::default(),
-    };
-    let principal = loaded.identity.principal.clone();
+    let ring = ring(&loaded, &pdp, &observer);
     let mut state = ring
-        .start(NewRunSpec {
-            queued: false,
-            principal: principal.clone(),
-            task,
-            model: model.to_owned(),
-            workspace: env.workspace.clone(),
-            settings: RunSettings {
-                max_denials: loaded.settings.max_denials,
-                max_turns: loaded.settings.max_turns,
-            },
-            tools: tools.specs().into_iter().map(|s| s.name).collect(),
-        })
+        .start(new_run_spec(
+            &loaded, &tools, &env, model, task, deadline, false,
+        ))
         .map_err(|e| Failure::coded(&e, 1))?;
-    let mut prompter = prompter_for(prompt, &principal);
-    let mut agent = Agent {
+    let lease = loaded
+        .inst
+        .store
+        .lease_run(&state.run, &drive::holder(), drive::LEASE_TTL)
+        .map_err(|e| Failure::coded(&e, 1))?;
+    let mut prompter = prompter_for(prompt, &loaded.identity.principal);
+    let driver = Drive {
+        store: &loaded.inst.store,
         ring: &ring,
         tools: &tools,
         env: &env,
         model: provider.as_ref(),
-        prompter: prompter.as_mut(),
+        ttl: drive::LEASE_TTL,
     };
-    let exit = agent.drive(&mut state);
+    let exit = driver.run(&mut state, lease, prompter.as_mut());
     context::deliver(&loaded.inst);
     let exit = exit.map_err(|e| Failure::coded(&e, 1))?;
     Ok(finish(exit, &state, json))
+}
+
+fn submit(
+    ws: Option<&Path>,
+    model: &str,
+    deadline: Option<&str>,
+    json: bool,
+    task: String,
+) -> Result<u8, Failure> {
+    let loaded = load(ws)?;
+    let deadline = deadline_from(deadline)?;
+    let tools = BuiltinTools::new().map_err(|e| Failure::usage("W-TOOL-006", e))?;
+    // Checked now, so a bad transcript or model spec is refused before anything is queued.
+    provider(model, &loaded, &tools)?;
+    let env = tool_env(&loaded)?;
+    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
+    let state = ring
+        .start(new_run_spec(
+            &loaded, &tools, &env, model, task, deadline, true,
+        ))
+        .map_err(|e| Failure::coded(&e, 1))?;
+    context::deliver(&loaded.inst);
+    if json {
+        outln!("{}", json!({"run": state.run, "status": "queued"}));
+    } else {
+        outln!(
+            "queued {}; a worker (`warrant worker`) will drive it",
+            state.run
+        );
+    }
+    Ok(0)
 }
 
 fn parse_run(id: &str) -> Result<RunId, Failure> {
     RunId::parse(id).ok_or_else(|| {
         Failure::usage(
             "W-KERNEL-004",
-            format!("`{id}` is not a run id (they look like run-0195f0c3a1b2-1a2b3c4d)"),
+            format!("`{id}` is not a run id (they look like run-0195f0c3a1b2-1a2b3c4d5e6f)"),
         )
     })
 }
@@ -462,16 +571,9 @@ fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, 
     let tools = BuiltinTools::new().map_err(|e| Failure::usage("W-TOOL-006", e))?;
     let env = tool_env(&loaded)?;
     let printer = Printer::new(json);
+    let observer = Faulty::from_env(&printer);
     let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
-    let ring = Ring {
-        store: &loaded.inst.store,
-        sealer: &loaded.inst.sealer,
-        pdp: &pdp,
-        ids: loaded.inst.ids.as_ref(),
-        secret: &loaded.inst.secret,
-        observer: &printer,
-        fence: Default::default(),
-    };
+    let ring = ring(&loaded, &pdp, &observer);
     let mut state = ring
         .load(&run)
         .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
@@ -484,39 +586,222 @@ fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, 
             ),
         ));
     }
-    // The run's principal is the one in its log, whoever resumes it.
+    // The run's principal and model are the ones in its log, whoever resumes it.
     let provider = provider(&state.model, &loaded, &tools)?;
     if let Some(request) = &state.parked
         && state
             .requests
             .get(request)
-            .is_some_and(|r| r.answer.is_none())
-        && prompt != "always"
-        && !(prompt == "auto" && std::io::stdin().is_terminal())
+            .is_some_and(|r| r.answer.is_none() && r.resolution.is_none())
+        && (prompt == "never"
+            || (prompt == "auto" && !std::io::stdin().is_terminal())
+            || state
+                .requests
+                .get(request)
+                .is_some_and(|r| r.kind == RequestKind::InDoubt))
     {
         if !json {
-            outln!("run {run} is still waiting for request {request}");
-            outln!("  warrant approve {request}   |   warrant deny {request} --reason TEXT");
+            if state
+                .requests
+                .get(request)
+                .is_some_and(|r| r.kind == RequestKind::InDoubt)
+            {
+                let step = state
+                    .requests
+                    .get(request)
+                    .map(|r| r.call_id.clone())
+                    .unwrap_or_default();
+                outln!("run {run} waits for a person to resolve an effect in doubt ({request})");
+                outln!("  warrant runs resolve {run} --step {step} --as completed|retry|failed");
+            } else {
+                outln!("run {run} is still waiting for request {request}");
+                outln!("  warrant approve {request}   |   warrant deny {request} --reason TEXT");
+            }
         }
         eprintln!("parked: {request}");
         return Ok(10);
     }
-    ring.resume(&mut state, &loaded.identity.principal)
-        .map_err(|e| Failure::coded(&e, 1))?;
-    let run_principal = state.principal.clone();
+    // One driver at a time: a second resume is told who drives the run.
+    let lease = loaded
+        .inst
+        .store
+        .lease_run(&run, &drive::holder(), drive::LEASE_TTL)
+        .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    ring.fence.set(Some(lease.token));
+    let tools_digest =
+        digest_of(&tools.specs()).map_err(|e| Failure::usage("W-KERNEL-001", e.to_string()))?;
+    let prepared = ring
+        .check_replay(&mut state, &tools, &tools_digest)
+        .and_then(|()| ring.resume(&mut state, &loaded.identity.principal));
+    if let Err(e) = prepared {
+        let _ = loaded.inst.store.release(&lease);
+        context::deliver(&loaded.inst);
+        return Err(Failure::coded(&e, EXIT_USAGE));
+    }
     let mut prompter = prompter_for(prompt, &loaded.identity.principal);
-    let _ = run_principal;
-    let mut agent = Agent {
+    let driver = Drive {
+        store: &loaded.inst.store,
         ring: &ring,
         tools: &tools,
         env: &env,
         model: provider.as_ref(),
-        prompter: prompter.as_mut(),
+        ttl: drive::LEASE_TTL,
     };
-    let exit = agent.drive(&mut state);
+    let exit = driver.run(&mut state, lease, prompter.as_mut());
     context::deliver(&loaded.inst);
     let exit = exit.map_err(|e| Failure::coded(&e, 1))?;
     Ok(finish(exit, &state, json))
+}
+
+fn worker(
+    ws: Option<&Path>,
+    once: bool,
+    lease_ms: u64,
+    poll_ms: u64,
+    id: Option<String>,
+    json: bool,
+) -> Result<u8, Failure> {
+    let loaded = load(ws)?;
+    let tools = BuiltinTools::new().map_err(|e| Failure::usage("W-TOOL-006", e))?;
+    let env = tool_env(&loaded)?;
+    let tools_digest =
+        digest_of(&tools.specs()).map_err(|e| Failure::usage("W-KERNEL-001", e.to_string()))?;
+    let printer = Printer::new(json);
+    let observer = Faulty::from_env(&printer);
+    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let ring = ring(&loaded, &pdp, &observer);
+    let holder = id.unwrap_or_else(drive::holder);
+    let ttl = std::time::Duration::from_millis(lease_ms.max(100));
+    eprintln!(
+        "worker {holder}: polling {} for runs",
+        loaded.inst.store.path().display()
+    );
+    loop {
+        let lease = loaded
+            .inst
+            .store
+            .lease_next(&holder, ttl)
+            .map_err(|e| Failure::coded(&e, 1))?;
+        let Some(lease) = lease else {
+            if once {
+                return Ok(0);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(poll_ms));
+            continue;
+        };
+        eprintln!(
+            "worker {holder}: leased {} (token {})",
+            lease.run, lease.token
+        );
+        let mut state = match ring.load(&lease.run) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("worker {holder}: cannot load {}: {e}", lease.run);
+                let _ = loaded.inst.store.release(&lease);
+                continue;
+            }
+        };
+        ring.fence.set(Some(lease.token));
+        let prepared = provider(&state.model, &loaded, &tools).and_then(|p| {
+            ring.check_replay(&mut state, &tools, &tools_digest)
+                .map_err(|e| Failure::coded(&e, 1))
+                .map(|()| p)
+        });
+        let provider = match prepared {
+            Ok(p) => p,
+            Err(f) => {
+                // The run cannot be driven here; end it with the reason rather than retry forever.
+                let _ = ring.end(
+                    &mut state,
+                    warrant_kernel::Outcome::Failed {
+                        code: f.code.clone(),
+                        message: f.message.clone(),
+                    },
+                );
+                let _ = loaded.inst.store.release(&lease);
+                context::deliver(&loaded.inst);
+                continue;
+            }
+        };
+        let driver = Drive {
+            store: &loaded.inst.store,
+            ring: &ring,
+            tools: &tools,
+            env: &env,
+            model: provider.as_ref(),
+            ttl,
+        };
+        let exit = driver.run(&mut state, lease, &mut NoPrompter);
+        context::deliver(&loaded.inst);
+        match exit {
+            Ok(exit) => eprintln!("worker {holder}: {} → {exit:?}", state.run),
+            Err(e) => eprintln!("worker {holder}: {} failed: {e}", state.run),
+        }
+    }
+}
+
+fn runs_cancel(ws: Option<&Path>, run: &str, reason: &str) -> Result<u8, Failure> {
+    let run = parse_run(run)?;
+    let loaded = load(ws)?;
+    let who = loaded.identity.principal.actor.clone();
+    loaded
+        .inst
+        .store
+        .request_cancel(&run, &who, reason)
+        .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    // A run nobody drives (queued, parked, abandoned) is stopped here and now; one that is
+    // being driven stops at its next effect boundary.
+    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
+    match loaded
+        .inst
+        .store
+        .lease_run(&run, &drive::holder(), drive::LEASE_TTL)
+    {
+        Ok(lease) => {
+            ring.fence.set(Some(lease.token));
+            let result = ring.load(&run).and_then(|mut state| {
+                let reason = ring
+                    .stop_reason(&state, SystemClock.now())?
+                    .unwrap_or_else(|| reason.to_owned());
+                ring.end(&mut state, warrant_kernel::Outcome::Stopped { reason })
+            });
+            let _ = loaded.inst.store.release(&lease);
+            context::deliver(&loaded.inst);
+            result.map_err(|e| Failure::coded(&e, 1))?;
+            outln!("stopped {run}");
+        }
+        Err(warrant_store::StoreError::Leased { holder, .. }) => {
+            outln!(
+                "cancellation recorded; {holder} drives {run} and stops it at its next effect boundary"
+            );
+        }
+        Err(e) => return Err(Failure::coded(&e, EXIT_USAGE)),
+    }
+    Ok(0)
+}
+
+fn runs_resolve(ws: Option<&Path>, run: &str, step: &str, resolution: &str) -> Result<u8, Failure> {
+    let run = parse_run(run)?;
+    let resolution = match resolution {
+        "completed" => Resolution::Completed,
+        "retry" => Resolution::Retry,
+        _ => Resolution::Failed,
+    };
+    let loaded = load(ws)?;
+    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
+    let mut state = ring
+        .load(&run)
+        .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    let result = ring.resolve(&mut state, step, &loaded.identity.principal, resolution);
+    context::deliver(&loaded.inst);
+    result.map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    outln!(
+        "resolved step {step} of {run} as {}; continue the run with: warrant resume {run}",
+        resolution.as_str()
+    );
+    Ok(0)
 }
 
 fn open_store(ws: Option<&Path>) -> Result<(Paths, Installation), Failure> {
@@ -748,17 +1033,7 @@ fn answer(ws: Option<&Path>, id: &str, answer: Answer, json: bool) -> Result<u8,
             )
         })?;
     let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
-    let printer = Printer::new(json);
-    let ring = Ring {
-        store: &loaded.inst.store,
-        sealer: &loaded.inst.sealer,
-        pdp: &pdp,
-        ids: loaded.inst.ids.as_ref(),
-        secret: &loaded.inst.secret,
-        observer: &warrant_kernel::Silent,
-        fence: Default::default(),
-    };
-    let _ = printer;
+    let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
     let mut state = ring.load(&row.run).map_err(|e| Failure::coded(&e, 1))?;
     let result = ring.answer(
         &mut state,

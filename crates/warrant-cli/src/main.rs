@@ -14,6 +14,8 @@ macro_rules! outln {
 
 mod commands;
 mod context;
+mod drive;
+mod fault;
 mod output;
 mod prompt;
 
@@ -65,8 +67,39 @@ pub enum Command {
         /// `always` (read answers from stdin), `never` (park and exit 10).
         #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
         prompt: String,
+        /// Stop the run at its next effect boundary after this long (e.g. `90s`, `10m`, `2h`);
+        /// a running command is killed.
+        #[arg(long, value_name = "DURATION")]
+        deadline: Option<String>,
         /// What the agent should do.
         task: String,
+    },
+    /// Queue a run for a worker (`warrant worker`) instead of driving it here.
+    Submit {
+        #[arg(long)]
+        model: String,
+        #[arg(long, value_name = "DURATION")]
+        deadline: Option<String>,
+        #[arg(long)]
+        json: bool,
+        task: String,
+    },
+    /// Lease queued or abandoned runs from the store and drive them, one at a time.
+    Worker {
+        /// Exit when no run is waiting, instead of polling.
+        #[arg(long)]
+        once: bool,
+        /// Lease length; the worker renews it at a third of this.
+        #[arg(long, default_value_t = 30_000)]
+        lease_ms: u64,
+        /// How long to wait between polls when the queue is empty.
+        #[arg(long, default_value_t = 1_000)]
+        poll_ms: u64,
+        /// The worker's name in leases (default: host:pid).
+        #[arg(long)]
+        id: Option<String>,
+        #[arg(long)]
+        json: bool,
     },
     /// Continue a parked run once its request is answered.
     Resume {
@@ -124,6 +157,22 @@ pub enum RunsCommand {
         run: String,
         #[arg(long)]
         json: bool,
+    },
+    /// Stop a run at its next effect boundary (its running command is killed).
+    Cancel {
+        run: String,
+        #[arg(long, default_value = "cancelled from the command line")]
+        reason: String,
+    },
+    /// Decide what happened to an effect in doubt (it started before an interruption).
+    Resolve {
+        run: String,
+        /// The step: the call id, or the sequence number of its `effect_in_doubt` event.
+        #[arg(long)]
+        step: String,
+        /// `completed` (it happened), `retry` (run it again) or `failed`.
+        #[arg(long = "as", value_parser = ["completed", "retry", "failed"])]
+        resolution: String,
     },
 }
 

@@ -225,9 +225,25 @@ impl Printer {
                     )]
                 }
             },
-            RunEvent::EffectInDoubt { call_id } => vec![format!(
-                "in-doubt {call_id} started before an interruption; a person must check whether it happened"
+            RunEvent::EffectInDoubt { call_id, request_id } => vec![format!(
+                "in-doubt {call_id} started before an interruption and has no recorded result; {}",
+                match request_id {
+                    Some(r) => format!("a person must say what happened ({r})"),
+                    None => "a person must check whether it happened".to_owned(),
+                }
             )],
+            RunEvent::InDoubtResolved { call_id, resolution, by, .. } => vec![format!(
+                "resolved {call_id} as {} by {}",
+                resolution.as_str(),
+                by.actor
+            )],
+            RunEvent::PolicyChanged { from, to, reevaluated } => vec![format!(
+                "policy   changed since the run started ({} -> {}); {} pending call(s) decided again",
+                &from.as_str()[..15.min(from.as_str().len())],
+                &to.as_str()[..15.min(to.as_str().len())],
+                reevaluated.len()
+            )],
+            RunEvent::ToolsChanged { .. } => vec!["tools    the tool catalogue changed since the run started; every finished step's tool is still offered".to_owned()],
             RunEvent::RunEnded { outcome } => {
                 vec![format!(
                     "end      {}",

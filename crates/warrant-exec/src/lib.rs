@@ -15,4 +15,4 @@ pub use fs::{
     WriteReceipt, delete_path, list_dir, read_file, search, write_file,
 };
 pub use output::{CapturedStream, HeadTail};
-pub use spawn::{ExecOutcome, run_command};
+pub use spawn::{ExecOutcome, STOP_POLL, run_command, run_command_until};

@@ -39,6 +39,10 @@ pub struct ExecOutcome {
     /// The signal that ended it, if one did.
     pub signal: Option<i32>,
     pub timed_out: bool,
+    /// Why the command was stopped before it ended, when something other than its timeout
+    /// stopped it (a cancellation, the run's deadline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
     /// The command exited but something it started kept stdout/stderr open past
     /// [`DRAIN_TIMEOUT`]; the group was killed and the capture cut there.
     pub pipes_held_open: bool,
@@ -58,6 +62,20 @@ pub fn run_command(
     action: &Authorized<Action>,
     profile: &ProfileConfig,
     parent_env: &[(String, String)],
+) -> Result<ExecOutcome, ExecError> {
+    run_command_until(action, profile, parent_env, &|| None)
+}
+
+/// How often a running command checks whether it must stop (a cancellation, a deadline).
+pub const STOP_POLL: Duration = Duration::from_millis(200);
+
+/// [`run_command`], also stopping the whole process group as soon as `stop` returns a reason
+/// (asked every [`STOP_POLL`]); the outcome then carries that reason in `stopped`.
+pub fn run_command_until(
+    action: &Authorized<Action>,
+    profile: &ProfileConfig,
+    parent_env: &[(String, String)],
+    stop: &dyn Fn() -> Option<String>,
 ) -> Result<ExecOutcome, ExecError> {
     let (argv, cwd, profile_name, timeout_ms) = match action.get() {
         Action::ShellExec {
@@ -148,13 +166,28 @@ pub fn run_command(
         status: None,
     };
     let mut timed_out = false;
+    let mut stopped = None;
     let mut wait_error = None;
 
-    match run.wait_exit(started + timeout) {
+    let deadline = started + timeout;
+    let waited = loop {
+        let slice = deadline.min(Instant::now() + STOP_POLL);
+        match run.wait_exit(slice) {
+            Some(result) => break Some(result),
+            None if Instant::now() >= deadline => break None,
+            None => {
+                if let Some(reason) = stop() {
+                    stopped = Some(reason);
+                    break None;
+                }
+            }
+        }
+    };
+    match waited {
         Some(Ok(())) => {}
         Some(Err(e)) => wait_error = Some(e),
         None => {
-            timed_out = true;
+            timed_out = stopped.is_none();
             signal_group(group, Signal::TERM);
             let after_term = run.wait_exit(Instant::now() + TERM_GRACE);
             // Always, even if the leader left on TERM: a grandchild may have ignored it.
@@ -193,6 +226,7 @@ pub fn run_command(
         exit_code,
         signal,
         timed_out,
+        stopped,
         pipes_held_open,
         stdout: take_capture(&stdout),
         stderr: take_capture(&stderr),

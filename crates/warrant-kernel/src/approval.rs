@@ -44,6 +44,20 @@ pub fn prove(secret: &[u8], input: &ProofInput<'_>) -> String {
     }
 }
 
+/// The proof of a person's resolution of an in-doubt effect: the same binding as an approval,
+/// with the resolution in place of the scope.
+pub fn prove_resolution(secret: &[u8], input: &ProofInput<'_>, resolution: &str) -> String {
+    match HmacSha256::new_from_slice(secret) {
+        Ok(mut mac) => {
+            mac.update(message(input).as_bytes());
+            mac.update(b"\nresolution:");
+            mac.update(resolution.as_bytes());
+            hex::encode(mac.finalize().into_bytes())
+        }
+        Err(_) => String::new(),
+    }
+}
+
 /// Constant-time check of a proof.
 pub fn verify(secret: &[u8], input: &ProofInput<'_>, proof: &str) -> bool {
     let Ok(bytes) = hex::decode(proof) else {

@@ -33,8 +33,20 @@ pub enum KernelError {
     AgentCannotApprove { actor: String },
     #[error("run {run} has already ended ({outcome}); there is nothing to resume")]
     RunEnded { run: String, outcome: String },
-    #[error("run {run} is not waiting for a person; nothing to answer")]
-    NotParked { run: String },
+    #[error("request {id} cannot be answered this way: {hint}")]
+    WrongRequestKind { id: String, hint: String },
+    #[error(
+        "run {run} completed step {call} with tool `{tool}`, which this warrant no longer offers; it cannot be resumed safely with this tool catalogue"
+    )]
+    ToolMissing {
+        run: String,
+        call: String,
+        tool: String,
+    },
+    #[error(
+        "run {run} has no effect in doubt at step `{step}`; `warrant runs show {run}` lists its steps"
+    )]
+    NotInDoubt { run: String, step: String },
     #[error("the log of run {run} is inconsistent: {message}")]
     Inconsistent { run: String, message: String },
 }
@@ -51,7 +63,9 @@ impl Coded for KernelError {
             Self::AlreadyAnswered { .. } => "W-APPROVAL-002",
             Self::AgentCannotApprove { .. } => "W-APPROVAL-003",
             Self::RunEnded { .. } => "W-KERNEL-005",
-            Self::NotParked { .. } => "W-KERNEL-006",
+            Self::WrongRequestKind { .. } => "W-APPROVAL-005",
+            Self::ToolMissing { .. } => "W-KERNEL-008",
+            Self::NotInDoubt { .. } => "W-KERNEL-009",
             Self::Inconsistent { .. } => "W-KERNEL-007",
         }
     }

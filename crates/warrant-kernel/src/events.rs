@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use warrant_core::{Action, CanonicalPath, Digest, Principal, RequestId, RiskClass};
+use warrant_core::{Action, CanonicalPath, Digest, Principal, RequestId, RiskClass, Timestamp};
 use warrant_store::StoredEvent;
 
 use crate::error::KernelError;
@@ -16,6 +16,32 @@ pub const EVENT_VERSION: u32 = 1;
 pub struct RunSettings {
     pub max_denials: u32,
     pub max_turns: u32,
+    /// The run stops at its next effect boundary after this instant (a running command is
+    /// killed). Logs written before deadlines existed read as `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<Timestamp>,
+}
+
+/// How a person resolved an effect that was in doubt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Resolution {
+    /// It happened; record it as done without running it again.
+    Completed,
+    /// It did not happen (or is safe to repeat); run it again.
+    Retry,
+    /// Record it as failed; the model is told.
+    Failed,
+}
+
+impl Resolution {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Retry => "retry",
+            Self::Failed => "failed",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -110,6 +136,25 @@ pub enum RunEvent {
         policy_digest: Digest,
         settings: RunSettings,
         tools: Vec<String>,
+        /// Digest of the tool catalogue the model was offered (absent in older logs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tools_digest: Option<Digest>,
+        /// Digest of the subprocess profiles in force (absent in older logs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        profiles_digest: Option<Digest>,
+    },
+    /// On resume, the policy set was no longer the one the run was deciding under; pending
+    /// actions are decided again under the new one.
+    PolicyChanged {
+        from: Digest,
+        to: Digest,
+        reevaluated: Vec<String>,
+    },
+    /// On resume, the tool catalogue differed; every completed step's tool was still there.
+    ToolsChanged {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<Digest>,
+        to: Digest,
     },
     ModelResponded {
         turn: u32,
@@ -190,8 +235,21 @@ pub enum RunEvent {
         denied: DeniedBy,
         message: String,
     },
+    /// A non-idempotent effect started before an interruption and has no journaled result:
+    /// nobody knows whether it happened. The run parks until a person resolves it.
     EffectInDoubt {
         call_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request_id: Option<RequestId>,
+    },
+    InDoubtResolved {
+        call_id: String,
+        request_id: RequestId,
+        resolution: Resolution,
+        by: Approver,
+        /// HMAC under the installation secret over run, request, park, digest, person and
+        /// resolution, like an approval's.
+        proof: String,
     },
     RunEnded {
         outcome: Outcome,
@@ -202,6 +260,9 @@ impl RunEvent {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::RunStarted { .. } => "run_started",
+            Self::PolicyChanged { .. } => "policy_changed",
+            Self::ToolsChanged { .. } => "tools_changed",
+            Self::InDoubtResolved { .. } => "in_doubt_resolved",
             Self::ModelResponded { .. } => "model_responded",
             Self::CallRefused { .. } => "call_refused",
             Self::ActionProposed { .. } => "action_proposed",

@@ -13,12 +13,12 @@ pub mod tool;
 pub use authorized::Authorized;
 pub use error::KernelError;
 pub use events::{
-    Approver, CallRecord, DeniedBy, Outcome, Presentation, ReasonRecord, RunEvent, RunSettings,
-    Scope, Verdict,
+    Approver, CallRecord, DeniedBy, Outcome, Presentation, ReasonRecord, Resolution, RunEvent,
+    RunSettings, Scope, Verdict,
 };
 pub use ring::{
     Answer, CallStep, DecisionPoint, NewRunSpec, NoPrompter, Observer, PolicyVerdict, PromptView,
     Prompter, Ring, Silent,
 };
-pub use state::{CallResult, CallState, RequestAnswer, RequestState, RunState};
-pub use tool::{EffectResult, ReadFilter, Refusal, Tool, ToolEnv, ToolRegistry};
+pub use state::{CallResult, CallState, RequestAnswer, RequestKind, RequestState, RunState};
+pub use tool::{EffectResult, ReadFilter, Refusal, StopCheck, Tool, ToolEnv, ToolRegistry};

@@ -9,8 +9,8 @@ use std::cell::Cell;
 
 use serde_json::{Value, json};
 use warrant_core::{
-    Action, CanonicalPath, Digest, IdSource, Principal, PrincipalKind, RequestId, RiskClass, RunId,
-    digest_of,
+    Action, CanonicalPath, Clock, Digest, IdSource, Principal, PrincipalKind, RequestId, RiskClass,
+    RunId, Timestamp, digest_of,
 };
 use warrant_store::{
     Append, EventDraft, EventStore, NewRun, RequestUpdate, RunStatus, Sealer, StoredEvent,
@@ -20,10 +20,10 @@ use crate::approval::{self, ProofInput};
 use crate::authorized::Authorized;
 use crate::error::KernelError;
 use crate::events::{
-    Approver, CallRecord, DeniedBy, EVENT_VERSION, Outcome, ReasonRecord, RunEvent, RunSettings,
-    Scope, Verdict,
+    Approver, CallRecord, DeniedBy, EVENT_VERSION, Outcome, ReasonRecord, Resolution, RunEvent,
+    RunSettings, Scope, Verdict,
 };
-use crate::state::{RequestAnswer, RunState};
+use crate::state::{RequestAnswer, RequestKind, RunState};
 use crate::tool::{ToolEnv, ToolRegistry};
 
 /// What the policy decision point says about one action.
@@ -84,6 +84,9 @@ impl Prompter for NoPrompter {
 /// Sees every event as it is committed (the CLI prints them).
 pub trait Observer {
     fn committed(&self, stored: &StoredEvent, event: &RunEvent);
+
+    /// Called just before events are appended (fault injection uses it to die at that point).
+    fn before_append(&self, _events: &[RunEvent]) {}
 }
 
 #[derive(Debug, Default)]
@@ -107,6 +110,7 @@ pub struct Ring<'a> {
     pub sealer: &'a dyn Sealer,
     pub pdp: &'a dyn DecisionPoint,
     pub ids: &'a dyn IdSource,
+    pub clock: &'a dyn Clock,
     /// The installation secret approvals are proven under.
     pub secret: &'a [u8],
     pub observer: &'a dyn Observer,
@@ -131,6 +135,8 @@ pub struct NewRunSpec {
     pub workspace: CanonicalPath,
     pub settings: RunSettings,
     pub tools: Vec<String>,
+    pub tools_digest: Option<Digest>,
+    pub profiles_digest: Option<Digest>,
 }
 
 impl Ring<'_> {
@@ -145,6 +151,8 @@ impl Ring<'_> {
             policy_digest: self.pdp.digest(),
             settings: spec.settings,
             tools: spec.tools,
+            tools_digest: spec.tools_digest,
+            profiles_digest: spec.profiles_digest,
         };
         let facts = audit_facts(&spec.principal, &run, 1, &event, None);
         let draft = EventDraft {
@@ -189,6 +197,7 @@ impl Ring<'_> {
         status: Option<RunStatus>,
         requests: Vec<RequestUpdate>,
     ) -> Result<(), KernelError> {
+        self.observer.before_append(&events);
         let mut drafts = Vec::with_capacity(events.len());
         for (i, event) in events.iter().enumerate() {
             let seq = state.next_seq + i as u64;
@@ -295,6 +304,15 @@ impl Ring<'_> {
             .requests
             .get(request)
             .ok_or_else(|| KernelError::UnknownRequest(request.to_string()))?;
+        if req.kind == RequestKind::InDoubt {
+            return Err(KernelError::WrongRequestKind {
+                id: request.to_string(),
+                hint: format!(
+                    "it asks whether an interrupted effect happened; answer with `warrant runs resolve {} --step {} --as completed|retry|failed`",
+                    state.run, req.call_id
+                ),
+            });
+        }
         if let Some(previous) = &req.answer {
             return Err(KernelError::AlreadyAnswered {
                 id: request.to_string(),
@@ -358,6 +376,150 @@ impl Ring<'_> {
         )
     }
 
+    /// Records a person's resolution of an effect in doubt (`warrant runs resolve`). `step` is
+    /// the call id, or the sequence number of its `effect_in_doubt` event. Approval-grade: the
+    /// person is the one Warrant established, an agent never may, and the decision is proven
+    /// under the installation secret and audited.
+    pub fn resolve(
+        &self,
+        state: &mut RunState,
+        step: &str,
+        person: &Principal,
+        resolution: Resolution,
+    ) -> Result<(), KernelError> {
+        if person.kind == PrincipalKind::Agent {
+            return Err(KernelError::AgentCannotApprove {
+                actor: person.actor.clone(),
+            });
+        }
+        let not_in_doubt = || KernelError::NotInDoubt {
+            run: state.run.to_string(),
+            step: step.to_owned(),
+        };
+        let request = state
+            .requests
+            .values()
+            .find(|r| {
+                r.kind == RequestKind::InDoubt
+                    && (r.call_id == step || r.park_seq.to_string() == step)
+            })
+            .cloned()
+            .ok_or_else(not_in_doubt)?;
+        if let Some((previous, by)) = &request.resolution {
+            return Err(KernelError::AlreadyAnswered {
+                id: request.id.to_string(),
+                answer: format!("resolved as {} by {}", previous.as_str(), by.actor),
+            });
+        }
+        let by = Approver {
+            tenant: person.tenant.clone(),
+            actor: person.actor.clone(),
+            via: "cli".into(),
+        };
+        let proof = approval::prove_resolution(
+            self.secret,
+            &ProofInput {
+                run: &state.run,
+                request: &request.id,
+                park_seq: request.park_seq,
+                digest: &request.digest,
+                approver: &by,
+                scope: Scope::Once,
+            },
+            resolution.as_str(),
+        );
+        self.append(
+            state,
+            vec![RunEvent::InDoubtResolved {
+                call_id: request.call_id.clone(),
+                request_id: request.id.clone(),
+                resolution,
+                by,
+                proof,
+            }],
+            None,
+            vec![RequestUpdate::Answered { id: request.id }],
+        )
+    }
+
+    /// Before a resume drives a run again: a changed policy set re-decides every pending
+    /// action (recorded), and a changed tool catalogue is accepted only if every completed
+    /// step's tool is still offered.
+    pub fn check_replay(
+        &self,
+        state: &mut RunState,
+        tools: &dyn ToolRegistry,
+        tools_digest: &Digest,
+    ) -> Result<(), KernelError> {
+        if state.tools_digest.as_ref() != Some(tools_digest) {
+            for call in &state.calls {
+                if call.result.is_some() && tools.get(&call.record.tool).is_none() {
+                    return Err(KernelError::ToolMissing {
+                        run: state.run.to_string(),
+                        call: call.record.id.clone(),
+                        tool: call.record.tool.clone(),
+                    });
+                }
+            }
+            let from = state.tools_digest.clone();
+            self.append(
+                state,
+                vec![RunEvent::ToolsChanged {
+                    from,
+                    to: tools_digest.clone(),
+                }],
+                None,
+                vec![],
+            )?;
+        }
+        let current = self.pdp.digest();
+        if state.policy_digest != current {
+            let reevaluated: Vec<String> = state
+                .calls
+                .iter()
+                .filter(|c| c.result.is_none() && c.started.is_none() && !c.decisions.is_empty())
+                .map(|c| c.record.id.clone())
+                .collect();
+            let from = state.policy_digest.clone();
+            self.append(
+                state,
+                vec![RunEvent::PolicyChanged {
+                    from,
+                    to: current,
+                    reevaluated,
+                }],
+                None,
+                vec![],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Why the run must stop now, if it must: a cancellation request, or its deadline.
+    pub fn stop_reason(
+        &self,
+        state: &RunState,
+        now: Timestamp,
+    ) -> Result<Option<String>, KernelError> {
+        if let Some(c) = self.store.cancel_request(&state.run)? {
+            return Ok(Some(format!(
+                "cancelled by {} at {}: {}",
+                c.by,
+                c.at.rfc3339(),
+                c.reason
+            )));
+        }
+        if let Some(deadline) = state.settings.deadline
+            && now >= deadline
+        {
+            return Ok(Some(format!(
+                "the run's deadline {} passed",
+                deadline.rfc3339()
+            )));
+        }
+        Ok(None)
+    }
+
     /// Drives one call through the ring until it has a result or must wait for a person.
     pub fn process_call(
         &self,
@@ -379,6 +541,48 @@ impl Ring<'_> {
                 return Ok(CallStep::Done);
             }
             let name = call.record.tool.clone();
+
+            // 0. An effect in doubt waits for a person; their resolution decides what is recorded.
+            if let Some(request) = call.in_doubt.clone() {
+                let resolved_by = state
+                    .requests
+                    .get(&request)
+                    .and_then(|r| r.resolution.clone())
+                    .map(|(_, by)| by.actor);
+                let (ok, note) = match call.resolution {
+                    None => {
+                        if state.parked.as_ref() != Some(&request) {
+                            self.append(
+                                state,
+                                vec![RunEvent::RunParked {
+                                    request_id: request.clone(),
+                                }],
+                                Some(RunStatus::Parked),
+                                vec![],
+                            )?;
+                        }
+                        return Ok(CallStep::Parked(request));
+                    }
+                    Some(Resolution::Completed) => (
+                        true,
+                        "a person confirmed this effect happened; its output was not recorded",
+                    ),
+                    Some(Resolution::Failed) => (false, "a person recorded this effect as failed"),
+                    // A retry clears the doubt when folded, so it never reaches here.
+                    Some(Resolution::Retry) => (false, "retry was not applied"),
+                };
+                self.append(
+                    state,
+                    vec![RunEvent::EffectCompleted {
+                        call_id: call_id.to_owned(),
+                        ok,
+                        result: json!({"resolved": call.resolution.map(Resolution::as_str), "by": resolved_by, "note": note}),
+                    }],
+                    Some(RunStatus::Running),
+                    vec![],
+                )?;
+                continue;
+            }
 
             // 1. Normalization: schema, then the tool's own mapping to actions.
             let Some(actions) = call.actions.clone() else {
@@ -456,6 +660,12 @@ impl Ring<'_> {
                     .collect();
                 self.append(state, events, None, vec![])?;
                 continue;
+            }
+            // An effect that already started went through the gate then; what remains is to
+            // re-run it (idempotent) or record it in doubt, never to ask or refuse again. A
+            // person's "retry" of an in-doubt effect is itself the authorization to run again.
+            if call.started.is_some() || call.resolution == Some(Resolution::Retry) {
+                return self.execute(state, call_id, &actions, None, None, tools, env);
             }
             let verdict = call
                 .decisions
@@ -666,16 +876,34 @@ impl Ring<'_> {
     ) -> Result<CallStep, KernelError> {
         let already = state.call(call_id).and_then(|c| c.started);
         if already.is_some() && !actions.iter().all(|a| a.verb().idempotent()) {
-            // Started before a crash, result unknown, and not safe to repeat.
+            // Started before a crash, result unknown, and not safe to repeat: a person decides.
+            let request = self.ids.request_id();
+            let summary = json!({
+                "kind": "in_doubt",
+                "run": state.run,
+                "call": call_id,
+                "tool": state.call(call_id).map(|c| c.record.tool.clone()),
+                "title": format!("did {} happen? it started before an interruption", actions.iter().map(describe).collect::<Vec<_>>().join("; ")),
+                "requested_by": state.principal.actor,
+            });
             self.append(
                 state,
-                vec![RunEvent::EffectInDoubt {
-                    call_id: call_id.to_owned(),
+                vec![
+                    RunEvent::EffectInDoubt {
+                        call_id: call_id.to_owned(),
+                        request_id: Some(request.clone()),
+                    },
+                    RunEvent::RunParked {
+                        request_id: request.clone(),
+                    },
+                ],
+                Some(RunStatus::Parked),
+                vec![RequestUpdate::Open {
+                    id: request.clone(),
+                    summary,
                 }],
-                None,
-                vec![],
             )?;
-            return Ok(CallStep::Done);
+            return Ok(CallStep::Parked(request));
         }
         let started_seq = match already {
             Some(seq) => seq,
@@ -709,13 +937,19 @@ impl Ring<'_> {
             })?;
         let principal = state.principal.clone();
         let workspace = state.workspace.clone();
+        let state_for_stop: &RunState = &state.clone();
         let may_read = |p: &CanonicalPath| {
             self.pdp
                 .decide(&principal, &Action::FsRead { path: p.clone() }, &workspace)
                 .verdict
                 == Verdict::Allow
         };
-        let outcome = tool.execute(&authorized, env, &may_read);
+        let stop = || {
+            self.stop_reason(state_for_stop, self.clock.now())
+                .ok()
+                .flatten()
+        };
+        let outcome = tool.execute(&authorized, env, &may_read, &stop);
         self.append(
             state,
             vec![RunEvent::EffectCompleted {
@@ -956,9 +1190,44 @@ fn audit_facts(
             }
             facts["outcome"] = json!("refused");
         }
-        RunEvent::EffectInDoubt { call_id } => {
+        RunEvent::EffectInDoubt {
+            call_id,
+            request_id,
+        } => {
             put_actions(&mut facts, &call_actions(call_id));
             facts["outcome"] = json!("in_doubt");
+            if let Some(id) = request_id {
+                facts["approval"] = json!({"request": id});
+            }
+        }
+        RunEvent::InDoubtResolved {
+            call_id,
+            request_id,
+            resolution,
+            by,
+            ..
+        } => {
+            put_actions(&mut facts, &call_actions(call_id));
+            facts["approval"] = json!({"request": request_id, "approver": by.actor, "via": by.via});
+            facts["outcome"] = json!(format!("resolved as {}", resolution.as_str()));
+        }
+        RunEvent::PolicyChanged {
+            from,
+            to,
+            reevaluated,
+        } => {
+            facts["reasons"] = json!([format!("policy {from} -> {to}")]);
+            facts["outcome"] = json!(format!(
+                "{} pending call(s) decided again",
+                reevaluated.len()
+            ));
+        }
+        RunEvent::ToolsChanged { from, to } => {
+            facts["reasons"] = json!([format!(
+                "tools {} -> {to}",
+                from.as_ref().map_or("unrecorded", Digest::as_str)
+            )]);
+            facts["outcome"] = json!("tool catalogue changed");
         }
         RunEvent::RunEnded { outcome } => facts["outcome"] = json!(outcome_label(outcome)),
     }

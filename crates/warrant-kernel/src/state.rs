@@ -10,8 +10,8 @@ use warrant_store::StoredEvent;
 
 use crate::error::KernelError;
 use crate::events::{
-    Approver, CallRecord, DeniedBy, Outcome, Presentation, ReasonRecord, RunEvent, RunSettings,
-    Scope, Verdict,
+    Approver, CallRecord, DeniedBy, Outcome, Presentation, ReasonRecord, Resolution, RunEvent,
+    RunSettings, Scope, Verdict,
 };
 
 #[derive(Clone, Debug, PartialEq)]
@@ -40,6 +40,10 @@ pub struct CallState {
     pub request: Option<RequestId>,
     pub started: Option<u64>,
     pub result: Option<CallResult>,
+    /// The request a person must answer because this call's effect is in doubt.
+    pub in_doubt: Option<RequestId>,
+    /// How that person resolved it.
+    pub resolution: Option<Resolution>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -56,9 +60,19 @@ pub enum RequestAnswer {
     },
 }
 
+/// What a request asks of a person.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestKind {
+    /// May this action run? (`warrant approve` / `deny`)
+    Approval,
+    /// Did this interrupted effect happen? (`warrant runs resolve`)
+    InDoubt,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct RequestState {
     pub id: RequestId,
+    pub kind: RequestKind,
     pub call_id: String,
     pub digest: Digest,
     pub risk: RiskClass,
@@ -68,6 +82,8 @@ pub struct RequestState {
     pub answer: Option<RequestAnswer>,
     /// Set once an effect started under this approval; a `once` approval is then spent.
     pub used: bool,
+    /// For an in-doubt request: who resolved it, and how.
+    pub resolution: Option<(Resolution, Approver)>,
 }
 
 /// A session-scoped approval: same verb on the same target, for this run only.
@@ -84,7 +100,10 @@ pub struct RunState {
     pub task: String,
     pub model: String,
     pub workspace: CanonicalPath,
+    /// The policy set the run decides under now (changes when a resume finds a new one).
     pub policy_digest: Digest,
+    pub tools_digest: Option<Digest>,
+    pub profiles_digest: Option<Digest>,
     pub settings: RunSettings,
     pub tools: Vec<String>,
     /// The sequence number the next appended event gets.
@@ -157,6 +176,8 @@ impl RunState {
                 policy_digest,
                 settings,
                 tools,
+                tools_digest,
+                profiles_digest,
             } => RunState {
                 run: first.run.clone(),
                 principal,
@@ -164,6 +185,8 @@ impl RunState {
                 model,
                 workspace,
                 policy_digest,
+                tools_digest,
+                profiles_digest,
                 settings,
                 tools,
                 next_seq: first.seq + 1,
@@ -177,6 +200,9 @@ impl RunState {
                 ended: None,
             },
             other @ (RunEvent::ModelResponded { .. }
+            | RunEvent::PolicyChanged { .. }
+            | RunEvent::ToolsChanged { .. }
+            | RunEvent::InDoubtResolved { .. }
             | RunEvent::CallRefused { .. }
             | RunEvent::ActionProposed { .. }
             | RunEvent::PolicyDecided { .. }
@@ -234,6 +260,8 @@ impl RunState {
                         request: None,
                         started: None,
                         result: None,
+                        in_doubt: None,
+                        resolution: None,
                     });
                 }
                 self.turn_texts.push(text);
@@ -282,6 +310,7 @@ impl RunState {
                     request_id.clone(),
                     RequestState {
                         id: request_id,
+                        kind: RequestKind::Approval,
                         call_id,
                         digest,
                         risk,
@@ -289,6 +318,7 @@ impl RunState {
                         park_seq: seq,
                         answer: None,
                         used: false,
+                        resolution: None,
                     },
                 );
             }
@@ -361,9 +391,75 @@ impl RunState {
                 self.parked = None;
                 self.call_mut(&call_id)?.result = Some(CallResult::Denied { denied, message });
             }
-            RunEvent::EffectInDoubt { call_id } => {
+            RunEvent::EffectInDoubt {
+                call_id,
+                request_id: None,
+            } => {
+                // Logs from before in-doubt effects parked: the call simply ended in doubt.
                 self.call_mut(&call_id)?.result = Some(CallResult::InDoubt);
             }
+            RunEvent::EffectInDoubt {
+                call_id,
+                request_id: Some(request_id),
+            } => {
+                let run = self.run.clone();
+                let call = self.call_mut(&call_id)?;
+                call.in_doubt = Some(request_id.clone());
+                let digest = call.digest.clone().unwrap_or_else(|| Digest::of_bytes(b""));
+                let presentation = Presentation {
+                    title: format!("did `{}` ({call_id}) happen?", call.record.tool),
+                    body: format!(
+                        "{} {}\nIt started before an interruption and its result was not recorded.\nResolve with: warrant runs resolve {} --step {call_id} --as completed|retry|failed\n",
+                        call.record.tool, call.record.args, run
+                    ),
+                };
+                let risk = call
+                    .decisions
+                    .iter()
+                    .map(|d| d.risk)
+                    .max()
+                    .unwrap_or(RiskClass::Change);
+                self.requests.insert(
+                    request_id.clone(),
+                    RequestState {
+                        id: request_id,
+                        kind: RequestKind::InDoubt,
+                        call_id,
+                        digest,
+                        risk,
+                        presentation,
+                        park_seq: seq,
+                        answer: None,
+                        used: false,
+                        resolution: None,
+                    },
+                );
+            }
+            RunEvent::InDoubtResolved {
+                call_id,
+                request_id,
+                resolution,
+                by,
+                ..
+            } => {
+                self.request_mut(&request_id)?.resolution = Some((resolution, by));
+                let call = self.call_mut(&call_id)?;
+                call.resolution = Some(resolution);
+                if resolution == Resolution::Retry {
+                    // A fresh attempt: it starts (and is journaled) anew.
+                    call.started = None;
+                    call.in_doubt = None;
+                }
+            }
+            RunEvent::PolicyChanged {
+                to, reevaluated, ..
+            } => {
+                for id in &reevaluated {
+                    self.call_mut(id)?.decisions.clear();
+                }
+                self.policy_digest = to;
+            }
+            RunEvent::ToolsChanged { to, .. } => self.tools_digest = Some(to),
             RunEvent::RunEnded { outcome } => self.ended = Some(outcome),
         }
         Ok(())

@@ -37,6 +37,10 @@ pub struct EffectResult {
 /// name one by one (search). Files it refuses are skipped and counted, never opened.
 pub type ReadFilter<'a> = &'a dyn Fn(&CanonicalPath) -> bool;
 
+/// Asked while an effect runs: `Some(reason)` when it must stop now (the run was cancelled or
+/// passed its deadline). Long effects (commands) poll it and stop their process group.
+pub type StopCheck<'a> = &'a dyn Fn() -> Option<String>;
+
 pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
 
@@ -53,6 +57,7 @@ pub trait Tool: Send + Sync {
         actions: &[Authorized<Action>],
         env: &ToolEnv,
         may_read: ReadFilter<'_>,
+        stop: StopCheck<'_>,
     ) -> EffectResult;
 }
 

@@ -7,7 +7,9 @@ use similar::TextDiff;
 use warrant_core::path::canonicalize;
 use warrant_core::{Action, CanonicalPath, Coded, ToolSpec};
 use warrant_exec::OsLinks;
-use warrant_kernel::{Authorized, EffectResult, Presentation, ReadFilter, Refusal, Tool, ToolEnv};
+use warrant_kernel::{
+    Authorized, EffectResult, Presentation, ReadFilter, Refusal, StopCheck, Tool, ToolEnv,
+};
 
 pub(crate) fn all() -> Vec<Box<dyn Tool>> {
     vec![
@@ -152,6 +154,7 @@ impl Tool for ReadFile {
         actions: &[Authorized<Action>],
         _env: &ToolEnv,
         _may_read: ReadFilter<'_>,
+        _stop: StopCheck<'_>,
     ) -> EffectResult {
         single(actions, warrant_exec::fs::read_file)
     }
@@ -203,6 +206,7 @@ impl Tool for WriteFile {
         actions: &[Authorized<Action>],
         _env: &ToolEnv,
         _may_read: ReadFilter<'_>,
+        _stop: StopCheck<'_>,
     ) -> EffectResult {
         single(actions, warrant_exec::fs::write_file)
     }
@@ -225,6 +229,7 @@ impl Tool for ListDir {
         actions: &[Authorized<Action>],
         _env: &ToolEnv,
         _may_read: ReadFilter<'_>,
+        _stop: StopCheck<'_>,
     ) -> EffectResult {
         single(actions, warrant_exec::fs::list_dir)
     }
@@ -252,6 +257,7 @@ impl Tool for SearchFiles {
         actions: &[Authorized<Action>],
         _env: &ToolEnv,
         may_read: ReadFilter<'_>,
+        _stop: StopCheck<'_>,
     ) -> EffectResult {
         single(actions, |a| warrant_exec::fs::search(a, may_read))
     }
@@ -290,6 +296,7 @@ impl Tool for DeletePath {
         actions: &[Authorized<Action>],
         _env: &ToolEnv,
         _may_read: ReadFilter<'_>,
+        _stop: StopCheck<'_>,
     ) -> EffectResult {
         single(actions, warrant_exec::fs::delete_path)
     }
@@ -380,6 +387,7 @@ impl Tool for RunCommand {
         actions: &[Authorized<Action>],
         env: &ToolEnv,
         _may_read: ReadFilter<'_>,
+        stop: StopCheck<'_>,
     ) -> EffectResult {
         single(actions, |a| {
             let profile = match a.get() {
@@ -393,7 +401,7 @@ impl Tool for RunCommand {
                 | Action::FsCreate { .. }
                 | Action::FsDelete { .. } => Default::default(),
             };
-            warrant_exec::spawn::run_command(a, &profile, &env.parent_env)
+            warrant_exec::spawn::run_command_until(a, &profile, &env.parent_env, stop)
         })
     }
 }

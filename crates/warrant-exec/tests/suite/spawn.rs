@@ -3,7 +3,7 @@ use std::time::{Duration, Instant};
 use pretty_assertions::assert_eq;
 use warrant_core::config::ProfileConfig;
 use warrant_core::{Action, CanonicalPath, Coded};
-use warrant_exec::{CapturedStream, ExecError, ExecOutcome, run_command};
+use warrant_exec::{CapturedStream, ExecError, ExecOutcome, run_command, run_command_until};
 
 use super::{authorized, tempdir};
 
@@ -80,6 +80,7 @@ fn echo_and_exit_codes() {
             exit_code: Some(0),
             signal: None,
             timed_out: false,
+            stopped: None,
             pipes_held_open: false,
             stdout: text(&format!("hi\n{cwd}\n")),
             stderr: text("err\n"),
@@ -176,6 +177,35 @@ fn timeout_kills_the_whole_group_including_grandchildren() {
         (out.timed_out, out.exit_code, out.signal),
         (true, None, Some(9))
     );
+}
+
+#[test]
+fn a_stop_request_kills_the_group_and_says_why() {
+    let (_d, cwd) = tempdir();
+    let asked = Instant::now();
+    let stop =
+        || (asked.elapsed() > Duration::from_millis(300)).then(|| "cancelled by ana".to_owned());
+    let out = run_command_until(
+        &authorized(shell(
+            &cwd,
+            &["sh", "-c", "sleep 1000 & echo $!; sleep 1000"],
+            60_000,
+        )),
+        &ProfileConfig::default(),
+        &parent_env(),
+        &stop,
+    )
+    .unwrap();
+    assert!(asked.elapsed() < Duration::from_secs(10));
+    assert_eq!(
+        (out.timed_out, out.stopped.as_deref()),
+        (false, Some("cancelled by ana"))
+    );
+    let pid: u32 = out.stdout.text.trim().parse().unwrap();
+    assert!(wait_gone(pid), "grandchild {pid} survived the stop");
+    // Control: without a stop request the same command runs until its timeout.
+    let out = run(shell(&cwd, &["sh", "-c", "sleep 1000"], 700)).unwrap();
+    assert_eq!((out.timed_out, out.stopped), (true, None));
 }
 
 #[test]

@@ -1,0 +1,92 @@
+//! Driving a run from this process: take the run's lease, renew it from a second thread while
+//! the agent loop works, present its fencing token on every append, give it back at the end.
+//! `run`, `resume` and `worker` all go through here.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use warrant_agent::{Agent, AgentError, RunExit};
+use warrant_kernel::{Prompter, Ring, RunState, ToolEnv, ToolRegistry};
+use warrant_llm::ModelProvider;
+use warrant_store::{EventStore, Lease};
+
+/// Lease length for a run driven by `run` or `resume`.
+pub const LEASE_TTL: Duration = Duration::from_secs(30);
+
+/// This process's name in leases: host and pid.
+pub fn holder() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "localhost".into());
+    format!("{host}:{}", std::process::id())
+}
+
+pub struct Drive<'a> {
+    pub store: &'a (dyn EventStore + Sync),
+    pub ring: &'a Ring<'a>,
+    pub tools: &'a dyn ToolRegistry,
+    pub env: &'a ToolEnv,
+    pub model: &'a dyn ModelProvider,
+    pub ttl: Duration,
+}
+
+impl Drive<'_> {
+    /// Drives `state` under `lease` until the run ends, parks, or the lease is lost.
+    pub fn run(
+        &self,
+        state: &mut RunState,
+        lease: Lease,
+        prompter: &mut dyn Prompter,
+    ) -> Result<RunExit, AgentError> {
+        self.ring.fence.set(Some(lease.token));
+        let done = AtomicBool::new(false);
+        let store = self.store;
+        let ttl = self.ttl;
+        let result = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let mut current = lease.clone();
+                let mut next = Instant::now() + ttl / 3;
+                while !done.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(50).min(ttl / 10));
+                    if Instant::now() < next {
+                        continue;
+                    }
+                    match store.heartbeat(&current, ttl) {
+                        Ok(renewed) => current = renewed,
+                        // Superseded: the next append is refused and the loop stops.
+                        Err(_) => break,
+                    }
+                    next = Instant::now() + ttl / 3;
+                }
+            });
+            let mut agent = Agent {
+                ring: self.ring,
+                tools: self.tools,
+                env: self.env,
+                model: self.model,
+                prompter,
+            };
+            let result = agent.drive(state);
+            done.store(true, Ordering::SeqCst);
+            result
+        });
+        let _ = self.store.release(&lease);
+        self.ring.fence.set(None);
+        result
+    }
+}
+
+/// Parses `500ms`, `90s`, `10m`, `2h`.
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit())?;
+    let (n, unit) = s.split_at(split);
+    let n: u64 = n.parse().ok()?;
+    match unit {
+        "ms" => Some(Duration::from_millis(n)),
+        "s" => Some(Duration::from_secs(n)),
+        "m" => Some(Duration::from_secs(n * 60)),
+        "h" => Some(Duration::from_secs(n * 3600)),
+        _ => None,
+    }
+}
