@@ -1,1 +1,3 @@
-mod smoke;
+mod env;
+mod normalize;
+mod present;
