@@ -18,7 +18,12 @@ use super::scenarios::result_label;
 /// A run parked on `touch x`, which the default pack sends to a person.
 fn parked(w: &World, ring: &Ring<'_>) -> (RunState, String, RequestId) {
     let mut state = w.start(ring, settings());
-    let call = w.propose(ring, &mut state, "run_command", json!({"argv": ["touch", "x"]}));
+    let call = w.propose(
+        ring,
+        &mut state,
+        "run_command",
+        json!({"argv": ["touch", "x"]}),
+    );
     let step = w.process(ring, &mut state, &call, &mut NoPrompter);
     assert_eq!(step, CallStep::Parked(req(2)));
     (state, call, req(2))
@@ -33,7 +38,13 @@ fn bob_via_cli() -> Approver {
 }
 
 /// Appends an `ApprovalGranted` written by hand, as a forger with store access would.
-fn forge(ring: &Ring<'_>, state: &mut RunState, request: &RequestId, digest: Digest, proof: String) {
+fn forge(
+    ring: &Ring<'_>,
+    state: &mut RunState,
+    request: &RequestId,
+    digest: Digest,
+    proof: String,
+) {
     ring.append(
         state,
         vec![RunEvent::ApprovalGranted {
@@ -63,13 +74,26 @@ fn only_a_proper_approval_of_the_shown_action_lets_it_run() {
     let pdp = Pdp(&w.engine);
     let ring = w.ring(&pdp, SECRET);
     let (mut state, call, request) = parked(&w, &ring);
-    ring.answer(&mut state, &request, &bob(), "cli", Answer::Approve(Scope::Once))
-        .unwrap();
+    ring.answer(
+        &mut state,
+        &request,
+        &bob(),
+        "cli",
+        Answer::Approve(Scope::Once),
+    )
+    .unwrap();
     ring.resume(&mut state, &bob()).unwrap();
     let from = state.next_seq;
-    assert_eq!(w.process(&ring, &mut state, &call, &mut NoPrompter), CallStep::Done);
     assert_eq!(
-        (w.kinds_from(&state, from), result_label(&state, &call), w.exists("x")),
+        w.process(&ring, &mut state, &call, &mut NoPrompter),
+        CallStep::Done
+    );
+    assert_eq!(
+        (
+            w.kinds_from(&state, from),
+            result_label(&state, &call),
+            w.exists("x")
+        ),
         (
             vec!["effect_started".to_owned(), "effect_completed".to_owned()],
             "completed ok=true".to_owned(),
@@ -85,7 +109,10 @@ fn only_a_proper_approval_of_the_shown_action_lets_it_run() {
     let digest = state.requests[&request].digest.clone();
     forge(&ring, &mut state, &request, digest, "00".repeat(32));
     let from = state.next_seq;
-    assert_eq!(w.process(&ring, &mut state, &call, &mut NoPrompter), CallStep::Done);
+    assert_eq!(
+        w.process(&ring, &mut state, &call, &mut NoPrompter),
+        CallStep::Done
+    );
     assert_eq!(w.kinds_from(&state, from), vec!["effect_denied".to_owned()]);
     assert!(!w.exists("x"), "a forged approval ran the command");
     insta::assert_json_snapshot!("forged_proof", last_event(&w, &state));
@@ -95,13 +122,25 @@ fn only_a_proper_approval_of_the_shown_action_lets_it_run() {
     let pdp = Pdp(&w.engine);
     let ring = w.ring(&pdp, SECRET);
     let (mut state, call, request) = parked(&w, &ring);
-    ring.answer(&mut state, &request, &bob(), "cli", Answer::Approve(Scope::Once))
-        .unwrap();
+    ring.answer(
+        &mut state,
+        &request,
+        &bob(),
+        "cli",
+        Answer::Approve(Scope::Once),
+    )
+    .unwrap();
     let other = w.ring(&pdp, b"the secret of another installation");
     let from = state.next_seq;
-    assert_eq!(w.process(&other, &mut state, &call, &mut NoPrompter), CallStep::Done);
+    assert_eq!(
+        w.process(&other, &mut state, &call, &mut NoPrompter),
+        CallStep::Done
+    );
     assert_eq!(w.kinds_from(&state, from), vec!["effect_denied".to_owned()]);
-    assert!(!w.exists("x"), "a proof from another installation ran the command");
+    assert!(
+        !w.exists("x"),
+        "a proof from another installation ran the command"
+    );
     insta::assert_json_snapshot!("other_secret", last_event(&w, &state));
 
     // (d) A genuine proof, but for a different action than the one about to run.
@@ -123,9 +162,15 @@ fn only_a_proper_approval_of_the_shown_action_lets_it_run() {
     );
     forge(&ring, &mut state, &request, shown_something_else, proof);
     let from = state.next_seq;
-    assert_eq!(w.process(&ring, &mut state, &call, &mut NoPrompter), CallStep::Done);
+    assert_eq!(
+        w.process(&ring, &mut state, &call, &mut NoPrompter),
+        CallStep::Done
+    );
     assert_eq!(w.kinds_from(&state, from), vec!["effect_denied".to_owned()]);
-    assert!(!w.exists("x"), "an approval of another action ran the command");
+    assert!(
+        !w.exists("x"),
+        "an approval of another action ran the command"
+    );
     insta::assert_json_snapshot!("action_changed", last_event(&w, &state));
 }
 
@@ -140,18 +185,33 @@ fn agents_never_approve_and_a_request_is_answered_once() {
     // (e) An agent's answer is refused and leaves no trace.
     let bot = principal("helper-bot", PrincipalKind::Agent);
     let agent = ring
-        .answer(&mut state, &request, &bot, "cli", Answer::Approve(Scope::Once))
+        .answer(
+            &mut state,
+            &request,
+            &bot,
+            "cli",
+            Answer::Approve(Scope::Once),
+        )
         .unwrap_err();
     assert!(
         matches!(&agent, KernelError::AgentCannotApprove { actor } if actor == "helper-bot"),
         "{agent:?}"
     );
     assert_eq!(state, before);
-    assert_eq!(RunState::fold(&w.store.events(&state.run).unwrap()).unwrap(), before);
+    assert_eq!(
+        RunState::fold(&w.store.events(&state.run).unwrap()).unwrap(),
+        before
+    );
 
     // (f) A second answer to the same request is refused.
-    ring.answer(&mut state, &request, &bob(), "cli", Answer::Approve(Scope::Once))
-        .unwrap();
+    ring.answer(
+        &mut state,
+        &request,
+        &bob(),
+        "cli",
+        Answer::Approve(Scope::Once),
+    )
+    .unwrap();
     let answered = state.clone();
     let twice = ring
         .answer(

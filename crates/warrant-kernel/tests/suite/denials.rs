@@ -50,5 +50,8 @@ fn denials_by_policy_and_by_person_both_count() {
             &settings
         )
     );
-    assert!(state.denials >= state.settings.max_denials, "the limit is reached");
+    assert!(
+        state.denials >= state.settings.max_denials,
+        "the limit is reached"
+    );
 }

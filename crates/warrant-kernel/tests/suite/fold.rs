@@ -73,17 +73,31 @@ fn logs_this_build_cannot_read_are_refused() {
     newer[2].version = 2;
     let newer = RunState::fold(&newer).unwrap_err();
     assert!(
-        matches!(&newer, KernelError::NewerEvent { seq: 3, version: 2, supported: 1, .. }),
+        matches!(
+            &newer,
+            KernelError::NewerEvent {
+                seq: 3,
+                version: 2,
+                supported: 1,
+                ..
+            }
+        ),
         "{newer:?}"
     );
 
     let mut unknown = events.clone();
     unknown[1].kind = "model_pondered".into();
     let unknown = RunState::fold(&unknown).unwrap_err();
-    assert!(matches!(&unknown, KernelError::BadEvent { seq: 2, .. }), "{unknown:?}");
+    assert!(
+        matches!(&unknown, KernelError::BadEvent { seq: 2, .. }),
+        "{unknown:?}"
+    );
 
     let headless = RunState::fold(&events[1..]).unwrap_err();
-    assert!(matches!(&headless, KernelError::Inconsistent { .. }), "{headless:?}");
+    assert!(
+        matches!(&headless, KernelError::Inconsistent { .. }),
+        "{headless:?}"
+    );
 
     insta::assert_snapshot!(
         "unreadable_logs",

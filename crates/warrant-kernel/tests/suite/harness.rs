@@ -68,7 +68,9 @@ impl World {
         std::fs::write(format!("{ws}/.env"), "SECRET=1\n").unwrap();
         std::fs::write(format!("{ws}/build/obj/a.o"), "obj").unwrap();
         std::fs::write(format!("{root}/outside.txt"), "not yours\n").unwrap();
-        let clock = Arc::new(FixedClock(Timestamp::from_millis(1_767_225_600_000).unwrap()));
+        let clock = Arc::new(FixedClock(
+            Timestamp::from_millis(1_767_225_600_000).unwrap(),
+        ));
         let store = SqliteStore::create(&dir.path().join("store.db"), clock).unwrap();
         // The sealer's ids are its own, so run and request ids do not depend on audit records.
         let sealer = InstallationSealer::new(
@@ -127,7 +129,13 @@ impl World {
     }
 
     /// The model asks for one call; returns its id.
-    pub fn propose(&self, ring: &Ring<'_>, state: &mut RunState, tool: &str, args: Value) -> String {
+    pub fn propose(
+        &self,
+        ring: &Ring<'_>,
+        state: &mut RunState,
+        tool: &str,
+        args: Value,
+    ) -> String {
         let id = format!("call-{}", state.calls.len() + 1);
         ring.record_model_response(
             state,

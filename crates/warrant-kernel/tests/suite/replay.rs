@@ -38,7 +38,10 @@ fn crash_after_start_of_approved_command(scope: Scope) -> (Vec<String>, String, 
     // A new process resumes from the log alone.
     let mut resumed = ring.load(&state.run).unwrap();
     let from = resumed.next_seq;
-    assert_eq!(w.process(&ring, &mut resumed, &call, &mut NoPrompter), CallStep::Done);
+    assert_eq!(
+        w.process(&ring, &mut resumed, &call, &mut NoPrompter),
+        CallStep::Done
+    );
     (
         w.kinds_from(&resumed, from),
         result_label(&resumed, &call),
@@ -67,18 +70,28 @@ fn started(
 }
 
 fn in_doubt() -> (Vec<String>, String, Option<String>) {
-    (vec!["effect_in_doubt".to_owned()], "in doubt".to_owned(), None)
+    (
+        vec!["effect_in_doubt".to_owned()],
+        "in doubt".to_owned(),
+        None,
+    )
 }
 
 #[test]
 fn a_started_command_approved_for_the_session_is_in_doubt_not_rerun() {
-    assert_eq!(crash_after_start_of_approved_command(Scope::Session), in_doubt());
+    assert_eq!(
+        crash_after_start_of_approved_command(Scope::Session),
+        in_doubt()
+    );
 }
 
 #[test]
 #[ignore = "bug: ring.rs process_call refuses a `once` approval as `already used` when resuming the call that used it, instead of recording EffectInDoubt"]
 fn a_started_command_approved_once_is_in_doubt_not_rerun() {
-    assert_eq!(crash_after_start_of_approved_command(Scope::Once), in_doubt());
+    assert_eq!(
+        crash_after_start_of_approved_command(Scope::Once),
+        in_doubt()
+    );
 }
 
 #[test]
@@ -124,7 +137,10 @@ fn a_started_read_is_run_again_and_completed() {
 
     let mut resumed = ring.load(&state.run).unwrap();
     let from = resumed.next_seq;
-    assert_eq!(w.process(&ring, &mut resumed, &call, &mut NoPrompter), CallStep::Done);
+    assert_eq!(
+        w.process(&ring, &mut resumed, &call, &mut NoPrompter),
+        CallStep::Done
+    );
     let Some(CallResult::Completed { ok, result }) = &resumed.call(&call).unwrap().result else {
         panic!("{:?}", resumed.call(&call));
     };

@@ -158,7 +158,13 @@ fn expected(kind: Kind, reply: Reply, before: Disk) -> Row {
     let (verdict, policies) = kind.verdict();
     let (tail, step, result, prompts, did_run): (Vec<&str>, CallStep, String, usize, bool) =
         match (verdict, reply) {
-            (Verdict::Allow, _) => (ran.to_vec(), CallStep::Done, "completed ok=true".into(), 0, true),
+            (Verdict::Allow, _) => (
+                ran.to_vec(),
+                CallStep::Done,
+                "completed ok=true".into(),
+                0,
+                true,
+            ),
             (Verdict::Deny, _) => (
                 vec!["effect_denied"],
                 CallStep::Done,
@@ -191,11 +197,19 @@ fn expected(kind: Kind, reply: Reply, before: Disk) -> Row {
     Row {
         kind,
         reply,
-        events: head.iter().chain(tail.iter()).map(|s| s.to_string()).collect(),
+        events: head
+            .iter()
+            .chain(tail.iter())
+            .map(|s| s.to_string())
+            .collect(),
         step,
         result,
         prompts,
-        disk: if did_run { kind.applied(before) } else { before },
+        disk: if did_run {
+            kind.applied(before)
+        } else {
+            before
+        },
     }
 }
 

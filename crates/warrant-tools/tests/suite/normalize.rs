@@ -22,7 +22,10 @@ fn paths_become_canonical_and_writes_say_whether_they_create() {
         ("list_dir", json!({"path": "sub/up/.."})),
         ("search_files", json!({"pattern": "TODO"})),
         ("write_file", json!({"path": "new.txt", "content": "n"})),
-        ("write_file", json!({"path": "existing.txt", "content": "e"})),
+        (
+            "write_file",
+            json!({"path": "existing.txt", "content": "e"}),
+        ),
         ("write_file", json!({"path": "link", "content": "x"})),
         ("delete_path", json!({"path": "sub", "recursive": true})),
         ("delete_path", json!({"path": "sub/up/existing.txt"})),
@@ -33,12 +36,22 @@ fn paths_become_canonical_and_writes_say_whether_they_create() {
     assert_eq!(
         got,
         vec![
-            one(Action::FsRead { path: e.path("ws/existing.txt") }),
-            one(Action::FsRead { path: e.path("ws/existing.txt") }),
-            one(Action::FsRead { path: e.path("ws/existing.txt") }),
-            one(Action::FsRead { path: e.path("secret.txt") }),
+            one(Action::FsRead {
+                path: e.path("ws/existing.txt")
+            }),
+            one(Action::FsRead {
+                path: e.path("ws/existing.txt")
+            }),
+            one(Action::FsRead {
+                path: e.path("ws/existing.txt")
+            }),
+            one(Action::FsRead {
+                path: e.path("secret.txt")
+            }),
             // The link is followed: what is decided on is the file outside the workspace.
-            one(Action::FsRead { path: e.path("secret.txt") }),
+            one(Action::FsRead {
+                path: e.path("secret.txt")
+            }),
             one(Action::FsList { path: e.path("") }),
             one(Action::FsSearch {
                 path: e.path("ws"),
@@ -125,7 +138,10 @@ fn malformed_arguments_are_refused_with_the_schemas_words() {
     let mut lines = Vec::new();
     for (tool, args) in &cases {
         let refusal = e.normalize(tool, args).unwrap_err();
-        lines.push(format!("{tool} {args}\n  {}: {}", refusal.code, refusal.message));
+        lines.push(format!(
+            "{tool} {args}\n  {}: {}",
+            refusal.code, refusal.message
+        ));
     }
     insta::assert_snapshot!("schema_refusals", lines.join("\n"));
 }

@@ -25,7 +25,11 @@ fn a_write_shows_its_diff_against_the_file_on_disk() {
     );
     insta::assert_snapshot!(
         "write_new",
-        shown(&e, "write_file", json!({"path": "sub/new.md", "content": "# New\n\nbody\n"}))
+        shown(
+            &e,
+            "write_file",
+            json!({"path": "sub/new.md", "content": "# New\n\nbody\n"})
+        )
     );
 }
 
