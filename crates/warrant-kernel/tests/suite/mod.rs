@@ -1,0 +1,6 @@
+mod approvals;
+mod denials;
+mod fold;
+mod harness;
+mod replay;
+mod scenarios;

@@ -1,0 +1,4 @@
+//! One integration test binary for warrant-tools (fast to link); the cases live in suite/.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod suite;

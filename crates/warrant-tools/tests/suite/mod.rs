@@ -1,0 +1,3 @@
+mod env;
+mod normalize;
+mod present;
