@@ -111,13 +111,18 @@ impl World {
             sealer: &self.sealer,
             pdp,
             ids: &self.ids,
+            clock: &warrant_core::SystemClock,
             secret,
             observer: &Silent,
+            fence: Default::default(),
         }
     }
 
     pub fn start(&self, ring: &Ring<'_>, settings: RunSettings) -> RunState {
         ring.start(NewRunSpec {
+            queued: false,
+            tools_digest: None,
+            profiles_digest: None,
             principal: alice(),
             task: "tidy the workspace".into(),
             model: "scripted:test".into(),
@@ -183,6 +188,7 @@ pub fn settings() -> RunSettings {
     RunSettings {
         max_denials: 3,
         max_turns: 20,
+        deadline: None,
     }
 }
 

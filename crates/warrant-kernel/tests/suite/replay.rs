@@ -1,12 +1,13 @@
 //! Replay never re-runs a non-idempotent effect: one that was started (journaled) but never
-//! completed is recorded in doubt for a person, while an idempotent one runs again.
+//! completed is recorded in doubt and the run parks until a person resolves it; an idempotent
+//! one runs again.
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use warrant_core::{RequestId, digest_of};
 use warrant_kernel::pdp::Pdp;
 use warrant_kernel::{
-    Answer, CallResult, CallStep, DecisionPoint, NoPrompter, RunEvent, RunState, Scope,
+    Answer, CallResult, CallStep, DecisionPoint, NoPrompter, Resolution, RunEvent, RunState, Scope,
     ToolRegistry,
 };
 use warrant_store::RunStatus;
@@ -15,8 +16,13 @@ use super::harness::{SECRET, World, bob, settings};
 use super::scenarios::result_label;
 
 /// `sh -c 'echo x >> counter'`, approved with `scope`, then a crash right after the go-ahead
-/// was journaled. Returns what resuming appended, the call's result and the counter file.
-fn crash_after_start_of_approved_command(scope: Scope) -> (Vec<String>, String, Option<String>) {
+/// was journaled. A new process resumes from the log alone; it must park in doubt. Then the
+/// person resolves it with `resolution` (if any) and the call is driven again. Returns what
+/// resuming appended, the call's result and the counter file.
+fn crash_after_start_of_approved_command(
+    scope: Scope,
+    resolution: Option<Resolution>,
+) -> (Vec<String>, String, Option<String>) {
     let w = World::new();
     let pdp = Pdp(&w.engine);
     let ring = w.ring(&pdp, SECRET);
@@ -35,13 +41,34 @@ fn crash_after_start_of_approved_command(scope: Scope) -> (Vec<String>, String, 
     ring.resume(&mut state, &bob()).unwrap();
     started(&ring, &mut state, &call, Some(request));
 
-    // A new process resumes from the log alone.
     let mut resumed = ring.load(&state.run).unwrap();
     let from = resumed.next_seq;
+    let CallStep::Parked(in_doubt) = w.process(&ring, &mut resumed, &call, &mut NoPrompter) else {
+        panic!("a started, unfinished command must park in doubt");
+    };
     assert_eq!(
-        w.process(&ring, &mut resumed, &call, &mut NoPrompter),
-        CallStep::Done
+        resumed.call(&call).unwrap().in_doubt,
+        Some(in_doubt.clone())
     );
+    // Approving is the wrong answer to "did it happen?".
+    let wrong = ring
+        .answer(
+            &mut resumed,
+            &in_doubt,
+            &bob(),
+            "cli",
+            Answer::Approve(Scope::Once),
+        )
+        .unwrap_err();
+    assert!(wrong.to_string().contains("runs resolve"), "{wrong}");
+    if let Some(resolution) = resolution {
+        ring.resolve(&mut resumed, &call, &bob(), resolution)
+            .unwrap();
+        assert_eq!(
+            w.process(&ring, &mut resumed, &call, &mut NoPrompter),
+            CallStep::Done
+        );
+    }
     (
         w.kinds_from(&resumed, from),
         result_label(&resumed, &call),
@@ -69,28 +96,66 @@ fn started(
     .unwrap();
 }
 
-fn in_doubt() -> (Vec<String>, String, Option<String>) {
-    (
-        vec!["effect_in_doubt".to_owned()],
-        "in doubt".to_owned(),
-        None,
-    )
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| (*s).to_owned()).collect()
 }
 
 #[test]
-fn a_started_command_approved_for_the_session_is_in_doubt_not_rerun() {
+fn a_started_command_parks_in_doubt_whatever_the_approval_scope() {
+    for scope in [Scope::Session, Scope::Once] {
+        assert_eq!(
+            crash_after_start_of_approved_command(scope, None),
+            (
+                strings(&["effect_in_doubt", "run_parked"]),
+                "open".to_owned(),
+                None
+            ),
+            "{scope:?}"
+        );
+    }
+}
+
+#[test]
+fn a_person_resolves_the_doubt_and_only_retry_runs_it_again() {
     assert_eq!(
-        crash_after_start_of_approved_command(Scope::Session),
-        in_doubt()
+        crash_after_start_of_approved_command(Scope::Once, Some(Resolution::Completed)),
+        (
+            strings(&[
+                "effect_in_doubt",
+                "run_parked",
+                "in_doubt_resolved",
+                "effect_completed"
+            ]),
+            "completed ok=true".to_owned(),
+            None
+        )
     );
-}
-
-#[test]
-#[ignore = "bug: ring.rs process_call refuses a `once` approval as `already used` when resuming the call that used it, instead of recording EffectInDoubt"]
-fn a_started_command_approved_once_is_in_doubt_not_rerun() {
     assert_eq!(
-        crash_after_start_of_approved_command(Scope::Once),
-        in_doubt()
+        crash_after_start_of_approved_command(Scope::Once, Some(Resolution::Failed)),
+        (
+            strings(&[
+                "effect_in_doubt",
+                "run_parked",
+                "in_doubt_resolved",
+                "effect_completed"
+            ]),
+            "completed ok=false".to_owned(),
+            None
+        )
+    );
+    assert_eq!(
+        crash_after_start_of_approved_command(Scope::Once, Some(Resolution::Retry)),
+        (
+            strings(&[
+                "effect_in_doubt",
+                "run_parked",
+                "in_doubt_resolved",
+                "effect_started",
+                "effect_completed"
+            ]),
+            "completed ok=true".to_owned(),
+            Some("x\n".to_owned())
+        )
     );
 }
 
