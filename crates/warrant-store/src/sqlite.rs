@@ -17,7 +17,8 @@ use crate::{
     StoreError, StoredEvent,
 };
 
-/// The schema this build writes. Older stores are migrated forward on open; newer are refused.
+/// The schema this build writes, in SQLite and PostgreSQL alike (the same steps). Older stores
+/// are migrated forward on open; newer are refused.
 pub const SCHEMA_VERSION: u32 = 2;
 
 const GENESIS: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
