@@ -650,7 +650,9 @@ impl EventStore for SqliteStore {
                     [lease.run.as_str()],
                     |r| r.get(0),
                 )
-                .map_err(|e| self.err(e))?;
+                .optional()
+                .map_err(|e| self.err(e))?
+                .ok_or_else(|| StoreError::UnknownRun(lease.run.to_string()))?;
             return Err(StoreError::Fenced {
                 run: lease.run.to_string(),
                 presented: lease.token,

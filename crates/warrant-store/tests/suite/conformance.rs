@@ -446,6 +446,42 @@ pub fn leases(backend: &dyn Backend) {
         store.lease_run(&unknown, "w5", ttl),
         StoreError::UnknownRun(unknown.to_string()),
     );
+    assert_err(
+        store.heartbeat(&lease(&unknown, "w5", 1, t(0)), ttl),
+        StoreError::UnknownRun(unknown.to_string()),
+    );
+}
+
+/// Workers polling at once each get different runs, and every queued run is taken once.
+pub fn lease_next_under_concurrency(backend: &dyn Backend) {
+    const RUNS: usize = 12;
+    let clock = ManualClock::at_t0();
+    let ids = SequentialIds::default();
+    let mut queued: Vec<RunId> = (0..RUNS).map(|_| ids.run_id()).collect();
+    {
+        let store = backend.open(clock.clone());
+        for run in &queued {
+            start(store.as_ref(), run, RunStatus::Queued);
+        }
+    }
+    let taken: Vec<Vec<Lease>> = std::thread::scope(|s| {
+        // All spawned before any is joined, so they poll at once.
+        let mut workers = Vec::new();
+        for holder in ["w1", "w2", "w3"] {
+            let clock = clock.clone();
+            workers.push(s.spawn(move || {
+                let store = backend.open(clock);
+                std::iter::from_fn(|| store.lease_next(holder, Duration::from_secs(30)).unwrap())
+                    .collect::<Vec<_>>()
+            }));
+        }
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let mut got: Vec<RunId> = taken.iter().flatten().map(|l| l.run.clone()).collect();
+    got.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    queued.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    assert_eq!(got, queued);
+    assert!(taken.iter().flatten().all(|l| l.token == 1), "{taken:?}");
 }
 
 /// Cancellation: the first request stays, every handle sees it, unknown runs are named.
@@ -601,6 +637,11 @@ macro_rules! conformance_tests {
             #[test]
             fn leases() {
                 super::leases(&$backend);
+            }
+
+            #[test]
+            fn lease_next_under_concurrency() {
+                super::lease_next_under_concurrency(&$backend);
             }
 
             #[test]

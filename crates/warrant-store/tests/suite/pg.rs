@@ -34,11 +34,11 @@ fn admin_url() -> &'static str {
                 "no PostgreSQL on 127.0.0.1:5432 ({default_error}) and no throwaway server could be started: {e}"
             )
         })?;
-        eprintln!(
-            "warrant-store tests: no PostgreSQL on 127.0.0.1:5432, started a throwaway server at {} (data in {})",
+        say(&format!(
+            "no PostgreSQL on 127.0.0.1:5432, started a throwaway server at {} (data in {})",
             server.url,
             server.dir.display()
-        );
+        ));
         let url = server.url.clone();
         // Stopped by its watcher when this test binary exits.
         std::mem::forget(server);
@@ -48,6 +48,12 @@ fn admin_url() -> &'static str {
         Ok(url) => url,
         Err(e) => panic!("PostgreSQL tests cannot run: {e}"),
     }
+}
+
+/// Straight to stderr: the test harness captures `eprintln!`, and this must be seen.
+fn say(what: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "warrant-store tests: {what}");
 }
 
 fn try_connect(url: &str) -> Result<(), String> {
@@ -148,9 +154,7 @@ impl Throwaway {
         let bin = match find_bin() {
             Some(bin) => bin,
             None => {
-                eprintln!(
-                    "warrant-store tests: initdb/pg_ctl not found, running `apt-get install -y postgresql`"
-                );
+                say("initdb/pg_ctl not found, running `apt-get install -y postgresql`");
                 install_postgresql()?;
                 find_bin().ok_or("apt-get installed postgresql but no initdb/pg_ctl was found under /usr/lib/postgresql/*/bin")?
             }
