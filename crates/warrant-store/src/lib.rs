@@ -5,16 +5,40 @@
 //! The store knows run events only as `(kind, version, payload)`; it never interprets them.
 
 mod error;
+mod postgres;
 mod sqlite;
 
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use warrant_core::{RequestId, RunId, Timestamp};
+use warrant_core::{Clock, RequestId, RunId, Timestamp};
 
-pub use error::StoreError;
-pub use sqlite::{SCHEMA_VERSION, SqliteStore};
+pub use crate::error::StoreError;
+pub use crate::postgres::PostgresStore;
+pub use crate::sqlite::{SCHEMA_VERSION, SqliteStore};
+
+/// Opens the store at `location`: a `postgres://` or `postgresql://` URL is the shared
+/// PostgreSQL store (its schema created on first use), anything else the path of an existing
+/// SQLite store.
+pub fn open(
+    location: &str,
+    clock: Arc<dyn Clock>,
+) -> Result<Box<dyn EventStore + Send + Sync>, StoreError> {
+    if is_postgres_url(location) {
+        Ok(Box::new(PostgresStore::connect(location, clock)?))
+    } else {
+        Ok(Box::new(SqliteStore::open(Path::new(location), clock)?))
+    }
+}
+
+/// Whether `location` names a PostgreSQL store rather than a SQLite file.
+pub fn is_postgres_url(location: &str) -> bool {
+    let lower = location.get(..13).unwrap_or(location).to_ascii_lowercase();
+    lower.starts_with("postgres://") || lower.starts_with("postgresql://")
+}
 
 /// An event about to be appended.
 #[derive(Clone, Debug, PartialEq)]

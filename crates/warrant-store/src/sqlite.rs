@@ -17,7 +17,8 @@ use crate::{
     StoreError, StoredEvent,
 };
 
-/// The schema this build writes. Older stores are migrated forward on open; newer are refused.
+/// The schema this build writes, in SQLite and PostgreSQL alike (the same steps). Older stores
+/// are migrated forward on open; newer are refused.
 pub const SCHEMA_VERSION: u32 = 2;
 
 const GENESIS: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
@@ -649,7 +650,9 @@ impl EventStore for SqliteStore {
                     [lease.run.as_str()],
                     |r| r.get(0),
                 )
-                .map_err(|e| self.err(e))?;
+                .optional()
+                .map_err(|e| self.err(e))?
+                .ok_or_else(|| StoreError::UnknownRun(lease.run.to_string()))?;
             return Err(StoreError::Fenced {
                 run: lease.run.to_string(),
                 presented: lease.token,

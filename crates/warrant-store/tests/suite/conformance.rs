@@ -1,18 +1,104 @@
-//! Behaviour every `EventStore` must have. Generic over the store so the PostgreSQL store
-//! (a later issue) runs the same suite.
+//! Behaviour every `EventStore` must have, one suite run against SQLite and PostgreSQL: each
+//! case takes a [`Backend`] that opens handles (own connections) on one fresh store.
 
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use warrant_core::{FixedClock, IdSource, RequestId, SequentialIds, Timestamp};
+use warrant_core::{Clock, FixedClock, IdSource, RequestId, RunId, SequentialIds, Timestamp};
 use warrant_store::{
-    Append, AuditOutbox, ChainHead, EventDraft, EventStore, NewRun, RequestStatus, RequestUpdate,
-    RunStatus, SealedRecord, Sealer, SqliteStore, StoreError, StoredEvent,
+    Append, CancelRequest, ChainHead, EventDraft, EventStore, FenceRejection, Lease, NewRun,
+    RequestStatus, RequestUpdate, RunStatus, SealedRecord, Sealer, SqliteStore, StoreError,
+    StoredEvent,
 };
 
+use super::pg::TestDb;
+
+/// Opens handles on one store; each handle has its own connection, like separate processes.
+pub trait Backend: Sync {
+    fn open(&self, clock: Arc<dyn Clock>) -> Box<dyn EventStore + Send + Sync>;
+}
+
+/// A fresh SQLite store file in a temp dir, opened through `warrant_store::open`.
+pub struct SqliteBackend {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl SqliteBackend {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.db");
+        drop(SqliteStore::create(&path, clock()).unwrap());
+        Self { _dir: dir, path }
+    }
+}
+
+impl Backend for SqliteBackend {
+    fn open(&self, clock: Arc<dyn Clock>) -> Box<dyn EventStore + Send + Sync> {
+        warrant_store::open(self.path.to_str().unwrap(), clock).unwrap()
+    }
+}
+
+/// A fresh PostgreSQL database, opened through `warrant_store::open`, dropped at the end.
+pub struct PgBackend {
+    db: TestDb,
+}
+
+impl PgBackend {
+    pub fn new() -> Self {
+        Self::on(TestDb::new())
+    }
+
+    pub fn on(db: TestDb) -> Self {
+        Self { db }
+    }
+}
+
+impl Backend for PgBackend {
+    fn open(&self, clock: Arc<dyn Clock>) -> Box<dyn EventStore + Send + Sync> {
+        warrant_store::open(&self.db.url, clock).unwrap()
+    }
+}
+
+const T0: i64 = 1_700_000_000_000;
+
+/// A clock the test moves by hand, shared by every handle of a case.
+#[derive(Debug)]
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    pub fn at_t0() -> Arc<Self> {
+        Arc::new(Self(AtomicI64::new(T0)))
+    }
+
+    pub fn advance(&self, by: Duration) {
+        self.0.fetch_add(by.as_millis() as i64, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::from_millis(self.0.load(Ordering::SeqCst)).unwrap()
+    }
+}
+
+/// `ms` milliseconds after T0.
+fn t(ms: i64) -> Timestamp {
+    Timestamp::from_millis(T0 + ms).unwrap()
+}
+
+/// Errors have no `PartialEq`; their `Debug` shows every field.
+#[track_caller]
+fn assert_err<T: std::fmt::Debug>(got: Result<T, StoreError>, want: StoreError) {
+    assert_eq!(format!("{got:?}"), format!("{:?}", Err::<T, _>(want)));
+}
+
 /// A sealer that chains by concatenation, enough to see order and atomicity.
-struct ToySealer;
+pub struct ToySealer;
 
 impl Sealer for ToySealer {
     fn seal(
@@ -35,7 +121,7 @@ impl Sealer for ToySealer {
     }
 }
 
-fn draft(kind: &str) -> EventDraft {
+pub fn draft(kind: &str) -> EventDraft {
     EventDraft {
         kind: kind.into(),
         version: 1,
@@ -45,12 +131,14 @@ fn draft(kind: &str) -> EventDraft {
 }
 
 pub fn clock() -> Arc<FixedClock> {
-    Arc::new(FixedClock(
-        Timestamp::from_millis(1_700_000_000_000).unwrap(),
-    ))
+    Arc::new(FixedClock(Timestamp::from_millis(T0).unwrap()))
 }
 
-fn conformance(store: &dyn EventStore) {
+/// What the original single-store test checked: create, append, conflicts, rollback on a
+/// sealing failure, the request index and the outbox; then a second handle reads it all back.
+pub fn basics(backend: &dyn Backend) {
+    let handle = backend.open(clock());
+    let store = handle.as_ref();
     let ids = SequentialIds::default();
     let run = ids.run_id();
     let created = store
@@ -197,16 +285,377 @@ fn conformance(store: &dyn EventStore) {
         ),
         Err(StoreError::UnknownRun(_))
     ));
-}
 
-#[test]
-fn sqlite_store_conforms() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::create(&dir.path().join("store.db"), clock()).unwrap();
-    conformance(&store);
-    // Reopening reads everything back.
-    drop(store);
-    let store = SqliteStore::open(&dir.path().join("store.db"), clock()).unwrap();
+    drop(handle);
+    let store = backend.open(clock());
     assert_eq!(store.runs().unwrap().len(), 1);
     assert_eq!(store.audit_head().unwrap().seq, 4);
 }
+
+fn start(store: &dyn EventStore, run: &RunId, status: RunStatus) {
+    store
+        .create_run(
+            &NewRun {
+                run: run.clone(),
+                actor: "alice".into(),
+                task: "t".into(),
+                status,
+            },
+            vec![draft("run_started")],
+            &ToySealer,
+        )
+        .unwrap();
+}
+
+fn append_to(run: &RunId, expected_seq: u64, kinds: &[&str], fence: Option<u64>) -> Append {
+    Append {
+        run: run.clone(),
+        expected_seq,
+        events: kinds.iter().map(|k| draft(k)).collect(),
+        status: None,
+        requests: vec![],
+        fence,
+    }
+}
+
+/// Leases: who may take a run, when, and what a holder that lost its lease can still do.
+pub fn leases(backend: &dyn Backend) {
+    let clock = ManualClock::at_t0();
+    let store = backend.open(clock.clone());
+    let store = store.as_ref();
+    let ids = SequentialIds::default();
+    let ttl = Duration::from_secs(30);
+    let lease = |run: &RunId, holder: &str, token: u64, expires_at: Timestamp| Lease {
+        run: run.clone(),
+        holder: holder.into(),
+        token,
+        expires_at,
+    };
+
+    // Oldest first: a run its creator drives (never leased yet), then two queued runs.
+    let driven = ids.run_id();
+    start(store, &driven, RunStatus::Running);
+    clock.advance(Duration::from_secs(1));
+    let q1 = ids.run_id();
+    start(store, &q1, RunStatus::Queued);
+    clock.advance(Duration::from_secs(1));
+    let q2 = ids.run_id();
+    start(store, &q2, RunStatus::Queued);
+    clock.advance(Duration::from_secs(1)); // T0 + 3s
+
+    // Workers take the queued runs in order, never the run that was never leased.
+    let w1 = store.lease_next("w1", ttl).unwrap();
+    assert_eq!(w1, Some(lease(&q1, "w1", 1, t(33_000))));
+    assert_eq!(store.run(&q1).unwrap().unwrap().status, RunStatus::Running);
+    let w2 = store.lease_next("w2", ttl).unwrap().unwrap();
+    assert_eq!(w2, lease(&q2, "w2", 1, t(33_000)));
+    assert_eq!(store.lease_next("w3", ttl).unwrap(), None);
+
+    // Its creator leases the driven run; nobody takes a run under a live lease.
+    let cli = store.lease_run(&driven, "cli", ttl).unwrap();
+    assert_eq!(cli, lease(&driven, "cli", 1, t(33_000)));
+    assert_err(
+        store.lease_run(&q1, "cli", ttl),
+        StoreError::Leased {
+            run: q1.to_string(),
+            holder: "w1".into(),
+            until: t(33_000).rfc3339(),
+        },
+    );
+
+    // A heartbeat extends the lease from now.
+    clock.advance(Duration::from_secs(10)); // T0 + 13s
+    let w1 = store
+        .heartbeat(&w1.unwrap(), Duration::from_secs(60))
+        .unwrap();
+    assert_eq!(w1, lease(&q1, "w1", 1, t(73_000)));
+
+    // Expired leases are taken over, oldest run first, each with a new token.
+    clock.advance(Duration::from_secs(25)); // T0 + 38s
+    let w3 = store.lease_next("w3", ttl).unwrap();
+    assert_eq!(w3, Some(lease(&driven, "w3", 2, t(68_000))));
+    let w3 = store.lease_next("w3", ttl).unwrap().unwrap();
+    assert_eq!(w3, lease(&q2, "w3", 2, t(68_000)));
+    assert_eq!(store.lease_next("w4", ttl).unwrap(), None);
+
+    // The worker that lost q2 can neither extend its lease nor write.
+    let fenced = StoreError::Fenced {
+        run: q2.to_string(),
+        presented: 1,
+        current: 2,
+    };
+    assert_err(store.heartbeat(&w2, ttl), fenced);
+    let fenced = StoreError::Fenced {
+        run: q2.to_string(),
+        presented: 1,
+        current: 2,
+    };
+    assert_err(
+        store.append(
+            append_to(&q2, 2, &["late_a", "late_b"], Some(1)),
+            &ToySealer,
+        ),
+        fenced,
+    );
+    assert_eq!(store.events(&q2).unwrap().len(), 1);
+    assert_eq!(
+        store.fence_rejections(&q2).unwrap(),
+        vec![FenceRejection {
+            run: q2.clone(),
+            presented: 1,
+            current: 2,
+            at: t(38_000),
+            kinds: vec!["late_a".into(), "late_b".into()],
+        }]
+    );
+    assert_eq!(store.fence_rejections(&q1).unwrap(), vec![]);
+    let written = store
+        .append(append_to(&q2, 2, &["step"], Some(2)), &ToySealer)
+        .unwrap();
+    assert_eq!(written.len(), 1);
+
+    // Releasing frees the run at once; releasing a superseded lease changes nothing.
+    store.release(&w2).unwrap();
+    assert_eq!(store.lease_next("w4", ttl).unwrap(), None);
+    store.release(&w3).unwrap();
+    let w4 = store.lease_next("w4", ttl).unwrap().unwrap();
+    assert_eq!(w4, lease(&q2, "w4", 3, t(68_000)));
+    store.release(&w4).unwrap();
+    let cli2 = store.lease_run(&q2, "cli", ttl).unwrap();
+    assert_eq!(cli2, lease(&q2, "cli", 4, t(68_000)));
+
+    // An ended run is never leased again.
+    let mut end = append_to(&q2, 3, &["run_ended"], Some(4));
+    end.status = Some(RunStatus::Completed);
+    store.append(end, &ToySealer).unwrap();
+    assert_err(
+        store.lease_run(&q2, "w5", ttl),
+        StoreError::Final {
+            run: q2.to_string(),
+            status: "completed".into(),
+        },
+    );
+    clock.advance(Duration::from_secs(600));
+    let taken: Vec<(RunId, u64)> = std::iter::from_fn(|| store.lease_next("w5", ttl).unwrap())
+        .map(|l| (l.run, l.token))
+        .collect();
+    assert_eq!(taken, vec![(driven, 3), (q1, 2)]);
+
+    let unknown = ids.run_id();
+    assert_err(
+        store.lease_run(&unknown, "w5", ttl),
+        StoreError::UnknownRun(unknown.to_string()),
+    );
+    assert_err(
+        store.heartbeat(&lease(&unknown, "w5", 1, t(0)), ttl),
+        StoreError::UnknownRun(unknown.to_string()),
+    );
+}
+
+/// Workers polling at once each get different runs, and every queued run is taken once.
+pub fn lease_next_under_concurrency(backend: &dyn Backend) {
+    const RUNS: usize = 12;
+    let clock = ManualClock::at_t0();
+    let ids = SequentialIds::default();
+    let mut queued: Vec<RunId> = (0..RUNS).map(|_| ids.run_id()).collect();
+    {
+        let store = backend.open(clock.clone());
+        for run in &queued {
+            start(store.as_ref(), run, RunStatus::Queued);
+        }
+    }
+    let taken: Vec<Vec<Lease>> = std::thread::scope(|s| {
+        // All spawned before any is joined, so they poll at once.
+        let mut workers = Vec::new();
+        for holder in ["w1", "w2", "w3"] {
+            let clock = clock.clone();
+            workers.push(s.spawn(move || {
+                let store = backend.open(clock);
+                std::iter::from_fn(|| store.lease_next(holder, Duration::from_secs(30)).unwrap())
+                    .collect::<Vec<_>>()
+            }));
+        }
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let mut got: Vec<RunId> = taken.iter().flatten().map(|l| l.run.clone()).collect();
+    got.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    queued.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    assert_eq!(got, queued);
+    assert!(taken.iter().flatten().all(|l| l.token == 1), "{taken:?}");
+}
+
+/// Cancellation: the first request stays, every handle sees it, unknown runs are named.
+pub fn cancellation(backend: &dyn Backend) {
+    let clock = ManualClock::at_t0();
+    let store = backend.open(clock.clone());
+    let ids = SequentialIds::default();
+    let run = ids.run_id();
+    start(store.as_ref(), &run, RunStatus::Running);
+    assert_eq!(store.cancel_request(&run).unwrap(), None);
+
+    store
+        .request_cancel(&run, "bob", "taking too long")
+        .unwrap();
+    clock.advance(Duration::from_secs(5));
+    store
+        .request_cancel(&run, "carol", "changed my mind")
+        .unwrap();
+    let first = Some(CancelRequest {
+        by: "bob".into(),
+        reason: "taking too long".into(),
+        at: t(0),
+    });
+    assert_eq!(store.cancel_request(&run).unwrap(), first);
+    assert_eq!(backend.open(clock).cancel_request(&run).unwrap(), first);
+
+    let unknown = ids.run_id();
+    assert_err(
+        store.request_cancel(&unknown, "bob", "x"),
+        StoreError::UnknownRun(unknown.to_string()),
+    );
+    assert_err(
+        store.cancel_request(&unknown),
+        StoreError::UnknownRun(unknown.to_string()),
+    );
+}
+
+/// Refuses to seal after any head but the last one it sealed: two writers that read the same
+/// head (the chain forking) fail the test at once.
+#[derive(Default)]
+struct ChainChecker {
+    last: Mutex<Option<ChainHead>>,
+}
+
+impl Sealer for ChainChecker {
+    fn seal(
+        &self,
+        head: &ChainHead,
+        event: &StoredEvent,
+        _audit: &Value,
+    ) -> Result<SealedRecord, String> {
+        let mut last = self.last.lock().unwrap();
+        if let Some(last) = last.as_ref()
+            && last != head
+        {
+            return Err(format!(
+                "asked to seal after {head:?}, last sealed {last:?}"
+            ));
+        }
+        let seq = head.seq + 1;
+        let hash = format!("h{seq}:{}:{}", event.run, event.seq);
+        *last = Some(ChainHead {
+            seq,
+            hash: hash.clone(),
+        });
+        Ok(SealedRecord {
+            seq,
+            id: format!("rec-{seq}"),
+            hash,
+            line: json!({"seq": seq, "prev": head.hash, "run": event.run, "event": event.seq})
+                .to_string(),
+        })
+    }
+}
+
+/// Two writers on two connections append to two runs at once: the installation-wide chain
+/// stays one line, sealed in commit order.
+pub fn audit_order_under_concurrency(backend: &dyn Backend) {
+    const APPENDS: u64 = 40;
+    let checker = ChainChecker::default();
+    let ids = SequentialIds::default();
+    let runs = [ids.run_id(), ids.run_id()];
+    std::thread::scope(|s| {
+        for run in &runs {
+            let checker = &checker;
+            s.spawn(move || {
+                let store = backend.open(clock());
+                store
+                    .create_run(
+                        &NewRun {
+                            run: run.clone(),
+                            actor: "alice".into(),
+                            task: "t".into(),
+                            status: RunStatus::Running,
+                        },
+                        vec![draft("run_started")],
+                        checker,
+                    )
+                    .unwrap();
+                for i in 0..APPENDS {
+                    store
+                        .append(append_to(run, 2 + 2 * i, &["a", "b"], None), checker)
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let store = backend.open(clock());
+    let records = store.audit_records(0, 1_000).unwrap();
+    let total = 2 * (1 + 2 * APPENDS);
+    assert_eq!(
+        records.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        (1..=total).collect::<Vec<_>>()
+    );
+    let prevs: Vec<String> = records
+        .iter()
+        .skip(1)
+        .map(|r| {
+            let line: Value = serde_json::from_str(&r.line).unwrap();
+            line["prev"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    let hashes: Vec<String> = records
+        .iter()
+        .take(records.len() - 1)
+        .map(|r| r.hash.clone())
+        .collect();
+    assert_eq!(prevs, hashes);
+    assert_eq!(
+        store.audit_head().unwrap(),
+        ChainHead {
+            seq: total,
+            hash: records[records.len() - 1].hash.clone(),
+        }
+    );
+    for run in &runs {
+        let seqs: Vec<u64> = store.events(run).unwrap().iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=1 + 2 * APPENDS).collect::<Vec<_>>());
+    }
+}
+
+/// One test per case and store.
+macro_rules! conformance_tests {
+    ($store:ident, $backend:expr) => {
+        mod $store {
+            use super::*;
+
+            #[test]
+            fn basics() {
+                super::basics(&$backend);
+            }
+
+            #[test]
+            fn leases() {
+                super::leases(&$backend);
+            }
+
+            #[test]
+            fn lease_next_under_concurrency() {
+                super::lease_next_under_concurrency(&$backend);
+            }
+
+            #[test]
+            fn cancellation() {
+                super::cancellation(&$backend);
+            }
+
+            #[test]
+            fn audit_order_under_concurrency() {
+                super::audit_order_under_concurrency(&$backend);
+            }
+        }
+    };
+}
+
+conformance_tests!(sqlite, SqliteBackend::new());
+conformance_tests!(postgres, PgBackend::new());

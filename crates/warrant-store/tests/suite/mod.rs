@@ -1,2 +1,4 @@
+mod bad_input;
 mod conformance;
+mod pg;
 mod sqlite_files;
