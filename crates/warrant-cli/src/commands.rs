@@ -23,7 +23,7 @@ use warrant_llm::{
     ModelProvider, ModelSpec, OpenAiProvider, ScriptedProvider, openai_settings_from,
 };
 use warrant_policy::{DecisionRequest, PolicyEngine};
-use warrant_store::{AuditOutbox, EventStore, RequestStatus};
+use warrant_store::RequestStatus;
 use warrant_tools::BuiltinTools;
 
 use crate::context::{self, Installation, Paths};
@@ -428,7 +428,7 @@ fn ring<'a>(
     observer: &'a dyn warrant_kernel::Observer,
 ) -> Ring<'a> {
     Ring {
-        store: &loaded.inst.store,
+        store: loaded.inst.store.as_ref(),
         sealer: &loaded.inst.sealer,
         pdp,
         ids: loaded.inst.ids.as_ref(),
@@ -511,7 +511,7 @@ fn run(
         .map_err(|e| Failure::coded(&e, 1))?;
     let mut prompter = prompter_for(prompt, &loaded.identity.principal);
     let driver = Drive {
-        store: &loaded.inst.store,
+        store: loaded.inst.store.as_ref(),
         ring: &ring,
         tools: &tools,
         env: &env,
@@ -640,7 +640,7 @@ fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, 
     }
     let mut prompter = prompter_for(prompt, &loaded.identity.principal);
     let driver = Drive {
-        store: &loaded.inst.store,
+        store: loaded.inst.store.as_ref(),
         ring: &ring,
         tools: &tools,
         env: &env,
@@ -674,7 +674,7 @@ fn worker(
     let ttl = std::time::Duration::from_millis(lease_ms.max(100));
     eprintln!(
         "worker {holder}: polling {} for runs",
-        loaded.inst.store.path().display()
+        loaded.inst.store_location
     );
     loop {
         let lease = loaded
@@ -724,7 +724,7 @@ fn worker(
             }
         };
         let driver = Drive {
-            store: &loaded.inst.store,
+            store: loaded.inst.store.as_ref(),
             ring: &ring,
             tools: &tools,
             env: &env,

@@ -13,7 +13,7 @@ use warrant_core::config::{
 };
 use warrant_core::{CanonicalPath, Coded, IdSource, RandomIds, SystemClock};
 use warrant_policy::{PolicyEngine, PolicySource};
-use warrant_store::SqliteStore;
+use warrant_store::EventStore;
 
 use crate::{EXIT_USAGE, Failure};
 
@@ -27,6 +27,8 @@ pub const INSTALLATION_FILE: &str = "installation.id";
 
 #[derive(Debug, Clone)]
 pub struct Paths {
+    /// `--store`: a PostgreSQL URL or a SQLite file, instead of the configured store.
+    pub store_override: Option<String>,
     pub workspace: PathBuf,
     pub dot: PathBuf,
     pub managed: PathBuf,
@@ -60,6 +62,7 @@ fn env_map() -> BTreeMap<String, String> {
 /// Resolves the workspace: `--workspace`, else the nearest ancestor with `.warrant/`, else the
 /// current directory (for `init`).
 pub fn paths(arg: Option<&Path>, for_init: bool) -> Result<Paths, Failure> {
+    let store_override = STORE_OVERRIDE.get().cloned().flatten();
     let env = env_map();
     let start = match arg {
         Some(p) => p.to_owned(),
@@ -115,6 +118,7 @@ pub fn paths(arg: Option<&Path>, for_init: bool) -> Result<Paths, Failure> {
                 .map(|h| PathBuf::from(h).join(".config/warrant"))
         });
     Ok(Paths {
+        store_override,
         dot: workspace.join(DOT),
         workspace,
         managed,
@@ -220,7 +224,9 @@ pub fn policy(paths: &Paths) -> Result<PolicyEngine, Failure> {
 
 /// The installation's store, keys and sink.
 pub struct Installation {
-    pub store: SqliteStore,
+    pub store: Box<dyn EventStore + Send + Sync>,
+    /// Where the store is, for messages (a URL never shows its password).
+    pub store_location: String,
     pub sealer: InstallationSealer,
     pub secret: Vec<u8>,
     pub sink: JsonlSink,
@@ -228,10 +234,21 @@ pub struct Installation {
     pub ids: Arc<dyn IdSource>,
 }
 
+/// The store: `--store`, else `[store] url` of the configuration, else `.warrant/store.db`.
 pub fn installation(paths: &Paths, settings: &Settings) -> Result<Installation, Failure> {
     let ids: Arc<dyn IdSource> = Arc::new(RandomIds);
-    let store = SqliteStore::open(&paths.store(), Arc::new(SystemClock))
+    let location = paths
+        .store_override
+        .clone()
+        .or_else(|| settings.store_url.clone())
+        .unwrap_or_else(|| paths.store().display().to_string());
+    let store = warrant_store::open(&location, Arc::new(SystemClock))
         .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    let store_location = if warrant_store::is_postgres_url(&location) {
+        redact_url(&location)
+    } else {
+        location
+    };
     let key = AuditKey::load(&paths.keys()).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
     let public_keys = PublicKeys::from_keys([key.verifying_key()]);
     let secret_hex = fs::read_to_string(paths.keys().join(SECRET_FILE)).map_err(|e| {
@@ -253,6 +270,7 @@ pub fn installation(paths: &Paths, settings: &Settings) -> Result<Installation, 
     let sink = JsonlSink::new(paths.dot.join(&settings.audit_jsonl_path));
     Ok(Installation {
         store,
+        store_location,
         sealer,
         secret,
         sink,
@@ -264,7 +282,7 @@ pub fn installation(paths: &Paths, settings: &Settings) -> Result<Installation, 
 /// Copies new audit records to the sink. A failure is reported but does not undo the command:
 /// the records stay in the store's outbox and the next command delivers them.
 pub fn deliver(inst: &Installation) {
-    if let Err(e) = inst.sink.deliver(&inst.store) {
+    if let Err(e) = inst.sink.deliver(inst.store.as_ref()) {
         eprintln!(
             "warning[{}]: audit delivery to {} failed: {e}; the records stay in the store and are delivered by the next command",
             e.code(),
@@ -275,4 +293,19 @@ pub fn deliver(inst: &Installation) {
 
 pub fn parent_env() -> Vec<(String, String)> {
     std::env::vars().collect()
+}
+
+/// `--store`, set once by `main` before any command runs.
+pub static STORE_OVERRIDE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+
+/// `postgres://user:secret@host/db` → `postgres://user@host/db`.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}{user}@{}", &url[..scheme + 3], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
 }

@@ -38,6 +38,10 @@ pub struct Cli {
     /// current directory).
     #[arg(long, global = true, value_name = "DIR")]
     pub workspace: Option<std::path::PathBuf>,
+    /// The store: a PostgreSQL URL (`postgres://…`, shared by workers) or a SQLite file.
+    /// Default: `[store] url` of the configuration, else `.warrant/store.db`.
+    #[arg(long, global = true, value_name = "URL")]
+    pub store: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -255,6 +259,7 @@ impl Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let _ = context::STORE_OVERRIDE.set(cli.store.clone());
     match commands::dispatch(cli) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {

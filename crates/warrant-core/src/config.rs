@@ -46,6 +46,15 @@ pub struct ConfigDoc {
     pub providers: ProvidersConfig,
     #[serde(default)]
     pub audit: AuditConfig,
+    #[serde(default)]
+    pub store: StoreConfig,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// `postgres://…` for a shared store; default: `.warrant/store.db` (SQLite).
+    pub url: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -318,6 +327,7 @@ pub struct Settings {
     pub profiles: BTreeMap<String, ProfileConfig>,
     pub openai: OpenAiConfig,
     pub audit_jsonl_path: String,
+    pub store_url: Option<String>,
 }
 
 /// Ordered highest precedence first, whatever order they were given in.
@@ -360,6 +370,7 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
             .iter()
             .find_map(|l| l.doc.audit.jsonl_path.clone())
             .unwrap_or_else(|| "audit/audit.jsonl".to_owned()),
+        store_url: layers.iter().find_map(|l| l.doc.store.url.clone()),
     }
 }
 
