@@ -622,10 +622,7 @@ fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, 
         return Ok(10);
     }
     // One driver at a time: a second resume is told who drives the run.
-    let lease = loaded
-        .inst
-        .store
-        .lease_run(&run, &drive::holder(), drive::LEASE_TTL)
+    let lease = drive::lease_here(loaded.inst.store.as_ref(), &run)
         .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
     ring.fence.set(Some(lease.token));
     let tools_digest =
@@ -753,11 +750,7 @@ fn runs_cancel(ws: Option<&Path>, run: &str, reason: &str) -> Result<u8, Failure
     // being driven stops at its next effect boundary.
     let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
     let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
-    match loaded
-        .inst
-        .store
-        .lease_run(&run, &drive::holder(), drive::LEASE_TTL)
-    {
+    match drive::lease_here(loaded.inst.store.as_ref(), &run) {
         Ok(lease) => {
             ring.fence.set(Some(lease.token));
             let result = ring.load(&run).and_then(|mut state| {
@@ -850,11 +843,15 @@ fn runs_show(ws: Option<&Path>, run: &str, json: bool) -> Result<u8, Failure> {
             )
         })?;
     let events = inst.store.events(&run).map_err(|e| Failure::coded(&e, 1))?;
+    let rejected = inst
+        .store
+        .fence_rejections(&run)
+        .map_err(|e| Failure::coded(&e, 1))?;
     if json {
         outln!(
             "{}",
             pretty(
-                &json!({"run": row, "events": events.iter().map(event_json).collect::<Vec<_>>()})
+                &json!({"run": row, "events": events.iter().map(event_json).collect::<Vec<_>>(), "fence_rejections": rejected})
             )
         );
         return Ok(0);
@@ -879,6 +876,15 @@ fn runs_show(ws: Option<&Path>, run: &str, json: bool) -> Result<u8, Failure> {
             }
             Err(err) => outln!("#{:<4}unreadable event: {err}", e.seq),
         }
+    }
+    for r in &rejected {
+        outln!(
+            "fenced   at {}: a writer with lease token {} (current {}) was refused: {}",
+            r.at.rfc3339(),
+            r.presented,
+            r.current,
+            r.kinds.join(", ")
+        );
     }
     Ok(0)
 }

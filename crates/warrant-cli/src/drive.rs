@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use warrant_agent::{Agent, AgentError, RunExit};
 use warrant_kernel::{Prompter, Ring, RunState, ToolEnv, ToolRegistry};
 use warrant_llm::ModelProvider;
-use warrant_store::{EventStore, Lease};
+use warrant_store::{EventStore, Lease, StoreError};
 
 /// Lease length for a run driven by `run` or `resume`.
 pub const LEASE_TTL: Duration = Duration::from_secs(30);
@@ -19,6 +19,35 @@ pub fn holder() -> String {
         .map(|h| h.trim().to_owned())
         .unwrap_or_else(|_| "localhost".into());
     format!("{host}:{}", std::process::id())
+}
+
+/// Whether `holder` names a process of this host that no longer exists.
+fn holder_is_dead_here(holder: &str) -> bool {
+    let Some((host, pid)) = holder.rsplit_once(':') else {
+        return false;
+    };
+    let here = self::holder();
+    let this_host = here.rsplit_once(':').map_or("", |(h, _)| h);
+    let Ok(pid) = pid.parse::<i32>() else {
+        return false;
+    };
+    host == this_host
+        && rustix::process::Pid::from_raw(pid)
+            .is_some_and(|p| rustix::process::test_kill_process(p) == Err(rustix::io::Errno::SRCH))
+}
+
+/// Takes the lease of `run` for this process. A lease held by a process of this host that has
+/// died (a crashed `run` or `resume`) is broken at once instead of waiting for it to expire;
+/// a live holder's lease is respected.
+pub fn lease_here(store: &dyn EventStore, run: &warrant_core::RunId) -> Result<Lease, StoreError> {
+    match store.lease_run(run, &holder(), LEASE_TTL) {
+        Err(StoreError::Leased { holder: other, .. }) if holder_is_dead_here(&other) => {
+            eprintln!("taking over {run} from {other}, which is no longer running");
+            store.break_lease(run, &other)?;
+            store.lease_run(run, &holder(), LEASE_TTL)
+        }
+        other => other,
+    }
 }
 
 pub struct Drive<'a> {

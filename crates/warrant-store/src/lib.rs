@@ -273,6 +273,11 @@ pub trait EventStore: AuditOutbox {
     /// running is free for `lease_next` at once.
     fn release(&self, lease: &Lease) -> Result<(), StoreError>;
 
+    /// Ends the lease of `holder` on `run` now, whoever asks: for a holder known to be dead (a
+    /// process of this host that no longer exists). Its token stays, so if it was alive after
+    /// all, its appends are refused once the run is leased anew. Returns whether it held it.
+    fn break_lease(&self, run: &RunId, holder: &str) -> Result<bool, StoreError>;
+
     /// Appends refused for a stale fencing token, oldest first.
     fn fence_rejections(&self, run: &RunId) -> Result<Vec<FenceRejection>, StoreError>;
 

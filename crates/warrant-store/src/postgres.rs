@@ -761,6 +761,17 @@ impl EventStore for PostgresStore {
         Ok(())
     }
 
+    fn break_lease(&self, run: &RunId, holder: &str) -> Result<bool, StoreError> {
+        let changed = self
+            .lock()?
+            .execute(
+                "UPDATE runs SET lease_expires = 0 WHERE run_id = $1 AND lease_holder = $2",
+                &[&run.as_str(), &holder],
+            )
+            .map_err(|e| self.err(&e))?;
+        Ok(changed > 0)
+    }
+
     fn fence_rejections(&self, run: &RunId) -> Result<Vec<FenceRejection>, StoreError> {
         let rows = self
             .lock()?

@@ -675,6 +675,17 @@ impl EventStore for SqliteStore {
         Ok(())
     }
 
+    fn break_lease(&self, run: &RunId, holder: &str) -> Result<bool, StoreError> {
+        let conn = self.lock();
+        let changed = conn
+            .execute(
+                "UPDATE runs SET lease_expires = 0 WHERE run_id = ?1 AND lease_holder = ?2",
+                params![run.as_str(), holder],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(changed > 0)
+    }
+
     fn fence_rejections(&self, run: &RunId) -> Result<Vec<FenceRejection>, StoreError> {
         let conn = self.lock();
         let mut stmt = conn

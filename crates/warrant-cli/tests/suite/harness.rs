@@ -15,6 +15,8 @@ pub struct Sandbox {
     pub managed: PathBuf,
     pub home: PathBuf,
     pub extra_env: Vec<(String, String)>,
+    /// `--store` for every command (a PostgreSQL test database); `None`: the SQLite default.
+    pub store: Option<String>,
 }
 
 pub fn examples() -> PathBuf {
@@ -52,12 +54,19 @@ impl Sandbox {
             managed,
             home,
             extra_env: Vec::new(),
+            store: None,
         }
     }
 
     /// A quickstart workspace after `warrant init --yes`.
     pub fn init() -> Self {
-        let sb = Self::new();
+        Self::init_with(None)
+    }
+
+    /// A quickstart workspace after `warrant init --yes`, using `store` when given.
+    pub fn init_with(store: Option<String>) -> Self {
+        let mut sb = Self::new();
+        sb.store = store;
         let out = sb.cmd(&["init", "--yes"]).output().unwrap();
         assert_eq!(
             out.status.code(),
@@ -82,6 +91,9 @@ impl Sandbox {
             .env("WARRANT_TENANT", "harbour");
         for (k, v) in &self.extra_env {
             c.env(k, v);
+        }
+        if let Some(store) = &self.store {
+            c.arg("--store").arg(store);
         }
         c.args(args);
         c

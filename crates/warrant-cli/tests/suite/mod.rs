@@ -2,6 +2,7 @@ mod adversarial;
 mod approvals;
 mod audit;
 mod bad_input;
+mod crash;
 mod docs;
 mod harness;
 mod identity;

@@ -14,7 +14,7 @@ use warrant_store::{
 };
 
 use super::conformance::{ToySealer, clock, draft};
-use super::pg::TestDb;
+use warrant_testkit::pg::TestDb;
 
 #[test]
 fn an_unreachable_postgres_is_retried_with_backoff_then_named_without_its_password() {

@@ -15,7 +15,7 @@ use warrant_store::{
     StoredEvent,
 };
 
-use super::pg::TestDb;
+use warrant_testkit::pg::TestDb;
 
 /// Opens handles on one store; each handle has its own connection, like separate processes.
 pub trait Backend: Sync {
