@@ -32,7 +32,7 @@ use warrant_kernel::{
     RunState, Silent, ToolEnv, ToolRegistry,
 };
 use warrant_policy::{PolicyEngine, PolicySource, default_pack};
-use warrant_store::{EventStore, SqliteStore};
+use warrant_store::{AuditOutbox, EventStore, SqliteStore};
 use warrant_tools::BuiltinTools;
 
 /// Calls per run before the bench starts a fresh one (untimed), so the run state a call is
@@ -77,6 +77,9 @@ impl Fixture {
             parent_env: std::env::vars().collect(),
         };
         let spec = NewRunSpec {
+            queued: false,
+            tools_digest: None,
+            profiles_digest: None,
             principal: Principal {
                 tenant: "acme".into(),
                 actor: "alice".into(),
@@ -92,6 +95,7 @@ impl Fixture {
             settings: RunSettings {
                 max_denials: 1_000_000,
                 max_turns: 1_000_000,
+                deadline: None,
             },
             tools: tools.specs().into_iter().map(|s| s.name).collect(),
         };
@@ -134,8 +138,10 @@ fn governed_exec(c: &mut Criterion) {
         sealer: &fx.sealer,
         pdp: &pdp,
         ids: fx.ids.as_ref(),
+        clock: &SystemClock,
         secret: &[7u8; 32],
         observer: &Silent,
+        fence: Default::default(),
     };
     let mut state = ring.start(fx.spec.clone()).unwrap();
 
@@ -221,8 +227,10 @@ fn journal_append(c: &mut Criterion) {
         sealer: &fx.sealer,
         pdp: &pdp,
         ids: fx.ids.as_ref(),
+        clock: &SystemClock,
         secret: &[7u8; 32],
         observer: &Silent,
+        fence: Default::default(),
     };
     let mut state = ring.start(fx.spec.clone()).unwrap();
     let event = || RunEvent::RunResumed { by: "alice".into() };

@@ -76,6 +76,7 @@ pub struct TestDb {
 }
 
 impl TestDb {
+    #[allow(clippy::new_without_default)] // Creating a database is not a default value.
     pub fn new() -> Self {
         Self::on(admin_url())
     }

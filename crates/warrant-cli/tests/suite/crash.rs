@@ -81,7 +81,15 @@ fn finish(sb: &Sandbox, fault: Fault, run_id: &str) {
                     .find(|r| r["summary"]["kind"] == "in_doubt")
                     .unwrap_or_else(|| panic!("parked without an in-doubt request: {open}"));
                 let step = doubt["summary"]["call"].as_str().unwrap().to_owned();
-                let res = sb.run(&["runs", "resolve", run_id, "--step", &step, "--as", fault.resolution()]);
+                let res = sb.run(&[
+                    "runs",
+                    "resolve",
+                    run_id,
+                    "--step",
+                    &step,
+                    "--as",
+                    fault.resolution(),
+                ]);
                 assert_eq!(res.status.code(), Some(0), "{}", stderr(&res));
             }
             other => panic!("resume exited {other:?}: {}{}", stdout(&out), stderr(&out)),
@@ -97,10 +105,26 @@ fn count(events: &[Value], kind: &str) -> usize {
 /// Everything that must hold after a run, however often it was interrupted.
 fn check(sb: &Sandbox, label: &str) {
     let (_, events) = sb.last_run();
-    assert_eq!(events.last().unwrap()["payload"]["outcome"]["status"], "completed", "{label}");
-    assert_eq!(std::fs::read_to_string(sb.ws.join("counter.txt")).unwrap(), "ran\n", "{label}: the command ran exactly once");
-    assert_eq!(std::fs::read_to_string(sb.ws.join("SUMMARY.md")).unwrap(), "summary\n", "{label}");
-    assert_eq!(count(&events, "model_responded"), 4, "{label}: each turn asked once");
+    assert_eq!(
+        events.last().unwrap()["payload"]["outcome"]["status"],
+        "completed",
+        "{label}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("counter.txt")).unwrap(),
+        "ran\n",
+        "{label}: the command ran exactly once"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("SUMMARY.md")).unwrap(),
+        "summary\n",
+        "{label}"
+    );
+    assert_eq!(
+        count(&events, "model_responded"),
+        4,
+        "{label}: each turn asked once"
+    );
     let mut completed: Vec<String> = events
         .iter()
         .filter(|e| e["kind"] == "effect_completed")
@@ -112,7 +136,12 @@ fn check(sb: &Sandbox, label: &str) {
     assert_eq!(completed, unique, "{label}: a call completed twice");
     assert_eq!(completed.len(), 4, "{label}: every call completed");
     let verify = sb.run(&["audit", "verify"]);
-    assert_eq!(verify.status.code(), Some(0), "{label}: {}", stdout(&verify));
+    assert_eq!(
+        verify.status.code(),
+        Some(0),
+        "{label}: {}",
+        stdout(&verify)
+    );
 }
 
 fn matrix(pg: bool) {
@@ -126,13 +155,20 @@ fn matrix(pg: bool) {
     assert!(total > 20, "{total}");
     drop(db);
 
-    let faults = (1..total).map(Fault::After).chain((1..=4).map(Fault::BeforeCompleted));
+    let faults = (1..total)
+        .map(Fault::After)
+        .chain((1..=4).map(Fault::BeforeCompleted));
     for fault in faults {
         let db = pg.then(TestDb::new);
         let sb = sandbox(db.as_ref());
         let out = run(&sb, Some(fault));
         let label = format!("{fault:?}{}", if pg { " on PostgreSQL" } else { "" });
-        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&out.status), Some(9), "{label}: the fault did not fire: {}", stderr(&out));
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&out.status),
+            Some(9),
+            "{label}: the fault did not fire: {}",
+            stderr(&out)
+        );
         let (run_id, _) = sb.last_run();
         finish(&sb, fault, &run_id);
         check(&sb, &label);
@@ -167,7 +203,11 @@ fn the_quickstart_survives_a_crash_at_every_event() {
             .write_stdin(deny)
             .output()
             .unwrap();
-        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&out.status), Some(9), "after:{n}");
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&out.status),
+            Some(9),
+            "after:{n}"
+        );
         let (run_id, _) = sb.last_run();
         let mut done = false;
         for _ in 0..6 {
@@ -180,18 +220,37 @@ fn the_quickstart_survives_a_crash_at_every_event() {
                 Some(10) => {
                     // `ls` (shell.exec) started and was not journaled: it did not run (retry).
                     let open = sb.json(&["approvals", "list", "--json"]);
-                    let step = open["requests"][0]["summary"]["call"].as_str().unwrap().to_owned();
-                    assert_eq!(sb.run(&["runs", "resolve", &run_id, "--step", &step, "--as", "retry"]).status.code(), Some(0));
+                    let step = open["requests"][0]["summary"]["call"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned();
+                    assert_eq!(
+                        sb.run(&["runs", "resolve", &run_id, "--step", &step, "--as", "retry"])
+                            .status
+                            .code(),
+                        Some(0)
+                    );
                 }
                 other => panic!("after:{n}: resume exited {other:?}: {}", stderr(&out)),
             }
         }
         assert!(done, "after:{n}: the run did not finish");
         let (_, events) = sb.last_run();
-        assert_eq!(events.last().unwrap()["payload"]["outcome"]["status"], "completed", "after:{n}");
-        assert!(sb.exists("build/build.log"), "after:{n}: nothing may be deleted");
+        assert_eq!(
+            events.last().unwrap()["payload"]["outcome"]["status"],
+            "completed",
+            "after:{n}"
+        );
+        assert!(
+            sb.exists("build/build.log"),
+            "after:{n}: nothing may be deleted"
+        );
         assert!(sb.exists("SUMMARY.md"), "after:{n}");
         assert_eq!(count(&events, "model_responded"), 6, "after:{n}");
-        assert_eq!(sb.run(&["audit", "verify"]).status.code(), Some(0), "after:{n}");
+        assert_eq!(
+            sb.run(&["audit", "verify"]).status.code(),
+            Some(0),
+            "after:{n}"
+        );
     }
 }

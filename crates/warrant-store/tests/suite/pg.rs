@@ -1,4 +1,5 @@
 //! The fallback PostgreSQL server and URL handling of the test kit, checked here.
+#![allow(clippy::print_stderr)]
 
 use warrant_testkit::pg::{TestDb, Throwaway, with_dbname};
 
