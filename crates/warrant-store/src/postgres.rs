@@ -85,6 +85,7 @@ ALTER TABLE runs
     ADD COLUMN cancel_reason TEXT,
     ADD COLUMN cancel_at BIGINT;
 CREATE INDEX runs_by_status ON runs(status, created_at);
+CREATE SEQUENCE lease_tokens;
 CREATE TABLE fence_rejections (
     id            BIGSERIAL PRIMARY KEY,
     run_id        TEXT NOT NULL REFERENCES runs(run_id),
@@ -257,7 +258,6 @@ impl PostgresStore {
             .ok_or_else(|| StoreError::UnknownRun(run.to_string()))?;
         let status: String = row.try_get(0).map_err(|e| self.err(&e))?;
         let current_holder: Option<String> = row.try_get(1).map_err(|e| self.err(&e))?;
-        let token: i64 = row.try_get(2).map_err(|e| self.err(&e))?;
         let expires: Option<i64> = row.try_get(3).map_err(|e| self.err(&e))?;
         let status = RunStatus::parse(&status).unwrap_or(RunStatus::Failed);
         if status.is_final() {
@@ -277,7 +277,12 @@ impl PostgresStore {
                     .unwrap_or_default(),
             });
         }
-        let token = token + 1;
+        // Tokens come from one sequence for the whole store, so a token of one run never
+        // passes for another run's.
+        let token: i64 = tx
+            .query_one("SELECT nextval('lease_tokens')", &[])
+            .and_then(|r| r.try_get(0))
+            .map_err(|e| self.err(&e))?;
         let expires = now.millis() + ttl_millis(ttl);
         tx.execute(
             "UPDATE runs SET lease_holder = $2, lease_token = $3, lease_expires = $4, status = CASE status WHEN 'queued' THEN 'running' ELSE status END WHERE run_id = $1",

@@ -230,7 +230,7 @@ impl SqliteStore {
             )
             .optional()
             .map_err(|e| self.err(e))?;
-        let (status, current_holder, token, expires) =
+        let (status, current_holder, _token, expires) =
             row.ok_or_else(|| StoreError::UnknownRun(run.to_string()))?;
         let status = RunStatus::parse(&status).unwrap_or(RunStatus::Failed);
         if status.is_final() {
@@ -250,7 +250,16 @@ impl SqliteStore {
                     .unwrap_or_default(),
             });
         }
-        let token = token as u64 + 1;
+        // Tokens are unique across the store (the transaction is IMMEDIATE, so no other writer
+        // interleaves), so a token of one run never passes for another run's.
+        let token: i64 = tx
+            .query_row(
+                "SELECT coalesce(max(lease_token), 0) + 1 FROM runs",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))?;
+        let token = token as u64;
         let expires = now.millis() + ttl.as_millis() as i64;
         tx.execute(
             "UPDATE runs SET lease_holder = ?2, lease_token = ?3, lease_expires = ?4, status = CASE status WHEN 'queued' THEN 'running' ELSE status END WHERE run_id = ?1",

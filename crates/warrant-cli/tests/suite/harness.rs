@@ -77,8 +77,9 @@ impl Sandbox {
         sb
     }
 
-    pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::cargo_bin("warrant").unwrap();
+    /// The command as a plain `std::process::Command`, for tests that run it in the background.
+    pub fn std_cmd(&self, args: &[&str]) -> std::process::Command {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("warrant"));
         c.current_dir(&self.ws);
         for (k, _) in std::env::vars() {
             if k.starts_with("WARRANT_") || k.starts_with("OPENAI_") || k == "XDG_CONFIG_HOME" {
@@ -97,6 +98,10 @@ impl Sandbox {
         }
         c.args(args);
         c
+    }
+
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        Command::from_std(self.std_cmd(args))
     }
 
     /// Runs warrant on a real pseudo-terminal (util-linux `script`), typing `input`. Returns

@@ -9,3 +9,4 @@ mod identity;
 mod openai;
 mod policy;
 mod quickstart;
+mod workers;

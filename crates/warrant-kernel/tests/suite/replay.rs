@@ -214,3 +214,69 @@ fn a_started_read_is_run_again_and_completed() {
         (vec!["effect_completed".to_owned()], true, json!("hello\n"))
     );
 }
+
+/// The built-in tools minus one: a later warrant that dropped a tool.
+struct Without<'a> {
+    tools: &'a dyn ToolRegistry,
+    hidden: &'static str,
+}
+
+impl ToolRegistry for Without<'_> {
+    fn get(&self, name: &str) -> Option<&dyn warrant_kernel::Tool> {
+        (name != self.hidden)
+            .then(|| self.tools.get(name))
+            .flatten()
+    }
+    fn specs(&self) -> Vec<warrant_core::ToolSpec> {
+        self.tools
+            .specs()
+            .into_iter()
+            .filter(|s| s.name != self.hidden)
+            .collect()
+    }
+    fn validate(
+        &self,
+        name: &str,
+        args: &serde_json::Value,
+    ) -> Result<(), warrant_kernel::Refusal> {
+        self.tools.validate(name, args)
+    }
+}
+
+#[test]
+fn a_changed_tool_catalogue_is_recorded_or_refused_when_a_completed_step_needs_a_missing_tool() {
+    let w = World::new();
+    let pdp = Pdp(&w.engine);
+    let ring = w.ring(&pdp, SECRET);
+    let mut state = w.start(&ring, settings());
+    let call = w.propose(&ring, &mut state, "read_file", json!({"path": "notes.txt"}));
+    assert_eq!(
+        w.process(&ring, &mut state, &call, &mut NoPrompter),
+        CallStep::Done
+    );
+
+    // A catalogue without list_dir: nothing completed needs it, so the change is recorded.
+    let fewer = Without {
+        tools: &w.tools,
+        hidden: "list_dir",
+    };
+    let digest = digest_of(&fewer.specs()).unwrap();
+    let from = state.next_seq;
+    ring.check_replay(&mut state, &fewer, &digest).unwrap();
+    assert_eq!(w.kinds_from(&state, from), vec!["tools_changed".to_owned()]);
+    assert_eq!(state.tools_digest, Some(digest));
+
+    // Without read_file, the completed step could not be replayed: refused, nothing written.
+    let without_read = Without {
+        tools: &w.tools,
+        hidden: "read_file",
+    };
+    let digest = digest_of(&without_read.specs()).unwrap();
+    let before = state.next_seq;
+    let err = ring
+        .check_replay(&mut state, &without_read, &digest)
+        .unwrap_err();
+    assert_eq!(warrant_core::Coded::code(&err), "W-KERNEL-008");
+    assert!(err.to_string().contains("`read_file`"), "{err}");
+    assert_eq!(state.next_seq, before);
+}

@@ -348,12 +348,12 @@ pub fn leases(backend: &dyn Backend) {
     assert_eq!(w1, Some(lease(&q1, "w1", 1, t(33_000))));
     assert_eq!(store.run(&q1).unwrap().unwrap().status, RunStatus::Running);
     let w2 = store.lease_next("w2", ttl).unwrap().unwrap();
-    assert_eq!(w2, lease(&q2, "w2", 1, t(33_000)));
+    assert_eq!(w2, lease(&q2, "w2", 2, t(33_000)));
     assert_eq!(store.lease_next("w3", ttl).unwrap(), None);
 
     // Its creator leases the driven run; nobody takes a run under a live lease.
     let cli = store.lease_run(&driven, "cli", ttl).unwrap();
-    assert_eq!(cli, lease(&driven, "cli", 1, t(33_000)));
+    assert_eq!(cli, lease(&driven, "cli", 3, t(33_000)));
     assert_err(
         store.lease_run(&q1, "cli", ttl),
         StoreError::Leased {
@@ -370,29 +370,30 @@ pub fn leases(backend: &dyn Backend) {
         .unwrap();
     assert_eq!(w1, lease(&q1, "w1", 1, t(73_000)));
 
-    // Expired leases are taken over, oldest run first, each with a new token.
+    // Expired leases are taken over, oldest run first, each with a new token (tokens come
+    // from one counter for the whole store).
     clock.advance(Duration::from_secs(25)); // T0 + 38s
     let w3 = store.lease_next("w3", ttl).unwrap();
-    assert_eq!(w3, Some(lease(&driven, "w3", 2, t(68_000))));
+    assert_eq!(w3, Some(lease(&driven, "w3", 4, t(68_000))));
     let w3 = store.lease_next("w3", ttl).unwrap().unwrap();
-    assert_eq!(w3, lease(&q2, "w3", 2, t(68_000)));
+    assert_eq!(w3, lease(&q2, "w3", 5, t(68_000)));
     assert_eq!(store.lease_next("w4", ttl).unwrap(), None);
 
     // The worker that lost q2 can neither extend its lease nor write.
     let fenced = StoreError::Fenced {
         run: q2.to_string(),
-        presented: 1,
-        current: 2,
+        presented: 2,
+        current: 5,
     };
     assert_err(store.heartbeat(&w2, ttl), fenced);
     let fenced = StoreError::Fenced {
         run: q2.to_string(),
-        presented: 1,
-        current: 2,
+        presented: 2,
+        current: 5,
     };
     assert_err(
         store.append(
-            append_to(&q2, 2, &["late_a", "late_b"], Some(1)),
+            append_to(&q2, 2, &["late_a", "late_b"], Some(2)),
             &ToySealer,
         ),
         fenced,
@@ -402,15 +403,15 @@ pub fn leases(backend: &dyn Backend) {
         store.fence_rejections(&q2).unwrap(),
         vec![FenceRejection {
             run: q2.clone(),
-            presented: 1,
-            current: 2,
+            presented: 2,
+            current: 5,
             at: t(38_000),
             kinds: vec!["late_a".into(), "late_b".into()],
         }]
     );
     assert_eq!(store.fence_rejections(&q1).unwrap(), vec![]);
     let written = store
-        .append(append_to(&q2, 2, &["step"], Some(2)), &ToySealer)
+        .append(append_to(&q2, 2, &["step"], Some(5)), &ToySealer)
         .unwrap();
     assert_eq!(written.len(), 1);
 
@@ -419,13 +420,22 @@ pub fn leases(backend: &dyn Backend) {
     assert_eq!(store.lease_next("w4", ttl).unwrap(), None);
     store.release(&w3).unwrap();
     let w4 = store.lease_next("w4", ttl).unwrap().unwrap();
-    assert_eq!(w4, lease(&q2, "w4", 3, t(68_000)));
+    assert_eq!(w4, lease(&q2, "w4", 6, t(68_000)));
     store.release(&w4).unwrap();
     let cli2 = store.lease_run(&q2, "cli", ttl).unwrap();
-    assert_eq!(cli2, lease(&q2, "cli", 4, t(68_000)));
+    assert_eq!(cli2, lease(&q2, "cli", 7, t(68_000)));
+    // Tokens are unique across the store: one run's token never passes for another's.
+    assert_err(
+        store.append(append_to(&q1, 2, &["borrowed"], Some(7)), &ToySealer),
+        StoreError::Fenced {
+            run: q1.to_string(),
+            presented: 7,
+            current: 1,
+        },
+    );
 
     // An ended run is never leased again.
-    let mut end = append_to(&q2, 3, &["run_ended"], Some(4));
+    let mut end = append_to(&q2, 3, &["run_ended"], Some(7));
     end.status = Some(RunStatus::Completed);
     store.append(end, &ToySealer).unwrap();
     assert_err(
@@ -439,7 +449,7 @@ pub fn leases(backend: &dyn Backend) {
     let taken: Vec<(RunId, u64)> = std::iter::from_fn(|| store.lease_next("w5", ttl).unwrap())
         .map(|l| (l.run, l.token))
         .collect();
-    assert_eq!(taken, vec![(driven, 3), (q1, 2)]);
+    assert_eq!(taken, vec![(driven, 8), (q1, 9)]);
 
     let unknown = ids.run_id();
     assert_err(
@@ -481,7 +491,10 @@ pub fn lease_next_under_concurrency(backend: &dyn Backend) {
     got.sort_by(|a, b| a.as_str().cmp(b.as_str()));
     queued.sort_by(|a, b| a.as_str().cmp(b.as_str()));
     assert_eq!(got, queued);
-    assert!(taken.iter().flatten().all(|l| l.token == 1), "{taken:?}");
+    // Every lease got its own token.
+    let mut tokens: Vec<u64> = taken.iter().flatten().map(|l| l.token).collect();
+    tokens.sort_unstable();
+    assert_eq!(tokens, (1..=RUNS as u64).collect::<Vec<_>>(), "{taken:?}");
 }
 
 /// Cancellation: the first request stays, every handle sees it, unknown runs are named.
