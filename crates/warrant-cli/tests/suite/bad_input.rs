@@ -201,3 +201,27 @@ fn init_twice_and_commands_outside_a_workspace_are_clear_errors() {
     assert_eq!(out.status.code(), Some(2), "no terminal and no --yes");
     assert!(!bare.exists(".warrant"));
 }
+
+#[test]
+fn an_unreachable_store_is_a_clear_error_after_retries_and_starts_nothing() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut sb = Sandbox::init();
+    sb.store = Some(format!("postgres://warrant:hunter2@127.0.0.1:{port}/runs"));
+    let started = std::time::Instant::now();
+    let out = sb.run(&["run", "--model", &sb.quickstart_model(), "t"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("W-STORE-012"), "{err}");
+    assert!(err.contains("after 4 attempts"), "{err}");
+    assert!(!err.contains("hunter2"), "the password never shows: {err}");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(500),
+        "it retried with backoff"
+    );
+    sb.store = None;
+    assert_eq!(runs(&sb), 0, "nothing was started anywhere");
+}
