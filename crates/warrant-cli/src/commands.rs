@@ -701,6 +701,7 @@ fn worker(
         ring.fence.set(Some(lease.token));
         let prepared = provider(&state.model, &loaded, &tools).and_then(|p| {
             ring.check_replay(&mut state, &tools, &tools_digest)
+                .and_then(|()| ring.resume(&mut state, &loaded.identity.principal))
                 .map_err(|e| Failure::coded(&e, 1))
                 .map(|()| p)
         });

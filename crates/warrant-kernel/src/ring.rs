@@ -366,10 +366,12 @@ impl Ring<'_> {
                 reason,
             },
         };
+        // A run parked on this request is ready to be driven again, here or by any worker.
+        let status = state.parked.is_some().then_some(RunStatus::Queued);
         self.append(
             state,
             vec![event],
-            None,
+            status,
             vec![RequestUpdate::Answered {
                 id: request.clone(),
             }],
@@ -437,7 +439,7 @@ impl Ring<'_> {
                 by,
                 proof,
             }],
-            None,
+            state.parked.is_some().then_some(RunStatus::Queued),
             vec![RequestUpdate::Answered { id: request.id }],
         )
     }

@@ -378,3 +378,33 @@ fn resuming_under_a_changed_policy_decides_again_and_says_so() {
     );
     assert!(sb.exists("build/build.log"));
 }
+
+/// A queued run that needs a person parks; once approved it is queued again, and the next
+/// worker continues it from where it stopped.
+#[test]
+fn a_worker_parks_a_run_that_asks_and_continues_it_once_answered() {
+    let sb = Sandbox::init();
+    let model = sb.transcript("version: 1\nturns:\n  - calls:\n      - tool: delete_path\n        args: { path: build, recursive: true }\n  - say: done\n");
+    let queued = sb.json(&["submit", "--json", "--model", &model, "clean"]);
+    let run = queued["run"].as_str().unwrap().to_owned();
+    assert_eq!(events(&sb, &run)["run"]["status"], "queued");
+    let w = sb.run(&["worker", "--once"]);
+    assert_eq!(w.status.code(), Some(0), "{}", stderr(&w));
+    let shown = events(&sb, &run);
+    assert_eq!(shown["run"]["status"], "parked");
+    let open = sb.json(&["approvals", "list", "--json"]);
+    let request = open["requests"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(sb.run(&["approve", &request]).status.code(), Some(0));
+    assert_eq!(events(&sb, &run)["run"]["status"], "queued");
+    let w = sb.run(&["worker", "--once"]);
+    assert_eq!(w.status.code(), Some(0), "{}", stderr(&w));
+    let shown = events(&sb, &run);
+    assert_eq!(shown["run"]["status"], "completed");
+    assert!(!sb.exists("build"));
+    let kinds = kinds_of(&shown);
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "run_resumed").count(),
+        1,
+        "{kinds:?}"
+    );
+}
