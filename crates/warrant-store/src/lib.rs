@@ -221,6 +221,76 @@ pub trait Sealer {
     ) -> Result<SealedRecord, String>;
 }
 
+/// Delivery state of one audit sink, kept in the store beside the outbox.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SinkState {
+    pub sink: String,
+    /// The last audit seq the sink acknowledged.
+    pub acknowledged: u64,
+    pub delivered_total: u64,
+    pub last_success: Option<Timestamp>,
+    pub last_error: Option<String>,
+    pub last_error_at: Option<Timestamp>,
+    /// When the current run of failures began (cleared by a success).
+    pub failing_since: Option<Timestamp>,
+}
+
+/// Filters of `warrant audit query`; every field narrows, `None` matches all.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AuditQuery {
+    pub run: Option<String>,
+    pub actor: Option<String>,
+    pub on_behalf_of: Option<String>,
+    /// Resource kind: the part of the verb before the dot (`fs`, `shell`, …).
+    pub kind: Option<String>,
+    pub verb: Option<String>,
+    pub decision: Option<String>,
+    pub since: Option<Timestamp>,
+    pub until: Option<Timestamp>,
+    pub limit: usize,
+}
+
+/// The columns an audit record is indexed by, read from its line when it is stored.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct AuditIndex {
+    pub at: Option<i64>,
+    pub run: Option<String>,
+    pub actor: Option<String>,
+    pub on_behalf_of: Option<String>,
+    pub event: Option<String>,
+    pub verb: Option<String>,
+    pub resource: Option<String>,
+    pub decision: Option<String>,
+}
+
+impl AuditIndex {
+    pub(crate) fn of(line: &str) -> Self {
+        let v: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+        let data = &v["data"];
+        let text = |x: &Value| x.as_str().map(str::to_owned);
+        let verb = text(&data["action"]["verb"]).or_else(|| {
+            data["action"]
+                .as_array()
+                .and_then(|a| a.first())
+                .and_then(|a| a["verb"].as_str())
+                .map(str::to_owned)
+        });
+        Self {
+            at: v["time"]
+                .as_str()
+                .and_then(Timestamp::parse)
+                .map(|t| t.millis()),
+            run: text(&data["run"]),
+            actor: text(&data["actor"]),
+            on_behalf_of: text(&data["on_behalf_of"]),
+            event: text(&data["event"]),
+            verb,
+            resource: text(&data["resource"]),
+            decision: text(&data["decision"]),
+        }
+    }
+}
+
 /// New run metadata for the index.
 #[derive(Clone, Debug)]
 pub struct NewRun {
@@ -277,6 +347,28 @@ pub trait EventStore: AuditOutbox {
     /// process of this host that no longer exists). Its token stays, so if it was alive after
     /// all, its appends are refused once the run is leased anew. Returns whether it held it.
     fn break_lease(&self, run: &RunId, holder: &str) -> Result<bool, StoreError>;
+
+    /// How far a sink got, and how its deliveries went.
+    fn sink_state(&self, sink: &str) -> Result<SinkState, StoreError>;
+
+    /// Records a successful delivery up to `acknowledged` (`delivered` records this time).
+    fn record_delivery(
+        &self,
+        sink: &str,
+        acknowledged: u64,
+        delivered: u64,
+    ) -> Result<(), StoreError>;
+
+    /// Records a failed delivery attempt; `acknowledged` is how far it got before failing.
+    fn record_delivery_failure(
+        &self,
+        sink: &str,
+        acknowledged: u64,
+        error: &str,
+    ) -> Result<(), StoreError>;
+
+    /// Audit records matching `query`, in chain order.
+    fn query_audit(&self, query: &AuditQuery) -> Result<Vec<SealedRecord>, StoreError>;
 
     /// Appends refused for a stale fencing token, oldest first.
     fn fence_rejections(&self, run: &RunId) -> Result<Vec<FenceRejection>, StoreError>;

@@ -13,9 +13,9 @@ use serde_json::Value;
 use warrant_core::{Clock, RequestId, RunId, Timestamp};
 
 use crate::{
-    Append, AuditOutbox, CancelRequest, ChainHead, EventDraft, EventStore, FenceRejection, Lease,
-    NewRun, RequestRow, RequestStatus, RequestUpdate, RunRow, RunStatus, SCHEMA_VERSION,
-    SealedRecord, Sealer, StoreError, StoredEvent,
+    Append, AuditIndex, AuditOutbox, AuditQuery, CancelRequest, ChainHead, EventDraft, EventStore,
+    FenceRejection, Lease, NewRun, RequestRow, RequestStatus, RequestUpdate, RunRow, RunStatus,
+    SCHEMA_VERSION, SealedRecord, Sealer, SinkState, StoreError, StoredEvent,
 };
 
 const GENESIS: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
@@ -96,8 +96,43 @@ CREATE TABLE fence_rejections (
 );
 ";
 
+/// Version 3: per-sink delivery state, and audit records indexed for queries (older records
+/// are indexed from their lines as the migration runs).
+const SCHEMA_V3: &str = "
+CREATE TABLE sink_state (
+    sink            TEXT PRIMARY KEY,
+    acknowledged    BIGINT NOT NULL DEFAULT 0,
+    delivered_total BIGINT NOT NULL DEFAULT 0,
+    last_success    BIGINT,
+    last_error      TEXT,
+    last_error_at   BIGINT,
+    failing_since   BIGINT
+);
+ALTER TABLE audit
+    ADD COLUMN at BIGINT,
+    ADD COLUMN run_id TEXT,
+    ADD COLUMN actor TEXT,
+    ADD COLUMN on_behalf_of TEXT,
+    ADD COLUMN event TEXT,
+    ADD COLUMN verb TEXT,
+    ADD COLUMN resource TEXT,
+    ADD COLUMN decision TEXT;
+UPDATE audit SET
+    at = (extract(epoch FROM (line::jsonb->>'time')::timestamptz) * 1000)::bigint,
+    run_id = line::jsonb->'data'->>'run',
+    actor = line::jsonb->'data'->>'actor',
+    on_behalf_of = line::jsonb->'data'->>'on_behalf_of',
+    event = line::jsonb->'data'->>'event',
+    verb = coalesce(line::jsonb->'data'->'action'->>'verb', line::jsonb->'data'->'action'->0->>'verb'),
+    resource = line::jsonb->'data'->>'resource',
+    decision = line::jsonb->'data'->>'decision';
+CREATE INDEX audit_by_run ON audit(run_id, seq);
+CREATE INDEX audit_by_actor ON audit(actor, seq);
+CREATE INDEX audit_by_at ON audit(at);
+";
+
 /// Each step takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 2] = [SCHEMA_V1, SCHEMA_V2];
+const MIGRATIONS: [&str; 3] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
 
 const RUN_COLUMNS: &str = "run_id, created_at, updated_at, actor, task, status, events";
 const REQUEST_COLUMNS: &str = "request_id, run_id, status, created_at, summary";
@@ -316,7 +351,7 @@ impl PostgresStore {
             )
             .map_err(|e| self.err(&e))?;
         let insert_record = tx
-            .prepare("INSERT INTO audit (seq, record_id, hash, line) VALUES ($1, $2, $3, $4)")
+            .prepare("INSERT INTO audit (seq, record_id, hash, line, at, run_id, actor, on_behalf_of, event, verb, resource, decision) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)")
             .map_err(|e| self.err(&e))?;
         for (i, draft) in events.into_iter().enumerate() {
             let event = StoredEvent {
@@ -348,9 +383,23 @@ impl PostgresStore {
                     record.seq, head.seq
                 )));
             }
+            let ix = AuditIndex::of(&record.line);
             tx.execute(
                 &insert_record,
-                &[&(record.seq as i64), &record.id, &record.hash, &record.line],
+                &[
+                    &(record.seq as i64),
+                    &record.id,
+                    &record.hash,
+                    &record.line,
+                    &ix.at,
+                    &ix.run,
+                    &ix.actor,
+                    &ix.on_behalf_of,
+                    &ix.event,
+                    &ix.verb,
+                    &ix.resource,
+                    &ix.decision,
+                ],
             )
             .map_err(|e| self.err(&e))?;
             head = ChainHead {
@@ -775,6 +824,105 @@ impl EventStore for PostgresStore {
             )
             .map_err(|e| self.err(&e))?;
         Ok(changed > 0)
+    }
+
+    fn sink_state(&self, sink: &str) -> Result<SinkState, StoreError> {
+        let row = self
+            .lock()?
+            .query_opt(
+                "SELECT acknowledged, delivered_total, last_success, last_error, last_error_at, failing_since FROM sink_state WHERE sink = $1",
+                &[&sink],
+            )
+            .map_err(|e| self.err(&e))?;
+        let Some(row) = row else {
+            return Ok(SinkState {
+                sink: sink.to_owned(),
+                ..SinkState::default()
+            });
+        };
+        let get_i64 =
+            |i: usize| -> Result<i64, StoreError> { row.try_get(i).map_err(|e| self.err(&e)) };
+        let get_opt = |i: usize| -> Result<Option<i64>, StoreError> {
+            row.try_get(i).map_err(|e| self.err(&e))
+        };
+        let opt_ts = |i: usize| -> Result<Option<Timestamp>, StoreError> {
+            get_opt(i)?.map(|ms| self.ts(ms)).transpose()
+        };
+        Ok(SinkState {
+            sink: sink.to_owned(),
+            acknowledged: get_i64(0)? as u64,
+            delivered_total: get_i64(1)? as u64,
+            last_success: opt_ts(2)?,
+            last_error: row.try_get(3).map_err(|e| self.err(&e))?,
+            last_error_at: opt_ts(4)?,
+            failing_since: opt_ts(5)?,
+        })
+    }
+
+    fn record_delivery(
+        &self,
+        sink: &str,
+        acknowledged: u64,
+        delivered: u64,
+    ) -> Result<(), StoreError> {
+        let now = self.clock.now().millis();
+        self.lock()?
+            .execute(
+                "INSERT INTO sink_state (sink, acknowledged, delivered_total, last_success) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (sink) DO UPDATE SET acknowledged = greatest(sink_state.acknowledged, $2), delivered_total = sink_state.delivered_total + $3, last_success = $4, failing_since = NULL",
+                &[&sink, &(acknowledged as i64), &(delivered as i64), &now],
+            )
+            .map_err(|e| self.err(&e))?;
+        Ok(())
+    }
+
+    fn record_delivery_failure(
+        &self,
+        sink: &str,
+        acknowledged: u64,
+        error: &str,
+    ) -> Result<(), StoreError> {
+        let now = self.clock.now().millis();
+        self.lock()?
+            .execute(
+                "INSERT INTO sink_state (sink, acknowledged, last_error, last_error_at, failing_since) VALUES ($1, $2, $3, $4, $4)
+                 ON CONFLICT (sink) DO UPDATE SET acknowledged = greatest(sink_state.acknowledged, $2), last_error = $3, last_error_at = $4, failing_since = coalesce(sink_state.failing_since, $4)",
+                &[&sink, &(acknowledged as i64), &error, &now],
+            )
+            .map_err(|e| self.err(&e))?;
+        Ok(())
+    }
+
+    fn query_audit(&self, q: &AuditQuery) -> Result<Vec<SealedRecord>, StoreError> {
+        let limit = if q.limit == 0 {
+            i64::MAX
+        } else {
+            q.limit as i64
+        };
+        let since = q.since.map(|t| t.millis());
+        let until = q.until.map(|t| t.millis());
+        let rows = self
+            .lock()?
+            .query(
+                "SELECT seq, record_id, hash, line FROM audit
+                 WHERE ($1::text IS NULL OR run_id = $1) AND ($2::text IS NULL OR actor = $2)
+                   AND ($3::text IS NULL OR on_behalf_of = $3) AND ($4::text IS NULL OR verb LIKE $4 || '.%')
+                   AND ($5::text IS NULL OR verb = $5) AND ($6::text IS NULL OR decision = $6)
+                   AND ($7::bigint IS NULL OR at >= $7) AND ($8::bigint IS NULL OR at < $8)
+                 ORDER BY seq LIMIT $9",
+                &[&q.run, &q.actor, &q.on_behalf_of, &q.kind, &q.verb, &q.decision, &since, &until, &limit],
+            )
+            .map_err(|e| self.err(&e))?;
+        rows.iter()
+            .map(|r| {
+                Ok(SealedRecord {
+                    seq: r.try_get::<_, i64>(0).map_err(|e| self.err(&e))? as u64,
+                    id: r.try_get(1).map_err(|e| self.err(&e))?,
+                    hash: r.try_get(2).map_err(|e| self.err(&e))?,
+                    line: r.try_get(3).map_err(|e| self.err(&e))?,
+                })
+            })
+            .collect()
     }
 
     fn fence_rejections(&self, run: &RunId) -> Result<Vec<FenceRejection>, StoreError> {

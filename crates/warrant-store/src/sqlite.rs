@@ -12,14 +12,14 @@ use serde_json::Value;
 use warrant_core::{Clock, RequestId, RunId, Timestamp};
 
 use crate::{
-    Append, AuditOutbox, CancelRequest, ChainHead, EventDraft, EventStore, FenceRejection, Lease,
-    NewRun, RequestRow, RequestStatus, RequestUpdate, RunRow, RunStatus, SealedRecord, Sealer,
-    StoreError, StoredEvent,
+    Append, AuditIndex, AuditOutbox, AuditQuery, CancelRequest, ChainHead, EventDraft, EventStore,
+    FenceRejection, Lease, NewRun, RequestRow, RequestStatus, RequestUpdate, RunRow, RunStatus,
+    SealedRecord, Sealer, SinkState, StoreError, StoredEvent,
 };
 
 /// The schema this build writes, in SQLite and PostgreSQL alike (the same steps). Older stores
 /// are migrated forward on open; newer are refused.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 const GENESIS: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
@@ -76,8 +76,42 @@ CREATE TABLE fence_rejections (
 );
 ";
 
+/// Version 3: per-sink delivery state, and audit records indexed for queries (older records
+/// are indexed from their lines as the migration runs).
+const SCHEMA_V3: &str = "
+CREATE TABLE sink_state (
+    sink            TEXT PRIMARY KEY,
+    acknowledged    INTEGER NOT NULL DEFAULT 0,
+    delivered_total INTEGER NOT NULL DEFAULT 0,
+    last_success    INTEGER,
+    last_error      TEXT,
+    last_error_at   INTEGER,
+    failing_since   INTEGER
+);
+ALTER TABLE audit ADD COLUMN at INTEGER;
+ALTER TABLE audit ADD COLUMN run_id TEXT;
+ALTER TABLE audit ADD COLUMN actor TEXT;
+ALTER TABLE audit ADD COLUMN on_behalf_of TEXT;
+ALTER TABLE audit ADD COLUMN event TEXT;
+ALTER TABLE audit ADD COLUMN verb TEXT;
+ALTER TABLE audit ADD COLUMN resource TEXT;
+ALTER TABLE audit ADD COLUMN decision TEXT;
+UPDATE audit SET
+    at = CAST(round((julianday(json_extract(line, '$.time')) - 2440587.5) * 86400000) AS INTEGER),
+    run_id = json_extract(line, '$.data.run'),
+    actor = json_extract(line, '$.data.actor'),
+    on_behalf_of = json_extract(line, '$.data.on_behalf_of'),
+    event = json_extract(line, '$.data.event'),
+    verb = coalesce(json_extract(line, '$.data.action.verb'), json_extract(line, '$.data.action[0].verb')),
+    resource = json_extract(line, '$.data.resource'),
+    decision = json_extract(line, '$.data.decision');
+CREATE INDEX audit_by_run ON audit(run_id, seq);
+CREATE INDEX audit_by_actor ON audit(actor, seq);
+CREATE INDEX audit_by_at ON audit(at);
+";
+
 /// Each step takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 2] = [SCHEMA_V1, SCHEMA_V2];
+const MIGRATIONS: [&str; 3] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
 
 pub struct SqliteStore {
     path: PathBuf,
@@ -315,9 +349,23 @@ impl SqliteStore {
                     record.seq, head.seq
                 )));
             }
+            let ix = AuditIndex::of(&record.line);
             tx.execute(
-                "INSERT INTO audit (seq, record_id, hash, line) VALUES (?1, ?2, ?3, ?4)",
-                params![record.seq as i64, record.id, record.hash, record.line],
+                "INSERT INTO audit (seq, record_id, hash, line, at, run_id, actor, on_behalf_of, event, verb, resource, decision) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                params![
+                    record.seq as i64,
+                    record.id,
+                    record.hash,
+                    record.line,
+                    ix.at,
+                    ix.run,
+                    ix.actor,
+                    ix.on_behalf_of,
+                    ix.event,
+                    ix.verb,
+                    ix.resource,
+                    ix.decision
+                ],
             )
             .map_err(|e| self.err(e))?;
             head = ChainHead {
@@ -693,6 +741,113 @@ impl EventStore for SqliteStore {
             )
             .map_err(|e| self.err(e))?;
         Ok(changed > 0)
+    }
+
+    fn sink_state(&self, sink: &str) -> Result<SinkState, StoreError> {
+        let conn = self.lock();
+        let row = conn
+            .query_row(
+                "SELECT acknowledged, delivered_total, last_success, last_error, last_error_at, failing_since FROM sink_state WHERE sink = ?1",
+                [sink],
+                |r| {
+                    let opt_ts = |i: usize| -> rusqlite::Result<Option<Timestamp>> {
+                        r.get::<_, Option<i64>>(i)?.map(|ms| ts(i, ms)).transpose()
+                    };
+                    Ok(SinkState {
+                        sink: sink.to_owned(),
+                        acknowledged: r.get::<_, i64>(0)? as u64,
+                        delivered_total: r.get::<_, i64>(1)? as u64,
+                        last_success: opt_ts(2)?,
+                        last_error: r.get(3)?,
+                        last_error_at: opt_ts(4)?,
+                        failing_since: opt_ts(5)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        Ok(row.unwrap_or_else(|| SinkState {
+            sink: sink.to_owned(),
+            ..SinkState::default()
+        }))
+    }
+
+    fn record_delivery(
+        &self,
+        sink: &str,
+        acknowledged: u64,
+        delivered: u64,
+    ) -> Result<(), StoreError> {
+        let now = self.clock.now().millis();
+        self.lock()
+            .execute(
+                "INSERT INTO sink_state (sink, acknowledged, delivered_total, last_success) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(sink) DO UPDATE SET acknowledged = max(acknowledged, ?2), delivered_total = delivered_total + ?3, last_success = ?4, failing_since = NULL",
+                params![sink, acknowledged as i64, delivered as i64, now],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    fn record_delivery_failure(
+        &self,
+        sink: &str,
+        acknowledged: u64,
+        error: &str,
+    ) -> Result<(), StoreError> {
+        let now = self.clock.now().millis();
+        self.lock()
+            .execute(
+                "INSERT INTO sink_state (sink, acknowledged, last_error, last_error_at, failing_since) VALUES (?1, ?2, ?3, ?4, ?4)
+                 ON CONFLICT(sink) DO UPDATE SET acknowledged = max(acknowledged, ?2), last_error = ?3, last_error_at = ?4, failing_since = coalesce(failing_since, ?4)",
+                params![sink, acknowledged as i64, error, now],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    fn query_audit(&self, q: &AuditQuery) -> Result<Vec<SealedRecord>, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT seq, record_id, hash, line FROM audit
+                 WHERE (?1 IS NULL OR run_id = ?1) AND (?2 IS NULL OR actor = ?2)
+                   AND (?3 IS NULL OR on_behalf_of = ?3) AND (?4 IS NULL OR verb LIKE ?4 || '.%')
+                   AND (?5 IS NULL OR verb = ?5) AND (?6 IS NULL OR decision = ?6)
+                   AND (?7 IS NULL OR at >= ?7) AND (?8 IS NULL OR at < ?8)
+                 ORDER BY seq LIMIT ?9",
+            )
+            .map_err(|e| self.err(e))?;
+        let limit = if q.limit == 0 {
+            i64::MAX
+        } else {
+            q.limit as i64
+        };
+        let rows = stmt
+            .query_map(
+                params![
+                    q.run,
+                    q.actor,
+                    q.on_behalf_of,
+                    q.kind,
+                    q.verb,
+                    q.decision,
+                    q.since.map(|t| t.millis()),
+                    q.until.map(|t| t.millis()),
+                    limit
+                ],
+                |r| {
+                    Ok(SealedRecord {
+                        seq: r.get::<_, i64>(0)? as u64,
+                        id: r.get(1)?,
+                        hash: r.get(2)?,
+                        line: r.get(3)?,
+                    })
+                },
+            )
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(|e| self.err(e))
     }
 
     fn fence_rejections(&self, run: &RunId) -> Result<Vec<FenceRejection>, StoreError> {

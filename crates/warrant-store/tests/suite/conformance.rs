@@ -10,9 +10,9 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use warrant_core::{Clock, FixedClock, IdSource, RequestId, RunId, SequentialIds, Timestamp};
 use warrant_store::{
-    Append, CancelRequest, ChainHead, EventDraft, EventStore, FenceRejection, Lease, NewRun,
-    RequestStatus, RequestUpdate, RunStatus, SealedRecord, Sealer, SqliteStore, StoreError,
-    StoredEvent,
+    Append, AuditQuery, CancelRequest, ChainHead, EventDraft, EventStore, FenceRejection, Lease,
+    NewRun, RequestStatus, RequestUpdate, RunStatus, SealedRecord, Sealer, SinkState, SqliteStore,
+    StoreError, StoredEvent,
 };
 
 use warrant_testkit::pg::TestDb;
@@ -636,6 +636,160 @@ pub fn audit_order_under_concurrency(backend: &dyn Backend) {
     }
 }
 
+/// A sealer whose lines carry the audit facts it is given, as the real one does.
+struct FactSealer;
+
+impl Sealer for FactSealer {
+    fn seal(
+        &self,
+        head: &ChainHead,
+        event: &StoredEvent,
+        audit: &Value,
+    ) -> Result<SealedRecord, String> {
+        let seq = head.seq + 1;
+        Ok(SealedRecord {
+            seq,
+            id: format!("rec-{seq}"),
+            hash: format!("h{seq}"),
+            line: json!({"seq": seq, "time": event.recorded_at, "data": audit}).to_string(),
+        })
+    }
+}
+
+/// Sink delivery state and audit queries over the indexed records.
+pub fn sinks_and_queries(backend: &dyn Backend) {
+    let clock = ManualClock::at_t0();
+    let store = backend.open(clock.clone());
+    let store = store.as_ref();
+    let ids = SequentialIds::default();
+    let fact = |run: &RunId, actor: &str, verb: &str, decision: &str| EventDraft {
+        kind: "policy_decided".into(),
+        version: 1,
+        payload: json!({}),
+        audit: json!({"run": run, "actor": actor, "event": "policy_decided", "action": {"verb": verb, "path": "/w/x"}, "resource": "/w/x", "decision": decision}),
+    };
+    let a = ids.run_id();
+    let b = ids.run_id();
+    for (run, actor) in [(&a, "alice"), (&b, "bob")] {
+        store
+            .create_run(
+                &NewRun {
+                    run: run.clone(),
+                    actor: actor.into(),
+                    task: "t".into(),
+                    status: RunStatus::Running,
+                },
+                vec![
+                    fact(run, actor, "fs.read", "allow"),
+                    fact(run, actor, "fs.delete", "ask"),
+                    fact(run, actor, "shell.exec", "deny"),
+                ],
+                &FactSealer,
+            )
+            .unwrap();
+        clock.advance(Duration::from_secs(60));
+    }
+    let seqs = |q: AuditQuery| -> Vec<u64> {
+        store
+            .query_audit(&q)
+            .unwrap()
+            .iter()
+            .map(|r| r.seq)
+            .collect()
+    };
+    assert_eq!(seqs(AuditQuery::default()), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(
+        seqs(AuditQuery {
+            run: Some(b.to_string()),
+            ..Default::default()
+        }),
+        vec![4, 5, 6]
+    );
+    assert_eq!(
+        seqs(AuditQuery {
+            actor: Some("alice".into()),
+            kind: Some("fs".into()),
+            ..Default::default()
+        }),
+        vec![1, 2]
+    );
+    assert_eq!(
+        seqs(AuditQuery {
+            verb: Some("shell.exec".into()),
+            ..Default::default()
+        }),
+        vec![3, 6]
+    );
+    assert_eq!(
+        seqs(AuditQuery {
+            decision: Some("ask".into()),
+            limit: 1,
+            ..Default::default()
+        }),
+        vec![2]
+    );
+    assert_eq!(
+        seqs(AuditQuery {
+            since: Some(t(60_000)),
+            ..Default::default()
+        }),
+        vec![4, 5, 6]
+    );
+    assert_eq!(
+        seqs(AuditQuery {
+            until: Some(t(60_000)),
+            ..Default::default()
+        }),
+        vec![1, 2, 3]
+    );
+
+    // Sink state: failures accumulate from the first one; a success clears them.
+    assert_eq!(
+        store.sink_state("http").unwrap(),
+        SinkState {
+            sink: "http".into(),
+            ..Default::default()
+        }
+    );
+    store
+        .record_delivery_failure("http", 2, "503 from receiver")
+        .unwrap();
+    clock.advance(Duration::from_secs(30));
+    store
+        .record_delivery_failure("http", 3, "connection refused")
+        .unwrap();
+    let failing = store.sink_state("http").unwrap();
+    assert_eq!(
+        (
+            failing.acknowledged,
+            failing.last_error.as_deref(),
+            failing.failing_since,
+            failing.last_error_at
+        ),
+        (
+            3,
+            Some("connection refused"),
+            Some(t(120_000)),
+            Some(t(150_000))
+        )
+    );
+    clock.advance(Duration::from_secs(30));
+    store.record_delivery("http", 6, 3).unwrap();
+    let ok = store.sink_state("http").unwrap();
+    assert_eq!(
+        (
+            ok.acknowledged,
+            ok.delivered_total,
+            ok.last_success,
+            ok.failing_since
+        ),
+        (6, 3, Some(t(180_000)), None)
+    );
+    // A late report from behind never moves the cursor back.
+    store.record_delivery("http", 4, 0).unwrap();
+    assert_eq!(store.sink_state("http").unwrap().acknowledged, 6);
+}
+
 /// One test per case and store.
 macro_rules! conformance_tests {
     ($store:ident, $backend:expr) => {
@@ -660,6 +814,11 @@ macro_rules! conformance_tests {
             #[test]
             fn cancellation() {
                 super::cancellation(&$backend);
+            }
+
+            #[test]
+            fn sinks_and_queries() {
+                super::sinks_and_queries(&$backend);
             }
 
             #[test]
