@@ -106,6 +106,48 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
                 json,
             } => audit_verify(ws, file.as_deref(), pubkeys.as_deref(), json),
             AuditCommand::Tail { lines, json } => audit_tail(ws, lines, json),
+            AuditCommand::Status { json } => audit_status(ws, json),
+            AuditCommand::Flush { timeout, json } => audit_flush(ws, &timeout, json),
+            AuditCommand::Query {
+                run,
+                actor,
+                on_behalf_of,
+                kind,
+                verb,
+                decision,
+                since,
+                until,
+                limit,
+                json,
+            } => {
+                let time = |t: Option<String>, flag: &str| -> Result<Option<warrant_core::Timestamp>, Failure> {
+                    t.map(|t| {
+                        warrant_core::Timestamp::parse(&t).ok_or_else(|| {
+                            Failure::usage("W-CLI-004", format!("--{flag} {t:?} is not an RFC 3339 time (e.g. 2026-11-29T00:00:00Z)"))
+                        })
+                    })
+                    .transpose()
+                };
+                let query = warrant_store::AuditQuery {
+                    run,
+                    actor,
+                    on_behalf_of,
+                    kind,
+                    verb,
+                    decision,
+                    since: time(since, "since")?,
+                    until: time(until, "until")?,
+                    limit,
+                };
+                audit_query(ws, &query, json)
+            }
+            AuditCommand::Touched { run, json } => audit_touched(ws, &run, json),
+            AuditCommand::Keys { command } => match command {
+                KeysCommand::Rotate => audit_keys_rotate(ws),
+                KeysCommand::Export => audit_keys_export(ws),
+            },
+        },
+        Command::Doctor { json } => doctor(ws, json),
         },
     }
 }
@@ -1189,4 +1231,314 @@ fn audit_tail(ws: Option<&Path>, lines: usize, json: bool) -> Result<u8, Failure
         );
     }
     Ok(0)
+}
+
+fn age(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{}s", s / 60, s % 60),
+        _ => format!("{}h{}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// One sink's health as `audit status` and `doctor` see it.
+fn sink_health(inst: &Installation, sink: &str, head: u64, now: warrant_core::Timestamp) -> Result<Value, Failure> {
+    let state = inst.store.sink_state(sink).map_err(|e| Failure::coded(&e, 1))?;
+    let pending = head.saturating_sub(state.acknowledged);
+    let oldest = if pending > 0 {
+        inst.store
+            .audit_records(state.acknowledged, 1)
+            .ok()
+            .and_then(|r| r.into_iter().next())
+            .and_then(|r| serde_json::from_str::<Value>(&r.line).ok())
+            .and_then(|v| v["time"].as_str().and_then(warrant_core::Timestamp::parse))
+            .map(|t| now.millis() - t.millis())
+    } else {
+        None
+    };
+    let failing_for = state.failing_since.map(|t| now.millis() - t.millis());
+    Ok(json!({
+        "sink": sink,
+        "kind": if sink == context::JSONL_SINK { "jsonl" } else { "http" },
+        "acknowledged": state.acknowledged,
+        "pending": pending,
+        "oldest_pending_ms": oldest,
+        "delivered_total": state.delivered_total,
+        "last_success": state.last_success,
+        "last_error": state.last_error,
+        "last_error_at": state.last_error_at,
+        "failing_for_ms": failing_for,
+        "stale": failing_for.is_some_and(|f| f > inst.fail_after_ms as i64),
+    }))
+}
+
+fn sink_names(inst: &Installation) -> Vec<String> {
+    std::iter::once(context::JSONL_SINK.to_owned())
+        .chain(inst.sinks.keys().cloned())
+        .collect()
+}
+
+fn audit_status(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
+    let (_, inst) = open_store(ws)?;
+    let head = inst.store.audit_head().map_err(|e| Failure::coded(&e, 1))?.seq;
+    let now = SystemClock.now();
+    let rows: Vec<Value> = sink_names(&inst)
+        .iter()
+        .map(|s| sink_health(&inst, s, head, now))
+        .collect::<Result<_, _>>()?;
+    if json {
+        outln!("{}", pretty(&json!({"head": head, "sinks": rows})));
+        return Ok(0);
+    }
+    outln!("audit chain head: record {head}");
+    outln!("{:<12} {:>8} {:>10} {:<26} {:<10} {}", "SINK", "PENDING", "OLDEST", "LAST SUCCESS", "DELIVERED", "LAST ERROR");
+    for r in rows {
+        outln!(
+            "{:<12} {:>8} {:>10} {:<26} {:<10} {}",
+            r["sink"].as_str().unwrap_or(""),
+            r["pending"],
+            r["oldest_pending_ms"].as_i64().map(age).unwrap_or_else(|| "-".into()),
+            r["last_success"].as_str().unwrap_or("never"),
+            r["delivered_total"],
+            match (r["last_error"].as_str(), r["failing_for_ms"].as_i64()) {
+                (Some(e), Some(f)) => format!("failing for {}: {e}", age(f)),
+                (Some(e), None) => format!("(recovered) {e}"),
+                (None, _) => "-".to_owned(),
+            }
+        );
+    }
+    Ok(0)
+}
+
+fn audit_flush(ws: Option<&Path>, timeout: &str, json: bool) -> Result<u8, Failure> {
+    let limit = drive::parse_duration(timeout)
+        .ok_or_else(|| Failure::usage("W-CLI-003", format!("--timeout {timeout:?} is not a duration; use e.g. 30s")))?;
+    let (_, inst) = open_store(ws)?;
+    let started = std::time::Instant::now();
+    loop {
+        let head = inst.store.audit_head().map_err(|e| Failure::coded(&e, 1))?.seq;
+        let results = context::deliver_all(&inst, context::Patience::Flush);
+        let stuck: Vec<(String, String)> = results
+            .into_iter()
+            .filter_map(|d| match d.outcome {
+                Ok(acked) if acked >= head => None,
+                Ok(acked) => Some((d.sink, format!("{} record(s) still pending", head - acked))),
+                Err(e) => Some((d.sink, e)),
+            })
+            .collect();
+        if stuck.is_empty() {
+            if json {
+                outln!("{}", json!({"flushed": true, "head": head}));
+            } else {
+                outln!("every sink has every record (up to {head})");
+            }
+            return Ok(0);
+        }
+        if started.elapsed() >= limit {
+            if json {
+                outln!("{}", json!({"flushed": false, "head": head, "stuck": stuck.iter().map(|(s, e)| json!({"sink": s, "error": e})).collect::<Vec<_>>()}));
+            }
+            for (sink, e) in &stuck {
+                eprintln!("stuck: sink `{sink}`: {e}");
+            }
+            return Err(Failure {
+                code: "W-CLI-005".to_owned(),
+                message: format!(
+                    "audit flush gave up after {timeout}: {} sink(s) stuck ({})",
+                    stuck.len(),
+                    stuck.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+                exit: 1,
+            });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}
+
+fn audit_query(ws: Option<&Path>, query: &warrant_store::AuditQuery, json: bool) -> Result<u8, Failure> {
+    let (_, inst) = open_store(ws)?;
+    let records = inst.store.query_audit(query).map_err(|e| Failure::coded(&e, 1))?;
+    for r in &records {
+        if json {
+            outln!("{}", r.line);
+        } else {
+            print_record_line(r);
+        }
+    }
+    if !json {
+        eprintln!("{} record(s)", records.len());
+    }
+    Ok(0)
+}
+
+fn print_record_line(r: &warrant_store::SealedRecord) {
+    let v: Value = serde_json::from_str(&r.line).unwrap_or(Value::Null);
+    let d = &v["data"];
+    let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    outln!(
+        "{:>5}  {}  {:<22} {:<8} {:<6} {:<40} {}",
+        r.seq,
+        v.get("time").and_then(Value::as_str).unwrap_or(""),
+        v.get("type").and_then(Value::as_str).unwrap_or("").trim_start_matches("dev.warrant."),
+        s("actor"),
+        s("decision"),
+        s("resource"),
+        s("outcome"),
+    );
+}
+
+fn audit_touched(ws: Option<&Path>, run: &str, json: bool) -> Result<u8, Failure> {
+    let run = parse_run(run)?;
+    let (_, inst) = open_store(ws)?;
+    let events = inst.store.events(&run).map_err(|e| Failure::coded(&e, 1))?;
+    if events.is_empty() {
+        return Err(Failure::usage("W-KERNEL-004", format!("run {run} does not exist; `warrant runs list` shows the runs there are")));
+    }
+    let state = RunState::fold(&events).map_err(|e| Failure::coded(&e, 1))?;
+    let mut by_kind: std::collections::BTreeMap<String, Vec<Value>> = std::collections::BTreeMap::new();
+    for call in &state.calls {
+        let Some(actions) = &call.actions else { continue };
+        let (what, who) = match &call.result {
+            Some(warrant_kernel::CallResult::Completed { ok, .. }) => {
+                let allowed_by = match call.request.as_ref().and_then(|r| state.requests.get(r)).and_then(|r| r.answer.clone()) {
+                    Some(warrant_kernel::RequestAnswer::Granted { approver, scope, .. }) => format!("{} (approved {}, via {})", approver.actor, scope.as_str(), approver.via),
+                    _ => format!(
+                        "policy {}",
+                        call.decisions.iter().flat_map(|d| d.reasons.iter().map(|r| r.policy.clone())).collect::<Vec<_>>().join(", ")
+                    ),
+                };
+                (if *ok { None } else { Some("failed") }, allowed_by)
+            }
+            Some(warrant_kernel::CallResult::Denied { denied, .. }) => (
+                Some("refused"),
+                match denied {
+                    warrant_kernel::DeniedBy::Policy { reasons } => format!("denied by policy {}", reasons.iter().map(|r| r.policy.clone()).collect::<Vec<_>>().join(", ")),
+                    warrant_kernel::DeniedBy::Person { approver, reason } => format!("denied by {}: {reason}", approver.actor),
+                },
+            ),
+            Some(warrant_kernel::CallResult::InDoubt) | None if call.in_doubt.is_some() || call.started.is_some() => (Some("in doubt"), String::new()),
+            Some(warrant_kernel::CallResult::Refused { .. }) | Some(warrant_kernel::CallResult::InDoubt) | None => continue,
+        };
+        for a in actions {
+            let verb = a.verb();
+            let status = what.unwrap_or(if verb.default_risk() == warrant_core::RiskClass::Read { "read" } else { "changed" });
+            by_kind.entry(verb.kind().as_str().to_owned()).or_default().push(json!({
+                "resource": a.target(),
+                "verb": verb.as_str(),
+                "status": status,
+                "by": who,
+                "call": call.record.id,
+            }));
+        }
+    }
+    if json {
+        outln!("{}", pretty(&json!({"run": run, "actor": state.principal.actor, "touched": by_kind})));
+        return Ok(0);
+    }
+    outln!("run {run} for {}", state.principal.actor);
+    for (kind, rows) in &by_kind {
+        outln!("{kind}");
+        for r in rows {
+            outln!(
+                "  {:<8} {:<11} {:<40} {}",
+                r["status"].as_str().unwrap_or(""),
+                r["verb"].as_str().unwrap_or(""),
+                r["resource"].as_str().unwrap_or(""),
+                r["by"].as_str().unwrap_or("")
+            );
+        }
+    }
+    Ok(0)
+}
+
+fn audit_keys_rotate(ws: Option<&Path>) -> Result<u8, Failure> {
+    let paths = context::paths(ws, false)?;
+    let rotation = AuditKey::rotate(&paths.keys()).map_err(|e| Failure::coded(&e, 1))?;
+    outln!(
+        "rotated the audit signing key: {} -> {}; records signed by {} still verify (its public key is kept in keys/retired/)",
+        rotation.old_kid, rotation.new_kid, rotation.old_kid
+    );
+    Ok(0)
+}
+
+fn audit_keys_export(ws: Option<&Path>) -> Result<u8, Failure> {
+    let paths = context::paths(ws, false)?;
+    let keys = PublicKeys::load_dir(&paths.keys()).map_err(|e| Failure::coded(&e, 1))?;
+    out_text(&keys.to_file_text());
+    Ok(0)
+}
+
+fn out_text(text: &str) {
+    use std::io::Write as _;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+fn doctor(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
+    let mut checks: Vec<(String, bool, String)> = Vec::new();
+    let mut check = |name: &str, result: Result<String, String>| {
+        let (ok, detail) = match result {
+            Ok(d) => (true, d),
+            Err(e) => (false, e),
+        };
+        checks.push((name.to_owned(), ok, detail));
+    };
+    let paths = context::paths(ws, false)?;
+    let layers = context::read_layers(&paths);
+    check("configuration", layers.as_ref().map(|l| format!("{} layer file(s)", l.len())).map_err(|f| format!("[{}] {}", f.code, f.message)));
+    let settings = layers.as_ref().ok().map(|l| context::settings(l));
+    check("identity", layers.as_ref().map_err(|f| f.message.clone()).and_then(|l| {
+        context::identity(l).map(|id| format!("{} ({}) in {}", id.principal.actor, id.principal.kind.as_str(), id.principal.tenant)).map_err(|f| format!("[{}] {}", f.code, f.message))
+    }));
+    check("policy", context::policy(&paths).map(|p| format!("{} policies, set {}", p.policy_ids().count(), p.digest())).map_err(|f| format!("[{}] {}", f.code, f.message)));
+    let inst = match settings {
+        Some(Ok(settings)) => context::installation(&paths, &settings).map_err(|f| format!("[{}] {}", f.code, f.message)),
+        Some(Err(f)) => Err(format!("[{}] {}", f.code, f.message)),
+        None => Err("no configuration".to_owned()),
+    };
+    match &inst {
+        Err(e) => check("store and keys", Err(e.clone())),
+        Ok(inst) => {
+            check("store and keys", Ok(format!("{}, key {}", inst.store_location, inst.sealer.key().kid())));
+            let head = inst.store.audit_head().map(|h| h.seq).unwrap_or(0);
+            let mut records = Vec::new();
+            let mut after = 0;
+            while let Ok(batch) = inst.store.audit_records(after, 1000) {
+                match batch.last() {
+                    Some(last) => after = last.seq,
+                    None => break,
+                }
+                records.extend(batch);
+            }
+            let keys = PublicKeys::load_dir(&paths.keys()).unwrap_or_else(|_| inst.public_keys.clone());
+            let report = verify_sealed(&records, &keys);
+            check("audit chain", match &report.first_problem {
+                None => Ok(format!("{} records intact", report.records)),
+                Some(p) => Err(format!("broken at seq {:?}: {:?}: {}", p.seq, p.kind, p.detail)),
+            });
+            let now = SystemClock.now();
+            for sink in sink_names(inst) {
+                let h = sink_health(inst, &sink, head, now);
+                check(&format!("audit sink {sink}"), match h {
+                    Err(f) => Err(f.message),
+                    Ok(h) if h["stale"] == true => Err(format!(
+                        "failing for {} (longer than {}): {}",
+                        age(h["failing_for_ms"].as_i64().unwrap_or(0)),
+                        age(inst.fail_after_ms as i64),
+                        h["last_error"].as_str().unwrap_or("")
+                    )),
+                    Ok(h) => Ok(format!("{} pending, last success {}", h["pending"], h["last_success"].as_str().unwrap_or("never"))),
+                });
+            }
+        }
+    }
+    let ok = checks.iter().all(|(_, ok, _)| *ok);
+    if json {
+        outln!("{}", pretty(&json!({"ok": ok, "checks": checks.iter().map(|(n, ok, d)| json!({"check": n, "ok": ok, "detail": d})).collect::<Vec<_>>()})));
+    } else {
+        for (name, ok, detail) in &checks {
+            outln!("{:<4} {:<22} {detail}", if *ok { "ok" } else { "FAIL" }, name);
+        }
+    }
+    Ok(if ok { 0 } else { 1 })
 }

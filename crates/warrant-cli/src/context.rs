@@ -225,6 +225,9 @@ pub fn policy(paths: &Paths) -> Result<PolicyEngine, Failure> {
 /// The installation's store, keys and sink.
 pub struct Installation {
     pub store: Box<dyn EventStore + Send + Sync>,
+    /// Configured sinks besides the JSONL file, by name.
+    pub sinks: std::collections::BTreeMap<String, warrant_core::config::SinkConfig>,
+    pub fail_after_ms: u64,
     /// Where the store is, for messages (a URL never shows its password).
     pub store_location: String,
     pub sealer: InstallationSealer,
@@ -270,6 +273,8 @@ pub fn installation(paths: &Paths, settings: &Settings) -> Result<Installation, 
     let sink = JsonlSink::new(paths.dot.join(&settings.audit_jsonl_path));
     Ok(Installation {
         store,
+        sinks: settings.audit_sinks.clone(),
+        fail_after_ms: settings.audit_fail_after_ms,
         store_location,
         sealer,
         secret,
@@ -279,15 +284,117 @@ pub fn installation(paths: &Paths, settings: &Settings) -> Result<Installation, 
     })
 }
 
-/// Copies new audit records to the sink. A failure is reported but does not undo the command:
-/// the records stay in the store's outbox and the next command delivers them.
+/// The name the JSONL file sink has in `audit status`.
+pub const JSONL_SINK: &str = "jsonl";
+
+/// How hard a delivery tries: after every command a little, `audit flush` until it is done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Patience {
+    Quick,
+    Flush,
+}
+
+/// What one sink's delivery came to: the acknowledged cursor, or why it stopped.
+#[derive(Debug)]
+pub struct Delivered {
+    pub sink: String,
+    pub outcome: Result<u64, String>,
+}
+
+/// `env:NAME` header values are secret references, read now and never written anywhere.
+fn resolve_headers(headers: &std::collections::BTreeMap<String, String>) -> Result<Vec<(String, String)>, String> {
+    headers
+        .iter()
+        .map(|(k, v)| match v.strip_prefix("env:") {
+            Some(var) => std::env::var(var)
+                .map(|value| (k.clone(), value))
+                .map_err(|_| format!("header {k} refers to the environment variable {var}, which is not set")),
+            None => Ok((k.clone(), v.clone())),
+        })
+        .collect()
+}
+
+/// Delivers the outbox to every sink and records each sink's state in the store. Nothing
+/// leaves the outbox: a sink that fails catches up on a later delivery.
+pub fn deliver_all(inst: &Installation, patience: Patience) -> Vec<Delivered> {
+    let mut out = Vec::new();
+    let outcome = inst
+        .sink
+        .deliver(inst.store.as_ref())
+        .map(|r| (r.to_seq, r.delivered))
+        .map_err(|e| format!("[{}] {e}", e.code()));
+    out.push(record(inst, JSONL_SINK, outcome));
+    for (name, config) in &inst.sinks {
+        let outcome = match config {
+            warrant_core::config::SinkConfig::Http {
+                url,
+                headers,
+                batch,
+                timeout_ms,
+            } => match resolve_headers(headers) {
+                Err(e) => Err(e),
+                Ok(headers) => {
+                    let mut cfg = warrant_audit::HttpSinkConfig::new(url.clone());
+                    cfg.headers = headers;
+                    if let Some(b) = batch {
+                        cfg.batch = *b;
+                    }
+                    if let Some(t) = timeout_ms {
+                        cfg.timeout = std::time::Duration::from_millis(*t);
+                    }
+                    if patience == Patience::Quick {
+                        // After a command, don't hold the person up: the next one retries.
+                        cfg.max_attempts = 2;
+                    }
+                    let acknowledged = inst.store.sink_state(name).map(|s| s.acknowledged).unwrap_or(0);
+                    warrant_audit::HttpSink::new(name, cfg)
+                        .deliver(inst.store.as_ref(), acknowledged)
+                        .map(|r| (r.acknowledged, r.delivered))
+                        .map_err(|e| {
+                            let acked = e.acknowledged().unwrap_or(acknowledged);
+                            let _ = inst.store.record_delivery_failure(name, acked, &e.to_string());
+                            format!("[{}] {e}", e.code())
+                        })
+                }
+            },
+        };
+        out.push(record(inst, name, outcome));
+    }
+    out
+}
+
+fn record(inst: &Installation, sink: &str, outcome: Result<(u64, u64), String>) -> Delivered {
+    match outcome {
+        Ok((acknowledged, delivered)) => {
+            let _ = inst.store.record_delivery(sink, acknowledged, delivered);
+            Delivered {
+                sink: sink.to_owned(),
+                outcome: Ok(acknowledged),
+            }
+        }
+        Err(message) => {
+            if sink == JSONL_SINK {
+                let acked = inst.store.sink_state(sink).map(|s| s.acknowledged).unwrap_or(0);
+                let _ = inst.store.record_delivery_failure(sink, acked, &message);
+            }
+            Delivered {
+                sink: sink.to_owned(),
+                outcome: Err(message),
+            }
+        }
+    }
+}
+
+/// Copies new audit records to every sink after a command. A failure is reported but does not
+/// undo the command: the records stay in the store's outbox and a later delivery sends them.
 pub fn deliver(inst: &Installation) {
-    if let Err(e) = inst.sink.deliver(inst.store.as_ref()) {
-        eprintln!(
-            "warning[{}]: audit delivery to {} failed: {e}; the records stay in the store and are delivered by the next command",
-            e.code(),
-            inst.sink.path().display()
-        );
+    for d in deliver_all(inst, Patience::Quick) {
+        if let Err(e) = d.outcome {
+            eprintln!(
+                "warning: audit delivery to sink `{}` failed: {e}; the records stay in the outbox (`warrant audit status`, `warrant audit flush`)",
+                d.sink
+            );
+        }
     }
 }
 

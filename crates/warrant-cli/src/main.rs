@@ -144,6 +144,11 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check what this installation really has working: store, policy, keys, audit sinks.
+    Doctor {
+        #[arg(long)]
+        json: bool,
+    },
     /// Check and read the audit trail.
     Audit {
         #[command(subcommand)]
@@ -210,6 +215,14 @@ pub enum ApprovalsCommand {
 }
 
 #[derive(Subcommand, Debug)]
+pub enum KeysCommand {
+    /// Make a new signing key; the old public key is kept so history still verifies.
+    Rotate,
+    /// Print every public key (current and retired) for an outside auditor.
+    Export,
+}
+
+#[derive(Subcommand, Debug)]
 pub enum AuditCommand {
     /// Check the hash chain and signatures of the store's trail and of the JSONL sink.
     Verify {
@@ -221,6 +234,57 @@ pub enum AuditCommand {
         pubkeys: Option<std::path::PathBuf>,
         #[arg(long)]
         json: bool,
+    },
+    /// Each sink: records pending, oldest pending, last success, last error.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Deliver everything now; exits non-zero naming each sink that is stuck.
+    Flush {
+        /// Give up after this long (e.g. `30s`).
+        #[arg(long, default_value = "30s")]
+        timeout: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Find records: every filter narrows.
+    Query {
+        #[arg(long)]
+        run: Option<String>,
+        #[arg(long)]
+        actor: Option<String>,
+        #[arg(long)]
+        on_behalf_of: Option<String>,
+        /// Resource kind: fs, shell, git, …
+        #[arg(long)]
+        kind: Option<String>,
+        /// e.g. fs.delete
+        #[arg(long)]
+        verb: Option<String>,
+        /// allow, ask or deny
+        #[arg(long, value_parser = ["allow", "ask", "deny"])]
+        decision: Option<String>,
+        /// RFC 3339 time, e.g. 2026-11-29T00:00:00Z
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long)]
+        until: Option<String>,
+        #[arg(long, default_value_t = 1000)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every resource a run read, changed or was refused, by kind, with who allowed each change.
+    Touched {
+        run: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The signing keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
     },
     /// Print the last records of the trail.
     Tail {

@@ -161,6 +161,30 @@ pub struct OpenAiConfig {
 pub struct AuditConfig {
     /// Path of the JSONL sink, relative to `.warrant/` (default `audit/audit.jsonl`).
     pub jsonl_path: Option<String>,
+    /// `warrant doctor` fails when a sink has been failing for longer than this many ms
+    /// (default one hour).
+    pub fail_after_ms: Option<u64>,
+    /// Further sinks by name.
+    #[serde(default)]
+    pub sinks: BTreeMap<String, SinkConfig>,
+}
+
+/// One configured audit sink.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum SinkConfig {
+    /// Batched POSTs of CloudEvents to an HTTP receiver.
+    Http {
+        url: String,
+        /// Header values may be secret references: `env:NAME` reads the variable `NAME` when
+        /// delivering; the value is never written anywhere.
+        #[serde(default)]
+        headers: BTreeMap<String, String>,
+        #[serde(default)]
+        batch: Option<usize>,
+        #[serde(default)]
+        timeout_ms: Option<u64>,
+    },
 }
 
 /// A config file as read by the CLI.
@@ -327,6 +351,8 @@ pub struct Settings {
     pub profiles: BTreeMap<String, ProfileConfig>,
     pub openai: OpenAiConfig,
     pub audit_jsonl_path: String,
+    pub audit_fail_after_ms: u64,
+    pub audit_sinks: BTreeMap<String, SinkConfig>,
     pub store_url: Option<String>,
 }
 
@@ -370,6 +396,20 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
             .iter()
             .find_map(|l| l.doc.audit.jsonl_path.clone())
             .unwrap_or_else(|| "audit/audit.jsonl".to_owned()),
+        audit_fail_after_ms: layers
+            .iter()
+            .find_map(|l| l.doc.audit.fail_after_ms)
+            .unwrap_or(3_600_000),
+        audit_sinks: {
+            // Lowest first so a higher layer's sink of the same name replaces it whole.
+            let mut sinks = BTreeMap::new();
+            for layer in layers.iter().rev() {
+                for (name, sink) in &layer.doc.audit.sinks {
+                    sinks.insert(name.clone(), sink.clone());
+                }
+            }
+            sinks
+        },
         store_url: layers.iter().find_map(|l| l.doc.store.url.clone()),
     }
 }

@@ -3,6 +3,7 @@ mod approvals;
 mod audit;
 mod bad_input;
 mod crash;
+mod delivery;
 mod docs;
 mod harness;
 mod identity;
