@@ -75,6 +75,41 @@ pub enum AuditError {
     },
     #[error("cannot seal the audit record: {0}")]
     Seal(String),
+    #[error(
+        "the audit sink {sink} refused a batch with status {status} ({body}); records up to {acknowledged} were delivered, the rest stay in the outbox. Fix what the receiver objects to (URL, credentials, size limit); delivery resumes from there"
+    )]
+    SinkRejected {
+        sink: String,
+        status: u16,
+        body: String,
+        acknowledged: u64,
+    },
+    #[error(
+        "the audit sink {sink} did not take a batch after {attempts} attempts (last: {reason}); records up to {acknowledged} were delivered, the rest stay in the outbox and the next delivery retries them"
+    )]
+    SinkUnreachable {
+        sink: String,
+        attempts: u32,
+        reason: String,
+        acknowledged: u64,
+    },
+    #[error(
+        "cannot send to the audit sink {sink}: {reason}; check its URL and headers. Records up to {acknowledged} were delivered"
+    )]
+    SinkMisconfigured {
+        sink: String,
+        reason: String,
+        acknowledged: u64,
+    },
+    #[error(
+        "the store returned audit record {found} where {expected} was due; its outbox has a gap. Nothing past record {after} was sent to the audit sink {sink}"
+    )]
+    OutboxGap {
+        sink: String,
+        after: u64,
+        expected: u64,
+        found: u64,
+    },
 }
 
 impl Coded for AuditError {
@@ -93,11 +128,40 @@ impl Coded for AuditError {
             Self::StoreGap { .. } => "W-AUDIT-011",
             Self::Seal(_) => "W-AUDIT-012",
             Self::StoreShort { .. } => "W-AUDIT-013",
+            Self::SinkRejected { .. } => "W-AUDIT-014",
+            Self::SinkUnreachable { .. } => "W-AUDIT-015",
+            Self::SinkMisconfigured { .. } => "W-AUDIT-016",
+            Self::OutboxGap { .. } => "W-AUDIT-017",
         }
     }
 }
 
 impl AuditError {
+    /// How far a delivery that stopped early got: the last seq the sink acknowledged, for the
+    /// caller to record as that sink's cursor. `None` for errors that are not about a delivery
+    /// that made (or kept) progress.
+    pub fn acknowledged(&self) -> Option<u64> {
+        match self {
+            Self::SinkRejected { acknowledged, .. }
+            | Self::SinkUnreachable { acknowledged, .. }
+            | Self::SinkMisconfigured { acknowledged, .. } => Some(*acknowledged),
+            Self::OutboxGap { after, .. } => Some(*after),
+            Self::KeyMissing { .. }
+            | Self::KeyMalformed { .. }
+            | Self::KeyPermissions { .. }
+            | Self::KeyExists { .. }
+            | Self::KeyMismatch { .. }
+            | Self::Io { .. }
+            | Self::PublicKeysMalformed { .. }
+            | Self::Store(_)
+            | Self::SinkCorrupt { .. }
+            | Self::SinkAhead { .. }
+            | Self::StoreGap { .. }
+            | Self::StoreShort { .. }
+            | Self::Seal(_) => None,
+        }
+    }
+
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
         Self::Io {
             op,

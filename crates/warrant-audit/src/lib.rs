@@ -3,6 +3,7 @@
 //! the sealed lines out; `verify_*` checks any copy. No policy decisions live here.
 
 mod error;
+mod http;
 mod keys;
 mod record;
 mod seal;
@@ -10,6 +11,7 @@ mod sink;
 mod verify;
 
 pub use error::AuditError;
+pub use http::{CLOUDEVENTS_BATCH, HttpDeliveryReport, HttpSink, HttpSinkConfig};
 pub use keys::{AuditKey, PRIVATE_KEY_FILE, PUBLIC_KEY_FILE, PublicKeys, kid_of};
 pub use record::{
     AuditData, AuditRecord, DATA_CONTENT_TYPE, DATA_SCHEMA_V1, GENESIS_HASH, RECORD_SCHEMA_V1,

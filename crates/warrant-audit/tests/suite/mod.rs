@@ -1,4 +1,5 @@
 mod fake;
+mod http;
 mod keys;
 mod schema;
 mod seal;
