@@ -174,3 +174,35 @@ fn query_and_touched_answer_who_touched_what_and_who_allowed_it() {
     assert_eq!(env["by"], "denied by policy project:no-secret-files");
     assert_eq!(touched["touched"]["shell"][0]["status"], "changed");
 }
+
+#[test]
+fn rotating_the_signing_key_keeps_history_verifiable() {
+    let sb = Sandbox::init();
+    let model = sb.transcript("version: 1\nturns:\n  - calls:\n      - tool: list_dir\n        args: { path: . }\n  - say: done\n");
+    assert_eq!(sb.run(&["run", "--model", &model, "before"]).status.code(), Some(0));
+    let old_pub = std::fs::read_to_string(sb.ws.join(".warrant/keys/audit.pub")).unwrap();
+    let rotated = sb.run(&["audit", "keys", "rotate"]);
+    assert_eq!(rotated.status.code(), Some(0), "{}", stderr(&rotated));
+    assert!(stdout(&rotated).contains("still verify"), "{}", stdout(&rotated));
+    assert_ne!(std::fs::read_to_string(sb.ws.join(".warrant/keys/audit.pub")).unwrap(), old_pub);
+    assert_eq!(sb.run(&["run", "--model", &model, "after"]).status.code(), Some(0));
+
+    // The installation verifies the whole chain, across the rotation.
+    let verify = sb.run(&["audit", "verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
+    // An auditor with the exported keys verifies the sink's copy; with only the old key, the
+    // first record signed by the new one is named.
+    let keys = sb.run(&["audit", "keys", "export"]);
+    assert_eq!(stdout(&keys).lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).count(), 2, "{}", stdout(&keys));
+    let all = sb.dir.path().join("all.txt");
+    std::fs::write(&all, &keys.stdout).unwrap();
+    let old = sb.dir.path().join("old.txt");
+    std::fs::write(&old, &old_pub).unwrap();
+    let sink = sb.ws.join(".warrant/audit/audit.jsonl");
+    let with = |k: &std::path::Path| sb.run(&["audit", "verify", "--json", "--file", sink.to_str().unwrap(), "--pubkeys", k.to_str().unwrap()]);
+    assert_eq!(with(&all).status.code(), Some(0));
+    let partial = with(&old);
+    assert_eq!(partial.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&partial.stdout).unwrap();
+    assert_eq!(report["checked"][0]["report"]["first_problem"]["kind"], "unknown_key");
+}
