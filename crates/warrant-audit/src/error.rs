@@ -110,6 +110,27 @@ pub enum AuditError {
         expected: u64,
         found: u64,
     },
+    #[error(
+        "the retired public key {path} holds a different key than the one it is named for; it was edited or replaced. Nothing was rotated. Restore it from backup (its kid must be its file name)"
+    )]
+    RetiredKeyConflict { path: PathBuf },
+    #[error(
+        "rotating the sink file {current} would overwrite {rotated}, which already holds records {first}..={last}; the sink repeats records it has rotated away. Nothing was appended. Run `warrant audit verify` on both files"
+    )]
+    RotatedExists {
+        current: PathBuf,
+        rotated: PathBuf,
+        first: u64,
+        last: u64,
+    },
+    #[error(
+        "audit record {seq} (for the sink file {path}) has no usable `time` ({reason}), which rotation by age needs; nothing past the previous record was appended. Run `warrant audit verify`"
+    )]
+    RecordTime {
+        path: PathBuf,
+        seq: u64,
+        reason: String,
+    },
 }
 
 impl Coded for AuditError {
@@ -132,6 +153,9 @@ impl Coded for AuditError {
             Self::SinkUnreachable { .. } => "W-AUDIT-015",
             Self::SinkMisconfigured { .. } => "W-AUDIT-016",
             Self::OutboxGap { .. } => "W-AUDIT-017",
+            Self::RetiredKeyConflict { .. } => "W-AUDIT-024",
+            Self::RotatedExists { .. } => "W-AUDIT-025",
+            Self::RecordTime { .. } => "W-AUDIT-026",
         }
     }
 }
@@ -158,7 +182,10 @@ impl AuditError {
             | Self::SinkAhead { .. }
             | Self::StoreGap { .. }
             | Self::StoreShort { .. }
-            | Self::Seal(_) => None,
+            | Self::Seal(_)
+            | Self::RetiredKeyConflict { .. }
+            | Self::RotatedExists { .. }
+            | Self::RecordTime { .. } => None,
         }
     }
 

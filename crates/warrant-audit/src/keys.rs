@@ -1,6 +1,7 @@
-//! The installation's Ed25519 audit key on disk (`audit.key` hex seed, mode 0600, and
-//! `audit.pub` hex public key) and the public key lists `verify` trusts. Keys are identified by
-//! `kid` = the first 16 hex digits of SHA-256 of the 32-byte public key. No rotation here.
+//! The installation's Ed25519 audit key on disk (`audit.key` hex seed, mode 0600, `audit.pub`
+//! hex public key, `retired/<kid>.pub` for every key rotated away) and the public key lists
+//! `verify` trusts. `kid` = the first 16 hex digits of SHA-256 of the 32-byte public key.
+//! Rotation keeps every old public key, so history stays verifiable; one rotator at a time.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -9,12 +10,26 @@ use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
 use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
 use crate::AuditError;
 
 pub const PRIVATE_KEY_FILE: &str = "audit.key";
 pub const PUBLIC_KEY_FILE: &str = "audit.pub";
+/// The directory, inside the keys directory, of public keys rotated away.
+pub const RETIRED_DIR: &str = "retired";
+/// The new pair is staged under these names, then renamed into place.
+const STAGED_PRIVATE: &str = "audit.key.new";
+const STAGED_PUBLIC: &str = "audit.pub.new";
+
+/// What [`AuditKey::rotate`] did: records from now on carry `new_kid`; `old_kid`'s public key
+/// is in `retired/<old_kid>.pub`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rotation {
+    pub old_kid: String,
+    pub new_kid: String,
+}
 
 /// The key id of a public key.
 pub fn kid_of(public: &VerifyingKey) -> String {
@@ -115,7 +130,8 @@ impl AuditKey {
         let public = dir.join(PUBLIC_KEY_FILE);
         match fs::read_to_string(&public) {
             Ok(text) => {
-                if text.trim() != key.public_key_hex() {
+                if text.trim() != key.public_key_hex() && !finish_rotation(dir, &key, text.trim())?
+                {
                     return Err(AuditError::KeyMismatch { private, public });
                 }
             }
@@ -123,6 +139,117 @@ impl AuditKey {
             Err(e) => return Err(AuditError::io("read", &public, e)),
         }
         Ok(key)
+    }
+
+    /// Replaces the current key pair in `dir` with a new one, keeping the old public key as
+    /// `retired/<old kid>.pub` so records signed before still verify. Each step is durable
+    /// before the next: archive the old public key, stage the new pair (fsynced), rename the
+    /// private key into place (the commit point: the old private key is gone from then on),
+    /// then the public key. A crash before the commit leaves the old pair in use; a crash
+    /// after it is completed by the next [`AuditKey::load`].
+    pub fn rotate(dir: &Path) -> Result<Rotation, AuditError> {
+        let old = Self::load(dir)?;
+        let new = Self::generate();
+        archive_public(dir, &old)?;
+
+        let staged_private = dir.join(STAGED_PRIVATE);
+        let staged_public = dir.join(STAGED_PUBLIC);
+        // Leftovers of a rotation that crashed before its commit point were never in use.
+        for staged in [&staged_private, &staged_public] {
+            remove_if_present(staged)
+                .map_err(|e| AuditError::io("remove the stale staged key", staged, e))?;
+        }
+        let seed = format!("{}\n", hex::encode(new.signing.to_bytes()));
+        write_new(&staged_private, seed.as_bytes(), 0o600)
+            .map_err(|e| AuditError::io("write the new audit key", &staged_private, e))?;
+        let pub_line = format!("{}\n", new.public_key_hex());
+        write_new(&staged_public, pub_line.as_bytes(), 0o644)
+            .map_err(|e| AuditError::io("write the new public key", &staged_public, e))?;
+        sync_dir(dir).map_err(|e| AuditError::io("sync the key directory", dir, e))?;
+
+        let private = dir.join(PRIVATE_KEY_FILE);
+        fs::rename(&staged_private, &private)
+            .and_then(|()| sync_dir(dir))
+            .map_err(|e| AuditError::io("put the new audit key in place at", &private, e))?;
+        let public = dir.join(PUBLIC_KEY_FILE);
+        fs::rename(&staged_public, &public)
+            .and_then(|()| sync_dir(dir))
+            .map_err(|e| AuditError::io("put the new public key in place at", &public, e))?;
+        Ok(Rotation {
+            old_kid: old.kid(),
+            new_kid: new.kid(),
+        })
+    }
+}
+
+/// Writes `retired/<kid>.pub` (temp file, fsync, rename). An archive already holding this key
+/// is left alone (a rotation that crashed later); one holding another key is refused.
+fn archive_public(dir: &Path, old: &AuditKey) -> Result<(), AuditError> {
+    let retired = dir.join(RETIRED_DIR);
+    fs::create_dir_all(&retired)
+        .and_then(|()| sync_dir(dir))
+        .map_err(|e| AuditError::io("create the retired key directory", &retired, e))?;
+    let kid = old.kid();
+    let archived = retired.join(format!("{kid}.pub"));
+    match fs::read_to_string(&archived) {
+        Ok(text) => {
+            let holds = PublicKeys::parse(&text)
+                .is_ok_and(|keys| keys == PublicKeys::from_keys([old.verifying_key()]));
+            return if holds {
+                Ok(())
+            } else {
+                Err(AuditError::RetiredKeyConflict { path: archived })
+            };
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(AuditError::io("read", &archived, e)),
+    }
+    let temp = retired.join(format!(".{kid}.pub.tmp"));
+    let text = format!("# kid {kid}\n{}\n", old.public_key_hex());
+    remove_if_present(&temp)
+        .and_then(|()| write_new(&temp, text.as_bytes(), 0o644))
+        .and_then(|()| fs::rename(&temp, &archived))
+        .and_then(|()| sync_dir(&retired))
+        .map_err(|e| AuditError::io("archive the old public key as", &archived, e))
+}
+
+/// Completes a rotation that crashed between its two renames: the private key is new, the
+/// staged public key matches it, and the stale public key is safely archived. `false` when
+/// that is not the situation, so the caller reports the mismatch.
+fn finish_rotation(dir: &Path, key: &AuditKey, stale_hex: &str) -> Result<bool, AuditError> {
+    let staged = dir.join(STAGED_PUBLIC);
+    let staged_matches = match fs::read_to_string(&staged) {
+        Ok(text) => text.trim() == key.public_key_hex(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+        Err(e) => return Err(AuditError::io("read", &staged, e)),
+    };
+    let Some(stale) = parse_hex32(stale_hex)
+        .ok()
+        .and_then(|b| VerifyingKey::from_bytes(&b).ok())
+    else {
+        return Ok(false);
+    };
+    let archived = dir
+        .join(RETIRED_DIR)
+        .join(format!("{}.pub", kid_of(&stale)));
+    let stale_archived = match PublicKeys::load(&archived) {
+        Ok(keys) => keys.get(&kid_of(&stale)).is_some(),
+        Err(_) => false,
+    };
+    if !(staged_matches && stale_archived) {
+        return Ok(false);
+    }
+    let public = dir.join(PUBLIC_KEY_FILE);
+    fs::rename(&staged, &public)
+        .and_then(|()| sync_dir(dir))
+        .map_err(|e| AuditError::io("finish the interrupted key rotation at", &public, e))?;
+    Ok(true)
+}
+
+fn remove_if_present(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        Ok(()) | Err(_) => Ok(()),
     }
 }
 
@@ -235,6 +362,46 @@ impl PublicKeys {
             set.insert(key);
         }
         Ok(set)
+    }
+
+    /// The keys of an installation's keys directory: `audit.pub` and every
+    /// `retired/<kid>.pub`. A key's kid is computed from its bytes, never taken from the file
+    /// name, so an edited archive shows up as an unknown key at verification.
+    pub fn load_dir(dir: &Path) -> Result<Self, AuditError> {
+        let mut keys = Self::load(&dir.join(PUBLIC_KEY_FILE))?;
+        let retired = dir.join(RETIRED_DIR);
+        let entries = match fs::read_dir(&retired) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(keys),
+            Err(e) => return Err(AuditError::io("list", &retired, e)),
+        };
+        for entry in entries {
+            let path = entry
+                .map_err(|e| AuditError::io("list", &retired, e))?
+                .path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            // `.<kid>.pub.tmp` is an archive being written; it is complete only once renamed.
+            if name.ends_with(".pub") && !name.starts_with('.') {
+                keys.extend(Self::load(&path)?);
+            }
+        }
+        Ok(keys)
+    }
+
+    /// The list in the format [`PublicKeys::load`] reads: each key after a `# kid <kid>`
+    /// comment, in kid order. What `warrant audit keys export` hands an auditor.
+    pub fn to_file_text(&self) -> String {
+        let mut text = String::from(
+            "# Warrant audit public keys (Ed25519, hex), one per line, each after its kid.\n",
+        );
+        for (kid, key) in &self.keys {
+            text.push_str(&format!("# kid {kid}\n{}\n", hex::encode(key.as_bytes())));
+        }
+        text
+    }
+
+    pub fn extend(&mut self, other: Self) {
+        self.keys.extend(other.keys);
     }
 
     pub fn get(&self, kid: &str) -> Option<&VerifyingKey> {

@@ -1,6 +1,7 @@
 //! Versioned audit records, hash chain, Ed25519 signatures, the JSONL sink and verification.
 //! The store calls [`InstallationSealer`] inside its append transaction; [`JsonlSink`] copies
-//! the sealed lines out; `verify_*` checks any copy. No policy decisions live here.
+//! the sealed lines out (rotating its files); `verify_*` checks any copy, one file or several;
+//! keys rotate without orphaning old records. No policy decisions live here.
 
 mod error;
 mod http;
@@ -12,11 +13,15 @@ mod verify;
 
 pub use error::AuditError;
 pub use http::{CLOUDEVENTS_BATCH, HttpDeliveryReport, HttpSink, HttpSinkConfig};
-pub use keys::{AuditKey, PRIVATE_KEY_FILE, PUBLIC_KEY_FILE, PublicKeys, kid_of};
+pub use keys::{
+    AuditKey, PRIVATE_KEY_FILE, PUBLIC_KEY_FILE, PublicKeys, RETIRED_DIR, Rotation, kid_of,
+};
 pub use record::{
     AuditData, AuditRecord, DATA_CONTENT_TYPE, DATA_SCHEMA_V1, GENESIS_HASH, RECORD_SCHEMA_V1,
     RECORD_VERSION, SPEC_VERSION, TYPE_PREFIX, chain_hash, event_type,
 };
 pub use seal::InstallationSealer;
-pub use sink::{DEFAULT_BATCH, DeliveryReport, JsonlSink};
-pub use verify::{Problem, ProblemKind, VerifyReport, verify_file, verify_lines, verify_sealed};
+pub use sink::{DEFAULT_BATCH, DeliveryReport, FsyncPolicy, JsonlSink};
+pub use verify::{
+    Problem, ProblemKind, VerifyReport, verify_file, verify_files, verify_lines, verify_sealed,
+};

@@ -1,15 +1,18 @@
-//! The JSONL file sink: appends the store's sealed lines in seq order, fsyncing each batch.
-//! The file itself is the delivery cursor (its last record's `seq`), read from the tail only,
-//! so delivery is idempotent and crash-safe. Limits: one deliverer per file (no lock), no
-//! rotation yet.
+//! The JSONL file sink: appends the store's sealed lines in seq order, fsyncing each batch
+//! (unless told not to), and rotates the file by size or age into
+//! `<stem>-<first seq>-<last seq>.jsonl` beside it. The files themselves are the delivery
+//! cursor (the current file's last record, else the newest rotated file's name), so delivery
+//! is idempotent and crash-safe. Limits: one deliverer per file (no lock).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use warrant_store::AuditOutbox;
+use warrant_core::Timestamp;
+use warrant_store::{AuditOutbox, SealedRecord};
 
 use crate::AuditError;
 use crate::keys::sync_dir;
@@ -18,24 +21,46 @@ pub const DEFAULT_BATCH: usize = 500;
 const TAIL_CHUNK: u64 = 8 * 1024;
 /// No record line is this long; a tail without a line end within it is not a JSONL file.
 const MAX_LINE: usize = 64 * 1024 * 1024;
+/// Seq numbers in rotated file names are zero-padded to this many digits, so names sort.
+const SEQ_DIGITS: usize = 12;
+
+/// When the sink forces appended lines to disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FsyncPolicy {
+    /// `fsync` after each batch, before the next is fetched: a crash loses nothing the sink
+    /// reported as delivered.
+    #[default]
+    EveryBatch,
+    /// Leave it to the operating system: faster, and a crash may lose the last lines written
+    /// (the next delivery writes them again, since the file is the cursor). Directory entries
+    /// of new and rotated files are still synced.
+    Never,
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JsonlSink {
     path: PathBuf,
     batch: usize,
+    max_bytes: Option<u64>,
+    max_age: Option<Duration>,
+    fsync: FsyncPolicy,
 }
 
 /// What one delivery did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeliveryReport {
-    /// The last seq in the file before this delivery (0 for a new file).
+    /// The last seq delivered before this delivery (0 for a new sink).
     pub from_seq: u64,
     /// Records appended.
     pub delivered: u64,
-    /// The last seq in the file after this delivery.
+    /// The last seq delivered after this delivery.
     pub to_seq: u64,
     /// Bytes of a torn final line (a write cut short by a crash) removed before appending.
     pub repaired_bytes: u64,
+    /// Files this delivery rotated the current file into, oldest first.
+    #[serde(default)]
+    pub rotated: Vec<PathBuf>,
 }
 
 /// Where the file's complete lines end, and its last complete line.
@@ -44,11 +69,29 @@ struct Tail {
     last_line: Option<Vec<u8>>,
 }
 
+/// The current file as far as rotation cares.
+#[derive(Default)]
+struct Current {
+    /// Seq and time of its first record; `None` while it is empty.
+    first: Option<(u64, Option<Timestamp>)>,
+    len: u64,
+}
+
+/// A rotated file, by what its name says it holds.
+struct Rotated {
+    first: u64,
+    last: u64,
+    path: PathBuf,
+}
+
 impl JsonlSink {
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
             batch: DEFAULT_BATCH,
+            max_bytes: None,
+            max_age: None,
+            fsync: FsyncPolicy::default(),
         }
     }
 
@@ -58,11 +101,38 @@ impl JsonlSink {
         self
     }
 
+    /// Rotates the current file before a record that would take it past `max_bytes`, or whose
+    /// `time` is more than `max_age` after the file's first record. Age is judged on record
+    /// times, not the wall clock, so the same chain always splits into the same files and an
+    /// idle file is rotated only when the next record arrives. A record longer than
+    /// `max_bytes` gets a file of its own.
+    pub fn with_rotation(mut self, max_bytes: Option<u64>, max_age: Option<Duration>) -> Self {
+        self.max_bytes = max_bytes;
+        self.max_age = max_age;
+        self
+    }
+
+    pub fn with_fsync(mut self, policy: FsyncPolicy) -> Self {
+        self.fsync = policy;
+        self
+    }
+
+    /// The current file.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Appends every record the store has past the file's last one. A torn final line (no
+    /// Every file of this sink in chain order: the rotated files by seq, then the current
+    /// file if it exists. What [`crate::verify_files`] takes.
+    pub fn files(&self) -> Result<Vec<PathBuf>, AuditError> {
+        let mut files: Vec<PathBuf> = self.rotated()?.into_iter().map(|r| r.path).collect();
+        if self.path.exists() {
+            files.push(self.path.clone());
+        }
+        Ok(files)
+    }
+
+    /// Appends every record the store has past the sink's last one. A torn final line (no
     /// newline) is cut away first: it was never delivered, and the store still has it.
     pub fn deliver(&self, store: &dyn AuditOutbox) -> Result<DeliveryReport, AuditError> {
         let path = &self.path;
@@ -80,15 +150,43 @@ impl JsonlSink {
         let repaired_bytes = len - tail.complete_len;
         if repaired_bytes > 0 {
             file.set_len(tail.complete_len)
-                .and_then(|()| file.sync_data())
+                .and_then(|()| self.sync(&file))
                 .map_err(|e| AuditError::io("cut the torn last line of", path, e))?;
         }
-        let from_seq = match &tail.last_line {
-            None => 0,
-            Some(line) => last_seq(line).map_err(|reason| AuditError::SinkCorrupt {
-                path: path.clone(),
-                reason,
-            })?,
+        let corrupt = |reason: String| AuditError::SinkCorrupt {
+            path: path.clone(),
+            reason,
+        };
+        let (from_seq, mut current) = match &tail.last_line {
+            // An empty current file continues from the newest rotated one.
+            None => (
+                self.rotated()?.last().map_or(0, |r| r.last),
+                Current::default(),
+            ),
+            Some(line) => {
+                let last = line_seq(line).map_err(corrupt)?;
+                let first = read_head(&mut file)
+                    .map_err(|e| AuditError::io("read", path, e))?
+                    .ok_or_else(|| corrupt(format!("no line end in its first {MAX_LINE} bytes")))?;
+                let seq = line_seq(&first).map_err(|r| corrupt(format!("its first line: {r}")))?;
+                let time = match self.max_age {
+                    None => None,
+                    Some(_) => {
+                        Some(line_time(&first).map_err(|reason| AuditError::RecordTime {
+                            path: path.clone(),
+                            seq,
+                            reason,
+                        })?)
+                    }
+                };
+                (
+                    last,
+                    Current {
+                        first: Some((seq, time)),
+                        len: tail.complete_len,
+                    },
+                )
+            }
         };
         let head = store.audit_head()?;
         if from_seq > head.seq {
@@ -100,14 +198,15 @@ impl JsonlSink {
         }
         let mut last = from_seq;
         let mut delivered = 0u64;
+        let mut rotated = Vec::new();
         loop {
             let records = store.audit_records(last, self.batch)?;
             if records.is_empty() {
                 break;
             }
             let mut buf = String::new();
-            let mut expected = last + 1;
             for record in &records {
+                let expected = last + 1;
                 if record.seq != expected {
                     return Err(AuditError::StoreGap {
                         path: path.clone(),
@@ -122,17 +221,32 @@ impl JsonlSink {
                         reason: format!("the store's record {} spans several lines", record.seq),
                     });
                 }
+                let time = match self.max_age {
+                    None => None,
+                    Some(_) => Some(self.record_time(record)?),
+                };
+                let line_len = record.line.len() as u64 + 1;
+                if let Some((first, first_time)) = current.first
+                    && self.is_due(current.len + buf.len() as u64, line_len, first_time, time)
+                {
+                    // Whole lines only: what is buffered belongs to the file being closed.
+                    self.append(&mut file, &buf)?;
+                    buf.clear();
+                    let (next, done) = self.rotate(file, first, last)?;
+                    file = next;
+                    rotated.push(done);
+                    current = Current::default();
+                }
+                if current.first.is_none() {
+                    current.first = Some((record.seq, time));
+                }
                 buf.push_str(&record.line);
                 buf.push('\n');
-                expected += 1;
+                last = record.seq;
+                delivered += 1;
             }
-            // One write and one fsync per batch: a crash leaves whole lines plus at most one
-            // torn line, which the next delivery cuts away.
-            file.write_all(buf.as_bytes())
-                .and_then(|()| file.sync_data())
-                .map_err(|e| AuditError::io("append to", path, e))?;
-            last = expected - 1;
-            delivered += records.len() as u64;
+            self.append(&mut file, &buf)?;
+            current.len += buf.len() as u64;
         }
         if last < head.seq {
             // The head only grows, so records it counted must have been served.
@@ -147,7 +261,127 @@ impl JsonlSink {
             delivered,
             to_seq: last,
             repaired_bytes,
+            rotated,
         })
+    }
+
+    /// Whether a line of `line_len` bytes (and record time `time`) must start a new file.
+    fn is_due(
+        &self,
+        current_len: u64,
+        line_len: u64,
+        first_time: Option<Timestamp>,
+        time: Option<Timestamp>,
+    ) -> bool {
+        let too_big = self
+            .max_bytes
+            .is_some_and(|max| current_len.saturating_add(line_len) > max);
+        let too_old = match (self.max_age, first_time, time) {
+            (Some(age), Some(first), Some(now)) => {
+                let elapsed =
+                    u128::try_from(now.millis().saturating_sub(first.millis())).unwrap_or_default();
+                elapsed > age.as_millis()
+            }
+            _ => false,
+        };
+        too_big || too_old
+    }
+
+    fn record_time(&self, record: &SealedRecord) -> Result<Timestamp, AuditError> {
+        line_time(record.line.as_bytes()).map_err(|reason| AuditError::RecordTime {
+            path: self.path.clone(),
+            seq: record.seq,
+            reason,
+        })
+    }
+
+    /// One write per batch (and one fsync, by policy): a crash leaves whole lines plus at most
+    /// one torn line, which the next delivery cuts away.
+    fn append(&self, file: &mut File, buf: &str) -> Result<(), AuditError> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        file.write_all(buf.as_bytes())
+            .and_then(|()| self.sync(file))
+            .map_err(|e| AuditError::io("append to", &self.path, e))
+    }
+
+    fn sync(&self, file: &File) -> io::Result<()> {
+        match self.fsync {
+            FsyncPolicy::EveryBatch => file.sync_data(),
+            FsyncPolicy::Never => Ok(()),
+        }
+    }
+
+    /// Renames the current file (holding `first..=last`) to its rotated name and starts an
+    /// empty current file. Between the two a crash leaves no current file, which delivery
+    /// reads as "continue after the newest rotated file".
+    fn rotate(&self, file: File, first: u64, last: u64) -> Result<(File, PathBuf), AuditError> {
+        drop(file);
+        let dir = self.dir();
+        let target = dir.join(format!(
+            "{}-{first:0w$}-{last:0w$}.jsonl",
+            self.stem(),
+            w = SEQ_DIGITS
+        ));
+        if target.exists() {
+            return Err(AuditError::RotatedExists {
+                current: self.path.clone(),
+                rotated: target,
+                first,
+                last,
+            });
+        }
+        fs::rename(&self.path, &target)
+            .and_then(|()| sync_dir(&dir))
+            .map_err(|e| AuditError::io("rotate the sink file to", &target, e))?;
+        Ok((self.open()?, target))
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    }
+
+    fn stem(&self) -> String {
+        self.path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    /// The rotated files beside the current one, in seq order. A missing directory has none.
+    fn rotated(&self) -> Result<Vec<Rotated>, AuditError> {
+        let dir = self.dir();
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(AuditError::io("list", &dir, e)),
+        };
+        let prefix = format!("{}-", self.stem());
+        let mut found = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| AuditError::io("list", &dir, e))?;
+            let name = entry.file_name();
+            let Some(range) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(&prefix))
+                .and_then(|rest| rest.strip_suffix(".jsonl"))
+            else {
+                continue;
+            };
+            if let Some((first, last)) = parse_range(range) {
+                found.push(Rotated {
+                    first,
+                    last,
+                    path: entry.path(),
+                });
+            }
+        }
+        found.sort_by_key(|r| (r.first, r.last));
+        Ok(found)
     }
 
     fn open(&self) -> Result<File, AuditError> {
@@ -163,12 +397,47 @@ impl JsonlSink {
             .create(true)
             .open(path)
             .map_err(|e| AuditError::io("open", path, e))?;
-        if !existed && let Some(dir) = parent {
+        if !existed {
             // A new file's directory entry must be durable too, or a crash can lose the file
             // with everything fsynced into it.
-            sync_dir(dir).map_err(|e| AuditError::io("sync the directory", dir, e))?;
+            let dir = self.dir();
+            sync_dir(&dir).map_err(|e| AuditError::io("sync the directory", &dir, e))?;
         }
         Ok(file)
+    }
+}
+
+/// `<first>-<last>`, both at least [`SEQ_DIGITS`] digits, first <= last.
+fn parse_range(range: &str) -> Option<(u64, u64)> {
+    let (first, last) = range.split_once('-')?;
+    let seq = |s: &str| {
+        (s.len() >= SEQ_DIGITS && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse::<u64>().ok())
+            .flatten()
+    };
+    let (first, last) = (seq(first)?, seq(last)?);
+    (first <= last).then_some((first, last))
+}
+
+/// The first line of the file (without its newline); `None` when no line ends within
+/// [`MAX_LINE`] bytes.
+fn read_head(file: &mut File) -> io::Result<Option<Vec<u8>>> {
+    file.seek(SeekFrom::Start(0))?;
+    let mut line = Vec::new();
+    let mut chunk = vec![0u8; usize::try_from(TAIL_CHUNK).unwrap_or(8192)];
+    loop {
+        let n = file.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        if let Some(end) = chunk[..n].iter().position(|b| *b == b'\n') {
+            line.extend_from_slice(&chunk[..end]);
+            return Ok(Some(line));
+        }
+        line.extend_from_slice(&chunk[..n]);
+        if line.len() > MAX_LINE {
+            return Ok(None);
+        }
     }
 }
 
@@ -214,10 +483,19 @@ fn read_tail(file: &mut File, len: u64) -> io::Result<Option<Tail>> {
     }
 }
 
-fn last_seq(line: &[u8]) -> Result<u64, String> {
+fn line_seq(line: &[u8]) -> Result<u64, String> {
     let value: Value = serde_json::from_slice(line).map_err(|e| format!("not JSON: {e}"))?;
     value
         .get("seq")
         .and_then(Value::as_u64)
         .ok_or_else(|| "it has no numeric seq".to_owned())
+}
+
+fn line_time(line: &[u8]) -> Result<Timestamp, String> {
+    let value: Value = serde_json::from_slice(line).map_err(|e| format!("not JSON: {e}"))?;
+    let time = value
+        .get("time")
+        .and_then(Value::as_str)
+        .ok_or_else(|| "no time attribute".to_owned())?;
+    Timestamp::parse(time).ok_or_else(|| format!("time {time:?} is not RFC 3339"))
 }

@@ -1,11 +1,11 @@
-//! Verification of a chain copy: a sink's JSONL file, any stream of lines, or the store's own
-//! sealed records. It checks order, links, hashes and signatures and names the FIRST broken
+//! Verification of a chain copy: a sink's JSONL file or its rotated files in order, any stream
+//! of lines, or the store's own sealed records. It checks order, links, hashes and signatures and names the FIRST broken
 //! record; records after it are not judged. A truncated tail cannot be seen from the lines
 //! alone: compare [`VerifyReport::head`] with the store's head for that.
 
 use std::fs::File;
-use std::io::{self, BufRead as _, BufReader};
-use std::path::Path;
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -35,7 +35,10 @@ impl VerifyReport {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Problem {
-    /// 1-based line (or position, for the store's records).
+    /// The file the line is in, when several files were verified as one chain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// 1-based line in its file (or position, for the store's records).
     pub line: u64,
     pub record_id: Option<String>,
     pub seq: Option<u64>,
@@ -66,52 +69,134 @@ pub enum ProblemKind {
     Unsigned,
 }
 
+/// Where a line is: which of the verified files (by index), and its 1-based line there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Pos {
+    file: Option<usize>,
+    line: u64,
+}
+
+impl Pos {
+    fn single(line: u64) -> Self {
+        Self { file: None, line }
+    }
+}
+
 /// Verifies a stream of `(line number, line)`.
 pub fn verify_lines(lines: impl Iterator<Item = (u64, String)>, keys: &PublicKeys) -> VerifyReport {
-    drive(lines.map(|(n, l)| (n, Ok(l))), keys, |_, _| None)
+    drive(
+        lines.map(|(n, l)| (Pos::single(n), Ok(l))),
+        &[],
+        keys,
+        |_, _| None,
+    )
 }
 
 /// Verifies a JSONL file. A line that is not UTF-8 is a [`ProblemKind::Malformed`] record;
 /// only a failure to read the file is an error.
 pub fn verify_file(path: &Path, keys: &PublicKeys) -> Result<VerifyReport, AuditError> {
-    let file = File::open(path).map_err(|e| AuditError::io("open", path, e))?;
-    let mut reader = BufReader::new(file);
-    let mut failure: Option<io::Error> = None;
-    let mut line_no = 0u64;
-    let lines = std::iter::from_fn(|| {
-        let mut buf = Vec::new();
-        match reader.read_until(b'\n', &mut buf) {
-            Ok(0) => None,
-            Ok(_) => {
-                line_no += 1;
-                if buf.last() == Some(&b'\n') {
-                    buf.pop();
-                }
-                let text = String::from_utf8(buf).map_err(|e| format!("not UTF-8: {e}"));
-                Some((line_no, text))
+    let paths = [path.to_path_buf()];
+    let mut lines = FileLines::new(&paths, false);
+    let report = drive(&mut lines, &[], keys, |_, _| None);
+    lines.finish(report)
+}
+
+/// Verifies files that together hold one chain, in order (a sink's rotated files, then its
+/// current file: [`crate::JsonlSink::files`]). The chain must run on from one file into the
+/// next, so a file missing in the middle is a [`ProblemKind::Gap`] at the first record of the
+/// file after it. Every problem names its file; lines are numbered within each file.
+pub fn verify_files(paths: &[PathBuf], keys: &PublicKeys) -> Result<VerifyReport, AuditError> {
+    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let mut lines = FileLines::new(paths, true);
+    let report = drive(&mut lines, &names, keys, |_, _| None);
+    lines.finish(report)
+}
+
+/// The lines of several files, one after another, opened lazily. A read failure ends the
+/// stream and is kept for [`FileLines::finish`].
+struct FileLines<'a> {
+    paths: &'a [PathBuf],
+    named: bool,
+    next_file: usize,
+    reader: Option<(usize, BufReader<File>)>,
+    line_no: u64,
+    failure: Option<AuditError>,
+}
+
+impl<'a> FileLines<'a> {
+    fn new(paths: &'a [PathBuf], named: bool) -> Self {
+        Self {
+            paths,
+            named,
+            next_file: 0,
+            reader: None,
+            line_no: 0,
+            failure: None,
+        }
+    }
+
+    fn finish(self, report: VerifyReport) -> Result<VerifyReport, AuditError> {
+        match self.failure {
+            Some(e) => Err(e),
+            None => Ok(report),
+        }
+    }
+}
+
+impl Iterator for FileLines<'_> {
+    type Item = (Pos, Result<String, String>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.failure.is_some() {
+                return None;
             }
-            Err(e) => {
-                failure = Some(e);
-                None
+            let Some((index, reader)) = self.reader.as_mut() else {
+                let path = self.paths.get(self.next_file)?;
+                match File::open(path) {
+                    Ok(file) => self.reader = Some((self.next_file, BufReader::new(file))),
+                    Err(e) => self.failure = Some(AuditError::io("open", path, e)),
+                }
+                self.next_file += 1;
+                self.line_no = 0;
+                continue;
+            };
+            let mut buf = Vec::new();
+            match reader.read_until(b'\n', &mut buf) {
+                Ok(0) => self.reader = None,
+                Ok(_) => {
+                    self.line_no += 1;
+                    if buf.last() == Some(&b'\n') {
+                        buf.pop();
+                    }
+                    let text = String::from_utf8(buf).map_err(|e| format!("not UTF-8: {e}"));
+                    let pos = Pos {
+                        file: self.named.then_some(*index),
+                        line: self.line_no,
+                    };
+                    return Some((pos, text));
+                }
+                Err(e) => {
+                    let path = self.paths.get(*index).cloned().unwrap_or_default();
+                    self.failure = Some(AuditError::io("read", path, e));
+                }
             }
         }
-    });
-    let report = drive(lines, keys, |_, _| None);
-    match failure {
-        Some(e) => Err(AuditError::io("read", path, e)),
-        None => Ok(report),
     }
 }
 
 /// Verifies the store's own copy, and that each record's columns agree with its line.
 pub fn verify_sealed(records: &[SealedRecord], keys: &PublicKeys) -> VerifyReport {
-    let lines = (1u64..).zip(records).map(|(n, r)| (n, Ok(r.line.clone())));
-    drive(lines, keys, |line, checked| {
+    let lines = (1u64..)
+        .zip(records)
+        .map(|(n, r)| (Pos::single(n), Ok(r.line.clone())));
+    drive(lines, &[], keys, |line, checked| {
         let stored = usize::try_from(line - 1)
             .ok()
             .and_then(|i| records.get(i))?;
         let problem = |kind, detail| {
             Some(Problem {
+                file: None,
                 line,
                 record_id: checked.id.clone(),
                 seq: Some(checked.seq),
@@ -162,6 +247,47 @@ struct Checked {
 struct Prev {
     seq: u64,
     hash: String,
+    at: Pos,
+}
+
+/// Where a run of consecutive verified records starts: seq `seq` is at `at`, and each next
+/// seq on the next line of the same file. One per file, so the position of any earlier seq
+/// is known without remembering every record.
+struct Segment {
+    seq: u64,
+    at: Pos,
+}
+
+/// What `check` needs to place and name what it finds.
+struct Places<'a> {
+    segments: &'a [Segment],
+    names: &'a [String],
+}
+
+impl Places<'_> {
+    fn name(&self, at: Pos) -> Option<String> {
+        at.file.and_then(|i| self.names.get(i)).cloned()
+    }
+
+    /// Where verified record `seq` is.
+    fn of(&self, seq: u64) -> Option<Pos> {
+        self.segments
+            .iter()
+            .rev()
+            .find(|s| s.seq <= seq)
+            .map(|s| Pos {
+                file: s.at.file,
+                line: s.at.line + (seq - s.seq),
+            })
+    }
+
+    /// "line N", with the file when it is not the one `from` is in.
+    fn describe(&self, at: Pos, from: Pos) -> String {
+        match self.name(at) {
+            Some(name) if at.file != from.file => format!("line {} of {name}", at.line),
+            Some(_) | None => format!("line {}", at.line),
+        }
+    }
 }
 
 enum Finding {
@@ -171,45 +297,55 @@ enum Finding {
     Ahead(Problem, u64),
 }
 
-fn drive<I, F>(mut lines: I, keys: &PublicKeys, mut extra: F) -> VerifyReport
+fn drive<I, F>(mut lines: I, names: &[String], keys: &PublicKeys, mut extra: F) -> VerifyReport
 where
-    I: Iterator<Item = (u64, Result<String, String>)>,
+    I: Iterator<Item = (Pos, Result<String, String>)>,
     F: FnMut(u64, &Checked) -> Option<Problem>,
 {
     let mut records = 0u64;
     let mut prev: Option<Prev> = None;
-    // The line of seq 1, so the line of any earlier seq is known without remembering them all:
-    // the verified prefix is one record per line, seq 1, 2, 3, ….
-    let mut first_line: Option<u64> = None;
+    let mut segments: Vec<Segment> = Vec::new();
     let problem = loop {
-        let Some((line, text)) = lines.next() else {
+        let Some((at, text)) = lines.next() else {
             break None;
+        };
+        let places = Places {
+            segments: &segments,
+            names,
         };
         let checked = match text {
             Err(detail) => Err(Finding::Problem(Problem {
-                line,
+                file: places.name(at),
+                line: at.line,
                 record_id: None,
                 seq: None,
                 kind: ProblemKind::Malformed,
                 detail,
             })),
-            Ok(text) => check(line, &text, prev.as_ref(), first_line, keys),
+            Ok(text) => check(at, &text, prev.as_ref(), &places, keys),
         };
         match checked {
             Ok(checked) => {
-                if let Some(problem) = extra(line, &checked) {
+                if let Some(problem) = extra(at.line, &checked) {
                     break Some(problem);
                 }
-                first_line.get_or_insert(line);
+                if segments.last().is_none_or(|s| s.at.file != at.file) {
+                    segments.push(Segment {
+                        seq: checked.seq,
+                        at,
+                    });
+                }
                 records += 1;
                 prev = Some(Prev {
                     seq: checked.seq,
                     hash: checked.hash,
+                    at,
                 });
             }
             Err(Finding::Problem(problem)) => break Some(problem),
             Err(Finding::Ahead(problem, expected)) => {
-                break Some(resolve_ahead(problem, expected, lines));
+                let before = prev.as_ref().map(|p| p.at);
+                break Some(resolve_ahead(problem, expected, at, before, &places, lines));
             }
         }
     };
@@ -221,12 +357,20 @@ where
 }
 
 /// A seq that jumped ahead is a reordering when a skipped seq shows up later, else a gap.
-fn resolve_ahead<I>(mut problem: Problem, expected: u64, rest: I) -> Problem
+/// A gap where one file ends and the next begins says so: a rotated file may be missing.
+fn resolve_ahead<I>(
+    mut problem: Problem,
+    expected: u64,
+    at: Pos,
+    before: Option<Pos>,
+    places: &Places<'_>,
+    rest: I,
+) -> Problem
 where
-    I: Iterator<Item = (u64, Result<String, String>)>,
+    I: Iterator<Item = (Pos, Result<String, String>)>,
 {
     let found = problem.seq.unwrap_or(expected);
-    for (line, text) in rest {
+    for (later, text) in rest {
         let seq = text
             .ok()
             .and_then(|t| serde_json::from_str::<Value>(&t).ok())
@@ -236,7 +380,8 @@ where
         {
             problem.kind = ProblemKind::Reordered;
             problem.detail = format!(
-                "expected record {expected} here but found {found}; record {seq} appears later, at line {line}"
+                "expected record {expected} here but found {found}; record {seq} appears later, at {}",
+                places.describe(later, at)
             );
             return problem;
         }
@@ -250,18 +395,28 @@ where
             found - 1
         )
     };
+    if let (Some(before), Some(this)) = (before, places.name(at))
+        && before.file != at.file
+    {
+        let previous = places.name(before).unwrap_or_default();
+        problem.detail.push_str(&format!(
+            "; {previous} ends at record {} and {this} starts at {found}: a file between them may be missing",
+            expected - 1
+        ));
+    }
     problem
 }
 
 fn check(
-    line: u64,
+    at: Pos,
     text: &str,
     prev: Option<&Prev>,
-    first_line: Option<u64>,
+    places: &Places<'_>,
     keys: &PublicKeys,
 ) -> Result<Checked, Finding> {
     let mut found = Problem {
-        line,
+        file: places.name(at),
+        line: at.line,
         record_id: None,
         seq: None,
         kind: ProblemKind::Malformed,
@@ -310,14 +465,14 @@ fn check(
 
     let expected = prev.map_or(1, |p| p.seq + 1);
     if seq < expected {
-        let earlier = first_line.map_or(line, |first| first + (seq - 1));
+        let earlier = places.describe(places.of(seq).unwrap_or(at), at);
         let detail = match prev {
             Some(p)
                 if p.seq == seq && record.get("hash").and_then(Value::as_str) == Some(&p.hash) =>
             {
-                format!("record {seq} again: an exact copy of line {earlier}")
+                format!("record {seq} again: an exact copy of {earlier}")
             }
-            Some(_) | None => format!("record {seq} already appeared at line {earlier}"),
+            Some(_) | None => format!("record {seq} already appeared at {earlier}"),
         };
         return Err(fail(ProblemKind::Duplicate, detail, &found));
     }

@@ -32,7 +32,8 @@ use crate::fault::Faulty;
 use crate::output::{Printer, event_json};
 use crate::prompt::TerminalPrompter;
 use crate::{
-    ApprovalsCommand, AuditCommand, Cli, Command, EXIT_USAGE, Failure, PolicyCommand, RunsCommand,
+    ApprovalsCommand, AuditCommand, Cli, Command, EXIT_USAGE, Failure, KeysCommand, PolicyCommand,
+    RunsCommand,
 };
 
 pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
@@ -99,28 +100,29 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
             }
             answer(ws, &id, Answer::Deny { reason }, json)
         }
-        Command::Audit { command } => match command {
-            AuditCommand::Verify {
-                file,
-                pubkeys,
-                json,
-            } => audit_verify(ws, file.as_deref(), pubkeys.as_deref(), json),
-            AuditCommand::Tail { lines, json } => audit_tail(ws, lines, json),
-            AuditCommand::Status { json } => audit_status(ws, json),
-            AuditCommand::Flush { timeout, json } => audit_flush(ws, &timeout, json),
-            AuditCommand::Query {
-                run,
-                actor,
-                on_behalf_of,
-                kind,
-                verb,
-                decision,
-                since,
-                until,
-                limit,
-                json,
-            } => {
-                let time = |t: Option<String>, flag: &str| -> Result<Option<warrant_core::Timestamp>, Failure> {
+        Command::Audit { command } => {
+            match command {
+                AuditCommand::Verify {
+                    file,
+                    pubkeys,
+                    json,
+                } => audit_verify(ws, file.as_deref(), pubkeys.as_deref(), json),
+                AuditCommand::Tail { lines, json } => audit_tail(ws, lines, json),
+                AuditCommand::Status { json } => audit_status(ws, json),
+                AuditCommand::Flush { timeout, json } => audit_flush(ws, &timeout, json),
+                AuditCommand::Query {
+                    run,
+                    actor,
+                    on_behalf_of,
+                    kind,
+                    verb,
+                    decision,
+                    since,
+                    until,
+                    limit,
+                    json,
+                } => {
+                    let time = |t: Option<String>, flag: &str| -> Result<Option<warrant_core::Timestamp>, Failure> {
                     t.map(|t| {
                         warrant_core::Timestamp::parse(&t).ok_or_else(|| {
                             Failure::usage("W-CLI-004", format!("--{flag} {t:?} is not an RFC 3339 time (e.g. 2026-11-29T00:00:00Z)"))
@@ -128,27 +130,27 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
                     })
                     .transpose()
                 };
-                let query = warrant_store::AuditQuery {
-                    run,
-                    actor,
-                    on_behalf_of,
-                    kind,
-                    verb,
-                    decision,
-                    since: time(since, "since")?,
-                    until: time(until, "until")?,
-                    limit,
-                };
-                audit_query(ws, &query, json)
+                    let query = warrant_store::AuditQuery {
+                        run,
+                        actor,
+                        on_behalf_of,
+                        kind,
+                        verb,
+                        decision,
+                        since: time(since, "since")?,
+                        until: time(until, "until")?,
+                        limit,
+                    };
+                    audit_query(ws, &query, json)
+                }
+                AuditCommand::Touched { run, json } => audit_touched(ws, &run, json),
+                AuditCommand::Keys { command } => match command {
+                    KeysCommand::Rotate => audit_keys_rotate(ws),
+                    KeysCommand::Export => audit_keys_export(ws),
+                },
             }
-            AuditCommand::Touched { run, json } => audit_touched(ws, &run, json),
-            AuditCommand::Keys { command } => match command {
-                KeysCommand::Rotate => audit_keys_rotate(ws),
-                KeysCommand::Export => audit_keys_export(ws),
-            },
-        },
+        }
         Command::Doctor { json } => doctor(ws, json),
-        },
     }
 }
 
@@ -1160,9 +1162,15 @@ fn audit_verify(
                 .strip_prefix(&paths.workspace)
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|_| sink.display().to_string());
+            // The sink's rotated files and its current one, as one chain.
+            let files = inst
+                .sink
+                .files()
+                .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
             reports.push((
                 shown,
-                verify_file(&sink, &keys).map_err(|e| Failure::coded(&e, EXIT_USAGE))?,
+                warrant_audit::verify_files(&files, &keys)
+                    .map_err(|e| Failure::coded(&e, EXIT_USAGE))?,
             ));
         }
     }
@@ -1243,8 +1251,16 @@ fn age(ms: i64) -> String {
 }
 
 /// One sink's health as `audit status` and `doctor` see it.
-fn sink_health(inst: &Installation, sink: &str, head: u64, now: warrant_core::Timestamp) -> Result<Value, Failure> {
-    let state = inst.store.sink_state(sink).map_err(|e| Failure::coded(&e, 1))?;
+fn sink_health(
+    inst: &Installation,
+    sink: &str,
+    head: u64,
+    now: warrant_core::Timestamp,
+) -> Result<Value, Failure> {
+    let state = inst
+        .store
+        .sink_state(sink)
+        .map_err(|e| Failure::coded(&e, 1))?;
     let pending = head.saturating_sub(state.acknowledged);
     let oldest = if pending > 0 {
         inst.store
@@ -1281,7 +1297,11 @@ fn sink_names(inst: &Installation) -> Vec<String> {
 
 fn audit_status(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
     let (_, inst) = open_store(ws)?;
-    let head = inst.store.audit_head().map_err(|e| Failure::coded(&e, 1))?.seq;
+    let head = inst
+        .store
+        .audit_head()
+        .map_err(|e| Failure::coded(&e, 1))?
+        .seq;
     let now = SystemClock.now();
     let rows: Vec<Value> = sink_names(&inst)
         .iter()
@@ -1292,13 +1312,24 @@ fn audit_status(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
         return Ok(0);
     }
     outln!("audit chain head: record {head}");
-    outln!("{:<12} {:>8} {:>10} {:<26} {:<10} {}", "SINK", "PENDING", "OLDEST", "LAST SUCCESS", "DELIVERED", "LAST ERROR");
+    outln!(
+        "{:<12} {:>8} {:>10} {:<26} {:<10} {}",
+        "SINK",
+        "PENDING",
+        "OLDEST",
+        "LAST SUCCESS",
+        "DELIVERED",
+        "LAST ERROR"
+    );
     for r in rows {
         outln!(
             "{:<12} {:>8} {:>10} {:<26} {:<10} {}",
             r["sink"].as_str().unwrap_or(""),
             r["pending"],
-            r["oldest_pending_ms"].as_i64().map(age).unwrap_or_else(|| "-".into()),
+            r["oldest_pending_ms"]
+                .as_i64()
+                .map(age)
+                .unwrap_or_else(|| "-".into()),
             r["last_success"].as_str().unwrap_or("never"),
             r["delivered_total"],
             match (r["last_error"].as_str(), r["failing_for_ms"].as_i64()) {
@@ -1312,12 +1343,20 @@ fn audit_status(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
 }
 
 fn audit_flush(ws: Option<&Path>, timeout: &str, json: bool) -> Result<u8, Failure> {
-    let limit = drive::parse_duration(timeout)
-        .ok_or_else(|| Failure::usage("W-CLI-003", format!("--timeout {timeout:?} is not a duration; use e.g. 30s")))?;
+    let limit = drive::parse_duration(timeout).ok_or_else(|| {
+        Failure::usage(
+            "W-CLI-003",
+            format!("--timeout {timeout:?} is not a duration; use e.g. 30s"),
+        )
+    })?;
     let (_, inst) = open_store(ws)?;
     let started = std::time::Instant::now();
     loop {
-        let head = inst.store.audit_head().map_err(|e| Failure::coded(&e, 1))?.seq;
+        let head = inst
+            .store
+            .audit_head()
+            .map_err(|e| Failure::coded(&e, 1))?
+            .seq;
         let results = context::deliver_all(&inst, context::Patience::Flush);
         let stuck: Vec<(String, String)> = results
             .into_iter()
@@ -1337,7 +1376,10 @@ fn audit_flush(ws: Option<&Path>, timeout: &str, json: bool) -> Result<u8, Failu
         }
         if started.elapsed() >= limit {
             if json {
-                outln!("{}", json!({"flushed": false, "head": head, "stuck": stuck.iter().map(|(s, e)| json!({"sink": s, "error": e})).collect::<Vec<_>>()}));
+                outln!(
+                    "{}",
+                    json!({"flushed": false, "head": head, "stuck": stuck.iter().map(|(s, e)| json!({"sink": s, "error": e})).collect::<Vec<_>>()})
+                );
             }
             for (sink, e) in &stuck {
                 eprintln!("stuck: sink `{sink}`: {e}");
@@ -1347,7 +1389,11 @@ fn audit_flush(ws: Option<&Path>, timeout: &str, json: bool) -> Result<u8, Failu
                 message: format!(
                     "audit flush gave up after {timeout}: {} sink(s) stuck ({})",
                     stuck.len(),
-                    stuck.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>().join(", ")
+                    stuck
+                        .iter()
+                        .map(|(s, _)| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
                 exit: 1,
             });
@@ -1356,9 +1402,16 @@ fn audit_flush(ws: Option<&Path>, timeout: &str, json: bool) -> Result<u8, Failu
     }
 }
 
-fn audit_query(ws: Option<&Path>, query: &warrant_store::AuditQuery, json: bool) -> Result<u8, Failure> {
+fn audit_query(
+    ws: Option<&Path>,
+    query: &warrant_store::AuditQuery,
+    json: bool,
+) -> Result<u8, Failure> {
     let (_, inst) = open_store(ws)?;
-    let records = inst.store.query_audit(query).map_err(|e| Failure::coded(&e, 1))?;
+    let records = inst
+        .store
+        .query_audit(query)
+        .map_err(|e| Failure::coded(&e, 1))?;
     for r in &records {
         if json {
             outln!("{}", r.line);
@@ -1380,7 +1433,10 @@ fn print_record_line(r: &warrant_store::SealedRecord) {
         "{:>5}  {}  {:<22} {:<8} {:<6} {:<40} {}",
         r.seq,
         v.get("time").and_then(Value::as_str).unwrap_or(""),
-        v.get("type").and_then(Value::as_str).unwrap_or("").trim_start_matches("dev.warrant."),
+        v.get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim_start_matches("dev.warrant."),
         s("actor"),
         s("decision"),
         s("resource"),
@@ -1393,19 +1449,41 @@ fn audit_touched(ws: Option<&Path>, run: &str, json: bool) -> Result<u8, Failure
     let (_, inst) = open_store(ws)?;
     let events = inst.store.events(&run).map_err(|e| Failure::coded(&e, 1))?;
     if events.is_empty() {
-        return Err(Failure::usage("W-KERNEL-004", format!("run {run} does not exist; `warrant runs list` shows the runs there are")));
+        return Err(Failure::usage(
+            "W-KERNEL-004",
+            format!("run {run} does not exist; `warrant runs list` shows the runs there are"),
+        ));
     }
     let state = RunState::fold(&events).map_err(|e| Failure::coded(&e, 1))?;
-    let mut by_kind: std::collections::BTreeMap<String, Vec<Value>> = std::collections::BTreeMap::new();
+    let mut by_kind: std::collections::BTreeMap<String, Vec<Value>> =
+        std::collections::BTreeMap::new();
     for call in &state.calls {
-        let Some(actions) = &call.actions else { continue };
+        let Some(actions) = &call.actions else {
+            continue;
+        };
         let (what, who) = match &call.result {
             Some(warrant_kernel::CallResult::Completed { ok, .. }) => {
-                let allowed_by = match call.request.as_ref().and_then(|r| state.requests.get(r)).and_then(|r| r.answer.clone()) {
-                    Some(warrant_kernel::RequestAnswer::Granted { approver, scope, .. }) => format!("{} (approved {}, via {})", approver.actor, scope.as_str(), approver.via),
+                let allowed_by = match call
+                    .request
+                    .as_ref()
+                    .and_then(|r| state.requests.get(r))
+                    .and_then(|r| r.answer.clone())
+                {
+                    Some(warrant_kernel::RequestAnswer::Granted {
+                        approver, scope, ..
+                    }) => format!(
+                        "{} (approved {}, via {})",
+                        approver.actor,
+                        scope.as_str(),
+                        approver.via
+                    ),
                     _ => format!(
                         "policy {}",
-                        call.decisions.iter().flat_map(|d| d.reasons.iter().map(|r| r.policy.clone())).collect::<Vec<_>>().join(", ")
+                        call.decisions
+                            .iter()
+                            .flat_map(|d| d.reasons.iter().map(|r| r.policy.clone()))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 };
                 (if *ok { None } else { Some("failed") }, allowed_by)
@@ -1413,27 +1491,52 @@ fn audit_touched(ws: Option<&Path>, run: &str, json: bool) -> Result<u8, Failure
             Some(warrant_kernel::CallResult::Denied { denied, .. }) => (
                 Some("refused"),
                 match denied {
-                    warrant_kernel::DeniedBy::Policy { reasons } => format!("denied by policy {}", reasons.iter().map(|r| r.policy.clone()).collect::<Vec<_>>().join(", ")),
-                    warrant_kernel::DeniedBy::Person { approver, reason } => format!("denied by {}: {reason}", approver.actor),
+                    warrant_kernel::DeniedBy::Policy { reasons } => format!(
+                        "denied by policy {}",
+                        reasons
+                            .iter()
+                            .map(|r| r.policy.clone())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    warrant_kernel::DeniedBy::Person { approver, reason } => {
+                        format!("denied by {}: {reason}", approver.actor)
+                    }
                 },
             ),
-            Some(warrant_kernel::CallResult::InDoubt) | None if call.in_doubt.is_some() || call.started.is_some() => (Some("in doubt"), String::new()),
-            Some(warrant_kernel::CallResult::Refused { .. }) | Some(warrant_kernel::CallResult::InDoubt) | None => continue,
+            Some(warrant_kernel::CallResult::InDoubt) | None
+                if call.in_doubt.is_some() || call.started.is_some() =>
+            {
+                (Some("in doubt"), String::new())
+            }
+            Some(warrant_kernel::CallResult::Refused { .. })
+            | Some(warrant_kernel::CallResult::InDoubt)
+            | None => continue,
         };
         for a in actions {
             let verb = a.verb();
-            let status = what.unwrap_or(if verb.default_risk() == warrant_core::RiskClass::Read { "read" } else { "changed" });
-            by_kind.entry(verb.kind().as_str().to_owned()).or_default().push(json!({
-                "resource": a.target(),
-                "verb": verb.as_str(),
-                "status": status,
-                "by": who,
-                "call": call.record.id,
-            }));
+            let status = what.unwrap_or(if verb.default_risk() == warrant_core::RiskClass::Read {
+                "read"
+            } else {
+                "changed"
+            });
+            by_kind
+                .entry(verb.kind().as_str().to_owned())
+                .or_default()
+                .push(json!({
+                    "resource": a.target(),
+                    "verb": verb.as_str(),
+                    "status": status,
+                    "by": who,
+                    "call": call.record.id,
+                }));
         }
     }
     if json {
-        outln!("{}", pretty(&json!({"run": run, "actor": state.principal.actor, "touched": by_kind})));
+        outln!(
+            "{}",
+            pretty(&json!({"run": run, "actor": state.principal.actor, "touched": by_kind}))
+        );
         return Ok(0);
     }
     outln!("run {run} for {}", state.principal.actor);
@@ -1457,7 +1560,9 @@ fn audit_keys_rotate(ws: Option<&Path>) -> Result<u8, Failure> {
     let rotation = AuditKey::rotate(&paths.keys()).map_err(|e| Failure::coded(&e, 1))?;
     outln!(
         "rotated the audit signing key: {} -> {}; records signed by {} still verify (its public key is kept in keys/retired/)",
-        rotation.old_kid, rotation.new_kid, rotation.old_kid
+        rotation.old_kid,
+        rotation.new_kid,
+        rotation.old_kid
     );
     Ok(0)
 }
@@ -1485,21 +1590,55 @@ fn doctor(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
     };
     let paths = context::paths(ws, false)?;
     let layers = context::read_layers(&paths);
-    check("configuration", layers.as_ref().map(|l| format!("{} layer file(s)", l.len())).map_err(|f| format!("[{}] {}", f.code, f.message)));
+    check(
+        "configuration",
+        layers
+            .as_ref()
+            .map(|l| format!("{} layer file(s)", l.len()))
+            .map_err(|f| format!("[{}] {}", f.code, f.message)),
+    );
     let settings = layers.as_ref().ok().map(|l| context::settings(l));
-    check("identity", layers.as_ref().map_err(|f| f.message.clone()).and_then(|l| {
-        context::identity(l).map(|id| format!("{} ({}) in {}", id.principal.actor, id.principal.kind.as_str(), id.principal.tenant)).map_err(|f| format!("[{}] {}", f.code, f.message))
-    }));
-    check("policy", context::policy(&paths).map(|p| format!("{} policies, set {}", p.policy_ids().count(), p.digest())).map_err(|f| format!("[{}] {}", f.code, f.message)));
+    check(
+        "identity",
+        layers
+            .as_ref()
+            .map_err(|f| f.message.clone())
+            .and_then(|l| {
+                context::identity(l)
+                    .map(|id| {
+                        format!(
+                            "{} ({}) in {}",
+                            id.principal.actor,
+                            id.principal.kind.as_str(),
+                            id.principal.tenant
+                        )
+                    })
+                    .map_err(|f| format!("[{}] {}", f.code, f.message))
+            }),
+    );
+    check(
+        "policy",
+        context::policy(&paths)
+            .map(|p| format!("{} policies, set {}", p.policy_ids().count(), p.digest()))
+            .map_err(|f| format!("[{}] {}", f.code, f.message)),
+    );
     let inst = match settings {
-        Some(Ok(settings)) => context::installation(&paths, &settings).map_err(|f| format!("[{}] {}", f.code, f.message)),
+        Some(Ok(settings)) => context::installation(&paths, &settings)
+            .map_err(|f| format!("[{}] {}", f.code, f.message)),
         Some(Err(f)) => Err(format!("[{}] {}", f.code, f.message)),
         None => Err("no configuration".to_owned()),
     };
     match &inst {
         Err(e) => check("store and keys", Err(e.clone())),
         Ok(inst) => {
-            check("store and keys", Ok(format!("{}, key {}", inst.store_location, inst.sealer.key().kid())));
+            check(
+                "store and keys",
+                Ok(format!(
+                    "{}, key {}",
+                    inst.store_location,
+                    inst.sealer.key().kid()
+                )),
+            );
             let head = inst.store.audit_head().map(|h| h.seq).unwrap_or(0);
             let mut records = Vec::new();
             let mut after = 0;
@@ -1510,34 +1649,57 @@ fn doctor(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
                 }
                 records.extend(batch);
             }
-            let keys = PublicKeys::load_dir(&paths.keys()).unwrap_or_else(|_| inst.public_keys.clone());
+            let keys =
+                PublicKeys::load_dir(&paths.keys()).unwrap_or_else(|_| inst.public_keys.clone());
             let report = verify_sealed(&records, &keys);
-            check("audit chain", match &report.first_problem {
-                None => Ok(format!("{} records intact", report.records)),
-                Some(p) => Err(format!("broken at seq {:?}: {:?}: {}", p.seq, p.kind, p.detail)),
-            });
+            check(
+                "audit chain",
+                match &report.first_problem {
+                    None => Ok(format!("{} records intact", report.records)),
+                    Some(p) => Err(format!(
+                        "broken at seq {:?}: {:?}: {}",
+                        p.seq, p.kind, p.detail
+                    )),
+                },
+            );
             let now = SystemClock.now();
             for sink in sink_names(inst) {
                 let h = sink_health(inst, &sink, head, now);
-                check(&format!("audit sink {sink}"), match h {
-                    Err(f) => Err(f.message),
-                    Ok(h) if h["stale"] == true => Err(format!(
-                        "failing for {} (longer than {}): {}",
-                        age(h["failing_for_ms"].as_i64().unwrap_or(0)),
-                        age(inst.fail_after_ms as i64),
-                        h["last_error"].as_str().unwrap_or("")
-                    )),
-                    Ok(h) => Ok(format!("{} pending, last success {}", h["pending"], h["last_success"].as_str().unwrap_or("never"))),
-                });
+                check(
+                    &format!("audit sink {sink}"),
+                    match h {
+                        Err(f) => Err(f.message),
+                        Ok(h) if h["stale"] == true => Err(format!(
+                            "failing for {} (longer than {}): {}",
+                            age(h["failing_for_ms"].as_i64().unwrap_or(0)),
+                            age(inst.fail_after_ms as i64),
+                            h["last_error"].as_str().unwrap_or("")
+                        )),
+                        Ok(h) => Ok(format!(
+                            "{} pending, last success {}",
+                            h["pending"],
+                            h["last_success"].as_str().unwrap_or("never")
+                        )),
+                    },
+                );
             }
         }
     }
     let ok = checks.iter().all(|(_, ok, _)| *ok);
     if json {
-        outln!("{}", pretty(&json!({"ok": ok, "checks": checks.iter().map(|(n, ok, d)| json!({"check": n, "ok": ok, "detail": d})).collect::<Vec<_>>()})));
+        outln!(
+            "{}",
+            pretty(
+                &json!({"ok": ok, "checks": checks.iter().map(|(n, ok, d)| json!({"check": n, "ok": ok, "detail": d})).collect::<Vec<_>>()})
+            )
+        );
     } else {
         for (name, ok, detail) in &checks {
-            outln!("{:<4} {:<22} {detail}", if *ok { "ok" } else { "FAIL" }, name);
+            outln!(
+                "{:<4} {:<22} {detail}",
+                if *ok { "ok" } else { "FAIL" },
+                name
+            );
         }
     }
     Ok(if ok { 0 } else { 1 })

@@ -253,7 +253,9 @@ pub fn installation(paths: &Paths, settings: &Settings) -> Result<Installation, 
         location
     };
     let key = AuditKey::load(&paths.keys()).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
-    let public_keys = PublicKeys::from_keys([key.verifying_key()]);
+    // Current and retired keys: records signed before a rotation still verify.
+    let public_keys =
+        PublicKeys::load_dir(&paths.keys()).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
     let secret_hex = fs::read_to_string(paths.keys().join(SECRET_FILE)).map_err(|e| {
         Failure::usage(
             "W-INIT-003",
@@ -302,13 +304,17 @@ pub struct Delivered {
 }
 
 /// `env:NAME` header values are secret references, read now and never written anywhere.
-fn resolve_headers(headers: &std::collections::BTreeMap<String, String>) -> Result<Vec<(String, String)>, String> {
+fn resolve_headers(
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<Vec<(String, String)>, String> {
     headers
         .iter()
         .map(|(k, v)| match v.strip_prefix("env:") {
             Some(var) => std::env::var(var)
                 .map(|value| (k.clone(), value))
-                .map_err(|_| format!("header {k} refers to the environment variable {var}, which is not set")),
+                .map_err(|_| {
+                    format!("header {k} refers to the environment variable {var}, which is not set")
+                }),
             None => Ok((k.clone(), v.clone())),
         })
         .collect()
@@ -346,13 +352,19 @@ pub fn deliver_all(inst: &Installation, patience: Patience) -> Vec<Delivered> {
                         // After a command, don't hold the person up: the next one retries.
                         cfg.max_attempts = 2;
                     }
-                    let acknowledged = inst.store.sink_state(name).map(|s| s.acknowledged).unwrap_or(0);
+                    let acknowledged = inst
+                        .store
+                        .sink_state(name)
+                        .map(|s| s.acknowledged)
+                        .unwrap_or(0);
                     warrant_audit::HttpSink::new(name, cfg)
                         .deliver(inst.store.as_ref(), acknowledged)
                         .map(|r| (r.acknowledged, r.delivered))
                         .map_err(|e| {
                             let acked = e.acknowledged().unwrap_or(acknowledged);
-                            let _ = inst.store.record_delivery_failure(name, acked, &e.to_string());
+                            let _ = inst
+                                .store
+                                .record_delivery_failure(name, acked, &e.to_string());
                             format!("[{}] {e}", e.code())
                         })
                 }
@@ -374,7 +386,11 @@ fn record(inst: &Installation, sink: &str, outcome: Result<(u64, u64), String>) 
         }
         Err(message) => {
             if sink == JSONL_SINK {
-                let acked = inst.store.sink_state(sink).map(|s| s.acknowledged).unwrap_or(0);
+                let acked = inst
+                    .store
+                    .sink_state(sink)
+                    .map(|s| s.acknowledged)
+                    .unwrap_or(0);
                 let _ = inst.store.record_delivery_failure(sink, acked, &message);
             }
             Delivered {

@@ -69,6 +69,7 @@ impl Fixture {
 
     fn problem(&self, line: u64, record: usize, kind: ProblemKind, detail: &str) -> Problem {
         Problem {
+            file: None,
             line,
             record_id: Some(self.records[record - 1].id.clone()),
             seq: Some(record as u64),
@@ -337,6 +338,7 @@ fn a_last_line_cut_mid_json_is_malformed() {
         f.broken_after(
             4,
             Problem {
+                file: None,
                 line: 5,
                 record_id: None,
                 seq: None,

@@ -36,7 +36,9 @@ fn receiver() -> Receiver {
                 }
             }
             if !h.load(Ordering::SeqCst) {
-                let _ = req.respond(tiny_http::Response::from_string("down for maintenance").with_status_code(503));
+                let _ = req.respond(
+                    tiny_http::Response::from_string("down for maintenance").with_status_code(503),
+                );
                 continue;
             }
             let batch: Vec<Value> = serde_json::from_str(&body).unwrap();
@@ -49,19 +51,31 @@ fn receiver() -> Receiver {
             let _ = req.respond(tiny_http::Response::from_string("").with_status_code(202));
         }
     });
-    Receiver { url, healthy, records, auth }
+    Receiver {
+        url,
+        healthy,
+        records,
+        auth,
+    }
 }
 
 fn status(sb: &Sandbox) -> Value {
     let v = sb.json(&["audit", "status", "--json"]);
-    v["sinks"].as_array().unwrap().iter().find(|s| s["sink"] == "central").unwrap().clone()
+    v["sinks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["sink"] == "central")
+        .unwrap()
+        .clone()
 }
 
 #[test]
 fn an_http_sink_breaks_shows_in_status_and_doctor_is_repaired_flushed_and_verified() {
     let rx = receiver();
     let mut sb = Sandbox::init();
-    sb.extra_env.push(("AUDIT_TOKEN".into(), "Bearer tok-3f9a-never-stored".into()));
+    sb.extra_env
+        .push(("AUDIT_TOKEN".into(), "Bearer tok-3f9a-never-stored".into()));
     let config = sb.ws.join(".warrant/config.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
     text.push_str(&format!(
@@ -74,48 +88,97 @@ fn an_http_sink_breaks_shows_in_status_and_doctor_is_repaired_flushed_and_verifi
     let model = sb.transcript("version: 1\nturns:\n  - calls:\n      - tool: list_dir\n        args: { path: . }\n      - tool: read_file\n        args: { path: .env }\n  - say: done\n");
     let out = sb.run(&["run", "--model", &model, "look"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stderr(&out).contains("audit delivery to sink `central` failed"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("audit delivery to sink `central` failed"),
+        "{}",
+        stderr(&out)
+    );
     let broken = status(&sb);
     assert!(broken["pending"].as_u64().unwrap() > 0, "{broken}");
-    assert!(broken["last_error"].as_str().unwrap().contains("503"), "{broken}");
+    assert!(
+        broken["last_error"].as_str().unwrap().contains("503"),
+        "{broken}"
+    );
     assert!(broken["failing_for_ms"].is_i64(), "{broken}");
     let human = sb.run(&["audit", "status"]);
     assert!(stdout(&human).contains("failing for"), "{}", stdout(&human));
     let doctor = sb.run(&["doctor"]);
     assert_eq!(doctor.status.code(), Some(1), "{}", stdout(&doctor));
-    assert!(stdout(&doctor).contains("FAIL audit sink central"), "{}", stdout(&doctor));
+    assert!(
+        stdout(&doctor).contains("FAIL audit sink central"),
+        "{}",
+        stdout(&doctor)
+    );
     let stuck = sb.run(&["audit", "flush", "--timeout", "1s"]);
     assert_eq!(stuck.status.code(), Some(1));
-    assert!(stderr(&stuck).contains("W-CLI-005") && stderr(&stuck).contains("central"), "{}", stderr(&stuck));
+    assert!(
+        stderr(&stuck).contains("W-CLI-005") && stderr(&stuck).contains("central"),
+        "{}",
+        stderr(&stuck)
+    );
 
     // Repaired: flush delivers everything, once each, in order.
     rx.healthy.store(true, Ordering::SeqCst);
     let flushed = sb.run(&["audit", "flush", "--timeout", "30s"]);
     assert_eq!(flushed.status.code(), Some(0), "{}", stderr(&flushed));
     let fixed = status(&sb);
-    assert_eq!((fixed["pending"].clone(), fixed["failing_for_ms"].clone()), (json!(0), Value::Null));
+    assert_eq!(
+        (fixed["pending"].clone(), fixed["failing_for_ms"].clone()),
+        (json!(0), Value::Null)
+    );
     assert_eq!(sb.run(&["doctor"]).status.code(), Some(0));
 
     let records = rx.records.lock().unwrap().clone();
     let seqs: Vec<u64> = records.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
-    let head = sb.json(&["audit", "status", "--json"])["head"].as_u64().unwrap();
+    let head = sb.json(&["audit", "status", "--json"])["head"]
+        .as_u64()
+        .unwrap();
     assert_eq!(seqs.len() as u64, head);
 
     // The receiver's copy verifies with the exported public keys alone.
     let copy = sb.dir.path().join("receiver.jsonl");
-    std::fs::write(&copy, records.iter().map(Value::to_string).collect::<Vec<_>>().join("\n") + "\n").unwrap();
+    std::fs::write(
+        &copy,
+        records
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n",
+    )
+    .unwrap();
     let keys = sb.run(&["audit", "keys", "export"]);
     let keyfile = sb.dir.path().join("keys.txt");
     std::fs::write(&keyfile, &keys.stdout).unwrap();
-    let verify = sb.run(&["audit", "verify", "--file", copy.to_str().unwrap(), "--pubkeys", keyfile.to_str().unwrap()]);
+    let verify = sb.run(&[
+        "audit",
+        "verify",
+        "--file",
+        copy.to_str().unwrap(),
+        "--pubkeys",
+        keyfile.to_str().unwrap(),
+    ]);
     assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
 
     // The token went to the receiver and nowhere else.
-    assert!(rx.auth.lock().unwrap().iter().all(|a| a == "Bearer tok-3f9a-never-stored"));
-    for file in [".warrant/audit/audit.jsonl", ".warrant/store.db", ".warrant/config.toml"] {
+    assert!(
+        rx.auth
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|a| a == "Bearer tok-3f9a-never-stored")
+    );
+    for file in [
+        ".warrant/audit/audit.jsonl",
+        ".warrant/store.db",
+        ".warrant/config.toml",
+    ] {
         let bytes = std::fs::read(sb.ws.join(file)).unwrap();
-        assert!(!String::from_utf8_lossy(&bytes).contains("tok-3f9a"), "{file}");
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("tok-3f9a"),
+            "{file}"
+        );
     }
 }
 
@@ -123,26 +186,81 @@ fn an_http_sink_breaks_shows_in_status_and_doctor_is_repaired_flushed_and_verifi
 fn query_and_touched_answer_who_touched_what_and_who_allowed_it() {
     let sb = Sandbox::init();
     let model = sb.quickstart_model();
-    let out = sb.run_stdin(&["run", "--prompt", "always", "--model", &model, "q"], "o\n");
+    let out = sb.run_stdin(
+        &["run", "--prompt", "always", "--model", &model, "q"],
+        "o\n",
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let (run, _) = sb.last_run();
 
     let lines = |args: &[&str]| -> Vec<Value> {
         let out = sb.run(args);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
-        stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+        stdout(&out)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
     };
-    let denied = lines(&["audit", "query", "--json", "--run", &run, "--decision", "deny"]);
+    let denied = lines(&[
+        "audit",
+        "query",
+        "--json",
+        "--run",
+        &run,
+        "--decision",
+        "deny",
+    ]);
     assert!(!denied.is_empty());
-    assert!(denied.iter().all(|r| r["data"]["decision"] == "deny" && r["data"]["run"] == run.as_str()));
-    assert!(denied.iter().any(|r| r["data"]["resource"].as_str().unwrap().ends_with("/.env")));
-    let deletes = lines(&["audit", "query", "--json", "--verb", "fs.delete", "--actor", "tester"]);
-    assert!(deletes.iter().all(|r| r["data"]["action"]["verb"] == "fs.delete"));
-    assert!(deletes.iter().any(|r| r["data"]["approval"]["approver"] == "tester"));
+    assert!(
+        denied
+            .iter()
+            .all(|r| r["data"]["decision"] == "deny" && r["data"]["run"] == run.as_str())
+    );
+    assert!(
+        denied
+            .iter()
+            .any(|r| r["data"]["resource"].as_str().unwrap().ends_with("/.env"))
+    );
+    let deletes = lines(&[
+        "audit",
+        "query",
+        "--json",
+        "--verb",
+        "fs.delete",
+        "--actor",
+        "tester",
+    ]);
+    assert!(
+        deletes
+            .iter()
+            .all(|r| r["data"]["action"]["verb"] == "fs.delete")
+    );
+    assert!(
+        deletes
+            .iter()
+            .any(|r| r["data"]["approval"]["approver"] == "tester")
+    );
     let shell = lines(&["audit", "query", "--json", "--kind", "shell"]);
-    assert!(!shell.is_empty() && shell.iter().all(|r| r["data"]["action"]["verb"] == "shell.exec"));
-    assert_eq!(lines(&["audit", "query", "--json", "--actor", "nobody"]), Vec::<Value>::new());
-    assert_eq!(lines(&["audit", "query", "--json", "--until", "2000-01-01T00:00:00Z"]), Vec::<Value>::new());
+    assert!(
+        !shell.is_empty()
+            && shell
+                .iter()
+                .all(|r| r["data"]["action"]["verb"] == "shell.exec")
+    );
+    assert_eq!(
+        lines(&["audit", "query", "--json", "--actor", "nobody"]),
+        Vec::<Value>::new()
+    );
+    assert_eq!(
+        lines(&[
+            "audit",
+            "query",
+            "--json",
+            "--until",
+            "2000-01-01T00:00:00Z"
+        ]),
+        Vec::<Value>::new()
+    );
     let bad = sb.run(&["audit", "query", "--since", "yesterday"]);
     assert_eq!(bad.status.code(), Some(2));
 
@@ -153,24 +271,49 @@ fn query_and_touched_answer_who_touched_what_and_who_allowed_it() {
         .iter()
         .map(|r| {
             let res = r["resource"].as_str().unwrap();
-            let rel = res.rsplit_once("/ws/").map_or(res, |(_, rel)| rel).to_owned();
-            (r["verb"].as_str().unwrap().to_owned(), rel, r["status"].as_str().unwrap().to_owned())
+            let rel = res
+                .rsplit_once("/ws/")
+                .map_or(res, |(_, rel)| rel)
+                .to_owned();
+            (
+                r["verb"].as_str().unwrap().to_owned(),
+                rel,
+                r["status"].as_str().unwrap().to_owned(),
+            )
         })
         .collect();
     assert_eq!(
         fs,
         vec![
             ("fs.list".into(), sb.ws.display().to_string(), "read".into()),
-            ("fs.read".into(), "notes/meeting-2026-11-20.md".into(), "read".into()),
-            ("fs.read".into(), "notes/meeting-2026-11-27.md".into(), "read".into()),
+            (
+                "fs.read".into(),
+                "notes/meeting-2026-11-20.md".into(),
+                "read".into()
+            ),
+            (
+                "fs.read".into(),
+                "notes/meeting-2026-11-27.md".into(),
+                "read".into()
+            ),
             ("fs.create".into(), "SUMMARY.md".into(), "changed".into()),
             ("fs.read".into(), ".env".into(), "refused".into()),
             ("fs.delete".into(), "build".into(), "changed".into()),
         ]
     );
-    let delete = touched["touched"]["fs"].as_array().unwrap().iter().find(|r| r["verb"] == "fs.delete").unwrap();
+    let delete = touched["touched"]["fs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["verb"] == "fs.delete")
+        .unwrap();
     assert_eq!(delete["by"], "tester (approved once, via terminal)");
-    let env = touched["touched"]["fs"].as_array().unwrap().iter().find(|r| r["status"] == "refused").unwrap();
+    let env = touched["touched"]["fs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["status"] == "refused")
+        .unwrap();
     assert_eq!(env["by"], "denied by policy project:no-secret-files");
     assert_eq!(touched["touched"]["shell"][0]["status"], "changed");
 }
@@ -179,13 +322,26 @@ fn query_and_touched_answer_who_touched_what_and_who_allowed_it() {
 fn rotating_the_signing_key_keeps_history_verifiable() {
     let sb = Sandbox::init();
     let model = sb.transcript("version: 1\nturns:\n  - calls:\n      - tool: list_dir\n        args: { path: . }\n  - say: done\n");
-    assert_eq!(sb.run(&["run", "--model", &model, "before"]).status.code(), Some(0));
+    assert_eq!(
+        sb.run(&["run", "--model", &model, "before"]).status.code(),
+        Some(0)
+    );
     let old_pub = std::fs::read_to_string(sb.ws.join(".warrant/keys/audit.pub")).unwrap();
     let rotated = sb.run(&["audit", "keys", "rotate"]);
     assert_eq!(rotated.status.code(), Some(0), "{}", stderr(&rotated));
-    assert!(stdout(&rotated).contains("still verify"), "{}", stdout(&rotated));
-    assert_ne!(std::fs::read_to_string(sb.ws.join(".warrant/keys/audit.pub")).unwrap(), old_pub);
-    assert_eq!(sb.run(&["run", "--model", &model, "after"]).status.code(), Some(0));
+    assert!(
+        stdout(&rotated).contains("still verify"),
+        "{}",
+        stdout(&rotated)
+    );
+    assert_ne!(
+        std::fs::read_to_string(sb.ws.join(".warrant/keys/audit.pub")).unwrap(),
+        old_pub
+    );
+    assert_eq!(
+        sb.run(&["run", "--model", &model, "after"]).status.code(),
+        Some(0)
+    );
 
     // The installation verifies the whole chain, across the rotation.
     let verify = sb.run(&["audit", "verify"]);
@@ -193,16 +349,37 @@ fn rotating_the_signing_key_keeps_history_verifiable() {
     // An auditor with the exported keys verifies the sink's copy; with only the old key, the
     // first record signed by the new one is named.
     let keys = sb.run(&["audit", "keys", "export"]);
-    assert_eq!(stdout(&keys).lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).count(), 2, "{}", stdout(&keys));
+    assert_eq!(
+        stdout(&keys)
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .count(),
+        2,
+        "{}",
+        stdout(&keys)
+    );
     let all = sb.dir.path().join("all.txt");
     std::fs::write(&all, &keys.stdout).unwrap();
     let old = sb.dir.path().join("old.txt");
     std::fs::write(&old, &old_pub).unwrap();
     let sink = sb.ws.join(".warrant/audit/audit.jsonl");
-    let with = |k: &std::path::Path| sb.run(&["audit", "verify", "--json", "--file", sink.to_str().unwrap(), "--pubkeys", k.to_str().unwrap()]);
+    let with = |k: &std::path::Path| {
+        sb.run(&[
+            "audit",
+            "verify",
+            "--json",
+            "--file",
+            sink.to_str().unwrap(),
+            "--pubkeys",
+            k.to_str().unwrap(),
+        ])
+    };
     assert_eq!(with(&all).status.code(), Some(0));
     let partial = with(&old);
     assert_eq!(partial.status.code(), Some(1));
     let report: Value = serde_json::from_slice(&partial.stdout).unwrap();
-    assert_eq!(report["checked"][0]["report"]["first_problem"]["kind"], "unknown_key");
+    assert_eq!(
+        report["checked"][0]["report"]["first_problem"]["kind"],
+        "unknown_key"
+    );
 }
