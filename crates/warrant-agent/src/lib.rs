@@ -68,12 +68,29 @@ impl Coded for AgentError {
     }
 }
 
+/// Asked before each call is processed: holds the run while the audit outbox is over its
+/// bound (delivering meanwhile), and says why the run must stop if it cannot wait any longer.
+pub trait Backpressure {
+    fn wait_for_room(&self, state: &RunState) -> Result<(), String>;
+}
+
+/// No bound on the outbox.
+#[derive(Debug, Default)]
+pub struct Unbounded;
+
+impl Backpressure for Unbounded {
+    fn wait_for_room(&self, _state: &RunState) -> Result<(), String> {
+        Ok(())
+    }
+}
+
 pub struct Agent<'a> {
     pub ring: &'a Ring<'a>,
     pub tools: &'a dyn ToolRegistry,
     pub env: &'a ToolEnv,
     pub model: &'a dyn ModelProvider,
     pub prompter: &'a mut dyn Prompter,
+    pub backpressure: &'a dyn Backpressure,
 }
 
 impl std::fmt::Debug for Agent<'_> {
@@ -143,6 +160,11 @@ impl Agent<'_> {
             }
             if let Some(call) = state.next_open_call() {
                 let id = call.record.id.clone();
+                // An effect boundary: no new effect while the audit outbox is over its bound.
+                if let Err(reason) = self.backpressure.wait_for_room(state) {
+                    self.ring.end(state, Outcome::Stopped { reason })?;
+                    return Ok(None);
+                }
                 match self
                     .ring
                     .process_call(state, &id, self.tools, self.env, self.prompter)?

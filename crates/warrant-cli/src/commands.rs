@@ -561,6 +561,10 @@ fn run(
         env: &env,
         model: provider.as_ref(),
         ttl: drive::LEASE_TTL,
+        backpressure: &context::OutboxBound {
+            inst: &loaded.inst,
+            ring: &ring,
+        },
     };
     let exit = driver.run(&mut state, lease, prompter.as_mut());
     context::deliver(&loaded.inst);
@@ -687,6 +691,10 @@ fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, 
         env: &env,
         model: provider.as_ref(),
         ttl: drive::LEASE_TTL,
+        backpressure: &context::OutboxBound {
+            inst: &loaded.inst,
+            ring: &ring,
+        },
     };
     let exit = driver.run(&mut state, lease, prompter.as_mut());
     context::deliver(&loaded.inst);
@@ -772,6 +780,10 @@ fn worker(
             env: &env,
             model: provider.as_ref(),
             ttl,
+            backpressure: &context::OutboxBound {
+                inst: &loaded.inst,
+                ring: &ring,
+            },
         };
         let exit = driver.run(&mut state, lease, &mut NoPrompter);
         context::deliver(&loaded.inst);

@@ -228,6 +228,7 @@ pub struct Installation {
     /// Configured sinks besides the JSONL file, by name.
     pub sinks: std::collections::BTreeMap<String, warrant_core::config::SinkConfig>,
     pub fail_after_ms: u64,
+    pub max_pending: u64,
     /// Where the store is, for messages (a URL never shows its password).
     pub store_location: String,
     pub sealer: InstallationSealer,
@@ -277,6 +278,7 @@ pub fn installation(paths: &Paths, settings: &Settings) -> Result<Installation, 
         store,
         sinks: settings.audit_sinks.clone(),
         fail_after_ms: settings.audit_fail_after_ms,
+        max_pending: settings.audit_max_pending,
         store_location,
         sealer,
         secret,
@@ -430,5 +432,62 @@ pub fn redact_url(url: &str) -> String {
             format!("{}{user}@{}", &url[..scheme + 3], &url[at + 1..])
         }
         _ => url.to_owned(),
+    }
+}
+
+/// The sink furthest behind, and how many records it lacks.
+pub fn worst_pending(inst: &Installation) -> (String, u64) {
+    let head = inst.store.audit_head().map(|h| h.seq).unwrap_or(0);
+    std::iter::once(JSONL_SINK.to_owned())
+        .chain(inst.sinks.keys().cloned())
+        .map(|sink| {
+            let acked = inst
+                .store
+                .sink_state(&sink)
+                .map(|s| s.acknowledged)
+                .unwrap_or(0);
+            (sink, head.saturating_sub(acked))
+        })
+        .max_by_key(|(_, pending)| *pending)
+        .unwrap_or_else(|| (JSONL_SINK.to_owned(), 0))
+}
+
+/// The bounded outbox: before each effect, while some sink lacks `max_pending` records or
+/// more, deliver and wait, saying why; stop if the run is cancelled or passes its deadline.
+pub struct OutboxBound<'a> {
+    pub inst: &'a Installation,
+    pub ring: &'a warrant_kernel::Ring<'a>,
+}
+
+impl warrant_agent::Backpressure for OutboxBound<'_> {
+    fn wait_for_room(&self, state: &warrant_kernel::RunState) -> Result<(), String> {
+        use warrant_core::Clock as _;
+        let max = self.inst.max_pending.max(1);
+        let mut told = false;
+        loop {
+            if worst_pending(self.inst).1 < max {
+                return Ok(());
+            }
+            let results = deliver_all(self.inst, Patience::Quick);
+            let (sink, pending) = worst_pending(self.inst);
+            if pending < max {
+                return Ok(());
+            }
+            if !told {
+                let why = results
+                    .iter()
+                    .find(|d| d.sink == sink)
+                    .and_then(|d| d.outcome.as_ref().err().cloned())
+                    .unwrap_or_default();
+                eprintln!(
+                    "waiting: {pending} audit records are not yet delivered to sink `{sink}` (bound {max}); new effects wait until it catches up. {why}"
+                );
+                told = true;
+            }
+            if let Ok(Some(reason)) = self.ring.stop_reason(state, self.ring.clock.now()) {
+                return Err(reason);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
     }
 }

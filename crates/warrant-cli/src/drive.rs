@@ -57,6 +57,7 @@ pub struct Drive<'a> {
     pub env: &'a ToolEnv,
     pub model: &'a dyn ModelProvider,
     pub ttl: Duration,
+    pub backpressure: &'a dyn warrant_agent::Backpressure,
 }
 
 impl Drive<'_> {
@@ -94,6 +95,7 @@ impl Drive<'_> {
                 env: self.env,
                 model: self.model,
                 prompter,
+                backpressure: self.backpressure,
             };
             let result = agent.drive(state);
             done.store(true, Ordering::SeqCst);

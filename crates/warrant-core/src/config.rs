@@ -164,6 +164,9 @@ pub struct AuditConfig {
     /// `warrant doctor` fails when a sink has been failing for longer than this many ms
     /// (default one hour).
     pub fail_after_ms: Option<u64>,
+    /// Undelivered records (for any sink) at which new effects wait until delivery catches up.
+    /// Default 10,000.
+    pub max_pending: Option<u64>,
     /// Further sinks by name.
     #[serde(default)]
     pub sinks: BTreeMap<String, SinkConfig>,
@@ -352,6 +355,7 @@ pub struct Settings {
     pub openai: OpenAiConfig,
     pub audit_jsonl_path: String,
     pub audit_fail_after_ms: u64,
+    pub audit_max_pending: u64,
     pub audit_sinks: BTreeMap<String, SinkConfig>,
     pub store_url: Option<String>,
 }
@@ -400,6 +404,10 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
             .iter()
             .find_map(|l| l.doc.audit.fail_after_ms)
             .unwrap_or(3_600_000),
+        audit_max_pending: layers
+            .iter()
+            .find_map(|l| l.doc.audit.max_pending)
+            .unwrap_or(10_000),
         audit_sinks: {
             // Lowest first so a higher layer's sink of the same name replaces it whole.
             let mut sinks = BTreeMap::new();

@@ -383,3 +383,104 @@ fn rotating_the_signing_key_keeps_history_verifiable() {
         "unknown_key"
     );
 }
+
+/// The process dies after committing events (and their audit records) but before delivering
+/// them: nothing is lost, the next delivery sends them.
+#[test]
+fn records_committed_before_a_crash_are_delivered_after_it() {
+    let sb = Sandbox::init();
+    let model = sb.transcript("version: 1\nturns:\n  - calls:\n      - tool: list_dir\n        args: { path: . }\n  - say: done\n");
+    let out = sb
+        .cmd(&["run", "--model", &model, "t"])
+        .env("WARRANT_FAULT", "after:4")
+        .output()
+        .unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(9)
+    );
+    let sink = sb.ws.join(".warrant/audit/audit.jsonl");
+    let delivered = std::fs::read_to_string(&sink)
+        .unwrap_or_default()
+        .lines()
+        .count();
+    assert_eq!(delivered, 0, "the killed process delivered nothing");
+    let status = sb.json(&["audit", "status", "--json"]);
+    let jsonl = status["sinks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["sink"] == "jsonl")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (status["head"].clone(), jsonl["pending"].clone()),
+        (json!(4), json!(4))
+    );
+    let flushed = sb.run(&["audit", "flush"]);
+    assert_eq!(flushed.status.code(), Some(0), "{}", stderr(&flushed));
+    assert_eq!(std::fs::read_to_string(&sink).unwrap().lines().count(), 4);
+    assert_eq!(sb.run(&["audit", "verify"]).status.code(), Some(0));
+}
+
+/// The bounded outbox: with a sink down and the bound reached, new effects wait (and the run
+/// says why) instead of piling up records nobody receives; the run's deadline still stops it.
+/// Control: the same run with the receiver up completes.
+#[test]
+fn a_full_outbox_holds_new_effects_until_delivery_catches_up() {
+    let setup = |healthy: bool| {
+        let rx = receiver();
+        rx.healthy.store(healthy, Ordering::SeqCst);
+        let sb = Sandbox::init();
+        let config = sb.ws.join(".warrant/config.toml");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str(&format!(
+            "\n[audit]\nmax_pending = 3\n[audit.sinks.central]\ntype = \"http\"\nurl = \"{}\"\n",
+            rx.url
+        ));
+        std::fs::write(&config, text).unwrap();
+        (rx, sb)
+    };
+    let transcript = "version: 1\nturns:\n  - calls:\n      - tool: list_dir\n        args: { path: . }\n  - calls:\n      - tool: read_file\n        args: { path: README.md }\n  - say: done\n";
+
+    let (_rx, sb) = setup(false);
+    let model = sb.transcript(transcript);
+    let started = std::time::Instant::now();
+    let out = sb.run(&["run", "--deadline", "3s", "--model", &model, "t"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    assert!(
+        stderr(&out).contains("not yet delivered to sink `central` (bound 3); new effects wait"),
+        "{}",
+        stderr(&out)
+    );
+    let (_, events) = sb.last_run();
+    // The first call ran while the outbox was under its bound; the second waited and never ran.
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["kind"] == "effect_started")
+            .count(),
+        1,
+        "no effect ran past the bound"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["kind"] == "action_proposed" && e["payload"]["tool"] == "read_file")
+    );
+    assert!(
+        events.last().unwrap()["payload"]["outcome"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("deadline")
+    );
+
+    let (rx, sb) = setup(true);
+    let model = sb.transcript(transcript);
+    let out = sb.run(&["run", "--deadline", "60s", "--model", &model, "t"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("waiting:"), "{}", stderr(&out));
+    let (_, events) = sb.last_run();
+    assert_eq!(rx.records.lock().unwrap().len(), events.len());
+}
