@@ -461,7 +461,6 @@ pub struct OutboxBound<'a> {
 
 impl warrant_agent::Backpressure for OutboxBound<'_> {
     fn wait_for_room(&self, state: &warrant_kernel::RunState) -> Result<(), String> {
-        use warrant_core::Clock as _;
         let max = self.inst.max_pending.max(1);
         let mut told = false;
         loop {
