@@ -109,6 +109,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
                 } => audit_verify(ws, file.as_deref(), pubkeys.as_deref(), json),
                 AuditCommand::Tail { lines, json } => audit_tail(ws, lines, json),
                 AuditCommand::Status { json } => audit_status(ws, json),
+                AuditCommand::Deliver { follow, interval } => audit_deliver(ws, follow, &interval),
                 AuditCommand::Flush { timeout, json } => audit_flush(ws, &timeout, json),
                 AuditCommand::Query {
                     run,
@@ -1286,6 +1287,13 @@ fn sink_health(
         None
     };
     let failing_for = state.failing_since.map(|t| now.millis() - t.millis());
+    // Records per minute between the first and the last successful delivery.
+    let rate = match (state.first_success, state.last_success) {
+        (Some(first), Some(last)) if last.millis() > first.millis() => {
+            Some(state.delivered_total as f64 * 60_000.0 / (last.millis() - first.millis()) as f64)
+        }
+        _ => None,
+    };
     Ok(json!({
         "sink": sink,
         "kind": if sink == context::JSONL_SINK { "jsonl" } else { "http" },
@@ -1293,6 +1301,7 @@ fn sink_health(
         "pending": pending,
         "oldest_pending_ms": oldest,
         "delivered_total": state.delivered_total,
+        "rate_per_minute": rate.map(|r| (r * 10.0).round() / 10.0),
         "last_success": state.last_success,
         "last_error": state.last_error,
         "last_error_at": state.last_error_at,
@@ -1715,4 +1724,35 @@ fn doctor(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
         }
     }
     Ok(if ok { 0 } else { 1 })
+}
+
+fn audit_deliver(ws: Option<&Path>, follow: bool, interval: &str) -> Result<u8, Failure> {
+    let every = drive::parse_duration(interval).ok_or_else(|| {
+        Failure::usage(
+            "W-CLI-003",
+            format!("--interval {interval:?} is not a duration; use e.g. 5s"),
+        )
+    })?;
+    let (_, inst) = open_store(ws)?;
+    loop {
+        let head = inst
+            .store
+            .audit_head()
+            .map_err(|e| Failure::coded(&e, 1))?
+            .seq;
+        let mut failed = false;
+        for d in context::deliver_all(&inst, context::Patience::Flush) {
+            match d.outcome {
+                Ok(acked) => outln!("{}: delivered up to record {acked} of {head}", d.sink),
+                Err(e) => {
+                    failed = true;
+                    outln!("{}: failed: {e}", d.sink);
+                }
+            }
+        }
+        if !follow {
+            return Ok(if failed { 1 } else { 0 });
+        }
+        std::thread::sleep(every);
+    }
 }

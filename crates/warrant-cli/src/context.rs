@@ -273,7 +273,17 @@ pub fn installation(paths: &Paths, settings: &Settings) -> Result<Installation, 
         .map(|s| s.trim().to_owned())
         .unwrap_or_else(|_| "unknown".into());
     let sealer = InstallationSealer::new(key, &installation, ids.clone());
-    let sink = JsonlSink::new(paths.dot.join(&settings.audit_jsonl_path));
+    let sink = JsonlSink::new(paths.dot.join(&settings.audit_jsonl_path))
+        .with_rotation(
+            settings.audit_jsonl_max_bytes,
+            settings
+                .audit_jsonl_max_age_ms
+                .map(std::time::Duration::from_millis),
+        )
+        .with_fsync(match settings.audit_jsonl_fsync {
+            warrant_core::config::JsonlFsync::Batch => warrant_audit::FsyncPolicy::EveryBatch,
+            warrant_core::config::JsonlFsync::Never => warrant_audit::FsyncPolicy::Never,
+        });
     Ok(Installation {
         store,
         sinks: settings.audit_sinks.clone(),

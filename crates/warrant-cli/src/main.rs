@@ -248,6 +248,15 @@ pub enum AuditCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Deliver the outbox to every sink once, or keep delivering (`--follow`): the delivery
+    /// worker for installations where runs are short-lived processes.
+    Deliver {
+        #[arg(long)]
+        follow: bool,
+        /// Between deliveries with `--follow`.
+        #[arg(long, default_value = "5s")]
+        interval: String,
+    },
     /// Find records: every filter narrows.
     Query {
         #[arg(long)]

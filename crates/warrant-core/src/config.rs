@@ -161,6 +161,12 @@ pub struct OpenAiConfig {
 pub struct AuditConfig {
     /// Path of the JSONL sink, relative to `.warrant/` (default `audit/audit.jsonl`).
     pub jsonl_path: Option<String>,
+    /// Start a new JSONL file when the current one would pass this size.
+    pub jsonl_max_bytes: Option<u64>,
+    /// Start a new JSONL file when a record is this much younger than the file's first.
+    pub jsonl_max_age_ms: Option<u64>,
+    /// `batch` (fsync after every batch, the default) or `never` (leave it to the OS).
+    pub jsonl_fsync: Option<JsonlFsync>,
     /// `warrant doctor` fails when a sink has been failing for longer than this many ms
     /// (default one hour).
     pub fail_after_ms: Option<u64>,
@@ -170,6 +176,13 @@ pub struct AuditConfig {
     /// Further sinks by name.
     #[serde(default)]
     pub sinks: BTreeMap<String, SinkConfig>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JsonlFsync {
+    Batch,
+    Never,
 }
 
 /// One configured audit sink.
@@ -354,6 +367,9 @@ pub struct Settings {
     pub profiles: BTreeMap<String, ProfileConfig>,
     pub openai: OpenAiConfig,
     pub audit_jsonl_path: String,
+    pub audit_jsonl_max_bytes: Option<u64>,
+    pub audit_jsonl_max_age_ms: Option<u64>,
+    pub audit_jsonl_fsync: JsonlFsync,
     pub audit_fail_after_ms: u64,
     pub audit_max_pending: u64,
     pub audit_sinks: BTreeMap<String, SinkConfig>,
@@ -400,6 +416,12 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
             .iter()
             .find_map(|l| l.doc.audit.jsonl_path.clone())
             .unwrap_or_else(|| "audit/audit.jsonl".to_owned()),
+        audit_jsonl_max_bytes: layers.iter().find_map(|l| l.doc.audit.jsonl_max_bytes),
+        audit_jsonl_max_age_ms: layers.iter().find_map(|l| l.doc.audit.jsonl_max_age_ms),
+        audit_jsonl_fsync: layers
+            .iter()
+            .find_map(|l| l.doc.audit.jsonl_fsync)
+            .unwrap_or(JsonlFsync::Batch),
         audit_fail_after_ms: layers
             .iter()
             .find_map(|l| l.doc.audit.fail_after_ms)

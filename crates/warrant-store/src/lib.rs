@@ -228,6 +228,8 @@ pub struct SinkState {
     /// The last audit seq the sink acknowledged.
     pub acknowledged: u64,
     pub delivered_total: u64,
+    /// The first successful delivery (with `delivered_total`, the sink's delivery rate).
+    pub first_success: Option<Timestamp>,
     pub last_success: Option<Timestamp>,
     pub last_error: Option<String>,
     pub last_error_at: Option<Timestamp>,

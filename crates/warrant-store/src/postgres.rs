@@ -103,6 +103,7 @@ CREATE TABLE sink_state (
     sink            TEXT PRIMARY KEY,
     acknowledged    BIGINT NOT NULL DEFAULT 0,
     delivered_total BIGINT NOT NULL DEFAULT 0,
+    first_success   BIGINT,
     last_success    BIGINT,
     last_error      TEXT,
     last_error_at   BIGINT,
@@ -830,7 +831,7 @@ impl EventStore for PostgresStore {
         let row = self
             .lock()?
             .query_opt(
-                "SELECT acknowledged, delivered_total, last_success, last_error, last_error_at, failing_since FROM sink_state WHERE sink = $1",
+                "SELECT acknowledged, delivered_total, last_success, last_error, last_error_at, failing_since, first_success FROM sink_state WHERE sink = $1",
                 &[&sink],
             )
             .map_err(|e| self.err(&e))?;
@@ -856,6 +857,7 @@ impl EventStore for PostgresStore {
             last_error: row.try_get(3).map_err(|e| self.err(&e))?,
             last_error_at: opt_ts(4)?,
             failing_since: opt_ts(5)?,
+            first_success: opt_ts(6)?,
         })
     }
 
@@ -868,8 +870,8 @@ impl EventStore for PostgresStore {
         let now = self.clock.now().millis();
         self.lock()?
             .execute(
-                "INSERT INTO sink_state (sink, acknowledged, delivered_total, last_success) VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (sink) DO UPDATE SET acknowledged = greatest(sink_state.acknowledged, $2), delivered_total = sink_state.delivered_total + $3, last_success = $4, failing_since = NULL",
+                "INSERT INTO sink_state (sink, acknowledged, delivered_total, first_success, last_success) VALUES ($1, $2, $3, $4, $4)
+                 ON CONFLICT (sink) DO UPDATE SET acknowledged = greatest(sink_state.acknowledged, $2), delivered_total = sink_state.delivered_total + $3, first_success = coalesce(sink_state.first_success, $4), last_success = $4, failing_since = NULL",
                 &[&sink, &(acknowledged as i64), &(delivered as i64), &now],
             )
             .map_err(|e| self.err(&e))?;

@@ -83,6 +83,7 @@ CREATE TABLE sink_state (
     sink            TEXT PRIMARY KEY,
     acknowledged    INTEGER NOT NULL DEFAULT 0,
     delivered_total INTEGER NOT NULL DEFAULT 0,
+    first_success   INTEGER,
     last_success    INTEGER,
     last_error      TEXT,
     last_error_at   INTEGER,
@@ -747,7 +748,7 @@ impl EventStore for SqliteStore {
         let conn = self.lock();
         let row = conn
             .query_row(
-                "SELECT acknowledged, delivered_total, last_success, last_error, last_error_at, failing_since FROM sink_state WHERE sink = ?1",
+                "SELECT acknowledged, delivered_total, last_success, last_error, last_error_at, failing_since, first_success FROM sink_state WHERE sink = ?1",
                 [sink],
                 |r| {
                     let opt_ts = |i: usize| -> rusqlite::Result<Option<Timestamp>> {
@@ -761,6 +762,7 @@ impl EventStore for SqliteStore {
                         last_error: r.get(3)?,
                         last_error_at: opt_ts(4)?,
                         failing_since: opt_ts(5)?,
+                        first_success: opt_ts(6)?,
                     })
                 },
             )
@@ -781,8 +783,8 @@ impl EventStore for SqliteStore {
         let now = self.clock.now().millis();
         self.lock()
             .execute(
-                "INSERT INTO sink_state (sink, acknowledged, delivered_total, last_success) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT(sink) DO UPDATE SET acknowledged = max(acknowledged, ?2), delivered_total = delivered_total + ?3, last_success = ?4, failing_since = NULL",
+                "INSERT INTO sink_state (sink, acknowledged, delivered_total, first_success, last_success) VALUES (?1, ?2, ?3, ?4, ?4)
+                 ON CONFLICT(sink) DO UPDATE SET acknowledged = max(acknowledged, ?2), delivered_total = delivered_total + ?3, first_success = coalesce(first_success, ?4), last_success = ?4, failing_since = NULL",
                 params![sink, acknowledged as i64, delivered as i64, now],
             )
             .map_err(|e| self.err(e))?;

@@ -187,16 +187,18 @@ fn every_crash_point_resumes_to_the_same_end_on_postgres() {
 
 /// The quickstart (a denial, an approval asked and denied at the terminal) with a crash after
 /// every event: it always ends the same, with nothing deleted.
-#[test]
-fn the_quickstart_survives_a_crash_at_every_event() {
-    let clean = Sandbox::init();
+fn quickstart_matrix(pg: bool) {
+    let db = pg.then(TestDb::new);
+    let clean = sandbox(db.as_ref());
     let model = clean.quickstart_model();
     let deny = "d\nkeep it\nd\nkeep it\n";
     let out = clean.run_stdin(&["run", "--prompt", "always", "--model", &model, "q"], deny);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let total = clean.last_run().1.len() as u64;
+    drop(db);
     for n in 1..total {
-        let sb = Sandbox::init();
+        let db = pg.then(TestDb::new);
+        let sb = sandbox(db.as_ref());
         let out = sb
             .cmd(&["run", "--prompt", "always", "--model", &model, "q"])
             .env("WARRANT_FAULT", format!("after:{n}"))
@@ -253,4 +255,14 @@ fn the_quickstart_survives_a_crash_at_every_event() {
             "after:{n}"
         );
     }
+}
+
+#[test]
+fn the_quickstart_survives_a_crash_at_every_event_on_sqlite() {
+    quickstart_matrix(false);
+}
+
+#[test]
+fn the_quickstart_survives_a_crash_at_every_event_on_postgres() {
+    quickstart_matrix(true);
 }

@@ -484,3 +484,44 @@ fn a_full_outbox_holds_new_effects_until_delivery_catches_up() {
     let (_, events) = sb.last_run();
     assert_eq!(rx.records.lock().unwrap().len(), events.len());
 }
+
+#[test]
+fn the_jsonl_sink_rotates_by_size_and_verifies_across_its_files() {
+    let sb = Sandbox::init();
+    let config = sb.ws.join(".warrant/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[audit]\njsonl_max_bytes = 4096\njsonl_fsync = \"never\"\n");
+    std::fs::write(&config, text).unwrap();
+    let model = sb.quickstart_model();
+    let out = sb.run_stdin(
+        &["run", "--prompt", "always", "--model", &model, "q"],
+        "d\nno\n",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let files: Vec<String> = std::fs::read_dir(sb.ws.join(".warrant/audit"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(files.len() > 3, "{files:?}");
+    assert!(
+        files.iter().any(|f| f.starts_with("audit-000000000001-")),
+        "{files:?}"
+    );
+    let verify = sb.run(&["audit", "verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
+    // Delivering again writes nothing twice.
+    let again = sb.run(&["audit", "deliver"]);
+    assert_eq!(again.status.code(), Some(0), "{}", stdout(&again));
+    assert_eq!(sb.run(&["audit", "verify"]).status.code(), Some(0));
+    // A rotated file that goes missing is named as a gap.
+    let middle = files
+        .iter()
+        .filter(|f| f.starts_with("audit-"))
+        .min()
+        .unwrap()
+        .clone();
+    std::fs::remove_file(sb.ws.join(".warrant/audit").join(&middle)).unwrap();
+    let broken = sb.run(&["audit", "verify"]);
+    assert_eq!(broken.status.code(), Some(1), "{}", stdout(&broken));
+    assert!(stdout(&broken).contains("Gap"), "{}", stdout(&broken));
+}

@@ -786,8 +786,13 @@ pub fn sinks_and_queries(backend: &dyn Backend) {
         (6, 3, Some(t(180_000)), None)
     );
     // A late report from behind never moves the cursor back.
+    clock.advance(Duration::from_secs(60));
     store.record_delivery("http", 4, 0).unwrap();
-    assert_eq!(store.sink_state("http").unwrap().acknowledged, 6);
+    let later = store.sink_state("http").unwrap();
+    assert_eq!(
+        (later.acknowledged, later.first_success, later.last_success),
+        (6, Some(t(180_000)), Some(t(240_000)))
+    );
 }
 
 /// One test per case and store.
