@@ -554,23 +554,52 @@ fn run(
         .store
         .lease_run(&state.run, &drive::holder(), drive::LEASE_TTL)
         .map_err(|e| Failure::coded(&e, 1))?;
-    let mut prompter = prompter_for(prompt, &loaded.identity.principal);
-    let driver = Drive {
-        store: loaded.inst.store.as_ref(),
+    let here = Here {
+        loaded: &loaded,
         ring: &ring,
         tools: &tools,
         env: &env,
         model: provider.as_ref(),
-        ttl: drive::LEASE_TTL,
-        backpressure: &context::OutboxBound {
-            inst: &loaded.inst,
-            ring: &ring,
-        },
     };
-    let exit = driver.run(&mut state, lease, prompter.as_mut());
-    context::deliver(&loaded.inst);
-    let exit = exit.map_err(|e| Failure::coded(&e, 1))?;
-    Ok(finish(exit, &state, json))
+    here.drive(&mut state, lease, prompt, json)
+}
+
+/// A run driven in this process (`run`, `resume`): under its lease, with the terminal's
+/// prompter, the bounded outbox, delivery at the end and the contract's exit code.
+struct Here<'a> {
+    loaded: &'a Loaded,
+    ring: &'a Ring<'a>,
+    tools: &'a BuiltinTools,
+    env: &'a ToolEnv,
+    model: &'a dyn ModelProvider,
+}
+
+impl Here<'_> {
+    fn drive(
+        &self,
+        state: &mut RunState,
+        lease: warrant_store::Lease,
+        prompt: &str,
+        json: bool,
+    ) -> Result<u8, Failure> {
+        let mut prompter = prompter_for(prompt, &self.loaded.identity.principal);
+        let driver = Drive {
+            store: self.loaded.inst.store.as_ref(),
+            ring: self.ring,
+            tools: self.tools,
+            env: self.env,
+            model: self.model,
+            ttl: drive::LEASE_TTL,
+            backpressure: &context::OutboxBound {
+                inst: &self.loaded.inst,
+                ring: self.ring,
+            },
+        };
+        let exit = driver.run(state, lease, prompter.as_mut());
+        context::deliver(&self.loaded.inst);
+        let exit = exit.map_err(|e| Failure::coded(&e, 1))?;
+        Ok(finish(exit, state, json))
+    }
 }
 
 fn submit(
@@ -684,23 +713,14 @@ fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, 
         context::deliver(&loaded.inst);
         return Err(Failure::coded(&e, EXIT_USAGE));
     }
-    let mut prompter = prompter_for(prompt, &loaded.identity.principal);
-    let driver = Drive {
-        store: loaded.inst.store.as_ref(),
+    let here = Here {
+        loaded: &loaded,
         ring: &ring,
         tools: &tools,
         env: &env,
         model: provider.as_ref(),
-        ttl: drive::LEASE_TTL,
-        backpressure: &context::OutboxBound {
-            inst: &loaded.inst,
-            ring: &ring,
-        },
     };
-    let exit = driver.run(&mut state, lease, prompter.as_mut());
-    context::deliver(&loaded.inst);
-    let exit = exit.map_err(|e| Failure::coded(&e, 1))?;
-    Ok(finish(exit, &state, json))
+    here.drive(&mut state, lease, prompt, json)
 }
 
 fn worker(
