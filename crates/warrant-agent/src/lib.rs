@@ -71,7 +71,7 @@ impl Coded for AgentError {
 /// Asked before each call is processed: holds the run while the audit outbox is over its
 /// bound (delivering meanwhile), and says why the run must stop if it cannot wait any longer.
 pub trait Backpressure {
-    fn wait_for_room(&self, state: &RunState) -> Result<(), String>;
+    fn wait_for_room(&self, state: &mut RunState) -> Result<(), String>;
 }
 
 /// No bound on the outbox.
@@ -79,7 +79,7 @@ pub trait Backpressure {
 pub struct Unbounded;
 
 impl Backpressure for Unbounded {
-    fn wait_for_room(&self, _state: &RunState) -> Result<(), String> {
+    fn wait_for_room(&self, _state: &mut RunState) -> Result<(), String> {
         Ok(())
     }
 }

@@ -229,6 +229,7 @@ pub struct Installation {
     pub sinks: std::collections::BTreeMap<String, warrant_core::config::SinkConfig>,
     pub fail_after_ms: u64,
     pub max_pending: u64,
+    pub on_full: warrant_core::config::OnFull,
     /// Where the store is, for messages (a URL never shows its password).
     pub store_location: String,
     pub sealer: InstallationSealer,
@@ -289,6 +290,7 @@ pub fn installation(paths: &Paths, settings: &Settings) -> Result<Installation, 
         sinks: settings.audit_sinks.clone(),
         fail_after_ms: settings.audit_fail_after_ms,
         max_pending: settings.audit_max_pending,
+        on_full: settings.audit_on_full,
         store_location,
         sealer,
         secret,
@@ -470,7 +472,7 @@ pub struct OutboxBound<'a> {
 }
 
 impl warrant_agent::Backpressure for OutboxBound<'_> {
-    fn wait_for_room(&self, state: &warrant_kernel::RunState) -> Result<(), String> {
+    fn wait_for_room(&self, state: &mut warrant_kernel::RunState) -> Result<(), String> {
         let max = self.inst.max_pending.max(1);
         let mut told = false;
         loop {
@@ -481,6 +483,32 @@ impl warrant_agent::Backpressure for OutboxBound<'_> {
             let (sink, pending) = worst_pending(self.inst);
             if pending < max {
                 return Ok(());
+            }
+            // `drop`: an HTTP sink skips what it lacks, and the run records the gap. The
+            // JSONL file is local and its cursor is its own content: it always waits.
+            if self.inst.on_full == warrant_core::config::OnFull::Drop && sink != JSONL_SINK {
+                let head = self.inst.store.audit_head().map(|h| h.seq).unwrap_or(0);
+                let from = head + 1 - pending;
+                self.ring
+                    .append(
+                        state,
+                        vec![warrant_kernel::RunEvent::AuditGap {
+                            sink: sink.clone(),
+                            from,
+                            to: head,
+                        }],
+                        None,
+                        vec![],
+                    )
+                    .map_err(|e| e.to_string())?;
+                self.inst
+                    .store
+                    .record_delivery(&sink, head, 0)
+                    .map_err(|e| e.to_string())?;
+                eprintln!(
+                    "dropped: audit records {from}..={head} will never reach sink `{sink}` (bound {max}, on_full = drop); the gap is recorded"
+                );
+                continue;
             }
             if !told {
                 let why = results

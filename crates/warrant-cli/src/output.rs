@@ -244,6 +244,9 @@ impl Printer {
                 reevaluated.len()
             )],
             RunEvent::ToolsChanged { .. } => vec!["tools    the tool catalogue changed since the run started; every finished step's tool is still offered".to_owned()],
+            RunEvent::AuditGap { sink, from, to } => vec![format!(
+                "gap      audit records {from}..={to} dropped for sink {sink} (outbox over its bound, on_full = drop)"
+            )],
             RunEvent::RunEnded { outcome } => {
                 vec![format!(
                     "end      {}",

@@ -170,12 +170,22 @@ pub struct AuditConfig {
     /// `warrant doctor` fails when a sink has been failing for longer than this many ms
     /// (default one hour).
     pub fail_after_ms: Option<u64>,
-    /// Undelivered records (for any sink) at which new effects wait until delivery catches up.
-    /// Default 10,000.
+    /// Undelivered records (for any sink) at which the `on_full` policy applies. Default 10,000.
     pub max_pending: Option<u64>,
+    /// `wait` (default: new effects wait until delivery catches up, and the run says why) or
+    /// `drop` (an HTTP sink that lags skips the pending records; an audited gap marker says so,
+    /// and verification of that sink's copy reports the gap).
+    pub on_full: Option<OnFull>,
     /// Further sinks by name.
     #[serde(default)]
     pub sinks: BTreeMap<String, SinkConfig>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnFull {
+    Wait,
+    Drop,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -372,6 +382,7 @@ pub struct Settings {
     pub audit_jsonl_fsync: JsonlFsync,
     pub audit_fail_after_ms: u64,
     pub audit_max_pending: u64,
+    pub audit_on_full: OnFull,
     pub audit_sinks: BTreeMap<String, SinkConfig>,
     pub store_url: Option<String>,
 }
@@ -430,6 +441,10 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
             .iter()
             .find_map(|l| l.doc.audit.max_pending)
             .unwrap_or(10_000),
+        audit_on_full: layers
+            .iter()
+            .find_map(|l| l.doc.audit.on_full)
+            .unwrap_or(OnFull::Wait),
         audit_sinks: {
             // Lowest first so a higher layer's sink of the same name replaces it whole.
             let mut sinks = BTreeMap::new();

@@ -251,6 +251,13 @@ pub enum RunEvent {
         /// resolution, like an approval's.
         proof: String,
     },
+    /// The audit outbox was over its bound with `on_full = "drop"`: records `from..=to` will
+    /// never reach `sink`. The marker itself is audited, so the gap is never silent.
+    AuditGap {
+        sink: String,
+        from: u64,
+        to: u64,
+    },
     RunEnded {
         outcome: Outcome,
     },
@@ -276,6 +283,7 @@ impl RunEvent {
             Self::EffectCompleted { .. } => "effect_completed",
             Self::EffectDenied { .. } => "effect_denied",
             Self::EffectInDoubt { .. } => "effect_in_doubt",
+            Self::AuditGap { .. } => "audit_gap",
             Self::RunEnded { .. } => "run_ended",
         }
     }

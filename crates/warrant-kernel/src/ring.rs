@@ -1231,6 +1231,11 @@ fn audit_facts(
             )]);
             facts["outcome"] = json!("tool catalogue changed");
         }
+        RunEvent::AuditGap { sink, from, to } => {
+            facts["resource"] = json!(format!("audit sink {sink}"));
+            facts["reasons"] = json!(["the audit outbox was over its bound with on_full = drop"]);
+            facts["outcome"] = json!(format!("records {from}..={to} dropped for sink {sink}"));
+        }
         RunEvent::RunEnded { outcome } => facts["outcome"] = json!(outcome_label(outcome)),
     }
     facts

@@ -203,6 +203,7 @@ impl RunState {
             | RunEvent::PolicyChanged { .. }
             | RunEvent::ToolsChanged { .. }
             | RunEvent::InDoubtResolved { .. }
+            | RunEvent::AuditGap { .. }
             | RunEvent::CallRefused { .. }
             | RunEvent::ActionProposed { .. }
             | RunEvent::PolicyDecided { .. }
@@ -460,6 +461,7 @@ impl RunState {
                 self.policy_digest = to;
             }
             RunEvent::ToolsChanged { to, .. } => self.tools_digest = Some(to),
+            RunEvent::AuditGap { .. } => {}
             RunEvent::RunEnded { outcome } => self.ended = Some(outcome),
         }
         Ok(())

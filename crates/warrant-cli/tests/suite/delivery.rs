@@ -525,3 +525,65 @@ fn the_jsonl_sink_rotates_by_size_and_verifies_across_its_files() {
     assert_eq!(broken.status.code(), Some(1), "{}", stdout(&broken));
     assert!(stdout(&broken).contains("Gap"), "{}", stdout(&broken));
 }
+
+/// `on_full = "drop"`: a sink that is down and over the bound skips what it lacks instead of
+/// holding the run; the run records the gap, the receiver gets the marker once it is back, and
+/// verifying the receiver's copy reports the gap.
+#[test]
+fn dropping_is_never_silent() {
+    let rx = receiver();
+    let sb = Sandbox::init();
+    let config = sb.ws.join(".warrant/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!("\n[audit]\nmax_pending = 3\non_full = \"drop\"\n[audit.sinks.central]\ntype = \"http\"\nurl = \"{}\"\n", rx.url));
+    std::fs::write(&config, text).unwrap();
+    let model = sb.transcript("version: 1\nturns:\n  - calls:\n      - tool: list_dir\n        args: { path: . }\n  - calls:\n      - tool: read_file\n        args: { path: README.md }\n  - say: done\n");
+    let out = sb.run(&["run", "--model", &model, "t"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("will never reach sink `central`"),
+        "{}",
+        stderr(&out)
+    );
+    let (_, events) = sb.last_run();
+    let gap = events.iter().find(|e| e["kind"] == "audit_gap").unwrap();
+    assert_eq!(gap["payload"]["sink"], "central");
+
+    rx.healthy.store(true, Ordering::SeqCst);
+    assert_eq!(sb.run(&["audit", "flush"]).status.code(), Some(0));
+    let records = rx.records.lock().unwrap().clone();
+    assert!(
+        records.iter().any(|r| r["type"] == "dev.warrant.audit.gap"),
+        "the receiver got the marker"
+    );
+    let copy = sb.dir.path().join("receiver.jsonl");
+    std::fs::write(
+        &copy,
+        records
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n",
+    )
+    .unwrap();
+    let keys = sb.dir.path().join("keys.txt");
+    std::fs::write(&keys, sb.run(&["audit", "keys", "export"]).stdout).unwrap();
+    let verify = sb.run(&[
+        "audit",
+        "verify",
+        "--json",
+        "--file",
+        copy.to_str().unwrap(),
+        "--pubkeys",
+        keys.to_str().unwrap(),
+    ]);
+    assert_eq!(verify.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
+    assert_eq!(
+        report["checked"][0]["report"]["first_problem"]["kind"], "gap",
+        "{report}"
+    );
+    // The installation's own copies are whole.
+    assert_eq!(sb.run(&["audit", "verify"]).status.code(), Some(0));
+}
