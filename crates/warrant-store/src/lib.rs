@@ -252,6 +252,67 @@ pub struct AuditQuery {
     pub limit: usize,
 }
 
+impl AuditQuery {
+    /// The WHERE clause of the filters that are set, numbered from `?1`/`$1` in the order of
+    /// [`AuditQuery::values`], so the indexes on run, actor and time can be used (a catch-all
+    /// `? IS NULL OR …` clause makes every query scan the whole trail).
+    pub(crate) fn clause(&self, placeholder: fn(usize) -> String) -> String {
+        let mut parts = Vec::new();
+        let mut n = 0;
+        let mut next = || {
+            n += 1;
+            placeholder(n)
+        };
+        for (set, column) in [
+            (self.run.is_some(), "run_id = "),
+            (self.actor.is_some(), "actor = "),
+            (self.on_behalf_of.is_some(), "on_behalf_of = "),
+            (self.verb.is_some(), "verb = "),
+            (self.decision.is_some(), "decision = "),
+        ] {
+            if set {
+                parts.push(format!("{column}{}", next()));
+            }
+        }
+        if self.kind.is_some() {
+            parts.push(format!("verb LIKE {} || '.%'", next()));
+        }
+        if self.since.is_some() {
+            parts.push(format!("at >= {}", next()));
+        }
+        if self.until.is_some() {
+            parts.push(format!("at < {}", next()));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", parts.join(" AND "))
+        }
+    }
+
+    /// The text filters that are set, in the order [`AuditQuery::clause`] numbers them, then
+    /// the time bounds in milliseconds.
+    pub(crate) fn values(&self) -> (Vec<&str>, Vec<i64>) {
+        let texts = [
+            &self.run,
+            &self.actor,
+            &self.on_behalf_of,
+            &self.verb,
+            &self.decision,
+            &self.kind,
+        ]
+        .into_iter()
+        .filter_map(|v| v.as_deref())
+        .collect();
+        let times = [self.since, self.until]
+            .into_iter()
+            .flatten()
+            .map(|t| t.millis())
+            .collect();
+        (texts, times)
+    }
+}
+
 /// The columns an audit record is indexed by, read from its line when it is stored.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct AuditIndex {

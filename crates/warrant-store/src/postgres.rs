@@ -128,7 +128,7 @@ UPDATE audit SET
     resource = line::jsonb->'data'->>'resource',
     decision = line::jsonb->'data'->>'decision';
 CREATE INDEX audit_by_run ON audit(run_id, seq);
-CREATE INDEX audit_by_actor ON audit(actor, seq);
+CREATE INDEX audit_by_actor ON audit(actor, decision, seq);
 CREATE INDEX audit_by_at ON audit(at);
 ";
 
@@ -901,19 +901,21 @@ impl EventStore for PostgresStore {
         } else {
             q.limit as i64
         };
-        let since = q.since.map(|t| t.millis());
-        let until = q.until.map(|t| t.millis());
+        let (texts, times) = q.values();
+        let sql = format!(
+            "SELECT seq, record_id, hash, line FROM audit {} ORDER BY seq LIMIT {limit}",
+            q.clause(|n| format!("${n}"))
+        );
+        let mut values: Vec<&(dyn postgres::types::ToSql + Sync)> = Vec::new();
+        for t in &texts {
+            values.push(t);
+        }
+        for t in &times {
+            values.push(t);
+        }
         let rows = self
             .lock()?
-            .query(
-                "SELECT seq, record_id, hash, line FROM audit
-                 WHERE ($1::text IS NULL OR run_id = $1) AND ($2::text IS NULL OR actor = $2)
-                   AND ($3::text IS NULL OR on_behalf_of = $3) AND ($4::text IS NULL OR verb LIKE $4 || '.%')
-                   AND ($5::text IS NULL OR verb = $5) AND ($6::text IS NULL OR decision = $6)
-                   AND ($7::bigint IS NULL OR at >= $7) AND ($8::bigint IS NULL OR at < $8)
-                 ORDER BY seq LIMIT $9",
-                &[&q.run, &q.actor, &q.on_behalf_of, &q.kind, &q.verb, &q.decision, &since, &until, &limit],
-            )
+            .query(sql.as_str(), &values)
             .map_err(|e| self.err(&e))?;
         rows.iter()
             .map(|r| {

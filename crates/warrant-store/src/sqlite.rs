@@ -107,7 +107,7 @@ UPDATE audit SET
     resource = json_extract(line, '$.data.resource'),
     decision = json_extract(line, '$.data.decision');
 CREATE INDEX audit_by_run ON audit(run_id, seq);
-CREATE INDEX audit_by_actor ON audit(actor, seq);
+CREATE INDEX audit_by_actor ON audit(actor, decision, seq);
 CREATE INDEX audit_by_at ON audit(at);
 ";
 
@@ -809,44 +809,34 @@ impl EventStore for SqliteStore {
     }
 
     fn query_audit(&self, q: &AuditQuery) -> Result<Vec<SealedRecord>, StoreError> {
-        let conn = self.lock();
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT seq, record_id, hash, line FROM audit
-                 WHERE (?1 IS NULL OR run_id = ?1) AND (?2 IS NULL OR actor = ?2)
-                   AND (?3 IS NULL OR on_behalf_of = ?3) AND (?4 IS NULL OR verb LIKE ?4 || '.%')
-                   AND (?5 IS NULL OR verb = ?5) AND (?6 IS NULL OR decision = ?6)
-                   AND (?7 IS NULL OR at >= ?7) AND (?8 IS NULL OR at < ?8)
-                 ORDER BY seq LIMIT ?9",
-            )
-            .map_err(|e| self.err(e))?;
         let limit = if q.limit == 0 {
             i64::MAX
         } else {
             q.limit as i64
         };
+        let (texts, times) = q.values();
+        let sql = format!(
+            "SELECT seq, record_id, hash, line FROM audit {} ORDER BY seq LIMIT {limit}",
+            q.clause(|n| format!("?{n}"))
+        );
+        let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
+        for t in &texts {
+            values.push(t);
+        }
+        for t in &times {
+            values.push(t);
+        }
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map(
-                params![
-                    q.run,
-                    q.actor,
-                    q.on_behalf_of,
-                    q.kind,
-                    q.verb,
-                    q.decision,
-                    q.since.map(|t| t.millis()),
-                    q.until.map(|t| t.millis()),
-                    limit
-                ],
-                |r| {
-                    Ok(SealedRecord {
-                        seq: r.get::<_, i64>(0)? as u64,
-                        id: r.get(1)?,
-                        hash: r.get(2)?,
-                        line: r.get(3)?,
-                    })
-                },
-            )
+            .query_map(values.as_slice(), |r| {
+                Ok(SealedRecord {
+                    seq: r.get::<_, i64>(0)? as u64,
+                    id: r.get(1)?,
+                    hash: r.get(2)?,
+                    line: r.get(3)?,
+                })
+            })
             .map_err(|e| self.err(e))?;
         rows.collect::<rusqlite::Result<Vec<_>>>()
             .map_err(|e| self.err(e))
