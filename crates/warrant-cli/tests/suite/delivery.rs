@@ -587,3 +587,31 @@ fn dropping_is_never_silent() {
     // The installation's own copies are whole.
     assert_eq!(sb.run(&["audit", "verify"]).status.code(), Some(0));
 }
+
+/// Every record a real run produces (approvals, denials, in-doubt, a rotation) validates
+/// against the JSON Schema of record version 1 that ships in the repository.
+#[test]
+fn every_record_of_a_real_run_matches_the_published_schema() {
+    let sb = Sandbox::init();
+    let model = sb.quickstart_model();
+    let out = sb.run_stdin(&["run", "--prompt", "always", "--model", &model, "q"], "d\nno\n");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(sb.run(&["audit", "keys", "rotate"]).status.code(), Some(0));
+    let out = sb.run(&["run", "--prompt", "never", "--model", &model, "again"]);
+    assert_eq!(out.status.code(), Some(10));
+    let schema: Value = serde_json::from_str(warrant_audit_schema()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let trail = std::fs::read_to_string(sb.ws.join(".warrant/audit/audit.jsonl")).unwrap();
+    let mut kinds = std::collections::BTreeSet::new();
+    for line in trail.lines() {
+        let record: Value = serde_json::from_str(line).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&record).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", record["type"]);
+        kinds.insert(record["type"].as_str().unwrap().to_owned());
+    }
+    assert!(kinds.len() >= 12, "{kinds:?}");
+}
+
+fn warrant_audit_schema() -> &'static str {
+    include_str!("../../../warrant-audit/schema/audit-record-v1.json")
+}
