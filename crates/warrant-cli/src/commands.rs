@@ -1176,19 +1176,7 @@ fn audit_verify(
             verify_file(f, &keys).map_err(|e| Failure::coded(&e, EXIT_USAGE))?,
         )),
         None => {
-            let mut records = Vec::new();
-            let mut after = 0;
-            loop {
-                let batch = inst
-                    .store
-                    .audit_records(after, 1000)
-                    .map_err(|e| Failure::coded(&e, 1))?;
-                match batch.last() {
-                    Some(last) => after = last.seq,
-                    None => break,
-                }
-                records.extend(batch);
-            }
+            let records = all_records(&inst).map_err(|e| Failure::coded(&e, 1))?;
             reports.push(("store".to_owned(), verify_sealed(&records, &keys)));
             let sink = inst.sink.path().to_owned();
             let shown = sink
@@ -1249,27 +1237,12 @@ fn audit_tail(ws: Option<&Path>, lines: usize, json: bool) -> Result<u8, Failure
         .store
         .audit_records(after, lines)
         .map_err(|e| Failure::coded(&e, 1))?;
-    for r in records {
+    for r in &records {
         if json {
             outln!("{}", r.line);
-            continue;
+        } else {
+            print_record_line(r);
         }
-        let v: Value = serde_json::from_str(&r.line).unwrap_or(Value::Null);
-        let d = &v["data"];
-        let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-        outln!(
-            "{:>5}  {}  {:<28} {:<8} {:<6} {:<40} {}",
-            r.seq,
-            v.get("time").and_then(Value::as_str).unwrap_or(""),
-            v.get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .trim_start_matches("dev.warrant."),
-            s("actor"),
-            s("decision"),
-            s("resource"),
-            s("outcome"),
-        );
     }
     Ok(0)
 }
@@ -1471,7 +1444,7 @@ fn print_record_line(r: &warrant_store::SealedRecord) {
     let d = &v["data"];
     let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
     outln!(
-        "{:>5}  {}  {:<22} {:<8} {:<6} {:<40} {}",
+        "{:>5}  {}  {:<28} {:<8} {:<6} {:<40} {}",
         r.seq,
         v.get("time").and_then(Value::as_str).unwrap_or(""),
         v.get("type")
@@ -1681,15 +1654,7 @@ fn doctor(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
                 )),
             );
             let head = inst.store.audit_head().map(|h| h.seq).unwrap_or(0);
-            let mut records = Vec::new();
-            let mut after = 0;
-            while let Ok(batch) = inst.store.audit_records(after, 1000) {
-                match batch.last() {
-                    Some(last) => after = last.seq,
-                    None => break,
-                }
-                records.extend(batch);
-            }
+            let records = all_records(inst).unwrap_or_default();
             let keys =
                 PublicKeys::load_dir(&paths.keys()).unwrap_or_else(|_| inst.public_keys.clone());
             let report = verify_sealed(&records, &keys);
@@ -1774,5 +1739,22 @@ fn audit_deliver(ws: Option<&Path>, follow: bool, interval: &str) -> Result<u8, 
             return Ok(if failed { 1 } else { 0 });
         }
         std::thread::sleep(every);
+    }
+}
+
+/// The store's whole audit trail, read in batches.
+fn all_records(
+    inst: &Installation,
+) -> Result<Vec<warrant_store::SealedRecord>, warrant_store::StoreError> {
+    let mut records = Vec::new();
+    loop {
+        let after = records
+            .last()
+            .map_or(0, |r: &warrant_store::SealedRecord| r.seq);
+        let batch = inst.store.audit_records(after, 1000)?;
+        if batch.is_empty() {
+            return Ok(records);
+        }
+        records.extend(batch);
     }
 }
