@@ -477,3 +477,54 @@ impl RunState {
             })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+    use warrant_core::Timestamp;
+
+    /// A log written before deadlines, catalogue digests and in-doubt requests existed still
+    /// folds: the fields it lacks read as absent, and its in-doubt effect as a plain result.
+    #[test]
+    fn an_older_log_is_read() {
+        let run = RunId::parse("run-00aa").unwrap();
+        let at = Timestamp::from_millis(1_700_000_000_000).unwrap();
+        let stored = |seq: u64, kind: &str, payload: serde_json::Value| StoredEvent {
+            run: run.clone(),
+            seq,
+            kind: kind.into(),
+            version: 1,
+            recorded_at: at,
+            payload,
+        };
+        let events = vec![
+            stored(
+                1,
+                "run_started",
+                json!({
+                    "principal": {"tenant": "t", "actor": "alice", "kind": "user"},
+                    "task": "old", "model": "scripted:x", "workspace": "/w",
+                    "policy_digest": warrant_core::Digest::of_bytes(b"p"),
+                    "settings": {"max_denials": 3, "max_turns": 5},
+                    "tools": ["run_command"]
+                }),
+            ),
+            stored(
+                2,
+                "model_responded",
+                json!({"turn": 0, "calls": [{"id": "c1", "tool": "run_command", "args": {"argv": ["true"]}}], "model": "m"}),
+            ),
+            stored(3, "effect_in_doubt", json!({"call_id": "c1"})),
+        ];
+        let state = RunState::fold(&events).unwrap();
+        assert_eq!(state.settings.deadline, None);
+        assert_eq!(
+            (state.tools_digest.clone(), state.profiles_digest.clone()),
+            (None, None)
+        );
+        assert_eq!(state.call("c1").unwrap().result, Some(CallResult::InDoubt));
+        assert_eq!(state.next_seq, 4);
+    }
+}
