@@ -6,6 +6,7 @@ pub mod env;
 pub mod error;
 pub mod fs;
 pub mod output;
+pub mod sandbox;
 pub mod spawn;
 
 pub use env::{minimize_env, validate_profile};
