@@ -161,8 +161,9 @@ impl Default for SandboxConfig {
 /// The minimal system trees that let `sh`, `ls`, `cat`, `echo` run on Debian-like systems
 /// (merged /usr: /bin and /lib are links into /usr; /etc for ld.so.cache, locale, passwd
 /// lookups; /dev for /dev/null; /proc/self for programs that inspect themselves).
-pub const DEFAULT_READ_ROOTS: &[&str] =
-    &[".", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/dev", "/proc"];
+pub const DEFAULT_READ_ROOTS: &[&str] = &[
+    ".", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/dev", "/proc",
+];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

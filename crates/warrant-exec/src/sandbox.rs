@@ -94,7 +94,8 @@ impl SandboxPlan {
             })
         };
         let resolve_all = |list: &[String]| -> Result<Vec<CanonicalPath>, ExecError> {
-            let mut out: Vec<CanonicalPath> = list.iter().map(|p| resolve(p)).collect::<Result<_, _>>()?;
+            let mut out: Vec<CanonicalPath> =
+                list.iter().map(|p| resolve(p)).collect::<Result<_, _>>()?;
             out.sort();
             out.dedup();
             Ok(out)
@@ -206,12 +207,18 @@ pub fn sandbox_main(args: &[String]) -> i32 {
                 Err(e) => return fail(&format!("cannot encode the report: {e}")),
             };
             let mut err = std::io::stderr();
-            if writeln!(err, "{REPORT_PREFIX} {line}").and_then(|()| err.flush()).is_err() {
+            if writeln!(err, "{REPORT_PREFIX} {line}")
+                .and_then(|()| err.flush())
+                .is_err()
+            {
                 return fail("cannot write the report to stderr");
             }
             let e = Command::new(program).args(rest).exec();
             // After the report: the target's own "could not start" is not a sandbox failure.
-            let _ = writeln!(std::io::stderr(), "{FAILURE_PREFIX} cannot run `{program}`: {e}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "{FAILURE_PREFIX} cannot run `{program}`: {e}"
+            );
             127
         }
         Err(message) => fail(&message),
@@ -219,7 +226,10 @@ pub fn sandbox_main(args: &[String]) -> i32 {
 }
 
 fn fail(message: &str) -> i32 {
-    let _ = writeln!(std::io::stderr(), "{FAILURE_PREFIX} {message}; the command was not run");
+    let _ = writeln!(
+        std::io::stderr(),
+        "{FAILURE_PREFIX} {message}; the command was not run"
+    );
     SANDBOX_FAILED_EXIT
 }
 
@@ -269,7 +279,9 @@ fn apply(plan: &SandboxPlan) -> Result<SandboxReport, String> {
                         mechanism_name(mechanism)
                     ));
                 }
-                Enforcement::BestEffort => report.not_applied.push(NotApplied { mechanism, reason }),
+                Enforcement::BestEffort => {
+                    report.not_applied.push(NotApplied { mechanism, reason })
+                }
             },
         }
     }
@@ -436,7 +448,12 @@ const EPERM: u32 = 1;
 fn apply_seccomp(network: NetworkPolicy) -> Result<(), String> {
     let err = |e: seccompiler::BackendError| format!("seccomp filter: {e}");
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for nr in [nr::PTRACE, IO_URING_SETUP, IO_URING_ENTER, IO_URING_REGISTER] {
+    for nr in [
+        nr::PTRACE,
+        IO_URING_SETUP,
+        IO_URING_ENTER,
+        IO_URING_REGISTER,
+    ] {
         rules.insert(nr, Vec::new());
     }
     match network {
