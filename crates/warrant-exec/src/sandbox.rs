@@ -197,6 +197,9 @@ impl Launcher {
 /// The launcher: `args` is `<plan-json> -- <argv…>`. Applies the plan, reports on stderr, and
 /// `exec`s the target; returns (an exit status) only when it did not run the target.
 pub fn sandbox_main(args: &[String]) -> i32 {
+    if args.first().map(String::as_str) == Some(PROBE_SOCKET) {
+        return probe_socket();
+    }
     match prepare(args) {
         Ok((report, argv)) => {
             let Some((program, rest)) = argv.split_first() else {
@@ -295,6 +298,17 @@ pub fn mechanism_name(m: Mechanism) -> &'static str {
         Mechanism::NoNewPrivs => "no_new_privs",
         Mechanism::Landlock => "Landlock",
         Mechanism::Seccomp => "the seccomp filter",
+    }
+}
+
+/// The mechanism's name in tables (`warrant doctor`).
+pub fn short_name(m: Mechanism) -> &'static str {
+    match m {
+        Mechanism::Session => "session",
+        Mechanism::Rlimits => "rlimits",
+        Mechanism::NoNewPrivs => "no_new_privs",
+        Mechanism::Landlock => "landlock",
+        Mechanism::Seccomp => "seccomp",
     }
 }
 
@@ -575,4 +589,177 @@ mod tests {
             })
         );
     }
+}
+
+/// Argument that makes the launcher, run as a probe *target* inside a sandbox, try to open an
+/// AF_INET socket: exit 0 when it could, 3 when the kernel refused (EPERM/EACCES), 4 otherwise.
+pub const PROBE_SOCKET: &str = "__probe-socket";
+
+fn probe_socket() -> i32 {
+    match std::net::TcpListener::bind("127.0.0.1:0") {
+        Ok(_) => 0,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => 3,
+        Err(_) => 4,
+    }
+}
+
+/// One row of `warrant doctor`: a mechanism, whether this machine really enforces it (observed
+/// by trying, in a child, through the launcher), and what was seen.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ProbeRow {
+    pub mechanism: &'static str,
+    pub available: bool,
+    pub detail: String,
+}
+
+/// Probe what this machine enforces: run the launcher under a `best_effort` plan over a
+/// scratch directory in `scratch` (which must exist and be writable), once with `sh` trying a
+/// read and a write outside the roots, once with the launcher itself trying an AF_INET socket.
+pub fn probe(launcher: &Launcher, scratch: &Path) -> Vec<ProbeRow> {
+    let mut rows = Vec::new();
+    let mut row = |mechanism: &'static str, available: bool, detail: String| {
+        rows.push(ProbeRow {
+            mechanism,
+            available,
+            detail,
+        });
+    };
+    let ws = scratch.join("ws");
+    let outside = scratch.join("outside");
+    let prepared = std::fs::create_dir_all(&ws)
+        .and_then(|()| std::fs::create_dir_all(&outside))
+        .and_then(|()| std::fs::write(outside.join("secret"), "probe-secret"));
+    let plan = prepared
+        .map_err(|e| format!("cannot prepare {}: {e}", scratch.display()))
+        .and_then(|()| probe_plan(launcher, &ws));
+    let plan = match plan {
+        Ok(plan) => plan,
+        Err(e) => {
+            row("sandbox", false, e);
+            return rows;
+        }
+    };
+    let script = format!(
+        "cat {o}/secret; echo x > {o}/planted",
+        o = outside.display()
+    );
+    let fs_run = run_probe(
+        launcher,
+        &plan,
+        &ws,
+        &["sh".to_owned(), "-c".to_owned(), script],
+    );
+    let mut args = launcher.prefix_args.clone();
+    args.push(PROBE_SOCKET.to_owned());
+    let mut argv = vec![launcher.program.display().to_string()];
+    argv.extend(args);
+    let net_run = run_probe(launcher, &plan, &ws, &argv);
+    match &fs_run {
+        Err(e) => row("sandbox launcher", false, e.clone()),
+        Ok((report, _, _)) => {
+            for mechanism in plan.requested() {
+                let name = short_name(mechanism);
+                match report.not_applied.iter().find(|n| n.mechanism == mechanism) {
+                    Some(n) => row(name, false, n.reason.clone()),
+                    None => row(name, true, "applied".to_owned()),
+                }
+            }
+        }
+    }
+    if let Ok((report, stdout, _)) = &fs_run {
+        let read_blocked = !stdout.contains("probe-secret");
+        let write_blocked = !outside.join("planted").exists();
+        row(
+            "landlock observed",
+            read_blocked && write_blocked,
+            format!(
+                "ABI {}; read outside the roots {}, write outside the roots {}",
+                report.landlock_abi,
+                if read_blocked {
+                    "blocked"
+                } else {
+                    "NOT blocked"
+                },
+                if write_blocked {
+                    "blocked"
+                } else {
+                    "NOT blocked"
+                },
+            ),
+        );
+    }
+    match net_run {
+        Ok((_, _, code)) => row(
+            "network observed",
+            code == Some(3),
+            match code {
+                Some(3) => "AF_INET socket refused (EPERM)".to_owned(),
+                Some(0) => "an AF_INET socket could be opened".to_owned(),
+                other => format!("probe ended with {other:?}"),
+            },
+        ),
+        Err(e) => row("network observed", false, e),
+    }
+    rows
+}
+
+fn probe_plan(launcher: &Launcher, ws: &Path) -> Result<SandboxPlan, String> {
+    let cp = |p: &Path| {
+        let real = std::fs::canonicalize(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let text = real
+            .to_str()
+            .ok_or_else(|| format!("{} is not UTF-8", real.display()))?;
+        CanonicalPath::from_normalized(text).map_err(|e| e.to_string())
+    };
+    let ws = cp(ws)?;
+    let mut read_roots: Vec<CanonicalPath> = warrant_core::config::DEFAULT_READ_ROOTS
+        .iter()
+        .filter(|r| **r != "." && Path::new(r).exists())
+        .map(|r| cp(Path::new(r)))
+        .collect::<Result<_, _>>()?;
+    if let Some(dir) = launcher.program.parent() {
+        read_roots.push(cp(dir)?);
+    }
+    read_roots.push(ws.clone());
+    Ok(SandboxPlan {
+        enforcement: Enforcement::BestEffort,
+        read_roots,
+        write_roots: vec![ws],
+        protected: Vec::new(),
+        network: NetworkPolicy::None,
+        limits: ResourceLimits::default(),
+        simulate_unavailable: None,
+    })
+}
+
+/// Run one probe; the report, stdout, and exit code.
+fn run_probe(
+    launcher: &Launcher,
+    plan: &SandboxPlan,
+    cwd: &Path,
+    argv: &[String],
+) -> Result<(SandboxReport, String, Option<i32>), String> {
+    let out = Command::new(&launcher.program)
+        .args(launcher.args(plan, argv).map_err(|e| e.to_string())?)
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| {
+            format!(
+                "cannot start the launcher {}: {e}",
+                launcher.program.display()
+            )
+        })?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let report = stderr
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix(REPORT_PREFIX))
+        .and_then(|json| serde_json::from_str::<SandboxReport>(json.trim()).ok())
+        .ok_or_else(|| format!("the launcher did not report: {}", stderr.trim()))?;
+    Ok((
+        report,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        out.status.code(),
+    ))
 }

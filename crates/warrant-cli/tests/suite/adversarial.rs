@@ -306,3 +306,50 @@ fn the_sandbox_entry_point_is_hidden_and_refuses_a_bad_plan() {
     );
     assert!(!sb.ws.join("ran").exists());
 }
+
+/// `doctor` reports what the probes observed on this machine, and what each sandboxed profile
+/// will get here.
+#[test]
+fn doctor_reports_the_sandbox_this_machine_enforces() {
+    let sb = Sandbox::init();
+    let config = sb.ws.join(".warrant/config.toml");
+    let mut text = fs::read_to_string(&config).unwrap();
+    text.push_str(
+        "\n[profiles.confined.sandbox]\n[profiles.forky.sandbox]\nlimits = { processes = 10 }\n",
+    );
+    fs::write(&config, text).unwrap();
+    let out = sb.run(&["doctor", "--json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: Vec<(String, bool)> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            let name = c["check"].as_str().unwrap();
+            name.starts_with("sandbox") || name.starts_with("profile")
+        })
+        .map(|c| {
+            (
+                c["check"].as_str().unwrap().to_owned(),
+                c["ok"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    let root = rustix::process::getuid().is_root();
+    let expected: Vec<(String, bool)> = [
+        ("sandbox session", true),
+        ("sandbox no_new_privs", true),
+        ("sandbox landlock", true),
+        ("sandbox seccomp", true),
+        ("sandbox landlock observed", true),
+        ("sandbox network observed", true),
+        ("profile confined", true),
+        // Root is exempt from RLIMIT_NPROC, so a required process limit is refused there.
+        ("profile forky", !root),
+    ]
+    .iter()
+    .map(|(n, ok)| ((*n).to_owned(), *ok))
+    .collect();
+    assert_eq!(rows, expected, "{report:#}");
+    assert_eq!(out.status.code(), Some(if root { 1 } else { 0 }));
+}

@@ -330,3 +330,23 @@ fn a_sandboxed_profile_is_never_run_without_a_launcher() {
     let err = warrant_exec::run_command(&authorized(action), &profile(on()), &[]).unwrap_err();
     assert_eq!(err.code(), "W-EXEC-021");
 }
+
+#[test]
+fn probe_reports_what_this_machine_enforces() {
+    let (_d, scratch) = tempdir();
+    let rows = warrant_exec::sandbox::probe(&launcher(), scratch.as_path());
+    let seen: Vec<(&str, bool)> = rows.iter().map(|r| (r.mechanism, r.available)).collect();
+    // This machine (kernel 6.18, Landlock ABI >= 6, x86_64) enforces everything.
+    assert_eq!(
+        seen,
+        vec![
+            ("session", true),
+            ("no_new_privs", true),
+            ("landlock", true),
+            ("seccomp", true),
+            ("landlock observed", true),
+            ("network observed", true),
+        ],
+        "{rows:#?}"
+    );
+}
