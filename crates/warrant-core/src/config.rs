@@ -158,11 +158,28 @@ impl Default for SandboxConfig {
     }
 }
 
-/// The minimal system trees that let `sh`, `ls`, `cat`, `echo` run on Debian-like systems
-/// (merged /usr: /bin and /lib are links into /usr; /etc for ld.so.cache, locale, passwd
-/// lookups; /dev for /dev/null; /proc/self for programs that inspect themselves).
+/// The minimal read set that lets `sh`, `ls`, `cat`, `echo` (and `python3`) run on Debian-like
+/// systems: the workspace, the program trees (merged /usr: /bin, /sbin, /lib are links into it),
+/// the few files of /etc the loader and name lookups read, and the harmless devices. Not /etc as a
+/// whole (root could read /etc/shadow), not /dev (raw disks), not /proc (another process's
+/// environment, e.g. Warrant's own, is readable through /proc/<pid>/environ).
 pub const DEFAULT_READ_ROOTS: &[&str] = &[
-    ".", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/dev", "/proc",
+    ".",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib64",
+    "/etc/ld.so.cache",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/localtime",
+    "/etc/alternatives",
+    "/dev/null",
+    "/dev/zero",
+    "/dev/random",
+    "/dev/urandom",
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

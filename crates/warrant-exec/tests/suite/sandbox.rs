@@ -171,6 +171,20 @@ fn read_outside_the_read_roots() {
 }
 
 #[test]
+fn system_secrets_and_warrants_own_environment_stay_out_of_reach() {
+    let (_d, ws) = tempdir();
+    // /etc/shadow (readable by root), and the environment of the process that started the
+    // command (Warrant's own, through /proc): the default read roots leave both out.
+    let script = "head -c 5 /etc/shadow; tr '\\0' '\\n' < /proc/$PPID/environ | head -1";
+    let control = sh(&ws, None, script);
+    assert_eq!(control.exit_code, Some(0), "{control:?}");
+    assert!(!control.stdout.text.is_empty(), "{control:?}");
+    let out = sh(&ws, on(), script);
+    assert_eq!(out.stdout.text, "", "{out:?}");
+    assert!(out.stderr.text.contains("Permission denied"), "{out:?}");
+}
+
+#[test]
 fn symlink_planted_in_the_workspace() {
     let (_d, ws) = tempdir();
     let (_o, outside) = tempdir();
