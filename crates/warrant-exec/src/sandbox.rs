@@ -21,7 +21,7 @@ use std::process::Command;
 
 use landlock::{
     ABI, Access, AccessFs, BitFlags, LandlockStatus, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, RulesetStatus,
+    RulesetCreatedAttr, RulesetStatus, Scope,
 };
 use rustix::process::{Resource, Rlimit};
 use seccompiler::{
@@ -363,6 +363,9 @@ fn apply_landlock(plan: &SandboxPlan, abi_seen: &mut u32) -> Result<(), String> 
     let mut ruleset = Ruleset::default()
         .handle_access(all)
         .map_err(|e| format!("Landlock ruleset: {e}"))?
+        // No signals to, and no abstract UNIX sockets of, processes outside the sandbox (Warrant).
+        .scope(Scope::from_all(LANDLOCK_ABI))
+        .map_err(|e| format!("Landlock scope: {e}"))?
         .create()
         .map_err(|e| format!("Landlock ruleset: {e}"))?;
     for (path, access) in grants {
@@ -445,16 +448,21 @@ mod nr {
     pub const SOCKET: i64 = 41;
     pub const SOCKETPAIR: i64 = 53;
     pub const PTRACE: i64 = 101;
+    pub const PROCESS_VM_READV: i64 = 310;
+    pub const PROCESS_VM_WRITEV: i64 = 311;
 }
 #[cfg(target_arch = "aarch64")]
 mod nr {
     pub const SOCKET: i64 = 198;
     pub const SOCKETPAIR: i64 = 199;
     pub const PTRACE: i64 = 117;
+    pub const PROCESS_VM_READV: i64 = 270;
+    pub const PROCESS_VM_WRITEV: i64 = 271;
 }
 const IO_URING_SETUP: i64 = 425;
 const IO_URING_ENTER: i64 = 426;
 const IO_URING_REGISTER: i64 = 427;
+const PIDFD_GETFD: i64 = 438;
 const AF_UNIX: u64 = 1;
 const EPERM: u32 = 1;
 

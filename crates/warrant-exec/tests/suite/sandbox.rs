@@ -185,6 +185,16 @@ fn system_secrets_and_warrants_own_environment_stay_out_of_reach() {
 }
 
 #[test]
+fn no_signals_to_processes_outside_the_sandbox() {
+    let (_d, ws) = tempdir();
+    // The launcher's parent is this test process; `kill -0` only asks whether it may signal.
+    let script = "kill -0 $PPID";
+    assert_eq!(sh(&ws, None, script).exit_code, Some(0));
+    let out = sh(&ws, on(), script);
+    assert_ne!(out.exit_code, Some(0), "{out:?}");
+}
+
+#[test]
 fn symlink_planted_in_the_workspace() {
     let (_d, ws) = tempdir();
     let (_o, outside) = tempdir();
