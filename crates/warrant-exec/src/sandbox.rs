@@ -470,8 +470,13 @@ const EPERM: u32 = 1;
 fn apply_seccomp(network: NetworkPolicy) -> Result<(), String> {
     let err = |e: seccompiler::BackendError| format!("seccomp filter: {e}");
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    // Reaching into another process (Warrant's memory or descriptors), and io_uring, which
+    // bypasses syscall filtering.
     for nr in [
         nr::PTRACE,
+        nr::PROCESS_VM_READV,
+        nr::PROCESS_VM_WRITEV,
+        PIDFD_GETFD,
         IO_URING_SETUP,
         IO_URING_ENTER,
         IO_URING_REGISTER,
