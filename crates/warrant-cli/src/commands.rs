@@ -1593,6 +1593,70 @@ fn out_text(text: &str) {
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
+/// Doctor rows for the OS sandbox, probed by trying in a child through this binary's launcher.
+/// A mechanism the machine lacks fails the check only when a configured profile asks for a
+/// sandbox; each sandboxed profile gets a row saying what it will get here.
+fn sandbox_checks(
+    profiles: &std::collections::BTreeMap<String, warrant_core::config::ProfileConfig>,
+    checks: &mut Vec<(String, bool, String)>,
+) {
+    let wanted = profiles.values().any(|p| p.sandbox.is_some());
+    let launcher = match warrant_exec::Launcher::current_exe() {
+        Ok(l) => l,
+        Err(e) => {
+            checks.push(("sandbox".to_owned(), !wanted, e.to_string()));
+            return;
+        }
+    };
+    let scratch = std::env::temp_dir().join(format!("warrant-doctor-{}", std::process::id()));
+    let rows = warrant_exec::sandbox::probe(&launcher, &scratch);
+    let _ = fs::remove_dir_all(&scratch);
+    let missing: Vec<&str> = rows
+        .iter()
+        .filter(|r| !r.available)
+        .map(|r| r.mechanism)
+        .collect();
+    for row in &rows {
+        let detail = if row.available {
+            row.detail.clone()
+        } else {
+            format!("not available: {}", row.detail)
+        };
+        checks.push((
+            format!("sandbox {}", row.mechanism),
+            row.available || !wanted,
+            detail,
+        ));
+    }
+    for (name, profile) in profiles {
+        let Some(sandbox) = &profile.sandbox else {
+            continue;
+        };
+        let mut lacking: Vec<String> = missing.iter().map(|m| (*m).to_owned()).collect();
+        if sandbox.limits.processes.is_some() && rustix::process::getuid().is_root() {
+            lacking.push("process limit (root is exempt from RLIMIT_NPROC)".to_owned());
+        }
+        let (ok, detail) = match (sandbox.enforcement, lacking.is_empty()) {
+            (_, true) => (true, "fully enforced here".to_owned()),
+            (warrant_core::config::Enforcement::BestEffort, false) => (
+                true,
+                format!(
+                    "runs with less (best_effort), lacking: {}",
+                    lacking.join(", ")
+                ),
+            ),
+            (warrant_core::config::Enforcement::Required, false) => (
+                false,
+                format!(
+                    "commands will be REFUSED (required), lacking: {}",
+                    lacking.join(", ")
+                ),
+            ),
+        };
+        checks.push((format!("profile {name}"), ok, detail));
+    }
+}
+
 fn doctor(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
     let mut checks: Vec<(String, bool, String)> = Vec::new();
     let mut check = |name: &str, result: Result<String, String>| {
@@ -1612,6 +1676,11 @@ fn doctor(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
             .map_err(|f| format!("[{}] {}", f.code, f.message)),
     );
     let settings = layers.as_ref().ok().map(|l| context::settings(l));
+    let profiles = settings
+        .as_ref()
+        .and_then(|s| s.as_ref().ok())
+        .map(|s| s.profiles.clone())
+        .unwrap_or_default();
     check(
         "identity",
         layers
@@ -1691,6 +1760,7 @@ fn doctor(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
             }
         }
     }
+    sandbox_checks(&profiles, &mut checks);
     let ok = checks.iter().all(|(_, ok, _)| *ok);
     if json {
         outln!(

@@ -330,7 +330,17 @@ impl Failure {
     }
 }
 
+/// The hidden entry point of the sandbox launcher: `warrant __sandbox <plan-json> -- <argv…>`.
+/// Handled before clap so the plan and the command's own arguments are never parsed as ours.
+const SANDBOX_SUBCOMMAND: &str = "__sandbox";
+
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(SANDBOX_SUBCOMMAND) {
+        let code = warrant_exec::sandbox::sandbox_main(args.get(2..).unwrap_or_default());
+        // Only reached when the command was not run (exec replaced this process otherwise).
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let cli = Cli::parse();
     let _ = context::STORE_OVERRIDE.set(cli.store.clone());
     match commands::dispatch(cli) {

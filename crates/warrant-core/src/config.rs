@@ -104,6 +104,9 @@ pub struct ProfileConfig {
     /// Bytes of output kept from the end of each stream.
     #[serde(default = "default_tail")]
     pub output_tail_bytes: usize,
+    /// OS confinement of the command (Landlock, seccomp, rlimits). Absent: no sandbox.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxConfig>,
 }
 
 impl Default for ProfileConfig {
@@ -115,8 +118,118 @@ impl Default for ProfileConfig {
             timeout_ms: default_timeout_ms(),
             output_head_bytes: default_head(),
             output_tail_bytes: default_tail(),
+            sandbox: None,
         }
     }
+}
+
+/// How a profile confines its commands. Paths are relative to the workspace unless absolute.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    #[serde(default = "default_enforcement")]
+    pub enforcement: Enforcement,
+    /// Writable (and readable) trees. Default: the workspace.
+    #[serde(default = "default_write_roots")]
+    pub write_roots: Vec<String>,
+    /// Readable (and executable) trees besides the write roots. Default: the workspace and the
+    /// system directories a shell and coreutils need (see `DEFAULT_READ_ROOTS`).
+    #[serde(default = "default_read_roots")]
+    pub read_roots: Vec<String>,
+    /// Names that stay read-only even inside a write root.
+    #[serde(default = "default_protected")]
+    pub protected: Vec<String>,
+    #[serde(default = "default_network")]
+    pub network: NetworkPolicy,
+    #[serde(default)]
+    pub limits: ResourceLimits,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            enforcement: default_enforcement(),
+            write_roots: default_write_roots(),
+            read_roots: default_read_roots(),
+            protected: default_protected(),
+            network: default_network(),
+            limits: ResourceLimits::default(),
+        }
+    }
+}
+
+/// The minimal read set that lets `sh`, `ls`, `cat`, `echo` (and `python3`) run on Debian-like
+/// systems: the workspace, the program trees (merged /usr: /bin, /sbin, /lib are links into it),
+/// the few files of /etc the loader and name lookups read, and the harmless devices. Not /etc as a
+/// whole (root could read /etc/shadow), not /dev (raw disks), not /proc (another process's
+/// environment, e.g. Warrant's own, is readable through /proc/<pid>/environ).
+pub const DEFAULT_READ_ROOTS: &[&str] = &[
+    ".",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib64",
+    "/etc/ld.so.cache",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/localtime",
+    "/etc/alternatives",
+    "/dev/null",
+    "/dev/zero",
+    "/dev/random",
+    "/dev/urandom",
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Enforcement {
+    /// Refuse to run when the kernel cannot apply every requested mechanism.
+    Required,
+    /// Run with what applies, and report what was in force.
+    BestEffort,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkPolicy {
+    /// No sockets except AF_UNIX.
+    None,
+    /// The host's network, unfiltered.
+    Host,
+}
+
+/// Resource limits (rlimits) applied to the command; absent means inherited.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceLimits {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_size_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_files: Option<u64>,
+}
+
+fn default_enforcement() -> Enforcement {
+    Enforcement::Required
+}
+fn default_write_roots() -> Vec<String> {
+    vec![".".to_owned()]
+}
+fn default_read_roots() -> Vec<String> {
+    DEFAULT_READ_ROOTS.iter().map(|s| (*s).to_owned()).collect()
+}
+fn default_protected() -> Vec<String> {
+    vec![".git".to_owned(), ".warrant".to_owned()]
+}
+fn default_network() -> NetworkPolicy {
+    NetworkPolicy::None
 }
 
 fn default_inherit() -> EnvInherit {

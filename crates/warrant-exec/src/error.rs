@@ -91,6 +91,14 @@ pub enum ExecError {
         path: CanonicalPath,
         message: String,
     },
+
+    #[error("profile `{profile}` has a sandbox that cannot be planned: {message}")]
+    SandboxPlan { profile: String, message: String },
+
+    #[error(
+        "the sandbox for `{program}` could not be applied, so it was not run: {message}; use a machine that provides the mechanism, or set enforcement = \"best_effort\" in the profile's sandbox to accept less"
+    )]
+    SandboxFailed { program: String, message: String },
 }
 
 impl Coded for ExecError {
@@ -115,6 +123,8 @@ impl Coded for ExecError {
             Self::DirectoryNotEmpty { .. } => "W-EXEC-017",
             Self::EmptyPattern => "W-EXEC-018",
             Self::Io { .. } => "W-EXEC-019",
+            Self::SandboxPlan { .. } => "W-EXEC-020",
+            Self::SandboxFailed { .. } => "W-EXEC-021",
         }
     }
 }
@@ -182,6 +192,14 @@ mod tests {
                 op: "read",
                 path: p,
                 message: "m".into(),
+            },
+            ExecError::SandboxPlan {
+                profile: "p".into(),
+                message: "cannot resolve `x`".into(),
+            },
+            ExecError::SandboxFailed {
+                program: "sh".into(),
+                message: "Landlock could not be applied".into(),
             },
         ];
         let codes: BTreeSet<&str> = all.iter().map(Coded::code).collect();

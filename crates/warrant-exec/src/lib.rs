@@ -6,6 +6,7 @@ pub mod env;
 pub mod error;
 pub mod fs;
 pub mod output;
+pub mod sandbox;
 pub mod spawn;
 
 pub use env::{minimize_env, validate_profile};
@@ -15,4 +16,7 @@ pub use fs::{
     WriteReceipt, delete_path, list_dir, read_file, search, write_file,
 };
 pub use output::{CapturedStream, HeadTail};
-pub use spawn::{ExecOutcome, STOP_POLL, run_command, run_command_until};
+pub use sandbox::{Launcher, Mechanism, SandboxPlan, SandboxReport, sandbox_main};
+pub use spawn::{
+    Confinement, ExecOutcome, STOP_POLL, run_command, run_command_confined, run_command_until,
+};

@@ -1,6 +1,7 @@
 //! Runs an authorized `shell.exec` action: minimized environment, its own process group, stdin
-//! closed, bounded output, and a timeout that kills the whole group (TERM, grace, KILL). It does
-//! not sandbox (no Landlock/seccomp/namespaces yet) and does not apply rlimits.
+//! closed, bounded output, and a timeout that kills the whole group (TERM, grace, KILL). A profile
+//! with a sandbox runs through the launcher of [`crate::sandbox`], which starts its own session
+//! (and so its own group), confines itself and execs the command.
 
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -10,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal, kill_process_group};
+use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 use serde::{Deserialize, Serialize};
 use warrant_core::Action;
 use warrant_core::config::ProfileConfig;
@@ -20,6 +21,16 @@ use crate::env::{minimize_env, validate_profile};
 use crate::error::ExecError;
 use crate::fs::recheck;
 use crate::output::{CapturedStream, HeadTail};
+use crate::sandbox::{
+    FAILURE_PREFIX, Launcher, REPORT_PREFIX, SANDBOX_FAILED_EXIT, SandboxPlan, SandboxReport,
+};
+
+/// A sandbox to run a command in: the plan, and the program that applies it.
+#[derive(Clone, Debug)]
+pub struct Confinement {
+    pub plan: SandboxPlan,
+    pub launcher: Launcher,
+}
 
 /// After SIGTERM on timeout, how long the group gets to exit before SIGKILL.
 pub const TERM_GRACE: Duration = Duration::from_millis(500);
@@ -49,6 +60,10 @@ pub struct ExecOutcome {
     pub stdout: CapturedStream,
     pub stderr: CapturedStream,
     pub duration_ms: u64,
+    /// What the sandbox launcher put in force; absent when the profile has no sandbox (or the
+    /// command was stopped before the launcher reported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxReport>,
 }
 
 enum Event {
@@ -76,6 +91,18 @@ pub fn run_command_until(
     profile: &ProfileConfig,
     parent_env: &[(String, String)],
     stop: &dyn Fn() -> Option<String>,
+) -> Result<ExecOutcome, ExecError> {
+    run_command_confined(action, profile, parent_env, stop, None)
+}
+
+/// [`run_command_until`] under `confinement`. A profile with a sandbox must be given one: it is
+/// never run unconfined.
+pub fn run_command_confined(
+    action: &Authorized<Action>,
+    profile: &ProfileConfig,
+    parent_env: &[(String, String)],
+    stop: &dyn Fn() -> Option<String>,
+    confinement: Option<&Confinement>,
 ) -> Result<ExecOutcome, ExecError> {
     let (argv, cwd, profile_name, timeout_ms) = match action.get() {
         Action::ShellExec {
@@ -120,24 +147,46 @@ pub fn run_command_until(
         }
     }
 
+    if profile.sandbox.is_some() && confinement.is_none() {
+        return Err(ExecError::SandboxFailed {
+            program: program.clone(),
+            message: format!(
+                "profile `{profile_name}` has a sandbox but the executor was given no launcher (a wiring bug)"
+            ),
+        });
+    }
+
     let env = minimize_env(profile, parent_env.iter().cloned());
+    let mut command = match confinement {
+        None => {
+            let mut c = Command::new(program);
+            // A group of its own, so a timeout reaches everything the command started.
+            c.args(args).process_group(0);
+            c
+        }
+        Some(Confinement { plan, launcher }) => {
+            // The launcher calls setsid (a new session and group); setsid fails for a group
+            // leader, so no process_group(0) here.
+            let mut c = Command::new(&launcher.program);
+            c.args(launcher.args(plan, argv)?);
+            c
+        }
+    };
     let started = Instant::now();
-    let mut child = Command::new(program)
-        .args(args)
+    let mut child = command
         .env_clear()
         .envs(env)
         .current_dir(cwd.as_path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        // A group of its own, so a timeout reaches everything the command started.
-        .process_group(0)
         .spawn()
         .map_err(|e| ExecError::Spawn {
             program: program.clone(),
             message: spawn_message(&e),
         })?;
     let group = Pid::from_child(&child);
+    let report_slot: Arc<Mutex<Option<SandboxReport>>> = Arc::new(Mutex::new(None));
 
     let (tx, rx) = mpsc::channel();
     let stdout = Arc::new(Mutex::new(HeadTail::new(
@@ -150,11 +199,12 @@ pub fn run_command_until(
     )));
     let mut readers = 0usize;
     if let Some(pipe) = child.stdout.take() {
-        spawn_reader(Pipe::Out(pipe), Arc::clone(&stdout), tx.clone());
+        spawn_reader(Pipe::Out(pipe), Arc::clone(&stdout), None, tx.clone());
         readers += 1;
     }
     if let Some(pipe) = child.stderr.take() {
-        spawn_reader(Pipe::Err(pipe), Arc::clone(&stderr), tx.clone());
+        let report = confinement.map(|_| Arc::clone(&report_slot));
+        spawn_reader(Pipe::Err(pipe), Arc::clone(&stderr), report, tx.clone());
         readers += 1;
     }
     spawn_waiter(child, tx);
@@ -164,6 +214,8 @@ pub fn run_command_until(
         group,
         readers_left: readers,
         status: None,
+        // Until the launcher's setsid the group does not exist yet; signal the leader too.
+        signal_leader: confinement.is_some(),
     };
     let mut timed_out = false;
     let mut stopped = None;
@@ -188,10 +240,10 @@ pub fn run_command_until(
         Some(Err(e)) => wait_error = Some(e),
         None => {
             timed_out = stopped.is_none();
-            signal_group(group, Signal::TERM);
+            run.signal(Signal::TERM);
             let after_term = run.wait_exit(Instant::now() + TERM_GRACE);
             // Always, even if the leader left on TERM: a grandchild may have ignored it.
-            signal_group(group, Signal::KILL);
+            run.signal(Signal::KILL);
             let after_kill = match after_term {
                 Some(result) => Some(result),
                 None => run.wait_exit(Instant::now() + KILL_WAIT),
@@ -222,15 +274,35 @@ pub fn run_command_until(
         Some(status) => (status.code(), status.signal()),
         None => (None, None),
     };
+    let stdout = take_capture(&stdout);
+    let stderr = take_capture(&stderr);
+    let sandbox = report_slot
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    if confinement.is_some()
+        && sandbox.is_none()
+        && exit_code == Some(SANDBOX_FAILED_EXIT)
+        && let Some(message) = stderr.text.strip_prefix(FAILURE_PREFIX)
+    {
+        return Err(ExecError::SandboxFailed {
+            program: program.clone(),
+            message: message
+                .trim()
+                .trim_end_matches("; the command was not run")
+                .to_owned(),
+        });
+    }
     Ok(ExecOutcome {
         exit_code,
         signal,
         timed_out,
         stopped,
         pipes_held_open,
-        stdout: take_capture(&stdout),
-        stderr: take_capture(&stderr),
+        stdout,
+        stderr,
         duration_ms,
+        sandbox,
     })
 }
 
@@ -240,9 +312,18 @@ struct Running {
     group: Pid,
     readers_left: usize,
     status: Option<ExitStatus>,
+    signal_leader: bool,
 }
 
 impl Running {
+    fn signal(&self, signal: Signal) {
+        signal_group(self.group, signal);
+        // Only while unreaped: after that the pid may belong to someone else.
+        if self.signal_leader && self.status.is_none() {
+            let _ = kill_process(self.group, signal);
+        }
+    }
+
     /// Wait until the command exits or `deadline` passes (`None`).
     fn wait_exit(&mut self, deadline: Instant) -> Option<Result<(), String>> {
         if self.status.is_some() {
@@ -299,19 +380,60 @@ impl Read for Pipe {
     }
 }
 
-fn spawn_reader(mut pipe: Pipe, sink: Arc<Mutex<HeadTail>>, tx: Sender<Event>) {
+/// Longest first line searched for the launcher's report before giving up on it.
+const REPORT_MAX: usize = 64 * 1024;
+
+/// With `report`, the first line of the stream is the launcher's report when it carries
+/// [`REPORT_PREFIX`]: it is parsed into `report` and kept out of the capture.
+fn spawn_reader(
+    mut pipe: Pipe,
+    sink: Arc<Mutex<HeadTail>>,
+    report: Option<Arc<Mutex<Option<SandboxReport>>>>,
+    tx: Sender<Event>,
+) {
     thread::spawn(move || {
         let mut buf = vec![0u8; CHUNK];
+        let mut first_line: Option<Vec<u8>> = report.as_ref().map(|_| Vec::new());
+        let push = |data: &[u8]| {
+            sink.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(data);
+        };
         loop {
             match pipe.read(&mut buf) {
                 Ok(0) => break,
-                Ok(n) => sink
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(&buf[..n]),
+                Ok(n) => match first_line.as_mut() {
+                    None => push(&buf[..n]),
+                    Some(pending) => {
+                        pending.extend_from_slice(&buf[..n]);
+                        if let Some(end) = pending.iter().position(|b| *b == b'\n') {
+                            let line = &pending[..end];
+                            let parsed =
+                                line.strip_prefix(REPORT_PREFIX.as_bytes())
+                                    .and_then(|json| {
+                                        serde_json::from_slice::<SandboxReport>(json).ok()
+                                    });
+                            match (parsed, &report) {
+                                (Some(parsed), Some(slot)) => {
+                                    *slot.lock().unwrap_or_else(PoisonError::into_inner) =
+                                        Some(parsed);
+                                    push(&pending[end + 1..]);
+                                }
+                                (Some(_) | None, _) => push(pending),
+                            }
+                            first_line = None;
+                        } else if pending.len() > REPORT_MAX {
+                            push(pending);
+                            first_line = None;
+                        }
+                    }
+                },
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => break,
             }
+        }
+        if let Some(pending) = first_line {
+            push(&pending);
         }
         // The receiver may be gone if the run gave up on this pipe; nothing to do then.
         let _ = tx.send(Event::StreamDone);

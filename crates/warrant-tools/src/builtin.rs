@@ -401,7 +401,35 @@ impl Tool for RunCommand {
                 | Action::FsCreate { .. }
                 | Action::FsDelete { .. } => Default::default(),
             };
-            warrant_exec::spawn::run_command_until(a, &profile, &env.parent_env, stop)
+            let profile_name = match a.get() {
+                Action::ShellExec { profile, .. } => profile.as_str(),
+                Action::FsRead { .. }
+                | Action::FsList { .. }
+                | Action::FsSearch { .. }
+                | Action::FsWrite { .. }
+                | Action::FsCreate { .. }
+                | Action::FsDelete { .. } => "",
+            };
+            // A sandboxed profile runs through this same binary's hidden `__sandbox` entry point.
+            let confinement = match warrant_exec::SandboxPlan::from_profile(
+                profile_name,
+                &profile,
+                &env.workspace,
+                &warrant_exec::fs::OsLinks,
+            )? {
+                Some(plan) => Some(warrant_exec::Confinement {
+                    plan,
+                    launcher: warrant_exec::Launcher::current_exe()?,
+                }),
+                None => None,
+            };
+            warrant_exec::spawn::run_command_confined(
+                a,
+                &profile,
+                &env.parent_env,
+                stop,
+                confinement.as_ref(),
+            )
         })
     }
 }

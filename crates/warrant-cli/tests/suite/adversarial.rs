@@ -247,3 +247,109 @@ fn runaway_commands_are_bounded_by_the_profile() {
     assert_eq!(stdout["omitted_bytes"], 5_000_000 - 2 * 16_384);
     assert!(stdout["text"].as_str().unwrap().len() < 40_000);
 }
+
+/// A command run under a sandboxed profile cannot plant a git hook; the same command under the
+/// default profile (no sandbox) can. The result records what the sandbox put in force.
+#[test]
+fn a_sandboxed_profile_cannot_plant_a_git_hook() {
+    let attempt = |profile: &str| -> (bool, Value) {
+        let sb = Sandbox::init();
+        fs::create_dir_all(sb.ws.join(".git/hooks")).unwrap();
+        let config = sb.ws.join(".warrant/config.toml");
+        let mut text = fs::read_to_string(&config).unwrap();
+        text.push_str(
+            "\n[profiles.confined]\n[profiles.confined.sandbox]\nenforcement = \"required\"\n",
+        );
+        fs::write(&config, text).unwrap();
+        let model = sb.transcript(&format!(
+            "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: {{ argv: [sh, -c, \"echo evil > .git/hooks/pre-commit\"], profile: {profile} }}\n  - say: done\n"
+        ));
+        let out = sb.run_stdin(
+            &["run", "--prompt", "always", "--model", &model, "hook"],
+            "o\n",
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let (_, events) = sb.last_run();
+        let result = events
+            .iter()
+            .find(|e| e["kind"] == "effect_completed")
+            .unwrap()["payload"]["result"]
+            .clone();
+        (sb.ws.join(".git/hooks/pre-commit").exists(), result)
+    };
+    let (planted, result) = attempt("default");
+    assert!(
+        planted,
+        "control: without a sandbox the hook is written: {result}"
+    );
+    assert_eq!(result.get("sandbox"), None);
+    let (planted, result) = attempt("confined");
+    assert!(!planted, "{result}");
+    assert_eq!(
+        result["sandbox"]["applied"],
+        serde_json::json!(["session", "no_new_privs", "landlock", "seccomp"]),
+        "{result}"
+    );
+}
+
+#[test]
+fn the_sandbox_entry_point_is_hidden_and_refuses_a_bad_plan() {
+    let sb = Sandbox::init();
+    let help = sb.run(&["--help"]);
+    assert!(!String::from_utf8_lossy(&help.stdout).contains("__sandbox"));
+    let out = sb.run(&["__sandbox", "not json", "--", "touch", "ran"]);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(
+        stderr(&out).starts_with("warrant-sandbox: unreadable sandbox plan"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!sb.ws.join("ran").exists());
+}
+
+/// `doctor` reports what the probes observed on this machine, and what each sandboxed profile
+/// will get here.
+#[test]
+fn doctor_reports_the_sandbox_this_machine_enforces() {
+    let sb = Sandbox::init();
+    let config = sb.ws.join(".warrant/config.toml");
+    let mut text = fs::read_to_string(&config).unwrap();
+    text.push_str(
+        "\n[profiles.confined.sandbox]\n[profiles.forky.sandbox]\nlimits = { processes = 10 }\n",
+    );
+    fs::write(&config, text).unwrap();
+    let out = sb.run(&["doctor", "--json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: Vec<(String, bool)> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            let name = c["check"].as_str().unwrap();
+            name.starts_with("sandbox") || name.starts_with("profile")
+        })
+        .map(|c| {
+            (
+                c["check"].as_str().unwrap().to_owned(),
+                c["ok"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    let root = rustix::process::getuid().is_root();
+    let expected: Vec<(String, bool)> = [
+        ("sandbox session", true),
+        ("sandbox no_new_privs", true),
+        ("sandbox landlock", true),
+        ("sandbox seccomp", true),
+        ("sandbox landlock observed", true),
+        ("sandbox network observed", true),
+        ("profile confined", true),
+        // Root is exempt from RLIMIT_NPROC, so a required process limit is refused there.
+        ("profile forky", !root),
+    ]
+    .iter()
+    .map(|(n, ok)| ((*n).to_owned(), *ok))
+    .collect();
+    assert_eq!(rows, expected, "{report:#}");
+    assert_eq!(out.status.code(), Some(if root { 1 } else { 0 }));
+}

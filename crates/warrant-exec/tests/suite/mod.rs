@@ -1,4 +1,5 @@
 mod fs;
+mod sandbox;
 mod spawn;
 
 use warrant_core::{Action, CanonicalPath};

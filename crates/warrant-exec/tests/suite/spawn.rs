@@ -85,6 +85,7 @@ fn echo_and_exit_codes() {
             stdout: text(&format!("hi\n{cwd}\n")),
             stderr: text("err\n"),
             duration_ms: 0,
+            sandbox: None,
         }
     );
     let out = run(shell(&cwd, &["sh", "-c", "exit 3"], 10_000)).unwrap();
