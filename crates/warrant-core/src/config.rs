@@ -257,6 +257,8 @@ pub enum EnvInherit {
 pub struct ProvidersConfig {
     #[serde(default)]
     pub openai: OpenAiConfig,
+    #[serde(default)]
+    pub anthropic: AnthropicConfig,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -267,6 +269,22 @@ pub struct OpenAiConfig {
     /// Name of the environment variable that holds the key (default `OPENAI_API_KEY`).
     pub api_key_env: Option<String>,
     pub timeout_ms: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnthropicConfig {
+    /// Base URL without `/v1`, as the official SDKs expect.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Name of the environment variable that holds the key (default `ANTHROPIC_API_KEY`).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// The `max_tokens` of every request (default 4096).
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -489,6 +507,7 @@ pub struct Settings {
     pub max_turns: u32,
     pub profiles: BTreeMap<String, ProfileConfig>,
     pub openai: OpenAiConfig,
+    pub anthropic: AnthropicConfig,
     pub audit_jsonl_path: String,
     pub audit_jsonl_max_bytes: Option<u64>,
     pub audit_jsonl_max_age_ms: Option<u64>,
@@ -531,11 +550,26 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
             .iter()
             .find_map(|l| l.doc.providers.openai.timeout_ms),
     };
+    let anthropic = AnthropicConfig {
+        base_url: layers
+            .iter()
+            .find_map(|l| l.doc.providers.anthropic.base_url.clone()),
+        api_key_env: layers
+            .iter()
+            .find_map(|l| l.doc.providers.anthropic.api_key_env.clone()),
+        timeout_ms: layers
+            .iter()
+            .find_map(|l| l.doc.providers.anthropic.timeout_ms),
+        max_tokens: layers
+            .iter()
+            .find_map(|l| l.doc.providers.anthropic.max_tokens),
+    };
     Settings {
         max_denials: first(&|d| d.run.max_denials).unwrap_or(3),
         max_turns: first(&|d| d.run.max_turns).unwrap_or(50),
         profiles,
         openai,
+        anthropic,
         audit_jsonl_path: layers
             .iter()
             .find_map(|l| l.doc.audit.jsonl_path.clone())

@@ -10,11 +10,11 @@ use warrant_core::Coded;
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum ModelError {
     #[error(
-        "could not connect to the model endpoint {base_url}: {message}; check the URL (OPENAI_BASE_URL or providers.openai.base_url) and that the server is running"
+        "could not connect to the model endpoint {base_url}: {message}; check the URL (the provider's base_url setting or its *_BASE_URL variable) and that the server is running"
     )]
     Connection { base_url: String, message: String },
     #[error(
-        "the model endpoint {base_url} did not answer within {}s; raise providers.openai.timeout_ms or try again",
+        "the model endpoint {base_url} did not answer within {}s; raise the provider's timeout_ms setting or try again",
         .after.as_secs_f64()
     )]
     Timeout { base_url: String, after: Duration },
@@ -58,9 +58,7 @@ pub enum ModelError {
         status: u16,
         message: String,
     },
-    #[error(
-        "the model endpoint {base_url} sent a response that is not a chat completion: {message}"
-    )]
+    #[error("the model endpoint {base_url} sent a response that is not a model answer: {message}")]
     MalformedResponse { base_url: String, message: String },
 }
 

@@ -1,12 +1,15 @@
-//! Model providers: the scripted transcript and OpenAI-compatible chat completions.
+//! Model providers: the scripted transcript, OpenAI-compatible chat completions and the
+//! Anthropic Messages API.
 //! Synchronous by design: the agent loop calls [`ModelProvider::respond`] and blocks. This crate
 //! knows tool specs (to describe and check calls) but never runs a tool.
 
+pub mod anthropic;
 pub mod error;
 pub mod openai;
 pub mod scripted;
 pub mod types;
 
+pub use anthropic::{AnthropicProvider, AnthropicSettings, anthropic_settings_from};
 pub use error::ModelError;
 pub use openai::{OpenAiProvider, OpenAiSettings, openai_settings_from};
 pub use scripted::{ScriptedCall, ScriptedProvider, Transcript, TranscriptError, Turn};

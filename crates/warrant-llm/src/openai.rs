@@ -23,14 +23,14 @@ pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Attempts per call, including the first.
-const MAX_ATTEMPTS: u32 = 3;
+pub(crate) const MAX_ATTEMPTS: u32 = 3;
 const BACKOFF_BASE: Duration = Duration::from_millis(500);
 /// A server asking for a longer wait than this still gets only this: the run should fail
 /// visibly rather than hang.
 const MAX_WAIT: Duration = Duration::from_secs(10);
 /// Enough of an unexpected body to diagnose it, not enough to flood a terminal.
 const BODY_EXCERPT: usize = 300;
-const REDACTED: &str = "[redacted]";
+pub(crate) const REDACTED: &str = "[redacted]";
 
 /// Everything needed to call one model at one endpoint.
 #[derive(Clone, PartialEq, Eq)]
@@ -253,7 +253,7 @@ impl ModelProvider for OpenAiProvider {
 
 /// `Retry-After` in seconds when the server gave one, else 0.5 s, 1 s, 2 s…; capped either way.
 /// (The HTTP-date form of `Retry-After` is rare on these APIs and falls back to backoff.)
-fn wait_before_retry(attempt: u32, retry_after: Option<&str>) -> Duration {
+pub(crate) fn wait_before_retry(attempt: u32, retry_after: Option<&str>) -> Duration {
     let backoff = BACKOFF_BASE.saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1)));
     retry_after
         .and_then(|v| v.trim().parse::<u64>().ok())
@@ -294,7 +294,7 @@ fn error_message(body: &str) -> String {
     message
 }
 
-fn excerpt(body: &str) -> String {
+pub(crate) fn excerpt(body: &str) -> String {
     let body = body.trim();
     if body.is_empty() {
         return "empty body".to_owned();

@@ -88,11 +88,13 @@ pub enum ModelSpec {
     Scripted { path: PathBuf },
     /// `openai:MODEL`: any OpenAI-compatible chat-completions endpoint.
     OpenAi { model: String },
+    /// `anthropic:MODEL`: the Anthropic Messages API.
+    Anthropic { model: String },
 }
 
 /// Providers named in the contract that this build does not implement yet.
-const NOT_YET: [&str; 2] = ["anthropic", "ollama"];
-const SUPPORTED: &str = "`scripted:PATH` or `openai:MODEL`";
+const NOT_YET: [&str; 1] = ["ollama"];
+const SUPPORTED: &str = "`scripted:PATH`, `openai:MODEL` or `anthropic:MODEL`";
 
 impl ModelSpec {
     pub fn parse(spec: &str) -> Result<Self, SpecError> {
@@ -113,6 +115,9 @@ impl ModelSpec {
             "openai" => Ok(Self::OpenAi {
                 model: rest.to_owned(),
             }),
+            "anthropic" => Ok(Self::Anthropic {
+                model: rest.to_owned(),
+            }),
             other if NOT_YET.contains(&other) => Err(SpecError::NotSupportedYet {
                 provider: other.to_owned(),
             }),
@@ -128,6 +133,7 @@ impl fmt::Display for ModelSpec {
         match self {
             Self::Scripted { path } => write!(f, "scripted:{}", path.display()),
             Self::OpenAi { model } => write!(f, "openai:{model}"),
+            Self::Anthropic { model } => write!(f, "anthropic:{model}"),
         }
     }
 }

@@ -1,7 +1,8 @@
-//! Shared fixtures: the contract's tool specs and a local chat-completions server.
+//! Shared fixtures: the contract's tool specs.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod anthropic;
 mod openai;
 mod scripted;
 mod types;

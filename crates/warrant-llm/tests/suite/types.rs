@@ -79,8 +79,14 @@ fn model_specs_parse_or_say_what_to_use() {
         ),
         (
             "anthropic:claude-sonnet-4",
+            Ok(ModelSpec::Anthropic {
+                model: "claude-sonnet-4".into(),
+            }),
+        ),
+        (
+            "ollama:llama3",
             Err(SpecError::NotSupportedYet {
-                provider: "anthropic".into(),
+                provider: "ollama".into(),
             }),
         ),
         (
@@ -108,7 +114,7 @@ fn model_specs_parse_or_say_what_to_use() {
             assert_eq!(spec.to_string(), input);
         }
     }
-    let messages: Vec<String> = ["anthropic:x", "gemini:pro", "gpt-4o"]
+    let messages: Vec<String> = ["ollama:x", "gemini:pro", "gpt-4o"]
         .iter()
         .map(|s| {
             let e = ModelSpec::parse(s).unwrap_err();
