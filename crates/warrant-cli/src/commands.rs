@@ -20,7 +20,8 @@ use warrant_kernel::{
     Scope, ToolEnv, ToolRegistry,
 };
 use warrant_llm::{
-    ModelProvider, ModelSpec, OpenAiProvider, ScriptedProvider, openai_settings_from,
+    AnthropicProvider, ModelProvider, ModelSpec, OpenAiProvider, ScriptedProvider,
+    anthropic_settings_from, openai_settings_from,
 };
 use warrant_policy::{DecisionRequest, PolicyEngine};
 use warrant_store::RequestStatus;
@@ -410,6 +411,14 @@ fn provider(
             let env = std::env::vars().collect();
             Ok(Box::new(OpenAiProvider::new(openai_settings_from(
                 &loaded.settings.openai,
+                &env,
+                &model,
+            ))))
+        }
+        ModelSpec::Anthropic { model } => {
+            let env = std::env::vars().collect();
+            Ok(Box::new(AnthropicProvider::new(anthropic_settings_from(
+                &loaded.settings.anthropic,
                 &env,
                 &model,
             ))))

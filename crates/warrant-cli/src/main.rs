@@ -61,7 +61,7 @@ pub enum Command {
     },
     /// Start a governed agent run.
     Run {
-        /// PROVIDER:MODEL, e.g. `scripted:PATH` or `openai:gpt-4.1`.
+        /// PROVIDER:MODEL, e.g. `scripted:PATH`, `openai:gpt-4.1` or `anthropic:claude-sonnet-4-5`.
         #[arg(long)]
         model: String,
         /// Print events as JSON lines.
