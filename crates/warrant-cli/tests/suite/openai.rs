@@ -164,3 +164,67 @@ fn an_unreachable_provider_fails_the_run_with_exit_1() {
             .starts_with("W-MODEL-")
     );
 }
+
+fn anthropic_message(content: Value, stop: &str) -> String {
+    json!({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": content, "stop_reason": stop, "stop_sequence": null,
+        "usage": {"input_tokens": 12, "output_tokens": 6}
+    })
+    .to_string()
+}
+
+/// The same governed run through the Anthropic Messages API: the tool result goes back as a
+/// `tool_result` block in a user turn, never into the system prompt.
+#[test]
+fn an_anthropic_model_drives_a_governed_run() {
+    let mut sb = Sandbox::init();
+    let (url, seen, handle) = serve(vec![
+        anthropic_message(
+            json!([
+                {"type": "text", "text": "Reading the readme."},
+                {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "README.md"}}
+            ]),
+            "tool_use",
+        ),
+        anthropic_message(
+            json!([{"type": "text", "text": "It is about harbour lights."}]),
+            "end_turn",
+        ),
+    ]);
+    let base = url.trim_end_matches("/v1").to_owned();
+    sb.extra_env.push(("ANTHROPIC_BASE_URL".into(), base));
+    sb.extra_env.push((
+        "ANTHROPIC_API_KEY".into(),
+        "sk-ant-test-never-logged".into(),
+    ));
+    let out = sb.run(&["run", "--model", "anthropic:claude-test", "read the readme"]);
+    handle.join().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests[0]["model"], "claude-test");
+    assert!(requests[0]["system"].as_str().unwrap().contains("Warrant"));
+    let second = requests[1]["messages"].as_array().unwrap();
+    let roles: Vec<&str> = second.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, vec!["user", "assistant", "user"]);
+    let result = &second[2]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(result["tool_use_id"], "toolu_1");
+    assert!(result["content"].as_str().unwrap().contains("Lighthouse"));
+    assert!(
+        !requests[1]["system"]
+            .as_str()
+            .unwrap()
+            .contains("Lighthouse")
+    );
+    let (_, events) = sb.last_run();
+    assert_eq!(
+        events.last().unwrap()["payload"]["outcome"]["status"],
+        "completed"
+    );
+    assert!(
+        !serde_json::to_string(&events)
+            .unwrap()
+            .contains("sk-ant-test")
+    );
+}
