@@ -8,6 +8,7 @@ pub mod error;
 pub mod openai;
 pub mod scripted;
 pub mod types;
+mod wire;
 
 pub use anthropic::{AnthropicProvider, AnthropicSettings, anthropic_settings_from};
 pub use error::ModelError;

@@ -15,6 +15,7 @@ use warrant_core::config::OpenAiConfig;
 
 use crate::error::ModelError;
 use crate::types::{Conversation, Message, ModelProvider, ModelResponse, ToolCall, Usage};
+use crate::wire::{Endpoint, Reply};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const DEFAULT_KEY_ENV: &str = "OPENAI_API_KEY";
@@ -132,90 +133,23 @@ impl OpenAiProvider {
         format!("{}/chat/completions", self.settings.base_url)
     }
 
-    /// Removes the key from text a server sent back: some servers echo what they were given.
-    fn scrub(&self, text: &str) -> String {
-        match &self.settings.api_key {
-            Some(key) if !key.is_empty() => text.replace(key.as_str(), REDACTED),
-            Some(_) | None => text.to_owned(),
+    fn endpoint(&self) -> Endpoint<'_> {
+        Endpoint {
+            base_url: &self.settings.base_url,
+            model: &self.settings.model,
+            api_key: self.settings.api_key.as_deref(),
+            api_key_env: &self.settings.api_key_env,
+            timeout: self.settings.timeout,
+            error_message,
         }
     }
 
-    fn send_once(&self, body: &str) -> Result<(u16, Option<String>, String), ModelError> {
+    fn send_once(&self, body: &str) -> Result<Reply, ModelError> {
         let mut request = self.agent.post(self.url()).content_type("application/json");
         if let Some(key) = &self.settings.api_key {
             request = request.header("Authorization", format!("Bearer {key}"));
         }
-        let mut response = request.send(body).map_err(|e| self.transport_error(&e))?;
-        let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let text = response
-            .body_mut()
-            .read_to_string()
-            .map_err(|e| self.transport_error(&e))?;
-        Ok((status, retry_after, text))
-    }
-
-    fn transport_error(&self, e: &ureq::Error) -> ModelError {
-        let base_url = self.settings.base_url.clone();
-        if let ureq::Error::Timeout(_) = e {
-            return ModelError::Timeout {
-                base_url,
-                after: self.settings.timeout,
-            };
-        }
-        ModelError::Connection {
-            base_url,
-            message: self.scrub(&e.to_string()),
-        }
-    }
-
-    fn status_error(&self, status: u16, attempts: u32, body: &str) -> ModelError {
-        let base_url = self.settings.base_url.clone();
-        let message = self.scrub(&error_message(body));
-        match status {
-            401 | 403 => ModelError::Authentication {
-                base_url,
-                status,
-                key_env: self.settings.api_key_env.clone(),
-                message: if self.settings.api_key.is_none() {
-                    format!("{message} (no key was sent: the variable is unset)")
-                } else {
-                    message
-                },
-            },
-            404 => ModelError::ModelNotFound {
-                base_url,
-                model: self.settings.model.clone(),
-                message,
-            },
-            429 => ModelError::RateLimited {
-                base_url,
-                attempts,
-                message,
-            },
-            500..=599 => ModelError::Server {
-                base_url,
-                status,
-                attempts,
-                message,
-            },
-            _ => ModelError::Rejected {
-                base_url,
-                status,
-                message,
-            },
-        }
-    }
-
-    fn malformed(&self, message: String) -> ModelError {
-        ModelError::MalformedResponse {
-            base_url: self.settings.base_url.clone(),
-            message: self.scrub(&message),
-        }
+        self.endpoint().send(request, body)
     }
 }
 
@@ -234,20 +168,9 @@ impl ModelProvider for OpenAiProvider {
         _turn: u32,
     ) -> Result<ModelResponse, ModelError> {
         let body = request_body(&self.settings.model, conversation, tools).to_string();
-        let mut attempt = 1;
-        loop {
-            let (status, retry_after, text) = self.send_once(&body)?;
-            if (200..300).contains(&status) {
-                return parse_response(&text, &self.settings.model)
-                    .map_err(|message| self.malformed(message));
-            }
-            let retryable = status == 429 || (500..600).contains(&status);
-            if !retryable || attempt >= MAX_ATTEMPTS {
-                return Err(self.status_error(status, attempt, &text));
-            }
-            (self.sleep)(wait_before_retry(attempt, retry_after.as_deref()));
-            attempt += 1;
-        }
+        let endpoint = self.endpoint();
+        let text = endpoint.with_retries(&*self.sleep, || self.send_once(&body))?;
+        parse_response(&text, &self.settings.model).map_err(|message| endpoint.malformed(&message))
     }
 }
 
