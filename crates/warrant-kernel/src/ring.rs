@@ -503,7 +503,17 @@ impl Ring<'_> {
         state: &RunState,
         now: Timestamp,
     ) -> Result<Option<String>, KernelError> {
-        if let Some(c) = self.store.cancel_request(&state.run)? {
+        self.stop_reason_of(&state.run, state.settings.deadline, now)
+    }
+
+    /// [`Ring::stop_reason`] from just what it reads: the run and its deadline.
+    fn stop_reason_of(
+        &self,
+        run: &RunId,
+        deadline: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Result<Option<String>, KernelError> {
+        if let Some(c) = self.store.cancel_request(run)? {
             return Ok(Some(format!(
                 "cancelled by {} at {}: {}",
                 c.by,
@@ -511,7 +521,7 @@ impl Ring<'_> {
                 c.reason
             )));
         }
-        if let Some(deadline) = state.settings.deadline
+        if let Some(deadline) = deadline
             && now >= deadline
         {
             return Ok(Some(format!(
@@ -939,7 +949,7 @@ impl Ring<'_> {
             })?;
         let principal = state.principal.clone();
         let workspace = state.workspace.clone();
-        let state_for_stop: &RunState = &state.clone();
+        let (run, deadline) = (state.run.clone(), state.settings.deadline);
         let may_read = |p: &CanonicalPath| {
             self.pdp
                 .decide(&principal, &Action::FsRead { path: p.clone() }, &workspace)
@@ -947,7 +957,7 @@ impl Ring<'_> {
                 == Verdict::Allow
         };
         let stop = || {
-            self.stop_reason(state_for_stop, self.clock.now())
+            self.stop_reason_of(&run, deadline, self.clock.now())
                 .ok()
                 .flatten()
         };
