@@ -1641,10 +1641,14 @@ fn sandbox_checks(
         let Some(sandbox) = &profile.sandbox else {
             continue;
         };
-        let mut lacking: Vec<String> = missing.iter().map(|m| (*m).to_owned()).collect();
-        if sandbox.limits.processes.is_some() && rustix::process::getuid().is_root() {
-            lacking.push("process limit (root is exempt from RLIMIT_NPROC)".to_owned());
-        }
+        // Only what this profile asks for counts against it (a host-network profile does not
+        // need the namespace).
+        let needed = warrant_exec::sandbox::rows_needed(sandbox);
+        let lacking: Vec<String> = missing
+            .iter()
+            .filter(|m| needed.contains(m))
+            .map(|m| (*m).to_owned())
+            .collect();
         let (ok, detail) = match (sandbox.enforcement, lacking.is_empty()) {
             (_, true) => (true, "fully enforced here".to_owned()),
             (warrant_core::config::Enforcement::BestEffort, false) => (

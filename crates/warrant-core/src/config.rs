@@ -143,6 +143,28 @@ pub struct SandboxConfig {
     pub network: NetworkPolicy,
     #[serde(default)]
     pub limits: ResourceLimits,
+    /// Entries a command cannot read (nor write) even inside a read or write root: a bare name
+    /// with `*` wildcards matches an entry's file name anywhere in a scanned root (see
+    /// `DEFAULT_DENIED`); an entry with a `/` is a path (relative to the workspace).
+    #[serde(default = "default_denied")]
+    pub denied: Vec<String>,
+}
+
+/// Names no sandboxed command may read, wherever they appear in a root it can read: dotenv
+/// files, private keys, Warrant's own state.
+pub const DEFAULT_DENIED: &[&str] = &[
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    "id_rsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    ".warrant",
+];
+
+fn default_denied() -> Vec<String> {
+    DEFAULT_DENIED.iter().map(|s| (*s).to_owned()).collect()
 }
 
 impl Default for SandboxConfig {
@@ -154,6 +176,7 @@ impl Default for SandboxConfig {
             protected: default_protected(),
             network: default_network(),
             limits: ResourceLimits::default(),
+            denied: default_denied(),
         }
     }
 }
@@ -191,13 +214,17 @@ pub enum Enforcement {
     BestEffort,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NetworkPolicy {
-    /// No sockets except AF_UNIX.
+    /// No sockets except AF_UNIX, in a network namespace of its own.
     None,
     /// The host's network, unfiltered.
     Host,
+    /// `network = { allow = ["host:port", ...] }`: a network namespace whose only way out is
+    /// Warrant's egress proxy, which lets through connections to the listed `host:port` pairs
+    /// (a `*.` prefix matches any subdomain) and refuses, and records, every other one.
+    Allow(Vec<String>),
 }
 
 /// Resource limits (rlimits) applied to the command; absent means inherited.

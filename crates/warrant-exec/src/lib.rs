@@ -2,9 +2,13 @@
 //! groups, timeouts, output caps) and the filesystem. Every executor takes an
 //! `Authorized<Action>` and reads every target from it, so what runs is exactly what was decided.
 
+pub mod cgroup;
+pub mod egress;
 pub mod env;
 pub mod error;
 pub mod fs;
+pub mod grants;
+pub mod netns;
 pub mod output;
 pub mod sandbox;
 pub mod spawn;
