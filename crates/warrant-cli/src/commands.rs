@@ -409,19 +409,15 @@ fn provider(
         }
         ModelSpec::OpenAi { model } => {
             let env = std::env::vars().collect();
-            Ok(Box::new(OpenAiProvider::new(openai_settings_from(
-                &loaded.settings.openai,
-                &env,
-                &model,
-            ))))
+            let settings = openai_settings_from(&loaded.settings.openai, &env, &model)
+                .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+            Ok(Box::new(OpenAiProvider::new(settings)))
         }
         ModelSpec::Anthropic { model } => {
             let env = std::env::vars().collect();
-            Ok(Box::new(AnthropicProvider::new(anthropic_settings_from(
-                &loaded.settings.anthropic,
-                &env,
-                &model,
-            ))))
+            let settings = anthropic_settings_from(&loaded.settings.anthropic, &env, &model)
+                .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+            Ok(Box::new(AnthropicProvider::new(settings)))
         }
     }
 }

@@ -48,6 +48,60 @@ pub struct ConfigDoc {
     pub audit: AuditConfig,
     #[serde(default)]
     pub store: StoreConfig,
+    /// Token and cost limits on model calls, per run, per actor and per tenant.
+    #[serde(default)]
+    pub budgets: BudgetsConfig,
+    /// Prices of models by `provider:model`, for metering cost.
+    #[serde(default)]
+    pub prices: BTreeMap<String, PriceConfig>,
+}
+
+/// Limits on what model calls may consume. Each scope is checked before every model call and
+/// during a streamed answer; the most restrictive wins. Actor and tenant totals are summed
+/// over all their runs in the store.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetsConfig {
+    #[serde(default)]
+    pub run: BudgetLimit,
+    #[serde(default)]
+    pub actor: BudgetLimit,
+    #[serde(default)]
+    pub tenant: BudgetLimit,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetLimit {
+    /// Input plus output tokens.
+    pub tokens: Option<u64>,
+    /// US dollars, priced with `[prices]`.
+    pub cost_usd: Option<f64>,
+}
+
+impl BudgetLimit {
+    /// The stricter of two limits, field by field.
+    pub fn tightest(self, other: Self) -> Self {
+        fn min<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(if b < a { b } else { a }),
+                (a, None) => a,
+                (None, b) => b,
+            }
+        }
+        Self {
+            tokens: min(self.tokens, other.tokens),
+            cost_usd: min(self.cost_usd, other.cost_usd),
+        }
+    }
+}
+
+/// US dollars per million tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriceConfig {
+    pub input_per_million: f64,
+    pub output_per_million: f64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -296,6 +350,16 @@ pub struct OpenAiConfig {
     /// Name of the environment variable that holds the key (default `OPENAI_API_KEY`).
     pub api_key_env: Option<String>,
     pub timeout_ms: Option<u64>,
+    /// A secret reference to the key, `env:NAME` or `file:PATH`; wins over `api_key_env`.
+    /// Never the key itself.
+    #[serde(default)]
+    pub api_key: Option<String>,
+    /// Stream answers (default true); false for servers without streaming.
+    #[serde(default)]
+    pub stream: Option<bool>,
+    /// Azure-style endpoint: sent as `?api-version=`, and the key goes in an `api-key` header.
+    #[serde(default)]
+    pub api_version: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -312,6 +376,12 @@ pub struct AnthropicConfig {
     /// The `max_tokens` of every request (default 4096).
     #[serde(default)]
     pub max_tokens: Option<u32>,
+    /// A secret reference to the key, `env:NAME` or `file:PATH`; wins over `api_key_env`.
+    #[serde(default)]
+    pub api_key: Option<String>,
+    /// Stream answers (default true).
+    #[serde(default)]
+    pub stream: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -544,6 +614,9 @@ pub struct Settings {
     pub audit_on_full: OnFull,
     pub audit_sinks: BTreeMap<String, SinkConfig>,
     pub store_url: Option<String>,
+    /// Every layer's limits, the tightest of each kept: a project cannot loosen a managed budget.
+    pub budgets: BudgetsConfig,
+    pub prices: BTreeMap<String, PriceConfig>,
 }
 
 /// Ordered highest precedence first, whatever order they were given in.
@@ -576,6 +649,13 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
         timeout_ms: layers
             .iter()
             .find_map(|l| l.doc.providers.openai.timeout_ms),
+        api_key: layers
+            .iter()
+            .find_map(|l| l.doc.providers.openai.api_key.clone()),
+        stream: layers.iter().find_map(|l| l.doc.providers.openai.stream),
+        api_version: layers
+            .iter()
+            .find_map(|l| l.doc.providers.openai.api_version.clone()),
     };
     let anthropic = AnthropicConfig {
         base_url: layers
@@ -590,6 +670,10 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
         max_tokens: layers
             .iter()
             .find_map(|l| l.doc.providers.anthropic.max_tokens),
+        api_key: layers
+            .iter()
+            .find_map(|l| l.doc.providers.anthropic.api_key.clone()),
+        stream: layers.iter().find_map(|l| l.doc.providers.anthropic.stream),
     };
     Settings {
         max_denials: first(&|d| d.run.max_denials).unwrap_or(3),
@@ -630,6 +714,23 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
             sinks
         },
         store_url: layers.iter().find_map(|l| l.doc.store.url.clone()),
+        budgets: layers
+            .iter()
+            .fold(BudgetsConfig::default(), |acc, l| BudgetsConfig {
+                run: acc.run.tightest(l.doc.budgets.run),
+                actor: acc.actor.tightest(l.doc.budgets.actor),
+                tenant: acc.tenant.tightest(l.doc.budgets.tenant),
+            }),
+        prices: {
+            // Lowest first so a higher layer's price of the same model replaces it.
+            let mut prices = BTreeMap::new();
+            for layer in layers.iter().rev() {
+                for (model, price) in &layer.doc.prices {
+                    prices.insert(model.clone(), *price);
+                }
+            }
+            prices
+        },
     }
 }
 

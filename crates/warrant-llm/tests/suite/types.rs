@@ -135,7 +135,7 @@ fn openai_settings_come_from_config_then_env_then_defaults() {
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect();
 
-    let from_env = openai_settings_from(&OpenAiConfig::default(), &env, "m");
+    let from_env = openai_settings_from(&OpenAiConfig::default(), &env, "m").unwrap();
     assert_eq!(
         from_env,
         OpenAiSettings {
@@ -144,6 +144,8 @@ fn openai_settings_come_from_config_then_env_then_defaults() {
             api_key_env: "OPENAI_API_KEY".into(),
             model: "m".into(),
             timeout: Duration::from_secs(120),
+            stream: true,
+            api_version: None,
         }
     );
 
@@ -151,19 +153,24 @@ fn openai_settings_come_from_config_then_env_then_defaults() {
         base_url: Some("http://config.example/v1".into()),
         api_key_env: Some("TEAM_KEY".into()),
         timeout_ms: Some(5_000),
+        api_key: None,
+        stream: Some(false),
+        api_version: Some("2024-10-21".into()),
     };
     assert_eq!(
-        openai_settings_from(&config, &env, "m"),
+        openai_settings_from(&config, &env, "m").unwrap(),
         OpenAiSettings {
             base_url: "http://config.example/v1".into(),
             api_key: Some("sk-team".into()),
             api_key_env: "TEAM_KEY".into(),
             model: "m".into(),
             timeout: Duration::from_secs(5),
+            stream: false,
+            api_version: Some("2024-10-21".into()),
         }
     );
 
-    let bare = openai_settings_from(&OpenAiConfig::default(), &BTreeMap::new(), "m");
+    let bare = openai_settings_from(&OpenAiConfig::default(), &BTreeMap::new(), "m").unwrap();
     assert_eq!(
         (bare.base_url.as_str(), bare.api_key),
         ("https://api.openai.com/v1", None)
