@@ -8,6 +8,7 @@ pub mod error;
 pub mod openai;
 pub mod scripted;
 pub mod types;
+pub mod untrusted;
 mod wire;
 
 pub use anthropic::{AnthropicProvider, AnthropicSettings, anthropic_settings_from};
@@ -16,4 +17,7 @@ pub use openai::{OpenAiProvider, OpenAiSettings, openai_settings_from};
 pub use scripted::{ScriptedCall, ScriptedProvider, Transcript, TranscriptError, Turn};
 pub use types::{
     Conversation, Message, ModelProvider, ModelResponse, ModelSpec, SpecError, ToolCall, Usage,
+};
+pub use untrusted::{
+    FenceRecord, Fenced, GuardedRequest, Source, Taint, Untrusted, UntrustedContentError,
 };

@@ -6,6 +6,7 @@ mod anthropic;
 mod openai;
 mod scripted;
 mod types;
+mod untrusted;
 
 use serde_json::json;
 use warrant_core::ToolSpec;
