@@ -13,6 +13,7 @@ pub mod scripted;
 pub mod secret;
 pub mod stream;
 pub mod types;
+pub mod untrusted;
 mod wire;
 
 pub use anthropic::{AnthropicProvider, AnthropicSettings, anthropic_settings_from};
@@ -23,4 +24,7 @@ pub use secret::{KeyError, ResolvedKey, resolve_key};
 pub use stream::{Flow, OnProgress, StreamProgress};
 pub use types::{
     Conversation, Message, ModelProvider, ModelResponse, ModelSpec, SpecError, ToolCall, Usage,
+};
+pub use untrusted::{
+    FenceRecord, Fenced, GuardedRequest, Source, Taint, Untrusted, UntrustedContentError,
 };

@@ -7,6 +7,7 @@ mod openai;
 mod scripted;
 mod streaming;
 mod types;
+mod untrusted;
 
 use serde_json::json;
 use warrant_core::ToolSpec;
