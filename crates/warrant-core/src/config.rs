@@ -48,6 +48,12 @@ pub struct ConfigDoc {
     pub audit: AuditConfig,
     #[serde(default)]
     pub store: StoreConfig,
+    /// `[risk.<class>]`: what each risk class needs (see `crate::risk`).
+    #[serde(default)]
+    pub risk: BTreeMap<String, crate::risk::RiskRuleConfig>,
+    /// `[approvals]`: who is asked (see `crate::directory`).
+    #[serde(default)]
+    pub approvals: crate::risk::ApprovalsConfig,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
