@@ -308,6 +308,12 @@ impl Action {
         }
     }
 
+    /// The risk class of this very action: the verb's default, raised by what the action
+    /// does (see [`crate::risk::classify`]).
+    pub fn risk(&self) -> RiskClass {
+        crate::risk::classify(self).0
+    }
+
     /// The digest an approval binds to: SHA-256 over the canonical JSON of the whole action,
     /// content included, so a changed write needs a new approval.
     pub fn digest(&self) -> Digest {

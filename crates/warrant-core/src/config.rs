@@ -54,6 +54,12 @@ pub struct ConfigDoc {
     /// Prices of models by `provider:model`, for metering cost.
     #[serde(default)]
     pub prices: BTreeMap<String, PriceConfig>,
+    /// `[risk.<class>]`: what each risk class needs (see `crate::risk`).
+    #[serde(default)]
+    pub risk: BTreeMap<String, crate::risk::RiskRuleConfig>,
+    /// `[approvals]`: who is asked (see `crate::directory`).
+    #[serde(default)]
+    pub approvals: crate::risk::ApprovalsConfig,
 }
 
 /// Limits on what model calls may consume. Each scope is checked before every model call and
