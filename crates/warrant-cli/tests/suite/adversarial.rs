@@ -438,7 +438,7 @@ fn egress_refusals_are_journaled_control_with_the_host_network() {
             );
         }
     });
-    let attempt = |network: &str| -> Value {
+    let attempt = |network: &str| -> (Value, String) {
         let sb = Sandbox::init();
         let config = sb.ws.join(".warrant/config.toml");
         let mut text = fs::read_to_string(&config).unwrap();
@@ -457,19 +457,27 @@ fn egress_refusals_are_journaled_control_with_the_host_network() {
             "o\n",
         );
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let shown = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
         let (_, events) = sb.last_run();
-        events
+        let result = events
             .iter()
             .find(|e| e["kind"] == "effect_completed")
             .unwrap()["payload"]["result"]
-            .clone()
+            .clone();
+        (result, shown)
     };
-    let control = attempt("\"host\"");
+    let (control, _) = attempt("\"host\"");
     assert_eq!(
         control["stdout"]["text"], "localhost hello\n127.0.0.1 hello\n",
         "{control}"
     );
-    let result = attempt(&format!("{{ allow = [\"localhost:{port}\"] }}"));
+    let (result, shown) = attempt(&format!("{{ allow = [\"localhost:{port}\"] }}"));
+    assert!(
+        shown.contains(&format!(
+            "egress refused: GET 127.0.0.1:{port} (not on the profile's network allowlist)"
+        )),
+        "{shown}"
+    );
     assert_eq!(
         result["stdout"]["text"], "localhost hello\n127.0.0.1 refused HTTP Error 403: Forbidden\n",
         "{result}"
