@@ -860,3 +860,48 @@ fn assert_refused(result: Result<ExecOutcome, ExecError>, what: &str) {
     assert_eq!(err.code(), "W-EXEC-021", "{err}");
     assert!(err.to_string().contains(what), "{err}");
 }
+
+/// A real, unbounded fork bomb (every process starts two more, forever) under a process limit:
+/// the call returns at its timeout, nothing is left running, and the cgroup is gone. Its control
+/// is the counted variant in `fork_bomb_is_bounded_even_for_root` (a real bomb without the limit
+/// would take the machine down); where the limit cannot be applied it must be refused.
+#[test]
+fn real_fork_bomb_under_the_process_limit_ends_with_the_call() {
+    let (_d, ws) = tempdir();
+    let limited = SandboxConfig {
+        limits: ResourceLimits {
+            processes: Some(32),
+            ..ResourceLimits::default()
+        },
+        ..SandboxConfig::default()
+    };
+    let env = [("PATH".to_owned(), PATH.to_owned())];
+    // `$$` is the launcher's pid (it exec'd the shell), which names the command's cgroup.
+    let bomb = ["sh", "-c", "echo $$; b() { b | b & }; b; sleep 1000"];
+    if !machine_applies(Mechanism::ProcessLimit, limited.clone()) {
+        assert_refused(
+            run_profile(&ws, &profile(Some(limited)), &bomb, 1_500, &env),
+            "the process limit",
+        );
+        return;
+    }
+    let out = run_profile(&ws, &profile(Some(limited)), &bomb, 1_500, &env).unwrap();
+    assert!(out.timed_out, "{out:?}");
+    let report = out.sandbox.unwrap();
+    assert!(
+        report.applied.contains(&Mechanism::ProcessLimit),
+        "{report:?}"
+    );
+    // The launcher's cgroup (named after its pid) was emptied and removed.
+    let pid = out
+        .stdout
+        .text
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(pid.parse::<u32>().is_ok(), "{:?}", out.stdout);
+    for base in ["/sys/fs/cgroup/pids/warrant", "/sys/fs/cgroup/warrant"] {
+        assert!(!Path::new(base).join(&pid).exists(), "{base}/{pid} is left");
+    }
+}
