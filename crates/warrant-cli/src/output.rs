@@ -340,6 +340,21 @@ impl Printer {
                 for l in out.lines().take(12) {
                     v.push(format!("         | {l}"));
                 }
+                // What the sandbox's egress proxy refused is worth a line of its own.
+                for refused in result
+                    .pointer("/egress/refused")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let field = |k: &str| refused.get(k).and_then(Value::as_str).unwrap_or("");
+                    v.push(format!(
+                        "         egress refused: {} {} ({})",
+                        field("method"),
+                        field("target"),
+                        field("reason")
+                    ));
+                }
                 v
             }
             _ => vec![format!("done     {tool}")],

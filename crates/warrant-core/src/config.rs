@@ -259,6 +259,11 @@ pub const DEFAULT_READ_ROOTS: &[&str] = &[
     "/etc/nsswitch.conf",
     "/etc/localtime",
     "/etc/alternatives",
+    // Name resolution (host network), harmless to read.
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
     "/dev/null",
     "/dev/zero",
     "/dev/random",

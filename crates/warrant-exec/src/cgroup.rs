@@ -64,7 +64,7 @@ pub fn release(pid: u32) -> usize {
     if !dir.exists() {
         return 0;
     }
-    let mut killed = 0;
+    let mut killed = std::collections::BTreeSet::new();
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
@@ -76,10 +76,10 @@ pub fn release(pid: u32) -> usize {
             break;
         }
         for p in pids {
-            if let Some(p) = rustix::process::Pid::from_raw(p)
-                && rustix::process::kill_process(p, rustix::process::Signal::KILL).is_ok()
+            if let Some(pid) = rustix::process::Pid::from_raw(p)
+                && rustix::process::kill_process(pid, rustix::process::Signal::KILL).is_ok()
             {
-                killed += 1;
+                killed.insert(p);
             }
         }
         if Instant::now() >= deadline {
@@ -91,7 +91,7 @@ pub fn release(pid: u32) -> usize {
     while std::fs::remove_dir(&dir).is_err() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    killed
+    killed.len()
 }
 
 /// Whether a pids cgroup could be made here (doctor and best effort).

@@ -17,7 +17,7 @@ use std::net::{IpAddr, Shutdown, TcpStream, ToSocketAddrs};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -178,8 +178,13 @@ pub struct EgressProxy {
     socket: PathBuf,
     log: Arc<Mutex<EgressLog>>,
     stop: Arc<AtomicBool>,
+    /// Connections accepted whose decision is not logged yet.
+    deciding: Arc<AtomicUsize>,
     accept: Option<JoinHandle<()>>,
 }
+
+/// How long [`EgressProxy::finish`] waits for connections still being decided.
+const DECIDE_WAIT: Duration = Duration::from_secs(1);
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -198,8 +203,10 @@ impl EgressProxy {
         let log = Arc::new(Mutex::new(EgressLog::default()));
         let stop = Arc::new(AtomicBool::new(false));
         let allow = Arc::new(allow);
+        let deciding = Arc::new(AtomicUsize::new(0));
         let accept = {
-            let (log, stop) = (Arc::clone(&log), Arc::clone(&stop));
+            let (log, stop, deciding) =
+                (Arc::clone(&log), Arc::clone(&stop), Arc::clone(&deciding));
             std::thread::spawn(move || {
                 for conn in listener.incoming() {
                     if stop.load(Ordering::SeqCst) {
@@ -207,7 +214,9 @@ impl EgressProxy {
                     }
                     let Ok(conn) = conn else { continue };
                     let (log, allow) = (Arc::clone(&log), Arc::clone(&allow));
-                    std::thread::spawn(move || handle(conn, &allow, &log));
+                    deciding.fetch_add(1, Ordering::SeqCst);
+                    let deciding = Arc::clone(&deciding);
+                    std::thread::spawn(move || handle(conn, &allow, &log, &deciding));
                 }
             })
         };
@@ -216,6 +225,7 @@ impl EgressProxy {
             socket,
             log,
             stop,
+            deciding,
             accept: Some(accept),
         })
     }
@@ -227,6 +237,10 @@ impl EgressProxy {
     /// Stop accepting, remove the socket, and return the log so far.
     pub fn finish(mut self) -> EgressLog {
         self.shutdown();
+        let until = std::time::Instant::now() + DECIDE_WAIT;
+        while self.deciding.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         std::mem::take(&mut *self.log.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
@@ -269,8 +283,21 @@ fn answer(conn: &mut UnixStream, status: &str, body: &str) {
     let _ = conn.shutdown(Shutdown::Write);
 }
 
-/// One client connection: read the head, decide, then tunnel or forward.
-fn handle(mut conn: UnixStream, allow: &Allowlist, log: &Mutex<EgressLog>) {
+/// One client connection: decide (counted in `deciding` until logged), then tunnel or forward.
+fn handle(conn: UnixStream, allow: &Allowlist, log: &Mutex<EgressLog>, deciding: &AtomicUsize) {
+    let decided = decide(conn, allow, log);
+    deciding.fetch_sub(1, Ordering::SeqCst);
+    if let Some((conn, upstream)) = decided {
+        tunnel(conn, upstream);
+    }
+}
+
+/// Read the head, check it, log the decision and answer; the two ends to join when allowed.
+fn decide(
+    mut conn: UnixStream,
+    allow: &Allowlist,
+    log: &Mutex<EgressLog>,
+) -> Option<(UnixStream, TcpStream)> {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
     let mut head = Vec::new();
     let mut buf = [0u8; 4096];
@@ -280,10 +307,10 @@ fn handle(mut conn: UnixStream, allow: &Allowlist, log: &Mutex<EgressLog>) {
         }
         if head.len() > HEAD_MAX {
             answer(&mut conn, "431 Request Header Fields Too Large", "");
-            return;
+            return None;
         }
         match conn.read(&mut buf) {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => return None,
             Ok(n) => head.extend_from_slice(&buf[..n]),
         }
     };
@@ -320,12 +347,11 @@ fn handle(mut conn: UnixStream, allow: &Allowlist, log: &Mutex<EgressLog>) {
         None
     };
     let Some((host, port, path)) = parsed else {
-        let target = uri.to_owned();
         record(
             log,
             EgressAttempt {
                 method: method.to_owned(),
-                target,
+                target: uri.to_owned(),
                 reason: Some(
                     "not a CONNECT host:port or plain-HTTP absolute-URI request".to_owned(),
                 ),
@@ -337,19 +363,17 @@ fn handle(mut conn: UnixStream, allow: &Allowlist, log: &Mutex<EgressLog>) {
             "400 Bad Request",
             "warrant egress proxy: send CONNECT host:port or an http:// absolute URI\n",
         );
-        return;
+        return None;
     };
     let target = if host.contains(':') {
         format!("[{host}]:{port}")
     } else {
         format!("{host}:{port}")
     };
+    // Every decision is logged before the client hears it, so a command that saw its answer
+    // and exited cannot end before its refusal is recorded.
     if let Err(reason) = allow.check(&host, port) {
-        answer(
-            &mut conn,
-            "403 Forbidden",
-            &format!("warrant egress proxy: {target} refused: {reason}\n"),
-        );
+        let body = format!("warrant egress proxy: {target} refused: {reason}\n");
         record(
             log,
             EgressAttempt {
@@ -359,7 +383,8 @@ fn handle(mut conn: UnixStream, allow: &Allowlist, log: &Mutex<EgressLog>) {
             },
             true,
         );
-        return;
+        answer(&mut conn, "403 Forbidden", &body);
+        return None;
     }
     let upstream = (host.as_str(), port)
         .to_socket_addrs()
@@ -377,11 +402,7 @@ fn handle(mut conn: UnixStream, allow: &Allowlist, log: &Mutex<EgressLog>) {
     let mut upstream = match upstream {
         Ok(s) => s,
         Err(reason) => {
-            answer(
-                &mut conn,
-                "502 Bad Gateway",
-                &format!("warrant egress proxy: {reason}\n"),
-            );
+            let body = format!("warrant egress proxy: {reason}\n");
             record(
                 log,
                 EgressAttempt {
@@ -391,7 +412,8 @@ fn handle(mut conn: UnixStream, allow: &Allowlist, log: &Mutex<EgressLog>) {
                 },
                 false,
             );
-            return;
+            answer(&mut conn, "502 Bad Gateway", &body);
+            return None;
         }
     };
     record(
@@ -412,10 +434,10 @@ fn handle(mut conn: UnixStream, allow: &Allowlist, log: &Mutex<EgressLog>) {
         }
     };
     if sent.is_err() || upstream.write_all(&rest).is_err() {
-        return;
+        return None;
     }
     let _ = conn.set_read_timeout(None);
-    tunnel(conn, upstream);
+    Some((conn, upstream))
 }
 
 fn tunnel(client: UnixStream, upstream: TcpStream) {

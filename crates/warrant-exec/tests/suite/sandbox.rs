@@ -235,6 +235,21 @@ fn tcp_connect_to_localhost() {
     let out = run_in(&ws, on(), None, &argv).unwrap();
     assert_ne!(out.exit_code, Some(0));
     assert!(out.stderr.text.contains("PermissionError"), "{out:?}");
+    // The namespace alone (the seccomp filter switched off) keeps the host's loopback out of
+    // reach too: nothing listens on the namespace's own 127.0.0.1.
+    let best = Some(SandboxConfig {
+        enforcement: Enforcement::BestEffort,
+        ..SandboxConfig::default()
+    });
+    if machine_applies(Mechanism::NetworkNamespace, SandboxConfig::default()) {
+        let out = run_in(&ws, best, Some(Mechanism::Seccomp), &argv).unwrap();
+        assert!(
+            out.stderr.text.contains("ConnectionRefusedError"),
+            "{out:?}"
+        );
+    } else {
+        assert_refused(run_in(&ws, on(), None, &argv), "a network namespace");
+    }
     // AF_UNIX stays allowed.
     let unix = run_in(
         &ws,
@@ -303,6 +318,13 @@ fn fork_bomb_is_bounded_even_for_root() {
     // Negative control: without the limit all 200 start.
     let out = run_in(&ws, on(), None, &["sh", "-c", script]).unwrap();
     assert_eq!(started(), 200, "{out:?}");
+    if !machine_applies(Mechanism::ProcessLimit, limited.clone().unwrap()) {
+        assert_refused(
+            run_in(&ws, limited, None, &["sh", "-c", script]),
+            "the process limit",
+        );
+        return;
+    }
     let out = run_in(&ws, limited, None, &["sh", "-c", script]).unwrap();
     let n = started();
     assert!(n < 32, "{n} processes started under a limit of 32: {out:?}");
@@ -556,6 +578,14 @@ fn egress_goes_only_through_the_proxy_to_listed_hosts() {
     let port_s = port.to_string();
     let env = [("PATH".to_owned(), PATH.to_owned())];
     let argv = ["python3", "-c", FETCH, port_s.as_str()];
+    let listed = allow(&[format!("localhost:{port}")]);
+    if !machine_applies(Mechanism::EgressProxy, listed.sandbox.clone().unwrap()) {
+        assert_refused(
+            run_profile(&ws, &listed, &argv, 60_000, &env),
+            "could not be applied",
+        );
+        return;
+    }
     let out = run_profile(
         &ws,
         &allow(&[format!("localhost:{port}")]),
@@ -716,6 +746,13 @@ fn timeout_with_a_grandchild_holding_the_pipe_and_one_escaping_the_group() {
         },
         ..SandboxConfig::default()
     }));
+    if !machine_applies(Mechanism::ProcessLimit, limited.sandbox.clone().unwrap()) {
+        assert_refused(
+            run_profile(&ws, &limited, &["sh", "-c", script], 500, &env),
+            "the process limit",
+        );
+        return;
+    }
     // Negative control: without the cgroup the escaped process survives the call.
     let out = run_profile(&ws, &profile(on()), &["sh", "-c", script], 500, &env).unwrap();
     assert!(out.timed_out, "{out:?}");
@@ -803,4 +840,68 @@ fn printing_a_gibibyte_is_bounded() {
     };
     let out = run_profile(&ws, &roomy, &argv, 120_000, &env).unwrap();
     assert!(out.stdout.text.len() > 1 << 20, "{}", out.stdout.text.len());
+}
+
+/// Whether this machine applies `mechanism` for `config` (asked under `best_effort`, so the
+/// launcher reports instead of refusing). Tests use it to assert the refusal where it does not.
+fn machine_applies(mechanism: Mechanism, config: SandboxConfig) -> bool {
+    let (_d, ws) = tempdir();
+    let best = SandboxConfig {
+        enforcement: Enforcement::BestEffort,
+        ..config
+    };
+    let out = run_profile(&ws, &profile(Some(best)), &["true"], 10_000, &[]).unwrap();
+    out.sandbox.is_some_and(|r| r.applied.contains(&mechanism))
+}
+
+/// Where `mechanism` is unavailable, a `required` profile must refuse, naming it.
+fn assert_refused(result: Result<ExecOutcome, ExecError>, what: &str) {
+    let err = result.unwrap_err();
+    assert_eq!(err.code(), "W-EXEC-021", "{err}");
+    assert!(err.to_string().contains(what), "{err}");
+}
+
+/// A real, unbounded fork bomb (every process starts two more, forever) under a process limit:
+/// the call returns at its timeout, nothing is left running, and the cgroup is gone. Its control
+/// is the counted variant in `fork_bomb_is_bounded_even_for_root` (a real bomb without the limit
+/// would take the machine down); where the limit cannot be applied it must be refused.
+#[test]
+fn real_fork_bomb_under_the_process_limit_ends_with_the_call() {
+    let (_d, ws) = tempdir();
+    let limited = SandboxConfig {
+        limits: ResourceLimits {
+            processes: Some(32),
+            ..ResourceLimits::default()
+        },
+        ..SandboxConfig::default()
+    };
+    let env = [("PATH".to_owned(), PATH.to_owned())];
+    // `$$` is the launcher's pid (it exec'd the shell), which names the command's cgroup.
+    let bomb = ["sh", "-c", "echo $$; b() { b | b & }; b; sleep 1000"];
+    if !machine_applies(Mechanism::ProcessLimit, limited.clone()) {
+        assert_refused(
+            run_profile(&ws, &profile(Some(limited)), &bomb, 1_500, &env),
+            "the process limit",
+        );
+        return;
+    }
+    let out = run_profile(&ws, &profile(Some(limited)), &bomb, 1_500, &env).unwrap();
+    assert!(out.timed_out, "{out:?}");
+    let report = out.sandbox.unwrap();
+    assert!(
+        report.applied.contains(&Mechanism::ProcessLimit),
+        "{report:?}"
+    );
+    // The launcher's cgroup (named after its pid) was emptied and removed.
+    let pid = out
+        .stdout
+        .text
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(pid.parse::<u32>().is_ok(), "{:?}", out.stdout);
+    for base in ["/sys/fs/cgroup/pids/warrant", "/sys/fs/cgroup/warrant"] {
+        assert!(!Path::new(base).join(&pid).exists(), "{base}/{pid} is left");
+    }
 }
