@@ -156,6 +156,7 @@ impl Printer {
                 request_id,
                 presentation,
                 risk,
+                asked,
                 ..
             } => {
                 let mut v = vec![format!(
@@ -163,6 +164,9 @@ impl Printer {
                     presentation.title,
                     risk.as_str()
                 )];
+                if let Some(a) = asked {
+                    v.push(format!("         asked of {}", a.describe()));
+                }
                 for l in presentation.body.lines().take(40) {
                     v.push(format!("         | {l}"));
                 }
@@ -186,6 +190,19 @@ impl Printer {
             } => vec![format!(
                 "denied   {request_id} by {} (via {}): {reason}",
                 approver.actor, approver.via
+            )],
+            RunEvent::ApprovalRejected {
+                request_id,
+                reason,
+                detail,
+                approver,
+            } => vec![format!(
+                "rejected approval of {request_id}{} ({}): {detail}",
+                approver
+                    .as_ref()
+                    .map(|a| format!(" by {}", a.actor))
+                    .unwrap_or_default(),
+                reason.as_str()
             )],
             RunEvent::RunParked { request_id } => vec![
                 format!("parked   waiting for a person to answer {request_id}"),

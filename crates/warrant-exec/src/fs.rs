@@ -777,6 +777,18 @@ pub fn preview_text(path: &CanonicalPath) -> Option<String> {
     Some(String::from_utf8_lossy(&buf).into_owned())
 }
 
+/// SHA-256 of the whole regular file at `path` (links not followed), `None` when there is no
+/// regular file. What a shown diff was computed against; approvals bind to it.
+pub fn content_digest(path: &CanonicalPath) -> Option<warrant_core::Digest> {
+    let meta = std::fs::symlink_metadata(path.as_path()).ok()?;
+    if !meta.file_type().is_file() {
+        return None;
+    }
+    std::fs::read(path.as_path())
+        .ok()
+        .map(|bytes| warrant_core::Digest::of_bytes(&bytes))
+}
+
 /// Whether something (of any kind, links not followed) is at `path`: decides between
 /// `fs.create` and `fs.write` when a write is normalized.
 pub fn exists(path: &CanonicalPath) -> bool {

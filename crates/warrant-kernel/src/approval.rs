@@ -58,6 +58,78 @@ pub fn prove_resolution(secret: &[u8], input: &ProofInput<'_>, resolution: &str)
     }
 }
 
+/// The binding of a v2 approval record: v1 plus its expiry. The record carries the binding it
+/// claims (run, request, park, expiry); the proof covers the claim, and the ring then compares
+/// the claim with the run it is about to act in, so a refusal can say which part did not match.
+#[derive(Debug)]
+pub struct BoundInput<'a> {
+    pub base: ProofInput<'a>,
+    pub expires_at: warrant_core::Timestamp,
+}
+
+fn message_v2(input: &BoundInput<'_>) -> String {
+    let b = &input.base;
+    let v = json!({
+        "v": 2,
+        "run": b.run,
+        "request": b.request,
+        "park": b.park_seq,
+        "digest": b.digest,
+        "approver": {"tenant": b.approver.tenant, "actor": b.approver.actor},
+        "scope": b.scope.as_str(),
+        "expires_at": input.expires_at.millis(),
+    });
+    canonical_json(&v).unwrap_or_default()
+}
+
+pub fn prove_bound(secret: &[u8], input: &BoundInput<'_>) -> String {
+    match HmacSha256::new_from_slice(secret) {
+        Ok(mut mac) => {
+            mac.update(message_v2(input).as_bytes());
+            hex::encode(mac.finalize().into_bytes())
+        }
+        Err(_) => String::new(),
+    }
+}
+
+pub fn verify_bound(secret: &[u8], input: &BoundInput<'_>, proof: &str) -> bool {
+    let Ok(bytes) = hex::decode(proof) else {
+        return false;
+    };
+    match HmacSha256::new_from_slice(secret) {
+        Ok(mut mac) => {
+            mac.update(message_v2(input).as_bytes());
+            mac.verify_slice(&bytes).is_ok()
+        }
+        Err(_) => false,
+    }
+}
+
+#[cfg(feature = "testing")]
+thread_local! {
+    static UNCHECKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the ring checks approval records at time of use. Always `true` in the shipped
+/// binary; the kernel's `testing` feature lets a test switch the checks off on its own thread
+/// to show that the attacks it refuses would otherwise succeed (the negative control).
+pub fn checks_enabled() -> bool {
+    #[cfg(feature = "testing")]
+    {
+        !UNCHECKED.with(std::cell::Cell::get)
+    }
+    #[cfg(not(feature = "testing"))]
+    {
+        true
+    }
+}
+
+/// Test only: switch the time-of-use checks off (or on again) for the calling thread.
+#[cfg(feature = "testing")]
+pub fn set_checks_for_this_thread(enabled: bool) {
+    UNCHECKED.with(|c| c.set(!enabled));
+}
+
 /// Constant-time check of a proof.
 pub fn verify(secret: &[u8], input: &ProofInput<'_>, proof: &str) -> bool {
     let Ok(bytes) = hex::decode(proof) else {

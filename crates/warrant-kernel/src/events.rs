@@ -4,7 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use warrant_core::{Action, CanonicalPath, Digest, Principal, RequestId, RiskClass, Timestamp};
+use warrant_core::{
+    Action, CanonicalPath, Digest, Principal, RequestId, RiskClass, RunId, Timestamp,
+};
+
+pub use crate::authority::{AskedOf, RejectReason};
 use warrant_store::StoredEvent;
 
 use crate::error::KernelError;
@@ -102,6 +106,16 @@ pub struct Approver {
     pub via: String,
 }
 
+/// What a granted approval claims to be bound to, besides digest, approver and scope. The
+/// proof covers these; the ring compares them with the run, park and clock at time of use.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Binding {
+    pub run: RunId,
+    pub request: RequestId,
+    pub park: u64,
+    pub expires_at: Timestamp,
+}
+
 /// What the person was shown, exactly; the approval binds to `digest`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Presentation {
@@ -195,6 +209,14 @@ pub enum RunEvent {
         digest: Digest,
         risk: RiskClass,
         presentation: Presentation,
+        /// When set, `digest` is the bound digest (actions + what was shown + the base state
+        /// of what they change) and this is the digest of the actions alone. Absent in older
+        /// logs, where `digest` is the actions' digest.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        action_digest: Option<Digest>,
+        /// Who the request is put to, and why it fell through to them (absent in older logs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        asked: Option<AskedOf>,
     },
     ApprovalGranted {
         request_id: RequestId,
@@ -202,8 +224,21 @@ pub enum RunEvent {
         scope: Scope,
         digest: Digest,
         /// HMAC-SHA256 under the installation secret over run, request, park, digest,
-        /// approver and scope.
+        /// approver and scope (and, with a binding, the binding's expiry).
         proof: String,
+        /// Run, request, park and expiry the approval claims (absent in older logs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        binding: Option<Binding>,
+    },
+    /// An approval was refused: at time of use (forged, another run or park, replayed, the
+    /// action changed, expired; the person is asked again) or when given (by someone not
+    /// eligible, against four eyes, on someone's behalf; the request stays open).
+    ApprovalRejected {
+        request_id: RequestId,
+        reason: RejectReason,
+        detail: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approver: Option<Approver>,
     },
     ApprovalDenied {
         request_id: RequestId,
@@ -277,6 +312,7 @@ impl RunEvent {
             Self::ApprovalRequested { .. } => "approval_requested",
             Self::ApprovalGranted { .. } => "approval_granted",
             Self::ApprovalDenied { .. } => "approval_denied",
+            Self::ApprovalRejected { .. } => "approval_rejected",
             Self::RunParked { .. } => "run_parked",
             Self::RunResumed { .. } => "run_resumed",
             Self::EffectStarted { .. } => "effect_started",

@@ -2,6 +2,7 @@
 //! The ring is the only code that constructs [`Authorized`], so the only way to an executor.
 
 pub mod approval;
+pub mod authority;
 pub mod authorized;
 pub mod error;
 pub mod events;
@@ -10,11 +11,12 @@ pub mod ring;
 pub mod state;
 pub mod tool;
 
+pub use authority::{ApprovalRules, Governed};
 pub use authorized::Authorized;
 pub use error::KernelError;
 pub use events::{
-    Approver, CallRecord, DeniedBy, Outcome, Presentation, ReasonRecord, Resolution, RunEvent,
-    RunSettings, Scope, Verdict,
+    Approver, AskedOf, Binding, CallRecord, DeniedBy, Outcome, Presentation, ReasonRecord,
+    RejectReason, Resolution, RunEvent, RunSettings, Scope, Verdict,
 };
 pub use ring::{
     Answer, CallStep, DecisionPoint, NewRunSpec, NoPrompter, Observer, PolicyVerdict, PromptView,

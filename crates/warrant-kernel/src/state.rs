@@ -5,13 +5,16 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use warrant_core::{Action, CanonicalPath, Digest, Principal, RequestId, RiskClass, RunId, Verb};
+use warrant_core::{
+    Action, CanonicalPath, Digest, Principal, RequestId, RiskClass, RunId, Timestamp, Verb,
+};
 use warrant_store::StoredEvent;
 
+use crate::authority::{AskedOf, RejectReason, session_pattern};
 use crate::error::KernelError;
 use crate::events::{
-    Approver, CallRecord, DeniedBy, Outcome, Presentation, ReasonRecord, Resolution, RunEvent,
-    RunSettings, Scope, Verdict,
+    Approver, Binding, CallRecord, DeniedBy, Outcome, Presentation, ReasonRecord, Resolution,
+    RunEvent, RunSettings, Scope, Verdict,
 };
 
 #[derive(Clone, Debug, PartialEq)]
@@ -53,6 +56,7 @@ pub enum RequestAnswer {
         scope: Scope,
         digest: Digest,
         proof: String,
+        binding: Option<Binding>,
     },
     Denied {
         approver: Approver,
@@ -84,6 +88,13 @@ pub struct RequestState {
     pub used: bool,
     /// For an in-doubt request: who resolved it, and how.
     pub resolution: Option<(Resolution, Approver)>,
+    /// The digest of the actions alone when `digest` is the bound digest (see
+    /// `ApprovalRequested::action_digest`).
+    pub action_digest: Option<Digest>,
+    /// Who the request is put to.
+    pub asked: Option<AskedOf>,
+    /// Set when its approval was refused at time of use; the call asks again.
+    pub rejected: Option<RejectReason>,
 }
 
 /// A session-scoped approval: same verb on the same target, for this run only.
@@ -91,6 +102,12 @@ pub struct RequestState {
 pub struct SessionGrant {
     pub request: RequestId,
     pub covers: Vec<(Verb, String)>,
+    /// The risk class the approval was given for (absent for grants from older logs, which
+    /// cover exactly `covers`).
+    pub class: Option<RiskClass>,
+    /// Resource patterns covered (`session_pattern`).
+    pub patterns: Vec<String>,
+    pub expires_at: Option<Timestamp>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -154,6 +171,32 @@ impl RunState {
         })
     }
 
+    /// A session grant of this run covering `actions` of class `risk` at `now`: the same class,
+    /// every action on a covered resource pattern, not expired. Grants from older logs cover
+    /// exactly the verb and target they were given for.
+    pub fn session_grant_at(
+        &self,
+        actions: &[Action],
+        risk: RiskClass,
+        now: Timestamp,
+    ) -> Option<&RequestId> {
+        self.session_grants.iter().find_map(|g| {
+            let covered = match g.class {
+                None => actions
+                    .iter()
+                    .all(|a| g.covers.contains(&(a.verb(), a.target()))),
+                Some(class) => {
+                    class == risk
+                        && g.expires_at.is_none_or(|e| now < e)
+                        && actions
+                            .iter()
+                            .all(|a| g.patterns.contains(&session_pattern(a)))
+                }
+            };
+            covered.then_some(&g.request)
+        })
+    }
+
     fn inconsistent(&self, message: impl Into<String>) -> KernelError {
         KernelError::Inconsistent {
             run: self.run.to_string(),
@@ -210,6 +253,7 @@ impl RunState {
             | RunEvent::ApprovalRequested { .. }
             | RunEvent::ApprovalGranted { .. }
             | RunEvent::ApprovalDenied { .. }
+            | RunEvent::ApprovalRejected { .. }
             | RunEvent::RunParked { .. }
             | RunEvent::RunResumed { .. }
             | RunEvent::EffectStarted { .. }
@@ -305,6 +349,8 @@ impl RunState {
                 digest,
                 risk,
                 presentation,
+                action_digest,
+                asked,
             } => {
                 self.call_mut(&call_id)?.request = Some(request_id.clone());
                 self.requests.insert(
@@ -320,6 +366,9 @@ impl RunState {
                         answer: None,
                         used: false,
                         resolution: None,
+                        action_digest,
+                        asked,
+                        rejected: None,
                     },
                 );
             }
@@ -329,6 +378,7 @@ impl RunState {
                 scope,
                 digest,
                 proof,
+                binding,
             } => {
                 let request = self.request_mut(&request_id)?;
                 request.answer = Some(RequestAnswer::Granted {
@@ -336,7 +386,19 @@ impl RunState {
                     scope,
                     digest,
                     proof,
+                    binding,
                 });
+            }
+            RunEvent::ApprovalRejected {
+                request_id, reason, ..
+            } => {
+                if reason.at_time_of_use() {
+                    let request = self.request_mut(&request_id)?;
+                    request.rejected = Some(reason);
+                    let call_id = request.call_id.clone();
+                    // The call asks again: a fresh request shows what would run now.
+                    self.call_mut(&call_id)?.request = None;
+                }
             }
             RunEvent::ApprovalDenied {
                 request_id,
@@ -362,14 +424,24 @@ impl RunState {
                     }) = &request.answer
                     {
                         let request_id = id.clone();
-                        let covers = self
+                        let (class, expires_at) = match &request.answer {
+                            Some(RequestAnswer::Granted {
+                                binding: Some(b), ..
+                            }) => (Some(request.risk), Some(b.expires_at)),
+                            Some(RequestAnswer::Granted { binding: None, .. })
+                            | Some(RequestAnswer::Denied { .. })
+                            | None => (None, None),
+                        };
+                        let actions = self
                             .call(&call_id)
-                            .and_then(|c| c.actions.as_ref())
-                            .map(|actions| actions.iter().map(|a| (a.verb(), a.target())).collect())
+                            .and_then(|c| c.actions.clone())
                             .unwrap_or_default();
                         self.session_grants.push(SessionGrant {
                             request: request_id,
-                            covers,
+                            covers: actions.iter().map(|a| (a.verb(), a.target())).collect(),
+                            class,
+                            patterns: actions.iter().map(session_pattern).collect(),
+                            expires_at,
                         });
                     }
                 }
@@ -433,6 +505,9 @@ impl RunState {
                         answer: None,
                         used: false,
                         resolution: None,
+                        action_digest: None,
+                        asked: None,
+                        rejected: None,
                     },
                 );
             }

@@ -50,6 +50,13 @@ pub trait Tool: Send + Sync {
     /// What a person is shown before approving these exact actions.
     fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation;
 
+    /// The state the actions are shown against, which an approval also binds to: e.g. the
+    /// hash of the file a diff was computed from. A change there means the person saw
+    /// something else, so the approval no longer applies. `Null` when nothing is read.
+    fn base(&self, _actions: &[Action], _env: &ToolEnv) -> Value {
+        Value::Null
+    }
+
     /// Runs the authorized actions. Failures are results (`ok: false`), not errors: the
     /// model is told what went wrong.
     fn execute(

@@ -130,6 +130,25 @@ pub fn preview_write(path: &CanonicalPath, content: &str, env: &ToolEnv) -> Stri
         .to_string()
 }
 
+/// The content hash of every file a write, create or delete would change (`null` where there
+/// is no regular file): the base a diff or a deletion was shown against.
+fn file_bases(actions: &[Action]) -> Value {
+    Value::Array(
+        actions
+            .iter()
+            .map(|a| match a {
+                Action::FsWrite { path, .. }
+                | Action::FsCreate { path, .. }
+                | Action::FsDelete { path, .. } => json!(warrant_exec::fs::content_digest(path)),
+                Action::FsRead { .. }
+                | Action::FsList { .. }
+                | Action::FsSearch { .. }
+                | Action::ShellExec { .. } => Value::Null,
+            })
+            .collect(),
+    )
+}
+
 struct ReadFile(ToolSpec);
 struct WriteFile(ToolSpec);
 struct ListDir(ToolSpec);
@@ -174,6 +193,9 @@ impl Tool for WriteFile {
         } else {
             Action::FsCreate { path, content }
         }])
+    }
+    fn base(&self, actions: &[Action], _env: &ToolEnv) -> Value {
+        file_bases(actions)
     }
     fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation {
         let mut title = Vec::new();
@@ -275,6 +297,9 @@ impl Tool for DeletePath {
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
         }])
+    }
+    fn base(&self, actions: &[Action], _env: &ToolEnv) -> Value {
+        file_bases(actions)
     }
     fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation {
         let mut p = describe_paths("delete", actions, env);

@@ -31,6 +31,24 @@ fn run_events(sb: &Sandbox, yaml: &str) -> Vec<Value> {
     sb.last_run().1
 }
 
+/// Runs the attack with nobody at the terminal; every request it parks on is approved (by the
+/// sandbox's person) and the run resumed, until it ends. Returns the run's events.
+fn run_events_approving(sb: &Sandbox, yaml: &str) -> Vec<Value> {
+    let model = sb.transcript(yaml);
+    let mut out = sb.run(&["run", "--prompt", "never", "--model", &model, "attack"]);
+    for _ in 0..5 {
+        if out.status.code() != Some(10) {
+            break;
+        }
+        let request = parked_request(&out);
+        assert_eq!(sb.run(&["approve", &request]).status.code(), Some(0));
+        let (run, _) = sb.last_run();
+        out = sb.run(&["resume", "--prompt", "never", &run]);
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    sb.last_run().1
+}
+
 fn count(events: &[Value], kind: &str) -> usize {
     events.iter().filter(|e| e["kind"] == kind).count()
 }
@@ -56,10 +74,13 @@ fn reading_env_is_denied_and_the_token_never_reaches_the_log_control_without_the
     );
     assert_eq!(search["payload"]["result"]["lines"], Value::Array(vec![]));
 
+    // Without the forbid, reading .env is still `secret`, so a person is asked; once they
+    // approve, the token is read.
     let control = Sandbox::init();
     without_policy(&control, "no-secret-files");
-    let events = run_events(&control, attack);
+    let events = run_events_approving(&control, attack);
     assert_eq!(count(&events, "effect_denied"), 0);
+    assert_eq!(count(&events, "approval_requested"), 1);
     assert!(
         serde_json::to_string(&events).unwrap().contains(TOKEN),
         "control: without the forbid the read succeeds"
@@ -82,12 +103,12 @@ fn warrant_state_is_private_control_without_the_forbid() {
     let control = Sandbox::init();
     without_policy(&control, "warrant-state-private");
     let secret = fs::read_to_string(control.ws.join(".warrant/keys/installation.secret")).unwrap();
-    let events = run_events(&control, attack);
+    let events = run_events_approving(&control, attack);
     assert!(
         serde_json::to_string(&events)
             .unwrap()
             .contains(secret.trim()),
-        "control: readable without the forbid"
+        "control: readable (after a person approves the secret-class read) without the forbid"
     );
 }
 
@@ -142,8 +163,8 @@ fn a_symlink_to_outside_is_judged_by_its_target_control_with_a_policy_allowing_o
 }
 
 /// An attacker who can write the store but does not hold the installation secret forges an
-/// approval for a different action. The proof does not verify and nothing runs; the untouched
-/// approval (control) runs.
+/// approval for a different scope. The proof does not verify, nothing runs, the refusal is
+/// recorded by name and the person is asked again; the untouched approval (control) runs.
 #[test]
 fn a_forged_approval_in_the_store_is_refused_control_the_genuine_one_runs() {
     let attack = "version: 1\nturns:\n  - calls:\n      - tool: delete_path\n        args: { path: build, recursive: true }\n  - say: done\n";
@@ -167,20 +188,19 @@ fn a_forged_approval_in_the_store_is_refused_control_the_genuine_one_runs() {
             )
             .unwrap();
         }
-        let out = sb.run(&["resume", &run]);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let out = sb.run(&["resume", "--prompt", "never", &run]);
+        let want = if forge { 10 } else { 0 };
+        assert_eq!(out.status.code(), Some(want), "{}", stderr(&out));
         (sb.exists("build"), sb.last_run().1)
     };
     let (build_exists, events) = attempt(true);
     assert!(build_exists, "a forged approval must not delete anything");
-    let denied = events
+    let rejected = events
         .iter()
-        .find(|e| e["kind"] == "effect_denied")
+        .find(|e| e["kind"] == "approval_rejected")
         .unwrap();
-    assert_eq!(
-        denied["payload"]["denied"]["reasons"][0]["policy"],
-        "builtin:approval-binding"
-    );
+    assert_eq!(rejected["payload"]["reason"], "forged");
+    assert_eq!(count(&events, "approval_requested"), 2, "asked again");
 
     let (build_exists, events) = attempt(false);
     assert!(

@@ -1,0 +1,402 @@
+//! Who may approve, as a scenario table: risk class × approver × scope → outcome, under an
+//! identity directory with a responsible team, the administrators, and four eyes on
+//! destructive actions. Then: where a request falls through to, and what a `session` approval
+//! covers (same class, same resource pattern, this run, until it expires).
+
+use std::collections::BTreeMap;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use warrant_core::directory::Directory;
+use warrant_core::risk::{RiskRuleConfig, RiskRules};
+use warrant_core::{FixedClock, Principal, PrincipalKind, RequestId, RiskClass, Timestamp};
+use warrant_kernel::pdp::Pdp;
+use warrant_kernel::{
+    Answer, ApprovalRules, CallStep, Governed, KernelError, NoPrompter, Ring, RunState, Scope,
+};
+use warrant_store::EventStore;
+
+use super::harness::{SECRET, World, principal, settings};
+
+const DIRECTORY: &str = r#"
+admins = ["root"]
+[people.alice]
+teams = ["payments"]
+[people.bob]
+teams = ["payments"]
+[people.carol]
+teams = ["web"]
+[teams.payments]
+[teams.web]
+[teams.empty]
+"#;
+
+fn rules(team: Option<&str>) -> ApprovalRules {
+    let four_eyes = BTreeMap::from([(
+        "destructive".to_owned(),
+        RiskRuleConfig {
+            four_eyes: Some(true),
+            ..Default::default()
+        },
+    )]);
+    ApprovalRules {
+        risk: RiskRules::resolve(&[("managed", &four_eyes)]).unwrap(),
+        directory: Some(Directory::parse("directory.toml", DIRECTORY).unwrap()),
+        team: team.map(str::to_owned),
+    }
+}
+
+fn user(actor: &str) -> Principal {
+    principal(actor, PrincipalKind::User)
+}
+
+/// Alice's run parked on one command of the given class.
+fn parked_on(w: &World, ring: &Ring<'_>, class: RiskClass) -> (RunState, String, RequestId) {
+    let argv = match class {
+        RiskClass::Change => json!(["touch", "x"]),
+        RiskClass::Destructive => json!(["rm", "notes.txt"]),
+        RiskClass::External => json!(["curl", "https://example.invalid"]),
+        RiskClass::Read | RiskClass::Secret | RiskClass::Irreversible => {
+            panic!("no row uses {class:?}")
+        }
+    };
+    let mut state = w.start(ring, settings());
+    let call = w.propose(ring, &mut state, "run_command", json!({ "argv": argv }));
+    let CallStep::Parked(request) = w.process(ring, &mut state, &call, &mut NoPrompter) else {
+        panic!("not parked")
+    };
+    assert_eq!(state.requests[&request].risk, class);
+    (state, call, request)
+}
+
+/// `runs` (the effect ran) or `refused <reason>` with the reason recorded in the log.
+fn attempt(class: RiskClass, approver: &Principal, scope: Scope) -> String {
+    let w = World::new();
+    let pdp = Pdp(&w.engine);
+    let governed = Governed {
+        inner: &pdp,
+        rules: rules(Some("payments")),
+    };
+    let ring = Ring {
+        pdp: &governed,
+        ..w.ring(&pdp, SECRET)
+    };
+    let (mut state, call, request) = parked_on(&w, &ring, class);
+    match ring.answer(
+        &mut state,
+        &request,
+        approver,
+        "cli",
+        Answer::Approve(scope),
+    ) {
+        Ok(()) => {
+            ring.resume(&mut state, approver).unwrap();
+            let step = w.process(&ring, &mut state, &call, &mut NoPrompter);
+            assert_eq!(step, CallStep::Done);
+            "runs".into()
+        }
+        Err(e) => {
+            let recorded = w
+                .store
+                .events(&state.run)
+                .unwrap()
+                .last()
+                .map(|e| (e.kind.clone(), e.payload["reason"].clone()))
+                .unwrap();
+            let reason = if let KernelError::ApprovalRefused { reason, .. } = &e {
+                reason.as_str().to_owned()
+            } else {
+                assert!(
+                    matches!(e, KernelError::AgentCannotApprove { .. }),
+                    "unexpected {e:?}"
+                );
+                "on_behalf".into()
+            };
+            assert_eq!(
+                recorded,
+                ("approval_rejected".to_owned(), Value::from(reason.as_str())),
+                "the refusal is recorded"
+            );
+            assert!(state.requests[&request].answer.is_none(), "still open");
+            format!("refused {reason} ({})", e.code_str())
+        }
+    }
+}
+
+trait CodeStr {
+    fn code_str(&self) -> &'static str;
+}
+
+impl CodeStr for KernelError {
+    fn code_str(&self) -> &'static str {
+        warrant_core::Coded::code(self)
+    }
+}
+
+#[test]
+fn who_may_approve_scenario_table() {
+    let agent_for_alice = Principal {
+        on_behalf_of: Some("alice".into()),
+        ..principal("helper-bot", PrincipalKind::Agent)
+    };
+    let user_for_alice = Principal {
+        on_behalf_of: Some("alice".into()),
+        ..user("assistant")
+    };
+    // (class, approver, scope) -> outcome. Alice's run; team payments = alice, bob; root admin.
+    let rows: Vec<(RiskClass, Principal, Scope, &str)> = vec![
+        (RiskClass::Change, user("alice"), Scope::Once, "runs"),
+        (RiskClass::Change, user("bob"), Scope::Session, "runs"),
+        (RiskClass::Change, user("root"), Scope::Once, "runs"),
+        (
+            RiskClass::Change,
+            user("carol"),
+            Scope::Once,
+            "refused not_eligible (W-APPROVAL-020)",
+        ),
+        (
+            RiskClass::Change,
+            user("mallory"),
+            Scope::Once,
+            "refused not_eligible (W-APPROVAL-020)",
+        ),
+        (RiskClass::External, user("bob"), Scope::Once, "runs"),
+        (RiskClass::External, user("alice"), Scope::Once, "runs"),
+        (
+            RiskClass::Destructive,
+            user("alice"),
+            Scope::Once,
+            "refused four_eyes (W-APPROVAL-021)",
+        ),
+        (
+            RiskClass::Destructive,
+            user("alice"),
+            Scope::Session,
+            "refused four_eyes (W-APPROVAL-021)",
+        ),
+        (RiskClass::Destructive, user("bob"), Scope::Once, "runs"),
+        (RiskClass::Destructive, user("root"), Scope::Session, "runs"),
+        (
+            RiskClass::Destructive,
+            user("carol"),
+            Scope::Once,
+            "refused not_eligible (W-APPROVAL-020)",
+        ),
+        (
+            RiskClass::Destructive,
+            agent_for_alice.clone(),
+            Scope::Once,
+            "refused on_behalf (W-APPROVAL-003)",
+        ),
+        (
+            RiskClass::Change,
+            agent_for_alice,
+            Scope::Once,
+            "refused on_behalf (W-APPROVAL-003)",
+        ),
+        (
+            RiskClass::Change,
+            user_for_alice,
+            Scope::Once,
+            "refused on_behalf (W-APPROVAL-022)",
+        ),
+    ];
+    let got: Vec<String> = rows
+        .iter()
+        .map(|(class, who, scope, _)| {
+            format!(
+                "{} by {} ({}): {}",
+                class.as_str(),
+                who.actor,
+                scope.as_str(),
+                attempt(*class, who, *scope)
+            )
+        })
+        .collect();
+    let want: Vec<String> = rows
+        .iter()
+        .map(|(class, who, scope, outcome)| {
+            format!(
+                "{} by {} ({}): {outcome}",
+                class.as_str(),
+                who.actor,
+                scope.as_str()
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_request_falls_through_to_the_administrators_with_the_reason() {
+    let alice = user("alice");
+    type Asked<'a> = (Option<&'a str>, Vec<&'a str>, Option<&'a str>);
+    let table: Vec<(Option<&str>, Asked<'_>)> = vec![
+        (
+            Some("payments"),
+            (Some("payments"), vec!["alice", "bob"], None),
+        ),
+        (
+            Some("empty"),
+            (
+                None,
+                vec!["root"],
+                Some("the project's team `empty` has no members in the identity directory"),
+            ),
+        ),
+        (
+            None,
+            (
+                None,
+                vec!["root"],
+                Some(
+                    "the project names no responsible team ([approvals] team in .warrant/config.toml)",
+                ),
+            ),
+        ),
+    ];
+    for (team, (want_team, want_people, want_why)) in table {
+        let asked = rules(team).asked_of(&alice, RiskClass::Change);
+        assert_eq!(
+            (
+                asked.team.as_deref(),
+                asked.people.iter().map(String::as_str).collect::<Vec<_>>(),
+                asked.fell_through.as_deref()
+            ),
+            (want_team, want_people, want_why),
+            "{team:?}"
+        );
+    }
+
+    // The reason is in the ApprovalRequested record and the request index; bob (not an
+    // admin) may not answer, root may.
+    let w = World::new();
+    let pdp = Pdp(&w.engine);
+    let governed = Governed {
+        inner: &pdp,
+        rules: rules(None),
+    };
+    let ring = Ring {
+        pdp: &governed,
+        ..w.ring(&pdp, SECRET)
+    };
+    let (mut state, _, request) = parked_on(&w, &ring, RiskClass::Change);
+    let asked = state.requests[&request].asked.clone().unwrap();
+    assert_eq!(asked.people, vec!["root".to_owned()]);
+    let row = w.store.request(&request).unwrap().unwrap();
+    assert_eq!(
+        row.summary["fell_through"],
+        json!("the project names no responsible team ([approvals] team in .warrant/config.toml)")
+    );
+    assert!(
+        ring.answer(
+            &mut state,
+            &request,
+            &user("bob"),
+            "cli",
+            Answer::Approve(Scope::Once)
+        )
+        .is_err()
+    );
+    ring.answer(
+        &mut state,
+        &request,
+        &user("root"),
+        "cli",
+        Answer::Approve(Scope::Once),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_session_approval_covers_the_same_class_and_pattern_in_this_run_until_it_expires() {
+    let w = World::new();
+    let pdp = Pdp(&w.engine);
+    let start = Timestamp::from_millis(1_767_225_600_000).unwrap();
+    let t0 = FixedClock(start);
+    let ring = Ring {
+        clock: &t0,
+        ..w.ring(&pdp, SECRET)
+    };
+    let mut state = w.start(&ring, settings());
+    let first = w.propose(
+        &ring,
+        &mut state,
+        "delete_path",
+        json!({"path": "build/obj/a.o"}),
+    );
+    let CallStep::Parked(request) = w.process(&ring, &mut state, &first, &mut NoPrompter) else {
+        panic!("not parked")
+    };
+    ring.answer(
+        &mut state,
+        &request,
+        &user("bob"),
+        "cli",
+        Answer::Approve(Scope::Session),
+    )
+    .unwrap();
+    ring.resume(&mut state, &user("bob")).unwrap();
+    assert_eq!(
+        w.process(&ring, &mut state, &first, &mut NoPrompter),
+        CallStep::Done
+    );
+    std::fs::write(format!("{}/build/obj/b.o", w.ws()), "b").unwrap();
+    std::fs::write(format!("{}/build/c.o", w.ws()), "c").unwrap();
+    std::fs::write(format!("{}/build/obj/d.o", w.ws()), "d").unwrap();
+
+    // Same class (destructive), same pattern (fs.delete <ws>/build/obj/*): covered.
+    let same = w.propose(
+        &ring,
+        &mut state,
+        "delete_path",
+        json!({"path": "build/obj/b.o"}),
+    );
+    assert_eq!(
+        w.process(&ring, &mut state, &same, &mut NoPrompter),
+        CallStep::Done
+    );
+    assert!(!w.exists("build/obj/b.o"));
+    // Another directory: not covered, asked.
+    let other_dir = w.propose(
+        &ring,
+        &mut state,
+        "delete_path",
+        json!({"path": "build/c.o"}),
+    );
+    assert!(matches!(
+        w.process(&ring, &mut state, &other_dir, &mut NoPrompter),
+        CallStep::Parked(_)
+    ));
+    // After the session expiry (8 h by default): the same pattern is asked again.
+    let later = FixedClock(Timestamp::from_millis(start.millis() + 9 * 3_600_000).unwrap());
+    let ring = Ring {
+        clock: &later,
+        ..ring
+    };
+    let expired = w.propose(
+        &ring,
+        &mut state,
+        "delete_path",
+        json!({"path": "build/obj/d.o"}),
+    );
+    assert!(matches!(
+        w.process(&ring, &mut state, &expired, &mut NoPrompter),
+        CallStep::Parked(_)
+    ));
+    assert!(w.exists("build/obj/d.o"));
+
+    // Another run of the same person is never covered: the grant lives in this run's log.
+    let ring = Ring { clock: &t0, ..ring };
+    let mut other = w.start(&ring, settings());
+    let call = w.propose(
+        &ring,
+        &mut other,
+        "delete_path",
+        json!({"path": "build/obj/d.o"}),
+    );
+    assert!(matches!(
+        w.process(&ring, &mut other, &call, &mut NoPrompter),
+        CallStep::Parked(_)
+    ));
+}
