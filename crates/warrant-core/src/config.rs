@@ -48,6 +48,18 @@ pub struct ConfigDoc {
     pub audit: AuditConfig,
     #[serde(default)]
     pub store: StoreConfig,
+    #[serde(default)]
+    pub requests: RequestsConfig,
+}
+
+/// `[requests]`: how long a request raised by the agent waits for a person before it is
+/// answered as expired (durations such as `90s`, `30m`, `24h`; default 24 h for each kind).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestsConfig {
+    pub question_ttl: Option<String>,
+    pub secret_ttl: Option<String>,
+    pub resource_ttl: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -517,6 +529,8 @@ pub struct Settings {
     pub audit_on_full: OnFull,
     pub audit_sinks: BTreeMap<String, SinkConfig>,
     pub store_url: Option<String>,
+    /// Request expiry per kind, highest layer first per field (parsed by the CLI).
+    pub requests: RequestsConfig,
 }
 
 /// Ordered highest precedence first, whatever order they were given in.
@@ -564,7 +578,19 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
             .iter()
             .find_map(|l| l.doc.providers.anthropic.max_tokens),
     };
+    let requests = RequestsConfig {
+        question_ttl: layers
+            .iter()
+            .find_map(|l| l.doc.requests.question_ttl.clone()),
+        secret_ttl: layers
+            .iter()
+            .find_map(|l| l.doc.requests.secret_ttl.clone()),
+        resource_ttl: layers
+            .iter()
+            .find_map(|l| l.doc.requests.resource_ttl.clone()),
+    };
     Settings {
+        requests,
         max_denials: first(&|d| d.run.max_denials).unwrap_or(3),
         max_turns: first(&|d| d.run.max_turns).unwrap_or(50),
         profiles,

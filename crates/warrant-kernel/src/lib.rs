@@ -2,6 +2,7 @@
 //! The ring is the only code that constructs [`Authorized`], so the only way to an executor.
 
 pub mod approval;
+pub mod asks;
 pub mod authorized;
 pub mod error;
 pub mod events;
@@ -10,6 +11,7 @@ pub mod ring;
 pub mod state;
 pub mod tool;
 
+pub use asks::{Ask, AskError, AskKind, AskState, Reply, RequestTtls, ResourceKind};
 pub use authorized::Authorized;
 pub use error::KernelError;
 pub use events::{
