@@ -153,6 +153,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
             }
         }
         Command::Doctor { json } => doctor(ws, json),
+        Command::Requests { command } => crate::requests::dispatch(ws, command),
     }
 }
 
@@ -367,6 +368,8 @@ struct Loaded {
     settings: warrant_core::config::Settings,
     policy: PolicyEngine,
     inst: Installation,
+    /// `[requests]` expiry per kind, checked at load.
+    request_ttls: warrant_kernel::RequestTtls,
 }
 
 fn load(ws: Option<&Path>) -> Result<Loaded, Failure> {
@@ -376,12 +379,14 @@ fn load(ws: Option<&Path>) -> Result<Loaded, Failure> {
     let settings = context::settings(&layers)?;
     let policy = context::policy(&paths)?;
     let inst = context::installation(&paths, &settings)?;
+    let request_ttls = crate::requests::ttls(&settings.requests)?;
     Ok(Loaded {
         paths,
         identity,
         settings,
         policy,
         inst,
+        request_ttls,
     })
 }
 
@@ -525,6 +530,7 @@ fn new_run_spec(
             max_denials: loaded.settings.max_denials,
             max_turns: loaded.settings.max_turns,
             deadline,
+            requests: Box::new(loaded.request_ttls),
         },
         tools: specs.iter().map(|s| s.name.clone()).collect(),
         tools_digest: digest_of(&specs).ok(),
@@ -1124,6 +1130,14 @@ fn answer(ws: Option<&Path>, id: &str, answer: Answer, json: bool) -> Result<u8,
     let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
     let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
     let mut state = ring.load(&row.run).map_err(|e| Failure::coded(&e, 1))?;
+    if state.asks.contains_key(&request) {
+        return Err(Failure::usage(
+            "W-REQUEST-001",
+            format!(
+                "request {request} was raised by the agent, it is not an approval; `warrant requests show {request}` says how to answer it"
+            ),
+        ));
+    }
     let result = ring.answer(
         &mut state,
         &request,

@@ -18,6 +18,7 @@ mod drive;
 mod fault;
 mod output;
 mod prompt;
+mod requests;
 
 use std::process::ExitCode;
 
@@ -153,6 +154,12 @@ pub enum Command {
     Audit {
         #[command(subcommand)]
         command: AuditCommand,
+    },
+    /// What the agent asked of people (questions, secrets, resources) and approvals waiting:
+    /// list, show, answer, provide, connect, decline, export (AAIS).
+    Requests {
+        #[command(subcommand)]
+        command: requests::RequestsCommand,
     },
 }
 

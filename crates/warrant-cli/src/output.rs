@@ -204,12 +204,74 @@ impl Printer {
                     .unwrap_or_default(),
                 reason.as_str()
             )],
-            RunEvent::RunParked { request_id } => vec![
-                format!("parked   waiting for a person to answer {request_id}"),
-                format!(
-                    "         warrant approve {request_id}   |   warrant deny {request_id} --reason TEXT"
-                ),
-            ],
+            RunEvent::RunParked { request_id } => {
+                let ask = self.tools.borrow().get(&format!("ask:{request_id}")).cloned();
+                vec![
+                    format!("parked   waiting for a person to answer {request_id}"),
+                    match ask {
+                        Some(hint) => format!("         {hint}"),
+                        None => format!(
+                            "         warrant approve {request_id}   |   warrant deny {request_id} --reason TEXT"
+                        ),
+                    },
+                ]
+            }
+            RunEvent::RequestRaised {
+                request_id,
+                ask,
+                expires_at,
+                asked_of,
+                ..
+            } => {
+                let how = match ask {
+                    warrant_kernel::Ask::Question { .. } => {
+                        format!("warrant requests answer {request_id} --option N | --text TEXT")
+                    }
+                    warrant_kernel::Ask::Secret { .. } => format!(
+                        "warrant requests provide {request_id}   (the value is read from standard input)"
+                    ),
+                    warrant_kernel::Ask::Resource { .. } => {
+                        format!("warrant requests connect {request_id}")
+                    }
+                };
+                let hint = format!("{how}   |   warrant requests decline {request_id} --reason TEXT");
+                self.tools
+                    .borrow_mut()
+                    .insert(format!("ask:{request_id}"), hint);
+                vec![format!(
+                    "asks     {request_id}: {} (of {}; expires {})",
+                    ask.title(),
+                    asked_of.join(", "),
+                    expires_at.rfc3339()
+                )]
+            }
+            RunEvent::RequestReplied {
+                request_id,
+                by,
+                reply,
+                ..
+            } => {
+                let detail = match reply {
+                    warrant_kernel::Reply::Answered { text, .. } => format!(": {}", clip(text, 100)),
+                    warrant_kernel::Reply::Declined { reason } => format!(": {reason}"),
+                    warrant_kernel::Reply::SecretProvided { handle } => format!(" ({handle})"),
+                    warrant_kernel::Reply::Connected { check } => format!(": {check}"),
+                };
+                vec![format!(
+                    "replied  {request_id} {} by {} (via {}){detail}",
+                    reply.label(),
+                    by.actor,
+                    by.via
+                )]
+            }
+            RunEvent::RequestExpired {
+                request_id,
+                expires_at,
+                ..
+            } => vec![format!(
+                "expired  {request_id}: nobody answered before {}",
+                expires_at.rfc3339()
+            )],
             RunEvent::RunResumed { by } => vec![format!("resumed  by {by}")],
             RunEvent::EffectStarted { .. } => vec![],
             RunEvent::EffectCompleted {

@@ -60,6 +60,8 @@ pub struct ConfigDoc {
     /// `[approvals]`: who is asked (see `crate::directory`).
     #[serde(default)]
     pub approvals: crate::risk::ApprovalsConfig,
+    #[serde(default)]
+    pub requests: RequestsConfig,
 }
 
 /// Limits on what model calls may consume. Each scope is checked before every model call and
@@ -108,6 +110,16 @@ impl BudgetLimit {
 pub struct PriceConfig {
     pub input_per_million: f64,
     pub output_per_million: f64,
+}
+
+/// `[requests]`: how long a request raised by the agent waits for a person before it is
+/// answered as expired (durations such as `90s`, `30m`, `24h`; default 24 h for each kind).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestsConfig {
+    pub question_ttl: Option<String>,
+    pub secret_ttl: Option<String>,
+    pub resource_ttl: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -628,6 +640,8 @@ pub struct Settings {
     /// Every layer's limits, the tightest of each kept: a project cannot loosen a managed budget.
     pub budgets: BudgetsConfig,
     pub prices: BTreeMap<String, PriceConfig>,
+    /// Request expiry per kind, highest layer first per field (parsed by the CLI).
+    pub requests: RequestsConfig,
 }
 
 /// Ordered highest precedence first, whatever order they were given in.
@@ -686,7 +700,19 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
             .find_map(|l| l.doc.providers.anthropic.api_key.clone()),
         stream: layers.iter().find_map(|l| l.doc.providers.anthropic.stream),
     };
+    let requests = RequestsConfig {
+        question_ttl: layers
+            .iter()
+            .find_map(|l| l.doc.requests.question_ttl.clone()),
+        secret_ttl: layers
+            .iter()
+            .find_map(|l| l.doc.requests.secret_ttl.clone()),
+        resource_ttl: layers
+            .iter()
+            .find_map(|l| l.doc.requests.resource_ttl.clone()),
+    };
     Settings {
+        requests,
         max_denials: first(&|d| d.run.max_denials).unwrap_or(3),
         max_turns: first(&|d| d.run.max_turns).unwrap_or(50),
         profiles,

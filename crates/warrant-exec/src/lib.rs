@@ -12,6 +12,7 @@ pub mod netns;
 pub mod output;
 pub mod sandbox;
 pub mod spawn;
+pub mod vault;
 
 pub use env::{minimize_env, validate_profile};
 pub use error::ExecError;

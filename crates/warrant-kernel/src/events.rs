@@ -11,6 +11,7 @@ use warrant_core::{
 pub use crate::authority::{AskedOf, RejectReason};
 use warrant_store::StoredEvent;
 
+use crate::asks::{Ask, Reply, RequestTtls};
 use crate::error::KernelError;
 
 /// The event schema version this build writes. Older versions are read; newer are refused.
@@ -24,6 +25,14 @@ pub struct RunSettings {
     /// killed). Logs written before deadlines existed read as `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<Timestamp>,
+    /// How long requests the agent raises wait for a person, per kind (default 24 h each).
+    /// Boxed: it is rarely set and keeps `RunStarted` small.
+    #[serde(default, skip_serializing_if = "default_ttls")]
+    pub requests: Box<RequestTtls>,
+}
+
+fn default_ttls(t: &RequestTtls) -> bool {
+    t.is_default()
 }
 
 /// How a person resolved an effect that was in doubt.
@@ -296,6 +305,29 @@ pub enum RunEvent {
     RunEnded {
         outcome: Outcome,
     },
+    /// The agent asked a person for something (an answer, a secret, a resource); the run
+    /// parks until a reply, or until `expires_at`.
+    RequestRaised {
+        call_id: String,
+        request_id: RequestId,
+        ask: Ask,
+        expires_at: Timestamp,
+        /// Who is asked: `user:NAME`, `team:NAME`, `admins`.
+        asked_of: Vec<String>,
+    },
+    /// A person replied (a secret reply holds only its handle).
+    RequestReplied {
+        call_id: String,
+        request_id: RequestId,
+        by: Approver,
+        reply: Reply,
+    },
+    /// Nobody replied in time; the agent is told so.
+    RequestExpired {
+        call_id: String,
+        request_id: RequestId,
+        expires_at: Timestamp,
+    },
 }
 
 impl RunEvent {
@@ -321,6 +353,9 @@ impl RunEvent {
             Self::EffectInDoubt { .. } => "effect_in_doubt",
             Self::AuditGap { .. } => "audit_gap",
             Self::RunEnded { .. } => "run_ended",
+            Self::RequestRaised { .. } => "request_raised",
+            Self::RequestReplied { .. } => "request_replied",
+            Self::RequestExpired { .. } => "request_expired",
         }
     }
 

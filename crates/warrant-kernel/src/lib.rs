@@ -3,6 +3,7 @@
 
 pub mod approval;
 pub mod authority;
+pub mod asks;
 pub mod authorized;
 pub mod error;
 pub mod events;
@@ -12,6 +13,7 @@ pub mod state;
 pub mod tool;
 
 pub use authority::{ApprovalRules, Governed};
+pub use asks::{Ask, AskError, AskKind, AskState, Reply, RequestTtls, ResourceKind};
 pub use authorized::Authorized;
 pub use error::KernelError;
 pub use events::{

@@ -623,6 +623,12 @@ impl Ring<'_> {
             }
             let name = call.record.tool.clone();
 
+            // A request the agent raises of a person (question, secret, resource): no action,
+            // no policy; it parks the run until a reply or its expiry (crate::asks).
+            if let Some(step) = self.ask_step(state, call_id, tools)? {
+                return Ok(step);
+            }
+
             // 0. An effect in doubt waits for a person; their resolution decides what is recorded.
             if let Some(request) = call.in_doubt.clone() {
                 let resolved_by = state
@@ -1486,6 +1492,47 @@ fn audit_facts(
             facts["outcome"] = json!(format!("records {from}..={to} dropped for sink {sink}"));
         }
         RunEvent::RunEnded { outcome } => facts["outcome"] = json!(outcome_label(outcome)),
+        RunEvent::RequestRaised {
+            request_id,
+            ask,
+            expires_at,
+            asked_of,
+            ..
+        } => {
+            // The ask holds names, purposes and locations, never a secret's value.
+            facts["decision"] = json!("ask");
+            facts["resource"] = json!(format!("request:{}", ask.kind().as_str()));
+            facts["approval"] = json!({"request": request_id, "kind": ask.kind().as_str(),
+                "asked_of": asked_of, "expires_at": expires_at.rfc3339()});
+            facts["reasons"] = json!([ask.title()]);
+        }
+        RunEvent::RequestReplied {
+            request_id,
+            by,
+            reply,
+            ..
+        } => {
+            facts["approval"] = json!({"request": request_id, "approver": by.actor, "via": by.via});
+            facts["outcome"] = json!(reply.label());
+            match reply {
+                crate::asks::Reply::Declined { reason } => {
+                    facts["decision"] = json!("deny");
+                    facts["reasons"] = json!([reason]);
+                }
+                crate::asks::Reply::SecretProvided { handle } => {
+                    facts["resource"] = json!(handle);
+                }
+                crate::asks::Reply::Answered { .. } | crate::asks::Reply::Connected { .. } => {}
+            }
+        }
+        RunEvent::RequestExpired {
+            request_id,
+            expires_at,
+            ..
+        } => {
+            facts["approval"] = json!({"request": request_id});
+            facts["outcome"] = json!(format!("expired at {}", expires_at.rfc3339()));
+        }
     }
     facts
 }

@@ -11,6 +11,7 @@ use warrant_core::{
 use warrant_store::StoredEvent;
 
 use crate::authority::{AskedOf, RejectReason, session_pattern};
+use crate::asks::AskState;
 use crate::error::KernelError;
 use crate::events::{
     Approver, Binding, CallRecord, DeniedBy, Outcome, Presentation, ReasonRecord, Resolution,
@@ -134,6 +135,8 @@ pub struct RunState {
     pub denials: u32,
     pub parked: Option<RequestId>,
     pub ended: Option<Outcome>,
+    /// Requests the agent raised of a person (questions, secrets, resources).
+    pub asks: BTreeMap<RequestId, AskState>,
 }
 
 impl RunState {
@@ -241,6 +244,7 @@ impl RunState {
                 denials: 0,
                 parked: None,
                 ended: None,
+                asks: BTreeMap::new(),
             },
             other @ (RunEvent::ModelResponded { .. }
             | RunEvent::PolicyChanged { .. }
@@ -260,7 +264,10 @@ impl RunState {
             | RunEvent::EffectCompleted { .. }
             | RunEvent::EffectDenied { .. }
             | RunEvent::EffectInDoubt { .. }
-            | RunEvent::RunEnded { .. }) => {
+            | RunEvent::RunEnded { .. }
+            | RunEvent::RequestRaised { .. }
+            | RunEvent::RequestReplied { .. }
+            | RunEvent::RequestExpired { .. }) => {
                 return Err(KernelError::Inconsistent {
                     run: first.run.to_string(),
                     message: format!("log starts with {} instead of run_started", other.kind()),
@@ -538,8 +545,65 @@ impl RunState {
             RunEvent::ToolsChanged { to, .. } => self.tools_digest = Some(to),
             RunEvent::AuditGap { .. } => {}
             RunEvent::RunEnded { outcome } => self.ended = Some(outcome),
+            RunEvent::RequestRaised {
+                call_id,
+                request_id,
+                ask,
+                expires_at,
+                asked_of,
+            } => {
+                self.call_mut(&call_id)?;
+                self.asks.insert(
+                    request_id.clone(),
+                    AskState {
+                        id: request_id,
+                        call_id,
+                        ask,
+                        raised_at_seq: seq,
+                        expires_at,
+                        asked_of,
+                        reply: None,
+                        expired: None,
+                    },
+                );
+            }
+            RunEvent::RequestReplied {
+                call_id,
+                request_id,
+                by,
+                reply,
+            } => {
+                let ask = self.ask_mut(&request_id)?;
+                ask.reply = Some((reply, by));
+                let outcome = crate::asks::result_for_model(ask);
+                if let Some((ok, result)) = outcome {
+                    self.call_mut(&call_id)?.result = Some(CallResult::Completed { ok, result });
+                }
+            }
+            RunEvent::RequestExpired {
+                call_id,
+                request_id,
+                expires_at,
+            } => {
+                let ask = self.ask_mut(&request_id)?;
+                ask.expired = Some(expires_at);
+                let outcome = crate::asks::result_for_model(ask);
+                if let Some((ok, result)) = outcome {
+                    self.call_mut(&call_id)?.result = Some(CallResult::Completed { ok, result });
+                }
+            }
         }
         Ok(())
+    }
+
+    fn ask_mut(&mut self, id: &RequestId) -> Result<&mut AskState, KernelError> {
+        let run = self.run.to_string();
+        self.asks
+            .get_mut(id)
+            .ok_or_else(|| KernelError::Inconsistent {
+                run,
+                message: format!("reply to unknown request {id}"),
+            })
     }
 
     fn request_mut(&mut self, id: &RequestId) -> Result<&mut RequestState, KernelError> {

@@ -7,6 +7,7 @@ use serde_json::Value;
 use warrant_core::config::ProfileConfig;
 use warrant_core::{Action, CanonicalPath, ToolSpec};
 
+use crate::asks::Ask;
 use crate::authorized::Authorized;
 use crate::events::Presentation;
 
@@ -66,6 +67,13 @@ pub trait Tool: Send + Sync {
         may_read: ReadFilter<'_>,
         stop: StopCheck<'_>,
     ) -> EffectResult;
+
+    /// For a tool that raises a request of a person instead of acting (ask_question,
+    /// request_secret, request_resource): the request its validated arguments make, or why
+    /// they cannot. The ring handles such calls itself; `None` for every ordinary tool.
+    fn ask(&self, _args: &Value) -> Option<Result<Ask, Refusal>> {
+        None
+    }
 }
 
 /// The tools of a run, by model-facing name.

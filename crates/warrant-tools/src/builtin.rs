@@ -12,7 +12,7 @@ use warrant_kernel::{
 };
 
 pub(crate) fn all() -> Vec<Box<dyn Tool>> {
-    vec![
+    let mut tools: Vec<Box<dyn Tool>> = vec![
         Box::new(ReadFile(spec(
             "read_file",
             "Read a UTF-8 text file in the workspace. Returns its content (large files are cut).",
@@ -48,7 +48,10 @@ pub(crate) fn all() -> Vec<Box<dyn Tool>> {
                 "timeout_ms": {"type": "integer", "minimum": 1}
             }, "required": ["argv"], "additionalProperties": false}),
         ))),
-    ]
+    ];
+    // Requests of a person (question, secret, resource): the ring raises them, no effect.
+    tools.extend(crate::requests::all());
+    tools
 }
 
 fn spec(name: &str, description: &str, schema: Value) -> ToolSpec {

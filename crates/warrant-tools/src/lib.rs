@@ -5,6 +5,7 @@
 
 mod builtin;
 mod registry;
+mod requests;
 
 pub use builtin::{normalize_path, preview_write};
 pub use registry::BuiltinTools;

@@ -10,4 +10,5 @@ mod identity;
 mod openai;
 mod policy;
 mod quickstart;
+mod requests;
 mod workers;
