@@ -422,6 +422,14 @@ fn provider(
     }
 }
 
+/// Budgets and prices for model calls, as configured now.
+fn model_rules(loaded: &Loaded) -> warrant_kernel::ModelRules {
+    warrant_kernel::ModelRules {
+        budgets: loaded.settings.budgets.clone(),
+        prices: loaded.settings.prices.clone(),
+    }
+}
+
 fn prompter_for(mode: &str, principal: &Principal) -> Box<dyn Prompter> {
     let interactive = match mode {
         "always" => true,
@@ -599,6 +607,7 @@ impl Here<'_> {
                 inst: &self.loaded.inst,
                 ring: self.ring,
             },
+            rules: &model_rules(self.loaded),
         };
         let exit = driver.run(state, lease, prompter.as_mut());
         context::deliver(&self.loaded.inst);
@@ -810,6 +819,7 @@ fn worker(
                 inst: &loaded.inst,
                 ring: &ring,
             },
+            rules: &model_rules(&loaded),
         };
         let exit = driver.run(&mut state, lease, &mut NoPrompter);
         context::deliver(&loaded.inst);
@@ -1034,6 +1044,15 @@ fn explain(
             profile: "default".into(),
             timeout_ms: 30_000,
         },
+        // The target is a model as `--model` names it, e.g. `openai:gpt-4.1`.
+        Verb::ProviderCall => {
+            ModelSpec::parse(target).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+            let (provider, model) = target.split_once(':').unwrap_or((target, ""));
+            Action::ProviderCall {
+                provider: provider.to_owned(),
+                model: model.to_owned(),
+            }
+        }
         Verb::GitCommit
         | Verb::GitPush
         | Verb::MemoryRead
@@ -1041,13 +1060,12 @@ fn explain(
         | Verb::MemoryPublish
         | Verb::CatalogList
         | Verb::CatalogRead
-        | Verb::ProviderCall
         | Verb::McpCall
         | Verb::MessageSend => {
             return Err(Failure::usage(
                 "W-POLICY-012",
                 format!(
-                    "`{action}` is a known action, but no tool performs it yet, so it cannot be explained on a target; fs.* and shell.exec can"
+                    "`{action}` is a known action, but no tool performs it yet, so it cannot be explained on a target; fs.*, shell.exec and provider.call can"
                 ),
             ));
         }

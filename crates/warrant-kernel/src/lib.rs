@@ -5,6 +5,7 @@ pub mod approval;
 pub mod authorized;
 pub mod error;
 pub mod events;
+pub mod model_gate;
 pub mod pdp;
 pub mod ring;
 pub mod state;
@@ -13,9 +14,10 @@ pub mod tool;
 pub use authorized::Authorized;
 pub use error::KernelError;
 pub use events::{
-    Approver, CallRecord, DeniedBy, Outcome, Presentation, ReasonRecord, Resolution, RunEvent,
-    RunSettings, Scope, Verdict,
+    Approver, BudgetMetric, BudgetScope, CallRecord, DeniedBy, Outcome, Presentation, ReasonRecord,
+    Resolution, RunEvent, RunSettings, Scope, Verdict,
 };
+pub use model_gate::{Crossing, Headroom, ModelGate, ModelRules, ModelUsage};
 pub use ring::{
     Answer, CallStep, DecisionPoint, NewRunSpec, NoPrompter, Observer, PolicyVerdict, PromptView,
     Prompter, Ring, Silent,

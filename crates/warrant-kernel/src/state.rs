@@ -117,6 +117,9 @@ pub struct RunState {
     pub denials: u32,
     pub parked: Option<RequestId>,
     pub ended: Option<Outcome>,
+    /// What this run's model calls have consumed, from `model_responded` and
+    /// `budget_exceeded` usage.
+    pub usage: crate::model_gate::ModelUsage,
 }
 
 impl RunState {
@@ -198,6 +201,7 @@ impl RunState {
                 denials: 0,
                 parked: None,
                 ended: None,
+                usage: Default::default(),
             },
             other @ (RunEvent::ModelResponded { .. }
             | RunEvent::PolicyChanged { .. }
@@ -216,6 +220,8 @@ impl RunState {
             | RunEvent::EffectCompleted { .. }
             | RunEvent::EffectDenied { .. }
             | RunEvent::EffectInDoubt { .. }
+            | RunEvent::ModelCallDenied { .. }
+            | RunEvent::BudgetExceeded { .. }
             | RunEvent::RunEnded { .. }) => {
                 return Err(KernelError::Inconsistent {
                     run: first.run.to_string(),
@@ -243,8 +249,13 @@ impl RunState {
         match event {
             RunEvent::RunStarted { .. } => return Err(self.inconsistent("second run_started")),
             RunEvent::ModelResponded {
-                turn, text, calls, ..
+                turn,
+                text,
+                calls,
+                usage,
+                ..
             } => {
+                self.usage.add_recorded(usage.as_ref());
                 if turn != self.turns {
                     return Err(self.inconsistent(format!(
                         "model turn {turn} recorded where turn {} was due",
@@ -463,6 +474,9 @@ impl RunState {
             RunEvent::ToolsChanged { to, .. } => self.tools_digest = Some(to),
             RunEvent::AuditGap { .. } => {}
             RunEvent::RunEnded { outcome } => self.ended = Some(outcome),
+            // The run ends in the same append; nothing else changes.
+            RunEvent::ModelCallDenied { .. } => {}
+            RunEvent::BudgetExceeded { usage, .. } => self.usage.add_recorded(usage.as_ref()),
         }
         Ok(())
     }

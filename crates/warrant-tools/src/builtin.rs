@@ -193,7 +193,8 @@ impl Tool for WriteFile {
                 | Action::FsList { .. }
                 | Action::FsSearch { .. }
                 | Action::FsDelete { .. }
-                | Action::ShellExec { .. } => {}
+                | Action::ShellExec { .. }
+                | Action::ProviderCall { .. } => {}
             }
         }
         Presentation {
@@ -374,7 +375,8 @@ impl Tool for RunCommand {
                 | Action::FsSearch { .. }
                 | Action::FsWrite { .. }
                 | Action::FsCreate { .. }
-                | Action::FsDelete { .. } => {}
+                | Action::FsDelete { .. }
+                | Action::ProviderCall { .. } => {}
             }
         }
         Presentation {
@@ -399,7 +401,8 @@ impl Tool for RunCommand {
                 | Action::FsSearch { .. }
                 | Action::FsWrite { .. }
                 | Action::FsCreate { .. }
-                | Action::FsDelete { .. } => Default::default(),
+                | Action::FsDelete { .. }
+                | Action::ProviderCall { .. } => Default::default(),
             };
             let profile_name = match a.get() {
                 Action::ShellExec { profile, .. } => profile.as_str(),
@@ -408,7 +411,8 @@ impl Tool for RunCommand {
                 | Action::FsSearch { .. }
                 | Action::FsWrite { .. }
                 | Action::FsCreate { .. }
-                | Action::FsDelete { .. } => "",
+                | Action::FsDelete { .. }
+                | Action::ProviderCall { .. } => "",
             };
             // A sandboxed profile runs through this same binary's hidden `__sandbox` entry point.
             let confinement = match warrant_exec::SandboxPlan::from_profile(
@@ -444,7 +448,7 @@ fn describe_paths(verb: &str, actions: &[Action], env: &ToolEnv) -> Presentation
             | Action::FsWrite { path, .. }
             | Action::FsCreate { path, .. }
             | Action::FsDelete { path, .. } => shown(path, env),
-            Action::ShellExec { argv, .. } => argv.join(" "),
+            Action::ShellExec { .. } | Action::ProviderCall { .. } => a.target(),
         })
         .collect();
     Presentation {
