@@ -378,3 +378,43 @@ fn an_actor_budget_spent_in_one_run_refuses_the_next_before_calling() {
         })]
     );
 }
+
+/// A journaled answer is never asked again: a run parks on an approval after its first
+/// streamed turn, and resuming it calls the model only for the next turn.
+#[test]
+fn resume_never_asks_the_model_again_for_a_journaled_turn() {
+    let mut sb = Sandbox::init();
+    sb.write("old.txt", "stale\n");
+    let mut first = vec![delta(
+        json!({"tool_calls": [{"index": 0, "id": "call_del", "type": "function",
+        "function": {"name": "delete_path", "arguments": "{\"path\": \"old.txt\"}"}}]}),
+    )];
+    first.extend(end("tool_calls", 30, 10));
+    let mut second = vec![delta(json!({"content": "Deleted."}))];
+    second.extend(end("stop", 60, 3));
+    let server = Server::start(vec![data(&first), data(&second)]);
+    sb.extra_env
+        .push(("OPENAI_BASE_URL".into(), format!("{}/v1", server.base)));
+    let out = sb.run(&["run", "--model", "openai:gpt-test", "clean up"]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let request = super::harness::parked_request(&out);
+    let (run, _) = sb.last_run();
+    let approved = sb.run(&["approve", &request]);
+    assert_eq!(approved.status.code(), Some(0), "{}", stderr(&approved));
+    let resumed = sb.run(&["resume", &run]);
+    let requests = server.finish();
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert!(!sb.exists("old.txt"));
+    // Two turns, two requests: the first answer was replayed from the log, not asked again.
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[1]["messages"][2]["tool_calls"][0]["id"],
+        "call_del"
+    );
+    let (_, events) = sb.last_run();
+    let turns: Vec<Value> = payloads(&events, "model_responded")
+        .iter()
+        .map(|p| p["turn"].clone())
+        .collect();
+    assert_eq!(turns, vec![json!(0), json!(1)]);
+}
