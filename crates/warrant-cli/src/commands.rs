@@ -374,6 +374,12 @@ fn load(ws: Option<&Path>) -> Result<Loaded, Failure> {
     let layers = context::read_layers(&paths)?;
     let identity = context::identity(&layers)?;
     let settings = context::settings(&layers)?;
+    warrant_kernel::ModelRules {
+        budgets: settings.budgets.clone(),
+        prices: settings.prices.clone(),
+    }
+    .validate()
+    .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
     let policy = context::policy(&paths)?;
     let inst = context::installation(&paths, &settings)?;
     Ok(Loaded {

@@ -57,7 +57,50 @@ pub struct ModelRules {
     pub prices: BTreeMap<String, PriceConfig>,
 }
 
+/// A budget or price in configuration that cannot be used. Reported before a run starts.
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+#[error(
+    "{setting} = {value} cannot be used: budgets and prices must be finite numbers of zero or more"
+)]
+pub struct RulesError {
+    pub setting: String,
+    pub value: String,
+}
+
+impl warrant_core::Coded for RulesError {
+    fn code(&self) -> &'static str {
+        "W-MODEL-016"
+    }
+}
+
 impl ModelRules {
+    /// Refuses negative or non-finite limits and prices (a NaN limit would never be crossed).
+    pub fn validate(&self) -> Result<(), RulesError> {
+        let bad = |v: f64| !v.is_finite() || v < 0.0;
+        for (scope, limit) in self.limits() {
+            if let Some(cost) = limit.cost_usd.filter(|c| bad(*c)) {
+                return Err(RulesError {
+                    setting: format!("budgets.{}.cost_usd", scope.as_str()),
+                    value: cost.to_string(),
+                });
+            }
+        }
+        for (model, price) in &self.prices {
+            for (field, value) in [
+                ("input_per_million", price.input_per_million),
+                ("output_per_million", price.output_per_million),
+            ] {
+                if bad(value) {
+                    return Err(RulesError {
+                        setting: format!("prices.\"{model}\".{field}"),
+                        value: value.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Cost in US dollars of `input` + `output` tokens of `provider:model`, if it has a price.
     pub fn cost(&self, provider: &str, model: &str, input: u64, output: u64) -> Option<f64> {
         let price = self.prices.get(&format!("{provider}:{model}"))?;
@@ -419,6 +462,30 @@ mod tests {
             spent.exhausted().map(|c| c.message()),
             Some("the run budget of 10 tokens is used up (10 used)".to_owned())
         );
+    }
+
+    #[test]
+    fn unusable_numbers_are_refused() {
+        let mut rules = ModelRules::default();
+        rules.budgets.actor.cost_usd = Some(-1.0);
+        assert_eq!(
+            rules.validate().map_err(|e| e.to_string()),
+            Err("budgets.actor.cost_usd = -1 cannot be used: budgets and prices must be finite numbers of zero or more".to_owned())
+        );
+        rules.budgets.actor.cost_usd = Some(1.0);
+        rules.prices.insert(
+            "openai:m".into(),
+            PriceConfig {
+                input_per_million: f64::NAN,
+                output_per_million: 1.0,
+            },
+        );
+        assert_eq!(
+            rules.validate().map_err(|e| e.setting),
+            Err("prices.\"openai:m\".input_per_million".to_owned())
+        );
+        rules.prices.clear();
+        assert_eq!(rules.validate(), Ok(()));
     }
 
     #[test]
