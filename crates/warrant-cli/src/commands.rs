@@ -21,7 +21,7 @@ use warrant_kernel::{
 };
 use warrant_llm::{
     AnthropicProvider, ModelProvider, ModelSpec, OpenAiProvider, ScriptedProvider,
-    anthropic_settings_from, openai_settings_from,
+    anthropic_settings_from, ollama_settings_from, openai_settings_from,
 };
 use warrant_policy::{DecisionRequest, PolicyEngine};
 use warrant_store::RequestStatus;
@@ -418,6 +418,12 @@ fn provider(
             let settings = openai_settings_from(&loaded.settings.openai, &env, &model)
                 .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
             Ok(Box::new(OpenAiProvider::new(settings)))
+        }
+        ModelSpec::Ollama { model } => {
+            let env = std::env::vars().collect();
+            Ok(Box::new(OpenAiProvider::new(ollama_settings_from(
+                &env, &model,
+            ))))
         }
         ModelSpec::Anthropic { model } => {
             let env = std::env::vars().collect();

@@ -418,3 +418,41 @@ fn resume_never_asks_the_model_again_for_a_journaled_turn() {
         .collect();
     assert_eq!(turns, vec![json!(0), json!(1)]);
 }
+
+/// `ollama:MODEL` talks to Ollama's OpenAI-compatible endpoint at `OLLAMA_HOST`, in Ollama's
+/// stream shape (each tool call whole, no index, no id, no usage), and policy sees provider
+/// `ollama`.
+#[test]
+fn an_ollama_model_drives_a_run_through_its_compatible_endpoint() {
+    let mut sb = Sandbox::init();
+    let first = data(&[
+        delta(json!({"role": "assistant", "content": ""})),
+        delta(
+            json!({"tool_calls": [{"function": {"name": "read_file", "arguments": "{\"path\":\"README.md\"}"}}]}),
+        ),
+        json!({"object": "chat.completion.chunk", "model": "llama3.2",
+               "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    ]);
+    let second = data(&[
+        delta(json!({"content": "Lights."})),
+        json!({"object": "chat.completion.chunk", "model": "llama3.2",
+               "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    ]);
+    let server = Server::start(vec![first, second]);
+    sb.extra_env.push((
+        "OLLAMA_HOST".into(),
+        server.base.trim_start_matches("http://").to_owned(),
+    ));
+    let out = sb.run(&["run", "--model", "ollama:llama3.2", "readme?"]);
+    let requests = server.finish();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(requests[0]["model"], "llama3.2");
+    let (_, events) = sb.last_run();
+    let responded = payloads(&events, "model_responded");
+    assert_eq!(
+        responded[0]["calls"],
+        json!([{"id": "call_0", "tool": "read_file", "args": {"path": "README.md"}}])
+    );
+    // No usage from the server: the streamed bytes are metered as an estimate.
+    assert_eq!(responded[0]["usage"]["estimated"], json!(true));
+}
