@@ -288,6 +288,23 @@ fn a_forbidden_model_is_refused_before_the_call_typed_and_audited() {
     assert!(text.contains("\"decision\":\"deny\""), "{text}");
     assert!(text.contains("no-big-models-for-tester"), "{text}");
     assert!(text.contains("provider.call"), "{text}");
+    // And it is found by the indexed audit query on the verb.
+    let found = sb.run(&[
+        "audit",
+        "query",
+        "--verb",
+        "provider.call",
+        "--decision",
+        "deny",
+        "--json",
+    ]);
+    assert_eq!(found.status.code(), Some(0), "{}", stderr(&found));
+    let listed = stdout(&found);
+    let lines: Vec<&str> = listed.lines().filter(|l| !l.is_empty()).collect();
+    assert!(
+        lines.len() == 1 && lines[0].contains("model_call_denied"),
+        "{listed}"
+    );
 }
 
 /// A run token budget cuts a streamed answer off mid-stream. Negative control: without the
@@ -455,4 +472,64 @@ fn an_ollama_model_drives_a_run_through_its_compatible_endpoint() {
     );
     // No usage from the server: the streamed bytes are metered as an estimate.
     assert_eq!(responded[0]["usage"]["estimated"], json!(true));
+}
+
+/// `stream = false` turns streaming off: the request asks for one JSON answer, and a key from
+/// a `file:` secret reference is sent without ever being stored.
+#[test]
+fn streaming_can_be_turned_off_and_keys_come_from_a_file_reference() {
+    let mut sb = Sandbox::init();
+    let key_file = sb.dir.path().join("openai.key");
+    std::fs::write(&key_file, "sk-from-a-file\n").unwrap();
+    add_config(
+        &sb,
+        &format!(
+            "[providers.openai]\nstream = false\napi_key = \"file:{}\"\n",
+            key_file.display()
+        ),
+    );
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", server.server_addr().to_ip().unwrap());
+    let handle = thread::spawn(move || {
+        let mut req = server.recv().unwrap();
+        let auth = req
+            .headers()
+            .iter()
+            .find(|h| h.field.equiv("Authorization"))
+            .map(|h| h.value.to_string());
+        let mut text = String::new();
+        req.as_reader().read_to_string(&mut text).unwrap();
+        let body = json!({"model": "gpt-test", "choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "Done."}}],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 2}});
+        let header = tiny_http::Header::from_bytes("Content-Type", "application/json").unwrap();
+        req.respond(tiny_http::Response::from_string(body.to_string()).with_header(header))
+            .unwrap();
+        (auth, serde_json::from_str::<Value>(&text).unwrap())
+    });
+    sb.extra_env.push(("OPENAI_BASE_URL".into(), base));
+    let out = sb.run(&["run", "--model", "openai:gpt-test", "t"]);
+    let (auth, request) = handle.join().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(auth.as_deref(), Some("Bearer sk-from-a-file"));
+    assert_eq!(request.get("stream"), None);
+    let (_, events) = sb.last_run();
+    assert_eq!(
+        payloads(&events, "model_responded")[0]["usage"],
+        json!({"input_tokens": 7, "output_tokens": 2})
+    );
+    let all = serde_json::to_string(&events).unwrap();
+    assert!(!all.contains("sk-from-a-file"));
+
+    // A key pasted into configuration is refused before anything starts.
+    add_config(&sb, "");
+    let config = sb.ws.join(".warrant/config.toml");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace(&format!("file:{}", key_file.display()), "sk-pasted");
+    std::fs::write(&config, text).unwrap();
+    let out = sb.run(&["run", "--model", "openai:gpt-test", "t"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("W-MODEL-014"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("sk-pasted"), "{}", stderr(&out));
 }
