@@ -21,7 +21,7 @@ use warrant_kernel::{
 };
 use warrant_llm::{
     AnthropicProvider, ModelProvider, ModelSpec, OpenAiProvider, ScriptedProvider,
-    anthropic_settings_from, openai_settings_from,
+    anthropic_settings_from, ollama_settings_from, openai_settings_from,
 };
 use warrant_policy::{DecisionRequest, PolicyEngine};
 use warrant_store::RequestStatus;
@@ -377,6 +377,12 @@ fn load(ws: Option<&Path>) -> Result<Loaded, Failure> {
     let layers = context::read_layers(&paths)?;
     let identity = context::identity(&layers)?;
     let settings = context::settings(&layers)?;
+    warrant_kernel::ModelRules {
+        budgets: settings.budgets.clone(),
+        prices: settings.prices.clone(),
+    }
+    .validate()
+    .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
     let policy = context::policy(&paths)?;
     let inst = context::installation(&paths, &settings)?;
     let request_ttls = crate::requests::ttls(&settings.requests)?;
@@ -418,12 +424,26 @@ fn provider(
                 .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
             Ok(Box::new(OpenAiProvider::new(settings)))
         }
+        ModelSpec::Ollama { model } => {
+            let env = std::env::vars().collect();
+            Ok(Box::new(OpenAiProvider::new(ollama_settings_from(
+                &env, &model,
+            ))))
+        }
         ModelSpec::Anthropic { model } => {
             let env = std::env::vars().collect();
             let settings = anthropic_settings_from(&loaded.settings.anthropic, &env, &model)
                 .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
             Ok(Box::new(AnthropicProvider::new(settings)))
         }
+    }
+}
+
+/// Budgets and prices for model calls, as configured now.
+fn model_rules(loaded: &Loaded) -> warrant_kernel::ModelRules {
+    warrant_kernel::ModelRules {
+        budgets: loaded.settings.budgets.clone(),
+        prices: loaded.settings.prices.clone(),
     }
 }
 
@@ -605,6 +625,7 @@ impl Here<'_> {
                 inst: &self.loaded.inst,
                 ring: self.ring,
             },
+            rules: &model_rules(self.loaded),
         };
         let exit = driver.run(state, lease, prompter.as_mut());
         context::deliver(&self.loaded.inst);
@@ -816,6 +837,7 @@ fn worker(
                 inst: &loaded.inst,
                 ring: &ring,
             },
+            rules: &model_rules(&loaded),
         };
         let exit = driver.run(&mut state, lease, &mut NoPrompter);
         context::deliver(&loaded.inst);
@@ -1040,6 +1062,15 @@ fn explain(
             profile: "default".into(),
             timeout_ms: 30_000,
         },
+        // The target is a model as `--model` names it, e.g. `openai:gpt-4.1`.
+        Verb::ProviderCall => {
+            ModelSpec::parse(target).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+            let (provider, model) = target.split_once(':').unwrap_or((target, ""));
+            Action::ProviderCall {
+                provider: provider.to_owned(),
+                model: model.to_owned(),
+            }
+        }
         Verb::GitCommit
         | Verb::GitPush
         | Verb::MemoryRead
@@ -1047,13 +1078,12 @@ fn explain(
         | Verb::MemoryPublish
         | Verb::CatalogList
         | Verb::CatalogRead
-        | Verb::ProviderCall
         | Verb::McpCall
         | Verb::MessageSend => {
             return Err(Failure::usage(
                 "W-POLICY-012",
                 format!(
-                    "`{action}` is a known action, but no tool performs it yet, so it cannot be explained on a target; fs.* and shell.exec can"
+                    "`{action}` is a known action, but no tool performs it yet, so it cannot be explained on a target; fs.*, shell.exec and provider.call can"
                 ),
             ));
         }

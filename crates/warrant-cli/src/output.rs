@@ -326,6 +326,16 @@ impl Printer {
             RunEvent::AuditGap { sink, from, to } => vec![format!(
                 "gap      audit records {from}..={to} dropped for sink {sink} (outbox over its bound, on_full = drop)"
             )],
+            RunEvent::ModelCallDenied { message, .. } => {
+                vec![format!("deny     {message}")]
+            }
+            RunEvent::BudgetExceeded { message, usage, .. } => {
+                let mut v = vec![format!("budget   {message}")];
+                if let Some(u) = usage {
+                    v.push(format!("         the answer was cut off at {u}"));
+                }
+                v
+            }
             RunEvent::RunEnded { outcome } => {
                 vec![format!(
                     "end      {}",

@@ -128,7 +128,8 @@ pub fn run_command_confined(
         | Action::FsSearch { .. }
         | Action::FsWrite { .. }
         | Action::FsCreate { .. }
-        | Action::FsDelete { .. }) => {
+        | Action::FsDelete { .. }
+        | Action::ProviderCall { .. }) => {
             return Err(ExecError::WrongAction {
                 executor: "run_command",
                 verb: other.verb(),

@@ -148,6 +148,44 @@ pub enum Outcome {
     Stopped { reason: String },
 }
 
+/// Whose model-call budget: this run's, the actor's (all their runs) or the tenant's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BudgetScope {
+    Run,
+    Actor,
+    Tenant,
+}
+
+impl BudgetScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Run => "run",
+            Self::Actor => "actor",
+            Self::Tenant => "tenant",
+        }
+    }
+}
+
+/// What a budget counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetMetric {
+    /// Input plus output tokens.
+    Tokens,
+    /// US dollars, from the price table.
+    CostUsd,
+}
+
+impl BudgetMetric {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tokens => "tokens",
+            Self::CostUsd => "cost_usd",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum RunEvent {
@@ -328,6 +366,31 @@ pub enum RunEvent {
         request_id: RequestId,
         expires_at: Timestamp,
     },
+    /// The ring refused a model call before it was made (`provider.call` not allowed for this
+    /// principal, or a cost budget that cannot be priced). The run ends with it.
+    ModelCallDenied {
+        turn: u32,
+        action: Action,
+        verdict: Verdict,
+        reasons: Vec<ReasonRecord>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        errors: Vec<String>,
+        message: String,
+    },
+    /// A budget was used up before a model call, or crossed while an answer streamed in, which
+    /// was then cut off. `usage` is what the cut-off answer had cost (counted by the server,
+    /// or estimated) and counts toward every total. The run ends with it.
+    BudgetExceeded {
+        turn: u32,
+        scope: BudgetScope,
+        metric: BudgetMetric,
+        limit: f64,
+        /// Used in that scope, including the cut-off answer.
+        used: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Value>,
+        message: String,
+    },
 }
 
 impl RunEvent {
@@ -356,6 +419,8 @@ impl RunEvent {
             Self::RequestRaised { .. } => "request_raised",
             Self::RequestReplied { .. } => "request_replied",
             Self::RequestExpired { .. } => "request_expired",
+            Self::ModelCallDenied { .. } => "model_call_denied",
+            Self::BudgetExceeded { .. } => "budget_exceeded",
         }
     }
 

@@ -7,6 +7,7 @@ pub mod asks;
 pub mod authorized;
 pub mod error;
 pub mod events;
+pub mod model_gate;
 pub mod pdp;
 pub mod ring;
 pub mod state;
@@ -17,9 +18,10 @@ pub use asks::{Ask, AskError, AskKind, AskState, Reply, RequestTtls, ResourceKin
 pub use authorized::Authorized;
 pub use error::KernelError;
 pub use events::{
-    Approver, AskedOf, Binding, CallRecord, DeniedBy, Outcome, Presentation, ReasonRecord,
-    RejectReason, Resolution, RunEvent, RunSettings, Scope, Verdict,
+    Approver, AskedOf, Binding, BudgetMetric, BudgetScope, CallRecord, DeniedBy, Outcome,
+    Presentation, ReasonRecord, RejectReason, Resolution, RunEvent, RunSettings, Scope, Verdict,
 };
+pub use model_gate::{Crossing, Headroom, ModelGate, ModelRules, ModelUsage};
 pub use ring::{
     Answer, CallStep, DecisionPoint, NewRunSpec, NoPrompter, Observer, PolicyVerdict, PromptView,
     Prompter, Ring, Silent,

@@ -1236,6 +1236,7 @@ fn denial_message(
             | Action::FsCreate { path, .. }
             | Action::FsDelete { path, .. } => !path.starts_with(workspace),
             Action::ShellExec { cwd, .. } => !cwd.starts_with(workspace),
+            Action::ProviderCall { .. } => false,
         });
         if outside {
             format!(
@@ -1532,6 +1533,40 @@ fn audit_facts(
         } => {
             facts["approval"] = json!({"request": request_id});
             facts["outcome"] = json!(format!("expired at {}", expires_at.rfc3339()));
+        }
+        RunEvent::ModelCallDenied {
+            action,
+            verdict,
+            reasons,
+            errors,
+            ..
+        } => {
+            put_actions(&mut facts, std::slice::from_ref(action));
+            facts["decision"] = json!(verdict.as_str());
+            let mut r: Vec<String> = reasons.iter().map(|r| r.policy.clone()).collect();
+            r.extend(errors.iter().cloned());
+            facts["reasons"] = json!(r);
+            facts["outcome"] = json!("refused");
+        }
+        RunEvent::BudgetExceeded {
+            scope,
+            metric,
+            limit,
+            used,
+            message,
+            ..
+        } => {
+            facts["resource"] = json!(format!("budget:{}", scope.as_str()));
+            facts["decision"] = json!("deny");
+            facts["reasons"] = json!([
+                format!(
+                    "{} budget: {} {used} of {limit}",
+                    scope.as_str(),
+                    metric.as_str()
+                ),
+                message
+            ]);
+            facts["outcome"] = json!("stopped");
         }
     }
     facts

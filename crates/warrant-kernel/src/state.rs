@@ -137,6 +137,9 @@ pub struct RunState {
     pub ended: Option<Outcome>,
     /// Requests the agent raised of a person (questions, secrets, resources).
     pub asks: BTreeMap<RequestId, AskState>,
+    /// What this run's model calls have consumed, from `model_responded` and
+    /// `budget_exceeded` usage.
+    pub usage: crate::model_gate::ModelUsage,
 }
 
 impl RunState {
@@ -245,6 +248,7 @@ impl RunState {
                 parked: None,
                 ended: None,
                 asks: BTreeMap::new(),
+                usage: Default::default(),
             },
             other @ (RunEvent::ModelResponded { .. }
             | RunEvent::PolicyChanged { .. }
@@ -267,7 +271,9 @@ impl RunState {
             | RunEvent::RunEnded { .. }
             | RunEvent::RequestRaised { .. }
             | RunEvent::RequestReplied { .. }
-            | RunEvent::RequestExpired { .. }) => {
+            | RunEvent::RequestExpired { .. }
+            | RunEvent::ModelCallDenied { .. }
+            | RunEvent::BudgetExceeded { .. }) => {
                 return Err(KernelError::Inconsistent {
                     run: first.run.to_string(),
                     message: format!("log starts with {} instead of run_started", other.kind()),
@@ -294,8 +300,13 @@ impl RunState {
         match event {
             RunEvent::RunStarted { .. } => return Err(self.inconsistent("second run_started")),
             RunEvent::ModelResponded {
-                turn, text, calls, ..
+                turn,
+                text,
+                calls,
+                usage,
+                ..
             } => {
+                self.usage.add_recorded(usage.as_ref());
                 if turn != self.turns {
                     return Err(self.inconsistent(format!(
                         "model turn {turn} recorded where turn {} was due",
@@ -592,6 +603,9 @@ impl RunState {
                     self.call_mut(&call_id)?.result = Some(CallResult::Completed { ok, result });
                 }
             }
+            // The run ends in the same append; nothing else changes.
+            RunEvent::ModelCallDenied { .. } => {}
+            RunEvent::BudgetExceeded { usage, .. } => self.usage.add_recorded(usage.as_ref()),
         }
         Ok(())
     }

@@ -18,7 +18,7 @@ mod wire;
 
 pub use anthropic::{AnthropicProvider, AnthropicSettings, anthropic_settings_from};
 pub use error::ModelError;
-pub use openai::{OpenAiProvider, OpenAiSettings, openai_settings_from};
+pub use openai::{OpenAiProvider, OpenAiSettings, ollama_settings_from, openai_settings_from};
 pub use scripted::{ScriptedCall, ScriptedProvider, Transcript, TranscriptError, Turn};
 pub use secret::{KeyError, ResolvedKey, resolve_key};
 pub use stream::{Flow, OnProgress, StreamProgress};

@@ -108,6 +108,49 @@ pub fn openai_settings_from(
     })
 }
 
+/// Where Ollama listens unless `OLLAMA_HOST` says otherwise.
+pub const OLLAMA_DEFAULT_HOST: &str = "http://localhost:11434";
+pub const OLLAMA_HOST_ENV: &str = "OLLAMA_HOST";
+
+/// Settings for `ollama:MODEL`: Ollama's OpenAI-compatible endpoint at `OLLAMA_HOST` (as the
+/// Ollama CLI reads it: `host`, `host:port` or a URL; the port defaults to 11434) plus `/v1`.
+/// Ollama needs no key; streaming as for any compatible server.
+pub fn ollama_settings_from(env: &BTreeMap<String, String>, model: &str) -> OpenAiSettings {
+    let host = env
+        .get(OLLAMA_HOST_ENV)
+        .map(|h| h.trim().trim_end_matches('/'))
+        .filter(|h| !h.is_empty())
+        .map_or_else(
+            || OLLAMA_DEFAULT_HOST.to_owned(),
+            |h| {
+                let url = if h.contains("://") {
+                    h.to_owned()
+                } else {
+                    format!("http://{h}")
+                };
+                // A port is present when the part after the scheme ends in `:digits`.
+                let after_scheme = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
+                let has_port = after_scheme.rsplit_once(':').is_some_and(|(_, port)| {
+                    !port.is_empty() && port.chars().all(|c| c.is_ascii_digit())
+                });
+                if has_port {
+                    url
+                } else {
+                    format!("{url}:11434")
+                }
+            },
+        );
+    OpenAiSettings {
+        base_url: format!("{host}/v1"),
+        api_key: None,
+        api_key_env: OLLAMA_HOST_ENV.to_owned(),
+        model: model.to_owned(),
+        timeout: DEFAULT_TIMEOUT,
+        stream: true,
+        api_version: None,
+    }
+}
+
 type Sleep = Arc<dyn Fn(Duration) + Send + Sync>;
 
 pub struct OpenAiProvider {

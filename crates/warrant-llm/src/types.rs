@@ -126,11 +126,13 @@ pub enum ModelSpec {
     OpenAi { model: String },
     /// `anthropic:MODEL`: the Anthropic Messages API.
     Anthropic { model: String },
+    /// `ollama:MODEL`: a local Ollama server through its OpenAI-compatible `/v1` endpoint.
+    Ollama { model: String },
 }
 
 /// Providers named in the contract that this build does not implement yet.
-const NOT_YET: [&str; 1] = ["ollama"];
-const SUPPORTED: &str = "`scripted:PATH`, `openai:MODEL` or `anthropic:MODEL`";
+const NOT_YET: [&str; 0] = [];
+const SUPPORTED: &str = "`scripted:PATH`, `openai:MODEL`, `anthropic:MODEL` or `ollama:MODEL`";
 
 impl ModelSpec {
     pub fn parse(spec: &str) -> Result<Self, SpecError> {
@@ -154,6 +156,9 @@ impl ModelSpec {
             "anthropic" => Ok(Self::Anthropic {
                 model: rest.to_owned(),
             }),
+            "ollama" => Ok(Self::Ollama {
+                model: rest.to_owned(),
+            }),
             other if NOT_YET.contains(&other) => Err(SpecError::NotSupportedYet {
                 provider: other.to_owned(),
             }),
@@ -170,6 +175,7 @@ impl fmt::Display for ModelSpec {
             Self::Scripted { path } => write!(f, "scripted:{}", path.display()),
             Self::OpenAi { model } => write!(f, "openai:{model}"),
             Self::Anthropic { model } => write!(f, "anthropic:{model}"),
+            Self::Ollama { model } => write!(f, "ollama:{model}"),
         }
     }
 }

@@ -358,9 +358,12 @@ fn default_deny_note(
     } else {
         String::new()
     };
-    let outside = evaluated.first().is_some_and(|e| !e.spec.in_workspace);
+    // A model call has no place in the workspace to be outside of.
+    let outside = !matches!(req.action, Action::ProviderCall { .. })
+        && evaluated.first().is_some_and(|e| !e.spec.in_workspace);
     let place = match req.action {
         Action::ShellExec { cwd, .. } => format!(" in {cwd}"),
+        Action::ProviderCall { .. } => String::new(),
         Action::FsRead { .. }
         | Action::FsList { .. }
         | Action::FsSearch { .. }

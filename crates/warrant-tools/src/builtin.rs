@@ -218,7 +218,8 @@ impl Tool for WriteFile {
                 | Action::FsList { .. }
                 | Action::FsSearch { .. }
                 | Action::FsDelete { .. }
-                | Action::ShellExec { .. } => {}
+                | Action::ShellExec { .. }
+                | Action::ProviderCall { .. } => {}
             }
         }
         Presentation {
@@ -402,7 +403,8 @@ impl Tool for RunCommand {
                 | Action::FsSearch { .. }
                 | Action::FsWrite { .. }
                 | Action::FsCreate { .. }
-                | Action::FsDelete { .. } => {}
+                | Action::FsDelete { .. }
+                | Action::ProviderCall { .. } => {}
             }
         }
         Presentation {
@@ -427,7 +429,8 @@ impl Tool for RunCommand {
                 | Action::FsSearch { .. }
                 | Action::FsWrite { .. }
                 | Action::FsCreate { .. }
-                | Action::FsDelete { .. } => Default::default(),
+                | Action::FsDelete { .. }
+                | Action::ProviderCall { .. } => Default::default(),
             };
             let profile_name = match a.get() {
                 Action::ShellExec { profile, .. } => profile.as_str(),
@@ -436,7 +439,8 @@ impl Tool for RunCommand {
                 | Action::FsSearch { .. }
                 | Action::FsWrite { .. }
                 | Action::FsCreate { .. }
-                | Action::FsDelete { .. } => "",
+                | Action::FsDelete { .. }
+                | Action::ProviderCall { .. } => "",
             };
             // A sandboxed profile runs through this same binary's hidden `__sandbox` entry point.
             let confinement = match warrant_exec::SandboxPlan::from_profile(
@@ -472,7 +476,7 @@ fn describe_paths(verb: &str, actions: &[Action], env: &ToolEnv) -> Presentation
             | Action::FsWrite { path, .. }
             | Action::FsCreate { path, .. }
             | Action::FsDelete { path, .. } => shown(path, env),
-            Action::ShellExec { argv, .. } => argv.join(" "),
+            Action::ShellExec { .. } | Action::ProviderCall { .. } => a.target(),
         })
         .collect();
     Presentation {

@@ -682,3 +682,52 @@ fn keys_come_from_secret_references_only() {
     );
     server.finish();
 }
+
+/// A server that opens the stream, sends one delta and then stalls: the answer times out with
+/// the provider's timeout, it does not hang.
+#[test]
+fn a_stalled_stream_times_out() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut socket, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 65536];
+        let _ = socket.read(&mut buf).unwrap();
+        let chunk = format!("data: {}\n\n", delta(json!({"content": "Hel"})));
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+        socket
+            .write_all(format!("{head}{:x}\r\n{chunk}\r\n", chunk.len()).as_bytes())
+            .unwrap();
+        socket.flush().unwrap();
+        std::thread::sleep(Duration::from_secs(3));
+    });
+    let mut provider_settings = OpenAiSettings {
+        base_url: format!("http://{addr}/v1"),
+        api_key: None,
+        api_key_env: "OPENAI_API_KEY".into(),
+        model: "gpt-test".into(),
+        timeout: Duration::from_millis(500),
+        stream: true,
+        api_version: None,
+    };
+    provider_settings.timeout = Duration::from_millis(500);
+    let mut grew = 0;
+    let err = OpenAiProvider::new(provider_settings)
+        .respond_metered(&conversation(), &[], 0, &mut |_| {
+            grew += 1;
+            Flow::Continue
+        })
+        .unwrap_err();
+    assert_eq!(grew, 1, "the first delta arrived before the stall");
+    assert_eq!(
+        (err.code(), err.to_string()),
+        (
+            "W-MODEL-005",
+            format!(
+                "the model endpoint http://{addr}/v1 did not answer within 0.5s; raise the provider's timeout_ms setting or try again"
+            )
+        )
+    );
+    server.join().unwrap();
+}

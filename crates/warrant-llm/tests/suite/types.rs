@@ -84,9 +84,9 @@ fn model_specs_parse_or_say_what_to_use() {
             }),
         ),
         (
-            "ollama:llama3",
-            Err(SpecError::NotSupportedYet {
-                provider: "ollama".into(),
+            "ollama:llama3.2:3b",
+            Ok(ModelSpec::Ollama {
+                model: "llama3.2:3b".into(),
             }),
         ),
         (
@@ -114,7 +114,7 @@ fn model_specs_parse_or_say_what_to_use() {
             assert_eq!(spec.to_string(), input);
         }
     }
-    let messages: Vec<String> = ["ollama:x", "gemini:pro", "gpt-4o"]
+    let messages: Vec<String> = ["gemini:pro", "gpt-4o"]
         .iter()
         .map(|s| {
             let e = ModelSpec::parse(s).unwrap_err();
@@ -191,4 +191,33 @@ fn providers_are_objects_the_loop_can_share_across_threads() {
     let boxed: Box<dyn warrant_llm::ModelProvider + Send + Sync> =
         Box::new(warrant_llm::ScriptedProvider::new(transcript, "t"));
     assert_eq!(boxed.describe(), "scripted:t (0 turns)");
+}
+
+#[test]
+fn ollama_settings_follow_ollama_host_as_the_ollama_cli_reads_it() {
+    let base = |host: Option<&str>| {
+        let env: BTreeMap<String, String> = host
+            .map(|h| [("OLLAMA_HOST".to_owned(), h.to_owned())].into())
+            .unwrap_or_default();
+        warrant_llm::ollama_settings_from(&env, "llama3.2").base_url
+    };
+    assert_eq!(
+        [
+            base(None),
+            base(Some("0.0.0.0")),
+            base(Some("127.0.0.1:8080")),
+            base(Some("https://ollama.internal/")),
+            base(Some("http://gpu-box:11500")),
+        ],
+        [
+            "http://localhost:11434/v1",
+            "http://0.0.0.0:11434/v1",
+            "http://127.0.0.1:8080/v1",
+            "https://ollama.internal:11434/v1",
+            "http://gpu-box:11500/v1",
+        ]
+        .map(str::to_owned)
+    );
+    let settings = warrant_llm::ollama_settings_from(&BTreeMap::new(), "llama3.2");
+    assert_eq!((settings.api_key, settings.stream), (None, true));
 }
