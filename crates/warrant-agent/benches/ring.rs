@@ -96,6 +96,7 @@ impl Fixture {
                 max_denials: 1_000_000,
                 max_turns: 1_000_000,
                 deadline: None,
+                max_tool_calls: None,
             },
             tools: tools.specs().into_iter().map(|s| s.name).collect(),
         };

@@ -96,6 +96,7 @@ impl Drive<'_> {
                 model: self.model,
                 prompter,
                 backpressure: self.backpressure,
+                guard: crate::untrusted::guard_settings(),
             };
             let result = agent.drive(state);
             done.store(true, Ordering::SeqCst);

@@ -18,6 +18,7 @@ mod drive;
 mod fault;
 mod output;
 mod prompt;
+mod untrusted;
 
 use std::process::ExitCode;
 

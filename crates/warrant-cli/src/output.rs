@@ -247,6 +247,10 @@ impl Printer {
             RunEvent::AuditGap { sink, from, to } => vec![format!(
                 "gap      audit records {from}..={to} dropped for sink {sink} (outbox over its bound, on_full = drop)"
             )],
+            RunEvent::LimitReached { limit, max } => vec![format!(
+                "limit    the run reached its {} cap ({max})",
+                limit.as_str()
+            )],
             RunEvent::RunEnded { outcome } => {
                 vec![format!(
                     "end      {}",

@@ -9,7 +9,7 @@ pub mod output;
 pub mod sandbox;
 pub mod spawn;
 
-pub use env::{minimize_env, validate_profile};
+pub use env::{minimize_env, secret_pattern, validate_profile};
 pub use error::ExecError;
 pub use fs::{
     DeleteReceipt, DirEntry, DirListing, EntryKind, FileContent, OsLinks, SearchResult, SkipCounts,

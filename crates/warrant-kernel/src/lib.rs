@@ -13,8 +13,8 @@ pub mod tool;
 pub use authorized::Authorized;
 pub use error::KernelError;
 pub use events::{
-    Approver, CallRecord, DeniedBy, Outcome, Presentation, ReasonRecord, Resolution, RunEvent,
-    RunSettings, Scope, Verdict,
+    Approver, CallRecord, DeniedBy, FenceRecord, ModelRequest, Outcome, Presentation, ReasonRecord,
+    Resolution, RunEvent, RunLimit, RunSettings, Scope, Verdict,
 };
 pub use ring::{
     Answer, CallStep, DecisionPoint, NewRunSpec, NoPrompter, Observer, PolicyVerdict, PromptView,

@@ -204,6 +204,7 @@ impl RunState {
             | RunEvent::ToolsChanged { .. }
             | RunEvent::InDoubtResolved { .. }
             | RunEvent::AuditGap { .. }
+            | RunEvent::LimitReached { .. }
             | RunEvent::CallRefused { .. }
             | RunEvent::ActionProposed { .. }
             | RunEvent::PolicyDecided { .. }
@@ -462,6 +463,7 @@ impl RunState {
             }
             RunEvent::ToolsChanged { to, .. } => self.tools_digest = Some(to),
             RunEvent::AuditGap { .. } => {}
+            RunEvent::LimitReached { .. } => {}
             RunEvent::RunEnded { outcome } => self.ended = Some(outcome),
         }
         Ok(())

@@ -146,6 +146,16 @@ impl Untrusted {
         self.text.clone()
     }
 
+    /// The content in a fence *without* neutralising fence tags inside. Only for the negative
+    /// controls of the security tests: a forged end tag then closes the fence.
+    pub fn fence_unescaped_for_negative_control(&self) -> String {
+        format!(
+            "{FENCE_OPEN} source=\"{}\">\n{}\n{FENCE_CLOSE}",
+            attr(&self.source.label()),
+            self.text
+        )
+    }
+
     /// Pieces long enough to recognise this content wherever it is pasted.
     fn fragments(&self) -> Vec<&str> {
         let mut out: Vec<&str> = self

@@ -56,7 +56,20 @@ fn reading_env_is_denied_and_the_token_never_reaches_the_log_control_without_the
     );
     assert_eq!(search["payload"]["result"]["lines"], Value::Array(vec![]));
 
-    let control = Sandbox::init();
+    // Without the forbid the read happens; redaction (a second, independent layer) still keeps
+    // the token out of the log...
+    let redacted = Sandbox::init();
+    without_policy(&redacted, "no-secret-files");
+    let events = run_events(&redacted, attack);
+    assert_eq!(count(&events, "effect_denied"), 0);
+    let log = serde_json::to_string(&events).unwrap();
+    assert!(!log.contains(TOKEN) && log.contains("[REDACTED:"), "{log}");
+
+    // ...and with redaction off too (a debug-build test switch), the token is in the log.
+    let mut control = Sandbox::init();
+    control
+        .extra_env
+        .push(("WARRANT_TEST_DISABLE".into(), "redact".into()));
     without_policy(&control, "no-secret-files");
     let events = run_events(&control, attack);
     assert_eq!(count(&events, "effect_denied"), 0);

@@ -7,6 +7,7 @@ mod delivery;
 mod docs;
 mod harness;
 mod identity;
+mod injection;
 mod openai;
 mod policy;
 mod quickstart;

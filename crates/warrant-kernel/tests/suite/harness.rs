@@ -189,6 +189,7 @@ pub fn settings() -> RunSettings {
         max_denials: 3,
         max_turns: 20,
         deadline: None,
+        max_tool_calls: None,
     }
 }
 
