@@ -97,6 +97,7 @@ impl Fixture {
                 max_turns: 1_000_000,
                 deadline: None,
                 requests: Default::default(),
+                max_tool_calls: None,
             },
             tools: tools.specs().into_iter().map(|s| s.name).collect(),
         };

@@ -3,6 +3,8 @@
 //! the same loop started on an existing log: recorded model turns are never asked again and
 //! completed effects never re-run.
 
+pub mod untrusted;
+
 use serde_json::json;
 use thiserror::Error;
 use warrant_core::Coded;
@@ -14,6 +16,10 @@ use warrant_kernel::{
 use warrant_llm::{
     Conversation, Flow, Message, ModelError, ModelProvider, StreamProgress, ToolCall,
 };
+use warrant_kernel::{ModelRequest, RunLimit};
+use warrant_llm::GuardedRequest;
+
+pub use untrusted::{GuardSettings, Prompt, prompt};
 use warrant_store::StoreError;
 
 /// The instructions the model gets. Everything from outside (tool results, file contents)
@@ -96,6 +102,8 @@ pub struct Agent<'a> {
     pub backpressure: &'a dyn Backpressure,
     /// Budgets and prices for model calls.
     pub rules: &'a ModelRules,
+    /// Fencing and the request check; both on outside the security tests' negative controls.
+    pub guard: GuardSettings,
 }
 
 impl std::fmt::Debug for Agent<'_> {
@@ -165,6 +173,17 @@ impl Agent<'_> {
             }
             if let Some(call) = state.next_open_call() {
                 let id = call.record.id.clone();
+                // The tool-call cap: the call past it is never processed.
+                if let Some(max) = state.settings.max_tool_calls {
+                    let before = state.calls.iter().take_while(|c| c.record.id != id).count();
+                    if before >= max as usize {
+                        let reason =
+                            format!("the model asked for more than {max} tool calls in this run");
+                        self.ring
+                            .stop_at_limit(state, RunLimit::ToolCalls, max, reason)?;
+                        return Ok(None);
+                    }
+                }
                 // An effect boundary: no new effect while the audit outbox is over its bound.
                 if let Err(reason) = self.backpressure.wait_for_room(state) {
                     self.ring.end(state, Outcome::Stopped { reason })?;
@@ -183,10 +202,38 @@ impl Agent<'_> {
                 return Ok(None);
             }
             if state.turns >= state.settings.max_turns {
-                let reason = format!("the model used all {} turns", state.settings.max_turns);
-                self.ring.end(state, Outcome::Stopped { reason })?;
+                let max = state.settings.max_turns;
+                let reason = format!("the model used all {max} turns");
+                self.ring
+                    .stop_at_limit(state, RunLimit::Turns, max, reason)?;
                 return Ok(None);
             }
+            // The request is assembled and checked in one place for every provider: untrusted
+            // content only fenced in tool messages, never in the system prompt or a tool spec.
+            let prompt = untrusted::prompt(state, self.guard);
+            let specs = self.tools.specs();
+            let request = match GuardedRequest::assemble(
+                &prompt.conversation,
+                &specs,
+                &prompt.taint,
+                self.guard.check,
+            ) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.ring.end(
+                        state,
+                        Outcome::Failed {
+                            code: e.code().to_owned(),
+                            message: e.to_string(),
+                        },
+                    )?;
+                    return Ok(None);
+                }
+            };
+            let journaled = ModelRequest {
+                digest: request.digest().clone(),
+                fences: prompt.fences.clone(),
+            };
             // A model call is an effect: the ring decides `provider.call` and checks every
             // budget first, and the answer is measured as it streams in.
             let headroom = match self.ring.gate_model_call(state, self.rules)? {
@@ -196,31 +243,25 @@ impl Agent<'_> {
             let (provider, model) = split_model(&state.model);
             let (provider, model) = (provider.to_owned(), model.to_owned());
             let rules = self.rules;
-            let conversation = conversation(state);
             let mut last = StreamProgress::default();
             let mut crossing = None;
-            let result = self.model.respond_metered(
-                &conversation,
-                &self.tools.specs(),
-                state.turns,
-                &mut |progress| {
-                    last = *progress;
-                    let cost = rules.cost(
-                        &provider,
-                        &model,
-                        progress.input_tokens,
-                        progress.output_tokens,
-                    );
-                    match headroom.check(progress.input_tokens + progress.output_tokens, cost) {
-                        Some(crossed) => {
-                            let reason = crossed.message();
-                            crossing = Some(crossed);
-                            Flow::Stop { reason }
-                        }
-                        None => Flow::Continue,
+            let result = request.send_metered(self.model, state.turns, &mut |progress| {
+                last = *progress;
+                let cost = rules.cost(
+                    &provider,
+                    &model,
+                    progress.input_tokens,
+                    progress.output_tokens,
+                );
+                match headroom.check(progress.input_tokens + progress.output_tokens, cost) {
+                    Some(crossed) => {
+                        let reason = crossed.message();
+                        crossing = Some(crossed);
+                        Flow::Stop { reason }
                     }
-                },
-            );
+                    None => Flow::Continue,
+                }
+            });
             match (result, crossing) {
                 (Ok(response), _) => {
                     let calls = response
@@ -253,8 +294,9 @@ impl Agent<'_> {
                         }
                         None => None,
                     };
-                    self.ring.record_model_response(
+                    self.ring.record_guarded_response(
                         state,
+                        journaled,
                         response.text,
                         calls,
                         usage,
@@ -291,42 +333,9 @@ impl Agent<'_> {
     }
 }
 
-/// Rebuilds what the model has seen so far, from the log alone.
+/// Rebuilds what the model has seen so far, from the log alone, fenced as it is sent.
 pub fn conversation(state: &RunState) -> Conversation {
-    let mut messages = vec![Message::User {
-        content: state.task.clone(),
-    }];
-    for (turn, text) in state.turn_texts.iter().enumerate() {
-        let calls: Vec<_> = state
-            .calls
-            .iter()
-            .filter(|c| c.turn as usize == turn)
-            .collect();
-        messages.push(Message::Assistant {
-            text: text.clone(),
-            calls: calls
-                .iter()
-                .map(|c| ToolCall {
-                    id: c.record.id.clone(),
-                    name: c.record.tool.clone(),
-                    arguments: c.record.args.clone(),
-                })
-                .collect(),
-        });
-        for c in calls {
-            if let Some(result) = &c.result {
-                messages.push(Message::Tool {
-                    call_id: c.record.id.clone(),
-                    name: c.record.tool.clone(),
-                    content: result_for_model(result),
-                });
-            }
-        }
-    }
-    Conversation {
-        system: SYSTEM_PROMPT.to_owned(),
-        messages,
-    }
+    untrusted::prompt(state, GuardSettings::default()).conversation
 }
 
 /// What the model is told about a call's result: data, or a refusal with its reason.

@@ -413,8 +413,9 @@ fn provider(
             };
             let p = ScriptedProvider::load(&path).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
             // The whole transcript is checked before the run starts.
+            // Against every tool: a call off the run's menu is refused at run time, recorded.
             p.transcript()
-                .validate(&tools.specs())
+                .validate(&tools.catalogue_specs())
                 .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
             Ok(Box::new(p))
         }
@@ -551,6 +552,7 @@ fn new_run_spec(
             max_turns: loaded.settings.max_turns,
             deadline,
             requests: Box::new(loaded.request_ttls),
+            max_tool_calls: loaded.settings.max_tool_calls,
         },
         tools: specs.iter().map(|s| s.name.clone()).collect(),
         tools_digest: digest_of(&specs).ok(),
@@ -568,7 +570,7 @@ fn run(
 ) -> Result<u8, Failure> {
     let loaded = load(ws)?;
     let deadline = deadline_from(deadline)?;
-    let tools = BuiltinTools::new().map_err(|e| Failure::usage("W-TOOL-006", e))?;
+    let tools = crate::untrusted::tools(&loaded.settings)?;
     let provider = provider(model, &loaded, &tools)?;
     let env = tool_env(&loaded)?;
     let printer = Printer::new(json);
@@ -643,7 +645,7 @@ fn submit(
 ) -> Result<u8, Failure> {
     let loaded = load(ws)?;
     let deadline = deadline_from(deadline)?;
-    let tools = BuiltinTools::new().map_err(|e| Failure::usage("W-TOOL-006", e))?;
+    let tools = crate::untrusted::tools(&loaded.settings)?;
     // Checked now, so a bad transcript or model spec is refused before anything is queued.
     provider(model, &loaded, &tools)?;
     let env = tool_env(&loaded)?;
@@ -678,7 +680,7 @@ fn parse_run(id: &str) -> Result<RunId, Failure> {
 fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, Failure> {
     let run = parse_run(run)?;
     let loaded = load(ws)?;
-    let tools = BuiltinTools::new().map_err(|e| Failure::usage("W-TOOL-006", e))?;
+    let tools = crate::untrusted::tools(&loaded.settings)?;
     let env = tool_env(&loaded)?;
     let printer = Printer::new(json);
     let observer = Faulty::from_env(&printer);
@@ -764,7 +766,7 @@ fn worker(
     json: bool,
 ) -> Result<u8, Failure> {
     let loaded = load(ws)?;
-    let tools = BuiltinTools::new().map_err(|e| Failure::usage("W-TOOL-006", e))?;
+    let tools = crate::untrusted::tools(&loaded.settings)?;
     let env = tool_env(&loaded)?;
     let tools_digest =
         digest_of(&tools.specs()).map_err(|e| Failure::usage("W-KERNEL-001", e.to_string()))?;

@@ -98,6 +98,7 @@ impl Drive<'_> {
                 prompter,
                 backpressure: self.backpressure,
                 rules: self.rules,
+                guard: crate::untrusted::guard_settings(),
             };
             let result = agent.drive(state);
             done.store(true, Ordering::SeqCst);

@@ -19,6 +19,7 @@ mod fault;
 mod output;
 mod prompt;
 mod requests;
+mod untrusted;
 
 use std::process::ExitCode;
 

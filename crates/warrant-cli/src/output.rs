@@ -336,6 +336,10 @@ impl Printer {
                 }
                 v
             }
+            RunEvent::LimitReached { limit, max } => vec![format!(
+                "limit    the run reached its {} cap ({max})",
+                limit.as_str()
+            )],
             RunEvent::RunEnded { outcome } => {
                 vec![format!(
                     "end      {}",

@@ -62,6 +62,10 @@ pub struct ConfigDoc {
     pub approvals: crate::risk::ApprovalsConfig,
     #[serde(default)]
     pub requests: RequestsConfig,
+    /// Tool menus: `[menus.NAME] tools = [...]`; `[run] menu = "NAME"` picks the one a run's
+    /// model is offered.
+    #[serde(default)]
+    pub menus: BTreeMap<String, MenuConfig>,
 }
 
 /// Limits on what model calls may consume. Each scope is checked before every model call and
@@ -122,6 +126,13 @@ pub struct RequestsConfig {
     pub resource_ttl: Option<String>,
 }
 
+/// The tools a model may see and call (by model-facing name).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MenuConfig {
+    pub tools: Vec<String>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoreConfig {
@@ -153,6 +164,10 @@ pub struct RunConfig {
     pub max_denials: Option<u32>,
     /// Model turns after which the run stops (default 50).
     pub max_turns: Option<u32>,
+    /// Tool calls after which the run stops (default 200).
+    pub max_tool_calls: Option<u32>,
+    /// The tool menu (a `[menus.NAME]`) the model is offered; default: every tool.
+    pub menu: Option<String>,
 }
 
 /// A named subprocess profile, as configured. `warrant-exec` turns it into a plan.
@@ -625,6 +640,10 @@ impl Coded for ConfigError {
 pub struct Settings {
     pub max_denials: u32,
     pub max_turns: u32,
+    pub max_tool_calls: Option<u32>,
+    /// The menu in force (name and tools), if `[run] menu` names one; checked by the CLI.
+    pub menu: Option<String>,
+    pub menus: BTreeMap<String, MenuConfig>,
     pub profiles: BTreeMap<String, ProfileConfig>,
     pub openai: OpenAiConfig,
     pub anthropic: AnthropicConfig,
@@ -715,6 +734,18 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
         requests,
         max_denials: first(&|d| d.run.max_denials).unwrap_or(3),
         max_turns: first(&|d| d.run.max_turns).unwrap_or(50),
+        max_tool_calls: Some(first(&|d| d.run.max_tool_calls).unwrap_or(200)),
+        menu: layers.iter().find_map(|l| l.doc.run.menu.clone()),
+        menus: {
+            // Lowest first so a higher layer's menu of the same name replaces it whole.
+            let mut menus = BTreeMap::new();
+            for layer in layers.iter().rev() {
+                for (name, m) in &layer.doc.menus {
+                    menus.insert(name.clone(), m.clone());
+                }
+            }
+            menus
+        },
         profiles,
         openai,
         anthropic,

@@ -29,10 +29,51 @@ pub struct RunSettings {
     /// Boxed: it is rarely set and keeps `RunStarted` small.
     #[serde(default, skip_serializing_if = "default_ttls")]
     pub requests: Box<RequestTtls>,
+    /// The run stops before its tool call number `max_tool_calls + 1` is processed. Logs
+    /// written before this cap existed read as `None` (no cap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tool_calls: Option<u32>,
 }
 
 fn default_ttls(t: &RequestTtls) -> bool {
     t.is_default()
+}
+
+/// A cap on a run's work, named in [`RunEvent::LimitReached`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunLimit {
+    /// Model turns (`[run] max_turns`).
+    Turns,
+    /// Tool calls (`[run] max_tool_calls`).
+    ToolCalls,
+}
+
+impl RunLimit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Turns => "turns",
+            Self::ToolCalls => "tool_calls",
+        }
+    }
+}
+
+/// What was sent to the model for a turn, after the prompt guard passed it: the digest of
+/// exactly that request (conversation and tools, JCS) and the fences it carried. The text
+/// itself is rebuilt from the log (`warrant_agent::prompt`), deterministically.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelRequest {
+    pub digest: Digest,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fences: Vec<FenceRecord>,
+}
+
+/// One fenced piece of untrusted content in a model request, as journaled: where it came from
+/// and the digest of the fenced text that was sent (the text itself is rebuilt from the log).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FenceRecord {
+    pub source: String,
+    pub digest: Digest,
 }
 
 /// How a person resolved an effect that was in doubt.
@@ -225,6 +266,9 @@ pub enum RunEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Value>,
         model: String,
+        /// The guarded request this answers (absent in older logs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request: Option<ModelRequest>,
     },
     /// A call that never became an action: unknown tool, arguments failing the schema, a path
     /// that cannot be resolved. Nothing ran; the model is told why.
@@ -340,6 +384,11 @@ pub enum RunEvent {
         from: u64,
         to: u64,
     },
+    /// A cap of the run was reached; the run ends stopped in the same append.
+    LimitReached {
+        limit: RunLimit,
+        max: u32,
+    },
     RunEnded {
         outcome: Outcome,
     },
@@ -415,6 +464,7 @@ impl RunEvent {
             Self::EffectDenied { .. } => "effect_denied",
             Self::EffectInDoubt { .. } => "effect_in_doubt",
             Self::AuditGap { .. } => "audit_gap",
+            Self::LimitReached { .. } => "limit_reached",
             Self::RunEnded { .. } => "run_ended",
             Self::RequestRaised { .. } => "request_raised",
             Self::RequestReplied { .. } => "request_replied",

@@ -18,8 +18,9 @@ pub use asks::{Ask, AskError, AskKind, AskState, Reply, RequestTtls, ResourceKin
 pub use authorized::Authorized;
 pub use error::KernelError;
 pub use events::{
-    Approver, AskedOf, Binding, BudgetMetric, BudgetScope, CallRecord, DeniedBy, Outcome,
-    Presentation, ReasonRecord, RejectReason, Resolution, RunEvent, RunSettings, Scope, Verdict,
+    Approver, AskedOf, Binding, BudgetMetric, BudgetScope, CallRecord, DeniedBy, FenceRecord,
+    ModelRequest, Outcome, Presentation, ReasonRecord, RejectReason, Resolution, RunEvent, RunLimit,
+    RunSettings, Scope, Verdict,
 };
 pub use model_gate::{Crossing, Headroom, ModelGate, ModelRules, ModelUsage};
 pub use ring::{

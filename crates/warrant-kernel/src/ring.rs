@@ -21,8 +21,8 @@ use crate::authority::{ApprovalRules, RejectReason, bound_digest, session_patter
 use crate::authorized::Authorized;
 use crate::error::KernelError;
 use crate::events::{
-    Approver, Binding, CallRecord, DeniedBy, EVENT_VERSION, Outcome, ReasonRecord, Resolution,
-    RunEvent, RunSettings, Scope, Verdict,
+    Approver, Binding, CallRecord, DeniedBy, EVENT_VERSION, ModelRequest, Outcome, ReasonRecord,
+    Resolution, RunEvent, RunLimit, RunSettings, Scope, Verdict,
 };
 use crate::state::{RequestAnswer, RequestKind, RequestState, RunState};
 use crate::tool::{ToolEnv, ToolRegistry};
@@ -255,8 +255,56 @@ impl Ring<'_> {
                 calls,
                 usage,
                 model,
+                request: None,
             }],
             None,
+            vec![],
+        )
+    }
+
+    /// Journals a model's answer together with the guarded request it answers.
+    pub fn record_guarded_response(
+        &self,
+        state: &mut RunState,
+        request: ModelRequest,
+        text: Option<String>,
+        calls: Vec<CallRecord>,
+        usage: Option<Value>,
+        model: String,
+    ) -> Result<(), KernelError> {
+        let turn = state.turns;
+        self.append(
+            state,
+            vec![RunEvent::ModelResponded {
+                turn,
+                text,
+                calls,
+                usage,
+                model,
+                request: Some(request),
+            }],
+            None,
+            vec![],
+        )
+    }
+
+    /// Stops the run at one of its caps: the typed reason and the end in one append.
+    pub fn stop_at_limit(
+        &self,
+        state: &mut RunState,
+        limit: RunLimit,
+        max: u32,
+        reason: String,
+    ) -> Result<(), KernelError> {
+        self.append(
+            state,
+            vec![
+                RunEvent::LimitReached { limit, max },
+                RunEvent::RunEnded {
+                    outcome: Outcome::Stopped { reason },
+                },
+            ],
+            Some(RunStatus::Stopped),
             vec![],
         )
     }
@@ -1306,8 +1354,24 @@ fn audit_facts(
             facts["reasons"] = json!([format!("policy {policy_digest}"), format!("model {model}")]);
             facts["input_digest"] = json!(Digest::of_bytes(task.as_bytes()));
         }
-        RunEvent::ModelResponded { turn, calls, .. } => {
+        RunEvent::ModelResponded {
+            turn,
+            calls,
+            request,
+            ..
+        } => {
             facts["outcome"] = json!(format!("turn {turn}: {} call(s)", calls.len()));
+            if let Some(r) = request {
+                facts["input_digest"] = json!(r.digest);
+                if !r.fences.is_empty() {
+                    facts["reasons"] = json!(
+                        r.fences
+                            .iter()
+                            .map(|f| format!("fenced {}", f.source))
+                            .collect::<Vec<_>>()
+                    );
+                }
+            }
         }
         RunEvent::CallRefused {
             call_id,
@@ -1491,6 +1555,11 @@ fn audit_facts(
             facts["resource"] = json!(format!("audit sink {sink}"));
             facts["reasons"] = json!(["the audit outbox was over its bound with on_full = drop"]);
             facts["outcome"] = json!(format!("records {from}..={to} dropped for sink {sink}"));
+        }
+        RunEvent::LimitReached { limit, max } => {
+            facts["decision"] = json!("deny");
+            facts["reasons"] = json!([format!("limit {}: {max}", limit.as_str())]);
+            facts["outcome"] = json!(format!("the run reached its {} cap", limit.as_str()));
         }
         RunEvent::RunEnded { outcome } => facts["outcome"] = json!(outcome_label(outcome)),
         RunEvent::RequestRaised {

@@ -255,6 +255,7 @@ impl RunState {
             | RunEvent::ToolsChanged { .. }
             | RunEvent::InDoubtResolved { .. }
             | RunEvent::AuditGap { .. }
+            | RunEvent::LimitReached { .. }
             | RunEvent::CallRefused { .. }
             | RunEvent::ActionProposed { .. }
             | RunEvent::PolicyDecided { .. }
@@ -555,6 +556,7 @@ impl RunState {
             }
             RunEvent::ToolsChanged { to, .. } => self.tools_digest = Some(to),
             RunEvent::AuditGap { .. } => {}
+            RunEvent::LimitReached { .. } => {}
             RunEvent::RunEnded { outcome } => self.ended = Some(outcome),
             RunEvent::RequestRaised {
                 call_id,

@@ -146,6 +146,16 @@ impl Untrusted {
         self.text.clone()
     }
 
+    /// The content in a fence *without* neutralising fence tags inside. Only for the negative
+    /// controls of the security tests: a forged end tag then closes the fence.
+    pub fn fence_unescaped_for_negative_control(&self) -> String {
+        format!(
+            "{FENCE_OPEN} source=\"{}\">\n{}\n{FENCE_CLOSE}",
+            attr(&self.source.label()),
+            self.text
+        )
+    }
+
     /// Pieces long enough to recognise this content wherever it is pasted.
     fn fragments(&self) -> Vec<&str> {
         let mut out: Vec<&str> = self
@@ -244,6 +254,17 @@ impl<'a> GuardedRequest<'a> {
         turn: u32,
     ) -> Result<ModelResponse, crate::error::ModelError> {
         model.respond(self.conversation, self.tools, turn)
+    }
+
+    /// Sends the checked request, reporting progress as the answer streams in so the caller
+    /// can meter it and cut it off.
+    pub fn send_metered(
+        &self,
+        model: &dyn ModelProvider,
+        turn: u32,
+        on_progress: crate::stream::OnProgress<'_>,
+    ) -> Result<ModelResponse, crate::error::ModelError> {
+        model.respond_metered(self.conversation, self.tools, turn, on_progress)
     }
 }
 

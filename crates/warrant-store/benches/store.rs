@@ -261,6 +261,7 @@ fn replay_log(total: u64) -> Vec<EventDraft> {
             max_turns: 1_000_000,
             deadline: None,
             requests: Default::default(),
+            max_tool_calls: None,
         },
         tools: vec!["run_command".into(), "read_file".into()],
         tools_digest: None,
@@ -281,6 +282,7 @@ fn replay_log(total: u64) -> Vec<EventDraft> {
             }],
             usage: None,
             model: "bench".into(),
+            request: None,
         });
         events.push(RunEvent::ActionProposed {
             call_id: call_id.clone(),

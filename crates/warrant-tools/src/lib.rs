@@ -4,8 +4,10 @@
 //! the `Authorized` actions the ring hands it. No tool touches the world any other way.
 
 mod builtin;
+mod guarded;
 mod registry;
 mod requests;
 
 pub use builtin::{normalize_path, preview_write};
+pub use guarded::{MenuError, REDACTED_KEY, Redacting, redact_result, resolve_menu};
 pub use registry::BuiltinTools;

@@ -11,6 +11,9 @@ use crate::builtin;
 pub struct BuiltinTools {
     tools: Vec<Box<dyn Tool>>,
     validators: BTreeMap<String, jsonschema::Validator>,
+    /// The menu in force (name, tools): only these are offered, and a call to another is
+    /// refused (W-TOOL-007) without running anything.
+    menu: Option<(String, Vec<String>)>,
 }
 
 impl std::fmt::Debug for BuiltinTools {
@@ -31,7 +34,43 @@ impl BuiltinTools {
                 .map_err(|e| format!("schema of tool {}: {e}", spec.name))?;
             validators.insert(spec.name.clone(), v);
         }
-        Ok(Self { tools, validators })
+        Ok(Self {
+            tools,
+            validators,
+            menu: None,
+        })
+    }
+
+    /// Offers the model only the tools of `menu` (from [`crate::resolve_menu`]).
+    pub fn with_menu(mut self, menu: Option<(String, Vec<String>)>) -> Self {
+        self.menu = menu;
+        self
+    }
+
+    /// Every result is redacted before it is journaled or shown to the model.
+    pub fn with_redactor(mut self, redactor: std::sync::Arc<warrant_secrets::Redactor>) -> Self {
+        self.tools = self
+            .tools
+            .into_iter()
+            .map(|inner| {
+                Box::new(crate::guarded::Redacting {
+                    inner,
+                    redactor: redactor.clone(),
+                }) as Box<dyn Tool>
+            })
+            .collect();
+        self
+    }
+
+    /// Every built-in tool, whatever the menu: what a transcript may name.
+    pub fn catalogue_specs(&self) -> Vec<ToolSpec> {
+        self.tools.iter().map(|t| t.spec().clone()).collect()
+    }
+
+    fn on_menu(&self, name: &str) -> bool {
+        self.menu
+            .as_ref()
+            .is_none_or(|(_, tools)| tools.iter().any(|t| t == name))
     }
 }
 
@@ -44,7 +83,11 @@ impl ToolRegistry for BuiltinTools {
     }
 
     fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.iter().map(|t| t.spec().clone()).collect()
+        self.tools
+            .iter()
+            .filter(|t| self.on_menu(&t.spec().name))
+            .map(|t| t.spec().clone())
+            .collect()
     }
 
     fn validate(&self, name: &str, args: &Value) -> Result<(), Refusal> {
@@ -54,6 +97,17 @@ impl ToolRegistry for BuiltinTools {
                 message: format!("unknown tool `{name}`"),
             });
         };
+        if let Some((menu, tools)) = &self.menu
+            && !self.on_menu(name)
+        {
+            return Err(Refusal {
+                code: "W-TOOL-007".into(),
+                message: format!(
+                    "tool `{name}` is not on this run's menu `{menu}`; nothing was run. The menu offers: {}",
+                    tools.join(", ")
+                ),
+            });
+        }
         let errors: Vec<String> = v
             .iter_errors(args)
             .map(|e| {

@@ -75,8 +75,21 @@ fn reading_env_is_denied_and_the_token_never_reaches_the_log_control_without_the
     assert_eq!(search["payload"]["result"]["lines"], Value::Array(vec![]));
 
     // Without the forbid, reading .env is still `secret`, so a person is asked; once they
-    // approve, the token is read.
-    let control = Sandbox::init();
+    // approve, the read happens, and redaction (a second, independent layer) still keeps the
+    // token out of the log...
+    let redacted = Sandbox::init();
+    without_policy(&redacted, "no-secret-files");
+    let events = run_events_approving(&redacted, attack);
+    assert_eq!(count(&events, "effect_denied"), 0);
+    assert_eq!(count(&events, "approval_requested"), 1);
+    let log = serde_json::to_string(&events).unwrap();
+    assert!(!log.contains(TOKEN) && log.contains("[REDACTED:"), "{log}");
+
+    // ...and with redaction off too (a debug-build test switch), the token is in the log.
+    let mut control = Sandbox::init();
+    control
+        .extra_env
+        .push(("WARRANT_TEST_DISABLE".into(), "redact".into()));
     without_policy(&control, "no-secret-files");
     let events = run_events_approving(&control, attack);
     assert_eq!(count(&events, "effect_denied"), 0);

@@ -8,6 +8,7 @@ mod docs;
 mod harness;
 mod identity;
 mod models;
+mod injection;
 mod openai;
 mod policy;
 mod quickstart;

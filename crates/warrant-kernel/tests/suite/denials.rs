@@ -19,6 +19,7 @@ fn denials_by_policy_and_by_person_both_count() {
         max_turns: 20,
         deadline: None,
         requests: Default::default(),
+        max_tool_calls: None,
     };
     let mut state = w.start(&ring, settings.clone());
     let calls: Vec<(&str, serde_json::Value, Option<Answer>)> = vec![

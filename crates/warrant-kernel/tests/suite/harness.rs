@@ -190,6 +190,7 @@ pub fn settings() -> RunSettings {
         max_turns: 20,
         deadline: None,
         requests: Default::default(),
+        max_tool_calls: None,
     }
 }
 

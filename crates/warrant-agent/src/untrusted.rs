@@ -1,0 +1,143 @@
+//! The prompt a run sends, rebuilt from its log, with everything from outside fenced. A
+//! completed call's result is untrusted content (file text, command output): it travels only
+//! inside a tool message, fenced with its source (tool, call id, what was read or run). Refusals
+//! and denials are Warrant's own words but may quote model-chosen text, so fence tags in them
+//! are neutralised too. The taint ledger built alongside lets the guard recognise that content
+//! anywhere instructions go.
+
+use serde_json::{Value, json};
+use warrant_core::Digest;
+use warrant_kernel::{CallResult, CallState, FenceRecord, RunState};
+use warrant_llm::untrusted::{MIN_FRAGMENT, neutralise};
+use warrant_llm::{Conversation, Message, Source, Taint, ToolCall, Untrusted};
+
+use crate::{SYSTEM_PROMPT, result_for_model};
+
+/// The guard's switches. Production runs have both on; turning one off exists only for the
+/// negative controls of the security tests (the CLI honours it in debug builds only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GuardSettings {
+    /// Fence untrusted content (off: raw text in the tool message).
+    pub fence: bool,
+    /// Neutralise fence tags inside fenced content (off: a forged end tag closes the fence).
+    pub escape: bool,
+    /// Check the assembled request before it is sent (off: send whatever was assembled).
+    pub check: bool,
+}
+
+impl Default for GuardSettings {
+    fn default() -> Self {
+        Self {
+            fence: true,
+            escape: true,
+            check: true,
+        }
+    }
+}
+
+/// A prompt as sent: the conversation, the untrusted content in it, and the journal view of
+/// its fences.
+#[derive(Debug)]
+pub struct Prompt {
+    pub conversation: Conversation,
+    pub taint: Taint,
+    pub fences: Vec<FenceRecord>,
+}
+
+fn source_of(call: &CallState) -> Source {
+    let detail = call.actions.as_ref().map(|actions| {
+        actions
+            .iter()
+            .map(warrant_kernel::ring::describe)
+            .collect::<Vec<_>>()
+            .join("; ")
+    });
+    Source::tool_result(&call.record.tool, &call.record.id, detail)
+}
+
+/// Every string inside a result, for the ledger: pasted anywhere else, each is recognisable.
+fn leaves(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) if s.trim().len() >= MIN_FRAGMENT => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|i| leaves(i, out)),
+        Value::Object(map) => map.values().for_each(|i| leaves(i, out)),
+        Value::String(_) | Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+/// Rebuilds what the model is sent for its next turn, from the log alone.
+pub fn prompt(state: &RunState, guard: GuardSettings) -> Prompt {
+    let mut taint = Taint::default();
+    let mut fences = Vec::new();
+    let mut messages = vec![Message::User {
+        content: state.task.clone(),
+    }];
+    for (turn, text) in state.turn_texts.iter().enumerate() {
+        let calls: Vec<_> = state
+            .calls
+            .iter()
+            .filter(|c| c.turn as usize == turn)
+            .collect();
+        messages.push(Message::Assistant {
+            text: text.clone(),
+            calls: calls
+                .iter()
+                .map(|c| ToolCall {
+                    id: c.record.id.clone(),
+                    name: c.record.tool.clone(),
+                    arguments: c.record.args.clone(),
+                })
+                .collect(),
+        });
+        for c in calls {
+            let Some(result) = &c.result else { continue };
+            let content = match result {
+                CallResult::Completed { ok, result } => {
+                    let source = source_of(c);
+                    let body = if *ok {
+                        result.clone()
+                    } else {
+                        json!({ "failed": result })
+                    };
+                    let untrusted = Untrusted::new(source.clone(), body.to_string());
+                    let content = match (guard.fence, guard.escape) {
+                        (true, true) => untrusted.fence().into_string(),
+                        (true, false) => untrusted.fence_unescaped_for_negative_control(),
+                        (false, _) => untrusted.unfenced_for_negative_control(),
+                    };
+                    fences.push(FenceRecord {
+                        source: source.label(),
+                        digest: Digest::of_bytes(content.as_bytes()),
+                    });
+                    let mut strings = Vec::new();
+                    leaves(result, &mut strings);
+                    for s in strings {
+                        taint.add(Untrusted::new(source.clone(), s));
+                    }
+                    taint.add(untrusted);
+                    content
+                }
+                CallResult::Refused { .. } | CallResult::Denied { .. } | CallResult::InDoubt => {
+                    if guard.escape {
+                        neutralise(&result_for_model(result))
+                    } else {
+                        result_for_model(result)
+                    }
+                }
+            };
+            messages.push(Message::Tool {
+                call_id: c.record.id.clone(),
+                name: c.record.tool.clone(),
+                content,
+            });
+        }
+    }
+    Prompt {
+        conversation: Conversation {
+            system: SYSTEM_PROMPT.to_owned(),
+            messages,
+        },
+        taint,
+        fences,
+    }
+}

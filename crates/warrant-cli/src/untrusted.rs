@@ -1,0 +1,67 @@
+//! Wiring of the untrusted-content controls: the tools a run offers (menu) and the redactor
+//! every result passes through (known secret values from Warrant's environment, plus the
+//! scanner), and the prompt guard's switches. The switches can be turned off only in debug
+//! builds, through `WARRANT_TEST_DISABLE=fence,escape,guard,redact`, for the negative controls of the
+//! security tests; a release build ignores the variable.
+
+use std::sync::Arc;
+
+use warrant_agent::GuardSettings;
+use warrant_core::config::Settings;
+use warrant_secrets::{Redactor, Scanner};
+use warrant_tools::BuiltinTools;
+
+use crate::{EXIT_USAGE, Failure};
+
+fn disabled(what: &str) -> bool {
+    if !cfg!(debug_assertions) {
+        return false;
+    }
+    std::env::var("WARRANT_TEST_DISABLE")
+        .map(|v| v.split(',').any(|w| w.trim() == what))
+        .unwrap_or(false)
+}
+
+/// Fencing and the request check, on unless a debug build's negative control turns them off.
+pub fn guard_settings() -> GuardSettings {
+    GuardSettings {
+        fence: !disabled("fence"),
+        escape: !disabled("escape"),
+        check: !disabled("guard"),
+    }
+}
+
+/// Values Warrant knows to be secret: every variable of its own environment whose name marks
+/// it as one (`*KEY*`, `*SECRET*`, `*TOKEN*`, `*PASSWORD*`: provider keys, sink tokens), and the
+/// password of a store URL.
+pub fn known_secrets(settings: &Settings) -> Vec<String> {
+    let mut out: Vec<String> = std::env::vars()
+        .filter(|(k, _)| warrant_exec::secret_pattern(k).is_some())
+        .map(|(_, v)| v)
+        .collect();
+    if let Some(url) = &settings.store_url
+        && let (Some(scheme), Some(at)) = (url.find("://"), url.rfind('@'))
+        && at > scheme
+        && let Some((_, password)) = url[scheme + 3..at].split_once(':')
+    {
+        out.push(password.to_owned());
+    }
+    out
+}
+
+/// The run's tools: the configured menu, results redacted.
+pub fn tools(settings: &Settings) -> Result<BuiltinTools, Failure> {
+    let tools = BuiltinTools::new().map_err(|e| Failure::usage("W-TOOL-006", e))?;
+    let menu = warrant_tools::resolve_menu(
+        settings.menu.as_deref(),
+        &settings.menus,
+        &tools.catalogue_specs(),
+    )
+    .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    let tools = tools.with_menu(menu);
+    if disabled("redact") {
+        return Ok(tools);
+    }
+    let scanner = Scanner::default_rules().map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    Ok(tools.with_redactor(Arc::new(Redactor::new(scanner, known_secrets(settings)))))
+}

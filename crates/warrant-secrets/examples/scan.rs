@@ -1,0 +1,59 @@
+//! Scans files with Warrant's rules and prints one JSON line per finding, then a summary line
+//! with bytes scanned and time taken. Used by `scripts/bench-secrets.py`; not part of the tests.
+//!
+//! Usage: cargo run --release -p warrant-secrets --example scan -- FILE_OR_DIR...
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::time::Instant;
+
+use warrant_secrets::Scanner;
+
+fn main() {
+    let started = Instant::now();
+    let scanner = match Scanner::default_rules() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    let compile_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let mut bytes = 0usize;
+    let mut findings = 0usize;
+    let mut texts = Vec::new();
+    let mut todo: Vec<std::path::PathBuf> = std::env::args().skip(1).map(Into::into).collect();
+    while let Some(path) = todo.pop() {
+        if path.is_dir() {
+            if let Ok(entries) = std::fs::read_dir(&path) {
+                todo.extend(entries.filter_map(|e| e.ok().map(|e| e.path())));
+            }
+            continue;
+        }
+        match std::fs::read(&path) {
+            Ok(bytes) => texts.push((
+                path.display().to_string(),
+                String::from_utf8_lossy(&bytes).into_owned(),
+            )),
+            Err(e) => eprintln!("skipping {}: {e}", path.display()),
+        }
+    }
+    let scan_start = Instant::now();
+    let mut lines = Vec::new();
+    for (path, text) in &texts {
+        bytes += text.len();
+        for f in scanner.scan(text) {
+            findings += 1;
+            let line = text[..f.start].matches('\n').count() + 1;
+            lines.push(serde_json::json!({"file": path, "rule": f.rule, "line": line}).to_string());
+        }
+    }
+    let scan_s = scan_start.elapsed().as_secs_f64();
+    for l in lines {
+        println!("{l}");
+    }
+    println!(
+        "{}",
+        serde_json::json!({"summary": {"files": texts.len(), "bytes": bytes, "findings": findings, "scan_seconds": scan_s, "compile_ms": compile_ms}})
+    );
+}
