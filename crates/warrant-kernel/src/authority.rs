@@ -51,10 +51,10 @@ impl AskedOf {
             (Some(t), _) => format!("team {t} ({})", self.people.join(", ")),
             (None, true) if self.people.is_empty() => "the administrators (none listed)".into(),
             (None, true) => format!("the administrators ({})", self.people.join(", ")),
-            (None, false) => "any person (no identity directory)".into(),
+            (None, false) => "any person who is not an agent (no identity directory)".into(),
         };
         let mut s = who;
-        if let Some(why) = &self.fell_through {
+        if let (Some(why), true) = (&self.fell_through, self.admins) {
             s.push_str(&format!(": {why}"));
         }
         if self.four_eyes {
