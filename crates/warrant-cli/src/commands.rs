@@ -83,6 +83,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
         },
         Command::Approvals { command } => match command {
             ApprovalsCommand::List { all, json } => approvals_list(ws, all, json),
+            ApprovalsCommand::Keygen { force } => crate::approver_key::keygen(ws, force),
         },
         Command::Approve { id, scope, json } => {
             let scope = if scope == "session" {
@@ -1158,12 +1159,15 @@ fn answer(ws: Option<&Path>, id: &str, answer: Answer, json: bool) -> Result<u8,
     let pdp = governed(&loaded, &base);
     let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
     let mut state = ring.load(&row.run).map_err(|e| Failure::coded(&e, 1))?;
-    let result = ring.answer(
+    let key = crate::approver_key::load(&loaded.paths)?;
+    let result = ring.answer_signed(
         &mut state,
         &request,
         &loaded.identity.principal,
         "cli",
         answer.clone(),
+        key.as_ref()
+            .map(|k| k as &dyn warrant_kernel::approval::ApproverKey),
     );
     context::deliver(&loaded.inst);
     result.map_err(|e| Failure::coded(&e, EXIT_USAGE))?;

@@ -57,6 +57,7 @@ pub enum RequestAnswer {
         digest: Digest,
         proof: String,
         binding: Option<Binding>,
+        signature: Option<String>,
     },
     Denied {
         approver: Approver,
@@ -379,6 +380,7 @@ impl RunState {
                 digest,
                 proof,
                 binding,
+                signature,
             } => {
                 let request = self.request_mut(&request_id)?;
                 request.answer = Some(RequestAnswer::Granted {
@@ -387,6 +389,7 @@ impl RunState {
                     digest,
                     proof,
                     binding,
+                    signature,
                 });
             }
             RunEvent::ApprovalRejected {

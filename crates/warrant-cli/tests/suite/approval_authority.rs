@@ -289,3 +289,72 @@ fn risk_configuration_cannot_relax_the_classes_that_always_need_a_person() {
         stderr(&out)
     );
 }
+
+#[test]
+fn with_a_registered_key_only_a_signed_approval_counts() {
+    let sb = with_directory();
+    // bob makes his key (in his own HOME) and the administrator registers its public half.
+    let bob_home = sb.dir.path().join("bob-home");
+    std::fs::create_dir_all(&bob_home).unwrap();
+    let as_bob = |args: &[&str]| {
+        let mut c = sb.std_cmd(args);
+        c.env("WARRANT_ACTOR", "bob").env("HOME", &bob_home);
+        c.output().unwrap()
+    };
+    let made = as_bob(&["approvals", "keygen"]);
+    assert_eq!(made.status.code(), Some(0), "{}", stderr(&made));
+    let printed = stdout(&made);
+    let line = printed
+        .lines()
+        .find(|l| l.starts_with("public_key = "))
+        .unwrap();
+    assert!(printed.contains("[people.bob]"), "{printed}");
+    std::fs::write(
+        sb.managed.join("directory.toml"),
+        format!("{DIRECTORY}\n[people.bob]\n{line}\n"),
+    )
+    .unwrap();
+    assert_eq!(
+        as_bob(&["approvals", "keygen"]).status.code(),
+        Some(2),
+        "no silent overwrite"
+    );
+
+    let model = sb.quickstart_model();
+    let out = sb.run(&["run", "--prompt", "never", "--model", &model, "q"]);
+    let request = parked_request(&out);
+    let (run, _) = sb.last_run();
+    // bob from an account without his key: refused, recorded.
+    let unsigned = as_actor(&sb, "bob", &[], &["approve", &request]);
+    assert_eq!(unsigned.status.code(), Some(2));
+    assert!(
+        stderr(&unsigned).contains("W-APPROVAL-023"),
+        "{}",
+        stderr(&unsigned)
+    );
+    // bob with his key: signed, and the run goes on.
+    let signed = as_bob(&["approve", &request]);
+    assert_eq!(signed.status.code(), Some(0), "{}", stderr(&signed));
+    let done = sb.run(&["resume", "--prompt", "never", &run]);
+    assert!(
+        matches!(done.status.code(), Some(0 | 10)),
+        "{}",
+        stderr(&done)
+    );
+    let (_, events) = sb.last_run();
+    assert_eq!(
+        rejections(&events)[0],
+        ("unsigned".to_owned(), "bob".to_owned())
+    );
+    let granted = events
+        .iter()
+        .find(|e| e["kind"] == "approval_granted")
+        .unwrap();
+    assert_eq!(granted["payload"]["signature"].as_str().unwrap().len(), 128);
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["kind"] == "approval_rejected" && e["payload"]["reason"] == "forged"),
+        "the signed approval verified at time of use"
+    );
+}

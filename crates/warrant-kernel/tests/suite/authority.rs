@@ -508,3 +508,149 @@ fn a_session_approval_covers_the_same_class_and_pattern_in_this_run_until_it_exp
         CallStep::Parked(_)
     ));
 }
+
+/// With a key registered in the directory, bob's approvals must be signed by it: unsigned
+/// answers are refused at answer time (recorded); a grant signed by another key, planted in the
+/// store with a valid installation HMAC, is refused at time of use (and runs with the checks
+/// off: the negative control); a properly signed one runs.
+#[test]
+fn a_registered_approver_key_must_sign_the_approval() {
+    use warrant_kernel::RunEvent;
+    use warrant_kernel::approval::{ApproverKey, Ed25519ApproverKey, set_checks_for_this_thread};
+
+    let bobs = Ed25519ApproverKey::from_seed(&[7; 32]);
+    let mallorys = Ed25519ApproverKey::from_seed(&[9; 32]);
+    let with_key = |w: &World| {
+        let mut r = rules(Some("payments"));
+        let dir = r.directory.as_mut().unwrap();
+        dir.people.get_mut("bob").unwrap().public_key = Some(bobs.public_hex());
+        let _ = w;
+        r
+    };
+    let setup = |w: &World, signer: Option<&dyn ApproverKey>| -> (RunState, String, bool) {
+        let pdp = Pdp(&w.engine);
+        let governed = Governed {
+            inner: &pdp,
+            rules: with_key(w),
+        };
+        let ring = Ring {
+            pdp: &governed,
+            ..w.ring(&pdp, SECRET)
+        };
+        let (mut state, call, request) = parked_on(w, &ring, RiskClass::Change);
+        let ok = ring
+            .answer_signed(
+                &mut state,
+                &request,
+                &user("bob"),
+                "cli",
+                Answer::Approve(Scope::Once),
+                signer,
+            )
+            .is_ok();
+        (state, call, ok)
+    };
+    let process = |w: &World, state: &mut RunState, call: &str| {
+        let pdp = Pdp(&w.engine);
+        let governed = Governed {
+            inner: &pdp,
+            rules: with_key(w),
+        };
+        let ring = Ring {
+            pdp: &governed,
+            ..w.ring(&pdp, SECRET)
+        };
+        ring.resume(state, &user("bob")).unwrap();
+        w.process(&ring, state, call, &mut NoPrompter)
+    };
+    let last_kind = |w: &World, state: &RunState| {
+        w.store
+            .events(&state.run)
+            .unwrap()
+            .last()
+            .unwrap()
+            .kind
+            .clone()
+    };
+
+    // Unsigned, or signed by a key that is not bob's: refused when given, and recorded.
+    for signer in [None, Some(&mallorys as &dyn ApproverKey)] {
+        let w = World::new();
+        let (state, _, ok) = setup(&w, signer);
+        assert!(!ok);
+        let events = w.store.events(&state.run).unwrap();
+        let last = events.last().unwrap();
+        assert_eq!(
+            (last.kind.as_str(), last.payload["reason"].as_str()),
+            ("approval_rejected", Some("unsigned"))
+        );
+    }
+
+    // Signed by bob's key: runs.
+    let w = World::new();
+    let (mut state, call, ok) = setup(&w, Some(&bobs));
+    assert!(ok);
+    assert_eq!(process(&w, &mut state, &call), CallStep::Done);
+    assert!(w.exists("x"));
+
+    // A grant carrying a valid HMAC but mallory's signature, planted by someone with the
+    // installation secret and store access: forged at time of use; runs with checks off.
+    for checks in [true, false] {
+        let w = World::new();
+        let (mut state, call, ok) = setup(&w, Some(&bobs));
+        assert!(ok);
+        let events = w.store.events(&state.run).unwrap();
+        let last = events.last().unwrap();
+        let mut grant = RunEvent::from_stored(last).unwrap();
+        if let RunEvent::ApprovalGranted {
+            signature,
+            binding: Some(b),
+            approver,
+            scope,
+            digest,
+            ..
+        } = &mut grant
+        {
+            let input = warrant_kernel::approval::BoundInput {
+                base: warrant_kernel::approval::ProofInput {
+                    run: &b.run,
+                    request: &b.request,
+                    park_seq: b.park,
+                    digest,
+                    approver,
+                    scope: *scope,
+                },
+                expires_at: b.expires_at,
+            };
+            *signature =
+                Some(mallorys.sign_hex(warrant_kernel::approval::bound_message(&input).as_bytes()));
+        }
+        // Appended over the genuine answer, as an attacker with store access would.
+        let pdp = Pdp(&w.engine);
+        w.ring(&pdp, SECRET)
+            .append(&mut state, vec![grant], None, vec![])
+            .unwrap();
+        set_checks_for_this_thread(checks);
+        let step = process(&w, &mut state, &call);
+        set_checks_for_this_thread(true);
+        if checks {
+            assert!(matches!(step, CallStep::Parked(_)));
+            assert!(!w.exists("x"));
+            let rejected = w
+                .store
+                .events(&state.run)
+                .unwrap()
+                .into_iter()
+                .find(|e| e.kind == "approval_rejected")
+                .unwrap();
+            assert_eq!(rejected.payload["reason"], "forged");
+            assert_eq!(last_kind(&w, &state), "run_parked");
+        } else {
+            assert_eq!(step, CallStep::Done);
+            assert!(
+                w.exists("x"),
+                "negative control: the planted signature runs"
+            );
+        }
+    }
+}
