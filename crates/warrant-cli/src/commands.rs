@@ -83,6 +83,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
         },
         Command::Approvals { command } => match command {
             ApprovalsCommand::List { all, json } => approvals_list(ws, all, json),
+            ApprovalsCommand::Keygen { force } => crate::approver_key::keygen(ws, force),
         },
         Command::Approve { id, scope, json } => {
             let scope = if scope == "session" {
@@ -370,6 +371,7 @@ struct Loaded {
     inst: Installation,
     /// `[requests]` expiry per kind, checked at load.
     request_ttls: warrant_kernel::RequestTtls,
+    rules: warrant_kernel::ApprovalRules,
 }
 
 fn load(ws: Option<&Path>) -> Result<Loaded, Failure> {
@@ -384,6 +386,10 @@ fn load(ws: Option<&Path>) -> Result<Loaded, Failure> {
     .validate()
     .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
     let policy = context::policy(&paths)?;
+    for warning in policy.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    let rules = context::approval_rules(&paths, &layers)?;
     let inst = context::installation(&paths, &settings)?;
     let request_ttls = crate::requests::ttls(&settings.requests)?;
     Ok(Loaded {
@@ -393,6 +399,7 @@ fn load(ws: Option<&Path>) -> Result<Loaded, Failure> {
         policy,
         inst,
         request_ttls,
+        rules,
     })
 }
 
@@ -498,9 +505,20 @@ fn finish(exit: RunExit, state: &RunState, json: bool) -> u8 {
     exit.code() as u8
 }
 
+/// The policy decision point with the `[risk.*]` rules and the identity directory on top.
+fn governed<'a>(
+    loaded: &Loaded,
+    base: &'a warrant_kernel::pdp::Pdp<'a>,
+) -> warrant_kernel::Governed<'a> {
+    warrant_kernel::Governed {
+        inner: base,
+        rules: loaded.rules.clone(),
+    }
+}
+
 fn ring<'a>(
     loaded: &'a Loaded,
-    pdp: &'a warrant_kernel::pdp::Pdp<'a>,
+    pdp: &'a dyn warrant_kernel::DecisionPoint,
     observer: &'a dyn warrant_kernel::Observer,
 ) -> Ring<'a> {
     Ring {
@@ -575,7 +593,8 @@ fn run(
     let env = tool_env(&loaded)?;
     let printer = Printer::new(json);
     let observer = Faulty::from_env(&printer);
-    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let pdp = governed(&loaded, &base);
     let ring = ring(&loaded, &pdp, &observer);
     let mut state = ring
         .start(new_run_spec(
@@ -649,7 +668,8 @@ fn submit(
     // Checked now, so a bad transcript or model spec is refused before anything is queued.
     provider(model, &loaded, &tools)?;
     let env = tool_env(&loaded)?;
-    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let pdp = governed(&loaded, &base);
     let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
     let state = ring
         .start(new_run_spec(
@@ -684,7 +704,8 @@ fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, 
     let env = tool_env(&loaded)?;
     let printer = Printer::new(json);
     let observer = Faulty::from_env(&printer);
-    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let pdp = governed(&loaded, &base);
     let ring = ring(&loaded, &pdp, &observer);
     let mut state = ring
         .load(&run)
@@ -772,7 +793,8 @@ fn worker(
         digest_of(&tools.specs()).map_err(|e| Failure::usage("W-KERNEL-001", e.to_string()))?;
     let printer = Printer::new(json);
     let observer = Faulty::from_env(&printer);
-    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let pdp = governed(&loaded, &base);
     let ring = ring(&loaded, &pdp, &observer);
     let holder = id.unwrap_or_else(drive::holder);
     let ttl = std::time::Duration::from_millis(lease_ms.max(100));
@@ -861,7 +883,8 @@ fn runs_cancel(ws: Option<&Path>, run: &str, reason: &str) -> Result<u8, Failure
         .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
     // A run nobody drives (queued, parked, abandoned) is stopped here and now; one that is
     // being driven stops at its next effect boundary.
-    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let pdp = governed(&loaded, &base);
     let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
     match drive::lease_here(loaded.inst.store.as_ref(), &run) {
         Ok(lease) => {
@@ -895,7 +918,8 @@ fn runs_resolve(ws: Option<&Path>, run: &str, step: &str, resolution: &str) -> R
         _ => Resolution::Failed,
     };
     let loaded = load(ws)?;
-    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let pdp = governed(&loaded, &base);
     let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
     let mut state = ring
         .load(&run)
@@ -1023,6 +1047,9 @@ fn explain(
         };
     }
     let policy = context::policy(&paths)?;
+    for warning in policy.warnings() {
+        eprintln!("warning: {warning}");
+    }
     let workspace = paths.workspace_canonical()?;
     let verb = Verb::parse(action).ok_or_else(|| {
         Failure::usage(
@@ -1134,6 +1161,9 @@ fn approvals_list(ws: Option<&Path>, all: bool, json: bool) -> Result<u8, Failur
             get("title"),
             get("requested_by"),
         );
+        if let Some(asked) = s.get("asked_of").and_then(Value::as_str) {
+            outln!("    asked of: {asked}");
+        }
     }
     Ok(0)
 }
@@ -1159,7 +1189,8 @@ fn answer(ws: Option<&Path>, id: &str, answer: Answer, json: bool) -> Result<u8,
                 ),
             )
         })?;
-    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let pdp = governed(&loaded, &base);
     let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
     let mut state = ring.load(&row.run).map_err(|e| Failure::coded(&e, 1))?;
     if state.asks.contains_key(&request) {
@@ -1170,12 +1201,15 @@ fn answer(ws: Option<&Path>, id: &str, answer: Answer, json: bool) -> Result<u8,
             ),
         ));
     }
-    let result = ring.answer(
+    let key = crate::approver_key::load(&loaded.paths)?;
+    let result = ring.answer_signed(
         &mut state,
         &request,
         &loaded.identity.principal,
         "cli",
         answer.clone(),
+        key.as_ref()
+            .map(|k| k as &dyn warrant_kernel::approval::ApproverKey),
     );
     context::deliver(&loaded.inst);
     result.map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
@@ -1757,8 +1791,25 @@ fn doctor(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
     check(
         "policy",
         context::policy(&paths)
-            .map(|p| format!("{} policies, set {}", p.policy_ids().count(), p.digest()))
+            .map(|p| {
+                let mut line = format!("{} policies, set {}", p.policy_ids().count(), p.digest());
+                for w in p.warnings() {
+                    line.push_str(&format!("; warning: {w}"));
+                }
+                line
+            })
             .map_err(|f| format!("[{}] {}", f.code, f.message)),
+    );
+    check(
+        "approvals",
+        layers
+            .as_ref()
+            .map_err(|f| f.message.clone())
+            .and_then(|l| {
+                context::approval_rules(&paths, l)
+                    .map(|r| approvals_summary(&r))
+                    .map_err(|f| format!("[{}] {}", f.code, f.message))
+            }),
     );
     let inst = match settings {
         Some(Ok(settings)) => context::installation(&paths, &settings)
@@ -1834,6 +1885,51 @@ fn doctor(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
         }
     }
     Ok(if ok { 0 } else { 1 })
+}
+
+/// One line for `doctor`: the directory, who is asked here, and non-default risk rules.
+fn approvals_summary(r: &warrant_kernel::ApprovalRules) -> String {
+    let who = match &r.directory {
+        None => "no identity directory: any person who is not an agent may approve".to_owned(),
+        Some(d) => {
+            let asked = warrant_kernel::ApprovalRules {
+                risk: r.risk.clone(),
+                directory: Some(d.clone()),
+                team: r.team.clone(),
+            }
+            .asked_of(
+                &Principal {
+                    tenant: String::new(),
+                    actor: String::new(),
+                    kind: PrincipalKind::User,
+                    on_behalf_of: None,
+                    roles: Vec::new(),
+                    teams: Vec::new(),
+                    attrs: Default::default(),
+                },
+                warrant_core::RiskClass::Change,
+            );
+            format!(
+                "directory with {} people and {} admins; requests go to {}",
+                d.people.len(),
+                d.admins().len(),
+                asked.describe()
+            )
+        }
+    };
+    let rules: Vec<String> = warrant_core::RiskClass::ALL
+        .into_iter()
+        .map(|c| {
+            let rule = r.risk.rule(c);
+            format!(
+                "{} needs {}{}",
+                c.as_str(),
+                rule.needs.as_str(),
+                if rule.four_eyes { " (four eyes)" } else { "" }
+            )
+        })
+        .collect();
+    format!("{who}; {}", rules.join(", "))
 }
 
 fn audit_deliver(ws: Option<&Path>, follow: bool, interval: &str) -> Result<u8, Failure> {

@@ -12,6 +12,7 @@ macro_rules! outln {
     }};
 }
 
+mod approver_key;
 mod commands;
 mod context;
 mod drive;
@@ -219,6 +220,13 @@ pub enum ApprovalsCommand {
         all: bool,
         #[arg(long)]
         json: bool,
+    },
+    /// Make your Ed25519 approver key (in your user configuration directory) and print the
+    /// line an administrator adds to the identity directory.
+    Keygen {
+        /// Replace an existing key.
+        #[arg(long)]
+        force: bool,
     },
 }
 

@@ -67,6 +67,27 @@ const CREDENTIAL_TOOLS: &[&str] = &["pass", "vault", "op", "ssh-keygen", "ssh-ad
 
 fn classify_argv(argv: &[String]) -> Option<(RiskClass, String)> {
     let program = basename(argv.first()?.as_str());
+    // `sh -c "…"`: classify each simple command of the script by its words. Not a shell
+    // parser (quotes and substitutions are not followed); it only ever raises the class.
+    if matches!(program, "sh" | "bash" | "dash" | "zsh")
+        && let Some(pos) = argv.iter().position(|a| a == "-c")
+        && let Some(script) = argv.get(pos + 1)
+    {
+        let inner = script
+            .split([';', '&', '|', '\n', '(', ')', '`'])
+            .filter_map(|part| {
+                let words: Vec<String> = part
+                    .split_whitespace()
+                    .map(|w| w.trim_matches(|c| c == '"' || c == '\'').to_owned())
+                    .skip_while(|w| matches!(w.as_str(), "sudo" | "env" | "exec" | "then" | "do"))
+                    .collect();
+                classify_argv(&words)
+            })
+            .max_by_key(|(c, _)| *c);
+        if inner.is_some() {
+            return inner;
+        }
+    }
     let args: Vec<&str> = argv.iter().skip(1).map(String::as_str).collect();
     let line = argv.join(" ");
     let lower = line.to_lowercase();
@@ -383,6 +404,15 @@ mod tests {
             (&["cat", ".env"], RiskClass::Secret),
             (&["vault", "kv", "get", "x"], RiskClass::Secret),
             (&["cargo", "publish"], RiskClass::Irreversible),
+            (&["sh", "-c", "echo hi > a.txt"], RiskClass::Change),
+            (
+                &["sh", "-c", "make && rm -rf build"],
+                RiskClass::Destructive,
+            ),
+            (
+                &["bash", "-c", "cd x; git push origin main"],
+                RiskClass::External,
+            ),
         ];
         let got: Vec<(String, RiskClass)> = table
             .iter()

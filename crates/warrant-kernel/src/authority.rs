@@ -51,10 +51,10 @@ impl AskedOf {
             (Some(t), _) => format!("team {t} ({})", self.people.join(", ")),
             (None, true) if self.people.is_empty() => "the administrators (none listed)".into(),
             (None, true) => format!("the administrators ({})", self.people.join(", ")),
-            (None, false) => "any person (no identity directory)".into(),
+            (None, false) => "any person who is not an agent (no identity directory)".into(),
         };
         let mut s = who;
-        if let Some(why) = &self.fell_through {
+        if let (Some(why), true) = (&self.fell_through, self.admins) {
             s.push_str(&format!(": {why}"));
         }
         if self.four_eyes {
@@ -86,6 +86,9 @@ pub enum RejectReason {
     FourEyes,
     /// The answering process acts for someone else (an agent, or on behalf of a person).
     OnBehalf,
+    /// The identity directory registers a key for the person, and the answer was not signed
+    /// with it.
+    Unsigned,
 }
 
 impl RejectReason {
@@ -100,6 +103,7 @@ impl RejectReason {
             Self::NotEligible => "not_eligible",
             Self::FourEyes => "four_eyes",
             Self::OnBehalf => "on_behalf",
+            Self::Unsigned => "unsigned",
         }
     }
 
@@ -113,7 +117,7 @@ impl RejectReason {
             | Self::AlreadyUsed
             | Self::ActionChanged
             | Self::Expired => true,
-            Self::NotEligible | Self::FourEyes | Self::OnBehalf => false,
+            Self::NotEligible | Self::FourEyes | Self::OnBehalf | Self::Unsigned => false,
         }
     }
 }
@@ -221,6 +225,14 @@ impl ApprovalRules {
                 asked.describe()
             ),
         ))
+    }
+
+    /// The hex Ed25519 public key the directory registers for `actor`, if any.
+    pub fn registered_key(&self, actor: &str) -> Option<&str> {
+        self.directory
+            .as_ref()
+            .and_then(|d| d.people.get(actor))
+            .and_then(|p| p.public_key.as_deref())
     }
 
     /// Seconds an approval of `scope` for `risk` stays valid.

@@ -76,6 +76,7 @@ impl Coded for KernelError {
             Self::ApprovalRefused { reason, .. } => match reason {
                 crate::authority::RejectReason::FourEyes => "W-APPROVAL-021",
                 crate::authority::RejectReason::OnBehalf => "W-APPROVAL-022",
+                crate::authority::RejectReason::Unsigned => "W-APPROVAL-023",
                 crate::authority::RejectReason::NotEligible
                 | crate::authority::RejectReason::Forged
                 | crate::authority::RejectReason::OtherRun

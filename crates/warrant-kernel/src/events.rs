@@ -320,6 +320,10 @@ pub enum RunEvent {
         /// Run, request, park and expiry the approval claims (absent in older logs).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         binding: Option<Binding>,
+        /// Hex Ed25519 signature by the approver's own key over the same message, when the
+        /// identity directory registers a key for them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
     },
     /// An approval was refused: at time of use (forged, another run or park, replayed, the
     /// action changed, expired; the person is asked again) or when given (by someone not

@@ -16,7 +16,7 @@ use warrant_store::{
     Append, EventDraft, EventStore, NewRun, RequestUpdate, RunStatus, Sealer, StoredEvent,
 };
 
-use crate::approval::{self, BoundInput, ProofInput};
+use crate::approval::{self, ApproverKey, BoundInput, ProofInput};
 use crate::authority::{ApprovalRules, RejectReason, bound_digest, session_pattern};
 use crate::authorized::Authorized;
 use crate::error::KernelError;
@@ -354,6 +354,21 @@ impl Ring<'_> {
         via: &str,
         answer: Answer,
     ) -> Result<(), KernelError> {
+        self.answer_signed(state, request, approver, via, answer, None)
+    }
+
+    /// [`Ring::answer`] with the approver's own key: when the identity directory registers a
+    /// public key for the approver, an approval must be signed by it (and is refused, recorded,
+    /// when it is not).
+    pub fn answer_signed(
+        &self,
+        state: &mut RunState,
+        request: &RequestId,
+        approver: &Principal,
+        via: &str,
+        answer: Answer,
+        key: Option<&dyn ApproverKey>,
+    ) -> Result<(), KernelError> {
         let req = state
             .requests
             .get(request)
@@ -399,8 +414,21 @@ impl Ring<'_> {
             .asked
             .clone()
             .unwrap_or_else(|| rules.asked_of(&state.principal, req.risk));
+        let registered = rules.registered_key(&approver.actor).map(str::to_owned);
+        let signing_key = key.filter(|k| registered.as_deref() == Some(k.public_hex().as_str()));
         let check = match answer {
-            Answer::Approve(_) => rules.may_answer(approver, &asked),
+            Answer::Approve(_) => rules.may_answer(approver, &asked).and_then(|()| {
+                match (&registered, signing_key) {
+                    (Some(_), None) => Err((
+                        RejectReason::Unsigned,
+                        format!(
+                            "the identity directory registers an approver key for {}; approve with it (`warrant approvals keygen` made it, in the user configuration directory)",
+                            approver.actor
+                        ),
+                    )),
+                    (Some(_), Some(_)) | (None, _) => Ok(()),
+                }
+            }),
             // Anyone asked may refuse, but never an agent or someone acting for another.
             Answer::Deny { .. } => match rules.may_answer(approver, &asked) {
                 Err((RejectReason::FourEyes, _)) => Ok(()),
@@ -449,20 +477,20 @@ impl Ring<'_> {
                     park: req.park_seq,
                     expires_at,
                 };
-                let proof = approval::prove_bound(
-                    self.secret,
-                    &BoundInput {
-                        base: ProofInput {
-                            run: &binding.run,
-                            request: &binding.request,
-                            park_seq: binding.park,
-                            digest: &req.digest,
-                            approver: &who,
-                            scope,
-                        },
-                        expires_at,
+                let input = BoundInput {
+                    base: ProofInput {
+                        run: &binding.run,
+                        request: &binding.request,
+                        park_seq: binding.park,
+                        digest: &req.digest,
+                        approver: &who,
+                        scope,
                     },
-                );
+                    expires_at,
+                };
+                let proof = approval::prove_bound(self.secret, &input);
+                let signature =
+                    signing_key.map(|k| k.sign_hex(approval::bound_message(&input).as_bytes()));
                 RunEvent::ApprovalGranted {
                     request_id: request.clone(),
                     approver: who,
@@ -470,6 +498,7 @@ impl Ring<'_> {
                     digest: req.digest.clone(),
                     proof,
                     binding: Some(binding),
+                    signature,
                 }
             }
             Answer::Deny { reason } => RunEvent::ApprovalDenied {
@@ -975,6 +1004,7 @@ impl Ring<'_> {
                         digest: granted,
                         proof,
                         binding,
+                        signature,
                     }) => {
                         // Time of use: the approval must match what runs now, bit for bit,
                         // and what it claims to be bound to must be this run and this park.
@@ -995,6 +1025,7 @@ impl Ring<'_> {
                                 &granted,
                                 &proof,
                                 binding.as_ref(),
+                                signature.as_deref(),
                                 &now_digest,
                             )
                         } else {
@@ -1042,8 +1073,11 @@ impl Ring<'_> {
         granted: &Digest,
         proof: &str,
         binding: Option<&Binding>,
+        signature: Option<&str>,
         now_digest: &Digest,
     ) -> Option<(RejectReason, String)> {
+        let rules = self.rules();
+        let registered = rules.registered_key(&approver.actor);
         let forged = || {
             Some((
                 RejectReason::Forged,
@@ -1061,7 +1095,7 @@ impl Ring<'_> {
                     approver,
                     scope,
                 };
-                if !approval::verify(self.secret, &input, proof) {
+                if !approval::verify(self.secret, &input, proof) || registered.is_some() {
                     return forged();
                 }
             }
@@ -1079,6 +1113,17 @@ impl Ring<'_> {
                 };
                 if !approval::verify_bound(self.secret, &input, proof) {
                     return forged();
+                }
+                if let Some(public) = registered
+                    && !signature.is_some_and(|sig| approval::verify_signature(public, &input, sig))
+                {
+                    return Some((
+                        RejectReason::Forged,
+                        format!(
+                            "it is not signed by the approver key the identity directory registers for {}",
+                            approver.actor
+                        ),
+                    ));
                 }
                 if b.run != state.run {
                     return Some((

@@ -58,6 +58,7 @@ pub enum RequestAnswer {
         digest: Digest,
         proof: String,
         binding: Option<Binding>,
+        signature: Option<String>,
     },
     Denied {
         approver: Approver,
@@ -398,6 +399,7 @@ impl RunState {
                 digest,
                 proof,
                 binding,
+                signature,
             } => {
                 let request = self.request_mut(&request_id)?;
                 request.answer = Some(RequestAnswer::Granted {
@@ -406,6 +408,7 @@ impl RunState {
                     digest,
                     proof,
                     binding,
+                    signature,
                 });
             }
             RunEvent::ApprovalRejected {

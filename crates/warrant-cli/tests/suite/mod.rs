@@ -1,4 +1,5 @@
 mod adversarial;
+mod approval_authority;
 mod approvals;
 mod audit;
 mod bad_input;

@@ -62,6 +62,7 @@ fn plant(ring: &Ring<'_>, state: &mut RunState, request: &RequestId, like: RunEv
         digest,
         proof,
         binding,
+        signature,
         ..
     } = like
     else {
@@ -76,6 +77,7 @@ fn plant(ring: &Ring<'_>, state: &mut RunState, request: &RequestId, like: RunEv
             digest,
             proof,
             binding,
+            signature,
         }],
         None,
         vec![RequestUpdate::Answered {
@@ -174,6 +176,7 @@ fn forged(w: &World, ring: &Ring<'_>) -> (RunState, String) {
         digest: req.digest,
         proof: "00".repeat(32),
         binding: Some(binding),
+        signature: None,
     };
     plant(ring, &mut state, &request, like);
     ring.resume(&mut state, &bob()).unwrap();
@@ -220,6 +223,7 @@ fn altered_action(w: &World, ring: &Ring<'_>) -> (RunState, String) {
         digest: shown_something_else,
         proof,
         binding: Some(binding),
+        signature: None,
     };
     plant(ring, &mut state, &request, like);
     ring.resume(&mut state, &bob()).unwrap();

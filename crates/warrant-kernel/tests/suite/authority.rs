@@ -52,6 +52,16 @@ fn user(actor: &str) -> Principal {
 
 /// Alice's run parked on one command of the given class.
 fn parked_on(w: &World, ring: &Ring<'_>, class: RiskClass) -> (RunState, String, RequestId) {
+    parked_for(w, ring, class, &user("alice"))
+}
+
+/// A run for `requester` parked on one command of the given class.
+fn parked_for(
+    w: &World,
+    ring: &Ring<'_>,
+    class: RiskClass,
+    requester: &Principal,
+) -> (RunState, String, RequestId) {
     let argv = match class {
         RiskClass::Change => json!(["touch", "x"]),
         RiskClass::Destructive => json!(["rm", "notes.txt"]),
@@ -60,7 +70,19 @@ fn parked_on(w: &World, ring: &Ring<'_>, class: RiskClass) -> (RunState, String,
             panic!("no row uses {class:?}")
         }
     };
-    let mut state = w.start(ring, settings());
+    let mut state = ring
+        .start(warrant_kernel::NewRunSpec {
+            queued: false,
+            principal: requester.clone(),
+            task: "t".into(),
+            model: "scripted:test".into(),
+            workspace: w.env.workspace.clone(),
+            settings: settings(),
+            tools: vec![],
+            tools_digest: None,
+            profiles_digest: None,
+        })
+        .unwrap();
     let call = w.propose(ring, &mut state, "run_command", json!({ "argv": argv }));
     let CallStep::Parked(request) = w.process(ring, &mut state, &call, &mut NoPrompter) else {
         panic!("not parked")
@@ -70,7 +92,7 @@ fn parked_on(w: &World, ring: &Ring<'_>, class: RiskClass) -> (RunState, String,
 }
 
 /// `runs` (the effect ran) or `refused <reason>` with the reason recorded in the log.
-fn attempt(class: RiskClass, approver: &Principal, scope: Scope) -> String {
+fn attempt(class: RiskClass, requester: &Principal, approver: &Principal, scope: Scope) -> String {
     let w = World::new();
     let pdp = Pdp(&w.engine);
     let governed = Governed {
@@ -81,7 +103,7 @@ fn attempt(class: RiskClass, approver: &Principal, scope: Scope) -> String {
         pdp: &governed,
         ..w.ring(&pdp, SECRET)
     };
-    let (mut state, call, request) = parked_on(&w, &ring, class);
+    let (mut state, call, request) = parked_for(&w, &ring, class, requester);
     match ring.answer(
         &mut state,
         &request,
@@ -135,93 +157,179 @@ impl CodeStr for KernelError {
 
 #[test]
 fn who_may_approve_scenario_table() {
-    let agent_for_alice = Principal {
+    let alice = user("alice");
+    let bob = user("bob");
+    // An agent working for alice: the requester is alice, not the agent.
+    let agent_run = Principal {
         on_behalf_of: Some("alice".into()),
         ..principal("helper-bot", PrincipalKind::Agent)
     };
-    let user_for_alice = Principal {
-        on_behalf_of: Some("alice".into()),
-        ..user("assistant")
-    };
-    // (class, approver, scope) -> outcome. Alice's run; team payments = alice, bob; root admin.
-    let rows: Vec<(RiskClass, Principal, Scope, &str)> = vec![
-        (RiskClass::Change, user("alice"), Scope::Once, "runs"),
-        (RiskClass::Change, user("bob"), Scope::Session, "runs"),
-        (RiskClass::Change, user("root"), Scope::Once, "runs"),
+    // (class, requester, approver, scope) -> outcome. Team payments = alice, bob; root admin;
+    // four eyes on destructive.
+    let rows: Vec<(RiskClass, &Principal, Principal, Scope, &str)> = vec![
         (
             RiskClass::Change,
+            &alice,
+            user("alice"),
+            Scope::Once,
+            "runs",
+        ),
+        (
+            RiskClass::Change,
+            &alice,
+            user("bob"),
+            Scope::Session,
+            "runs",
+        ),
+        (RiskClass::Change, &alice, user("root"), Scope::Once, "runs"),
+        (
+            RiskClass::Change,
+            &alice,
             user("carol"),
             Scope::Once,
             "refused not_eligible (W-APPROVAL-020)",
         ),
         (
             RiskClass::Change,
+            &alice,
             user("mallory"),
             Scope::Once,
             "refused not_eligible (W-APPROVAL-020)",
         ),
-        (RiskClass::External, user("bob"), Scope::Once, "runs"),
-        (RiskClass::External, user("alice"), Scope::Once, "runs"),
+        (
+            RiskClass::External,
+            &alice,
+            user("bob"),
+            Scope::Once,
+            "runs",
+        ),
+        (
+            RiskClass::External,
+            &alice,
+            user("alice"),
+            Scope::Once,
+            "runs",
+        ),
         (
             RiskClass::Destructive,
+            &alice,
             user("alice"),
             Scope::Once,
             "refused four_eyes (W-APPROVAL-021)",
         ),
         (
             RiskClass::Destructive,
+            &alice,
             user("alice"),
             Scope::Session,
             "refused four_eyes (W-APPROVAL-021)",
         ),
-        (RiskClass::Destructive, user("bob"), Scope::Once, "runs"),
-        (RiskClass::Destructive, user("root"), Scope::Session, "runs"),
         (
             RiskClass::Destructive,
+            &alice,
+            user("bob"),
+            Scope::Once,
+            "runs",
+        ),
+        (
+            RiskClass::Destructive,
+            &alice,
+            user("root"),
+            Scope::Session,
+            "runs",
+        ),
+        (
+            RiskClass::Destructive,
+            &alice,
             user("carol"),
             Scope::Once,
             "refused not_eligible (W-APPROVAL-020)",
         ),
+        // Bob's run: alice is just another team member for it.
         (
             RiskClass::Destructive,
-            agent_for_alice.clone(),
+            &bob,
+            user("alice"),
+            Scope::Once,
+            "runs",
+        ),
+        (
+            RiskClass::Destructive,
+            &bob,
+            user("bob"),
+            Scope::Once,
+            "refused four_eyes (W-APPROVAL-021)",
+        ),
+        // An agent's run for alice: alice is the requester; the agent never approves.
+        (
+            RiskClass::Destructive,
+            &agent_run,
+            user("alice"),
+            Scope::Once,
+            "refused four_eyes (W-APPROVAL-021)",
+        ),
+        (
+            RiskClass::Destructive,
+            &agent_run,
+            user("bob"),
+            Scope::Once,
+            "runs",
+        ),
+        (
+            RiskClass::Change,
+            &agent_run,
+            user("alice"),
+            Scope::Once,
+            "runs",
+        ),
+        (
+            RiskClass::Destructive,
+            &alice,
+            agent_run.clone(),
             Scope::Once,
             "refused on_behalf (W-APPROVAL-003)",
         ),
         (
             RiskClass::Change,
-            agent_for_alice,
+            &agent_run,
+            agent_run.clone(),
             Scope::Once,
             "refused on_behalf (W-APPROVAL-003)",
         ),
         (
             RiskClass::Change,
-            user_for_alice,
+            &alice,
+            Principal {
+                on_behalf_of: Some("alice".into()),
+                ..user("assistant")
+            },
             Scope::Once,
             "refused on_behalf (W-APPROVAL-022)",
         ),
     ];
+    let line = |class: &RiskClass, requester: &Principal, who: &Principal, scope: &Scope| {
+        format!(
+            "{} for {} by {} ({})",
+            class.as_str(),
+            requester.actor,
+            who.actor,
+            scope.as_str()
+        )
+    };
     let got: Vec<String> = rows
         .iter()
-        .map(|(class, who, scope, _)| {
+        .map(|(class, requester, who, scope, _)| {
             format!(
-                "{} by {} ({}): {}",
-                class.as_str(),
-                who.actor,
-                scope.as_str(),
-                attempt(*class, who, *scope)
+                "{}: {}",
+                line(class, requester, who, scope),
+                attempt(*class, requester, who, *scope)
             )
         })
         .collect();
     let want: Vec<String> = rows
         .iter()
-        .map(|(class, who, scope, outcome)| {
-            format!(
-                "{} by {} ({}): {outcome}",
-                class.as_str(),
-                who.actor,
-                scope.as_str()
-            )
+        .map(|(class, requester, who, scope, outcome)| {
+            format!("{}: {outcome}", line(class, requester, who, scope))
         })
         .collect();
     assert_eq!(got, want);
@@ -399,4 +507,150 @@ fn a_session_approval_covers_the_same_class_and_pattern_in_this_run_until_it_exp
         w.process(&ring, &mut other, &call, &mut NoPrompter),
         CallStep::Parked(_)
     ));
+}
+
+/// With a key registered in the directory, bob's approvals must be signed by it: unsigned
+/// answers are refused at answer time (recorded); a grant signed by another key, planted in the
+/// store with a valid installation HMAC, is refused at time of use (and runs with the checks
+/// off: the negative control); a properly signed one runs.
+#[test]
+fn a_registered_approver_key_must_sign_the_approval() {
+    use warrant_kernel::RunEvent;
+    use warrant_kernel::approval::{ApproverKey, Ed25519ApproverKey, set_checks_for_this_thread};
+
+    let bobs = Ed25519ApproverKey::from_seed(&[7; 32]);
+    let mallorys = Ed25519ApproverKey::from_seed(&[9; 32]);
+    let with_key = |w: &World| {
+        let mut r = rules(Some("payments"));
+        let dir = r.directory.as_mut().unwrap();
+        dir.people.get_mut("bob").unwrap().public_key = Some(bobs.public_hex());
+        let _ = w;
+        r
+    };
+    let setup = |w: &World, signer: Option<&dyn ApproverKey>| -> (RunState, String, bool) {
+        let pdp = Pdp(&w.engine);
+        let governed = Governed {
+            inner: &pdp,
+            rules: with_key(w),
+        };
+        let ring = Ring {
+            pdp: &governed,
+            ..w.ring(&pdp, SECRET)
+        };
+        let (mut state, call, request) = parked_on(w, &ring, RiskClass::Change);
+        let ok = ring
+            .answer_signed(
+                &mut state,
+                &request,
+                &user("bob"),
+                "cli",
+                Answer::Approve(Scope::Once),
+                signer,
+            )
+            .is_ok();
+        (state, call, ok)
+    };
+    let process = |w: &World, state: &mut RunState, call: &str| {
+        let pdp = Pdp(&w.engine);
+        let governed = Governed {
+            inner: &pdp,
+            rules: with_key(w),
+        };
+        let ring = Ring {
+            pdp: &governed,
+            ..w.ring(&pdp, SECRET)
+        };
+        ring.resume(state, &user("bob")).unwrap();
+        w.process(&ring, state, call, &mut NoPrompter)
+    };
+    let last_kind = |w: &World, state: &RunState| {
+        w.store
+            .events(&state.run)
+            .unwrap()
+            .last()
+            .unwrap()
+            .kind
+            .clone()
+    };
+
+    // Unsigned, or signed by a key that is not bob's: refused when given, and recorded.
+    for signer in [None, Some(&mallorys as &dyn ApproverKey)] {
+        let w = World::new();
+        let (state, _, ok) = setup(&w, signer);
+        assert!(!ok);
+        let events = w.store.events(&state.run).unwrap();
+        let last = events.last().unwrap();
+        assert_eq!(
+            (last.kind.as_str(), last.payload["reason"].as_str()),
+            ("approval_rejected", Some("unsigned"))
+        );
+    }
+
+    // Signed by bob's key: runs.
+    let w = World::new();
+    let (mut state, call, ok) = setup(&w, Some(&bobs));
+    assert!(ok);
+    assert_eq!(process(&w, &mut state, &call), CallStep::Done);
+    assert!(w.exists("x"));
+
+    // A grant carrying a valid HMAC but mallory's signature, planted by someone with the
+    // installation secret and store access: forged at time of use; runs with checks off.
+    for checks in [true, false] {
+        let w = World::new();
+        let (mut state, call, ok) = setup(&w, Some(&bobs));
+        assert!(ok);
+        let events = w.store.events(&state.run).unwrap();
+        let last = events.last().unwrap();
+        let mut grant = RunEvent::from_stored(last).unwrap();
+        if let RunEvent::ApprovalGranted {
+            signature,
+            binding: Some(b),
+            approver,
+            scope,
+            digest,
+            ..
+        } = &mut grant
+        {
+            let input = warrant_kernel::approval::BoundInput {
+                base: warrant_kernel::approval::ProofInput {
+                    run: &b.run,
+                    request: &b.request,
+                    park_seq: b.park,
+                    digest,
+                    approver,
+                    scope: *scope,
+                },
+                expires_at: b.expires_at,
+            };
+            *signature =
+                Some(mallorys.sign_hex(warrant_kernel::approval::bound_message(&input).as_bytes()));
+        }
+        // Appended over the genuine answer, as an attacker with store access would.
+        let pdp = Pdp(&w.engine);
+        w.ring(&pdp, SECRET)
+            .append(&mut state, vec![grant], None, vec![])
+            .unwrap();
+        set_checks_for_this_thread(checks);
+        let step = process(&w, &mut state, &call);
+        set_checks_for_this_thread(true);
+        if checks {
+            assert!(matches!(step, CallStep::Parked(_)));
+            assert!(!w.exists("x"));
+            let rejected = w
+                .store
+                .events(&state.run)
+                .unwrap()
+                .into_iter()
+                .find(|e| e.kind == "approval_rejected")
+                .unwrap();
+            assert_eq!(rejected.payload["reason"], "forged");
+            assert_eq!(last_kind(&w, &state), "run_parked");
+        } else {
+            assert_eq!(step, CallStep::Done);
+            assert!(
+                w.exists("x"),
+                "negative control: the planted signature runs"
+            );
+        }
+    }
 }
