@@ -113,6 +113,13 @@ fn a_question_parks_the_run_and_the_model_sees_the_chosen_option() {
     let other: Value = serde_json::from_slice(&other.stdout).unwrap();
     assert_eq!(other["requests"], json!([]));
 
+    // Resuming before anyone answered changes nothing: still parked, nothing appended.
+    let (run, before) = sb.last_run();
+    let early = sb.run(&["resume", &run]);
+    assert_eq!(early.status.code(), Some(10), "{}", stderr(&early));
+    assert!(stdout(&early).contains("still waiting for request"));
+    assert_eq!(sb.last_run().1.len(), before.len());
+
     // Bad answers are refused with a specific reason; approving it is the wrong command.
     let bad = sb.run(&["requests", "answer", &req, "--option", "3"]);
     assert_eq!(bad.status.code(), Some(2));
