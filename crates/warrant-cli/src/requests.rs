@@ -496,9 +496,7 @@ fn read_secret(name: &str) -> Result<Vec<u8>, Failure> {
         )
     };
     let mut value = if std::io::stdin().is_terminal() {
-        rpassword::prompt_password(format!("value of secret {name} (not shown): "))
-            .map_err(unreadable)?
-            .into_bytes()
+        read_hidden(&format!("value of secret {name} (not shown): ")).map_err(unreadable)?
     } else {
         let mut buf = Vec::new();
         std::io::stdin()
@@ -523,6 +521,43 @@ fn read_secret(name: &str) -> Result<Vec<u8>, Failure> {
         ));
     }
     Ok(value)
+}
+
+/// Reads one line from the controlling terminal with echo off. Echo is switched off before
+/// the prompt is written, so nothing typed after the prompt appears, and restored afterwards
+/// (also when reading fails).
+fn read_hidden(prompt: &str) -> std::io::Result<Vec<u8>> {
+    use rustix::termios::{LocalModes, OptionalActions, tcgetattr, tcsetattr};
+    let mut tty = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")?;
+    let saved = tcgetattr(&tty)?;
+    let mut quiet = saved.clone();
+    quiet.local_modes.remove(LocalModes::ECHO);
+    quiet.local_modes.insert(LocalModes::ECHONL);
+    tcsetattr(&tty, OptionalActions::Flush, &quiet)?;
+    let read = (|| -> std::io::Result<Vec<u8>> {
+        tty.write_all(prompt.as_bytes())?;
+        tty.flush()?;
+        let mut line = Vec::new();
+        let mut byte = [0u8; 1];
+        loop {
+            match std::io::Read::read(&mut tty, &mut byte)? {
+                0 => break,
+                _ if byte[0] == b'\n' => break,
+                _ => line.push(byte[0]),
+            }
+        }
+        if line.ends_with(b"\r") {
+            line.pop();
+        }
+        Ok(line)
+    })();
+    let restored = tcsetattr(&tty, OptionalActions::Now, &saved);
+    let line = read?;
+    restored?;
+    Ok(line)
 }
 
 fn provide(ws: Option<&Path>, id: &str, json: bool) -> Result<u8, Failure> {

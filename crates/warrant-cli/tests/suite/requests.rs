@@ -715,3 +715,87 @@ fn check_envelope(d: &Value) {
         }
     }
 }
+
+/// Runs `line` (a shell command line) on a real pseudo-terminal (util-linux `script`) and types
+/// `typed` only once `prompt` is shown: typed earlier, the terminal would still echo it before
+/// the program could switch echo off. Returns whether it succeeded and everything shown.
+fn type_at_prompt(sb: &Sandbox, line: &str, prompt: &str, typed: &str) -> (bool, String) {
+    use std::io::{Read as _, Write as _};
+    let env = sb.std_cmd(&[]);
+    let mut cmd = std::process::Command::new("/usr/bin/script");
+    cmd.args(["-q", "-e", "-c", line, "/dev/null"])
+        .current_dir(&sb.ws)
+        .env_clear()
+        .envs(
+            env.get_envs()
+                .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned()))),
+        )
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    let reader = thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = out.read(&mut buf) {
+            let _ = tx.send(buf[..n].to_vec());
+        }
+    });
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains(prompt) {
+        let chunk = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no prompt: {}", String::from_utf8_lossy(&seen)));
+        seen.extend(chunk);
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(format!("{typed}\n").as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let status = child.wait().unwrap();
+    drop(stdin);
+    reader.join().unwrap();
+    seen.extend(rx.try_iter().flatten());
+    (
+        status.success(),
+        String::from_utf8_lossy(&seen).into_owned(),
+    )
+}
+
+#[test]
+fn a_secret_typed_at_a_terminal_is_not_echoed() {
+    let sb = Sandbox::init();
+    let model = sb.transcript(
+        "version: 1\nturns:\n  - calls:\n      - tool: request_secret\n        args: { name: API_KEY, purpose: tests, used_by: \"run_command pytest\" }\n  - say: ok\n",
+    );
+    let out = sb.run(&["run", "--model", &model, "test"]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let req = parked_request(&out);
+    if !Path::new("/usr/bin/script").exists() {
+        eprintln!("util-linux `script` is not installed: the terminal case is not exercised here");
+        return;
+    }
+    let typed = "typed-at-the-terminal-42";
+    // Negative control: a program that leaves echo on shows what is typed, on the same terminal.
+    let (ok, shown) = type_at_prompt(
+        &sb,
+        "sh -c 'printf \"value (not shown): \"; read x; echo done'",
+        "(not shown): ",
+        typed,
+    );
+    assert!(ok && shown.contains(typed), "{shown}");
+
+    let bin = assert_cmd::cargo::cargo_bin("warrant");
+    let line = format!("'{}' requests provide {req}", bin.display());
+    let (ok, shown) = type_at_prompt(&sb, &line, "(not shown): ", typed);
+    assert!(ok, "{shown}");
+    assert!(shown.contains("secret provided"), "{shown}");
+    assert!(!shown.contains(typed), "{shown}");
+    let secret_hex =
+        std::fs::read_to_string(sb.ws.join(".warrant/keys/installation.secret")).unwrap();
+    let vault = warrant_exec::vault::Vault::open(
+        &sb.ws.join(".warrant"),
+        &hex::decode(secret_hex.trim()).unwrap(),
+    );
+    assert_eq!(vault.get("API_KEY").unwrap().expose(), typed.as_bytes());
+}
