@@ -190,6 +190,24 @@ fn a_declined_request_tells_the_agent_why_and_the_run_goes_on() {
     let out = sb.run(&["run", "--model", &model, "bill"]);
     assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
     let req = parked_request(&out);
+    // An agent can never answer, whatever it claims.
+    let agent = sb
+        .cmd(&[
+            "requests",
+            "decline",
+            &req,
+            "--reason",
+            "I decline for them",
+        ])
+        .env("WARRANT_KIND", "agent")
+        .output()
+        .unwrap();
+    assert_eq!(agent.status.code(), Some(2));
+    assert!(
+        stderr(&agent).contains("W-REQUEST-005"),
+        "{}",
+        stderr(&agent)
+    );
     let empty = sb.run(&["requests", "decline", &req, "--reason", "  "]);
     assert_eq!(empty.status.code(), Some(2));
     let declined = sb.run(&[
