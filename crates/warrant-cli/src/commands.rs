@@ -452,6 +452,11 @@ fn tool_env(loaded: &Loaded) -> Result<ToolEnv, Failure> {
         workspace: loaded.paths.workspace_canonical()?,
         profiles: loaded.settings.profiles.clone(),
         parent_env: context::parent_env(),
+        secrets: crate::requests::secret_source(
+            &loaded.paths,
+            &loaded.inst.secret,
+            &loaded.settings,
+        )?,
     })
 }
 

@@ -50,6 +50,10 @@ pub struct ConfigDoc {
     pub store: StoreConfig,
     #[serde(default)]
     pub requests: RequestsConfig,
+    /// `[secret_env.<profile>]`: `VAR = "secret:NAME"`, the vault secrets a profile's
+    /// commands receive as environment variables.
+    #[serde(default)]
+    pub secret_env: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// `[requests]`: how long a request raised by the agent waits for a person before it is
@@ -531,6 +535,8 @@ pub struct Settings {
     pub store_url: Option<String>,
     /// Request expiry per kind, highest layer first per field (parsed by the CLI).
     pub requests: RequestsConfig,
+    /// Secrets per profile; a higher layer's table for a profile replaces a lower one's.
+    pub secret_env: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// Ordered highest precedence first, whatever order they were given in.
@@ -589,8 +595,15 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
             .iter()
             .find_map(|l| l.doc.requests.resource_ttl.clone()),
     };
+    let mut secret_env = BTreeMap::new();
+    for layer in layers.iter().rev() {
+        for (profile, vars) in &layer.doc.secret_env {
+            secret_env.insert(profile.clone(), vars.clone());
+        }
+    }
     Settings {
         requests,
+        secret_env,
         max_denials: first(&|d| d.run.max_denials).unwrap_or(3),
         max_turns: first(&|d| d.run.max_turns).unwrap_or(50),
         profiles,

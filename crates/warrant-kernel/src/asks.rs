@@ -190,6 +190,16 @@ impl Reply {
     }
 }
 
+/// Where executors get secret values: the configuration says which secrets a profile's
+/// commands receive (as environment variables), the vault holds the values. Implemented by
+/// the CLI over `warrant-exec::vault`; the kernel and the model only ever see names.
+pub trait SecretSource: Send + Sync + std::fmt::Debug {
+    /// `(variable, secret name)` pairs for commands under `profile`.
+    fn env_for(&self, profile: &str) -> Vec<(String, String)>;
+    /// The value of the secret `name`, or why it cannot be had (with its error code).
+    fn value(&self, name: &str) -> Result<String, (String, String)>;
+}
+
 /// The handle the model sees for a secret named `name`.
 pub fn secret_handle(name: &str) -> String {
     format!("secret:{name}")

@@ -11,7 +11,7 @@ pub mod ring;
 pub mod state;
 pub mod tool;
 
-pub use asks::{Ask, AskError, AskKind, AskState, Reply, RequestTtls, ResourceKind};
+pub use asks::{Ask, AskError, AskKind, AskState, Reply, RequestTtls, ResourceKind, SecretSource};
 pub use authorized::Authorized;
 pub use error::KernelError;
 pub use events::{

@@ -6,6 +6,7 @@
 mod builtin;
 mod registry;
 mod requests;
+mod secrets;
 
 pub use builtin::{normalize_path, preview_write};
 pub use registry::BuiltinTools;

@@ -817,3 +817,95 @@ fn a_secret_typed_at_a_terminal_is_not_echoed() {
     );
     assert_eq!(vault.get("API_KEY").unwrap().expose(), typed.as_bytes());
 }
+
+#[test]
+fn a_provided_secret_reaches_only_the_command_that_is_configured_to_receive_it() {
+    let sb = Sandbox::init();
+    let config = std::fs::read_to_string(sb.ws.join(".warrant/config.toml")).unwrap();
+    sb.write(
+        ".warrant/config.toml",
+        &format!(
+            "{config}\n[profiles.deploy]\n\n[secret_env.deploy]\nDEPLOY_TOKEN = \"secret:DEPLOY_TOKEN\"\n"
+        ),
+    );
+    sb.write(
+        "check.sh",
+        "printf '%s' \"$DEPLOY_TOKEN\" | sha256sum\necho \"token=$DEPLOY_TOKEN\"\n",
+    );
+    let model = sb.transcript(
+        "version: 1\nturns:\n  - calls:\n      - tool: request_secret\n        args: { name: DEPLOY_TOKEN, purpose: deploy, used_by: \"run_command sh check.sh (profile deploy)\" }\n  - calls:\n      - tool: run_command\n        args: { argv: [sh, check.sh], profile: deploy }\n  - calls:\n      - tool: run_command\n        args: { argv: [sh, check.sh] }\n  - say: done\n",
+    );
+    let value = format!("dt-{}-only-for-deploy", std::process::id());
+    let out = sb.run(&["run", "--prompt", "never", "--model", &model, "deploy"]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let req = parked_request(&out);
+    let provided = sb.run_stdin(&["requests", "provide", &req], &value);
+    assert_eq!(provided.status.code(), Some(0), "{}", stderr(&provided));
+    let (run, _) = sb.last_run();
+    // Both commands ask a person (sh is not on the allowlist); approve each as it comes.
+    let mut shown = Vec::new();
+    let mut last = sb.run(&["resume", &run, "--prompt", "never"]);
+    while last.status.code() == Some(10) {
+        let approval = parked_request(&last);
+        shown.push(stdout(&sb.run(&["requests", "show", &approval])));
+        assert_eq!(sb.run(&["approve", &approval]).status.code(), Some(0));
+        last = sb.run(&["resume", &run, "--prompt", "never"]);
+    }
+    assert_eq!(last.status.code(), Some(0), "{}", stderr(&last));
+    // The person approving saw which secret the command gets (by name).
+    assert!(
+        shown[0].contains("secrets DEPLOY_TOKEN=secret:DEPLOY_TOKEN"),
+        "{}",
+        shown[0]
+    );
+    let (_, events) = sb.last_run();
+    let results: Vec<String> = events
+        .iter()
+        .filter(|e| e["kind"] == "effect_completed")
+        .map(|e| e["payload"]["result"].to_string())
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    let hash = |b: &[u8]| {
+        warrant_core::Digest::of_bytes(b)
+            .as_str()
+            .trim_start_matches("sha256:")
+            .to_owned()
+    };
+    // Under `deploy` the command had the value (its hash matches) and what it printed of it
+    // is redacted; under `default` (the negative control) it had nothing.
+    assert!(
+        results[0].contains(&hash(value.as_bytes())),
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[0].contains("token=[secret:DEPLOY_TOKEN]"),
+        "{}",
+        results[0]
+    );
+    assert!(results[1].contains(&hash(b"")), "{}", results[1]);
+    assert!(!results[1].contains(&hash(value.as_bytes())));
+    assert_eq!(
+        files_holding(sb.dir.path(), value.as_bytes()),
+        Vec::<String>::new()
+    );
+    for args in [
+        vec!["runs", "show", run.as_str(), "--json"],
+        vec!["audit", "tail", "-n", "200", "--json"],
+    ] {
+        assert!(!stdout(&sb.run(&args)).contains(&value));
+    }
+    // A [secret_env] entry that is not a handle, or names no profile, stops everything.
+    for bad in [
+        "[secret_env.nope]\nX = \"secret:A\"\n",
+        "[secret_env.deploy]\nX = \"plain-value\"\n",
+    ] {
+        sb.write(
+            ".warrant/config.toml",
+            &format!("{config}\n[profiles.deploy]\n\n{bad}"),
+        );
+        let o = sb.run(&["run", "--model", &model, "deploy"]);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert!(stderr(&o).contains("W-SECRET-005"), "{}", stderr(&o));
+    }
+}
