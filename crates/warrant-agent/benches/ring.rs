@@ -75,6 +75,7 @@ impl Fixture {
             workspace: workspace.clone(),
             profiles: BTreeMap::from([("default".to_owned(), ProfileConfig::default())]),
             parent_env: std::env::vars().collect(),
+            secrets: None,
         };
         let spec = NewRunSpec {
             queued: false,

@@ -476,6 +476,11 @@ fn tool_env(loaded: &Loaded) -> Result<ToolEnv, Failure> {
         workspace: loaded.paths.workspace_canonical()?,
         profiles: loaded.settings.profiles.clone(),
         parent_env: context::parent_env(),
+        secrets: crate::requests::secret_source(
+            &loaded.paths,
+            &loaded.inst.secret,
+            &loaded.settings,
+        )?,
     })
 }
 
@@ -752,6 +757,25 @@ fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, 
             }
         }
         eprintln!("parked: {request}");
+        return Ok(10);
+    }
+    // Parked on a request the agent raised that nobody has answered and that has not expired:
+    // nothing to do yet, and nothing is appended.
+    if let Some(ask) = state.parked.as_ref().and_then(|r| state.asks.get(r))
+        && ask.reply.is_none()
+        && ask.expired.is_none()
+        && SystemClock.now() < ask.expires_at
+    {
+        if !json {
+            outln!(
+                "run {run} is still waiting for request {} ({}), until {}",
+                ask.id,
+                ask.ask.title(),
+                ask.expires_at.rfc3339()
+            );
+            outln!("  warrant requests show {}", ask.id);
+        }
+        eprintln!("parked: {}", ask.id);
         return Ok(10);
     }
     // One driver at a time: a second resume is told who drives the run.

@@ -118,6 +118,81 @@ pub fn ttls(config: &RequestsConfig) -> Result<RequestTtls, Failure> {
     })
 }
 
+/// The vault as the executors' secret source, with the `[secret_env]` tables checked: each
+/// entry names a configured profile, a plain variable name and a `secret:NAME` handle.
+#[derive(Debug)]
+struct VaultSecrets {
+    vault: Vault,
+    env: std::collections::BTreeMap<String, Vec<(String, String)>>,
+}
+
+impl warrant_kernel::SecretSource for VaultSecrets {
+    fn env_for(&self, profile: &str) -> Vec<(String, String)> {
+        self.env.get(profile).cloned().unwrap_or_default()
+    }
+
+    fn value(&self, name: &str) -> Result<String, (String, String)> {
+        use warrant_core::Coded as _;
+        let v = self
+            .vault
+            .get(name)
+            .map_err(|e| (e.code().to_owned(), e.to_string()))?;
+        String::from_utf8(v.expose().to_vec()).map_err(|_| {
+            (
+                "W-SECRET-003".to_owned(),
+                format!("secret {name} is not UTF-8 text, so it cannot be an environment value"),
+            )
+        })
+    }
+}
+
+pub fn secret_source(
+    paths: &Paths,
+    installation_secret: &[u8],
+    settings: &warrant_core::config::Settings,
+) -> Result<Option<std::sync::Arc<dyn warrant_kernel::SecretSource>>, Failure> {
+    if settings.secret_env.is_empty() {
+        return Ok(None);
+    }
+    let bad = |m: String| Failure::usage("W-SECRET-005", m);
+    let mut env = std::collections::BTreeMap::new();
+    for (profile, vars) in &settings.secret_env {
+        if !settings.profiles.contains_key(profile) {
+            return Err(bad(format!(
+                "[secret_env.{profile}] names no configured profile; configured: {}",
+                settings
+                    .profiles
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let mut pairs = Vec::new();
+        for (var, handle) in vars {
+            let var_ok = !var.is_empty()
+                && !var.starts_with(|c: char| c.is_ascii_digit())
+                && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !var_ok {
+                return Err(bad(format!(
+                    "[secret_env.{profile}] {var:?} is not an environment variable name (letters, digits, _)"
+                )));
+            }
+            let Some(name) = handle.strip_prefix("secret:").filter(|n| !n.is_empty()) else {
+                return Err(bad(format!(
+                    "[secret_env.{profile}] {var} = {handle:?} is not a secret handle; write \"secret:NAME\""
+                )));
+            };
+            pairs.push((var.clone(), name.to_owned()));
+        }
+        env.insert(profile.clone(), pairs);
+    }
+    Ok(Some(std::sync::Arc::new(VaultSecrets {
+        vault: Vault::open(&paths.dot, installation_secret),
+        env,
+    })))
+}
+
 struct Here {
     paths: Paths,
     identity: ResolvedIdentity,
@@ -496,9 +571,7 @@ fn read_secret(name: &str) -> Result<Vec<u8>, Failure> {
         )
     };
     let mut value = if std::io::stdin().is_terminal() {
-        rpassword::prompt_password(format!("value of secret {name} (not shown): "))
-            .map_err(unreadable)?
-            .into_bytes()
+        read_hidden(&format!("value of secret {name} (not shown): ")).map_err(unreadable)?
     } else {
         let mut buf = Vec::new();
         std::io::stdin()
@@ -523,6 +596,43 @@ fn read_secret(name: &str) -> Result<Vec<u8>, Failure> {
         ));
     }
     Ok(value)
+}
+
+/// Reads one line from the controlling terminal with echo off. Echo is switched off before
+/// the prompt is written, so nothing typed after the prompt appears, and restored afterwards
+/// (also when reading fails).
+fn read_hidden(prompt: &str) -> std::io::Result<Vec<u8>> {
+    use rustix::termios::{LocalModes, OptionalActions, tcgetattr, tcsetattr};
+    let mut tty = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")?;
+    let saved = tcgetattr(&tty)?;
+    let mut quiet = saved.clone();
+    quiet.local_modes.remove(LocalModes::ECHO);
+    quiet.local_modes.insert(LocalModes::ECHONL);
+    tcsetattr(&tty, OptionalActions::Flush, &quiet)?;
+    let read = (|| -> std::io::Result<Vec<u8>> {
+        tty.write_all(prompt.as_bytes())?;
+        tty.flush()?;
+        let mut line = Vec::new();
+        let mut byte = [0u8; 1];
+        loop {
+            match std::io::Read::read(&mut tty, &mut byte)? {
+                0 => break,
+                _ if byte[0] == b'\n' => break,
+                _ => line.push(byte[0]),
+            }
+        }
+        if line.ends_with(b"\r") {
+            line.pop();
+        }
+        Ok(line)
+    })();
+    let restored = tcsetattr(&tty, OptionalActions::Now, &saved);
+    let line = read?;
+    restored?;
+    Ok(line)
 }
 
 fn provide(ws: Option<&Path>, id: &str, json: bool) -> Result<u8, Failure> {

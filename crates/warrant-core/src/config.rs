@@ -66,6 +66,10 @@ pub struct ConfigDoc {
     /// model is offered.
     #[serde(default)]
     pub menus: BTreeMap<String, MenuConfig>,
+    /// `[secret_env.<profile>]`: `VAR = "secret:NAME"`, the vault secrets a profile's
+    /// commands receive as environment variables.
+    #[serde(default)]
+    pub secret_env: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// Limits on what model calls may consume. Each scope is checked before every model call and
@@ -661,6 +665,8 @@ pub struct Settings {
     pub prices: BTreeMap<String, PriceConfig>,
     /// Request expiry per kind, highest layer first per field (parsed by the CLI).
     pub requests: RequestsConfig,
+    /// Secrets per profile; a higher layer's table for a profile replaces a lower one's.
+    pub secret_env: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// Ordered highest precedence first, whatever order they were given in.
@@ -730,8 +736,15 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
             .iter()
             .find_map(|l| l.doc.requests.resource_ttl.clone()),
     };
+    let mut secret_env = BTreeMap::new();
+    for layer in layers.iter().rev() {
+        for (profile, vars) in &layer.doc.secret_env {
+            secret_env.insert(profile.clone(), vars.clone());
+        }
+    }
     Settings {
         requests,
+        secret_env,
         max_denials: first(&|d| d.run.max_denials).unwrap_or(3),
         max_turns: first(&|d| d.run.max_turns).unwrap_or(50),
         max_tool_calls: Some(first(&|d| d.run.max_tool_calls).unwrap_or(200)),

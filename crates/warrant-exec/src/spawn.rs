@@ -116,6 +116,20 @@ pub fn run_command_confined(
     stop: &dyn Fn() -> Option<String>,
     confinement: Option<&Confinement>,
 ) -> Result<ExecOutcome, ExecError> {
+    run_command_with_secrets(action, profile, parent_env, stop, confinement, &[])
+}
+
+/// [`run_command_confined`], with `secrets` (name, value) added to the command's environment
+/// after minimization: the secrets the configuration gives this profile (`[secret_env]`),
+/// resolved from the vault by the caller. Nothing else may add a secret-looking name.
+pub fn run_command_with_secrets(
+    action: &Authorized<Action>,
+    profile: &ProfileConfig,
+    parent_env: &[(String, String)],
+    stop: &dyn Fn() -> Option<String>,
+    confinement: Option<&Confinement>,
+    secrets: &[(String, String)],
+) -> Result<ExecOutcome, ExecError> {
     let (argv, cwd, profile_name, timeout_ms) = match action.get() {
         Action::ShellExec {
             argv,
@@ -169,7 +183,8 @@ pub fn run_command_confined(
         });
     }
 
-    let env = minimize_env(profile, parent_env.iter().cloned());
+    let mut env = minimize_env(profile, parent_env.iter().cloned());
+    env.extend(secrets.iter().cloned());
     // An allowlist: Warrant's egress proxy runs for the length of the command, and the plan
     // tells the launcher where it listens.
     let mut proxy = None;

@@ -190,6 +190,16 @@ impl Reply {
     }
 }
 
+/// Where executors get secret values: the configuration says which secrets a profile's
+/// commands receive (as environment variables), the vault holds the values. Implemented by
+/// the CLI over `warrant-exec::vault`; the kernel and the model only ever see names.
+pub trait SecretSource: Send + Sync + std::fmt::Debug {
+    /// `(variable, secret name)` pairs for commands under `profile`.
+    fn env_for(&self, profile: &str) -> Vec<(String, String)>;
+    /// The value of the secret `name`, or why it cannot be had (with its error code).
+    fn value(&self, name: &str) -> Result<String, (String, String)>;
+}
+
 /// The handle the model sees for a secret named `name`.
 pub fn secret_handle(name: &str) -> String {
     format!("secret:{name}")
@@ -599,5 +609,130 @@ fn check_fits(ask: &AskState, reply: &Reply) -> Result<(), AskError> {
         | (Ask::Resource { .. }, Reply::Answered { .. } | Reply::SecretProvided { .. }) => {
             Err(wrong())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn state(ask: Ask) -> AskState {
+        AskState {
+            id: RequestId::parse("req-01").unwrap(),
+            call_id: "c1".into(),
+            ask,
+            raised_at_seq: 3,
+            expires_at: Timestamp::from_millis(1_000).unwrap(),
+            asked_of: vec![],
+            reply: None,
+            expired: None,
+        }
+    }
+
+    /// Every kind of request against every kind of reply: only the matching one (and a
+    /// decline with a reason) fits.
+    #[test]
+    fn a_reply_must_fit_the_request() {
+        let question = state(Ask::Question {
+            question: "colour?".into(),
+            options: vec!["red".into(), "blue".into()],
+        });
+        let free = state(Ask::Question {
+            question: "why?".into(),
+            options: vec![],
+        });
+        let secret = state(Ask::Secret {
+            name: "TOKEN".into(),
+            purpose: "p".into(),
+            used_by: "u".into(),
+        });
+        let resource = state(Ask::Resource {
+            resource: ResourceKind::Endpoint,
+            name: "api".into(),
+            url: Some("http://x".into()),
+            command: None,
+        });
+        let answered = |option: Option<u32>, text: &str| Reply::Answered {
+            option,
+            text: text.into(),
+        };
+        let provided = |h: &str| Reply::SecretProvided { handle: h.into() };
+        let connected = Reply::Connected { check: "ok".into() };
+        let declined = |r: &str| Reply::Declined { reason: r.into() };
+        let code = |a: &AskState, r: &Reply| check_fits(a, r).err().map(|e| e.code());
+        let table: Vec<(&AskState, Reply, Option<&str>)> = vec![
+            (&question, answered(Some(2), "blue"), None),
+            (&question, answered(Some(3), ""), Some("W-REQUEST-002")),
+            (&question, answered(Some(0), ""), Some("W-REQUEST-002")),
+            (&question, answered(Some(1), "blue"), Some("W-REQUEST-002")),
+            (&question, answered(None, "neither"), None),
+            (&question, answered(None, " "), Some("W-REQUEST-002")),
+            (&free, answered(Some(1), ""), Some("W-REQUEST-002")),
+            (&question, provided("secret:TOKEN"), Some("W-REQUEST-001")),
+            (&question, connected.clone(), Some("W-REQUEST-001")),
+            (&secret, provided("secret:TOKEN"), None),
+            (&secret, provided("secret:OTHER"), Some("W-REQUEST-001")),
+            (&secret, answered(None, "hunter2"), Some("W-REQUEST-001")),
+            (&secret, connected.clone(), Some("W-REQUEST-001")),
+            (&resource, connected, None),
+            (&resource, answered(None, "x"), Some("W-REQUEST-001")),
+            (&resource, provided("secret:TOKEN"), Some("W-REQUEST-001")),
+            (&question, declined("not now"), None),
+            (&secret, declined("ask ops"), None),
+            (&resource, declined("no"), None),
+            (&resource, declined("  "), Some("W-REQUEST-002")),
+        ];
+        for (ask, reply, expected) in table {
+            assert_eq!(code(ask, &reply), expected, "{:?} / {reply:?}", ask.ask);
+        }
+    }
+
+    #[test]
+    fn who_is_asked_and_what_is_mine() {
+        let mut p = Principal {
+            tenant: "t".into(),
+            actor: "bot".into(),
+            kind: PrincipalKind::Agent,
+            on_behalf_of: Some("alice".into()),
+            roles: vec![],
+            teams: vec!["web".into()],
+            attrs: Default::default(),
+        };
+        assert_eq!(
+            asked_of(&p, AskKind::Question),
+            vec!["user:alice".to_owned(), "team:web".to_owned()]
+        );
+        assert_eq!(
+            asked_of(&p, AskKind::Secret),
+            vec![
+                "user:alice".to_owned(),
+                "team:web".to_owned(),
+                "admins".to_owned()
+            ]
+        );
+        p.teams.clear();
+        p.on_behalf_of = None;
+        assert_eq!(
+            asked_of(&p, AskKind::Question),
+            vec!["user:bot".to_owned(), "admins".to_owned()]
+        );
+        let of = vec!["user:alice".to_owned(), "team:web".to_owned()];
+        let me = |actor: &str, teams: &[&str], roles: &[&str]| Principal {
+            tenant: "t".into(),
+            actor: actor.into(),
+            kind: PrincipalKind::User,
+            on_behalf_of: None,
+            roles: roles.iter().map(|s| (*s).to_owned()).collect(),
+            teams: teams.iter().map(|s| (*s).to_owned()).collect(),
+            attrs: Default::default(),
+        };
+        assert!(is_asked_of(&of, &me("alice", &[], &[])));
+        assert!(is_asked_of(&of, &me("bob", &["web"], &[])));
+        assert!(!is_asked_of(&of, &me("bob", &["db"], &["admin"])));
+        let admins = vec!["admins".to_owned()];
+        assert!(is_asked_of(&admins, &me("carol", &[], &["admin"])));
+        assert!(!is_asked_of(&admins, &me("carol", &[], &[])));
     }
 }

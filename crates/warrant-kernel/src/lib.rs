@@ -14,7 +14,7 @@ pub mod state;
 pub mod tool;
 
 pub use authority::{ApprovalRules, Governed};
-pub use asks::{Ask, AskError, AskKind, AskState, Reply, RequestTtls, ResourceKind};
+pub use asks::{Ask, AskError, AskKind, AskState, Reply, RequestTtls, ResourceKind, SecretSource};
 pub use authorized::Authorized;
 pub use error::KernelError;
 pub use events::{

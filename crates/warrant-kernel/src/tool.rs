@@ -25,6 +25,8 @@ pub struct ToolEnv {
     pub profiles: BTreeMap<String, ProfileConfig>,
     /// Warrant's own environment, from which a profile picks what a command may see.
     pub parent_env: Vec<(String, String)>,
+    /// Secrets a profile's commands receive (`[secret_env]`), from the vault; `None`: none.
+    pub secrets: Option<std::sync::Arc<dyn crate::asks::SecretSource>>,
 }
 
 /// A tool's result as journaled and shown to the model.

@@ -393,9 +393,11 @@ impl Tool for RunCommand {
                         .get(profile)
                         .map(|p| format!("{:?}", p.inherit_env).to_lowercase())
                         .unwrap_or_else(|| "?".into());
+                    let given = crate::secrets::shown(profile, env);
                     body.push_str(&format!(
-                        "argv:    {}\ncwd:     {cwd}\nprofile: {profile} (timeout {timeout_ms} ms, environment: {inherit} + profile settings, secrets never)\n",
-                        serde_json::to_string(argv).unwrap_or_default()
+                        "argv:    {}\ncwd:     {cwd}\nprofile: {profile} (timeout {timeout_ms} ms, environment: {inherit} + profile settings, secrets {})\n",
+                        serde_json::to_string(argv).unwrap_or_default(),
+                        if given.is_empty() { "never".to_owned() } else { given }
                     ));
                 }
                 Action::FsRead { .. }
@@ -419,7 +421,12 @@ impl Tool for RunCommand {
         _may_read: ReadFilter<'_>,
         stop: StopCheck<'_>,
     ) -> EffectResult {
-        single(actions, |a| {
+        // The secrets this profile's commands receive, resolved before anything runs.
+        let secrets = match crate::secrets::for_actions(actions, env) {
+            Ok(s) => s,
+            Err((code, message)) => return fail(&code, &message),
+        };
+        let outcome = single(actions, |a| {
             let profile = match a.get() {
                 Action::ShellExec { profile, .. } => {
                     env.profiles.get(profile).cloned().unwrap_or_default()
@@ -455,14 +462,17 @@ impl Tool for RunCommand {
                 }),
                 None => None,
             };
-            warrant_exec::spawn::run_command_confined(
+            warrant_exec::spawn::run_command_with_secrets(
                 a,
                 &profile,
                 &env.parent_env,
                 stop,
                 confinement.as_ref(),
+                &crate::secrets::as_env(&secrets),
             )
-        })
+        });
+        // A command may print what it was given: its values never reach the journal or the model.
+        crate::secrets::redact(outcome, &secrets)
     }
 }
 

@@ -113,6 +113,13 @@ fn a_question_parks_the_run_and_the_model_sees_the_chosen_option() {
     let other: Value = serde_json::from_slice(&other.stdout).unwrap();
     assert_eq!(other["requests"], json!([]));
 
+    // Resuming before anyone answered changes nothing: still parked, nothing appended.
+    let (run, before) = sb.last_run();
+    let early = sb.run(&["resume", &run]);
+    assert_eq!(early.status.code(), Some(10), "{}", stderr(&early));
+    assert!(stdout(&early).contains("still waiting for request"));
+    assert_eq!(sb.last_run().1.len(), before.len());
+
     // Bad answers are refused with a specific reason; approving it is the wrong command.
     let bad = sb.run(&["requests", "answer", &req, "--option", "3"]);
     assert_eq!(bad.status.code(), Some(2));
@@ -183,6 +190,24 @@ fn a_declined_request_tells_the_agent_why_and_the_run_goes_on() {
     let out = sb.run(&["run", "--model", &model, "bill"]);
     assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
     let req = parked_request(&out);
+    // An agent can never answer, whatever it claims.
+    let agent = sb
+        .cmd(&[
+            "requests",
+            "decline",
+            &req,
+            "--reason",
+            "I decline for them",
+        ])
+        .env("WARRANT_KIND", "agent")
+        .output()
+        .unwrap();
+    assert_eq!(agent.status.code(), Some(2));
+    assert!(
+        stderr(&agent).contains("W-REQUEST-005"),
+        "{}",
+        stderr(&agent)
+    );
     let empty = sb.run(&["requests", "decline", &req, "--reason", "  "]);
     assert_eq!(empty.status.code(), Some(2));
     let declined = sb.run(&[
@@ -706,5 +731,181 @@ fn check_envelope(d: &Value) {
             }
             assert!(digest_ok(&p["action_digest"]) && time_ok(&p["resolved_at"]));
         }
+    }
+}
+
+/// Runs `line` (a shell command line) on a real pseudo-terminal (util-linux `script`) and types
+/// `typed` only once `prompt` is shown: typed earlier, the terminal would still echo it before
+/// the program could switch echo off. Returns whether it succeeded and everything shown.
+fn type_at_prompt(sb: &Sandbox, line: &str, prompt: &str, typed: &str) -> (bool, String) {
+    use std::io::{Read as _, Write as _};
+    let env = sb.std_cmd(&[]);
+    let mut cmd = std::process::Command::new("/usr/bin/script");
+    cmd.args(["-q", "-e", "-c", line, "/dev/null"])
+        .current_dir(&sb.ws)
+        .env_clear()
+        .envs(
+            env.get_envs()
+                .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned()))),
+        )
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    let reader = thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = out.read(&mut buf) {
+            let _ = tx.send(buf[..n].to_vec());
+        }
+    });
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains(prompt) {
+        let chunk = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no prompt: {}", String::from_utf8_lossy(&seen)));
+        seen.extend(chunk);
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(format!("{typed}\n").as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let status = child.wait().unwrap();
+    drop(stdin);
+    reader.join().unwrap();
+    seen.extend(rx.try_iter().flatten());
+    (
+        status.success(),
+        String::from_utf8_lossy(&seen).into_owned(),
+    )
+}
+
+#[test]
+fn a_secret_typed_at_a_terminal_is_not_echoed() {
+    let sb = Sandbox::init();
+    let model = sb.transcript(
+        "version: 1\nturns:\n  - calls:\n      - tool: request_secret\n        args: { name: API_KEY, purpose: tests, used_by: \"run_command pytest\" }\n  - say: ok\n",
+    );
+    let out = sb.run(&["run", "--model", &model, "test"]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let req = parked_request(&out);
+    if !Path::new("/usr/bin/script").exists() {
+        eprintln!("util-linux `script` is not installed: the terminal case is not exercised here");
+        return;
+    }
+    let typed = "typed-at-the-terminal-42";
+    // Negative control: a program that leaves echo on shows what is typed, on the same terminal.
+    let (ok, shown) = type_at_prompt(
+        &sb,
+        "sh -c 'printf \"value (not shown): \"; read x; echo done'",
+        "(not shown): ",
+        typed,
+    );
+    assert!(ok && shown.contains(typed), "{shown}");
+
+    let bin = assert_cmd::cargo::cargo_bin("warrant");
+    let line = format!("'{}' requests provide {req}", bin.display());
+    let (ok, shown) = type_at_prompt(&sb, &line, "(not shown): ", typed);
+    assert!(ok, "{shown}");
+    assert!(shown.contains("secret provided"), "{shown}");
+    assert!(!shown.contains(typed), "{shown}");
+    let secret_hex =
+        std::fs::read_to_string(sb.ws.join(".warrant/keys/installation.secret")).unwrap();
+    let vault = warrant_exec::vault::Vault::open(
+        &sb.ws.join(".warrant"),
+        &hex::decode(secret_hex.trim()).unwrap(),
+    );
+    assert_eq!(vault.get("API_KEY").unwrap().expose(), typed.as_bytes());
+}
+
+#[test]
+fn a_provided_secret_reaches_only_the_command_that_is_configured_to_receive_it() {
+    let sb = Sandbox::init();
+    let config = std::fs::read_to_string(sb.ws.join(".warrant/config.toml")).unwrap();
+    sb.write(
+        ".warrant/config.toml",
+        &format!(
+            "{config}\n[profiles.deploy]\n\n[secret_env.deploy]\nDEPLOY_TOKEN = \"secret:DEPLOY_TOKEN\"\n"
+        ),
+    );
+    sb.write(
+        "check.sh",
+        "printf '%s' \"$DEPLOY_TOKEN\" | sha256sum\necho \"token=$DEPLOY_TOKEN\"\n",
+    );
+    let model = sb.transcript(
+        "version: 1\nturns:\n  - calls:\n      - tool: request_secret\n        args: { name: DEPLOY_TOKEN, purpose: deploy, used_by: \"run_command sh check.sh (profile deploy)\" }\n  - calls:\n      - tool: run_command\n        args: { argv: [sh, check.sh], profile: deploy }\n  - calls:\n      - tool: run_command\n        args: { argv: [sh, check.sh] }\n  - say: done\n",
+    );
+    let value = format!("dt-{}-only-for-deploy", std::process::id());
+    let out = sb.run(&["run", "--prompt", "never", "--model", &model, "deploy"]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let req = parked_request(&out);
+    let provided = sb.run_stdin(&["requests", "provide", &req], &value);
+    assert_eq!(provided.status.code(), Some(0), "{}", stderr(&provided));
+    let (run, _) = sb.last_run();
+    // Both commands ask a person (sh is not on the allowlist); approve each as it comes.
+    let mut shown = Vec::new();
+    let mut last = sb.run(&["resume", &run, "--prompt", "never"]);
+    while last.status.code() == Some(10) {
+        let approval = parked_request(&last);
+        shown.push(stdout(&sb.run(&["requests", "show", &approval])));
+        assert_eq!(sb.run(&["approve", &approval]).status.code(), Some(0));
+        last = sb.run(&["resume", &run, "--prompt", "never"]);
+    }
+    assert_eq!(last.status.code(), Some(0), "{}", stderr(&last));
+    // The person approving saw which secret the command gets (by name).
+    assert!(
+        shown[0].contains("secrets DEPLOY_TOKEN=secret:DEPLOY_TOKEN"),
+        "{}",
+        shown[0]
+    );
+    let (_, events) = sb.last_run();
+    let results: Vec<String> = events
+        .iter()
+        .filter(|e| e["kind"] == "effect_completed")
+        .map(|e| e["payload"]["result"].to_string())
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    let hash = |b: &[u8]| {
+        warrant_core::Digest::of_bytes(b)
+            .as_str()
+            .trim_start_matches("sha256:")
+            .to_owned()
+    };
+    // Under `deploy` the command had the value (its hash matches) and what it printed of it
+    // is redacted; under `default` (the negative control) it had nothing.
+    assert!(
+        results[0].contains(&hash(value.as_bytes())),
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[0].contains("token=[secret:DEPLOY_TOKEN]"),
+        "{}",
+        results[0]
+    );
+    assert!(results[1].contains(&hash(b"")), "{}", results[1]);
+    assert!(!results[1].contains(&hash(value.as_bytes())));
+    assert_eq!(
+        files_holding(sb.dir.path(), value.as_bytes()),
+        Vec::<String>::new()
+    );
+    for args in [
+        vec!["runs", "show", run.as_str(), "--json"],
+        vec!["audit", "tail", "-n", "200", "--json"],
+    ] {
+        assert!(!stdout(&sb.run(&args)).contains(&value));
+    }
+    // A [secret_env] entry that is not a handle, or names no profile, stops everything.
+    for bad in [
+        "[secret_env.nope]\nX = \"secret:A\"\n",
+        "[secret_env.deploy]\nX = \"plain-value\"\n",
+    ] {
+        sb.write(
+            ".warrant/config.toml",
+            &format!("{config}\n[profiles.deploy]\n\n{bad}"),
+        );
+        let o = sb.run(&["run", "--model", &model, "deploy"]);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert!(stderr(&o).contains("W-SECRET-005"), "{}", stderr(&o));
     }
 }
