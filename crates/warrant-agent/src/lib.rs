@@ -13,11 +13,8 @@ use warrant_kernel::{
     CallRecord, CallResult, CallStep, KernelError, ModelGate, ModelRules, Outcome, Prompter, Ring,
     RunState, ToolEnv, ToolRegistry,
 };
-use warrant_llm::{
-    Conversation, Flow, Message, ModelError, ModelProvider, StreamProgress, ToolCall,
-};
 use warrant_kernel::{ModelRequest, RunLimit};
-use warrant_llm::GuardedRequest;
+use warrant_llm::{Conversation, Flow, GuardedRequest, ModelError, ModelProvider, StreamProgress};
 
 pub use untrusted::{GuardSettings, Prompt, prompt};
 use warrant_store::StoreError;

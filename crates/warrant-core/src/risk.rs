@@ -24,6 +24,7 @@ pub fn classify(action: &Action) -> (RiskClass, Option<String>) {
         | Action::FsDelete { path, .. } => credential_path(path.as_str())
             .then(|| (RiskClass::Secret, format!("{path} holds credentials"))),
         Action::ShellExec { argv, .. } => classify_argv(argv),
+        Action::ProviderCall { .. } => None,
     };
     match raised {
         Some((class, why)) if class > default => (class, Some(why)),

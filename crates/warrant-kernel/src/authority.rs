@@ -266,6 +266,7 @@ pub fn session_pattern(action: &Action) -> String {
         Action::ShellExec { argv, cwd, .. } => {
             format!("shell.exec `{}` in {cwd}", argv.join(" "))
         }
+        Action::ProviderCall { provider, model } => format!("provider.call {provider}:{model}"),
     }
 }
 

@@ -2,8 +2,8 @@
 //! The ring is the only code that constructs [`Authorized`], so the only way to an executor.
 
 pub mod approval;
-pub mod authority;
 pub mod asks;
+pub mod authority;
 pub mod authorized;
 pub mod error;
 pub mod events;
@@ -13,14 +13,14 @@ pub mod ring;
 pub mod state;
 pub mod tool;
 
-pub use authority::{ApprovalRules, Governed};
 pub use asks::{Ask, AskError, AskKind, AskState, Reply, RequestTtls, ResourceKind, SecretSource};
+pub use authority::{ApprovalRules, Governed};
 pub use authorized::Authorized;
 pub use error::KernelError;
 pub use events::{
     Approver, AskedOf, Binding, BudgetMetric, BudgetScope, CallRecord, DeniedBy, FenceRecord,
-    ModelRequest, Outcome, Presentation, ReasonRecord, RejectReason, Resolution, RunEvent, RunLimit,
-    RunSettings, Scope, Verdict,
+    ModelRequest, Outcome, Presentation, ReasonRecord, RejectReason, Resolution, RunEvent,
+    RunLimit, RunSettings, Scope, Verdict,
 };
 pub use model_gate::{Crossing, Headroom, ModelGate, ModelRules, ModelUsage};
 pub use ring::{

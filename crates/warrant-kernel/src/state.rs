@@ -10,8 +10,8 @@ use warrant_core::{
 };
 use warrant_store::StoredEvent;
 
-use crate::authority::{AskedOf, RejectReason, session_pattern};
 use crate::asks::AskState;
+use crate::authority::{AskedOf, RejectReason, session_pattern};
 use crate::error::KernelError;
 use crate::events::{
     Approver, Binding, CallRecord, DeniedBy, Outcome, Presentation, ReasonRecord, Resolution,

@@ -146,7 +146,8 @@ fn file_bases(actions: &[Action]) -> Value {
                 Action::FsRead { .. }
                 | Action::FsList { .. }
                 | Action::FsSearch { .. }
-                | Action::ShellExec { .. } => Value::Null,
+                | Action::ShellExec { .. }
+                | Action::ProviderCall { .. } => Value::Null,
             })
             .collect(),
     )

@@ -31,7 +31,8 @@ pub(crate) fn for_actions(
             | Action::FsSearch { .. }
             | Action::FsWrite { .. }
             | Action::FsCreate { .. }
-            | Action::FsDelete { .. } => continue,
+            | Action::FsDelete { .. }
+            | Action::ProviderCall { .. } => continue,
         };
         for (var, name) in source.env_for(profile) {
             let value = source.value(&name)?;
