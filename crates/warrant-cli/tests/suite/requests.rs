@@ -62,7 +62,18 @@ fn tool_message(raw: &[u8], call_id: &str) -> Value {
         .unwrap()
         .iter()
         .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
-        .map(|m| serde_json::from_str(m["content"].as_str().unwrap()).unwrap())
+        .map(|m| {
+            // Every result reaches the model fenced as untrusted content: the JSON sits
+            // between the opening tag's line and the closing tag's line.
+            let content = m["content"].as_str().unwrap();
+            assert!(content.starts_with("<untrusted source="), "{content}");
+            let inner = content
+                .split_once('\n')
+                .and_then(|(_, rest)| rest.rsplit_once('\n'))
+                .map(|(json, _)| json)
+                .unwrap();
+            serde_json::from_str(inner).unwrap()
+        })
         .unwrap_or_else(|| panic!("no tool message for {call_id}"))
 }
 
