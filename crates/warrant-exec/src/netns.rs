@@ -18,12 +18,16 @@ use rustix::thread::UnshareFlags;
 /// `__forward <parent-pid> <unix-socket>`.
 pub const FORWARD: &str = "__forward";
 
-/// Enter a new network namespace with loopback up.
+/// Enter a new network namespace with loopback up: `CLONE_NEWNET` when the process may (root),
+/// else inside a new user namespace mapping only its own ids. Root inside a bare network
+/// namespace keeps its capabilities, so what keeps it in is elsewhere: the seccomp filter
+/// refuses `setns` and every socket family but AF_UNIX/AF_INET/AF_INET6 (no rtnetlink to move
+/// an interface out), and Landlock refuses pidfds and `/proc` of processes outside the sandbox.
+/// (A user namespace for root too would need its id map written from the parent namespace.)
 pub fn enter() -> Result<(), String> {
     match unshare(UnshareFlags::NEWNET) {
         Ok(()) => {}
         Err(first) => {
-            // Without CAP_SYS_ADMIN: a user namespace first, mapping only our own ids.
             let uid = rustix::process::getuid().as_raw();
             let gid = rustix::process::getgid().as_raw();
             unshare(UnshareFlags::NEWUSER | UnshareFlags::NEWNET).map_err(|e| {

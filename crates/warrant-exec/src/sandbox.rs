@@ -14,7 +14,9 @@
 //!   else RLIMIT_NPROC, which the kernel does not enforce for uid 0 (refused under `required`).
 //! - `network = "none"` is a network namespace holding only `lo` plus a seccomp filter on
 //!   `socket`/`socketpair` (AF_UNIX only); `network = { allow = [...] }` is a namespace whose only
-//!   way out is Warrant's egress proxy (see [`crate::egress`], [`crate::netns`]).
+//!   way out is Warrant's egress proxy (see [`crate::egress`], [`crate::netns`]), with sockets
+//!   limited to AF_UNIX and IP. As root the namespace is not owned by a user namespace, so root
+//!   keeps its capabilities inside it; `setns` is refused by seccomp.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -356,11 +358,15 @@ fn apply(
                 Mechanism::NoNewPrivs => rustix::thread::set_no_new_privs(true)
                     .map_err(|e| format!("PR_SET_NO_NEW_PRIVS failed: {e}")),
                 Mechanism::Landlock => apply_landlock(plan, &mut report.landlock_abi),
-                Mechanism::Seccomp => apply_seccomp(
-                    matches!(plan.network, NetworkPolicy::Host)
-                        || (matches!(plan.network, NetworkPolicy::Allow(_))
-                            && report.applied.contains(&Mechanism::NetworkNamespace)),
-                ),
+                Mechanism::Seccomp => apply_seccomp(match plan.network {
+                    NetworkPolicy::Host => None,
+                    NetworkPolicy::Allow(_)
+                        if report.applied.contains(&Mechanism::NetworkNamespace) =>
+                    {
+                        Some(&[AF_UNIX, AF_INET, AF_INET6])
+                    }
+                    NetworkPolicy::Allow(_) | NetworkPolicy::None => Some(&[AF_UNIX]),
+                }),
             }
         };
         match result {
@@ -570,6 +576,7 @@ mod nr {
     pub const SOCKET: i64 = 41;
     pub const SOCKETPAIR: i64 = 53;
     pub const PTRACE: i64 = 101;
+    pub const SETNS: i64 = 308;
     pub const PROCESS_VM_READV: i64 = 310;
     pub const PROCESS_VM_WRITEV: i64 = 311;
 }
@@ -578,6 +585,7 @@ mod nr {
     pub const SOCKET: i64 = 198;
     pub const SOCKETPAIR: i64 = 199;
     pub const PTRACE: i64 = 117;
+    pub const SETNS: i64 = 268;
     pub const PROCESS_VM_READV: i64 = 270;
     pub const PROCESS_VM_WRITEV: i64 = 271;
 }
@@ -586,18 +594,23 @@ const IO_URING_ENTER: i64 = 426;
 const IO_URING_REGISTER: i64 = 427;
 const PIDFD_GETFD: i64 = 438;
 const AF_UNIX: u64 = 1;
+const AF_INET: u64 = 2;
+const AF_INET6: u64 = 10;
 const EPERM: u32 = 1;
 
-/// `inet`: whether sockets other than AF_UNIX stay allowed (host network, or an allowlist inside
-/// a network namespace whose only way out is the proxy).
+/// `families`: the socket families a command may open; `None` for any (the host network). An
+/// allowlist inside a namespace gets AF_UNIX and IP (to reach the forwarder), never netlink or
+/// packet sockets (with which root could reconfigure or move interfaces).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn apply_seccomp(inet: bool) -> Result<(), String> {
+fn apply_seccomp(families: Option<&[u64]>) -> Result<(), String> {
     let err = |e: seccompiler::BackendError| format!("seccomp filter: {e}");
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     // Reaching into another process (Warrant's memory or descriptors), and io_uring, which
     // bypasses syscall filtering.
+    // `setns`: joining another namespace (the host's network, through a pidfd) is never needed.
     for nr in [
         nr::PTRACE,
+        nr::SETNS,
         nr::PROCESS_VM_READV,
         nr::PROCESS_VM_WRITEV,
         PIDFD_GETFD,
@@ -607,14 +620,17 @@ fn apply_seccomp(inet: bool) -> Result<(), String> {
     ] {
         rules.insert(nr, Vec::new());
     }
-    if !inet {
-        {
-            for nr in [nr::SOCKET, nr::SOCKETPAIR] {
-                let not_unix =
-                    SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, AF_UNIX)
-                        .map_err(err)?;
-                rules.insert(nr, vec![SeccompRule::new(vec![not_unix]).map_err(err)?]);
-            }
+    if let Some(families) = families {
+        for nr in [nr::SOCKET, nr::SOCKETPAIR] {
+            // One rule whose conditions all hold (a family outside the list) means EPERM.
+            let outside = families
+                .iter()
+                .map(|f| {
+                    SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, *f)
+                        .map_err(err)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            rules.insert(nr, vec![SeccompRule::new(outside).map_err(err)?]);
         }
     }
     let arch = std::env::consts::ARCH
@@ -632,7 +648,7 @@ fn apply_seccomp(inet: bool) -> Result<(), String> {
 }
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-fn apply_seccomp(_inet: bool) -> Result<(), String> {
+fn apply_seccomp(_families: Option<&[u64]>) -> Result<(), String> {
     Err("no seccomp filter is built for this architecture".to_owned())
 }
 

@@ -905,3 +905,92 @@ fn real_fork_bomb_under_the_process_limit_ends_with_the_call() {
         assert!(!Path::new(base).join(&pid).exists(), "{base}/{pid} is left");
     }
 }
+
+const REJOIN: &str = r#"
+import ctypes, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+# pidfd_open(parent): the process that started the command (Warrant) is in the host's namespace.
+fd = libc.syscall(434, os.getppid(), 0)
+r = libc.setns(fd, 0x40000000) if fd >= 0 else -1  # CLONE_NEWNET
+print("setns", "ok" if r == 0 else "failed")
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=3)
+    print("connected")
+except Exception as e:
+    print("refused", type(e).__name__)
+"#;
+
+/// Under an allowlist the command may open IP sockets (to reach the forwarder) but not netlink
+/// or packet sockets, with which root could reconfigure or move interfaces out of the namespace.
+/// Control: with the host's network (no socket filter) both open.
+#[test]
+fn netlink_and_packet_sockets_are_refused_under_an_allowlist() {
+    let (_d, ws) = tempdir();
+    let env = [("PATH".to_owned(), PATH.to_owned())];
+    let script = "import socket\nfor name, fam, kind in [('netlink', socket.AF_NETLINK, socket.SOCK_RAW), ('packet', socket.AF_PACKET, socket.SOCK_RAW), ('inet', socket.AF_INET, socket.SOCK_STREAM)]:\n    try:\n        socket.socket(fam, kind).close(); print(name, 'opened')\n    except OSError as e:\n        print(name, 'refused', e.errno)";
+    let argv = ["python3", "-c", script];
+    let host = profile(Some(SandboxConfig {
+        network: NetworkPolicy::Host,
+        ..SandboxConfig::default()
+    }));
+    let out = run_profile(&ws, &host, &argv, 30_000, &env).unwrap();
+    let root = rustix::process::getuid().is_root();
+    assert_eq!(
+        out.stdout.text,
+        if root {
+            "netlink opened\npacket opened\ninet opened\n"
+        } else {
+            "netlink opened\npacket refused 1\ninet opened\n"
+        },
+        "{out:?}"
+    );
+    let listed = allow(&["localhost:1".to_owned()]);
+    if !machine_applies(Mechanism::NetworkNamespace, listed.sandbox.clone().unwrap()) {
+        assert_refused(
+            run_profile(&ws, &listed, &argv, 30_000, &env),
+            "could not be applied",
+        );
+        return;
+    }
+    let out = run_profile(&ws, &listed, &argv, 30_000, &env).unwrap();
+    assert_eq!(
+        out.stdout.text, "netlink refused 1\npacket refused 1\ninet opened\n",
+        "{out:?}"
+    );
+}
+
+/// A command running as root inside the namespace tries to join the host's network namespace
+/// through a pidfd of its parent (Warrant) and reach a listener on the host's loopback, bypassing the proxy.
+/// Control: unconfined, the same code joins and connects.
+#[test]
+fn root_cannot_rejoin_the_host_network_namespace() {
+    let (_d, ws) = tempdir();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let env = [("PATH".to_owned(), PATH.to_owned())];
+    let argv = ["python3", "-c", REJOIN, port.as_str()];
+    let root = rustix::process::getuid().is_root();
+    let out = run_profile(&ws, &profile(None), &argv, 30_000, &env).unwrap();
+    assert_eq!(
+        out.stdout.text,
+        if root {
+            "setns ok\nconnected\n"
+        } else {
+            "setns failed\nconnected\n"
+        },
+        "{out:?}"
+    );
+    let listed = allow(&["localhost:1".to_owned()]);
+    if !machine_applies(Mechanism::NetworkNamespace, listed.sandbox.clone().unwrap()) {
+        assert_refused(
+            run_profile(&ws, &listed, &argv, 30_000, &env),
+            "could not be applied",
+        );
+        return;
+    }
+    let out = run_profile(&ws, &listed, &argv, 30_000, &env).unwrap();
+    assert_eq!(
+        out.stdout.text, "setns failed\nrefused ConnectionRefusedError\n",
+        "{out:?}"
+    );
+}
