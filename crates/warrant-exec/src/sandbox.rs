@@ -727,6 +727,91 @@ mod tests {
         );
     }
 
+    /// Scenario table: which missing probe rows turn which profile shapes into a refusal.
+    #[test]
+    fn profile_verdicts_count_only_what_the_profile_needs() {
+        let all = [
+            "session",
+            "process_limit",
+            "network_namespace",
+            "no_new_privs",
+            "landlock",
+            "seccomp",
+            "egress_proxy",
+            "landlock observed",
+            "denied observed",
+            "process limit observed",
+            "network observed",
+            "netns observed",
+            "egress proxy observed",
+        ];
+        let rows = |missing: &[&str]| -> Vec<ProbeRow> {
+            all.iter()
+                .map(|m| ProbeRow {
+                    mechanism: m,
+                    available: !missing.contains(m),
+                    detail: String::new(),
+                })
+                .collect()
+        };
+        let shape = |network: NetworkPolicy, processes: Option<u64>, enforcement| SandboxConfig {
+            enforcement,
+            network,
+            limits: ResourceLimits {
+                processes,
+                ..ResourceLimits::default()
+            },
+            ..SandboxConfig::default()
+        };
+        let req = Enforcement::Required;
+        let none = shape(NetworkPolicy::None, None, req);
+        let host = shape(NetworkPolicy::Host, None, req);
+        let allow = shape(NetworkPolicy::Allow(vec!["a.b:1".into()]), None, req);
+        let forky = shape(NetworkPolicy::Host, Some(8), req);
+        let best = shape(NetworkPolicy::None, None, Enforcement::BestEffort);
+        let no_ns = rows(&["network_namespace", "netns observed"]);
+        let no_cgroup = rows(&["process_limit", "process limit observed"]);
+        let no_proxy = rows(&["egress_proxy", "egress proxy observed"]);
+        let got: Vec<(bool, String)> = vec![
+            profile_verdict(&none, &rows(&[])),
+            profile_verdict(&none, &no_ns),
+            profile_verdict(&host, &no_ns),
+            profile_verdict(&allow, &no_ns),
+            profile_verdict(&allow, &no_proxy),
+            profile_verdict(&none, &no_proxy),
+            profile_verdict(&forky, &no_cgroup),
+            profile_verdict(&none, &no_cgroup),
+            profile_verdict(&best, &no_ns),
+            profile_verdict(&host, &rows(&["landlock observed"])),
+        ];
+        let refused = |what: &str| {
+            (
+                false,
+                format!("commands will be REFUSED (required), lacking: {what}"),
+            )
+        };
+        let fully = || (true, "fully enforced here".to_owned());
+        assert_eq!(
+            got,
+            vec![
+                fully(),
+                refused("network_namespace, netns observed"),
+                fully(),
+                refused("network_namespace, netns observed"),
+                refused("egress_proxy, egress proxy observed"),
+                fully(),
+                refused("process_limit, process limit observed"),
+                fully(),
+                (
+                    true,
+                    "runs with less (best_effort), lacking: network_namespace, netns observed"
+                        .to_owned()
+                ),
+                refused("landlock observed"),
+            ]
+        );
+    }
+
     #[test]
     fn allowlist_config_shape_and_bad_entries() {
         let profile: ProfileConfig = toml::from_str(
@@ -863,6 +948,38 @@ pub fn rows_needed(config: &warrant_core::config::SandboxConfig) -> Vec<&'static
         ]),
     }
     out
+}
+
+/// What a sandboxed profile gets on a machine whose probes gave `rows`: whether it is fine
+/// (fully enforced, or `best_effort` running with less) and the sentence doctor shows. Only the
+/// rows the profile needs count (a host-network profile does not need the namespace).
+pub fn profile_verdict(
+    config: &warrant_core::config::SandboxConfig,
+    rows: &[ProbeRow],
+) -> (bool, String) {
+    let needed = rows_needed(config);
+    let lacking: Vec<&str> = rows
+        .iter()
+        .filter(|r| !r.available && needed.contains(&r.mechanism))
+        .map(|r| r.mechanism)
+        .collect();
+    match (config.enforcement, lacking.is_empty()) {
+        (_, true) => (true, "fully enforced here".to_owned()),
+        (Enforcement::BestEffort, false) => (
+            true,
+            format!(
+                "runs with less (best_effort), lacking: {}",
+                lacking.join(", ")
+            ),
+        ),
+        (Enforcement::Required, false) => (
+            false,
+            format!(
+                "commands will be REFUSED (required), lacking: {}",
+                lacking.join(", ")
+            ),
+        ),
+    }
 }
 
 /// Probe what this machine enforces: run the launcher under `best_effort` plans over a scratch
