@@ -213,6 +213,10 @@ pub struct SandboxReport {
     pub not_applied: Vec<NotApplied>,
     /// The Landlock ABI the kernel offered (0 when none).
     pub landlock_abi: u32,
+    /// Without a process limit, the command still went into a pids cgroup (limit `max`) when
+    /// one was writable, so whatever it leaves behind is killed when it ends.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tracked: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -337,7 +341,13 @@ fn apply(
         applied: Vec::new(),
         not_applied: Vec::new(),
         landlock_abi: 0,
+        tracked: false,
     };
+    // Tracking, not a limit: a command with no process limit still joins a cgroup when it can,
+    // so nothing it starts outlives it. Not requested, so its absence refuses nothing.
+    if plan.limits.processes.is_none() && crate::cgroup::available() {
+        report.tracked = crate::cgroup::enter_unlimited().is_ok();
+    }
     for mechanism in plan.requested() {
         let result = if plan.simulate_unavailable == Some(mechanism) {
             Err("unavailable on this kernel (simulated by the plan)".to_owned())

@@ -81,6 +81,7 @@ fn full_report() -> SandboxReport {
         ],
         not_applied: Vec::new(),
         landlock_abi: 0,
+        tracked: warrant_exec::cgroup::available(),
     }
 }
 
@@ -369,6 +370,7 @@ fn required_enforcement_refuses_when_a_mechanism_is_unavailable() {
                 reason: "unavailable on this kernel (simulated by the plan)".into(),
             }],
             landlock_abi: 0,
+            tracked: warrant_exec::cgroup::available(),
         })
     );
 }
@@ -753,8 +755,8 @@ fn timeout_with_a_grandchild_holding_the_pipe_and_one_escaping_the_group() {
         );
         return;
     }
-    // Negative control: without the cgroup the escaped process survives the call.
-    let out = run_profile(&ws, &profile(on()), &["sh", "-c", script], 500, &env).unwrap();
+    // Negative control: unconfined (no cgroup) the escaped process survives the call.
+    let out = run_profile(&ws, &profile(None), &["sh", "-c", script], 500, &env).unwrap();
     assert!(out.timed_out, "{out:?}");
     let pids: Vec<String> = out.stdout.text.lines().map(str::to_owned).collect();
     assert_eq!(pids.len(), 2, "{out:?}");
@@ -774,6 +776,22 @@ fn timeout_with_a_grandchild_holding_the_pipe_and_one_escaping_the_group() {
     assert_eq!(pids.len(), 2, "{out:?}");
     assert!(out.leftover_killed >= 1, "{out:?}");
     assert!(!alive(&pids[0]) && !alive(&pids[1]), "{out:?}");
+    // Without a process limit the sandbox still tracks the command in a cgroup (limit `max`)
+    // where one is writable; elsewhere the report says it did not.
+    let out = run_profile(&ws, &profile(on()), &["sh", "-c", script], 500, &env).unwrap();
+    let pids: Vec<String> = out.stdout.text.lines().map(str::to_owned).collect();
+    let tracked = warrant_exec::cgroup::available();
+    assert_eq!(
+        out.sandbox.as_ref().map(|r| r.tracked),
+        Some(tracked),
+        "{out:?}"
+    );
+    if tracked {
+        assert!(out.leftover_killed >= 1, "{out:?}");
+        assert!(!alive(&pids[0]) && !alive(&pids[1]), "{out:?}");
+    } else {
+        assert!(alive(&pids[1]), "{out:?}");
+    }
 }
 
 #[test]
