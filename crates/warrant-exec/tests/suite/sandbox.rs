@@ -1012,3 +1012,57 @@ fn root_cannot_rejoin_the_host_network_namespace() {
         "{out:?}"
     );
 }
+
+/// The egress forwarder ends with the command even when nothing cleans up after it (the
+/// launcher run directly, no cgroup release): Landlock's signal scope blocks its parent-death
+/// signal, so it must notice on its own.
+#[test]
+fn the_egress_forwarder_does_not_outlive_the_command() {
+    let (_d, ws) = tempdir();
+    let p = allow(&["localhost:1".to_owned()]);
+    if !machine_applies(Mechanism::EgressProxy, p.sandbox.clone().unwrap()) {
+        return assert_refused(
+            run_profile(&ws, &p, &["true"], 10_000, &[]),
+            "could not be applied",
+        );
+    }
+    let mut plan = SandboxPlan::from_profile("test", &p, &ws, &OsLinks)
+        .unwrap()
+        .unwrap();
+    plan.egress_socket = Some(format!("{ws}/no-proxy.sock").into());
+    let l = launcher();
+    let out = std::process::Command::new(&l.program)
+        .args(
+            l.args(
+                &plan,
+                &["/bin/sh".to_owned(), "-c".to_owned(), "echo $$".to_owned()],
+            )
+            .unwrap(),
+        )
+        .current_dir(ws.as_path())
+        .output()
+        .unwrap();
+    let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(pid.parse::<u32>().is_ok(), "{out:?}");
+    let needle = format!("__forward\0{pid}\0");
+    let forwarders = || -> usize {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
+            })
+            .count()
+    };
+    let mut left = forwarders();
+    for _ in 0..100 {
+        if left == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        left = forwarders();
+    }
+    warrant_exec::cgroup::release(pid.parse().unwrap());
+    assert_eq!(left, 0, "the forwarder of launcher {pid} outlived it");
+}
