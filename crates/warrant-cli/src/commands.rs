@@ -1720,11 +1720,6 @@ fn sandbox_checks(
     let scratch = std::env::temp_dir().join(format!("warrant-doctor-{}", std::process::id()));
     let rows = warrant_exec::sandbox::probe(&launcher, &scratch);
     let _ = fs::remove_dir_all(&scratch);
-    let missing: Vec<&str> = rows
-        .iter()
-        .filter(|r| !r.available)
-        .map(|r| r.mechanism)
-        .collect();
     for row in &rows {
         let detail = if row.available {
             row.detail.clone()
@@ -1741,31 +1736,7 @@ fn sandbox_checks(
         let Some(sandbox) = &profile.sandbox else {
             continue;
         };
-        // Only what this profile asks for counts against it (a host-network profile does not
-        // need the namespace).
-        let needed = warrant_exec::sandbox::rows_needed(sandbox);
-        let lacking: Vec<String> = missing
-            .iter()
-            .filter(|m| needed.contains(m))
-            .map(|m| (*m).to_owned())
-            .collect();
-        let (ok, detail) = match (sandbox.enforcement, lacking.is_empty()) {
-            (_, true) => (true, "fully enforced here".to_owned()),
-            (warrant_core::config::Enforcement::BestEffort, false) => (
-                true,
-                format!(
-                    "runs with less (best_effort), lacking: {}",
-                    lacking.join(", ")
-                ),
-            ),
-            (warrant_core::config::Enforcement::Required, false) => (
-                false,
-                format!(
-                    "commands will be REFUSED (required), lacking: {}",
-                    lacking.join(", ")
-                ),
-            ),
-        };
+        let (ok, detail) = warrant_exec::sandbox::profile_verdict(sandbox, &rows);
         checks.push((format!("profile {name}"), ok, detail));
     }
 }

@@ -1,7 +1,8 @@
 //! Process limit through the cgroup `pids` controller, which (unlike RLIMIT_NPROC) also binds
 //! root. The launcher makes `<pids>/warrant/<launcher-pid>`, sets `pids.max` and moves itself in
 //! before `exec`; Warrant kills whatever is left in it and removes it after the command ended
-//! ([`release`]), so nothing started by the command outlives the call. v1 (`/sys/fs/cgroup/pids`)
+//! ([`release`]), so nothing started by the command outlives the call. A command without a
+//! process limit joins one with `pids.max = max` for that cleanup alone. v1 (`/sys/fs/cgroup/pids`)
 //! and v2 (the unified root with `pids` in `cgroup.controllers`) are used when writable; neither
 //! is available to an unprivileged user without a delegated subtree.
 
@@ -32,6 +33,15 @@ pub fn dir_for(pid: u32) -> Option<PathBuf> {
 
 /// Put this process into a fresh pids cgroup of at most `max` tasks.
 pub fn enter(max: u64) -> Result<(), String> {
+    join(&max.to_string())
+}
+
+/// Put this process into a fresh pids cgroup with no limit (only so it can be cleaned up).
+pub fn enter_unlimited() -> Result<(), String> {
+    join("max")
+}
+
+fn join(max: &str) -> Result<(), String> {
     let (base, v2) = base().ok_or_else(|| {
         "no cgroup pids controller is mounted (neither v1 /sys/fs/cgroup/pids nor v2)".to_owned()
     })?;
@@ -49,7 +59,7 @@ pub fn enter(max: u64) -> Result<(), String> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(io(&format!("create {}", dir.display()), e)),
     }
-    std::fs::write(dir.join("pids.max"), max.to_string()).map_err(|e| io("set pids.max", e))?;
+    std::fs::write(dir.join("pids.max"), max).map_err(|e| io("set pids.max", e))?;
     std::fs::write(dir.join("cgroup.procs"), pid.to_string())
         .map_err(|e| io("join the cgroup", e))?;
     Ok(())

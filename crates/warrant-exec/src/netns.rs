@@ -3,7 +3,8 @@
 //! allowlist a forwarder started inside the namespace that bridges 127.0.0.1:PORT to the Unix
 //! socket of Warrant's egress proxy outside it. The namespace holds only `lo`, so the proxy is
 //! the command's only way out. Limits: the forwarder dies with the command's top process (parent
-//! death signal), so background processes left behind lose the proxy.
+//! death signal, and a poll because Landlock's signal scope blocks that signal), so background
+//! processes left behind lose the proxy.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -18,12 +19,16 @@ use rustix::thread::UnshareFlags;
 /// `__forward <parent-pid> <unix-socket>`.
 pub const FORWARD: &str = "__forward";
 
-/// Enter a new network namespace with loopback up.
+/// Enter a new network namespace with loopback up: `CLONE_NEWNET` when the process may (root),
+/// else inside a new user namespace mapping only its own ids. Root inside a bare network
+/// namespace keeps its capabilities, so what keeps it in is elsewhere: the seccomp filter
+/// refuses `setns` and every socket family but AF_UNIX/AF_INET/AF_INET6 (no rtnetlink to move
+/// an interface out), and Landlock refuses pidfds and `/proc` of processes outside the sandbox.
+/// (A user namespace for root too would need its id map written from the parent namespace.)
 pub fn enter() -> Result<(), String> {
     match unshare(UnshareFlags::NEWNET) {
         Ok(()) => {}
         Err(first) => {
-            // Without CAP_SYS_ADMIN: a user namespace first, mapping only our own ids.
             let uid = rustix::process::getuid().as_raw();
             let gid = rustix::process::getgid().as_raw();
             unshare(UnshareFlags::NEWUSER | UnshareFlags::NEWNET).map_err(|e| {
@@ -94,6 +99,9 @@ fn loopback_up() -> Result<(), String> {
     }
 }
 
+/// How often the forwarder checks that the command it serves is still running.
+const PARENT_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Start the forwarder (this same program, `prefix… __forward <pid> <socket>`) inside the
 /// current namespace; returns the loopback port it listens on.
 pub fn start_forwarder(prefix: &[String], socket: &Path) -> Result<u16, String> {
@@ -126,16 +134,27 @@ pub fn forwarder_main(args: &[String]) -> i32 {
     let (Some(parent), Some(socket)) = (args.first(), args.get(1)) else {
         return 2;
     };
-    // Die with the launcher (which becomes the command): nothing outlives the call.
+    // Die with the launcher (which becomes the command): nothing outlives the call. The
+    // parent-death signal alone is not enough: once the command is under Landlock's signal
+    // scope, the kernel refuses the signal its exit would send to us (we are outside its
+    // domain). So a watcher also polls for the parent to change.
     if rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
         .is_err()
     {
         return 3;
     }
-    let parent_now = rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get());
-    if parent.parse::<i32>().ok() != Some(parent_now) {
+    let ppid = || rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get());
+    let Some(expected) = parent.parse::<i32>().ok().filter(|p| *p == ppid()) else {
         return 4;
-    }
+    };
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(PARENT_POLL);
+            if ppid() != expected {
+                std::process::exit(0);
+            }
+        }
+    });
     let Ok(listener) = TcpListener::bind("127.0.0.1:0") else {
         return 5;
     };

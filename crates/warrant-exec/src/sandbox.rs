@@ -14,7 +14,9 @@
 //!   else RLIMIT_NPROC, which the kernel does not enforce for uid 0 (refused under `required`).
 //! - `network = "none"` is a network namespace holding only `lo` plus a seccomp filter on
 //!   `socket`/`socketpair` (AF_UNIX only); `network = { allow = [...] }` is a namespace whose only
-//!   way out is Warrant's egress proxy (see [`crate::egress`], [`crate::netns`]).
+//!   way out is Warrant's egress proxy (see [`crate::egress`], [`crate::netns`]), with sockets
+//!   limited to AF_UNIX and IP. As root the namespace is not owned by a user namespace, so root
+//!   keeps its capabilities inside it; `setns` is refused by seccomp.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -211,6 +213,10 @@ pub struct SandboxReport {
     pub not_applied: Vec<NotApplied>,
     /// The Landlock ABI the kernel offered (0 when none).
     pub landlock_abi: u32,
+    /// Without a process limit, the command still went into a pids cgroup (limit `max`) when
+    /// one was writable, so whatever it leaves behind is killed when it ends.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tracked: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -335,7 +341,13 @@ fn apply(
         applied: Vec::new(),
         not_applied: Vec::new(),
         landlock_abi: 0,
+        tracked: false,
     };
+    // Tracking, not a limit: a command with no process limit still joins a cgroup when it can,
+    // so nothing it starts outlives it. Not requested, so its absence refuses nothing.
+    if plan.limits.processes.is_none() && crate::cgroup::available() {
+        report.tracked = crate::cgroup::enter_unlimited().is_ok();
+    }
     for mechanism in plan.requested() {
         let result = if plan.simulate_unavailable == Some(mechanism) {
             Err("unavailable on this kernel (simulated by the plan)".to_owned())
@@ -356,11 +368,15 @@ fn apply(
                 Mechanism::NoNewPrivs => rustix::thread::set_no_new_privs(true)
                     .map_err(|e| format!("PR_SET_NO_NEW_PRIVS failed: {e}")),
                 Mechanism::Landlock => apply_landlock(plan, &mut report.landlock_abi),
-                Mechanism::Seccomp => apply_seccomp(
-                    matches!(plan.network, NetworkPolicy::Host)
-                        || (matches!(plan.network, NetworkPolicy::Allow(_))
-                            && report.applied.contains(&Mechanism::NetworkNamespace)),
-                ),
+                Mechanism::Seccomp => apply_seccomp(match plan.network {
+                    NetworkPolicy::Host => None,
+                    NetworkPolicy::Allow(_)
+                        if report.applied.contains(&Mechanism::NetworkNamespace) =>
+                    {
+                        Some(&[AF_UNIX, AF_INET, AF_INET6])
+                    }
+                    NetworkPolicy::Allow(_) | NetworkPolicy::None => Some(&[AF_UNIX]),
+                }),
             }
         };
         match result {
@@ -570,6 +586,7 @@ mod nr {
     pub const SOCKET: i64 = 41;
     pub const SOCKETPAIR: i64 = 53;
     pub const PTRACE: i64 = 101;
+    pub const SETNS: i64 = 308;
     pub const PROCESS_VM_READV: i64 = 310;
     pub const PROCESS_VM_WRITEV: i64 = 311;
 }
@@ -578,6 +595,7 @@ mod nr {
     pub const SOCKET: i64 = 198;
     pub const SOCKETPAIR: i64 = 199;
     pub const PTRACE: i64 = 117;
+    pub const SETNS: i64 = 268;
     pub const PROCESS_VM_READV: i64 = 270;
     pub const PROCESS_VM_WRITEV: i64 = 271;
 }
@@ -586,18 +604,23 @@ const IO_URING_ENTER: i64 = 426;
 const IO_URING_REGISTER: i64 = 427;
 const PIDFD_GETFD: i64 = 438;
 const AF_UNIX: u64 = 1;
+const AF_INET: u64 = 2;
+const AF_INET6: u64 = 10;
 const EPERM: u32 = 1;
 
-/// `inet`: whether sockets other than AF_UNIX stay allowed (host network, or an allowlist inside
-/// a network namespace whose only way out is the proxy).
+/// `families`: the socket families a command may open; `None` for any (the host network). An
+/// allowlist inside a namespace gets AF_UNIX and IP (to reach the forwarder), never netlink or
+/// packet sockets (with which root could reconfigure or move interfaces).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn apply_seccomp(inet: bool) -> Result<(), String> {
+fn apply_seccomp(families: Option<&[u64]>) -> Result<(), String> {
     let err = |e: seccompiler::BackendError| format!("seccomp filter: {e}");
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     // Reaching into another process (Warrant's memory or descriptors), and io_uring, which
     // bypasses syscall filtering.
+    // `setns`: joining another namespace (the host's network, through a pidfd) is never needed.
     for nr in [
         nr::PTRACE,
+        nr::SETNS,
         nr::PROCESS_VM_READV,
         nr::PROCESS_VM_WRITEV,
         PIDFD_GETFD,
@@ -607,14 +630,17 @@ fn apply_seccomp(inet: bool) -> Result<(), String> {
     ] {
         rules.insert(nr, Vec::new());
     }
-    if !inet {
-        {
-            for nr in [nr::SOCKET, nr::SOCKETPAIR] {
-                let not_unix =
-                    SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, AF_UNIX)
-                        .map_err(err)?;
-                rules.insert(nr, vec![SeccompRule::new(vec![not_unix]).map_err(err)?]);
-            }
+    if let Some(families) = families {
+        for nr in [nr::SOCKET, nr::SOCKETPAIR] {
+            // One rule whose conditions all hold (a family outside the list) means EPERM.
+            let outside = families
+                .iter()
+                .map(|f| {
+                    SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, *f)
+                        .map_err(err)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            rules.insert(nr, vec![SeccompRule::new(outside).map_err(err)?]);
         }
     }
     let arch = std::env::consts::ARCH
@@ -632,7 +658,7 @@ fn apply_seccomp(inet: bool) -> Result<(), String> {
 }
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-fn apply_seccomp(_inet: bool) -> Result<(), String> {
+fn apply_seccomp(_families: Option<&[u64]>) -> Result<(), String> {
     Err("no seccomp filter is built for this architecture".to_owned())
 }
 
@@ -707,6 +733,91 @@ mod tests {
                 Mechanism::NoNewPrivs,
                 Mechanism::Landlock,
                 Mechanism::Seccomp
+            ]
+        );
+    }
+
+    /// Scenario table: which missing probe rows turn which profile shapes into a refusal.
+    #[test]
+    fn profile_verdicts_count_only_what_the_profile_needs() {
+        let all = [
+            "session",
+            "process_limit",
+            "network_namespace",
+            "no_new_privs",
+            "landlock",
+            "seccomp",
+            "egress_proxy",
+            "landlock observed",
+            "denied observed",
+            "process limit observed",
+            "network observed",
+            "netns observed",
+            "egress proxy observed",
+        ];
+        let rows = |missing: &[&str]| -> Vec<ProbeRow> {
+            all.iter()
+                .map(|m| ProbeRow {
+                    mechanism: m,
+                    available: !missing.contains(m),
+                    detail: String::new(),
+                })
+                .collect()
+        };
+        let shape = |network: NetworkPolicy, processes: Option<u64>, enforcement| SandboxConfig {
+            enforcement,
+            network,
+            limits: ResourceLimits {
+                processes,
+                ..ResourceLimits::default()
+            },
+            ..SandboxConfig::default()
+        };
+        let req = Enforcement::Required;
+        let none = shape(NetworkPolicy::None, None, req);
+        let host = shape(NetworkPolicy::Host, None, req);
+        let allow = shape(NetworkPolicy::Allow(vec!["a.b:1".into()]), None, req);
+        let forky = shape(NetworkPolicy::Host, Some(8), req);
+        let best = shape(NetworkPolicy::None, None, Enforcement::BestEffort);
+        let no_ns = rows(&["network_namespace", "netns observed"]);
+        let no_cgroup = rows(&["process_limit", "process limit observed"]);
+        let no_proxy = rows(&["egress_proxy", "egress proxy observed"]);
+        let got: Vec<(bool, String)> = vec![
+            profile_verdict(&none, &rows(&[])),
+            profile_verdict(&none, &no_ns),
+            profile_verdict(&host, &no_ns),
+            profile_verdict(&allow, &no_ns),
+            profile_verdict(&allow, &no_proxy),
+            profile_verdict(&none, &no_proxy),
+            profile_verdict(&forky, &no_cgroup),
+            profile_verdict(&none, &no_cgroup),
+            profile_verdict(&best, &no_ns),
+            profile_verdict(&host, &rows(&["landlock observed"])),
+        ];
+        let refused = |what: &str| {
+            (
+                false,
+                format!("commands will be REFUSED (required), lacking: {what}"),
+            )
+        };
+        let fully = || (true, "fully enforced here".to_owned());
+        assert_eq!(
+            got,
+            vec![
+                fully(),
+                refused("network_namespace, netns observed"),
+                fully(),
+                refused("network_namespace, netns observed"),
+                refused("egress_proxy, egress proxy observed"),
+                fully(),
+                refused("process_limit, process limit observed"),
+                fully(),
+                (
+                    true,
+                    "runs with less (best_effort), lacking: network_namespace, netns observed"
+                        .to_owned()
+                ),
+                refused("landlock observed"),
             ]
         );
     }
@@ -847,6 +958,38 @@ pub fn rows_needed(config: &warrant_core::config::SandboxConfig) -> Vec<&'static
         ]),
     }
     out
+}
+
+/// What a sandboxed profile gets on a machine whose probes gave `rows`: whether it is fine
+/// (fully enforced, or `best_effort` running with less) and the sentence doctor shows. Only the
+/// rows the profile needs count (a host-network profile does not need the namespace).
+pub fn profile_verdict(
+    config: &warrant_core::config::SandboxConfig,
+    rows: &[ProbeRow],
+) -> (bool, String) {
+    let needed = rows_needed(config);
+    let lacking: Vec<&str> = rows
+        .iter()
+        .filter(|r| !r.available && needed.contains(&r.mechanism))
+        .map(|r| r.mechanism)
+        .collect();
+    match (config.enforcement, lacking.is_empty()) {
+        (_, true) => (true, "fully enforced here".to_owned()),
+        (Enforcement::BestEffort, false) => (
+            true,
+            format!(
+                "runs with less (best_effort), lacking: {}",
+                lacking.join(", ")
+            ),
+        ),
+        (Enforcement::Required, false) => (
+            false,
+            format!(
+                "commands will be REFUSED (required), lacking: {}",
+                lacking.join(", ")
+            ),
+        ),
+    }
 }
 
 /// Probe what this machine enforces: run the launcher under `best_effort` plans over a scratch

@@ -322,8 +322,8 @@ pub fn run_command_with_secrets(
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     // Whatever the command left in its pids cgroup dies with the call.
     let leftover_killed = match confinement {
-        Some(c) if c.plan.limits.processes.is_some() => crate::cgroup::release(child_pid),
-        Some(_) | None => 0,
+        Some(_) => crate::cgroup::release(child_pid),
+        None => 0,
     };
     let egress = proxy.map(EgressProxy::finish);
 

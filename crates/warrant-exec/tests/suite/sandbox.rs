@@ -81,6 +81,7 @@ fn full_report() -> SandboxReport {
         ],
         not_applied: Vec::new(),
         landlock_abi: 0,
+        tracked: warrant_exec::cgroup::available(),
     }
 }
 
@@ -369,6 +370,7 @@ fn required_enforcement_refuses_when_a_mechanism_is_unavailable() {
                 reason: "unavailable on this kernel (simulated by the plan)".into(),
             }],
             landlock_abi: 0,
+            tracked: warrant_exec::cgroup::available(),
         })
     );
 }
@@ -753,8 +755,8 @@ fn timeout_with_a_grandchild_holding_the_pipe_and_one_escaping_the_group() {
         );
         return;
     }
-    // Negative control: without the cgroup the escaped process survives the call.
-    let out = run_profile(&ws, &profile(on()), &["sh", "-c", script], 500, &env).unwrap();
+    // Negative control: unconfined (no cgroup) the escaped process survives the call.
+    let out = run_profile(&ws, &profile(None), &["sh", "-c", script], 500, &env).unwrap();
     assert!(out.timed_out, "{out:?}");
     let pids: Vec<String> = out.stdout.text.lines().map(str::to_owned).collect();
     assert_eq!(pids.len(), 2, "{out:?}");
@@ -774,6 +776,22 @@ fn timeout_with_a_grandchild_holding_the_pipe_and_one_escaping_the_group() {
     assert_eq!(pids.len(), 2, "{out:?}");
     assert!(out.leftover_killed >= 1, "{out:?}");
     assert!(!alive(&pids[0]) && !alive(&pids[1]), "{out:?}");
+    // Without a process limit the sandbox still tracks the command in a cgroup (limit `max`)
+    // where one is writable; elsewhere the report says it did not.
+    let out = run_profile(&ws, &profile(on()), &["sh", "-c", script], 500, &env).unwrap();
+    let pids: Vec<String> = out.stdout.text.lines().map(str::to_owned).collect();
+    let tracked = warrant_exec::cgroup::available();
+    assert_eq!(
+        out.sandbox.as_ref().map(|r| r.tracked),
+        Some(tracked),
+        "{out:?}"
+    );
+    if tracked {
+        assert!(out.leftover_killed >= 1, "{out:?}");
+        assert!(!alive(&pids[0]) && !alive(&pids[1]), "{out:?}");
+    } else {
+        assert!(alive(&pids[1]), "{out:?}");
+    }
 }
 
 #[test]
@@ -904,4 +922,147 @@ fn real_fork_bomb_under_the_process_limit_ends_with_the_call() {
     for base in ["/sys/fs/cgroup/pids/warrant", "/sys/fs/cgroup/warrant"] {
         assert!(!Path::new(base).join(&pid).exists(), "{base}/{pid} is left");
     }
+}
+
+const REJOIN: &str = r#"
+import ctypes, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+# pidfd_open(parent): the process that started the command (Warrant) is in the host's namespace.
+fd = libc.syscall(434, os.getppid(), 0)
+r = libc.setns(fd, 0x40000000) if fd >= 0 else -1  # CLONE_NEWNET
+print("setns", "ok" if r == 0 else "failed")
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=3)
+    print("connected")
+except Exception as e:
+    print("refused", type(e).__name__)
+"#;
+
+/// Under an allowlist the command may open IP sockets (to reach the forwarder) but not netlink
+/// or packet sockets, with which root could reconfigure or move interfaces out of the namespace.
+/// Control: with the host's network (no socket filter) both open.
+#[test]
+fn netlink_and_packet_sockets_are_refused_under_an_allowlist() {
+    let (_d, ws) = tempdir();
+    let env = [("PATH".to_owned(), PATH.to_owned())];
+    let script = "import socket\nfor name, fam, kind in [('netlink', socket.AF_NETLINK, socket.SOCK_RAW), ('packet', socket.AF_PACKET, socket.SOCK_RAW), ('inet', socket.AF_INET, socket.SOCK_STREAM)]:\n    try:\n        socket.socket(fam, kind).close(); print(name, 'opened')\n    except OSError as e:\n        print(name, 'refused', e.errno)";
+    let argv = ["python3", "-c", script];
+    let host = profile(Some(SandboxConfig {
+        network: NetworkPolicy::Host,
+        ..SandboxConfig::default()
+    }));
+    let out = run_profile(&ws, &host, &argv, 30_000, &env).unwrap();
+    let root = rustix::process::getuid().is_root();
+    assert_eq!(
+        out.stdout.text,
+        if root {
+            "netlink opened\npacket opened\ninet opened\n"
+        } else {
+            "netlink opened\npacket refused 1\ninet opened\n"
+        },
+        "{out:?}"
+    );
+    let listed = allow(&["localhost:1".to_owned()]);
+    if !machine_applies(Mechanism::NetworkNamespace, listed.sandbox.clone().unwrap()) {
+        assert_refused(
+            run_profile(&ws, &listed, &argv, 30_000, &env),
+            "could not be applied",
+        );
+        return;
+    }
+    let out = run_profile(&ws, &listed, &argv, 30_000, &env).unwrap();
+    assert_eq!(
+        out.stdout.text, "netlink refused 1\npacket refused 1\ninet opened\n",
+        "{out:?}"
+    );
+}
+
+/// A command running as root inside the namespace tries to join the host's network namespace
+/// through a pidfd of its parent (Warrant) and reach a listener on the host's loopback, bypassing the proxy.
+/// Control: unconfined, the same code joins and connects.
+#[test]
+fn root_cannot_rejoin_the_host_network_namespace() {
+    let (_d, ws) = tempdir();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let env = [("PATH".to_owned(), PATH.to_owned())];
+    let argv = ["python3", "-c", REJOIN, port.as_str()];
+    let root = rustix::process::getuid().is_root();
+    let out = run_profile(&ws, &profile(None), &argv, 30_000, &env).unwrap();
+    assert_eq!(
+        out.stdout.text,
+        if root {
+            "setns ok\nconnected\n"
+        } else {
+            "setns failed\nconnected\n"
+        },
+        "{out:?}"
+    );
+    let listed = allow(&["localhost:1".to_owned()]);
+    if !machine_applies(Mechanism::NetworkNamespace, listed.sandbox.clone().unwrap()) {
+        assert_refused(
+            run_profile(&ws, &listed, &argv, 30_000, &env),
+            "could not be applied",
+        );
+        return;
+    }
+    let out = run_profile(&ws, &listed, &argv, 30_000, &env).unwrap();
+    assert_eq!(
+        out.stdout.text, "setns failed\nrefused ConnectionRefusedError\n",
+        "{out:?}"
+    );
+}
+
+/// The egress forwarder ends with the command even when nothing cleans up after it (the
+/// launcher run directly, no cgroup release): Landlock's signal scope blocks its parent-death
+/// signal, so it must notice on its own.
+#[test]
+fn the_egress_forwarder_does_not_outlive_the_command() {
+    let (_d, ws) = tempdir();
+    let p = allow(&["localhost:1".to_owned()]);
+    if !machine_applies(Mechanism::EgressProxy, p.sandbox.clone().unwrap()) {
+        return assert_refused(
+            run_profile(&ws, &p, &["true"], 10_000, &[]),
+            "could not be applied",
+        );
+    }
+    let mut plan = SandboxPlan::from_profile("test", &p, &ws, &OsLinks)
+        .unwrap()
+        .unwrap();
+    plan.egress_socket = Some(format!("{ws}/no-proxy.sock").into());
+    let l = launcher();
+    let out = std::process::Command::new(&l.program)
+        .args(
+            l.args(
+                &plan,
+                &["/bin/sh".to_owned(), "-c".to_owned(), "echo $$".to_owned()],
+            )
+            .unwrap(),
+        )
+        .current_dir(ws.as_path())
+        .output()
+        .unwrap();
+    let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(pid.parse::<u32>().is_ok(), "{out:?}");
+    let needle = format!("__forward\0{pid}\0");
+    let forwarders = || -> usize {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
+            })
+            .count()
+    };
+    let mut left = forwarders();
+    for _ in 0..100 {
+        if left == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        left = forwarders();
+    }
+    warrant_exec::cgroup::release(pid.parse().unwrap());
+    assert_eq!(left, 0, "the forwarder of launcher {pid} outlived it");
 }
