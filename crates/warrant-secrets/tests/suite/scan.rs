@@ -70,6 +70,14 @@ fn samples() -> Vec<(&'static str, String)> {
             format!("db_password = \"{}\"", noise(15, 24, ALNUM)),
         ),
         (
+            "generic-api-key",
+            format!(
+                "DB_PASSWORD={}%{}#",
+                noise(17, 10, ALNUM),
+                noise(18, 8, ALNUM)
+            ),
+        ),
+        (
             "private-key",
             format!(
                 "-----BEGIN RSA PRIVATE KEY-----\n{}\n-----END RSA PRIVATE KEY-----",
@@ -106,6 +114,8 @@ fn ordinary_text_and_placeholders_are_not_secrets() {
         "commit 3f9a1c2b7d4e5f60718293a4b5c6d7e8f9012345",
         "uuid 123e4567-e89b-12d3-a456-426614174000",
         "password: xxxxxxxxxxxx",
+        "key_id = \"ef94f73c8dbb4c50\"  # a 16-hex-digit fingerprint, not a secret",
+        "// Comments with non-ASCII text (é, ü, 東京) around token = config.token()",
     ];
     for text in benign {
         assert_eq!(scanner.scan(text), vec![], "false positive in {text:?}");
