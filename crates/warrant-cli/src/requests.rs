@@ -199,6 +199,9 @@ struct Here {
     policy: warrant_policy::PolicyEngine,
     inst: Installation,
     profiles: std::collections::BTreeMap<String, ProfileConfig>,
+    /// The identity directory and the project's team: who a request is put to and who may
+    /// answer it.
+    rules: warrant_kernel::ApprovalRules,
 }
 
 fn load(ws: Option<&Path>) -> Result<Here, Failure> {
@@ -208,7 +211,9 @@ fn load(ws: Option<&Path>) -> Result<Here, Failure> {
     let settings = context::settings(&layers)?;
     let policy = context::policy(&paths)?;
     let inst = context::installation(&paths, &settings)?;
+    let rules = context::approval_rules(&paths, &layers)?;
     Ok(Here {
+        rules,
         paths,
         identity,
         policy,
@@ -267,22 +272,47 @@ pub fn dispatch(ws: Option<&Path>, command: RequestsCommand) -> Result<u8, Failu
     }
 }
 
-/// Who a request is asked of, for listing: what the ring recorded, else (approvals) the person
-/// who started the run.
+/// Who a request is asked of, for listing: what the ring recorded for an agent's request;
+/// for an approval, the people it was put to, its team or the administrators (anyone who is
+/// not an agent when there was no identity directory).
 fn asked_of_row(row: &RequestRow) -> Vec<String> {
-    match row.summary.get("asked_of").and_then(Value::as_array) {
-        Some(list) => list
+    if let Some(list) = row.summary.get("asked_of").and_then(Value::as_array) {
+        return list
             .iter()
             .filter_map(Value::as_str)
             .map(str::to_owned)
-            .collect(),
-        None => row
-            .summary
-            .get("requested_by")
-            .and_then(Value::as_str)
-            .map(|p| vec![format!("user:{p}")])
-            .unwrap_or_default(),
+            .collect();
     }
+    let s = &row.summary;
+    let mut out: Vec<String> = s
+        .get("approvers")
+        .and_then(Value::as_array)
+        .map(|people| {
+            people
+                .iter()
+                .filter_map(Value::as_str)
+                .map(|p| format!("user:{p}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(team) = s.get("team").and_then(Value::as_str) {
+        out.push(format!("team:{team}"));
+    }
+    if s.get("admins").and_then(Value::as_bool) == Some(true) {
+        out.push("admins".to_owned());
+    }
+    if out.is_empty() {
+        match s.get("asked_of") {
+            // Recorded under a directory-less installation: any person may answer.
+            Some(Value::String(_)) => out.push("anyone".to_owned()),
+            _ => {
+                if let Some(p) = s.get("requested_by").and_then(Value::as_str) {
+                    out.push(format!("user:{p}"));
+                }
+            }
+        }
+    }
+    out
 }
 
 fn kind_of_row(row: &RequestRow) -> String {
@@ -315,6 +345,7 @@ fn list(ws: Option<&Path>, mine: bool, all: bool, json: bool) -> Result<u8, Fail
     let settings = context::settings(&layers)?;
     let inst = context::installation(&paths, &settings)?;
     let me = &identity.principal;
+    let rules = context::approval_rules(&paths, &layers)?;
     let now = SystemClock.now().millis();
     let rows = inst
         .store
@@ -322,7 +353,7 @@ fn list(ws: Option<&Path>, mine: bool, all: bool, json: bool) -> Result<u8, Fail
         .map_err(|e| Failure::coded(&e, 1))?;
     let rows: Vec<RequestRow> = rows
         .into_iter()
-        .filter(|r| !mine || is_asked_of(&asked_of_row(r), me))
+        .filter(|r| !mine || is_asked_of(&asked_of_row(r), me, rules.directory.as_ref()))
         .collect();
     if json {
         let items: Vec<Value> = rows
@@ -391,7 +422,11 @@ fn show(ws: Option<&Path>, id: &str, json: bool) -> Result<u8, Failure> {
     let request = parse_request(id)?;
     let here = load(ws)?;
     let row = row_of(&here.inst, &request)?;
-    let pdp = warrant_kernel::pdp::Pdp(&here.policy);
+    let base = warrant_kernel::pdp::Pdp(&here.policy);
+    let pdp = warrant_kernel::Governed {
+        inner: &base,
+        rules: here.rules.clone(),
+    };
     let ring = ring(&here, &pdp);
     let state = ring.load(&row.run).map_err(|e| Failure::coded(&e, 1))?;
     let doc = match (state.asks.get(&request), state.requests.get(&request)) {
@@ -450,7 +485,7 @@ fn show(ws: Option<&Path>, id: &str, json: bool) -> Result<u8, Failure> {
     Ok(0)
 }
 
-fn ring<'a>(here: &'a Here, pdp: &'a warrant_kernel::pdp::Pdp<'a>) -> Ring<'a> {
+fn ring<'a>(here: &'a Here, pdp: &'a dyn warrant_kernel::DecisionPoint) -> Ring<'a> {
     Ring {
         store: here.inst.store.as_ref(),
         sealer: &here.inst.sealer,
@@ -466,7 +501,11 @@ fn ring<'a>(here: &'a Here, pdp: &'a warrant_kernel::pdp::Pdp<'a>) -> Ring<'a> {
 /// Loads the run of a request the agent raised, with the request as folded.
 fn ask_of(here: &Here, request: &RequestId) -> Result<(RunState, AskState), Failure> {
     let row = row_of(&here.inst, request)?;
-    let pdp = warrant_kernel::pdp::Pdp(&here.policy);
+    let base = warrant_kernel::pdp::Pdp(&here.policy);
+    let pdp = warrant_kernel::Governed {
+        inner: &base,
+        rules: here.rules.clone(),
+    };
     let state = ring(here, &pdp)
         .load(&row.run)
         .map_err(|e| Failure::coded(&e, 1))?;
@@ -489,7 +528,11 @@ fn reply(
     answer: Reply,
     json: bool,
 ) -> Result<u8, Failure> {
-    let pdp = warrant_kernel::pdp::Pdp(&here.policy);
+    let base = warrant_kernel::pdp::Pdp(&here.policy);
+    let pdp = warrant_kernel::Governed {
+        inner: &base,
+        rules: here.rules.clone(),
+    };
     let ring = ring(here, &pdp);
     let label = answer.label();
     let result = ring.reply(state, request, &here.identity.principal, "cli", answer);
@@ -650,7 +693,11 @@ fn provide(ws: Option<&Path>, id: &str, json: bool) -> Result<u8, Failure> {
     };
     // Refuse before reading the value when the reply could not be recorded anyway.
     if ask.reply.is_some() || ask.expired.is_some() || state.ended.is_some() {
-        let pdp = warrant_kernel::pdp::Pdp(&here.policy);
+        let base = warrant_kernel::pdp::Pdp(&here.policy);
+        let pdp = warrant_kernel::Governed {
+            inner: &base,
+            rules: here.rules.clone(),
+        };
         let r = ring(&here, &pdp).reply(
             &mut state,
             &request,
@@ -992,7 +1039,11 @@ fn aais_documents(
 /// AAIS 1.0 leaves out (spec §16), so they are not exported.
 fn export(ws: Option<&Path>, id: Option<&str>) -> Result<u8, Failure> {
     let here = load(ws)?;
-    let pdp = warrant_kernel::pdp::Pdp(&here.policy);
+    let base = warrant_kernel::pdp::Pdp(&here.policy);
+    let pdp = warrant_kernel::Governed {
+        inner: &base,
+        rules: here.rules.clone(),
+    };
     let ring = ring(&here, &pdp);
     let rows: Vec<RequestRow> = match id {
         Some(id) => vec![row_of(&here.inst, &parse_request(id)?)?],

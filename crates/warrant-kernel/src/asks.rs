@@ -7,9 +7,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use thiserror::Error;
-use warrant_core::{Coded, Principal, PrincipalKind, RequestId, Timestamp};
+use warrant_core::directory::Directory;
+use warrant_core::{Coded, Principal, PrincipalKind, RequestId, RiskClass, Timestamp};
 use warrant_store::{RequestUpdate, RunStatus};
 
+use crate::authority::ApprovalRules;
 use crate::error::KernelError;
 use crate::events::{Approver, RunEvent};
 use crate::ring::{CallStep, Ring};
@@ -279,13 +281,49 @@ pub fn asked_of(principal: &Principal, kind: AskKind) -> Vec<String> {
     out
 }
 
+/// Who is asked, routed through the identity directory when there is one: the person the run
+/// acts for, and the project's responsible team, or the administrators when the project names
+/// no team or its team has no members (the same fall-through as approvals). Secrets and
+/// resources always also go to the administrators. Without a directory, [`asked_of`].
+pub fn asked_of_with(rules: &ApprovalRules, principal: &Principal, kind: AskKind) -> Vec<String> {
+    if rules.directory.is_none() {
+        return asked_of(principal, kind);
+    }
+    let risk = match kind {
+        AskKind::Question => RiskClass::Read,
+        AskKind::Secret => RiskClass::Secret,
+        AskKind::Resource => RiskClass::External,
+    };
+    let routed = rules.asked_of(principal, risk);
+    let mut out = vec![format!("user:{}", crate::authority::requester(principal))];
+    match &routed.team {
+        Some(team) => out.push(format!("team:{team}")),
+        None => out.push("admins".to_owned()),
+    }
+    if matches!(kind, AskKind::Secret | AskKind::Resource) && !out.iter().any(|w| w == "admins") {
+        out.push("admins".to_owned());
+    }
+    out
+}
+
 /// Whether a request asked of `asked_of` is asked of `me` (`--mine`): by name, by one of my
-/// teams, or of the administrators when I hold the `admin` role.
-pub fn is_asked_of(asked_of: &[String], me: &Principal) -> bool {
+/// teams, or of the administrators when I am one. Teams and administrators come from my
+/// identity (`teams`, the `admin` role) and, when there is one, the identity directory.
+pub fn is_asked_of(asked_of: &[String], me: &Principal, directory: Option<&Directory>) -> bool {
     asked_of.iter().any(|who| {
-        who == &format!("user:{}", me.actor)
-            || me.teams.iter().any(|t| who == &format!("team:{t}"))
-            || (who == "admins" && me.roles.iter().any(|r| r == "admin"))
+        if who == "anyone" {
+            return me.kind != PrincipalKind::Agent;
+        }
+        if let Some(person) = who.strip_prefix("user:") {
+            return person == me.actor;
+        }
+        if let Some(team) = who.strip_prefix("team:") {
+            return me.teams.iter().any(|t| t == team)
+                || directory.is_some_and(|d| d.team_members(team).contains(&me.actor));
+        }
+        who == "admins"
+            && (me.roles.iter().any(|r| r == "admin")
+                || directory.is_some_and(|d| d.is_admin(&me.actor)))
     })
 }
 
@@ -301,6 +339,14 @@ pub enum AskError {
     },
     #[error("request {id}: {message}")]
     BadOption { id: String, message: String },
+    #[error(
+        "{actor} may not answer request {id}: it is asked of {asked_of} (the identity directory decides who belongs to a team and who administers)"
+    )]
+    NotAsked {
+        id: String,
+        actor: String,
+        asked_of: String,
+    },
     #[error(
         "request {id} expired at {at}; the agent is told it expired when the run continues (`warrant resume {run}`)"
     )]
@@ -325,6 +371,7 @@ impl Coded for AskError {
             Self::AlreadyReplied { .. } => "W-REQUEST-004",
             Self::AgentCannotAnswer { .. } => "W-REQUEST-005",
             Self::NotAnAsk(_) => "W-REQUEST-008",
+            Self::NotAsked { .. } => "W-REQUEST-012",
         }
     }
 }
@@ -398,7 +445,7 @@ impl Ring<'_> {
                     .saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX)),
             )
             .unwrap_or(now);
-            let asked_of = asked_of(&state.principal, ask.kind());
+            let asked_of = asked_of_with(&self.rules_for_asks(), &state.principal, ask.kind());
             let summary = json!({
                 "kind": ask.kind().as_str(),
                 "run": state.run,
@@ -518,6 +565,18 @@ impl Ring<'_> {
             return Err(err);
         }
         check_fits(&ask, &reply)?;
+        // With an identity directory, only those the request was put to may answer it.
+        let rules = self.rules_for_asks();
+        if let Some(dir) = &rules.directory
+            && !is_asked_of(&ask.asked_of, person, Some(dir))
+            && !dir.is_admin(&person.actor)
+        {
+            return Err(AskError::NotAsked {
+                id: request.to_string(),
+                actor: person.actor.clone(),
+                asked_of: ask.asked_of.join(", "),
+            });
+        }
         let by = Approver {
             tenant: person.tenant.clone(),
             actor: person.actor.clone(),
@@ -728,11 +787,72 @@ mod tests {
             teams: teams.iter().map(|s| (*s).to_owned()).collect(),
             attrs: Default::default(),
         };
-        assert!(is_asked_of(&of, &me("alice", &[], &[])));
-        assert!(is_asked_of(&of, &me("bob", &["web"], &[])));
-        assert!(!is_asked_of(&of, &me("bob", &["db"], &["admin"])));
+        assert!(is_asked_of(&of, &me("alice", &[], &[]), None));
+        assert!(is_asked_of(&of, &me("bob", &["web"], &[]), None));
+        assert!(!is_asked_of(&of, &me("bob", &["db"], &["admin"]), None));
         let admins = vec!["admins".to_owned()];
-        assert!(is_asked_of(&admins, &me("carol", &[], &["admin"])));
-        assert!(!is_asked_of(&admins, &me("carol", &[], &[])));
+        assert!(is_asked_of(&admins, &me("carol", &[], &["admin"]), None));
+        assert!(!is_asked_of(&admins, &me("carol", &[], &[]), None));
+    }
+
+    #[test]
+    fn with_a_directory_requests_go_to_the_project_team_or_fall_through_to_the_admins() {
+        use warrant_core::directory::Directory;
+        let dir = Directory::parse(
+            "directory.toml",
+            "admins = [\"root\"]\n[teams.web]\nmembers = [\"bob\"]\n[teams.empty]\nmembers = []\n",
+        )
+        .unwrap();
+        let p = Principal {
+            tenant: "t".into(),
+            actor: "agent-1".into(),
+            kind: PrincipalKind::Agent,
+            on_behalf_of: Some("alice".into()),
+            roles: vec![],
+            teams: vec![],
+            attrs: Default::default(),
+        };
+        let rules = |team: Option<&str>| ApprovalRules {
+            directory: Some(dir.clone()),
+            team: team.map(str::to_owned),
+            ..Default::default()
+        };
+        let me = |actor: &str| Principal {
+            tenant: "t".into(),
+            actor: actor.into(),
+            kind: PrincipalKind::User,
+            on_behalf_of: None,
+            roles: vec![],
+            teams: vec![],
+            attrs: Default::default(),
+        };
+        // (project team, kind) -> who is asked
+        let table: [(Option<&str>, AskKind, &[&str]); 5] = [
+            (Some("web"), AskKind::Question, &["user:alice", "team:web"]),
+            (
+                Some("web"),
+                AskKind::Secret,
+                &["user:alice", "team:web", "admins"],
+            ),
+            (Some("empty"), AskKind::Question, &["user:alice", "admins"]),
+            (None, AskKind::Question, &["user:alice", "admins"]),
+            (None, AskKind::Resource, &["user:alice", "admins"]),
+        ];
+        for (team, kind, want) in table {
+            let got = asked_of_with(&rules(team), &p, kind);
+            assert_eq!(got, want, "team {team:?}, {kind:?}");
+        }
+        // Membership comes from the directory, not only from the answering person's identity.
+        let web = asked_of_with(&rules(Some("web")), &p, AskKind::Question);
+        assert!(is_asked_of(&web, &me("bob"), Some(&dir)));
+        assert!(
+            !is_asked_of(&web, &me("bob"), None),
+            "control: without the directory"
+        );
+        assert!(!is_asked_of(&web, &me("mallory"), Some(&dir)));
+        assert!(is_asked_of(&web, &me("alice"), Some(&dir)));
+        let fell = asked_of_with(&rules(None), &p, AskKind::Question);
+        assert!(is_asked_of(&fell, &me("root"), Some(&dir)));
+        assert!(!is_asked_of(&fell, &me("bob"), Some(&dir)));
     }
 }

@@ -524,6 +524,11 @@ impl Ring<'_> {
         self.pdp.approval_rules().cloned().unwrap_or_default()
     }
 
+    /// The approval rules (identity directory, project team) that also route requests.
+    pub(crate) fn rules_for_asks(&self) -> ApprovalRules {
+        self.rules()
+    }
+
     /// Records a person's resolution of an effect in doubt (`warrant runs resolve`). `step` is
     /// the call id, or the sequence number of its `effect_in_doubt` event. Approval-grade: the
     /// person is the one Warrant established, an agent never may, and the decision is proven

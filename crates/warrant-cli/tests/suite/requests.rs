@@ -920,3 +920,72 @@ fn a_provided_secret_reaches_only_the_command_that_is_configured_to_receive_it()
         assert!(stderr(&o).contains("W-SECRET-005"), "{}", stderr(&o));
     }
 }
+
+#[test]
+fn with_an_identity_directory_a_question_goes_to_the_project_team_and_only_they_may_answer() {
+    let sb = Sandbox::init();
+    std::fs::write(
+        sb.managed.join("directory.toml"),
+        "admins = [\"root\"]\n[teams.web]\nmembers = [\"carol\"]\n",
+    )
+    .unwrap();
+    let cfg = sb.ws.join(".warrant/config.toml");
+    let mut text = std::fs::read_to_string(&cfg).unwrap_or_default();
+    text.push_str("\n[approvals]\nteam = \"web\"\n");
+    std::fs::write(cfg, text).unwrap();
+    let model = sb.transcript(
+        "version: 1\nturns:\n  - calls:\n      - tool: ask_question\n        args: { question: \"Which colour?\", options: [red, blue] }\n  - say: done\n",
+    );
+    let out = sb.run(&["run", "--model", &model, "paint it"]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let req = parked_request(&out);
+    let as_actor =
+        |actor: &str, args: &[&str]| sb.cmd(args).env("WARRANT_ACTOR", actor).output().unwrap();
+    let mine = |actor: &str| -> Value {
+        serde_json::from_slice(&as_actor(actor, &["requests", "list", "--mine", "--json"]).stdout)
+            .unwrap()
+    };
+
+    // Carol is in the project's team only through the directory; she sees it, zoe does not.
+    let carol = mine("carol");
+    assert_eq!(carol["requests"][0]["id"], json!(req));
+    assert_eq!(
+        carol["requests"][0]["asked_of"],
+        json!(["user:tester", "team:web"])
+    );
+    assert_eq!(mine("zoe")["requests"], json!([]));
+
+    // Zoe may not answer it: refused with a named code, nothing recorded, still open.
+    let before = sb.last_run().1.len();
+    let zoe = as_actor("zoe", &["requests", "answer", &req, "--option", "1"]);
+    assert_eq!(zoe.status.code(), Some(2), "{}", stderr(&zoe));
+    assert!(stderr(&zoe).contains("W-REQUEST-012"), "{}", stderr(&zoe));
+    assert_eq!(sb.last_run().1.len(), before);
+
+    // Carol, asked as a member of the team, may; the run then completes.
+    let ok = as_actor("carol", &["requests", "answer", &req, "--option", "2"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    let (run, events) = sb.last_run();
+    let replied = events
+        .iter()
+        .find(|e| e["kind"] == "request_replied")
+        .unwrap();
+    assert_eq!(replied["payload"]["by"]["actor"], json!("carol"));
+    let done = sb.run(&["resume", &run]);
+    assert_eq!(done.status.code(), Some(0), "{}", stderr(&done));
+
+    // Control: without the directory the same zoe is only refused by --mine's view, not as
+    // an answerer (anyone who is not an agent may answer).
+    let control = Sandbox::init();
+    let model = control.transcript(
+        "version: 1\nturns:\n  - calls:\n      - tool: ask_question\n        args: { question: \"Which colour?\", options: [red, blue] }\n  - say: done\n",
+    );
+    let out = control.run(&["run", "--model", &model, "paint it"]);
+    let req = parked_request(&out);
+    let zoe = control
+        .cmd(&["requests", "answer", &req, "--option", "1"])
+        .env("WARRANT_ACTOR", "zoe")
+        .output()
+        .unwrap();
+    assert_eq!(zoe.status.code(), Some(0), "{}", stderr(&zoe));
+}
