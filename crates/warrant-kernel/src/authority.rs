@@ -308,7 +308,14 @@ impl DecisionPoint for Governed<'_> {
         workspace: &CanonicalPath,
     ) -> PolicyVerdict {
         let mut v = self.inner.decide(principal, action, workspace);
-        if v.verdict == Verdict::Allow && self.rules.risk.rule(v.risk).needs == Needs::Person {
+        // Model calls never wait for a person (an `ask` refuses them; budgets and policy
+        // govern them), so a rule meant for the agent's effects on the world, such as
+        // `[risk.external] needs = "person"` for pushes and network tools, leaves them alone.
+        let model_call = matches!(action, Action::ProviderCall { .. });
+        if v.verdict == Verdict::Allow
+            && !model_call
+            && self.rules.risk.rule(v.risk).needs == Needs::Person
+        {
             v.verdict = Verdict::Ask;
             v.reasons.push(ReasonRecord {
                 policy: RISK_RULE_ID.into(),
@@ -334,5 +341,73 @@ impl DecisionPoint for Governed<'_> {
 
     fn approval_rules(&self) -> Option<&ApprovalRules> {
         Some(&self.rules)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use warrant_core::risk::RiskRuleConfig;
+
+    struct AllowAll;
+    impl DecisionPoint for AllowAll {
+        fn decide(&self, _: &Principal, action: &Action, _: &CanonicalPath) -> PolicyVerdict {
+            PolicyVerdict {
+                verdict: Verdict::Allow,
+                risk: warrant_core::risk::classify(action).0,
+                reasons: vec![],
+                errors: vec![],
+            }
+        }
+        fn digest(&self) -> Digest {
+            Digest::of_bytes(b"allow-all")
+        }
+    }
+
+    #[test]
+    fn a_person_rule_for_external_asks_for_a_push_but_leaves_model_calls_to_policy() {
+        let table = BTreeMap::from([(
+            "external".to_owned(),
+            RiskRuleConfig {
+                needs: Some(Needs::Person),
+                four_eyes: None,
+                expiry: None,
+                session_expiry: None,
+            },
+        )]);
+        let risk = RiskRules::resolve(&[("config.toml", &table)]).unwrap();
+        let governed = Governed {
+            inner: &AllowAll,
+            rules: ApprovalRules {
+                risk,
+                ..Default::default()
+            },
+        };
+        let ws = CanonicalPath::from_normalized("/w").unwrap();
+        let p = Principal {
+            tenant: "t".into(),
+            actor: "alice".into(),
+            kind: PrincipalKind::User,
+            on_behalf_of: None,
+            roles: vec![],
+            teams: vec![],
+            attrs: Default::default(),
+        };
+        let push = Action::ShellExec {
+            argv: vec!["git".into(), "push".into()],
+            cwd: ws.clone(),
+            profile: "default".into(),
+            timeout_ms: 1000,
+        };
+        assert_eq!(governed.decide(&p, &push, &ws).verdict, Verdict::Ask);
+        let call = Action::ProviderCall {
+            provider: "openai".into(),
+            model: "gpt-4.1".into(),
+        };
+        assert_eq!(AllowAll.decide(&p, &call, &ws).risk, RiskClass::External);
+        assert_eq!(governed.decide(&p, &call, &ws).verdict, Verdict::Allow);
     }
 }
