@@ -421,3 +421,34 @@ fn the_tool_call_and_turn_caps_stop_the_run_with_a_typed_reason_control_under_th
     let out = control.run(&["run", "--prompt", "never", "--model", &model, "x"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+/// The guard is structural only if nothing asks a model around it: in the sources of every
+/// crate, `ModelProvider::respond` is called from `GuardedRequest::send` alone.
+#[test]
+fn no_code_calls_a_model_except_through_the_guarded_request() {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for krate in fs::read_dir(&root).unwrap() {
+        let src = krate.unwrap().path().join("src");
+        if src.is_dir() {
+            walk(&src, &mut files);
+        }
+    }
+    assert!(files.len() > 20, "found the sources");
+    let callers: Vec<String> = files
+        .iter()
+        .filter(|p| fs::read_to_string(p).unwrap().contains(".respond("))
+        .map(|p| p.strip_prefix(&root).unwrap().display().to_string())
+        .collect();
+    assert_eq!(callers, vec!["warrant-llm/src/untrusted.rs".to_owned()]);
+}
