@@ -290,6 +290,11 @@ fn secrets_in_a_file_are_redacted_before_the_model_and_the_journal_see_them_cont
         completed["payload"]["result"]["redacted"],
         json!({"github-pat": 1, "known-secret": 1})
     );
+    // The audit trail records the redaction, never the value.
+    let out = sb.run(&["audit", "tail", "-n", "200", "--json"]);
+    let trail = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(trail.contains("redacted github-pat x1") && trail.contains("redacted known-secret x1"));
+    assert!(!trail.contains(gh) && !trail.contains(known));
 
     // Negative control: without redaction both values reach the model's request bytes.
     let mut control = Sandbox::init();
