@@ -75,6 +75,7 @@ impl Fixture {
             workspace: workspace.clone(),
             profiles: BTreeMap::from([("default".to_owned(), ProfileConfig::default())]),
             parent_env: std::env::vars().collect(),
+            secrets: None,
         };
         let spec = NewRunSpec {
             queued: false,
@@ -96,6 +97,7 @@ impl Fixture {
                 max_denials: 1_000_000,
                 max_turns: 1_000_000,
                 deadline: None,
+                requests: Default::default(),
                 max_tool_calls: None,
             },
             tools: tools.specs().into_iter().map(|s| s.name).collect(),

@@ -8,12 +8,13 @@ pub mod untrusted;
 use serde_json::json;
 use thiserror::Error;
 use warrant_core::Coded;
+use warrant_kernel::model_gate::split_model;
 use warrant_kernel::{
-    CallRecord, CallResult, CallStep, KernelError, Outcome, Prompter, Ring, RunState, ToolEnv,
-    ToolRegistry,
+    CallRecord, CallResult, CallStep, KernelError, ModelGate, ModelRules, Outcome, Prompter, Ring,
+    RunState, ToolEnv, ToolRegistry,
 };
 use warrant_kernel::{ModelRequest, RunLimit};
-use warrant_llm::{Conversation, GuardedRequest, ModelProvider};
+use warrant_llm::{Conversation, Flow, GuardedRequest, ModelError, ModelProvider, StreamProgress};
 
 pub use untrusted::{GuardSettings, Prompt, prompt};
 use warrant_store::StoreError;
@@ -96,6 +97,8 @@ pub struct Agent<'a> {
     pub model: &'a dyn ModelProvider,
     pub prompter: &'a mut dyn Prompter,
     pub backpressure: &'a dyn Backpressure,
+    /// Budgets and prices for model calls.
+    pub rules: &'a ModelRules,
     /// Fencing and the request check; both on outside the security tests' negative controls.
     pub guard: GuardSettings,
 }
@@ -228,8 +231,36 @@ impl Agent<'_> {
                 digest: request.digest().clone(),
                 fences: prompt.fences.clone(),
             };
-            match request.send(self.model, state.turns) {
-                Ok(response) => {
+            // A model call is an effect: the ring decides `provider.call` and checks every
+            // budget first, and the answer is measured as it streams in.
+            let headroom = match self.ring.gate_model_call(state, self.rules)? {
+                ModelGate::Go(headroom) => headroom,
+                ModelGate::Refused => return Ok(None),
+            };
+            let (provider, model) = split_model(&state.model);
+            let (provider, model) = (provider.to_owned(), model.to_owned());
+            let rules = self.rules;
+            let mut last = StreamProgress::default();
+            let mut crossing = None;
+            let result = request.send_metered(self.model, state.turns, &mut |progress| {
+                last = *progress;
+                let cost = rules.cost(
+                    &provider,
+                    &model,
+                    progress.input_tokens,
+                    progress.output_tokens,
+                );
+                match headroom.check(progress.input_tokens + progress.output_tokens, cost) {
+                    Some(crossed) => {
+                        let reason = crossed.message();
+                        crossing = Some(crossed);
+                        Flow::Stop { reason }
+                    }
+                    None => Flow::Continue,
+                }
+            });
+            match (result, crossing) {
+                (Ok(response), _) => {
                     let calls = response
                         .calls
                         .into_iter()
@@ -239,9 +270,27 @@ impl Agent<'_> {
                             args: c.arguments,
                         })
                         .collect();
-                    let usage = response.usage.map(|u| {
-                        json!({"input_tokens": u.input_tokens, "output_tokens": u.output_tokens})
-                    });
+                    // Without the server's count, a streamed answer's estimate is what is
+                    // metered; an answer with neither (the scripted model) costs nothing.
+                    let usage = match response.usage {
+                        Some(u) => Some(rules.usage_record(
+                            &provider,
+                            &model,
+                            u.input_tokens,
+                            u.output_tokens,
+                            false,
+                        )),
+                        None if last.input_tokens + last.output_tokens > 0 => {
+                            Some(rules.usage_record(
+                                &provider,
+                                &model,
+                                last.input_tokens,
+                                last.output_tokens,
+                                true,
+                            ))
+                        }
+                        None => None,
+                    };
                     self.ring.record_guarded_response(
                         state,
                         journaled,
@@ -251,7 +300,22 @@ impl Agent<'_> {
                         response.model,
                     )?;
                 }
-                Err(e) => {
+                (
+                    Err(ModelError::Stopped {
+                        usage, estimated, ..
+                    }),
+                    Some(crossed),
+                ) => {
+                    let usage = rules.usage_record(
+                        &provider,
+                        &model,
+                        usage.input_tokens,
+                        usage.output_tokens,
+                        estimated,
+                    );
+                    self.ring.record_budget_stop(state, &crossed, Some(usage))?;
+                }
+                (Err(e), _) => {
                     self.ring.end(
                         state,
                         Outcome::Failed {

@@ -21,7 +21,7 @@ use warrant_kernel::{
 };
 use warrant_llm::{
     AnthropicProvider, ModelProvider, ModelSpec, OpenAiProvider, ScriptedProvider,
-    anthropic_settings_from, openai_settings_from,
+    anthropic_settings_from, ollama_settings_from, openai_settings_from,
 };
 use warrant_policy::{DecisionRequest, PolicyEngine};
 use warrant_store::RequestStatus;
@@ -83,6 +83,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
         },
         Command::Approvals { command } => match command {
             ApprovalsCommand::List { all, json } => approvals_list(ws, all, json),
+            ApprovalsCommand::Keygen { force } => crate::approver_key::keygen(ws, force),
         },
         Command::Approve { id, scope, json } => {
             let scope = if scope == "session" {
@@ -153,6 +154,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
             }
         }
         Command::Doctor { json } => doctor(ws, json),
+        Command::Requests { command } => crate::requests::dispatch(ws, command),
     }
 }
 
@@ -367,6 +369,9 @@ struct Loaded {
     settings: warrant_core::config::Settings,
     policy: PolicyEngine,
     inst: Installation,
+    /// `[requests]` expiry per kind, checked at load.
+    request_ttls: warrant_kernel::RequestTtls,
+    rules: warrant_kernel::ApprovalRules,
 }
 
 fn load(ws: Option<&Path>) -> Result<Loaded, Failure> {
@@ -374,14 +379,27 @@ fn load(ws: Option<&Path>) -> Result<Loaded, Failure> {
     let layers = context::read_layers(&paths)?;
     let identity = context::identity(&layers)?;
     let settings = context::settings(&layers)?;
+    warrant_kernel::ModelRules {
+        budgets: settings.budgets.clone(),
+        prices: settings.prices.clone(),
+    }
+    .validate()
+    .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
     let policy = context::policy(&paths)?;
+    for warning in policy.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    let rules = context::approval_rules(&paths, &layers)?;
     let inst = context::installation(&paths, &settings)?;
+    let request_ttls = crate::requests::ttls(&settings.requests)?;
     Ok(Loaded {
         paths,
         identity,
         settings,
         policy,
         inst,
+        request_ttls,
+        rules,
     })
 }
 
@@ -410,20 +428,30 @@ fn provider(
         }
         ModelSpec::OpenAi { model } => {
             let env = std::env::vars().collect();
-            Ok(Box::new(OpenAiProvider::new(openai_settings_from(
-                &loaded.settings.openai,
-                &env,
-                &model,
+            let settings = openai_settings_from(&loaded.settings.openai, &env, &model)
+                .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+            Ok(Box::new(OpenAiProvider::new(settings)))
+        }
+        ModelSpec::Ollama { model } => {
+            let env = std::env::vars().collect();
+            Ok(Box::new(OpenAiProvider::new(ollama_settings_from(
+                &env, &model,
             ))))
         }
         ModelSpec::Anthropic { model } => {
             let env = std::env::vars().collect();
-            Ok(Box::new(AnthropicProvider::new(anthropic_settings_from(
-                &loaded.settings.anthropic,
-                &env,
-                &model,
-            ))))
+            let settings = anthropic_settings_from(&loaded.settings.anthropic, &env, &model)
+                .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+            Ok(Box::new(AnthropicProvider::new(settings)))
         }
+    }
+}
+
+/// Budgets and prices for model calls, as configured now.
+fn model_rules(loaded: &Loaded) -> warrant_kernel::ModelRules {
+    warrant_kernel::ModelRules {
+        budgets: loaded.settings.budgets.clone(),
+        prices: loaded.settings.prices.clone(),
     }
 }
 
@@ -448,6 +476,11 @@ fn tool_env(loaded: &Loaded) -> Result<ToolEnv, Failure> {
         workspace: loaded.paths.workspace_canonical()?,
         profiles: loaded.settings.profiles.clone(),
         parent_env: context::parent_env(),
+        secrets: crate::requests::secret_source(
+            &loaded.paths,
+            &loaded.inst.secret,
+            &loaded.settings,
+        )?,
     })
 }
 
@@ -477,9 +510,20 @@ fn finish(exit: RunExit, state: &RunState, json: bool) -> u8 {
     exit.code() as u8
 }
 
+/// The policy decision point with the `[risk.*]` rules and the identity directory on top.
+fn governed<'a>(
+    loaded: &Loaded,
+    base: &'a warrant_kernel::pdp::Pdp<'a>,
+) -> warrant_kernel::Governed<'a> {
+    warrant_kernel::Governed {
+        inner: base,
+        rules: loaded.rules.clone(),
+    }
+}
+
 fn ring<'a>(
     loaded: &'a Loaded,
-    pdp: &'a warrant_kernel::pdp::Pdp<'a>,
+    pdp: &'a dyn warrant_kernel::DecisionPoint,
     observer: &'a dyn warrant_kernel::Observer,
 ) -> Ring<'a> {
     Ring {
@@ -530,6 +574,7 @@ fn new_run_spec(
             max_denials: loaded.settings.max_denials,
             max_turns: loaded.settings.max_turns,
             deadline,
+            requests: Box::new(loaded.request_ttls),
             max_tool_calls: loaded.settings.max_tool_calls,
         },
         tools: specs.iter().map(|s| s.name.clone()).collect(),
@@ -553,7 +598,8 @@ fn run(
     let env = tool_env(&loaded)?;
     let printer = Printer::new(json);
     let observer = Faulty::from_env(&printer);
-    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let pdp = governed(&loaded, &base);
     let ring = ring(&loaded, &pdp, &observer);
     let mut state = ring
         .start(new_run_spec(
@@ -605,6 +651,7 @@ impl Here<'_> {
                 inst: &self.loaded.inst,
                 ring: self.ring,
             },
+            rules: &model_rules(self.loaded),
         };
         let exit = driver.run(state, lease, prompter.as_mut());
         context::deliver(&self.loaded.inst);
@@ -626,7 +673,8 @@ fn submit(
     // Checked now, so a bad transcript or model spec is refused before anything is queued.
     provider(model, &loaded, &tools)?;
     let env = tool_env(&loaded)?;
-    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let pdp = governed(&loaded, &base);
     let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
     let state = ring
         .start(new_run_spec(
@@ -661,7 +709,8 @@ fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, 
     let env = tool_env(&loaded)?;
     let printer = Printer::new(json);
     let observer = Faulty::from_env(&printer);
-    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let pdp = governed(&loaded, &base);
     let ring = ring(&loaded, &pdp, &observer);
     let mut state = ring
         .load(&run)
@@ -710,6 +759,25 @@ fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, 
         eprintln!("parked: {request}");
         return Ok(10);
     }
+    // Parked on a request the agent raised that nobody has answered and that has not expired:
+    // nothing to do yet, and nothing is appended.
+    if let Some(ask) = state.parked.as_ref().and_then(|r| state.asks.get(r))
+        && ask.reply.is_none()
+        && ask.expired.is_none()
+        && SystemClock.now() < ask.expires_at
+    {
+        if !json {
+            outln!(
+                "run {run} is still waiting for request {} ({}), until {}",
+                ask.id,
+                ask.ask.title(),
+                ask.expires_at.rfc3339()
+            );
+            outln!("  warrant requests show {}", ask.id);
+        }
+        eprintln!("parked: {}", ask.id);
+        return Ok(10);
+    }
     // One driver at a time: a second resume is told who drives the run.
     let lease = drive::lease_here(loaded.inst.store.as_ref(), &run)
         .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
@@ -749,7 +817,8 @@ fn worker(
         digest_of(&tools.specs()).map_err(|e| Failure::usage("W-KERNEL-001", e.to_string()))?;
     let printer = Printer::new(json);
     let observer = Faulty::from_env(&printer);
-    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let pdp = governed(&loaded, &base);
     let ring = ring(&loaded, &pdp, &observer);
     let holder = id.unwrap_or_else(drive::holder);
     let ttl = std::time::Duration::from_millis(lease_ms.max(100));
@@ -816,6 +885,7 @@ fn worker(
                 inst: &loaded.inst,
                 ring: &ring,
             },
+            rules: &model_rules(&loaded),
         };
         let exit = driver.run(&mut state, lease, &mut NoPrompter);
         context::deliver(&loaded.inst);
@@ -837,7 +907,8 @@ fn runs_cancel(ws: Option<&Path>, run: &str, reason: &str) -> Result<u8, Failure
         .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
     // A run nobody drives (queued, parked, abandoned) is stopped here and now; one that is
     // being driven stops at its next effect boundary.
-    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let pdp = governed(&loaded, &base);
     let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
     match drive::lease_here(loaded.inst.store.as_ref(), &run) {
         Ok(lease) => {
@@ -871,7 +942,8 @@ fn runs_resolve(ws: Option<&Path>, run: &str, step: &str, resolution: &str) -> R
         _ => Resolution::Failed,
     };
     let loaded = load(ws)?;
-    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let pdp = governed(&loaded, &base);
     let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
     let mut state = ring
         .load(&run)
@@ -999,6 +1071,9 @@ fn explain(
         };
     }
     let policy = context::policy(&paths)?;
+    for warning in policy.warnings() {
+        eprintln!("warning: {warning}");
+    }
     let workspace = paths.workspace_canonical()?;
     let verb = Verb::parse(action).ok_or_else(|| {
         Failure::usage(
@@ -1040,6 +1115,15 @@ fn explain(
             profile: "default".into(),
             timeout_ms: 30_000,
         },
+        // The target is a model as `--model` names it, e.g. `openai:gpt-4.1`.
+        Verb::ProviderCall => {
+            ModelSpec::parse(target).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+            let (provider, model) = target.split_once(':').unwrap_or((target, ""));
+            Action::ProviderCall {
+                provider: provider.to_owned(),
+                model: model.to_owned(),
+            }
+        }
         Verb::GitCommit
         | Verb::GitPush
         | Verb::MemoryRead
@@ -1047,13 +1131,12 @@ fn explain(
         | Verb::MemoryPublish
         | Verb::CatalogList
         | Verb::CatalogRead
-        | Verb::ProviderCall
         | Verb::McpCall
         | Verb::MessageSend => {
             return Err(Failure::usage(
                 "W-POLICY-012",
                 format!(
-                    "`{action}` is a known action, but no tool performs it yet, so it cannot be explained on a target; fs.* and shell.exec can"
+                    "`{action}` is a known action, but no tool performs it yet, so it cannot be explained on a target; fs.*, shell.exec and provider.call can"
                 ),
             ));
         }
@@ -1102,6 +1185,9 @@ fn approvals_list(ws: Option<&Path>, all: bool, json: bool) -> Result<u8, Failur
             get("title"),
             get("requested_by"),
         );
+        if let Some(asked) = s.get("asked_of").and_then(Value::as_str) {
+            outln!("    asked of: {asked}");
+        }
     }
     Ok(0)
 }
@@ -1127,15 +1213,27 @@ fn answer(ws: Option<&Path>, id: &str, answer: Answer, json: bool) -> Result<u8,
                 ),
             )
         })?;
-    let pdp = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
+    let pdp = governed(&loaded, &base);
     let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
     let mut state = ring.load(&row.run).map_err(|e| Failure::coded(&e, 1))?;
-    let result = ring.answer(
+    if state.asks.contains_key(&request) {
+        return Err(Failure::usage(
+            "W-REQUEST-001",
+            format!(
+                "request {request} was raised by the agent, it is not an approval; `warrant requests show {request}` says how to answer it"
+            ),
+        ));
+    }
+    let key = crate::approver_key::load(&loaded.paths)?;
+    let result = ring.answer_signed(
         &mut state,
         &request,
         &loaded.identity.principal,
         "cli",
         answer.clone(),
+        key.as_ref()
+            .map(|k| k as &dyn warrant_kernel::approval::ApproverKey),
     );
     context::deliver(&loaded.inst);
     result.map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
@@ -1622,11 +1720,6 @@ fn sandbox_checks(
     let scratch = std::env::temp_dir().join(format!("warrant-doctor-{}", std::process::id()));
     let rows = warrant_exec::sandbox::probe(&launcher, &scratch);
     let _ = fs::remove_dir_all(&scratch);
-    let missing: Vec<&str> = rows
-        .iter()
-        .filter(|r| !r.available)
-        .map(|r| r.mechanism)
-        .collect();
     for row in &rows {
         let detail = if row.available {
             row.detail.clone()
@@ -1643,27 +1736,7 @@ fn sandbox_checks(
         let Some(sandbox) = &profile.sandbox else {
             continue;
         };
-        let mut lacking: Vec<String> = missing.iter().map(|m| (*m).to_owned()).collect();
-        if sandbox.limits.processes.is_some() && rustix::process::getuid().is_root() {
-            lacking.push("process limit (root is exempt from RLIMIT_NPROC)".to_owned());
-        }
-        let (ok, detail) = match (sandbox.enforcement, lacking.is_empty()) {
-            (_, true) => (true, "fully enforced here".to_owned()),
-            (warrant_core::config::Enforcement::BestEffort, false) => (
-                true,
-                format!(
-                    "runs with less (best_effort), lacking: {}",
-                    lacking.join(", ")
-                ),
-            ),
-            (warrant_core::config::Enforcement::Required, false) => (
-                false,
-                format!(
-                    "commands will be REFUSED (required), lacking: {}",
-                    lacking.join(", ")
-                ),
-            ),
-        };
+        let (ok, detail) = warrant_exec::sandbox::profile_verdict(sandbox, &rows);
         checks.push((format!("profile {name}"), ok, detail));
     }
 }
@@ -1713,8 +1786,25 @@ fn doctor(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
     check(
         "policy",
         context::policy(&paths)
-            .map(|p| format!("{} policies, set {}", p.policy_ids().count(), p.digest()))
+            .map(|p| {
+                let mut line = format!("{} policies, set {}", p.policy_ids().count(), p.digest());
+                for w in p.warnings() {
+                    line.push_str(&format!("; warning: {w}"));
+                }
+                line
+            })
             .map_err(|f| format!("[{}] {}", f.code, f.message)),
+    );
+    check(
+        "approvals",
+        layers
+            .as_ref()
+            .map_err(|f| f.message.clone())
+            .and_then(|l| {
+                context::approval_rules(&paths, l)
+                    .map(|r| approvals_summary(&r))
+                    .map_err(|f| format!("[{}] {}", f.code, f.message))
+            }),
     );
     let inst = match settings {
         Some(Ok(settings)) => context::installation(&paths, &settings)
@@ -1790,6 +1880,51 @@ fn doctor(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
         }
     }
     Ok(if ok { 0 } else { 1 })
+}
+
+/// One line for `doctor`: the directory, who is asked here, and non-default risk rules.
+fn approvals_summary(r: &warrant_kernel::ApprovalRules) -> String {
+    let who = match &r.directory {
+        None => "no identity directory: any person who is not an agent may approve".to_owned(),
+        Some(d) => {
+            let asked = warrant_kernel::ApprovalRules {
+                risk: r.risk.clone(),
+                directory: Some(d.clone()),
+                team: r.team.clone(),
+            }
+            .asked_of(
+                &Principal {
+                    tenant: String::new(),
+                    actor: String::new(),
+                    kind: PrincipalKind::User,
+                    on_behalf_of: None,
+                    roles: Vec::new(),
+                    teams: Vec::new(),
+                    attrs: Default::default(),
+                },
+                warrant_core::RiskClass::Change,
+            );
+            format!(
+                "directory with {} people and {} admins; requests go to {}",
+                d.people.len(),
+                d.admins().len(),
+                asked.describe()
+            )
+        }
+    };
+    let rules: Vec<String> = warrant_core::RiskClass::ALL
+        .into_iter()
+        .map(|c| {
+            let rule = r.risk.rule(c);
+            format!(
+                "{} needs {}{}",
+                c.as_str(),
+                rule.needs.as_str(),
+                if rule.four_eyes { " (four eyes)" } else { "" }
+            )
+        })
+        .collect();
+    format!("{who}; {}", rules.join(", "))
 }
 
 fn audit_deliver(ws: Option<&Path>, follow: bool, interval: &str) -> Result<u8, Failure> {

@@ -528,3 +528,46 @@ impl warrant_agent::Backpressure for OutboxBound<'_> {
         }
     }
 }
+
+/// The identity directory's file name, read from the managed configuration directory only.
+pub const DIRECTORY_FILE: &str = "directory.toml";
+
+/// What decides approvals besides policy: `[risk.*]` of every layer (managed > user >
+/// project), the managed identity directory, and the project's responsible team (`[approvals]
+/// team`, from the project layer unless the managed layer sets one).
+pub fn approval_rules(
+    paths: &Paths,
+    layers: &[Layer],
+) -> Result<warrant_kernel::ApprovalRules, Failure> {
+    let mut ordered: Vec<&Layer> = layers.iter().collect();
+    ordered.sort_by_key(|l| l.kind);
+    let tables: Vec<(&str, &BTreeMap<String, warrant_core::risk::RiskRuleConfig>)> = ordered
+        .iter()
+        .map(|l| (l.path.as_str(), &l.doc.risk))
+        .collect();
+    let risk = warrant_core::risk::RiskRules::resolve(&tables)
+        .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    let file = paths.managed.join(DIRECTORY_FILE);
+    let directory = match fs::read_to_string(&file) {
+        Ok(text) => Some(
+            warrant_core::directory::Directory::parse(&file.display().to_string(), &text)
+                .map_err(|e| Failure::coded(&e, EXIT_USAGE))?,
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            return Err(Failure::usage(
+                "W-CONFIG-021",
+                format!("cannot read the identity directory {}: {e}", file.display()),
+            ));
+        }
+    };
+    let team = ordered
+        .iter()
+        .filter(|l| matches!(l.kind, LayerKind::Managed | LayerKind::Project))
+        .find_map(|l| l.doc.approvals.team.clone());
+    Ok(warrant_kernel::ApprovalRules {
+        risk,
+        directory,
+        team,
+    })
+}

@@ -58,6 +58,7 @@ pub struct Drive<'a> {
     pub model: &'a dyn ModelProvider,
     pub ttl: Duration,
     pub backpressure: &'a dyn warrant_agent::Backpressure,
+    pub rules: &'a warrant_kernel::ModelRules,
 }
 
 impl Drive<'_> {
@@ -96,6 +97,7 @@ impl Drive<'_> {
                 model: self.model,
                 prompter,
                 backpressure: self.backpressure,
+                rules: self.rules,
                 guard: crate::untrusted::guard_settings(),
             };
             let result = agent.drive(state);

@@ -12,12 +12,14 @@ macro_rules! outln {
     }};
 }
 
+mod approver_key;
 mod commands;
 mod context;
 mod drive;
 mod fault;
 mod output;
 mod prompt;
+mod requests;
 mod untrusted;
 
 use std::process::ExitCode;
@@ -155,6 +157,12 @@ pub enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// What the agent asked of people (questions, secrets, resources) and approvals waiting:
+    /// list, show, answer, provide, connect, decline, export (AAIS).
+    Requests {
+        #[command(subcommand)]
+        command: requests::RequestsCommand,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -212,6 +220,13 @@ pub enum ApprovalsCommand {
         all: bool,
         #[arg(long)]
         json: bool,
+    },
+    /// Make your Ed25519 approver key (in your user configuration directory) and print the
+    /// line an administrator adds to the identity directory.
+    Keygen {
+        /// Replace an existing key.
+        #[arg(long)]
+        force: bool,
     },
 }
 

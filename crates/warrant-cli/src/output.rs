@@ -156,6 +156,7 @@ impl Printer {
                 request_id,
                 presentation,
                 risk,
+                asked,
                 ..
             } => {
                 let mut v = vec![format!(
@@ -163,6 +164,9 @@ impl Printer {
                     presentation.title,
                     risk.as_str()
                 )];
+                if let Some(a) = asked {
+                    v.push(format!("         asked of {}", a.describe()));
+                }
                 for l in presentation.body.lines().take(40) {
                     v.push(format!("         | {l}"));
                 }
@@ -187,12 +191,87 @@ impl Printer {
                 "denied   {request_id} by {} (via {}): {reason}",
                 approver.actor, approver.via
             )],
-            RunEvent::RunParked { request_id } => vec![
-                format!("parked   waiting for a person to answer {request_id}"),
-                format!(
-                    "         warrant approve {request_id}   |   warrant deny {request_id} --reason TEXT"
-                ),
-            ],
+            RunEvent::ApprovalRejected {
+                request_id,
+                reason,
+                detail,
+                approver,
+            } => vec![format!(
+                "rejected approval of {request_id}{} ({}): {detail}",
+                approver
+                    .as_ref()
+                    .map(|a| format!(" by {}", a.actor))
+                    .unwrap_or_default(),
+                reason.as_str()
+            )],
+            RunEvent::RunParked { request_id } => {
+                let ask = self.tools.borrow().get(&format!("ask:{request_id}")).cloned();
+                vec![
+                    format!("parked   waiting for a person to answer {request_id}"),
+                    match ask {
+                        Some(hint) => format!("         {hint}"),
+                        None => format!(
+                            "         warrant approve {request_id}   |   warrant deny {request_id} --reason TEXT"
+                        ),
+                    },
+                ]
+            }
+            RunEvent::RequestRaised {
+                request_id,
+                ask,
+                expires_at,
+                asked_of,
+                ..
+            } => {
+                let how = match ask {
+                    warrant_kernel::Ask::Question { .. } => {
+                        format!("warrant requests answer {request_id} --option N | --text TEXT")
+                    }
+                    warrant_kernel::Ask::Secret { .. } => format!(
+                        "warrant requests provide {request_id}   (the value is read from standard input)"
+                    ),
+                    warrant_kernel::Ask::Resource { .. } => {
+                        format!("warrant requests connect {request_id}")
+                    }
+                };
+                let hint = format!("{how}   |   warrant requests decline {request_id} --reason TEXT");
+                self.tools
+                    .borrow_mut()
+                    .insert(format!("ask:{request_id}"), hint);
+                vec![format!(
+                    "asks     {request_id}: {} (of {}; expires {})",
+                    ask.title(),
+                    asked_of.join(", "),
+                    expires_at.rfc3339()
+                )]
+            }
+            RunEvent::RequestReplied {
+                request_id,
+                by,
+                reply,
+                ..
+            } => {
+                let detail = match reply {
+                    warrant_kernel::Reply::Answered { text, .. } => format!(": {}", clip(text, 100)),
+                    warrant_kernel::Reply::Declined { reason } => format!(": {reason}"),
+                    warrant_kernel::Reply::SecretProvided { handle } => format!(" ({handle})"),
+                    warrant_kernel::Reply::Connected { check } => format!(": {check}"),
+                };
+                vec![format!(
+                    "replied  {request_id} {} by {} (via {}){detail}",
+                    reply.label(),
+                    by.actor,
+                    by.via
+                )]
+            }
+            RunEvent::RequestExpired {
+                request_id,
+                expires_at,
+                ..
+            } => vec![format!(
+                "expired  {request_id}: nobody answered before {}",
+                expires_at.rfc3339()
+            )],
             RunEvent::RunResumed { by } => vec![format!("resumed  by {by}")],
             RunEvent::EffectStarted { .. } => vec![],
             RunEvent::EffectCompleted {
@@ -247,6 +326,16 @@ impl Printer {
             RunEvent::AuditGap { sink, from, to } => vec![format!(
                 "gap      audit records {from}..={to} dropped for sink {sink} (outbox over its bound, on_full = drop)"
             )],
+            RunEvent::ModelCallDenied { message, .. } => {
+                vec![format!("deny     {message}")]
+            }
+            RunEvent::BudgetExceeded { message, usage, .. } => {
+                let mut v = vec![format!("budget   {message}")];
+                if let Some(u) = usage {
+                    v.push(format!("         the answer was cut off at {u}"));
+                }
+                v
+            }
             RunEvent::LimitReached { limit, max } => vec![format!(
                 "limit    the run reached its {} cap ({max})",
                 limit.as_str()
@@ -343,6 +432,21 @@ impl Printer {
                     .unwrap_or("");
                 for l in out.lines().take(12) {
                     v.push(format!("         | {l}"));
+                }
+                // What the sandbox's egress proxy refused is worth a line of its own.
+                for refused in result
+                    .pointer("/egress/refused")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let field = |k: &str| refused.get(k).and_then(Value::as_str).unwrap_or("");
+                    v.push(format!(
+                        "         egress refused: {} {} ({})",
+                        field("method"),
+                        field("target"),
+                        field("reason")
+                    ));
                 }
                 v
             }

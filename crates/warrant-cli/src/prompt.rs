@@ -41,6 +41,10 @@ impl<R: BufRead> Prompter for TerminalPrompter<R> {
             let _ = writeln!(err, "why asked: {}", reasons_text(view.reasons));
         }
         let _ = writeln!(err, "digest: {}", view.digest);
+        let _ = writeln!(err, "asked of: {}", view.asked);
+        let _ = writeln!(err, "  [o]nce    this exact action, once");
+        let _ = writeln!(err, "  [s]ession {}", view.session);
+        let _ = writeln!(err, "  [d]eny    the agent is told your reason");
         loop {
             let _ = write!(err, "approve [o]nce, for this [s]ession, or [d]eny? ");
             let _ = err.flush();

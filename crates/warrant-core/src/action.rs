@@ -280,6 +280,10 @@ pub enum Action {
         profile: String,
         timeout_ms: u64,
     },
+    /// One model call: `provider` as in `--model` (`openai`, `anthropic`, `scripted`) and the
+    /// model asked for.
+    #[serde(rename = "provider.call")]
+    ProviderCall { provider: String, model: String },
 }
 
 impl Action {
@@ -292,6 +296,7 @@ impl Action {
             Self::FsCreate { .. } => Verb::FsCreate,
             Self::FsDelete { .. } => Verb::FsDelete,
             Self::ShellExec { .. } => Verb::ShellExec,
+            Self::ProviderCall { .. } => Verb::ProviderCall,
         }
     }
 
@@ -305,7 +310,14 @@ impl Action {
             | Self::FsCreate { path, .. }
             | Self::FsDelete { path, .. } => path.as_str().to_owned(),
             Self::ShellExec { argv, .. } => argv.join(" "),
+            Self::ProviderCall { provider, model } => format!("{provider}:{model}"),
         }
+    }
+
+    /// The risk class of this very action: the verb's default, raised by what the action
+    /// does (see [`crate::risk::classify`]).
+    pub fn risk(&self) -> RiskClass {
+        crate::risk::classify(self).0
     }
 
     /// The digest an approval binds to: SHA-256 over the canonical JSON of the whole action,
@@ -330,7 +342,8 @@ impl Action {
             | Self::FsList { .. }
             | Self::FsSearch { .. }
             | Self::FsDelete { .. }
-            | Self::ShellExec { .. } => {
+            | Self::ShellExec { .. }
+            | Self::ProviderCall { .. } => {
                 serde_json::to_value(self).unwrap_or_else(|_| json!({"verb": self.verb()}))
             }
         }

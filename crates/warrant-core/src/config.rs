@@ -48,10 +48,86 @@ pub struct ConfigDoc {
     pub audit: AuditConfig,
     #[serde(default)]
     pub store: StoreConfig,
+    /// Token and cost limits on model calls, per run, per actor and per tenant.
+    #[serde(default)]
+    pub budgets: BudgetsConfig,
+    /// Prices of models by `provider:model`, for metering cost.
+    #[serde(default)]
+    pub prices: BTreeMap<String, PriceConfig>,
+    /// `[risk.<class>]`: what each risk class needs (see `crate::risk`).
+    #[serde(default)]
+    pub risk: BTreeMap<String, crate::risk::RiskRuleConfig>,
+    /// `[approvals]`: who is asked (see `crate::directory`).
+    #[serde(default)]
+    pub approvals: crate::risk::ApprovalsConfig,
+    #[serde(default)]
+    pub requests: RequestsConfig,
     /// Tool menus: `[menus.NAME] tools = [...]`; `[run] menu = "NAME"` picks the one a run's
     /// model is offered.
     #[serde(default)]
     pub menus: BTreeMap<String, MenuConfig>,
+    /// `[secret_env.<profile>]`: `VAR = "secret:NAME"`, the vault secrets a profile's
+    /// commands receive as environment variables.
+    #[serde(default)]
+    pub secret_env: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// Limits on what model calls may consume. Each scope is checked before every model call and
+/// during a streamed answer; the most restrictive wins. Actor and tenant totals are summed
+/// over all their runs in the store.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetsConfig {
+    #[serde(default)]
+    pub run: BudgetLimit,
+    #[serde(default)]
+    pub actor: BudgetLimit,
+    #[serde(default)]
+    pub tenant: BudgetLimit,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetLimit {
+    /// Input plus output tokens.
+    pub tokens: Option<u64>,
+    /// US dollars, priced with `[prices]`.
+    pub cost_usd: Option<f64>,
+}
+
+impl BudgetLimit {
+    /// The stricter of two limits, field by field.
+    pub fn tightest(self, other: Self) -> Self {
+        fn min<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(if b < a { b } else { a }),
+                (a, None) => a,
+                (None, b) => b,
+            }
+        }
+        Self {
+            tokens: min(self.tokens, other.tokens),
+            cost_usd: min(self.cost_usd, other.cost_usd),
+        }
+    }
+}
+
+/// US dollars per million tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriceConfig {
+    pub input_per_million: f64,
+    pub output_per_million: f64,
+}
+
+/// `[requests]`: how long a request raised by the agent waits for a person before it is
+/// answered as expired (durations such as `90s`, `30m`, `24h`; default 24 h for each kind).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestsConfig {
+    pub question_ttl: Option<String>,
+    pub secret_ttl: Option<String>,
+    pub resource_ttl: Option<String>,
 }
 
 /// The tools a model may see and call (by model-facing name).
@@ -158,6 +234,28 @@ pub struct SandboxConfig {
     pub network: NetworkPolicy,
     #[serde(default)]
     pub limits: ResourceLimits,
+    /// Entries a command cannot read (nor write) even inside a read or write root: a bare name
+    /// with `*` wildcards matches an entry's file name anywhere in a scanned root (see
+    /// `DEFAULT_DENIED`); an entry with a `/` is a path (relative to the workspace).
+    #[serde(default = "default_denied")]
+    pub denied: Vec<String>,
+}
+
+/// Names no sandboxed command may read, wherever they appear in a root it can read: dotenv
+/// files, private keys, Warrant's own state.
+pub const DEFAULT_DENIED: &[&str] = &[
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    "id_rsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    ".warrant",
+];
+
+fn default_denied() -> Vec<String> {
+    DEFAULT_DENIED.iter().map(|s| (*s).to_owned()).collect()
 }
 
 impl Default for SandboxConfig {
@@ -169,6 +267,7 @@ impl Default for SandboxConfig {
             protected: default_protected(),
             network: default_network(),
             limits: ResourceLimits::default(),
+            denied: default_denied(),
         }
     }
 }
@@ -191,6 +290,11 @@ pub const DEFAULT_READ_ROOTS: &[&str] = &[
     "/etc/nsswitch.conf",
     "/etc/localtime",
     "/etc/alternatives",
+    // Name resolution (host network), harmless to read.
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
     "/dev/null",
     "/dev/zero",
     "/dev/random",
@@ -206,13 +310,17 @@ pub enum Enforcement {
     BestEffort,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NetworkPolicy {
-    /// No sockets except AF_UNIX.
+    /// No sockets except AF_UNIX, in a network namespace of its own.
     None,
     /// The host's network, unfiltered.
     Host,
+    /// `network = { allow = ["host:port", ...] }`: a network namespace whose only way out is
+    /// Warrant's egress proxy, which lets through connections to the listed `host:port` pairs
+    /// (a `*.` prefix matches any subdomain) and refuses, and records, every other one.
+    Allow(Vec<String>),
 }
 
 /// Resource limits (rlimits) applied to the command; absent means inherited.
@@ -284,6 +392,16 @@ pub struct OpenAiConfig {
     /// Name of the environment variable that holds the key (default `OPENAI_API_KEY`).
     pub api_key_env: Option<String>,
     pub timeout_ms: Option<u64>,
+    /// A secret reference to the key, `env:NAME` or `file:PATH`; wins over `api_key_env`.
+    /// Never the key itself.
+    #[serde(default)]
+    pub api_key: Option<String>,
+    /// Stream answers (default true); false for servers without streaming.
+    #[serde(default)]
+    pub stream: Option<bool>,
+    /// Azure-style endpoint: sent as `?api-version=`, and the key goes in an `api-key` header.
+    #[serde(default)]
+    pub api_version: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -300,6 +418,12 @@ pub struct AnthropicConfig {
     /// The `max_tokens` of every request (default 4096).
     #[serde(default)]
     pub max_tokens: Option<u32>,
+    /// A secret reference to the key, `env:NAME` or `file:PATH`; wins over `api_key_env`.
+    #[serde(default)]
+    pub api_key: Option<String>,
+    /// Stream answers (default true).
+    #[serde(default)]
+    pub stream: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -536,6 +660,13 @@ pub struct Settings {
     pub audit_on_full: OnFull,
     pub audit_sinks: BTreeMap<String, SinkConfig>,
     pub store_url: Option<String>,
+    /// Every layer's limits, the tightest of each kept: a project cannot loosen a managed budget.
+    pub budgets: BudgetsConfig,
+    pub prices: BTreeMap<String, PriceConfig>,
+    /// Request expiry per kind, highest layer first per field (parsed by the CLI).
+    pub requests: RequestsConfig,
+    /// Secrets per profile; a higher layer's table for a profile replaces a lower one's.
+    pub secret_env: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// Ordered highest precedence first, whatever order they were given in.
@@ -568,6 +699,13 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
         timeout_ms: layers
             .iter()
             .find_map(|l| l.doc.providers.openai.timeout_ms),
+        api_key: layers
+            .iter()
+            .find_map(|l| l.doc.providers.openai.api_key.clone()),
+        stream: layers.iter().find_map(|l| l.doc.providers.openai.stream),
+        api_version: layers
+            .iter()
+            .find_map(|l| l.doc.providers.openai.api_version.clone()),
     };
     let anthropic = AnthropicConfig {
         base_url: layers
@@ -582,8 +720,31 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
         max_tokens: layers
             .iter()
             .find_map(|l| l.doc.providers.anthropic.max_tokens),
+        api_key: layers
+            .iter()
+            .find_map(|l| l.doc.providers.anthropic.api_key.clone()),
+        stream: layers.iter().find_map(|l| l.doc.providers.anthropic.stream),
     };
+    let requests = RequestsConfig {
+        question_ttl: layers
+            .iter()
+            .find_map(|l| l.doc.requests.question_ttl.clone()),
+        secret_ttl: layers
+            .iter()
+            .find_map(|l| l.doc.requests.secret_ttl.clone()),
+        resource_ttl: layers
+            .iter()
+            .find_map(|l| l.doc.requests.resource_ttl.clone()),
+    };
+    let mut secret_env = BTreeMap::new();
+    for layer in layers.iter().rev() {
+        for (profile, vars) in &layer.doc.secret_env {
+            secret_env.insert(profile.clone(), vars.clone());
+        }
+    }
     Settings {
+        requests,
+        secret_env,
         max_denials: first(&|d| d.run.max_denials).unwrap_or(3),
         max_turns: first(&|d| d.run.max_turns).unwrap_or(50),
         max_tool_calls: Some(first(&|d| d.run.max_tool_calls).unwrap_or(200)),
@@ -634,6 +795,23 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
             sinks
         },
         store_url: layers.iter().find_map(|l| l.doc.store.url.clone()),
+        budgets: layers
+            .iter()
+            .fold(BudgetsConfig::default(), |acc, l| BudgetsConfig {
+                run: acc.run.tightest(l.doc.budgets.run),
+                actor: acc.actor.tightest(l.doc.budgets.actor),
+                tenant: acc.tenant.tightest(l.doc.budgets.tenant),
+            }),
+        prices: {
+            // Lowest first so a higher layer's price of the same model replaces it.
+            let mut prices = BTreeMap::new();
+            for layer in layers.iter().rev() {
+                for (model, price) in &layer.doc.prices {
+                    prices.insert(model.clone(), *price);
+                }
+            }
+            prices
+        },
     }
 }
 

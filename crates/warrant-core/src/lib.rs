@@ -6,10 +6,12 @@ pub mod action;
 pub mod clock;
 pub mod config;
 pub mod digest;
+pub mod directory;
 pub mod error;
 pub mod ids;
 pub mod path;
 pub mod principal;
+pub mod risk;
 pub mod tool;
 
 pub use action::{Action, ResourceKind, RiskClass, Verb};

@@ -144,7 +144,8 @@ pub fn read_file(action: &Authorized<Action>) -> Result<FileContent, ExecError> 
         | Action::FsWrite { .. }
         | Action::FsCreate { .. }
         | Action::FsDelete { .. }
-        | Action::ShellExec { .. }) => return Err(wrong("read_file", other)),
+        | Action::ShellExec { .. }
+        | Action::ProviderCall { .. }) => return Err(wrong("read_file", other)),
     };
     recheck(path)?;
     let (parent, name) =
@@ -184,7 +185,8 @@ pub fn list_dir(action: &Authorized<Action>) -> Result<DirListing, ExecError> {
         | Action::FsWrite { .. }
         | Action::FsCreate { .. }
         | Action::FsDelete { .. }
-        | Action::ShellExec { .. }) => return Err(wrong("list_dir", other)),
+        | Action::ShellExec { .. }
+        | Action::ProviderCall { .. }) => return Err(wrong("list_dir", other)),
     };
     recheck(path)?;
     let dir = walk_dirs(path, &components(path), false)?;
@@ -222,7 +224,8 @@ pub fn write_file(action: &Authorized<Action>) -> Result<WriteReceipt, ExecError
         | Action::FsList { .. }
         | Action::FsSearch { .. }
         | Action::FsDelete { .. }
-        | Action::ShellExec { .. }) => return Err(wrong("write_file", other)),
+        | Action::ShellExec { .. }
+        | Action::ProviderCall { .. }) => return Err(wrong("write_file", other)),
     };
     recheck(path)?;
     let (parent, name) =
@@ -319,7 +322,8 @@ pub fn delete_path(action: &Authorized<Action>) -> Result<DeleteReceipt, ExecErr
         | Action::FsSearch { .. }
         | Action::FsWrite { .. }
         | Action::FsCreate { .. }
-        | Action::ShellExec { .. }) => return Err(wrong("delete_path", other)),
+        | Action::ShellExec { .. }
+        | Action::ProviderCall { .. }) => return Err(wrong("delete_path", other)),
     };
     recheck(path)?;
     let (parent, name) = split_parent(path).ok_or_else(|| ExecError::Io {
@@ -408,7 +412,8 @@ pub fn search(
         | Action::FsWrite { .. }
         | Action::FsCreate { .. }
         | Action::FsDelete { .. }
-        | Action::ShellExec { .. }) => return Err(wrong("search", other)),
+        | Action::ShellExec { .. }
+        | Action::ProviderCall { .. }) => return Err(wrong("search", other)),
     };
     if pattern.is_empty() {
         return Err(ExecError::EmptyPattern);
@@ -775,6 +780,18 @@ pub fn preview_text(path: &CanonicalPath) -> Option<String> {
         return None;
     }
     Some(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// SHA-256 of the whole regular file at `path` (links not followed), `None` when there is no
+/// regular file. What a shown diff was computed against; approvals bind to it.
+pub fn content_digest(path: &CanonicalPath) -> Option<warrant_core::Digest> {
+    let meta = std::fs::symlink_metadata(path.as_path()).ok()?;
+    if !meta.file_type().is_file() {
+        return None;
+    }
+    std::fs::read(path.as_path())
+        .ok()
+        .map(|bytes| warrant_core::Digest::of_bytes(&bytes))
 }
 
 /// Whether something (of any kind, links not followed) is at `path`: decides between

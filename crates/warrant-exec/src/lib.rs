@@ -2,12 +2,17 @@
 //! groups, timeouts, output caps) and the filesystem. Every executor takes an
 //! `Authorized<Action>` and reads every target from it, so what runs is exactly what was decided.
 
+pub mod cgroup;
+pub mod egress;
 pub mod env;
 pub mod error;
 pub mod fs;
+pub mod grants;
+pub mod netns;
 pub mod output;
 pub mod sandbox;
 pub mod spawn;
+pub mod vault;
 
 pub use env::{minimize_env, secret_pattern, validate_profile};
 pub use error::ExecError;

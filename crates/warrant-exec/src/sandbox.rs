@@ -5,13 +5,18 @@
 //! the target.
 //!
 //! Limits (Linux only, x86_64/aarch64 for seccomp):
-//! - Landlock cannot subtract: a protected name inside a write root (`.git`) is kept read-only by
-//!   granting write per entry of the root except the protected ones, so entries created in that
-//!   root *after* the plan was applied are not writable (files inside existing subdirectories are).
-//! - `processes` (RLIMIT_NPROC) is per user and the kernel does not enforce it for uid 0; as root
-//!   it is reported as not applied (refused under `required`).
-//! - `network = "none"` is a seccomp filter on `socket`/`socketpair` (AF_UNIX only), not a
-//!   network namespace.
+//! - Landlock cannot subtract: a protected name inside a write root (`.git`) is kept read-only,
+//!   and a denied name (`.env`) unreadable, by splitting the directories that hold them and
+//!   granting per entry (see [`crate::grants`]), so entries created in a split directory *after*
+//!   the plan was applied get no rights. A protected name that does not exist yet splits its
+//!   parent too, so it cannot be created.
+//! - `processes` uses the cgroup `pids` controller (which binds root too; see [`crate::cgroup`]),
+//!   else RLIMIT_NPROC, which the kernel does not enforce for uid 0 (refused under `required`).
+//! - `network = "none"` is a network namespace holding only `lo` plus a seccomp filter on
+//!   `socket`/`socketpair` (AF_UNIX only); `network = { allow = [...] }` is a namespace whose only
+//!   way out is Warrant's egress proxy (see [`crate::egress`], [`crate::netns`]), with sockets
+//!   limited to AF_UNIX and IP. As root the namespace is not owned by a user namespace, so root
+//!   keeps its capabilities inside it; `setns` is refused by seccomp.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -50,7 +55,13 @@ const LANDLOCK_ABI: ABI = ABI::V6;
 #[serde(rename_all = "snake_case")]
 pub enum Mechanism {
     Session,
+    /// `limits.processes`: a cgroup pids limit, or RLIMIT_NPROC when not root.
+    ProcessLimit,
     Rlimits,
+    /// A network namespace of its own (only `lo`).
+    NetworkNamespace,
+    /// The in-namespace forwarder to Warrant's egress proxy.
+    EgressProxy,
     NoNewPrivs,
     Landlock,
     Seccomp,
@@ -68,6 +79,15 @@ pub struct SandboxPlan {
     pub protected: Vec<CanonicalPath>,
     pub network: NetworkPolicy,
     pub limits: ResourceLimits,
+    /// File-name patterns (`*` wildcard) no command may read inside any scanned root.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub denied_names: Vec<String>,
+    /// Paths no command may read or write, wherever they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub denied_paths: Vec<CanonicalPath>,
+    /// The Unix socket of Warrant's egress proxy (set by the executor for an allowlist).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress_socket: Option<PathBuf>,
     /// Test knob: the launcher behaves as if this mechanism were unavailable on this kernel.
     /// [`SandboxPlan::from_profile`] never sets it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -119,13 +139,39 @@ impl SandboxPlan {
         }
         protected.sort();
         protected.dedup();
+        let mut denied_names = Vec::new();
+        let mut denied_paths = Vec::new();
+        for entry in &config.denied {
+            if entry.is_empty() {
+                return Err(ExecError::SandboxPlan {
+                    profile: profile_name.to_owned(),
+                    message: "an empty entry in `denied`".to_owned(),
+                });
+            }
+            if entry.contains('/') {
+                denied_paths.push(resolve(entry)?);
+            } else {
+                denied_names.push(entry.clone());
+            }
+        }
+        denied_paths.sort();
+        denied_paths.dedup();
+        if let NetworkPolicy::Allow(list) = &config.network {
+            crate::egress::Allowlist::parse(list).map_err(|message| ExecError::SandboxPlan {
+                profile: profile_name.to_owned(),
+                message: format!("network allowlist: {message}"),
+            })?;
+        }
         Ok(Some(Self {
             enforcement: config.enforcement,
             read_roots,
             write_roots,
             protected,
-            network: config.network,
+            network: config.network.clone(),
             limits: config.limits.clone(),
+            denied_names,
+            denied_paths,
+            egress_socket: None,
             simulate_unavailable: None,
         }))
     }
@@ -133,8 +179,23 @@ impl SandboxPlan {
     /// The mechanisms this plan asks for.
     pub fn requested(&self) -> Vec<Mechanism> {
         let mut out = vec![Mechanism::Session];
-        if self.limits != ResourceLimits::default() {
+        if self.limits.processes.is_some() {
+            out.push(Mechanism::ProcessLimit);
+        }
+        let rlimits = ResourceLimits {
+            processes: None,
+            ..self.limits.clone()
+        };
+        if rlimits != ResourceLimits::default() {
             out.push(Mechanism::Rlimits);
+        }
+        match self.network {
+            NetworkPolicy::Host => {}
+            NetworkPolicy::None => out.push(Mechanism::NetworkNamespace),
+            NetworkPolicy::Allow(_) => {
+                out.push(Mechanism::NetworkNamespace);
+                out.push(Mechanism::EgressProxy);
+            }
         }
         out.push(Mechanism::NoNewPrivs);
         out.push(Mechanism::Landlock);
@@ -152,6 +213,10 @@ pub struct SandboxReport {
     pub not_applied: Vec<NotApplied>,
     /// The Landlock ABI the kernel offered (0 when none).
     pub landlock_abi: u32,
+    /// Without a process limit, the command still went into a pids cgroup (limit `max`) when
+    /// one was writable, so whatever it leaves behind is killed when it ends.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tracked: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -197,11 +262,23 @@ impl Launcher {
 /// The launcher: `args` is `<plan-json> -- <argv…>`. Applies the plan, reports on stderr, and
 /// `exec`s the target; returns (an exit status) only when it did not run the target.
 pub fn sandbox_main(args: &[String]) -> i32 {
-    if args.first().map(String::as_str) == Some(PROBE_SOCKET) {
-        return probe_socket();
+    match args.first().map(String::as_str) {
+        Some(PROBE_SOCKET) => return probe_socket(),
+        Some(PROBE_EGRESS) => return probe_egress(args.get(1..).unwrap_or_default()),
+        Some(crate::netns::FORWARD) => {
+            return crate::netns::forwarder_main(args.get(1..).unwrap_or_default());
+        }
+        Some(_) | None => {}
     }
-    match prepare(args) {
-        Ok((report, argv)) => {
+    // What came before `args` on the command line (`__sandbox` for `warrant`): the forwarder is
+    // started the same way.
+    let full: Vec<String> = std::env::args().skip(1).collect();
+    let prefix = full
+        .get(..full.len().saturating_sub(args.len()))
+        .unwrap_or_default()
+        .to_vec();
+    match prepare(args, &prefix) {
+        Ok((report, argv, env)) => {
             let Some((program, rest)) = argv.split_first() else {
                 return fail("no command given after `--`");
             };
@@ -216,7 +293,7 @@ pub fn sandbox_main(args: &[String]) -> i32 {
             {
                 return fail("cannot write the report to stderr");
             }
-            let e = Command::new(program).args(rest).exec();
+            let e = Command::new(program).args(rest).envs(env).exec();
             // After the report: the target's own "could not start" is not a sandbox failure.
             let _ = writeln!(
                 std::io::stderr(),
@@ -236,7 +313,9 @@ fn fail(message: &str) -> i32 {
     SANDBOX_FAILED_EXIT
 }
 
-fn prepare(args: &[String]) -> Result<(SandboxReport, Vec<String>), String> {
+type Prepared = (SandboxReport, Vec<String>, Vec<(String, String)>);
+
+fn prepare(args: &[String], prefix: &[String]) -> Result<Prepared, String> {
     let (plan_json, rest) = args
         .split_first()
         .ok_or_else(|| "usage: <plan-json> -- <argv…>".to_owned())?;
@@ -246,18 +325,29 @@ fn prepare(args: &[String]) -> Result<(SandboxReport, Vec<String>), String> {
     };
     let plan: SandboxPlan =
         serde_json::from_str(plan_json).map_err(|e| format!("unreadable sandbox plan: {e}"))?;
-    let report = apply(&plan)?;
-    Ok((report, argv))
+    let (report, env) = apply(&plan, prefix)?;
+    Ok((report, argv, env))
 }
 
-/// Apply every mechanism of `plan` to this process, in order.
-fn apply(plan: &SandboxPlan) -> Result<SandboxReport, String> {
+/// Apply every mechanism of `plan` to this process, in order; the variables to add to the
+/// command's environment (the proxy's address).
+fn apply(
+    plan: &SandboxPlan,
+    prefix: &[String],
+) -> Result<(SandboxReport, Vec<(String, String)>), String> {
+    let mut env = Vec::new();
     let mut report = SandboxReport {
         enforcement: plan.enforcement,
         applied: Vec::new(),
         not_applied: Vec::new(),
         landlock_abi: 0,
+        tracked: false,
     };
+    // Tracking, not a limit: a command with no process limit still joins a cgroup when it can,
+    // so nothing it starts outlives it. Not requested, so its absence refuses nothing.
+    if plan.limits.processes.is_none() && crate::cgroup::available() {
+        report.tracked = crate::cgroup::enter_unlimited().is_ok();
+    }
     for mechanism in plan.requested() {
         let result = if plan.simulate_unavailable == Some(mechanism) {
             Err("unavailable on this kernel (simulated by the plan)".to_owned())
@@ -266,11 +356,27 @@ fn apply(plan: &SandboxPlan) -> Result<SandboxReport, String> {
                 Mechanism::Session => rustix::process::setsid()
                     .map(|_| ())
                     .map_err(|e| format!("setsid failed: {e}")),
+                Mechanism::ProcessLimit => apply_process_limit(&plan.limits),
                 Mechanism::Rlimits => apply_rlimits(&plan.limits),
+                Mechanism::NetworkNamespace => crate::netns::enter(),
+                Mechanism::EgressProxy => start_egress(plan, prefix, &report.applied).map(|port| {
+                    let url = format!("http://127.0.0.1:{port}");
+                    for name in PROXY_VARS {
+                        env.push(((*name).to_owned(), url.clone()));
+                    }
+                }),
                 Mechanism::NoNewPrivs => rustix::thread::set_no_new_privs(true)
                     .map_err(|e| format!("PR_SET_NO_NEW_PRIVS failed: {e}")),
                 Mechanism::Landlock => apply_landlock(plan, &mut report.landlock_abi),
-                Mechanism::Seccomp => apply_seccomp(plan.network),
+                Mechanism::Seccomp => apply_seccomp(match plan.network {
+                    NetworkPolicy::Host => None,
+                    NetworkPolicy::Allow(_)
+                        if report.applied.contains(&Mechanism::NetworkNamespace) =>
+                    {
+                        Some(&[AF_UNIX, AF_INET, AF_INET6])
+                    }
+                    NetworkPolicy::Allow(_) | NetworkPolicy::None => Some(&[AF_UNIX]),
+                }),
             }
         };
         match result {
@@ -288,13 +394,68 @@ fn apply(plan: &SandboxPlan) -> Result<SandboxReport, String> {
             },
         }
     }
-    Ok(report)
+    Ok((report, env))
+}
+
+/// Variables that point HTTP clients at the forwarder.
+pub const PROXY_VARS: &[&str] = &[
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+];
+
+fn start_egress(
+    plan: &SandboxPlan,
+    prefix: &[String],
+    applied: &[Mechanism],
+) -> Result<u16, String> {
+    if !applied.contains(&Mechanism::NetworkNamespace) {
+        return Err(
+            "the egress proxy needs the network namespace, which is not in force".to_owned(),
+        );
+    }
+    let socket = plan
+        .egress_socket
+        .as_ref()
+        .ok_or_else(|| "the plan names no egress proxy socket".to_owned())?;
+    crate::netns::start_forwarder(prefix, socket)
+}
+
+fn apply_process_limit(limits: &ResourceLimits) -> Result<(), String> {
+    let Some(max) = limits.processes else {
+        return Ok(());
+    };
+    let cgroup = if crate::cgroup::available() {
+        crate::cgroup::enter(max)
+    } else {
+        Err("no cgroup pids controller".to_owned())
+    };
+    match cgroup {
+        Ok(()) => Ok(()),
+        Err(e) if rustix::process::getuid().is_root() => Err(format!(
+            "{e}, and the kernel does not enforce RLIMIT_NPROC for root"
+        )),
+        Err(_) => rustix::process::setrlimit(
+            Resource::Nproc,
+            Rlimit {
+                current: Some(max),
+                maximum: Some(max),
+            },
+        )
+        .map_err(|e| format!("setrlimit processes = {max} failed: {e}")),
+    }
 }
 
 pub fn mechanism_name(m: Mechanism) -> &'static str {
     match m {
         Mechanism::Session => "a new session",
+        Mechanism::ProcessLimit => "the process limit",
         Mechanism::Rlimits => "resource limits",
+        Mechanism::NetworkNamespace => "a network namespace",
+        Mechanism::EgressProxy => "the egress proxy",
         Mechanism::NoNewPrivs => "no_new_privs",
         Mechanism::Landlock => "Landlock",
         Mechanism::Seccomp => "the seccomp filter",
@@ -305,7 +466,10 @@ pub fn mechanism_name(m: Mechanism) -> &'static str {
 pub fn short_name(m: Mechanism) -> &'static str {
     match m {
         Mechanism::Session => "session",
+        Mechanism::ProcessLimit => "process_limit",
         Mechanism::Rlimits => "rlimits",
+        Mechanism::NetworkNamespace => "network_namespace",
+        Mechanism::EgressProxy => "egress_proxy",
         Mechanism::NoNewPrivs => "no_new_privs",
         Mechanism::Landlock => "landlock",
         Mechanism::Seccomp => "seccomp",
@@ -314,19 +478,13 @@ pub fn short_name(m: Mechanism) -> &'static str {
 
 fn apply_rlimits(limits: &ResourceLimits) -> Result<(), String> {
     let ResourceLimits {
-        processes,
+        processes: _,
         memory_bytes,
         cpu_seconds,
         file_size_bytes,
         open_files,
     } = limits;
-    if processes.is_some() && rustix::process::getuid().is_root() {
-        return Err(
-            "the process limit (RLIMIT_NPROC) is not enforced by the kernel for root".to_owned(),
-        );
-    }
     let set = [
-        (Resource::Nproc, *processes, "processes"),
         (Resource::As, *memory_bytes, "memory_bytes"),
         (Resource::Cpu, *cpu_seconds, "cpu_seconds"),
         (Resource::Fsize, *file_size_bytes, "file_size_bytes"),
@@ -351,11 +509,31 @@ fn apply_landlock(plan: &SandboxPlan, abi_seen: &mut u32) -> Result<(), String> 
     let read = AccessFs::from_read(LANDLOCK_ABI);
     let all = AccessFs::from_all(LANDLOCK_ABI);
     let mut grants: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
+    let roots: Vec<&Path> = plan
+        .read_roots
+        .iter()
+        .chain(&plan.write_roots)
+        .map(CanonicalPath::as_path)
+        .collect();
+    let denied_paths: Vec<PathBuf> = plan
+        .denied_paths
+        .iter()
+        .map(|p| p.as_path().to_path_buf())
+        .collect();
+    let denied = crate::grants::find_denied(&roots, &plan.denied_names, &denied_paths)?;
+    let mut special: std::collections::BTreeMap<PathBuf, BitFlags<AccessFs>> = plan
+        .protected
+        .iter()
+        .map(|p| (p.as_path().to_path_buf(), read))
+        .collect();
+    for path in denied {
+        special.insert(path, BitFlags::empty());
+    }
     for root in &plan.read_roots {
-        grants.push((root.as_path().to_path_buf(), read));
+        crate::grants::root_grants(root.as_path(), read, &special, &mut grants)?;
     }
     for root in &plan.write_roots {
-        write_grants(root.as_path(), &plan.protected, read, all, &mut grants)?;
+        crate::grants::root_grants(root.as_path(), all, &special, &mut grants)?;
     }
     // Shell redirections to /dev/null are everywhere; it is harmless to write.
     grants.push((PathBuf::from("/dev/null"), all));
@@ -403,51 +581,12 @@ fn apply_landlock(plan: &SandboxPlan, abi_seen: &mut u32) -> Result<(), String> 
     }
 }
 
-/// Write grants for `dir`: the whole tree when no protected path lies inside it; otherwise
-/// read on `dir` and write on each entry except the protected ones (recursing towards them).
-fn write_grants(
-    dir: &Path,
-    protected: &[CanonicalPath],
-    read: BitFlags<AccessFs>,
-    all: BitFlags<AccessFs>,
-    out: &mut Vec<(PathBuf, BitFlags<AccessFs>)>,
-) -> Result<(), String> {
-    if protected.iter().any(|p| p.as_path() == dir) {
-        out.push((dir.to_path_buf(), read));
-        return Ok(());
-    }
-    if !protected.iter().any(|p| p.as_path().starts_with(dir)) {
-        out.push((dir.to_path_buf(), all));
-        return Ok(());
-    }
-    out.push((dir.to_path_buf(), read));
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(format!("cannot list write root {}: {e}", dir.display())),
-    };
-    for entry in entries {
-        let entry = entry.map_err(|e| format!("cannot list write root {}: {e}", dir.display()))?;
-        let path = entry.path();
-        let is_real_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
-        if is_real_dir {
-            write_grants(&path, protected, read, all, out)?;
-        } else if protected.iter().any(|p| p.as_path() == path) {
-            out.push((path, read));
-        } else if entry.file_type().map(|t| t.is_symlink()).unwrap_or(false) {
-            // A link is not followed: its target is granted only if a root covers it.
-        } else {
-            out.push((path, all));
-        }
-    }
-    Ok(())
-}
-
 #[cfg(target_arch = "x86_64")]
 mod nr {
     pub const SOCKET: i64 = 41;
     pub const SOCKETPAIR: i64 = 53;
     pub const PTRACE: i64 = 101;
+    pub const SETNS: i64 = 308;
     pub const PROCESS_VM_READV: i64 = 310;
     pub const PROCESS_VM_WRITEV: i64 = 311;
 }
@@ -456,6 +595,7 @@ mod nr {
     pub const SOCKET: i64 = 198;
     pub const SOCKETPAIR: i64 = 199;
     pub const PTRACE: i64 = 117;
+    pub const SETNS: i64 = 268;
     pub const PROCESS_VM_READV: i64 = 270;
     pub const PROCESS_VM_WRITEV: i64 = 271;
 }
@@ -464,16 +604,23 @@ const IO_URING_ENTER: i64 = 426;
 const IO_URING_REGISTER: i64 = 427;
 const PIDFD_GETFD: i64 = 438;
 const AF_UNIX: u64 = 1;
+const AF_INET: u64 = 2;
+const AF_INET6: u64 = 10;
 const EPERM: u32 = 1;
 
+/// `families`: the socket families a command may open; `None` for any (the host network). An
+/// allowlist inside a namespace gets AF_UNIX and IP (to reach the forwarder), never netlink or
+/// packet sockets (with which root could reconfigure or move interfaces).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn apply_seccomp(network: NetworkPolicy) -> Result<(), String> {
+fn apply_seccomp(families: Option<&[u64]>) -> Result<(), String> {
     let err = |e: seccompiler::BackendError| format!("seccomp filter: {e}");
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     // Reaching into another process (Warrant's memory or descriptors), and io_uring, which
     // bypasses syscall filtering.
+    // `setns`: joining another namespace (the host's network, through a pidfd) is never needed.
     for nr in [
         nr::PTRACE,
+        nr::SETNS,
         nr::PROCESS_VM_READV,
         nr::PROCESS_VM_WRITEV,
         PIDFD_GETFD,
@@ -483,15 +630,17 @@ fn apply_seccomp(network: NetworkPolicy) -> Result<(), String> {
     ] {
         rules.insert(nr, Vec::new());
     }
-    match network {
-        NetworkPolicy::Host => {}
-        NetworkPolicy::None => {
-            for nr in [nr::SOCKET, nr::SOCKETPAIR] {
-                let not_unix =
-                    SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, AF_UNIX)
-                        .map_err(err)?;
-                rules.insert(nr, vec![SeccompRule::new(vec![not_unix]).map_err(err)?]);
-            }
+    if let Some(families) = families {
+        for nr in [nr::SOCKET, nr::SOCKETPAIR] {
+            // One rule whose conditions all hold (a family outside the list) means EPERM.
+            let outside = families
+                .iter()
+                .map(|f| {
+                    SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, *f)
+                        .map_err(err)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            rules.insert(nr, vec![SeccompRule::new(outside).map_err(err)?]);
         }
     }
     let arch = std::env::consts::ARCH
@@ -509,7 +658,7 @@ fn apply_seccomp(network: NetworkPolicy) -> Result<(), String> {
 }
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-fn apply_seccomp(_network: NetworkPolicy) -> Result<(), String> {
+fn apply_seccomp(_families: Option<&[u64]>) -> Result<(), String> {
     Err("no seccomp filter is built for this architecture".to_owned())
 }
 
@@ -545,6 +694,7 @@ mod tests {
             sandbox: Some(SandboxConfig {
                 read_roots: vec![".".into(), "/usr".into(), "/bin".into(), "/etc".into()],
                 write_roots: vec![".".into(), "build/../out".into()],
+                denied: vec![".env".into(), "*.pem".into(), "secrets/prod.txt".into()],
                 ..SandboxConfig::default()
             }),
             ..ProfileConfig::default()
@@ -566,6 +716,9 @@ mod tests {
                 ],
                 network: NetworkPolicy::None,
                 limits: ResourceLimits::default(),
+                denied_names: vec![".env".into(), "*.pem".into()],
+                denied_paths: vec![cp("/w/secrets/prod.txt")],
+                egress_socket: None,
                 simulate_unavailable: None,
             }
         );
@@ -576,11 +729,128 @@ mod tests {
             plan.requested(),
             vec![
                 Mechanism::Session,
+                Mechanism::NetworkNamespace,
                 Mechanism::NoNewPrivs,
                 Mechanism::Landlock,
                 Mechanism::Seccomp
             ]
         );
+    }
+
+    /// Scenario table: which missing probe rows turn which profile shapes into a refusal.
+    #[test]
+    fn profile_verdicts_count_only_what_the_profile_needs() {
+        let all = [
+            "session",
+            "process_limit",
+            "network_namespace",
+            "no_new_privs",
+            "landlock",
+            "seccomp",
+            "egress_proxy",
+            "landlock observed",
+            "denied observed",
+            "process limit observed",
+            "network observed",
+            "netns observed",
+            "egress proxy observed",
+        ];
+        let rows = |missing: &[&str]| -> Vec<ProbeRow> {
+            all.iter()
+                .map(|m| ProbeRow {
+                    mechanism: m,
+                    available: !missing.contains(m),
+                    detail: String::new(),
+                })
+                .collect()
+        };
+        let shape = |network: NetworkPolicy, processes: Option<u64>, enforcement| SandboxConfig {
+            enforcement,
+            network,
+            limits: ResourceLimits {
+                processes,
+                ..ResourceLimits::default()
+            },
+            ..SandboxConfig::default()
+        };
+        let req = Enforcement::Required;
+        let none = shape(NetworkPolicy::None, None, req);
+        let host = shape(NetworkPolicy::Host, None, req);
+        let allow = shape(NetworkPolicy::Allow(vec!["a.b:1".into()]), None, req);
+        let forky = shape(NetworkPolicy::Host, Some(8), req);
+        let best = shape(NetworkPolicy::None, None, Enforcement::BestEffort);
+        let no_ns = rows(&["network_namespace", "netns observed"]);
+        let no_cgroup = rows(&["process_limit", "process limit observed"]);
+        let no_proxy = rows(&["egress_proxy", "egress proxy observed"]);
+        let got: Vec<(bool, String)> = vec![
+            profile_verdict(&none, &rows(&[])),
+            profile_verdict(&none, &no_ns),
+            profile_verdict(&host, &no_ns),
+            profile_verdict(&allow, &no_ns),
+            profile_verdict(&allow, &no_proxy),
+            profile_verdict(&none, &no_proxy),
+            profile_verdict(&forky, &no_cgroup),
+            profile_verdict(&none, &no_cgroup),
+            profile_verdict(&best, &no_ns),
+            profile_verdict(&host, &rows(&["landlock observed"])),
+        ];
+        let refused = |what: &str| {
+            (
+                false,
+                format!("commands will be REFUSED (required), lacking: {what}"),
+            )
+        };
+        let fully = || (true, "fully enforced here".to_owned());
+        assert_eq!(
+            got,
+            vec![
+                fully(),
+                refused("network_namespace, netns observed"),
+                fully(),
+                refused("network_namespace, netns observed"),
+                refused("egress_proxy, egress proxy observed"),
+                fully(),
+                refused("process_limit, process limit observed"),
+                fully(),
+                (
+                    true,
+                    "runs with less (best_effort), lacking: network_namespace, netns observed"
+                        .to_owned()
+                ),
+                refused("landlock observed"),
+            ]
+        );
+    }
+
+    #[test]
+    fn allowlist_config_shape_and_bad_entries() {
+        let profile: ProfileConfig = toml::from_str(
+            "[sandbox]\nnetwork = { allow = [\"pypi.org:443\", \"*.example.com:80\"] }\nlimits = { processes = 32 }\n",
+        )
+        .unwrap();
+        let plan = SandboxPlan::from_profile("p", &profile, &cp("/w"), &NoLinks)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            plan.network,
+            NetworkPolicy::Allow(vec!["pypi.org:443".into(), "*.example.com:80".into()])
+        );
+        assert_eq!(
+            plan.requested(),
+            vec![
+                Mechanism::Session,
+                Mechanism::ProcessLimit,
+                Mechanism::NetworkNamespace,
+                Mechanism::EgressProxy,
+                Mechanism::NoNewPrivs,
+                Mechanism::Landlock,
+                Mechanism::Seccomp
+            ]
+        );
+        let bad: ProfileConfig =
+            toml::from_str("[sandbox]\nnetwork = { allow = [\"pypi.org\"] }\n").unwrap();
+        let err = SandboxPlan::from_profile("p", &bad, &cp("/w"), &NoLinks).unwrap_err();
+        insta::assert_snapshot!(err.to_string(), @r#"profile `p` has a sandbox that cannot be planned: network allowlist: `pypi.org` is not host:port (e.g. "pypi.org:443")"#);
     }
 
     #[test]
@@ -616,6 +886,38 @@ fn probe_socket() -> i32 {
     }
 }
 
+/// Argument that makes the launcher, run as a probe target under an allowlist, try a direct TCP
+/// connection to the host's `127.0.0.1:<port>` and then a CONNECT through `HTTP_PROXY` to a name
+/// not on the list: exit 0 when the first failed and the proxy answered 403; otherwise 10 plus 1
+/// (the direct connection worked) plus 2 (no 403 from the proxy).
+pub const PROBE_EGRESS: &str = "__probe-egress";
+
+fn probe_egress(args: &[String]) -> i32 {
+    use std::io::Read;
+    let direct = args
+        .first()
+        .and_then(|p| p.parse::<u16>().ok())
+        .is_some_and(|port| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+    let refused = std::env::var("HTTP_PROXY")
+        .ok()
+        .and_then(|url| url.strip_prefix("http://").map(str::to_owned))
+        .and_then(|addr| std::net::TcpStream::connect(addr).ok())
+        .and_then(|mut s| {
+            s.write_all(b"CONNECT probe.invalid:443 HTTP/1.1\r\nHost: probe.invalid:443\r\n\r\n")
+                .ok()?;
+            let mut buf = [0u8; 12];
+            s.read_exact(&mut buf).ok()?;
+            Some(buf.starts_with(b"HTTP/1.1 403"))
+        })
+        .unwrap_or(false);
+    match (direct, refused) {
+        (false, true) => 0,
+        (true, true) => 11,
+        (false, false) => 12,
+        (true, false) => 13,
+    }
+}
+
 /// One row of `warrant doctor`: a mechanism, whether this machine really enforces it (observed
 /// by trying, in a child, through the launcher), and what was seen.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -625,9 +927,76 @@ pub struct ProbeRow {
     pub detail: String,
 }
 
-/// Probe what this machine enforces: run the launcher under a `best_effort` plan over a
-/// scratch directory in `scratch` (which must exist and be writable), once with `sh` trying a
-/// read and a write outside the roots, once with the launcher itself trying an AF_INET socket.
+/// What a profile's sandbox needs from the probe table: the rows whose absence it cannot do
+/// without (`warrant doctor` says what each profile gets from this).
+pub fn rows_needed(config: &warrant_core::config::SandboxConfig) -> Vec<&'static str> {
+    let mut out = vec![
+        "sandbox",
+        "sandbox launcher",
+        "session",
+        "no_new_privs",
+        "landlock",
+        "seccomp",
+        "landlock observed",
+    ];
+    if !config.denied.is_empty() {
+        out.push("denied observed");
+    }
+    if config.limits.processes.is_some() {
+        out.extend(["process_limit", "process limit observed"]);
+    }
+    match config.network {
+        NetworkPolicy::Host => {}
+        NetworkPolicy::None => {
+            out.extend(["network_namespace", "network observed", "netns observed"]);
+        }
+        NetworkPolicy::Allow(_) => out.extend([
+            "network_namespace",
+            "netns observed",
+            "egress_proxy",
+            "egress proxy observed",
+        ]),
+    }
+    out
+}
+
+/// What a sandboxed profile gets on a machine whose probes gave `rows`: whether it is fine
+/// (fully enforced, or `best_effort` running with less) and the sentence doctor shows. Only the
+/// rows the profile needs count (a host-network profile does not need the namespace).
+pub fn profile_verdict(
+    config: &warrant_core::config::SandboxConfig,
+    rows: &[ProbeRow],
+) -> (bool, String) {
+    let needed = rows_needed(config);
+    let lacking: Vec<&str> = rows
+        .iter()
+        .filter(|r| !r.available && needed.contains(&r.mechanism))
+        .map(|r| r.mechanism)
+        .collect();
+    match (config.enforcement, lacking.is_empty()) {
+        (_, true) => (true, "fully enforced here".to_owned()),
+        (Enforcement::BestEffort, false) => (
+            true,
+            format!(
+                "runs with less (best_effort), lacking: {}",
+                lacking.join(", ")
+            ),
+        ),
+        (Enforcement::Required, false) => (
+            false,
+            format!(
+                "commands will be REFUSED (required), lacking: {}",
+                lacking.join(", ")
+            ),
+        ),
+    }
+}
+
+/// Probe what this machine enforces: run the launcher under `best_effort` plans over a scratch
+/// directory in `scratch` (which must exist and be writable): `sh` trying a read and a write
+/// outside the roots and a read of a denied `.env`; `sh` starting more processes than its limit;
+/// the launcher itself trying an AF_INET socket; and, under an empty allowlist, the launcher
+/// trying a direct connection to a host listener and a CONNECT through the egress proxy.
 pub fn probe(launcher: &Launcher, scratch: &Path) -> Vec<ProbeRow> {
     let mut rows = Vec::new();
     let mut row = |mechanism: &'static str, available: bool, detail: String| {
@@ -641,7 +1010,8 @@ pub fn probe(launcher: &Launcher, scratch: &Path) -> Vec<ProbeRow> {
     let outside = scratch.join("outside");
     let prepared = std::fs::create_dir_all(&ws)
         .and_then(|()| std::fs::create_dir_all(&outside))
-        .and_then(|()| std::fs::write(outside.join("secret"), "probe-secret"));
+        .and_then(|()| std::fs::write(outside.join("secret"), "probe-secret"))
+        .and_then(|()| std::fs::write(ws.join(".env"), "probe-denied"));
     let plan = prepared
         .map_err(|e| format!("cannot prepare {}: {e}", scratch.display()))
         .and_then(|()| probe_plan(launcher, &ws));
@@ -653,53 +1023,116 @@ pub fn probe(launcher: &Launcher, scratch: &Path) -> Vec<ProbeRow> {
         }
     };
     let script = format!(
-        "cat {o}/secret; echo x > {o}/planted",
+        "cat {o}/secret; echo x > {o}/planted; cat .env",
         o = outside.display()
     );
-    let fs_run = run_probe(
+    let sh = |s: String| vec!["sh".to_owned(), "-c".to_owned(), s];
+    let fs_run = run_probe(launcher, &plan, &ws, &sh(script));
+    let forky = SandboxPlan {
+        limits: ResourceLimits {
+            processes: Some(8),
+            ..ResourceLimits::default()
+        },
+        ..plan.clone()
+    };
+    let fork_run = run_probe(
+        launcher,
+        &forky,
+        &ws,
+        &sh("(for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do sleep 0.2 & done; wait) 2>&1; echo end".to_owned()),
+    );
+    let mut self_argv = vec![launcher.program.display().to_string()];
+    self_argv.extend(launcher.prefix_args.iter().cloned());
+    let net_run = run_probe(
         launcher,
         &plan,
         &ws,
-        &["sh".to_owned(), "-c".to_owned(), script],
+        &[self_argv.clone(), vec![PROBE_SOCKET.to_owned()]].concat(),
     );
-    let mut args = launcher.prefix_args.clone();
-    args.push(PROBE_SOCKET.to_owned());
-    let mut argv = vec![launcher.program.display().to_string()];
-    argv.extend(args);
-    let net_run = run_probe(launcher, &plan, &ws, &argv);
+    let egress_run = probe_egress_run(launcher, &plan, &ws, &self_argv);
+
     match &fs_run {
         Err(e) => row("sandbox launcher", false, e.clone()),
         Ok((report, _, _)) => {
-            for mechanism in plan.requested() {
+            let mut mechanisms = plan.requested();
+            mechanisms.insert(1, Mechanism::ProcessLimit);
+            mechanisms.sort();
+            for mechanism in mechanisms {
+                let report = match mechanism {
+                    Mechanism::ProcessLimit => fork_run.as_ref().map(|r| &r.0),
+                    Mechanism::Session
+                    | Mechanism::Rlimits
+                    | Mechanism::NetworkNamespace
+                    | Mechanism::EgressProxy
+                    | Mechanism::NoNewPrivs
+                    | Mechanism::Landlock
+                    | Mechanism::Seccomp => Ok(report),
+                };
                 let name = short_name(mechanism);
-                match report.not_applied.iter().find(|n| n.mechanism == mechanism) {
-                    Some(n) => row(name, false, n.reason.clone()),
-                    None => row(name, true, "applied".to_owned()),
+                match report {
+                    Err(e) => row(name, false, e.clone()),
+                    Ok(report) => {
+                        match report.not_applied.iter().find(|n| n.mechanism == mechanism) {
+                            Some(n) => row(name, false, n.reason.clone()),
+                            None if mechanism == Mechanism::Landlock => {
+                                row(name, true, format!("applied (ABI {})", report.landlock_abi))
+                            }
+                            None => row(name, true, "applied".to_owned()),
+                        }
+                    }
                 }
             }
         }
     }
+    match &egress_run {
+        Ok((report, _, _)) => match report
+            .not_applied
+            .iter()
+            .find(|n| n.mechanism == Mechanism::EgressProxy)
+        {
+            Some(n) => row("egress_proxy", false, n.reason.clone()),
+            None => row("egress_proxy", true, "applied".to_owned()),
+        },
+        Err(e) => row("egress_proxy", false, e.clone()),
+    }
     if let Ok((report, stdout, _)) = &fs_run {
         let read_blocked = !stdout.contains("probe-secret");
         let write_blocked = !outside.join("planted").exists();
+        let blocked = |b: bool| if b { "blocked" } else { "NOT blocked" };
         row(
             "landlock observed",
             read_blocked && write_blocked,
             format!(
                 "ABI {}; read outside the roots {}, write outside the roots {}",
                 report.landlock_abi,
-                if read_blocked {
-                    "blocked"
-                } else {
-                    "NOT blocked"
-                },
-                if write_blocked {
-                    "blocked"
-                } else {
-                    "NOT blocked"
-                },
+                blocked(read_blocked),
+                blocked(write_blocked),
             ),
         );
+        let denied_blocked = !stdout.contains("probe-denied");
+        row(
+            "denied observed",
+            denied_blocked,
+            format!(
+                "read of .env inside a read root {}",
+                blocked(denied_blocked)
+            ),
+        );
+    }
+    match &fork_run {
+        Ok((_, stdout, _)) => {
+            let bounded = stdout.contains("fork") && stdout.contains("end");
+            row(
+                "process limit observed",
+                bounded,
+                if bounded {
+                    "the 9th process could not be started (limit 8)".to_owned()
+                } else {
+                    "16 processes started under a limit of 8".to_owned()
+                },
+            );
+        }
+        Err(e) => row("process limit observed", false, e.clone()),
     }
     match net_run {
         Ok((_, _, code)) => row(
@@ -713,7 +1146,67 @@ pub fn probe(launcher: &Launcher, scratch: &Path) -> Vec<ProbeRow> {
         ),
         Err(e) => row("network observed", false, e),
     }
+    match egress_run {
+        Ok((_, log, code)) => {
+            let isolated = matches!(code, Some(0 | 12));
+            row(
+                "netns observed",
+                isolated,
+                if isolated {
+                    "a listener on the host's 127.0.0.1 is unreachable".to_owned()
+                } else {
+                    format!(
+                        "a listener on the host's 127.0.0.1 is reachable (probe ended with {code:?})"
+                    )
+                },
+            );
+            let recorded = log.refused.iter().any(|a| a.target == "probe.invalid:443");
+            let proxied = matches!(code, Some(0 | 11)) && recorded;
+            row(
+                "egress proxy observed",
+                proxied,
+                if proxied {
+                    "CONNECT to a host off the allowlist refused (403) and recorded".to_owned()
+                } else {
+                    format!("the proxy did not refuse and record (probe ended with {code:?})")
+                },
+            );
+        }
+        Err(e) => {
+            row("netns observed", false, e.clone());
+            row("egress proxy observed", false, e);
+        }
+    }
     rows
+}
+
+fn probe_egress_run(
+    launcher: &Launcher,
+    plan: &SandboxPlan,
+    ws: &Path,
+    self_argv: &[String],
+) -> Result<(SandboxReport, crate::egress::EgressLog, Option<i32>), String> {
+    let host = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| format!("cannot open a host listener: {e}"))?;
+    let port = host
+        .local_addr()
+        .map_err(|e| format!("host listener: {e}"))?
+        .port();
+    let proxy = crate::egress::EgressProxy::start(crate::egress::Allowlist(Vec::new()))
+        .map_err(|e| format!("cannot start the egress proxy: {e}"))?;
+    let plan = SandboxPlan {
+        network: NetworkPolicy::Allow(Vec::new()),
+        egress_socket: Some(proxy.socket().to_path_buf()),
+        ..plan.clone()
+    };
+    let argv = [
+        self_argv.to_vec(),
+        vec![PROBE_EGRESS.to_owned(), port.to_string()],
+    ]
+    .concat();
+    let run = run_probe(launcher, &plan, ws, &argv);
+    let log = proxy.finish();
+    run.map(|(report, _, code)| (report, log, code))
 }
 
 fn probe_plan(launcher: &Launcher, ws: &Path) -> Result<SandboxPlan, String> {
@@ -741,28 +1234,40 @@ fn probe_plan(launcher: &Launcher, ws: &Path) -> Result<SandboxPlan, String> {
         protected: Vec::new(),
         network: NetworkPolicy::None,
         limits: ResourceLimits::default(),
+        denied_names: warrant_core::config::DEFAULT_DENIED
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect(),
+        denied_paths: Vec::new(),
+        egress_socket: None,
         simulate_unavailable: None,
     })
 }
 
-/// Run one probe; the report, stdout, and exit code.
+/// Run one probe; the report, stdout, and exit code. Whatever it left in its cgroup is killed.
 fn run_probe(
     launcher: &Launcher,
     plan: &SandboxPlan,
     cwd: &Path,
     argv: &[String],
 ) -> Result<(SandboxReport, String, Option<i32>), String> {
-    let out = Command::new(&launcher.program)
+    let child = Command::new(&launcher.program)
         .args(launcher.args(plan, argv).map_err(|e| e.to_string())?)
         .current_dir(cwd)
         .stdin(std::process::Stdio::null())
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .map_err(|e| {
             format!(
                 "cannot start the launcher {}: {e}",
                 launcher.program.display()
             )
         })?;
+    let pid = child.id();
+    let out = child.wait_with_output();
+    crate::cgroup::release(pid);
+    let out = out.map_err(|e| format!("probe: {e}"))?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     let report = stderr
         .lines()

@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 use serde::{Deserialize, Serialize};
 use warrant_core::Action;
-use warrant_core::config::ProfileConfig;
+use warrant_core::config::{NetworkPolicy, ProfileConfig};
 use warrant_kernel::Authorized;
 
+use crate::egress::{Allowlist, EgressProxy};
 use crate::env::{minimize_env, validate_profile};
 use crate::error::ExecError;
 use crate::fs::recheck;
@@ -64,6 +65,17 @@ pub struct ExecOutcome {
     /// command was stopped before the launcher reported).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxReport>,
+    /// Under a network allowlist: every connection the egress proxy let through or refused
+    /// (the refusals are what the model sees and what the journal keeps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress: Option<crate::egress::EgressLog>,
+    /// Processes the command left running in its cgroup, killed when it ended.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub leftover_killed: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 enum Event {
@@ -104,6 +116,20 @@ pub fn run_command_confined(
     stop: &dyn Fn() -> Option<String>,
     confinement: Option<&Confinement>,
 ) -> Result<ExecOutcome, ExecError> {
+    run_command_with_secrets(action, profile, parent_env, stop, confinement, &[])
+}
+
+/// [`run_command_confined`], with `secrets` (name, value) added to the command's environment
+/// after minimization: the secrets the configuration gives this profile (`[secret_env]`),
+/// resolved from the vault by the caller. Nothing else may add a secret-looking name.
+pub fn run_command_with_secrets(
+    action: &Authorized<Action>,
+    profile: &ProfileConfig,
+    parent_env: &[(String, String)],
+    stop: &dyn Fn() -> Option<String>,
+    confinement: Option<&Confinement>,
+    secrets: &[(String, String)],
+) -> Result<ExecOutcome, ExecError> {
     let (argv, cwd, profile_name, timeout_ms) = match action.get() {
         Action::ShellExec {
             argv,
@@ -116,7 +142,8 @@ pub fn run_command_confined(
         | Action::FsSearch { .. }
         | Action::FsWrite { .. }
         | Action::FsCreate { .. }
-        | Action::FsDelete { .. }) => {
+        | Action::FsDelete { .. }
+        | Action::ProviderCall { .. }) => {
             return Err(ExecError::WrongAction {
                 executor: "run_command",
                 verb: other.verb(),
@@ -156,7 +183,36 @@ pub fn run_command_confined(
         });
     }
 
-    let env = minimize_env(profile, parent_env.iter().cloned());
+    let mut env = minimize_env(profile, parent_env.iter().cloned());
+    env.extend(secrets.iter().cloned());
+    // An allowlist: Warrant's egress proxy runs for the length of the command, and the plan
+    // tells the launcher where it listens.
+    let mut proxy = None;
+    let with_proxy;
+    let confinement = match confinement {
+        Some(c) => match &c.plan.network {
+            NetworkPolicy::Allow(list) => {
+                let fail = |message: String| ExecError::SandboxFailed {
+                    program: program.clone(),
+                    message,
+                };
+                let allow =
+                    Allowlist::parse(list).map_err(|e| fail(format!("network allowlist: {e}")))?;
+                let started = EgressProxy::start(allow)
+                    .map_err(|e| fail(format!("cannot start the egress proxy: {e}")))?;
+                let mut plan = c.plan.clone();
+                plan.egress_socket = Some(started.socket().to_path_buf());
+                proxy = Some(started);
+                with_proxy = Confinement {
+                    plan,
+                    launcher: c.launcher.clone(),
+                };
+                Some(&with_proxy)
+            }
+            NetworkPolicy::None | NetworkPolicy::Host => Some(c),
+        },
+        None => None,
+    };
     let mut command = match confinement {
         None => {
             let mut c = Command::new(program);
@@ -186,6 +242,7 @@ pub fn run_command_confined(
             message: spawn_message(&e),
         })?;
     let group = Pid::from_child(&child);
+    let child_pid = child.id();
     let report_slot: Arc<Mutex<Option<SandboxReport>>> = Arc::new(Mutex::new(None));
 
     let (tx, rx) = mpsc::channel();
@@ -263,6 +320,12 @@ pub fn run_command_confined(
         run.drain(Instant::now() + TERM_GRACE);
     }
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    // Whatever the command left in its pids cgroup dies with the call.
+    let leftover_killed = match confinement {
+        Some(_) => crate::cgroup::release(child_pid),
+        None => 0,
+    };
+    let egress = proxy.map(EgressProxy::finish);
 
     if let Some(message) = wait_error {
         return Err(ExecError::Wait {
@@ -303,6 +366,8 @@ pub fn run_command_confined(
         stderr,
         duration_ms,
         sandbox,
+        egress,
+        leftover_killed,
     })
 }
 

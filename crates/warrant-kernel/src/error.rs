@@ -47,6 +47,12 @@ pub enum KernelError {
         "run {run} has no effect in doubt at step `{step}`; `warrant runs show {run}` lists its steps"
     )]
     NotInDoubt { run: String, step: String },
+    #[error("approval of request {id} refused ({}): {detail}", reason.as_str())]
+    ApprovalRefused {
+        id: String,
+        reason: crate::authority::RejectReason,
+        detail: String,
+    },
     #[error("the log of run {run} is inconsistent: {message}")]
     Inconsistent { run: String, message: String },
 }
@@ -67,6 +73,18 @@ impl Coded for KernelError {
             Self::ToolMissing { .. } => "W-KERNEL-008",
             Self::NotInDoubt { .. } => "W-KERNEL-009",
             Self::Inconsistent { .. } => "W-KERNEL-007",
+            Self::ApprovalRefused { reason, .. } => match reason {
+                crate::authority::RejectReason::FourEyes => "W-APPROVAL-021",
+                crate::authority::RejectReason::OnBehalf => "W-APPROVAL-022",
+                crate::authority::RejectReason::Unsigned => "W-APPROVAL-023",
+                crate::authority::RejectReason::NotEligible
+                | crate::authority::RejectReason::Forged
+                | crate::authority::RejectReason::OtherRun
+                | crate::authority::RejectReason::OtherPark
+                | crate::authority::RejectReason::AlreadyUsed
+                | crate::authority::RejectReason::ActionChanged
+                | crate::authority::RejectReason::Expired => "W-APPROVAL-020",
+            },
         }
     }
 }

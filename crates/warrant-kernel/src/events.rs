@@ -4,9 +4,14 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use warrant_core::{Action, CanonicalPath, Digest, Principal, RequestId, RiskClass, Timestamp};
+use warrant_core::{
+    Action, CanonicalPath, Digest, Principal, RequestId, RiskClass, RunId, Timestamp,
+};
+
+pub use crate::authority::{AskedOf, RejectReason};
 use warrant_store::StoredEvent;
 
+use crate::asks::{Ask, Reply, RequestTtls};
 use crate::error::KernelError;
 
 /// The event schema version this build writes. Older versions are read; newer are refused.
@@ -20,10 +25,18 @@ pub struct RunSettings {
     /// killed). Logs written before deadlines existed read as `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<Timestamp>,
+    /// How long requests the agent raises wait for a person, per kind (default 24 h each).
+    /// Boxed: it is rarely set and keeps `RunStarted` small.
+    #[serde(default, skip_serializing_if = "default_ttls")]
+    pub requests: Box<RequestTtls>,
     /// The run stops before its tool call number `max_tool_calls + 1` is processed. Logs
     /// written before this cap existed read as `None` (no cap).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tool_calls: Option<u32>,
+}
+
+fn default_ttls(t: &RequestTtls) -> bool {
+    t.is_default()
 }
 
 /// A cap on a run's work, named in [`RunEvent::LimitReached`].
@@ -143,6 +156,16 @@ pub struct Approver {
     pub via: String,
 }
 
+/// What a granted approval claims to be bound to, besides digest, approver and scope. The
+/// proof covers these; the ring compares them with the run, park and clock at time of use.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Binding {
+    pub run: RunId,
+    pub request: RequestId,
+    pub park: u64,
+    pub expires_at: Timestamp,
+}
+
 /// What the person was shown, exactly; the approval binds to `digest`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Presentation {
@@ -164,6 +187,44 @@ pub enum Outcome {
     Completed,
     Failed { code: String, message: String },
     Stopped { reason: String },
+}
+
+/// Whose model-call budget: this run's, the actor's (all their runs) or the tenant's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BudgetScope {
+    Run,
+    Actor,
+    Tenant,
+}
+
+impl BudgetScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Run => "run",
+            Self::Actor => "actor",
+            Self::Tenant => "tenant",
+        }
+    }
+}
+
+/// What a budget counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetMetric {
+    /// Input plus output tokens.
+    Tokens,
+    /// US dollars, from the price table.
+    CostUsd,
+}
+
+impl BudgetMetric {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tokens => "tokens",
+            Self::CostUsd => "cost_usd",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -239,6 +300,14 @@ pub enum RunEvent {
         digest: Digest,
         risk: RiskClass,
         presentation: Presentation,
+        /// When set, `digest` is the bound digest (actions + what was shown + the base state
+        /// of what they change) and this is the digest of the actions alone. Absent in older
+        /// logs, where `digest` is the actions' digest.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        action_digest: Option<Digest>,
+        /// Who the request is put to, and why it fell through to them (absent in older logs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        asked: Option<AskedOf>,
     },
     ApprovalGranted {
         request_id: RequestId,
@@ -246,8 +315,25 @@ pub enum RunEvent {
         scope: Scope,
         digest: Digest,
         /// HMAC-SHA256 under the installation secret over run, request, park, digest,
-        /// approver and scope.
+        /// approver and scope (and, with a binding, the binding's expiry).
         proof: String,
+        /// Run, request, park and expiry the approval claims (absent in older logs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        binding: Option<Binding>,
+        /// Hex Ed25519 signature by the approver's own key over the same message, when the
+        /// identity directory registers a key for them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
+    /// An approval was refused: at time of use (forged, another run or park, replayed, the
+    /// action changed, expired; the person is asked again) or when given (by someone not
+    /// eligible, against four eyes, on someone's behalf; the request stays open).
+    ApprovalRejected {
+        request_id: RequestId,
+        reason: RejectReason,
+        detail: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approver: Option<Approver>,
     },
     ApprovalDenied {
         request_id: RequestId,
@@ -310,6 +396,54 @@ pub enum RunEvent {
     RunEnded {
         outcome: Outcome,
     },
+    /// The agent asked a person for something (an answer, a secret, a resource); the run
+    /// parks until a reply, or until `expires_at`.
+    RequestRaised {
+        call_id: String,
+        request_id: RequestId,
+        ask: Ask,
+        expires_at: Timestamp,
+        /// Who is asked: `user:NAME`, `team:NAME`, `admins`.
+        asked_of: Vec<String>,
+    },
+    /// A person replied (a secret reply holds only its handle).
+    RequestReplied {
+        call_id: String,
+        request_id: RequestId,
+        by: Approver,
+        reply: Reply,
+    },
+    /// Nobody replied in time; the agent is told so.
+    RequestExpired {
+        call_id: String,
+        request_id: RequestId,
+        expires_at: Timestamp,
+    },
+    /// The ring refused a model call before it was made (`provider.call` not allowed for this
+    /// principal, or a cost budget that cannot be priced). The run ends with it.
+    ModelCallDenied {
+        turn: u32,
+        action: Action,
+        verdict: Verdict,
+        reasons: Vec<ReasonRecord>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        errors: Vec<String>,
+        message: String,
+    },
+    /// A budget was used up before a model call, or crossed while an answer streamed in, which
+    /// was then cut off. `usage` is what the cut-off answer had cost (counted by the server,
+    /// or estimated) and counts toward every total. The run ends with it.
+    BudgetExceeded {
+        turn: u32,
+        scope: BudgetScope,
+        metric: BudgetMetric,
+        limit: f64,
+        /// Used in that scope, including the cut-off answer.
+        used: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Value>,
+        message: String,
+    },
 }
 
 impl RunEvent {
@@ -326,6 +460,7 @@ impl RunEvent {
             Self::ApprovalRequested { .. } => "approval_requested",
             Self::ApprovalGranted { .. } => "approval_granted",
             Self::ApprovalDenied { .. } => "approval_denied",
+            Self::ApprovalRejected { .. } => "approval_rejected",
             Self::RunParked { .. } => "run_parked",
             Self::RunResumed { .. } => "run_resumed",
             Self::EffectStarted { .. } => "effect_started",
@@ -335,6 +470,11 @@ impl RunEvent {
             Self::AuditGap { .. } => "audit_gap",
             Self::LimitReached { .. } => "limit_reached",
             Self::RunEnded { .. } => "run_ended",
+            Self::RequestRaised { .. } => "request_raised",
+            Self::RequestReplied { .. } => "request_replied",
+            Self::RequestExpired { .. } => "request_expired",
+            Self::ModelCallDenied { .. } => "model_call_denied",
+            Self::BudgetExceeded { .. } => "budget_exceeded",
         }
     }
 

@@ -2,20 +2,27 @@
 //! The ring is the only code that constructs [`Authorized`], so the only way to an executor.
 
 pub mod approval;
+pub mod asks;
+pub mod authority;
 pub mod authorized;
 pub mod error;
 pub mod events;
+pub mod model_gate;
 pub mod pdp;
 pub mod ring;
 pub mod state;
 pub mod tool;
 
+pub use asks::{Ask, AskError, AskKind, AskState, Reply, RequestTtls, ResourceKind, SecretSource};
+pub use authority::{ApprovalRules, Governed};
 pub use authorized::Authorized;
 pub use error::KernelError;
 pub use events::{
-    Approver, CallRecord, DeniedBy, FenceRecord, ModelRequest, Outcome, Presentation, ReasonRecord,
-    Resolution, RunEvent, RunLimit, RunSettings, Scope, Verdict,
+    Approver, AskedOf, Binding, BudgetMetric, BudgetScope, CallRecord, DeniedBy, FenceRecord,
+    ModelRequest, Outcome, Presentation, ReasonRecord, RejectReason, Resolution, RunEvent,
+    RunLimit, RunSettings, Scope, Verdict,
 };
+pub use model_gate::{Crossing, Headroom, ModelGate, ModelRules, ModelUsage};
 pub use ring::{
     Answer, CallStep, DecisionPoint, NewRunSpec, NoPrompter, Observer, PolicyVerdict, PromptView,
     Prompter, Ring, Silent,

@@ -16,14 +16,15 @@ use warrant_store::{
     Append, EventDraft, EventStore, NewRun, RequestUpdate, RunStatus, Sealer, StoredEvent,
 };
 
-use crate::approval::{self, ProofInput};
+use crate::approval::{self, ApproverKey, BoundInput, ProofInput};
+use crate::authority::{ApprovalRules, RejectReason, bound_digest, session_pattern};
 use crate::authorized::Authorized;
 use crate::error::KernelError;
 use crate::events::{
-    Approver, CallRecord, DeniedBy, EVENT_VERSION, ModelRequest, Outcome, ReasonRecord, Resolution,
-    RunEvent, RunLimit, RunSettings, Scope, Verdict,
+    Approver, Binding, CallRecord, DeniedBy, EVENT_VERSION, ModelRequest, Outcome, ReasonRecord,
+    Resolution, RunEvent, RunLimit, RunSettings, Scope, Verdict,
 };
-use crate::state::{RequestAnswer, RequestKind, RunState};
+use crate::state::{RequestAnswer, RequestKind, RequestState, RunState};
 use crate::tool::{ToolEnv, ToolRegistry};
 
 /// What the policy decision point says about one action.
@@ -44,6 +45,12 @@ pub trait DecisionPoint {
         workspace: &CanonicalPath,
     ) -> PolicyVerdict;
     fn digest(&self) -> Digest;
+
+    /// Risk rules and the identity directory, when the caller has them
+    /// ([`crate::authority::Governed`]); `None` means the defaults and no directory.
+    fn approval_rules(&self) -> Option<&ApprovalRules> {
+        None
+    }
 }
 
 /// A person's answer to a request.
@@ -63,6 +70,10 @@ pub struct PromptView<'a> {
     pub body: &'a str,
     pub digest: &'a Digest,
     pub reasons: &'a [ReasonRecord],
+    /// What a `session` answer would cover, worded for the person: class, pattern, this run.
+    pub session: &'a str,
+    /// Who the request is put to (and why, when it fell through).
+    pub asked: &'a str,
 }
 
 /// Asks a person at the run's own terminal. Returns `None` when nobody can be asked now (no
@@ -343,11 +354,21 @@ impl Ring<'_> {
         via: &str,
         answer: Answer,
     ) -> Result<(), KernelError> {
-        if approver.kind == PrincipalKind::Agent {
-            return Err(KernelError::AgentCannotApprove {
-                actor: approver.actor.clone(),
-            });
-        }
+        self.answer_signed(state, request, approver, via, answer, None)
+    }
+
+    /// [`Ring::answer`] with the approver's own key: when the identity directory registers a
+    /// public key for the approver, an approval must be signed by it (and is refused, recorded,
+    /// when it is not).
+    pub fn answer_signed(
+        &self,
+        state: &mut RunState,
+        request: &RequestId,
+        approver: &Principal,
+        via: &str,
+        answer: Answer,
+        key: Option<&dyn ApproverKey>,
+    ) -> Result<(), KernelError> {
         let req = state
             .requests
             .get(request)
@@ -387,25 +408,97 @@ impl Ring<'_> {
             actor: approver.actor.clone(),
             via: via.to_owned(),
         };
+        // Who may answer. A refusal is itself a record; the request stays open.
+        let rules = self.rules();
+        let asked = req
+            .asked
+            .clone()
+            .unwrap_or_else(|| rules.asked_of(&state.principal, req.risk));
+        let registered = rules.registered_key(&approver.actor).map(str::to_owned);
+        let signing_key = key.filter(|k| registered.as_deref() == Some(k.public_hex().as_str()));
+        let check = match answer {
+            Answer::Approve(_) => rules.may_answer(approver, &asked).and_then(|()| {
+                match (&registered, signing_key) {
+                    (Some(_), None) => Err((
+                        RejectReason::Unsigned,
+                        format!(
+                            "the identity directory registers an approver key for {}; approve with it (`warrant approvals keygen` made it, in the user configuration directory)",
+                            approver.actor
+                        ),
+                    )),
+                    (Some(_), Some(_)) | (None, _) => Ok(()),
+                }
+            }),
+            // Anyone asked may refuse, but never an agent or someone acting for another.
+            Answer::Deny { .. } => match rules.may_answer(approver, &asked) {
+                Err((RejectReason::FourEyes, _)) => Ok(()),
+                other => other,
+            },
+        };
+        if let Err((reason, detail)) = check {
+            let request_id = request.clone();
+            self.append(
+                state,
+                vec![RunEvent::ApprovalRejected {
+                    request_id: request_id.clone(),
+                    reason,
+                    detail: detail.clone(),
+                    approver: Some(who),
+                }],
+                None,
+                vec![],
+            )?;
+            if approver.kind == PrincipalKind::Agent {
+                return Err(KernelError::AgentCannotApprove {
+                    actor: approver.actor.clone(),
+                });
+            }
+            return Err(KernelError::ApprovalRefused {
+                id: request_id.to_string(),
+                reason,
+                detail,
+            });
+        }
         let event = match answer {
             Answer::Approve(scope) => {
-                let proof = approval::prove(
-                    self.secret,
-                    &ProofInput {
-                        run: &state.run,
-                        request,
-                        park_seq: req.park_seq,
+                let secs = rules.expiry_secs(req.risk, scope == Scope::Session);
+                let now = self.clock.now();
+                let expires_at = Timestamp::from_millis(
+                    now.millis().saturating_add(
+                        i64::try_from(secs)
+                            .unwrap_or(i64::MAX / 2)
+                            .saturating_mul(1000),
+                    ),
+                )
+                .unwrap_or(now);
+                let binding = Binding {
+                    run: state.run.clone(),
+                    request: request.clone(),
+                    park: req.park_seq,
+                    expires_at,
+                };
+                let input = BoundInput {
+                    base: ProofInput {
+                        run: &binding.run,
+                        request: &binding.request,
+                        park_seq: binding.park,
                         digest: &req.digest,
                         approver: &who,
                         scope,
                     },
-                );
+                    expires_at,
+                };
+                let proof = approval::prove_bound(self.secret, &input);
+                let signature =
+                    signing_key.map(|k| k.sign_hex(approval::bound_message(&input).as_bytes()));
                 RunEvent::ApprovalGranted {
                     request_id: request.clone(),
                     approver: who,
                     scope,
                     digest: req.digest.clone(),
                     proof,
+                    binding: Some(binding),
+                    signature,
                 }
             }
             Answer::Deny { reason } => RunEvent::ApprovalDenied {
@@ -424,6 +517,11 @@ impl Ring<'_> {
                 id: request.clone(),
             }],
         )
+    }
+
+    /// The approval rules in force (defaults when the decision point has none).
+    fn rules(&self) -> ApprovalRules {
+        self.pdp.approval_rules().cloned().unwrap_or_default()
     }
 
     /// Records a person's resolution of an effect in doubt (`warrant runs resolve`). `step` is
@@ -602,6 +700,12 @@ impl Ring<'_> {
             }
             let name = call.record.tool.clone();
 
+            // A request the agent raises of a person (question, secret, resource): no action,
+            // no policy; it parks the run until a reply or its expiry (crate::asks).
+            if let Some(step) = self.ask_step(state, call_id, tools)? {
+                return Ok(step);
+            }
+
             // 0. An effect in doubt waits for a person; their resolution decides what is recorded.
             if let Some(request) = call.in_doubt.clone() {
                 let resolved_by = state
@@ -763,7 +867,17 @@ impl Ring<'_> {
             }
 
             // 4. The approval gate.
-            if let Some(grant) = state.session_grant_for(&actions).cloned() {
+            let ask_risk = call
+                .decisions
+                .iter()
+                .filter(|d| d.verdict == Verdict::Ask)
+                .map(|d| d.risk)
+                .max()
+                .unwrap_or(RiskClass::Change);
+            if let Some(grant) = state
+                .session_grant_at(&actions, ask_risk, self.clock.now())
+                .cloned()
+            {
                 return self.execute(state, call_id, &actions, None, Some(grant), tools, env);
             }
             let open = call
@@ -771,38 +885,43 @@ impl Ring<'_> {
                 .as_ref()
                 .and_then(|id| state.requests.get(id))
                 .cloned();
+            let tool = tools.get(&name).ok_or_else(|| KernelError::Inconsistent {
+                run: state.run.to_string(),
+                message: format!("tool {name} vanished"),
+            })?;
             match open {
                 None => {
                     let request = self.ids.request_id();
-                    let tool = tools.get(&name).ok_or_else(|| KernelError::Inconsistent {
-                        run: state.run.to_string(),
-                        message: format!("tool {name} vanished"),
-                    })?;
                     let presentation = tool.present(&actions, env);
-                    let risk = call
-                        .decisions
-                        .iter()
-                        .filter(|d| d.verdict == Verdict::Ask)
-                        .map(|d| d.risk)
-                        .max()
-                        .unwrap_or(RiskClass::Change);
+                    // The approval binds to what the person is shown and what it is shown
+                    // against (the base content of a diff), not only to the actions.
+                    let bound = bound_digest(&digest, &presentation, &tool.base(&actions, env));
+                    let asked = self.rules().asked_of(&state.principal, ask_risk);
                     let summary = json!({
                         "run": state.run,
                         "call": call_id,
                         "tool": name,
-                        "risk": risk,
+                        "risk": ask_risk,
                         "title": presentation.title,
-                        "digest": digest,
+                        "digest": bound,
                         "requested_by": state.principal.actor,
+                        "requester": asked.requester,
+                        "asked_of": asked.describe(),
+                        "approvers": asked.people,
+                        "team": asked.team,
+                        "admins": asked.admins,
+                        "fell_through": asked.fell_through,
                     });
                     self.append(
                         state,
                         vec![RunEvent::ApprovalRequested {
                             call_id: call_id.to_owned(),
                             request_id: request.clone(),
-                            digest: digest.clone(),
-                            risk,
+                            digest: bound,
+                            risk: ask_risk,
                             presentation: presentation.clone(),
+                            action_digest: Some(digest.clone()),
+                            asked: Some(asked),
                         }],
                         None,
                         vec![RequestUpdate::Open {
@@ -814,6 +933,12 @@ impl Ring<'_> {
                 }
                 Some(req) => match req.answer.clone() {
                     None => {
+                        let session = session_wording(req.risk, &actions, &self.rules());
+                        let asked = req
+                            .asked
+                            .as_ref()
+                            .map(|a| a.describe())
+                            .unwrap_or_else(|| "any person".into());
                         let view = PromptView {
                             run: &state.run,
                             request: &req.id,
@@ -822,26 +947,38 @@ impl Ring<'_> {
                             body: &req.presentation.body,
                             digest: &req.digest,
                             reasons: &deciding,
+                            session: &session,
+                            asked: &asked,
                         };
-                        match prompter.ask(&view) {
+                        let answered = match prompter.ask(&view) {
                             Some((answer, who)) => {
-                                self.answer(state, &req.id, &who, "terminal", answer)?;
-                                continue;
-                            }
-                            None => {
-                                if state.parked.as_ref() != Some(&req.id) {
-                                    self.append(
-                                        state,
-                                        vec![RunEvent::RunParked {
-                                            request_id: req.id.clone(),
-                                        }],
-                                        Some(RunStatus::Parked),
-                                        vec![],
-                                    )?;
+                                match self.answer(state, &req.id, &who, "terminal", answer) {
+                                    Ok(()) => true,
+                                    // Refused and recorded (four eyes, not eligible): someone
+                                    // else must answer, so the run parks for them.
+                                    Err(
+                                        KernelError::ApprovalRefused { .. }
+                                        | KernelError::AgentCannotApprove { .. },
+                                    ) => false,
+                                    Err(e) => return Err(e),
                                 }
-                                return Ok(CallStep::Parked(req.id));
                             }
+                            None => false,
+                        };
+                        if answered {
+                            continue;
                         }
+                        if state.parked.as_ref() != Some(&req.id) {
+                            self.append(
+                                state,
+                                vec![RunEvent::RunParked {
+                                    request_id: req.id.clone(),
+                                }],
+                                Some(RunStatus::Parked),
+                                vec![],
+                            )?;
+                        }
+                        return Ok(CallStep::Parked(req.id));
                     }
                     Some(RequestAnswer::Denied { approver, reason }) => {
                         let message = format!(
@@ -866,47 +1003,48 @@ impl Ring<'_> {
                         scope,
                         digest: granted,
                         proof,
+                        binding,
+                        signature,
                     }) => {
-                        // Time of use: the approval must match what runs now, bit for bit.
-                        let valid = approval::verify(
-                            self.secret,
-                            &ProofInput {
-                                run: &state.run,
-                                request: &req.id,
-                                park_seq: req.park_seq,
-                                digest: &granted,
-                                approver: &approver,
+                        // Time of use: the approval must match what runs now, bit for bit,
+                        // and what it claims to be bound to must be this run and this park.
+                        let now_digest = match &req.action_digest {
+                            Some(_) => bound_digest(
+                                &digest,
+                                &tool.present(&actions, env),
+                                &tool.base(&actions, env),
+                            ),
+                            None => digest.clone(),
+                        };
+                        let refusal = if approval::checks_enabled() {
+                            self.check_grant(
+                                state,
+                                &req,
+                                &approver,
                                 scope,
-                            },
-                            &proof,
-                        );
-                        if !valid || granted != digest || req.used {
-                            let why = if !valid {
-                                "its proof does not verify under this installation's secret"
-                            } else if req.used {
-                                "it was already used"
-                            } else {
-                                "the action changed after it was shown"
-                            };
+                                &granted,
+                                &proof,
+                                binding.as_ref(),
+                                signature.as_deref(),
+                                &now_digest,
+                            )
+                        } else {
+                            None
+                        };
+                        if let Some((reason, detail)) = refusal {
+                            // Recorded, then the person is asked again with what runs now.
                             self.append(
                                 state,
-                                vec![RunEvent::EffectDenied {
-                                    call_id: call_id.to_owned(),
-                                    denied: DeniedBy::Policy {
-                                        reasons: vec![ReasonRecord {
-                                            policy: "builtin:approval-binding".into(),
-                                            reason: Some(format!(
-                                                "approval {} refused: {why}",
-                                                req.id
-                                            )),
-                                        }],
-                                    },
-                                    message: format!("approval {} cannot be used: {why}", req.id),
+                                vec![RunEvent::ApprovalRejected {
+                                    request_id: req.id.clone(),
+                                    reason,
+                                    detail,
+                                    approver: Some(approver),
                                 }],
                                 None,
                                 vec![],
                             )?;
-                            return Ok(CallStep::Done);
+                            continue;
                         }
                         return self.execute(
                             state,
@@ -921,6 +1059,118 @@ impl Ring<'_> {
                 },
             }
         }
+    }
+
+    /// Why a granted approval may not be used now, if it may not. Order matters only for the
+    /// name of the refusal: a record whose proof fails is `forged` whatever else is wrong.
+    #[allow(clippy::too_many_arguments)]
+    fn check_grant(
+        &self,
+        state: &RunState,
+        req: &RequestState,
+        approver: &Approver,
+        scope: Scope,
+        granted: &Digest,
+        proof: &str,
+        binding: Option<&Binding>,
+        signature: Option<&str>,
+        now_digest: &Digest,
+    ) -> Option<(RejectReason, String)> {
+        let rules = self.rules();
+        let registered = rules.registered_key(&approver.actor);
+        let forged = || {
+            Some((
+                RejectReason::Forged,
+                "its proof does not verify under this installation's secret".to_owned(),
+            ))
+        };
+        match binding {
+            // Records written before bindings existed are bound to this request by the proof.
+            None => {
+                let input = ProofInput {
+                    run: &state.run,
+                    request: &req.id,
+                    park_seq: req.park_seq,
+                    digest: granted,
+                    approver,
+                    scope,
+                };
+                if !approval::verify(self.secret, &input, proof) || registered.is_some() {
+                    return forged();
+                }
+            }
+            Some(b) => {
+                let input = BoundInput {
+                    base: ProofInput {
+                        run: &b.run,
+                        request: &b.request,
+                        park_seq: b.park,
+                        digest: granted,
+                        approver,
+                        scope,
+                    },
+                    expires_at: b.expires_at,
+                };
+                if !approval::verify_bound(self.secret, &input, proof) {
+                    return forged();
+                }
+                if let Some(public) = registered
+                    && !signature.is_some_and(|sig| approval::verify_signature(public, &input, sig))
+                {
+                    return Some((
+                        RejectReason::Forged,
+                        format!(
+                            "it is not signed by the approver key the identity directory registers for {}",
+                            approver.actor
+                        ),
+                    ));
+                }
+                if b.run != state.run {
+                    return Some((
+                        RejectReason::OtherRun,
+                        format!("it was given in run {}, not in run {}", b.run, state.run),
+                    ));
+                }
+                if b.request != req.id || b.park != req.park_seq {
+                    if state.requests.get(&b.request).is_some_and(|r| r.used) {
+                        return Some((
+                            RejectReason::AlreadyUsed,
+                            format!(
+                                "it replays the approval of request {}, which was already used",
+                                b.request
+                            ),
+                        ));
+                    }
+                    return Some((
+                        RejectReason::OtherPark,
+                        format!(
+                            "it was given for request {} (park {}), not for {} (park {})",
+                            b.request, b.park, req.id, req.park_seq
+                        ),
+                    ));
+                }
+            }
+        }
+        if granted != now_digest {
+            return Some((
+                RejectReason::ActionChanged,
+                format!(
+                    "what would run now is not what was shown (approved {granted}, now {now_digest})"
+                ),
+            ));
+        }
+        if let Some(b) = binding
+            && self.clock.now() >= b.expires_at
+        {
+            return Some((
+                RejectReason::Expired,
+                format!("it expired at {}", b.expires_at.rfc3339()),
+            ));
+        }
+        if req.used {
+            return Some((RejectReason::AlreadyUsed, "it was already used".to_owned()));
+        }
+        None
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1024,6 +1274,25 @@ impl Ring<'_> {
     }
 }
 
+/// How the prompt words a `session` answer: the class, the resource patterns, this run only.
+fn session_wording(risk: RiskClass, actions: &[Action], rules: &ApprovalRules) -> String {
+    let mut patterns: Vec<String> = actions.iter().map(session_pattern).collect();
+    patterns.dedup();
+    let secs = rules.expiry_secs(risk, true);
+    let expiry = if secs.is_multiple_of(3600) {
+        format!("{}h", secs / 3600)
+    } else if secs.is_multiple_of(60) {
+        format!("{}m", secs / 60)
+    } else {
+        format!("{secs}s")
+    };
+    format!(
+        "{} actions on {}, this run only, for at most {expiry}; never saved as policy (to allow it for good, add a permit under .warrant/policies/)",
+        risk.as_str(),
+        patterns.join(", ")
+    )
+}
+
 fn severity(v: Verdict) -> u8 {
     match v {
         Verdict::Allow => 0,
@@ -1060,6 +1329,7 @@ fn denial_message(
             | Action::FsCreate { path, .. }
             | Action::FsDelete { path, .. } => !path.starts_with(workspace),
             Action::ShellExec { cwd, .. } => !cwd.starts_with(workspace),
+            Action::ProviderCall { .. } => false,
         });
         if outside {
             format!(
@@ -1184,11 +1454,18 @@ fn audit_facts(
             request_id,
             digest,
             risk,
+            asked,
             ..
         } => {
             put_actions(&mut facts, &call_actions(call_id));
             facts["decision"] = json!("ask");
             facts["approval"] = json!({"request": request_id, "digest": digest, "risk": risk});
+            if let Some(a) = asked {
+                facts["approval"]["asked_of"] = json!(a.people);
+                if let Some(why) = &a.fell_through {
+                    facts["reasons"] = json!([why]);
+                }
+            }
         }
         RunEvent::ApprovalGranted {
             request_id,
@@ -1199,6 +1476,20 @@ fn audit_facts(
         } => {
             facts["decision"] = json!("allow");
             facts["approval"] = json!({"request": request_id, "approver": approver.actor, "via": approver.via, "scope": scope, "digest": digest});
+        }
+        RunEvent::ApprovalRejected {
+            request_id,
+            reason,
+            detail,
+            approver,
+        } => {
+            facts["decision"] = json!("deny");
+            facts["approval"] = match approver {
+                Some(a) => json!({"request": request_id, "approver": a.actor, "via": a.via}),
+                None => json!({"request": request_id}),
+            };
+            facts["reasons"] = json!([reason.as_str(), detail]);
+            facts["outcome"] = json!(format!("approval rejected: {}", reason.as_str()));
         }
         RunEvent::ApprovalDenied {
             request_id,
@@ -1326,6 +1617,81 @@ fn audit_facts(
             facts["outcome"] = json!(format!("the run reached its {} cap", limit.as_str()));
         }
         RunEvent::RunEnded { outcome } => facts["outcome"] = json!(outcome_label(outcome)),
+        RunEvent::RequestRaised {
+            request_id,
+            ask,
+            expires_at,
+            asked_of,
+            ..
+        } => {
+            // The ask holds names, purposes and locations, never a secret's value.
+            facts["decision"] = json!("ask");
+            facts["resource"] = json!(format!("request:{}", ask.kind().as_str()));
+            facts["approval"] = json!({"request": request_id, "kind": ask.kind().as_str(),
+                "asked_of": asked_of, "expires_at": expires_at.rfc3339()});
+            facts["reasons"] = json!([ask.title()]);
+        }
+        RunEvent::RequestReplied {
+            request_id,
+            by,
+            reply,
+            ..
+        } => {
+            facts["approval"] = json!({"request": request_id, "approver": by.actor, "via": by.via});
+            facts["outcome"] = json!(reply.label());
+            match reply {
+                crate::asks::Reply::Declined { reason } => {
+                    facts["decision"] = json!("deny");
+                    facts["reasons"] = json!([reason]);
+                }
+                crate::asks::Reply::SecretProvided { handle } => {
+                    facts["resource"] = json!(handle);
+                }
+                crate::asks::Reply::Answered { .. } | crate::asks::Reply::Connected { .. } => {}
+            }
+        }
+        RunEvent::RequestExpired {
+            request_id,
+            expires_at,
+            ..
+        } => {
+            facts["approval"] = json!({"request": request_id});
+            facts["outcome"] = json!(format!("expired at {}", expires_at.rfc3339()));
+        }
+        RunEvent::ModelCallDenied {
+            action,
+            verdict,
+            reasons,
+            errors,
+            ..
+        } => {
+            put_actions(&mut facts, std::slice::from_ref(action));
+            facts["decision"] = json!(verdict.as_str());
+            let mut r: Vec<String> = reasons.iter().map(|r| r.policy.clone()).collect();
+            r.extend(errors.iter().cloned());
+            facts["reasons"] = json!(r);
+            facts["outcome"] = json!("refused");
+        }
+        RunEvent::BudgetExceeded {
+            scope,
+            metric,
+            limit,
+            used,
+            message,
+            ..
+        } => {
+            facts["resource"] = json!(format!("budget:{}", scope.as_str()));
+            facts["decision"] = json!("deny");
+            facts["reasons"] = json!([
+                format!(
+                    "{} budget: {} {used} of {limit}",
+                    scope.as_str(),
+                    metric.as_str()
+                ),
+                message
+            ]);
+            facts["outcome"] = json!("stopped");
+        }
     }
     facts
 }

@@ -5,13 +5,17 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use warrant_core::{Action, CanonicalPath, Digest, Principal, RequestId, RiskClass, RunId, Verb};
+use warrant_core::{
+    Action, CanonicalPath, Digest, Principal, RequestId, RiskClass, RunId, Timestamp, Verb,
+};
 use warrant_store::StoredEvent;
 
+use crate::asks::AskState;
+use crate::authority::{AskedOf, RejectReason, session_pattern};
 use crate::error::KernelError;
 use crate::events::{
-    Approver, CallRecord, DeniedBy, Outcome, Presentation, ReasonRecord, Resolution, RunEvent,
-    RunSettings, Scope, Verdict,
+    Approver, Binding, CallRecord, DeniedBy, Outcome, Presentation, ReasonRecord, Resolution,
+    RunEvent, RunSettings, Scope, Verdict,
 };
 
 #[derive(Clone, Debug, PartialEq)]
@@ -53,6 +57,8 @@ pub enum RequestAnswer {
         scope: Scope,
         digest: Digest,
         proof: String,
+        binding: Option<Binding>,
+        signature: Option<String>,
     },
     Denied {
         approver: Approver,
@@ -84,6 +90,13 @@ pub struct RequestState {
     pub used: bool,
     /// For an in-doubt request: who resolved it, and how.
     pub resolution: Option<(Resolution, Approver)>,
+    /// The digest of the actions alone when `digest` is the bound digest (see
+    /// `ApprovalRequested::action_digest`).
+    pub action_digest: Option<Digest>,
+    /// Who the request is put to.
+    pub asked: Option<AskedOf>,
+    /// Set when its approval was refused at time of use; the call asks again.
+    pub rejected: Option<RejectReason>,
 }
 
 /// A session-scoped approval: same verb on the same target, for this run only.
@@ -91,6 +104,12 @@ pub struct RequestState {
 pub struct SessionGrant {
     pub request: RequestId,
     pub covers: Vec<(Verb, String)>,
+    /// The risk class the approval was given for (absent for grants from older logs, which
+    /// cover exactly `covers`).
+    pub class: Option<RiskClass>,
+    /// Resource patterns covered (`session_pattern`).
+    pub patterns: Vec<String>,
+    pub expires_at: Option<Timestamp>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -117,6 +136,11 @@ pub struct RunState {
     pub denials: u32,
     pub parked: Option<RequestId>,
     pub ended: Option<Outcome>,
+    /// Requests the agent raised of a person (questions, secrets, resources).
+    pub asks: BTreeMap<RequestId, AskState>,
+    /// What this run's model calls have consumed, from `model_responded` and
+    /// `budget_exceeded` usage.
+    pub usage: crate::model_gate::ModelUsage,
 }
 
 impl RunState {
@@ -151,6 +175,32 @@ impl RunState {
                 .iter()
                 .all(|a| g.covers.contains(&(a.verb(), a.target())))
                 .then_some(&g.request)
+        })
+    }
+
+    /// A session grant of this run covering `actions` of class `risk` at `now`: the same class,
+    /// every action on a covered resource pattern, not expired. Grants from older logs cover
+    /// exactly the verb and target they were given for.
+    pub fn session_grant_at(
+        &self,
+        actions: &[Action],
+        risk: RiskClass,
+        now: Timestamp,
+    ) -> Option<&RequestId> {
+        self.session_grants.iter().find_map(|g| {
+            let covered = match g.class {
+                None => actions
+                    .iter()
+                    .all(|a| g.covers.contains(&(a.verb(), a.target()))),
+                Some(class) => {
+                    class == risk
+                        && g.expires_at.is_none_or(|e| now < e)
+                        && actions
+                            .iter()
+                            .all(|a| g.patterns.contains(&session_pattern(a)))
+                }
+            };
+            covered.then_some(&g.request)
         })
     }
 
@@ -198,6 +248,8 @@ impl RunState {
                 denials: 0,
                 parked: None,
                 ended: None,
+                asks: BTreeMap::new(),
+                usage: Default::default(),
             },
             other @ (RunEvent::ModelResponded { .. }
             | RunEvent::PolicyChanged { .. }
@@ -211,13 +263,19 @@ impl RunState {
             | RunEvent::ApprovalRequested { .. }
             | RunEvent::ApprovalGranted { .. }
             | RunEvent::ApprovalDenied { .. }
+            | RunEvent::ApprovalRejected { .. }
             | RunEvent::RunParked { .. }
             | RunEvent::RunResumed { .. }
             | RunEvent::EffectStarted { .. }
             | RunEvent::EffectCompleted { .. }
             | RunEvent::EffectDenied { .. }
             | RunEvent::EffectInDoubt { .. }
-            | RunEvent::RunEnded { .. }) => {
+            | RunEvent::RunEnded { .. }
+            | RunEvent::RequestRaised { .. }
+            | RunEvent::RequestReplied { .. }
+            | RunEvent::RequestExpired { .. }
+            | RunEvent::ModelCallDenied { .. }
+            | RunEvent::BudgetExceeded { .. }) => {
                 return Err(KernelError::Inconsistent {
                     run: first.run.to_string(),
                     message: format!("log starts with {} instead of run_started", other.kind()),
@@ -244,8 +302,13 @@ impl RunState {
         match event {
             RunEvent::RunStarted { .. } => return Err(self.inconsistent("second run_started")),
             RunEvent::ModelResponded {
-                turn, text, calls, ..
+                turn,
+                text,
+                calls,
+                usage,
+                ..
             } => {
+                self.usage.add_recorded(usage.as_ref());
                 if turn != self.turns {
                     return Err(self.inconsistent(format!(
                         "model turn {turn} recorded where turn {} was due",
@@ -306,6 +369,8 @@ impl RunState {
                 digest,
                 risk,
                 presentation,
+                action_digest,
+                asked,
             } => {
                 self.call_mut(&call_id)?.request = Some(request_id.clone());
                 self.requests.insert(
@@ -321,6 +386,9 @@ impl RunState {
                         answer: None,
                         used: false,
                         resolution: None,
+                        action_digest,
+                        asked,
+                        rejected: None,
                     },
                 );
             }
@@ -330,6 +398,8 @@ impl RunState {
                 scope,
                 digest,
                 proof,
+                binding,
+                signature,
             } => {
                 let request = self.request_mut(&request_id)?;
                 request.answer = Some(RequestAnswer::Granted {
@@ -337,7 +407,20 @@ impl RunState {
                     scope,
                     digest,
                     proof,
+                    binding,
+                    signature,
                 });
+            }
+            RunEvent::ApprovalRejected {
+                request_id, reason, ..
+            } => {
+                if reason.at_time_of_use() {
+                    let request = self.request_mut(&request_id)?;
+                    request.rejected = Some(reason);
+                    let call_id = request.call_id.clone();
+                    // The call asks again: a fresh request shows what would run now.
+                    self.call_mut(&call_id)?.request = None;
+                }
             }
             RunEvent::ApprovalDenied {
                 request_id,
@@ -363,14 +446,24 @@ impl RunState {
                     }) = &request.answer
                     {
                         let request_id = id.clone();
-                        let covers = self
+                        let (class, expires_at) = match &request.answer {
+                            Some(RequestAnswer::Granted {
+                                binding: Some(b), ..
+                            }) => (Some(request.risk), Some(b.expires_at)),
+                            Some(RequestAnswer::Granted { binding: None, .. })
+                            | Some(RequestAnswer::Denied { .. })
+                            | None => (None, None),
+                        };
+                        let actions = self
                             .call(&call_id)
-                            .and_then(|c| c.actions.as_ref())
-                            .map(|actions| actions.iter().map(|a| (a.verb(), a.target())).collect())
+                            .and_then(|c| c.actions.clone())
                             .unwrap_or_default();
                         self.session_grants.push(SessionGrant {
                             request: request_id,
-                            covers,
+                            covers: actions.iter().map(|a| (a.verb(), a.target())).collect(),
+                            class,
+                            patterns: actions.iter().map(session_pattern).collect(),
+                            expires_at,
                         });
                     }
                 }
@@ -434,6 +527,9 @@ impl RunState {
                         answer: None,
                         used: false,
                         resolution: None,
+                        action_digest: None,
+                        asked: None,
+                        rejected: None,
                     },
                 );
             }
@@ -465,8 +561,68 @@ impl RunState {
             RunEvent::AuditGap { .. } => {}
             RunEvent::LimitReached { .. } => {}
             RunEvent::RunEnded { outcome } => self.ended = Some(outcome),
+            RunEvent::RequestRaised {
+                call_id,
+                request_id,
+                ask,
+                expires_at,
+                asked_of,
+            } => {
+                self.call_mut(&call_id)?;
+                self.asks.insert(
+                    request_id.clone(),
+                    AskState {
+                        id: request_id,
+                        call_id,
+                        ask,
+                        raised_at_seq: seq,
+                        expires_at,
+                        asked_of,
+                        reply: None,
+                        expired: None,
+                    },
+                );
+            }
+            RunEvent::RequestReplied {
+                call_id,
+                request_id,
+                by,
+                reply,
+            } => {
+                let ask = self.ask_mut(&request_id)?;
+                ask.reply = Some((reply, by));
+                let outcome = crate::asks::result_for_model(ask);
+                if let Some((ok, result)) = outcome {
+                    self.call_mut(&call_id)?.result = Some(CallResult::Completed { ok, result });
+                }
+            }
+            RunEvent::RequestExpired {
+                call_id,
+                request_id,
+                expires_at,
+            } => {
+                let ask = self.ask_mut(&request_id)?;
+                ask.expired = Some(expires_at);
+                let outcome = crate::asks::result_for_model(ask);
+                if let Some((ok, result)) = outcome {
+                    self.call_mut(&call_id)?.result = Some(CallResult::Completed { ok, result });
+                }
+            }
+            // The run ends in the same append; nothing else changes.
+            RunEvent::ModelCallDenied { .. } => {}
+            RunEvent::BudgetExceeded { usage, .. } => self.usage.add_recorded(usage.as_ref()),
         }
         Ok(())
+    }
+
+    fn ask_mut(&mut self, id: &RequestId) -> Result<&mut AskState, KernelError> {
+        let run = self.run.to_string();
+        self.asks
+            .get_mut(id)
+            .ok_or_else(|| KernelError::Inconsistent {
+                run,
+                message: format!("reply to unknown request {id}"),
+            })
     }
 
     fn request_mut(&mut self, id: &RequestId) -> Result<&mut RequestState, KernelError> {

@@ -7,6 +7,7 @@ use serde_json::Value;
 use warrant_core::config::ProfileConfig;
 use warrant_core::{Action, CanonicalPath, ToolSpec};
 
+use crate::asks::Ask;
 use crate::authorized::Authorized;
 use crate::events::Presentation;
 
@@ -24,6 +25,8 @@ pub struct ToolEnv {
     pub profiles: BTreeMap<String, ProfileConfig>,
     /// Warrant's own environment, from which a profile picks what a command may see.
     pub parent_env: Vec<(String, String)>,
+    /// Secrets a profile's commands receive (`[secret_env]`), from the vault; `None`: none.
+    pub secrets: Option<std::sync::Arc<dyn crate::asks::SecretSource>>,
 }
 
 /// A tool's result as journaled and shown to the model.
@@ -50,6 +53,13 @@ pub trait Tool: Send + Sync {
     /// What a person is shown before approving these exact actions.
     fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation;
 
+    /// The state the actions are shown against, which an approval also binds to: e.g. the
+    /// hash of the file a diff was computed from. A change there means the person saw
+    /// something else, so the approval no longer applies. `Null` when nothing is read.
+    fn base(&self, _actions: &[Action], _env: &ToolEnv) -> Value {
+        Value::Null
+    }
+
     /// Runs the authorized actions. Failures are results (`ok: false`), not errors: the
     /// model is told what went wrong.
     fn execute(
@@ -59,6 +69,13 @@ pub trait Tool: Send + Sync {
         may_read: ReadFilter<'_>,
         stop: StopCheck<'_>,
     ) -> EffectResult;
+
+    /// For a tool that raises a request of a person instead of acting (ask_question,
+    /// request_secret, request_resource): the request its validated arguments make, or why
+    /// they cannot. The ring handles such calls itself; `None` for every ordinary tool.
+    fn ask(&self, _args: &Value) -> Option<Result<Ask, Refusal>> {
+        None
+    }
 }
 
 /// The tools of a run, by model-facing name.

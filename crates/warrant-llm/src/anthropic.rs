@@ -1,7 +1,8 @@
 //! The Anthropic Messages API (`POST {base_url}/v1/messages`), synchronous over ureq.
 //! Same shape as the OpenAI provider: retries 429, 529 (overloaded) and other 5xx with capped
-//! backoff honouring `retry-after`; everything else fails at once with a coded error. No
-//! streaming yet. The API key never reaches an error message or Debug output.
+//! backoff honouring `retry-after`; everything else fails at once with a coded error. Streams
+//! by default (`anthropic_stream` reads the events); `stream = false` reads one JSON answer.
+//! The API key never reaches an error message or Debug output.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -13,10 +14,14 @@ use serde_json::{Map, Value, json};
 use warrant_core::ToolSpec;
 use warrant_core::config::AnthropicConfig;
 
+use crate::anthropic_stream::AnthropicStream;
 use crate::error::ModelError;
 use crate::openai::{REDACTED, excerpt};
+use crate::openai_stream::{Step, StreamFault};
+use crate::secret::{KeyError, resolve_key};
+use crate::stream::{OnProgress, StreamProgress};
 use crate::types::{Conversation, Message, ModelProvider, ModelResponse, ToolCall, Usage};
-use crate::wire::{Endpoint, Reply};
+use crate::wire::{Accumulate, Endpoint, Opened, Reply};
 
 /// Without `/v1`, as the official SDKs expect; the path adds it.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -38,6 +43,8 @@ pub struct AnthropicSettings {
     pub model: String,
     pub max_tokens: u32,
     pub timeout: Duration,
+    /// Ask for a streamed answer (`"stream": true`).
+    pub stream: bool,
 }
 
 impl fmt::Debug for AnthropicSettings {
@@ -49,19 +56,21 @@ impl fmt::Debug for AnthropicSettings {
             .field("model", &self.model)
             .field("max_tokens", &self.max_tokens)
             .field("timeout", &self.timeout)
+            .field("stream", &self.stream)
             .finish()
     }
 }
 
 /// Settings from configuration and the environment: `base_url` from config, else
 /// `ANTHROPIC_BASE_URL`, else the public endpoint; the key from the variable named by
-/// `api_key_env`, else `ANTHROPIC_API_KEY`. Empty values count as unset. A trailing `/v1` on the
-/// base URL is dropped, since the path adds it.
+/// `api_key_env`, else `ANTHROPIC_API_KEY` (or the secret reference `api_key`: `env:NAME`,
+/// `file:PATH`). Empty values count as unset. A trailing `/v1` on the base URL is dropped,
+/// since the path adds it. Streaming unless `stream = false`.
 pub fn anthropic_settings_from(
     config: &AnthropicConfig,
     env: &BTreeMap<String, String>,
     model: &str,
-) -> AnthropicSettings {
+) -> Result<AnthropicSettings, KeyError> {
     let non_empty = |v: &String| !v.trim().is_empty();
     let base_url = config
         .base_url
@@ -76,10 +85,16 @@ pub fn anthropic_settings_from(
         .clone()
         .filter(non_empty)
         .unwrap_or_else(|| DEFAULT_KEY_ENV.to_owned());
-    AnthropicSettings {
+    let key = resolve_key(
+        "providers.anthropic.api_key",
+        config.api_key.as_deref(),
+        &api_key_env,
+        env,
+    )?;
+    Ok(AnthropicSettings {
         base_url: base_url.to_owned(),
-        api_key: env.get(&api_key_env).cloned().filter(non_empty),
-        api_key_env,
+        api_key: key.value,
+        api_key_env: key.source,
         model: model.to_owned(),
         max_tokens: config
             .max_tokens
@@ -88,7 +103,8 @@ pub fn anthropic_settings_from(
         timeout: config
             .timeout_ms
             .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
-    }
+        stream: config.stream.unwrap_or(true),
+    })
 }
 
 type Sleep = Arc<dyn Fn(Duration) + Send + Sync>;
@@ -147,7 +163,7 @@ impl AnthropicProvider {
         }
     }
 
-    fn send_once(&self, body: &str) -> Result<Reply, ModelError> {
+    fn request(&self) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
         let mut request = self
             .agent
             .post(self.url())
@@ -156,7 +172,55 @@ impl AnthropicProvider {
         if let Some(key) = &self.settings.api_key {
             request = request.header("x-api-key", key.as_str());
         }
-        self.endpoint().send(request, body)
+        request
+    }
+
+    fn send_once(&self, body: &str) -> Result<Reply, ModelError> {
+        self.endpoint().send(self.request(), body)
+    }
+
+    fn respond_streaming(
+        &self,
+        conversation: &Conversation,
+        tools: &[ToolSpec],
+        on_progress: OnProgress<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        let mut body = request_body(
+            &self.settings.model,
+            self.settings.max_tokens,
+            conversation,
+            tools,
+        );
+        if let Some(map) = body.as_object_mut() {
+            map.insert("stream".to_owned(), json!(true));
+        }
+        let body = body.to_string();
+        let endpoint = self.endpoint();
+        let opened =
+            endpoint.retrying(&*self.sleep, || endpoint.open_stream(self.request(), &body))?;
+        match opened {
+            Opened::Json(text) => {
+                let response =
+                    parse_response(&text, &self.settings.model, self.settings.max_tokens)
+                        .map_err(|message| endpoint.malformed(&message))?;
+                crate::types::report_final(response, on_progress)
+            }
+            Opened::Events(events) => {
+                let mut acc = AnthropicStream::default();
+                endpoint.read_stream(events, &mut acc, on_progress)?;
+                acc.finish(&self.settings.model, self.settings.max_tokens)
+                    .map_err(|message| endpoint.malformed(&message))
+            }
+        }
+    }
+}
+
+impl Accumulate for AnthropicStream {
+    fn feed(&mut self, event: &str, data: &str) -> Result<Step, StreamFault> {
+        AnthropicStream::feed(self, event, data)
+    }
+    fn progress(&self) -> StreamProgress {
+        AnthropicStream::progress(self)
     }
 }
 
@@ -172,8 +236,23 @@ impl ModelProvider for AnthropicProvider {
         &self,
         conversation: &Conversation,
         tools: &[ToolSpec],
-        _turn: u32,
+        turn: u32,
     ) -> Result<ModelResponse, ModelError> {
+        self.respond_metered(conversation, tools, turn, &mut |_| {
+            crate::stream::Flow::Continue
+        })
+    }
+
+    fn respond_metered(
+        &self,
+        conversation: &Conversation,
+        tools: &[ToolSpec],
+        _turn: u32,
+        on_progress: OnProgress<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        if self.settings.stream {
+            return self.respond_streaming(conversation, tools, on_progress);
+        }
         let body = request_body(
             &self.settings.model,
             self.settings.max_tokens,
@@ -183,8 +262,9 @@ impl ModelProvider for AnthropicProvider {
         .to_string();
         let endpoint = self.endpoint();
         let text = endpoint.with_retries(&*self.sleep, || self.send_once(&body))?;
-        parse_response(&text, &self.settings.model, self.settings.max_tokens)
-            .map_err(|message| endpoint.malformed(&message))
+        let response = parse_response(&text, &self.settings.model, self.settings.max_tokens)
+            .map_err(|message| endpoint.malformed(&message))?;
+        crate::types::report_final(response, on_progress)
     }
 }
 

@@ -19,7 +19,8 @@ pub enum ModelError {
     )]
     Timeout { base_url: String, after: Duration },
     #[error(
-        "the model endpoint {base_url} refused the API key (HTTP {status}): {message}; check the key in the environment variable {key_env}"
+        "the model endpoint {base_url} refused the API key (HTTP {status}): {message}; check the key in {}",
+        key_source(.key_env)
     )]
     Authentication {
         base_url: String,
@@ -60,6 +61,27 @@ pub enum ModelError {
     },
     #[error("the model endpoint {base_url} sent a response that is not a model answer: {message}")]
     MalformedResponse { base_url: String, message: String },
+    /// The caller stopped a streamed answer (a budget crossed); `usage` is what it had cost
+    /// when stopped, counted by the server or estimated.
+    #[error("the answer was stopped mid-stream: {reason}")]
+    Stopped {
+        reason: String,
+        usage: crate::types::Usage,
+        estimated: bool,
+    },
+    #[error(
+        "the model endpoint {base_url} reported an error in the middle of its answer: {message}; the partial answer was discarded"
+    )]
+    StreamFailed { base_url: String, message: String },
+}
+
+/// Where a key came from, for messages: `file:PATH` references name the file, anything else
+/// is the name of an environment variable.
+fn key_source(reference: &str) -> String {
+    match reference.strip_prefix("file:") {
+        Some(path) => format!("the file {path}"),
+        None => format!("the environment variable {reference}"),
+    }
 }
 
 impl Coded for ModelError {
@@ -74,6 +96,8 @@ impl Coded for ModelError {
             Self::Server { .. } => "W-MODEL-009",
             Self::Rejected { .. } => "W-MODEL-010",
             Self::MalformedResponse { .. } => "W-MODEL-011",
+            Self::Stopped { .. } => "W-MODEL-012",
+            Self::StreamFailed { .. } => "W-MODEL-013",
         }
     }
 }

@@ -1,7 +1,9 @@
 //! OpenAI-compatible chat completions (`POST {base_url}/chat/completions`), synchronous over ureq.
 //! Retries 429 and 5xx with capped backoff; everything else fails at once with a coded error.
-//! No streaming, no parallel-tool-call switches, no vendor extensions. The API key never reaches
-//! an error message or Debug output.
+//! Streams by default (`openai_stream` reads the events), or reads one JSON answer when
+//! `stream = false`. Azure-style endpoints (`api_version` set) get `?api-version=` and an
+//! `api-key` header. No parallel-tool-call switches, no other vendor extensions. The API key
+//! never reaches an error message or Debug output.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -14,8 +16,11 @@ use warrant_core::ToolSpec;
 use warrant_core::config::OpenAiConfig;
 
 use crate::error::ModelError;
+use crate::openai_stream::{OpenAiStream, Step, StreamFault};
+use crate::secret::{KeyError, resolve_key};
+use crate::stream::{OnProgress, StreamProgress};
 use crate::types::{Conversation, Message, ModelProvider, ModelResponse, ToolCall, Usage};
-use crate::wire::{Endpoint, Reply};
+use crate::wire::{Accumulate, Endpoint, Opened, Reply};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const DEFAULT_KEY_ENV: &str = "OPENAI_API_KEY";
@@ -43,6 +48,10 @@ pub struct OpenAiSettings {
     pub api_key_env: String,
     pub model: String,
     pub timeout: Duration,
+    /// Ask for a streamed answer (`"stream": true`).
+    pub stream: bool,
+    /// Azure-style endpoint: `?api-version=` on the URL and the key in an `api-key` header.
+    pub api_version: Option<String>,
 }
 
 impl fmt::Debug for OpenAiSettings {
@@ -53,18 +62,21 @@ impl fmt::Debug for OpenAiSettings {
             .field("api_key_env", &self.api_key_env)
             .field("model", &self.model)
             .field("timeout", &self.timeout)
+            .field("stream", &self.stream)
+            .field("api_version", &self.api_version)
             .finish()
     }
 }
 
 /// Settings from configuration and the environment: `base_url` from config, else
-/// `OPENAI_BASE_URL`, else the public endpoint; the key from the variable named by
-/// `api_key_env`, else `OPENAI_API_KEY`. Empty values count as unset.
+/// `OPENAI_BASE_URL`, else the public endpoint; the key from the secret reference `api_key`
+/// (`env:NAME` or `file:PATH`), else the variable named by `api_key_env`, else
+/// `OPENAI_API_KEY`. Empty values count as unset. Streaming unless `stream = false`.
 pub fn openai_settings_from(
     config: &OpenAiConfig,
     env: &BTreeMap<String, String>,
     model: &str,
-) -> OpenAiSettings {
+) -> Result<OpenAiSettings, KeyError> {
     let non_empty = |v: &String| !v.trim().is_empty();
     let base_url = config
         .base_url
@@ -77,14 +89,65 @@ pub fn openai_settings_from(
         .clone()
         .filter(non_empty)
         .unwrap_or_else(|| DEFAULT_KEY_ENV.to_owned());
-    OpenAiSettings {
+    let key = resolve_key(
+        "providers.openai.api_key",
+        config.api_key.as_deref(),
+        &api_key_env,
+        env,
+    )?;
+    Ok(OpenAiSettings {
         base_url: base_url.trim().trim_end_matches('/').to_owned(),
-        api_key: env.get(&api_key_env).cloned().filter(non_empty),
-        api_key_env,
+        api_key: key.value,
+        api_key_env: key.source,
         model: model.to_owned(),
         timeout: config
             .timeout_ms
             .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
+        stream: config.stream.unwrap_or(true),
+        api_version: config.api_version.clone().filter(non_empty),
+    })
+}
+
+/// Where Ollama listens unless `OLLAMA_HOST` says otherwise.
+pub const OLLAMA_DEFAULT_HOST: &str = "http://localhost:11434";
+pub const OLLAMA_HOST_ENV: &str = "OLLAMA_HOST";
+
+/// Settings for `ollama:MODEL`: Ollama's OpenAI-compatible endpoint at `OLLAMA_HOST` (as the
+/// Ollama CLI reads it: `host`, `host:port` or a URL; the port defaults to 11434) plus `/v1`.
+/// Ollama needs no key; streaming as for any compatible server.
+pub fn ollama_settings_from(env: &BTreeMap<String, String>, model: &str) -> OpenAiSettings {
+    let host = env
+        .get(OLLAMA_HOST_ENV)
+        .map(|h| h.trim().trim_end_matches('/'))
+        .filter(|h| !h.is_empty())
+        .map_or_else(
+            || OLLAMA_DEFAULT_HOST.to_owned(),
+            |h| {
+                let url = if h.contains("://") {
+                    h.to_owned()
+                } else {
+                    format!("http://{h}")
+                };
+                // A port is present when the part after the scheme ends in `:digits`.
+                let after_scheme = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
+                let has_port = after_scheme.rsplit_once(':').is_some_and(|(_, port)| {
+                    !port.is_empty() && port.chars().all(|c| c.is_ascii_digit())
+                });
+                if has_port {
+                    url
+                } else {
+                    format!("{url}:11434")
+                }
+            },
+        );
+    OpenAiSettings {
+        base_url: format!("{host}/v1"),
+        api_key: None,
+        api_key_env: OLLAMA_HOST_ENV.to_owned(),
+        model: model.to_owned(),
+        timeout: DEFAULT_TIMEOUT,
+        stream: true,
+        api_version: None,
     }
 }
 
@@ -130,7 +193,13 @@ impl OpenAiProvider {
     }
 
     fn url(&self) -> String {
-        format!("{}/chat/completions", self.settings.base_url)
+        match &self.settings.api_version {
+            Some(version) => format!(
+                "{}/chat/completions?api-version={version}",
+                self.settings.base_url
+            ),
+            None => format!("{}/chat/completions", self.settings.base_url),
+        }
     }
 
     fn endpoint(&self) -> Endpoint<'_> {
@@ -144,12 +213,59 @@ impl OpenAiProvider {
         }
     }
 
-    fn send_once(&self, body: &str) -> Result<Reply, ModelError> {
+    fn request(&self) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
         let mut request = self.agent.post(self.url()).content_type("application/json");
         if let Some(key) = &self.settings.api_key {
-            request = request.header("Authorization", format!("Bearer {key}"));
+            request = match self.settings.api_version {
+                Some(_) => request.header("api-key", key.as_str()),
+                None => request.header("Authorization", format!("Bearer {key}")),
+            };
         }
-        self.endpoint().send(request, body)
+        request
+    }
+
+    fn send_once(&self, body: &str) -> Result<Reply, ModelError> {
+        self.endpoint().send(self.request(), body)
+    }
+
+    fn respond_streaming(
+        &self,
+        conversation: &Conversation,
+        tools: &[ToolSpec],
+        on_progress: OnProgress<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        let mut body = request_body(&self.settings.model, conversation, tools);
+        if let Some(map) = body.as_object_mut() {
+            map.insert("stream".to_owned(), json!(true));
+            // Usage then arrives in a last chunk; servers that ignore it send none.
+            map.insert("stream_options".to_owned(), json!({"include_usage": true}));
+        }
+        let body = body.to_string();
+        let endpoint = self.endpoint();
+        let opened =
+            endpoint.retrying(&*self.sleep, || endpoint.open_stream(self.request(), &body))?;
+        match opened {
+            Opened::Json(text) => {
+                let response = parse_response(&text, &self.settings.model)
+                    .map_err(|message| endpoint.malformed(&message))?;
+                crate::types::report_final(response, on_progress)
+            }
+            Opened::Events(events) => {
+                let mut acc = OpenAiStream::default();
+                endpoint.read_stream(events, &mut acc, on_progress)?;
+                acc.finish(&self.settings.model)
+                    .map_err(|message| endpoint.malformed(&message))
+            }
+        }
+    }
+}
+
+impl Accumulate for OpenAiStream {
+    fn feed(&mut self, event: &str, data: &str) -> Result<Step, StreamFault> {
+        OpenAiStream::feed(self, event, data)
+    }
+    fn progress(&self) -> StreamProgress {
+        OpenAiStream::progress(self)
     }
 }
 
@@ -165,12 +281,29 @@ impl ModelProvider for OpenAiProvider {
         &self,
         conversation: &Conversation,
         tools: &[ToolSpec],
-        _turn: u32,
+        turn: u32,
     ) -> Result<ModelResponse, ModelError> {
+        self.respond_metered(conversation, tools, turn, &mut |_| {
+            crate::stream::Flow::Continue
+        })
+    }
+
+    fn respond_metered(
+        &self,
+        conversation: &Conversation,
+        tools: &[ToolSpec],
+        _turn: u32,
+        on_progress: OnProgress<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        if self.settings.stream {
+            return self.respond_streaming(conversation, tools, on_progress);
+        }
         let body = request_body(&self.settings.model, conversation, tools).to_string();
         let endpoint = self.endpoint();
         let text = endpoint.with_retries(&*self.sleep, || self.send_once(&body))?;
-        parse_response(&text, &self.settings.model).map_err(|message| endpoint.malformed(&message))
+        let response = parse_response(&text, &self.settings.model)
+            .map_err(|message| endpoint.malformed(&message))?;
+        crate::types::report_final(response, on_progress)
     }
 }
 

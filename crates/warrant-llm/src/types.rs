@@ -11,6 +11,28 @@ use thiserror::Error;
 use warrant_core::{Coded, ToolSpec};
 
 use crate::error::ModelError;
+use crate::stream::{Flow, OnProgress, StreamProgress};
+
+/// Reports a whole answer's usage once; a stop then discards the answer like a stopped stream.
+pub(crate) fn report_final(
+    response: ModelResponse,
+    on_progress: OnProgress<'_>,
+) -> Result<ModelResponse, ModelError> {
+    let usage = response.usage.unwrap_or_default();
+    let progress = StreamProgress {
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        estimated: response.usage.is_none(),
+    };
+    match on_progress(&progress) {
+        Flow::Continue => Ok(response),
+        Flow::Stop { reason } => Err(ModelError::Stopped {
+            reason,
+            usage,
+            estimated: progress.estimated,
+        }),
+    }
+}
 
 /// One tool call the model asked for. `arguments` is what the model sent; it is checked against
 /// the tool's schema by the caller, never trusted here.
@@ -68,6 +90,20 @@ pub struct ModelResponse {
 
 /// A model the agent loop can ask. Synchronous: the loop blocks on `respond`.
 pub trait ModelProvider {
+    /// Like `respond`, reporting what the answer has cost as it arrives so the caller can
+    /// stop it (budgets). Streaming providers call `on_progress` after every delta; the
+    /// default calls it once with the final usage.
+    fn respond_metered(
+        &self,
+        conversation: &Conversation,
+        tools: &[ToolSpec],
+        turn: u32,
+        on_progress: OnProgress<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        let response = self.respond(conversation, tools, turn)?;
+        report_final(response, on_progress)
+    }
+
     /// A one-line description for logs and `warrant run` output; never contains a secret.
     fn describe(&self) -> String;
 
@@ -90,11 +126,13 @@ pub enum ModelSpec {
     OpenAi { model: String },
     /// `anthropic:MODEL`: the Anthropic Messages API.
     Anthropic { model: String },
+    /// `ollama:MODEL`: a local Ollama server through its OpenAI-compatible `/v1` endpoint.
+    Ollama { model: String },
 }
 
 /// Providers named in the contract that this build does not implement yet.
-const NOT_YET: [&str; 1] = ["ollama"];
-const SUPPORTED: &str = "`scripted:PATH`, `openai:MODEL` or `anthropic:MODEL`";
+const NOT_YET: [&str; 0] = [];
+const SUPPORTED: &str = "`scripted:PATH`, `openai:MODEL`, `anthropic:MODEL` or `ollama:MODEL`";
 
 impl ModelSpec {
     pub fn parse(spec: &str) -> Result<Self, SpecError> {
@@ -118,6 +156,9 @@ impl ModelSpec {
             "anthropic" => Ok(Self::Anthropic {
                 model: rest.to_owned(),
             }),
+            "ollama" => Ok(Self::Ollama {
+                model: rest.to_owned(),
+            }),
             other if NOT_YET.contains(&other) => Err(SpecError::NotSupportedYet {
                 provider: other.to_owned(),
             }),
@@ -134,6 +175,7 @@ impl fmt::Display for ModelSpec {
             Self::Scripted { path } => write!(f, "scripted:{}", path.display()),
             Self::OpenAi { model } => write!(f, "openai:{model}"),
             Self::Anthropic { model } => write!(f, "anthropic:{model}"),
+            Self::Ollama { model } => write!(f, "ollama:{model}"),
         }
     }
 }

@@ -255,6 +255,17 @@ impl<'a> GuardedRequest<'a> {
     ) -> Result<ModelResponse, crate::error::ModelError> {
         model.respond(self.conversation, self.tools, turn)
     }
+
+    /// Sends the checked request, reporting progress as the answer streams in so the caller
+    /// can meter it and cut it off.
+    pub fn send_metered(
+        &self,
+        model: &dyn ModelProvider,
+        turn: u32,
+        on_progress: crate::stream::OnProgress<'_>,
+    ) -> Result<ModelResponse, crate::error::ModelError> {
+        model.respond_metered(self.conversation, self.tools, turn, on_progress)
+    }
 }
 
 fn has_tag(text: &str) -> bool {

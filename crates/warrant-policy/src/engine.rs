@@ -39,6 +39,9 @@ struct PolicyMeta {
     reason: Option<String>,
     ask: Option<RiskClass>,
     text: String,
+    /// Verbs this permit would let through without a person although their class always
+    /// needs one (reported at load; `builtin:always-ask` still asks).
+    silent: Vec<warrant_core::Verb>,
 }
 
 /// The id of the built-in escalation rule.
@@ -106,6 +109,17 @@ impl PolicyEngine {
     /// SHA-256 over the canonical JSON of the sorted `(id, text)` list.
     pub fn digest(&self) -> &Digest {
         &self.digest
+    }
+
+    /// Permits that try to allow an always-ask class silently (no `@ask`), one line each.
+    /// They load (the built-in rule still asks a person) but are reported at load, by
+    /// `doctor` and by `explain`.
+    pub fn warnings(&self) -> Vec<String> {
+        self.meta
+            .iter()
+            .filter(|(_, m)| !m.silent.is_empty())
+            .map(|(id, m)| crate::warnings::silent_permit(id, &m.file, &m.silent))
+            .collect()
     }
 
     /// The loaded policy ids (`layer:id`), sorted.
@@ -186,11 +200,11 @@ impl PolicyEngine {
             )),
             (PrincipalKind::Agent, None) | (PrincipalKind::User | PrincipalKind::Service, _) => {}
         }
-        specs.into_iter().map(|s| self.evaluate(s)).collect()
+        let risk = req.action.risk();
+        specs.into_iter().map(|s| self.evaluate(s, risk)).collect()
     }
 
-    fn evaluate(&self, spec: RequestSpec) -> Evaluated {
-        let default_risk = spec.verb.default_risk();
+    fn evaluate(&self, spec: RequestSpec, default_risk: RiskClass) -> Evaluated {
         let (request, entities) = match spec.to_cedar(&self.names) {
             Ok(pair) => pair,
             Err(e) => {
@@ -268,7 +282,7 @@ fn coded(e: &PolicyError) -> String {
 
 /// Strictest verdict wins; then the built-in rule that some risk classes always ask.
 fn combine(req: &DecisionRequest<'_>, evaluated: &[Evaluated]) -> Decision {
-    let default_risk = req.action.verb().default_risk();
+    let (default_risk, raised_because) = warrant_core::risk::classify(req.action);
     let mut verdict = evaluated
         .iter()
         .map(|e| e.verdict)
@@ -293,10 +307,13 @@ fn combine(req: &DecisionRequest<'_>, evaluated: &[Evaluated]) -> Decision {
             file: String::new(),
             effect: PolicyEffect::Ask,
             reason: Some(format!(
-                "{} is {}: destructive, secret and irreversible actions always go to a person, \
+                "{} is {}{}: destructive, secret and irreversible actions always go to a person, \
                  whatever policy permits",
                 req.action.verb().as_str(),
-                default_risk.as_str()
+                default_risk.as_str(),
+                raised_because
+                    .map(|why| format!(" ({why})"))
+                    .unwrap_or_default()
             )),
             ask: Some(default_risk),
         });
@@ -341,9 +358,12 @@ fn default_deny_note(
     } else {
         String::new()
     };
-    let outside = evaluated.first().is_some_and(|e| !e.spec.in_workspace);
+    // A model call has no place in the workspace to be outside of.
+    let outside = !matches!(req.action, Action::ProviderCall { .. })
+        && evaluated.first().is_some_and(|e| !e.spec.in_workspace);
     let place = match req.action {
         Action::ShellExec { cwd, .. } => format!(" in {cwd}"),
+        Action::ProviderCall { .. } => String::new(),
         Action::FsRead { .. }
         | Action::FsList { .. }
         | Action::FsSearch { .. }
@@ -440,6 +460,12 @@ fn parse_source(
                 });
             }
         };
+        let silent = match (effect, ask) {
+            (PolicyEffect::Permit, None) => crate::warnings::person_verbs(policy),
+            (PolicyEffect::Permit, Some(_)) | (PolicyEffect::Forbid | PolicyEffect::Ask, _) => {
+                Vec::new()
+            }
+        };
         let meta = PolicyMeta {
             layer: source.layer,
             file: source.path.clone(),
@@ -447,6 +473,7 @@ fn parse_source(
             reason: policy.annotation("reason").map(str::to_owned),
             ask,
             text,
+            silent,
         };
         let renamed = policy.new_id(PolicyId::new(&full));
         out.push((full, renamed, meta));

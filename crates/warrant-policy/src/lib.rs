@@ -8,6 +8,7 @@ mod error;
 mod explain;
 mod request;
 mod schema;
+mod warnings;
 
 pub use decision::{Decision, DecisionRequest, PolicyEffect, PolicyLayer, PolicyReason, Verdict};
 pub use engine::{ALWAYS_ASK_ID, PolicyEngine, PolicySource};

@@ -282,6 +282,15 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
                 .str("profile", profile.as_str());
             (entity, inside)
         }
+        Action::ProviderCall { provider, model } => {
+            let name = format!("{provider}:{model}");
+            let entity = EntitySpec::new(EntityKind::Provider, name.clone())
+                .str("name", name)
+                .str("provider", provider.as_str())
+                .str("model", model.as_str());
+            // A model call leaves the machine; it is never "in the workspace".
+            (entity, false)
+        }
     }
 }
 

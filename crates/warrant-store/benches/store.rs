@@ -260,6 +260,7 @@ fn replay_log(total: u64) -> Vec<EventDraft> {
             max_denials: 1_000_000,
             max_turns: 1_000_000,
             deadline: None,
+            requests: Default::default(),
             max_tool_calls: None,
         },
         tools: vec!["run_command".into(), "read_file".into()],

@@ -12,7 +12,7 @@ use warrant_kernel::{
 };
 
 pub(crate) fn all() -> Vec<Box<dyn Tool>> {
-    vec![
+    let mut tools: Vec<Box<dyn Tool>> = vec![
         Box::new(ReadFile(spec(
             "read_file",
             "Read a UTF-8 text file in the workspace. Returns its content (large files are cut).",
@@ -48,7 +48,10 @@ pub(crate) fn all() -> Vec<Box<dyn Tool>> {
                 "timeout_ms": {"type": "integer", "minimum": 1}
             }, "required": ["argv"], "additionalProperties": false}),
         ))),
-    ]
+    ];
+    // Requests of a person (question, secret, resource): the ring raises them, no effect.
+    tools.extend(crate::requests::all());
+    tools
 }
 
 fn spec(name: &str, description: &str, schema: Value) -> ToolSpec {
@@ -130,6 +133,26 @@ pub fn preview_write(path: &CanonicalPath, content: &str, env: &ToolEnv) -> Stri
         .to_string()
 }
 
+/// The content hash of every file a write, create or delete would change (`null` where there
+/// is no regular file): the base a diff or a deletion was shown against.
+fn file_bases(actions: &[Action]) -> Value {
+    Value::Array(
+        actions
+            .iter()
+            .map(|a| match a {
+                Action::FsWrite { path, .. }
+                | Action::FsCreate { path, .. }
+                | Action::FsDelete { path, .. } => json!(warrant_exec::fs::content_digest(path)),
+                Action::FsRead { .. }
+                | Action::FsList { .. }
+                | Action::FsSearch { .. }
+                | Action::ShellExec { .. }
+                | Action::ProviderCall { .. } => Value::Null,
+            })
+            .collect(),
+    )
+}
+
 struct ReadFile(ToolSpec);
 struct WriteFile(ToolSpec);
 struct ListDir(ToolSpec);
@@ -175,6 +198,9 @@ impl Tool for WriteFile {
             Action::FsCreate { path, content }
         }])
     }
+    fn base(&self, actions: &[Action], _env: &ToolEnv) -> Value {
+        file_bases(actions)
+    }
     fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation {
         let mut title = Vec::new();
         let mut body = String::new();
@@ -193,7 +219,8 @@ impl Tool for WriteFile {
                 | Action::FsList { .. }
                 | Action::FsSearch { .. }
                 | Action::FsDelete { .. }
-                | Action::ShellExec { .. } => {}
+                | Action::ShellExec { .. }
+                | Action::ProviderCall { .. } => {}
             }
         }
         Presentation {
@@ -275,6 +302,9 @@ impl Tool for DeletePath {
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
         }])
+    }
+    fn base(&self, actions: &[Action], _env: &ToolEnv) -> Value {
+        file_bases(actions)
     }
     fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation {
         let mut p = describe_paths("delete", actions, env);
@@ -364,9 +394,11 @@ impl Tool for RunCommand {
                         .get(profile)
                         .map(|p| format!("{:?}", p.inherit_env).to_lowercase())
                         .unwrap_or_else(|| "?".into());
+                    let given = crate::secrets::shown(profile, env);
                     body.push_str(&format!(
-                        "argv:    {}\ncwd:     {cwd}\nprofile: {profile} (timeout {timeout_ms} ms, environment: {inherit} + profile settings, secrets never)\n",
-                        serde_json::to_string(argv).unwrap_or_default()
+                        "argv:    {}\ncwd:     {cwd}\nprofile: {profile} (timeout {timeout_ms} ms, environment: {inherit} + profile settings, secrets {})\n",
+                        serde_json::to_string(argv).unwrap_or_default(),
+                        if given.is_empty() { "never".to_owned() } else { given }
                     ));
                 }
                 Action::FsRead { .. }
@@ -374,7 +406,8 @@ impl Tool for RunCommand {
                 | Action::FsSearch { .. }
                 | Action::FsWrite { .. }
                 | Action::FsCreate { .. }
-                | Action::FsDelete { .. } => {}
+                | Action::FsDelete { .. }
+                | Action::ProviderCall { .. } => {}
             }
         }
         Presentation {
@@ -389,7 +422,12 @@ impl Tool for RunCommand {
         _may_read: ReadFilter<'_>,
         stop: StopCheck<'_>,
     ) -> EffectResult {
-        single(actions, |a| {
+        // The secrets this profile's commands receive, resolved before anything runs.
+        let secrets = match crate::secrets::for_actions(actions, env) {
+            Ok(s) => s,
+            Err((code, message)) => return fail(&code, &message),
+        };
+        let outcome = single(actions, |a| {
             let profile = match a.get() {
                 Action::ShellExec { profile, .. } => {
                     env.profiles.get(profile).cloned().unwrap_or_default()
@@ -399,7 +437,8 @@ impl Tool for RunCommand {
                 | Action::FsSearch { .. }
                 | Action::FsWrite { .. }
                 | Action::FsCreate { .. }
-                | Action::FsDelete { .. } => Default::default(),
+                | Action::FsDelete { .. }
+                | Action::ProviderCall { .. } => Default::default(),
             };
             let profile_name = match a.get() {
                 Action::ShellExec { profile, .. } => profile.as_str(),
@@ -408,7 +447,8 @@ impl Tool for RunCommand {
                 | Action::FsSearch { .. }
                 | Action::FsWrite { .. }
                 | Action::FsCreate { .. }
-                | Action::FsDelete { .. } => "",
+                | Action::FsDelete { .. }
+                | Action::ProviderCall { .. } => "",
             };
             // A sandboxed profile runs through this same binary's hidden `__sandbox` entry point.
             let confinement = match warrant_exec::SandboxPlan::from_profile(
@@ -423,14 +463,17 @@ impl Tool for RunCommand {
                 }),
                 None => None,
             };
-            warrant_exec::spawn::run_command_confined(
+            warrant_exec::spawn::run_command_with_secrets(
                 a,
                 &profile,
                 &env.parent_env,
                 stop,
                 confinement.as_ref(),
+                &crate::secrets::as_env(&secrets),
             )
-        })
+        });
+        // A command may print what it was given: its values never reach the journal or the model.
+        crate::secrets::redact(outcome, &secrets)
     }
 }
 
@@ -444,7 +487,7 @@ fn describe_paths(verb: &str, actions: &[Action], env: &ToolEnv) -> Presentation
             | Action::FsWrite { path, .. }
             | Action::FsCreate { path, .. }
             | Action::FsDelete { path, .. } => shown(path, env),
-            Action::ShellExec { argv, .. } => argv.join(" "),
+            Action::ShellExec { .. } | Action::ProviderCall { .. } => a.target(),
         })
         .collect();
     Presentation {

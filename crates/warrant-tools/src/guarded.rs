@@ -11,7 +11,9 @@ use thiserror::Error;
 use warrant_core::config::MenuConfig;
 use warrant_core::{Action, Coded, ToolSpec};
 use warrant_kernel::events::Presentation;
-use warrant_kernel::{Authorized, EffectResult, ReadFilter, Refusal, StopCheck, Tool, ToolEnv};
+use warrant_kernel::{
+    Ask, Authorized, EffectResult, ReadFilter, Refusal, StopCheck, Tool, ToolEnv,
+};
 use warrant_secrets::Redactor;
 
 /// The key under which a result records what was redacted from it.
@@ -42,6 +44,14 @@ impl Tool for Redacting {
 
     fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation {
         self.inner.present(actions, env)
+    }
+
+    fn base(&self, actions: &[Action], env: &ToolEnv) -> Value {
+        self.inner.base(actions, env)
+    }
+
+    fn ask(&self, args: &Value) -> Option<Result<Ask, Refusal>> {
+        self.inner.ask(args)
     }
 
     fn execute(

@@ -6,6 +6,8 @@
 mod builtin;
 mod guarded;
 mod registry;
+mod requests;
+mod secrets;
 
 pub use builtin::{normalize_path, preview_write};
 pub use guarded::{MenuError, REDACTED_KEY, Redacting, redact_result, resolve_menu};

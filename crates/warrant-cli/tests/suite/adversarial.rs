@@ -31,6 +31,24 @@ fn run_events(sb: &Sandbox, yaml: &str) -> Vec<Value> {
     sb.last_run().1
 }
 
+/// Runs the attack with nobody at the terminal; every request it parks on is approved (by the
+/// sandbox's person) and the run resumed, until it ends. Returns the run's events.
+fn run_events_approving(sb: &Sandbox, yaml: &str) -> Vec<Value> {
+    let model = sb.transcript(yaml);
+    let mut out = sb.run(&["run", "--prompt", "never", "--model", &model, "attack"]);
+    for _ in 0..5 {
+        if out.status.code() != Some(10) {
+            break;
+        }
+        let request = parked_request(&out);
+        assert_eq!(sb.run(&["approve", &request]).status.code(), Some(0));
+        let (run, _) = sb.last_run();
+        out = sb.run(&["resume", "--prompt", "never", &run]);
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    sb.last_run().1
+}
+
 fn count(events: &[Value], kind: &str) -> usize {
     events.iter().filter(|e| e["kind"] == kind).count()
 }
@@ -56,12 +74,14 @@ fn reading_env_is_denied_and_the_token_never_reaches_the_log_control_without_the
     );
     assert_eq!(search["payload"]["result"]["lines"], Value::Array(vec![]));
 
-    // Without the forbid the read happens; redaction (a second, independent layer) still keeps
-    // the token out of the log...
+    // Without the forbid, reading .env is still `secret`, so a person is asked; once they
+    // approve, the read happens, and redaction (a second, independent layer) still keeps the
+    // token out of the log...
     let redacted = Sandbox::init();
     without_policy(&redacted, "no-secret-files");
-    let events = run_events(&redacted, attack);
+    let events = run_events_approving(&redacted, attack);
     assert_eq!(count(&events, "effect_denied"), 0);
+    assert_eq!(count(&events, "approval_requested"), 1);
     let log = serde_json::to_string(&events).unwrap();
     assert!(!log.contains(TOKEN) && log.contains("[REDACTED:"), "{log}");
 
@@ -71,8 +91,9 @@ fn reading_env_is_denied_and_the_token_never_reaches_the_log_control_without_the
         .extra_env
         .push(("WARRANT_TEST_DISABLE".into(), "redact".into()));
     without_policy(&control, "no-secret-files");
-    let events = run_events(&control, attack);
+    let events = run_events_approving(&control, attack);
     assert_eq!(count(&events, "effect_denied"), 0);
+    assert_eq!(count(&events, "approval_requested"), 1);
     assert!(
         serde_json::to_string(&events).unwrap().contains(TOKEN),
         "control: without the forbid the read succeeds"
@@ -95,12 +116,12 @@ fn warrant_state_is_private_control_without_the_forbid() {
     let control = Sandbox::init();
     without_policy(&control, "warrant-state-private");
     let secret = fs::read_to_string(control.ws.join(".warrant/keys/installation.secret")).unwrap();
-    let events = run_events(&control, attack);
+    let events = run_events_approving(&control, attack);
     assert!(
         serde_json::to_string(&events)
             .unwrap()
             .contains(secret.trim()),
-        "control: readable without the forbid"
+        "control: readable (after a person approves the secret-class read) without the forbid"
     );
 }
 
@@ -155,8 +176,8 @@ fn a_symlink_to_outside_is_judged_by_its_target_control_with_a_policy_allowing_o
 }
 
 /// An attacker who can write the store but does not hold the installation secret forges an
-/// approval for a different action. The proof does not verify and nothing runs; the untouched
-/// approval (control) runs.
+/// approval for a different scope. The proof does not verify, nothing runs, the refusal is
+/// recorded by name and the person is asked again; the untouched approval (control) runs.
 #[test]
 fn a_forged_approval_in_the_store_is_refused_control_the_genuine_one_runs() {
     let attack = "version: 1\nturns:\n  - calls:\n      - tool: delete_path\n        args: { path: build, recursive: true }\n  - say: done\n";
@@ -180,20 +201,19 @@ fn a_forged_approval_in_the_store_is_refused_control_the_genuine_one_runs() {
             )
             .unwrap();
         }
-        let out = sb.run(&["resume", &run]);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let out = sb.run(&["resume", "--prompt", "never", &run]);
+        let want = if forge { 10 } else { 0 };
+        assert_eq!(out.status.code(), Some(want), "{}", stderr(&out));
         (sb.exists("build"), sb.last_run().1)
     };
     let (build_exists, events) = attempt(true);
     assert!(build_exists, "a forged approval must not delete anything");
-    let denied = events
+    let rejected = events
         .iter()
-        .find(|e| e["kind"] == "effect_denied")
+        .find(|e| e["kind"] == "approval_rejected")
         .unwrap();
-    assert_eq!(
-        denied["payload"]["denied"]["reasons"][0]["policy"],
-        "builtin:approval-binding"
-    );
+    assert_eq!(rejected["payload"]["reason"], "forged");
+    assert_eq!(count(&events, "approval_requested"), 2, "asked again");
 
     let (build_exists, events) = attempt(false);
     assert!(
@@ -300,7 +320,13 @@ fn a_sandboxed_profile_cannot_plant_a_git_hook() {
     assert!(!planted, "{result}");
     assert_eq!(
         result["sandbox"]["applied"],
-        serde_json::json!(["session", "no_new_privs", "landlock", "seccomp"]),
+        serde_json::json!([
+            "session",
+            "network_namespace",
+            "no_new_privs",
+            "landlock",
+            "seccomp"
+        ]),
         "{result}"
     );
 }
@@ -320,49 +346,185 @@ fn the_sandbox_entry_point_is_hidden_and_refuses_a_bad_plan() {
     assert!(!sb.ws.join("ran").exists());
 }
 
-/// `doctor` reports what the probes observed on this machine, and what each sandboxed profile
-/// will get here.
+/// `doctor` tells the truth: its sandbox table is what the probes observe when run here
+/// directly, each mechanism agrees with an observation made without Warrant (unshare(1), the
+/// cgroup filesystem, the kernel's Landlock ABI as the probe saw it), and each profile's row
+/// follows from the mechanisms that profile needs.
 #[test]
 fn doctor_reports_the_sandbox_this_machine_enforces() {
     let sb = Sandbox::init();
     let config = sb.ws.join(".warrant/config.toml");
     let mut text = fs::read_to_string(&config).unwrap();
-    text.push_str(
-        "\n[profiles.confined.sandbox]\n[profiles.forky.sandbox]\nlimits = { processes = 10 }\n",
-    );
+    text.push_str(concat!(
+        "\n[profiles.confined.sandbox]\n",
+        "[profiles.forky.sandbox]\nlimits = { processes = 10 }\n",
+        "[profiles.egress.sandbox]\nnetwork = { allow = [\"pypi.org:443\"] }\n",
+        "[profiles.hostnet.sandbox]\nnetwork = \"host\"\n",
+    ));
     fs::write(&config, text).unwrap();
     let out = sb.run(&["doctor", "--json"]);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let rows: Vec<(String, bool)> = report["checks"]
-        .as_array()
-        .unwrap()
+    let checks = report["checks"].as_array().unwrap();
+    let table: Vec<(String, bool)> = checks
         .iter()
-        .filter(|c| {
+        .filter_map(|c| {
             let name = c["check"].as_str().unwrap();
-            name.starts_with("sandbox") || name.starts_with("profile")
+            name.strip_prefix("sandbox ")
+                .map(|m| (m.to_owned(), c["ok"].as_bool().unwrap()))
         })
+        .collect();
+
+    // 1. The same probes, run here through the same binary, observe the same table.
+    let scratch = tempfile::tempdir().unwrap();
+    let launcher = warrant_exec::Launcher {
+        program: assert_cmd::cargo::cargo_bin("warrant"),
+        prefix_args: vec!["__sandbox".to_owned()],
+    };
+    let rows = warrant_exec::sandbox::probe(&launcher, scratch.path());
+    let observed: Vec<(String, bool)> = rows
+        .iter()
+        .map(|r| (r.mechanism.to_owned(), r.available))
+        .collect();
+    assert_eq!(table, observed, "{report:#}");
+
+    // 2. Each mechanism agrees with what the machine shows without Warrant.
+    let available = |m: &str| observed.iter().any(|(n, ok)| n == m && *ok);
+    let root = rustix::process::getuid().is_root();
+    let unshare = std::process::Command::new("unshare")
+        .args(if root {
+            vec!["-n", "true"]
+        } else {
+            vec!["-Urn", "true"]
+        })
+        .status()
+        .is_ok_and(|s| s.success());
+    assert_eq!(available("network_namespace"), unshare);
+    assert_eq!(available("netns observed"), unshare);
+    let cgroup = std::path::Path::new("/sys/fs/cgroup/pids/cgroup.procs").exists()
+        || fs::read_to_string("/sys/fs/cgroup/cgroup.controllers")
+            .is_ok_and(|c| c.split_whitespace().any(|x| x == "pids"));
+    assert_eq!(available("process_limit"), cgroup || !root);
+    let abi = |detail: &str| {
+        detail
+            .split("ABI ")
+            .nth(1)
+            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse::<u32>().ok())
+    };
+    let landlock_detail = checks
+        .iter()
+        .find(|c| c["check"] == "sandbox landlock")
+        .unwrap()["detail"]
+        .as_str()
+        .unwrap();
+    let probe_detail = &rows
+        .iter()
+        .find(|r| r.mechanism == "landlock")
+        .unwrap()
+        .detail;
+    assert_eq!(abi(landlock_detail), abi(probe_detail), "{landlock_detail}");
+    // This machine (kernel 6.18 as root, cgroup v1 pids, Landlock ABI >= 6) has everything.
+    assert!(abi(landlock_detail).unwrap_or(0) >= 6, "{landlock_detail}");
+    assert!(observed.iter().all(|(_, ok)| *ok), "{observed:?}");
+
+    // 3. Each profile's row follows from what it needs.
+    let profiles: Vec<(String, bool, String)> = checks
+        .iter()
+        .filter(|c| c["check"].as_str().unwrap().starts_with("profile "))
         .map(|c| {
             (
                 c["check"].as_str().unwrap().to_owned(),
                 c["ok"].as_bool().unwrap(),
+                c["detail"].as_str().unwrap().to_owned(),
             )
         })
         .collect();
-    let root = rustix::process::getuid().is_root();
-    let expected: Vec<(String, bool)> = [
-        ("sandbox session", true),
-        ("sandbox no_new_privs", true),
-        ("sandbox landlock", true),
-        ("sandbox seccomp", true),
-        ("sandbox landlock observed", true),
-        ("sandbox network observed", true),
-        ("profile confined", true),
-        // Root is exempt from RLIMIT_NPROC, so a required process limit is refused there.
-        ("profile forky", !root),
-    ]
-    .iter()
-    .map(|(n, ok)| ((*n).to_owned(), *ok))
-    .collect();
-    assert_eq!(rows, expected, "{report:#}");
-    assert_eq!(out.status.code(), Some(if root { 1 } else { 0 }));
+    let fully = "fully enforced here".to_owned();
+    assert_eq!(
+        profiles,
+        vec![
+            ("profile confined".to_owned(), true, fully.clone()),
+            ("profile egress".to_owned(), true, fully.clone()),
+            ("profile forky".to_owned(), true, fully.clone()),
+            ("profile hostnet".to_owned(), true, fully),
+        ],
+        "{report:#}"
+    );
+    assert_eq!(out.status.code(), Some(0));
+}
+
+/// A sandboxed profile with an allowlist: a fetch of a listed host works through Warrant's
+/// egress proxy, one of an address off the list is refused, and the refusal is in the journaled
+/// result the model was shown. Control: the same fetch under a host-network profile reaches it.
+#[test]
+fn egress_refusals_are_journaled_control_with_the_host_network() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf);
+            let _ = conn.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+            );
+        }
+    });
+    let attempt = |network: &str| -> (Value, String) {
+        let sb = Sandbox::init();
+        let config = sb.ws.join(".warrant/config.toml");
+        let mut text = fs::read_to_string(&config).unwrap();
+        text.push_str(&format!(
+            "\n[profiles.net]\n[profiles.net.sandbox]\nnetwork = {network}\n"
+        ));
+        fs::write(&config, text).unwrap();
+        let script = format!(
+            "import urllib.request as u\\nfor h in ['localhost', '127.0.0.1']:\\n  try: print(h, u.urlopen(f'http://{{h}}:{port}/', timeout=10).read().decode())\\n  except Exception as e: print(h, 'refused', e)"
+        );
+        let model = sb.transcript(&format!(
+            "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: {{ argv: [/usr/bin/python3, -c, \"{script}\"], profile: net }}\n  - say: done\n"
+        ));
+        let out = sb.run_stdin(
+            &["run", "--prompt", "always", "--model", &model, "fetch"],
+            "o\n",
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let shown = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        let (_, events) = sb.last_run();
+        let result = events
+            .iter()
+            .find(|e| e["kind"] == "effect_completed")
+            .unwrap()["payload"]["result"]
+            .clone();
+        (result, shown)
+    };
+    let (control, _) = attempt("\"host\"");
+    assert_eq!(
+        control["stdout"]["text"], "localhost hello\n127.0.0.1 hello\n",
+        "{control}"
+    );
+    let (result, shown) = attempt(&format!("{{ allow = [\"localhost:{port}\"] }}"));
+    assert!(
+        shown.contains(&format!(
+            "egress refused: GET 127.0.0.1:{port} (not on the profile's network allowlist)"
+        )),
+        "{shown}"
+    );
+    assert_eq!(
+        result["stdout"]["text"], "localhost hello\n127.0.0.1 refused HTTP Error 403: Forbidden\n",
+        "{result}"
+    );
+    assert_eq!(
+        result["egress"],
+        serde_json::json!({
+            "allowed": [{ "method": "GET", "target": format!("localhost:{port}") }],
+            "refused": [{
+                "method": "GET",
+                "target": format!("127.0.0.1:{port}"),
+                "reason": "not on the profile's network allowlist"
+            }]
+        }),
+        "{result}"
+    );
 }

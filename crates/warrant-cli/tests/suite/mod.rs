@@ -1,4 +1,5 @@
 mod adversarial;
+mod approval_authority;
 mod approvals;
 mod audit;
 mod bad_input;
@@ -8,7 +9,9 @@ mod docs;
 mod harness;
 mod identity;
 mod injection;
+mod models;
 mod openai;
 mod policy;
 mod quickstart;
+mod requests;
 mod workers;

@@ -80,7 +80,10 @@ fn an_openai_model_drives_a_governed_run() {
             "list_dir",
             "search_files",
             "delete_path",
-            "run_command"
+            "run_command",
+            "ask_question",
+            "request_secret",
+            "request_resource"
         ]
     );
     let second = requests[1]["messages"].as_array().unwrap();

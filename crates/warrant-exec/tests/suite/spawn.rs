@@ -86,6 +86,8 @@ fn echo_and_exit_codes() {
             stderr: text("err\n"),
             duration_ms: 0,
             sandbox: None,
+            egress: None,
+            leftover_killed: 0,
         }
     );
     let out = run(shell(&cwd, &["sh", "-c", "exit 3"], 10_000)).unwrap();

@@ -18,6 +18,7 @@ fn denials_by_policy_and_by_person_both_count() {
         max_denials: 2,
         max_turns: 20,
         deadline: None,
+        requests: Default::default(),
         max_tool_calls: None,
     };
     let mut state = w.start(&ring, settings.clone());

@@ -88,6 +88,7 @@ impl World {
             workspace: CanonicalPath::from_normalized(&ws).unwrap(),
             profiles: BTreeMap::from([("default".to_owned(), ProfileConfig::default())]),
             parent_env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
+            secrets: None,
         };
         Self {
             _dir: dir,
@@ -189,6 +190,7 @@ pub fn settings() -> RunSettings {
         max_denials: 3,
         max_turns: 20,
         deadline: None,
+        requests: Default::default(),
         max_tool_calls: None,
     }
 }

@@ -1,4 +1,5 @@
 mod approvals;
+mod authority;
 mod denials;
 mod fold;
 mod harness;

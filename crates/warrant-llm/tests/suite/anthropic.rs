@@ -126,6 +126,8 @@ fn settings(base_url: &str, api_key: Option<&str>) -> AnthropicSettings {
         model: "claude-test".into(),
         max_tokens: 4096,
         timeout: Duration::from_secs(10),
+        // The non-streaming wire format; streaming has its own suite.
+        stream: false,
     }
 }
 
@@ -488,7 +490,7 @@ fn settings_come_from_config_then_env_then_defaults() {
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect();
 
-    let from_env = anthropic_settings_from(&AnthropicConfig::default(), &env, "m");
+    let from_env = anthropic_settings_from(&AnthropicConfig::default(), &env, "m").unwrap();
     assert_eq!(
         from_env,
         AnthropicSettings {
@@ -499,6 +501,7 @@ fn settings_come_from_config_then_env_then_defaults() {
             model: "m".into(),
             max_tokens: 4096,
             timeout: Duration::from_secs(120),
+            stream: true,
         }
     );
 
@@ -507,9 +510,11 @@ fn settings_come_from_config_then_env_then_defaults() {
         api_key_env: Some("TEAM_KEY".into()),
         timeout_ms: Some(5_000),
         max_tokens: Some(1024),
+        api_key: None,
+        stream: Some(false),
     };
     assert_eq!(
-        anthropic_settings_from(&config, &env, "m"),
+        anthropic_settings_from(&config, &env, "m").unwrap(),
         AnthropicSettings {
             base_url: "http://config.example".into(),
             api_key: Some("sk-ant-team".into()),
@@ -517,10 +522,11 @@ fn settings_come_from_config_then_env_then_defaults() {
             model: "m".into(),
             max_tokens: 1024,
             timeout: Duration::from_secs(5),
+            stream: false,
         }
     );
 
-    let bare = anthropic_settings_from(&AnthropicConfig::default(), &BTreeMap::new(), "m");
+    let bare = anthropic_settings_from(&AnthropicConfig::default(), &BTreeMap::new(), "m").unwrap();
     assert_eq!(
         (bare.base_url.as_str(), bare.api_key),
         ("https://api.anthropic.com", None)

@@ -5,6 +5,7 @@
 mod anthropic;
 mod openai;
 mod scripted;
+mod streaming;
 mod types;
 mod untrusted;
 

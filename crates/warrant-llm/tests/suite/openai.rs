@@ -115,6 +115,9 @@ fn settings(base_url: &str, api_key: Option<&str>) -> OpenAiSettings {
         api_key_env: "OPENAI_API_KEY".into(),
         model: "gpt-test".into(),
         timeout: Duration::from_secs(10),
+        // The non-streaming wire format; streaming has its own suite.
+        stream: false,
+        api_version: None,
     }
 }
 

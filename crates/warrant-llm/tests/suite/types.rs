@@ -84,9 +84,9 @@ fn model_specs_parse_or_say_what_to_use() {
             }),
         ),
         (
-            "ollama:llama3",
-            Err(SpecError::NotSupportedYet {
-                provider: "ollama".into(),
+            "ollama:llama3.2:3b",
+            Ok(ModelSpec::Ollama {
+                model: "llama3.2:3b".into(),
             }),
         ),
         (
@@ -114,7 +114,7 @@ fn model_specs_parse_or_say_what_to_use() {
             assert_eq!(spec.to_string(), input);
         }
     }
-    let messages: Vec<String> = ["ollama:x", "gemini:pro", "gpt-4o"]
+    let messages: Vec<String> = ["gemini:pro", "gpt-4o"]
         .iter()
         .map(|s| {
             let e = ModelSpec::parse(s).unwrap_err();
@@ -135,7 +135,7 @@ fn openai_settings_come_from_config_then_env_then_defaults() {
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect();
 
-    let from_env = openai_settings_from(&OpenAiConfig::default(), &env, "m");
+    let from_env = openai_settings_from(&OpenAiConfig::default(), &env, "m").unwrap();
     assert_eq!(
         from_env,
         OpenAiSettings {
@@ -144,6 +144,8 @@ fn openai_settings_come_from_config_then_env_then_defaults() {
             api_key_env: "OPENAI_API_KEY".into(),
             model: "m".into(),
             timeout: Duration::from_secs(120),
+            stream: true,
+            api_version: None,
         }
     );
 
@@ -151,19 +153,24 @@ fn openai_settings_come_from_config_then_env_then_defaults() {
         base_url: Some("http://config.example/v1".into()),
         api_key_env: Some("TEAM_KEY".into()),
         timeout_ms: Some(5_000),
+        api_key: None,
+        stream: Some(false),
+        api_version: Some("2024-10-21".into()),
     };
     assert_eq!(
-        openai_settings_from(&config, &env, "m"),
+        openai_settings_from(&config, &env, "m").unwrap(),
         OpenAiSettings {
             base_url: "http://config.example/v1".into(),
             api_key: Some("sk-team".into()),
             api_key_env: "TEAM_KEY".into(),
             model: "m".into(),
             timeout: Duration::from_secs(5),
+            stream: false,
+            api_version: Some("2024-10-21".into()),
         }
     );
 
-    let bare = openai_settings_from(&OpenAiConfig::default(), &BTreeMap::new(), "m");
+    let bare = openai_settings_from(&OpenAiConfig::default(), &BTreeMap::new(), "m").unwrap();
     assert_eq!(
         (bare.base_url.as_str(), bare.api_key),
         ("https://api.openai.com/v1", None)
@@ -184,4 +191,33 @@ fn providers_are_objects_the_loop_can_share_across_threads() {
     let boxed: Box<dyn warrant_llm::ModelProvider + Send + Sync> =
         Box::new(warrant_llm::ScriptedProvider::new(transcript, "t"));
     assert_eq!(boxed.describe(), "scripted:t (0 turns)");
+}
+
+#[test]
+fn ollama_settings_follow_ollama_host_as_the_ollama_cli_reads_it() {
+    let base = |host: Option<&str>| {
+        let env: BTreeMap<String, String> = host
+            .map(|h| [("OLLAMA_HOST".to_owned(), h.to_owned())].into())
+            .unwrap_or_default();
+        warrant_llm::ollama_settings_from(&env, "llama3.2").base_url
+    };
+    assert_eq!(
+        [
+            base(None),
+            base(Some("0.0.0.0")),
+            base(Some("127.0.0.1:8080")),
+            base(Some("https://ollama.internal/")),
+            base(Some("http://gpu-box:11500")),
+        ],
+        [
+            "http://localhost:11434/v1",
+            "http://0.0.0.0:11434/v1",
+            "http://127.0.0.1:8080/v1",
+            "https://ollama.internal:11434/v1",
+            "http://gpu-box:11500/v1",
+        ]
+        .map(str::to_owned)
+    );
+    let settings = warrant_llm::ollama_settings_from(&BTreeMap::new(), "llama3.2");
+    assert_eq!((settings.api_key, settings.stream), (None, true));
 }

@@ -50,7 +50,7 @@ fn provider(url: &str) -> OpenAiProvider {
     ]
     .into_iter()
     .collect();
-    OpenAiProvider::new(openai_settings_from(&Default::default(), &env, "m"))
+    OpenAiProvider::new(openai_settings_from(&Default::default(), &env, "m").unwrap())
 }
 
 /// An outside tool (as an MCP server would list it) whose description carries instructions.

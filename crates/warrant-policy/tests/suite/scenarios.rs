@@ -119,7 +119,8 @@ const FS_ROWS: &[(Verb, Target, Expect)] = &[
     (Verb::FsDelete, KeyFile,   Deny(SECRETS)),
 ];
 
-fn expected(verb: Verb, expect: &Expect) -> Decision {
+/// The risk recorded is the action's own class (`Action::risk`), not just the verb's default.
+fn expected(action: &Action, expect: &Expect) -> Decision {
     let reasons = |id: &str| {
         if id.is_empty() {
             Vec::new()
@@ -128,9 +129,9 @@ fn expected(verb: Verb, expect: &Expect) -> Decision {
         }
     };
     match expect {
-        Allow(id) => decision(Verdict::Allow, verb.default_risk(), reasons(id)),
+        Allow(id) => decision(Verdict::Allow, action.risk(), reasons(id)),
         Ask(risk, id) => decision(Verdict::Ask { risk: *risk }, *risk, reasons(id)),
-        Deny(id) => decision(Verdict::Deny, verb.default_risk(), reasons(id)),
+        Deny(id) => decision(Verdict::Deny, action.risk(), reasons(id)),
     }
 }
 
@@ -154,7 +155,7 @@ fn default_pack_fs_table() {
             covered += 1;
             assert_eq!(
                 decide(&engine, &who, &action),
-                expected(verb, rows[0]),
+                expected(&action, rows[0]),
                 "{verb:?} on {target:?}"
             );
         }
@@ -177,7 +178,7 @@ fn other_secret_shapes_are_forbidden_for_reads() {
         let action = Action::FsRead { path: path(p) };
         assert_eq!(
             decide(&engine, &alice(), &action),
-            decision(Verdict::Deny, RiskClass::Read, vec![pack_reason(SECRETS)]),
+            decision(Verdict::Deny, action.risk(), vec![pack_reason(SECRETS)]),
             "{p}"
         );
     }
@@ -230,7 +231,7 @@ fn tool_dirs_themselves_cannot_be_deleted() {
     };
     assert_eq!(
         decide(&engine, &alice(), &action),
-        decision(Verdict::Deny, RiskClass::Read, vec![private])
+        decision(Verdict::Deny, RiskClass::Secret, vec![private])
     );
 }
 
@@ -240,6 +241,7 @@ fn shell_table() {
     let read_only = pack_reason("shell-read-only-programs");
     let asks = pack_reason("shell-other-asks");
     let change = RiskClass::Change;
+    let (secret, destructive) = (RiskClass::Secret, RiskClass::Destructive);
     let rows: Vec<(Action, Decision)> = vec![
         (
             exec(&["ls", "-la"], "/ws"),
@@ -253,7 +255,7 @@ fn shell_table() {
         // or delete past the fs rules until the OS sandbox enforces denied paths.
         (
             exec(&["cat", ".env"], "/ws"),
-            decision(Verdict::Ask { risk: change }, change, vec![asks.clone()]),
+            decision(Verdict::Ask { risk: secret }, secret, vec![asks.clone()]),
         ),
         (
             exec(&["find", ".", "-delete"], "/ws"),
@@ -265,11 +267,15 @@ fn shell_table() {
         ),
         (
             exec(&["git", "push", "--force"], "/ws"),
-            decision(Verdict::Ask { risk: change }, change, vec![asks.clone()]),
+            decision(
+                Verdict::Ask { risk: destructive },
+                destructive,
+                vec![asks.clone()],
+            ),
         ),
         (
             exec(&["rm", "-rf", "build"], "/ws"),
-            decision(Verdict::Ask { risk: change }, change, vec![asks]),
+            decision(Verdict::Ask { risk: destructive }, destructive, vec![asks]),
         ),
         (
             exec(&["ls"], "/tmp"),
@@ -340,6 +346,17 @@ fn destructive_verbs_always_ask_even_when_a_policy_permits_them() {
             errors: Vec::new(),
         }
     );
+    // The silent permit is reported at load; the default pack (which asks) is not.
+    assert_eq!(
+        engine.warnings(),
+        vec![
+            "policy user:delete-anything-in-ws (/home/a/.config/warrant/policy/mine.cedar) permits \
+             fs.delete without @ask, but destructive actions always need a person: they are \
+             still asked (add @ask(\"destructive\") to say so)"
+                .to_owned()
+        ]
+    );
+    assert_eq!(default_engine().warnings(), Vec::<String>::new());
 }
 
 #[test]

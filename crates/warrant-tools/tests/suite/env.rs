@@ -54,6 +54,7 @@ impl Env {
                 workspace: CanonicalPath::from_normalized(&ws).unwrap(),
                 profiles,
                 parent_env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+                secrets: None,
             },
             tools: BuiltinTools::new().unwrap(),
         }

@@ -1,0 +1,156 @@
+//! The identity directory: people, teams, roles and the administrators, read from the managed
+//! layer only (`directory.toml` beside the managed `config.toml`), so no project or user can
+//! make itself an approver. Pure: the CLI reads the file, this module parses and answers
+//! "who is asked" and "may this person answer".
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+/// `directory.toml`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Directory {
+    /// Actors who administer Warrant here; asked when nobody else is.
+    #[serde(default)]
+    pub admins: Vec<String>,
+    /// `[people.<actor>]`: a person's teams and roles.
+    #[serde(default)]
+    pub people: BTreeMap<String, Person>,
+    /// `[teams.<name>]`: members (in addition to people naming the team).
+    #[serde(default)]
+    pub teams: BTreeMap<String, Team>,
+    /// `[roles.<name>]`: members (in addition to people naming the role).
+    #[serde(default)]
+    pub roles: BTreeMap<String, Team>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Person {
+    #[serde(default)]
+    pub teams: Vec<String>,
+    #[serde(default)]
+    pub roles: Vec<String>,
+    /// Hex Ed25519 public key of the person's approver key (reserved; proofs are HMAC today).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_key: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Team {
+    #[serde(default)]
+    pub members: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("identity directory {path} is malformed: {message}")]
+pub struct DirectoryError {
+    pub path: String,
+    pub message: String,
+}
+
+impl crate::Coded for DirectoryError {
+    fn code(&self) -> &'static str {
+        "W-CONFIG-021"
+    }
+}
+
+impl Directory {
+    pub fn parse(path: &str, text: &str) -> Result<Self, DirectoryError> {
+        let dir: Directory = toml::from_str(text).map_err(|e| DirectoryError {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        for (actor, p) in &dir.people {
+            for t in &p.teams {
+                if !dir.teams.contains_key(t) {
+                    return Err(DirectoryError {
+                        path: path.to_owned(),
+                        message: format!(
+                            "people.{actor} names team `{t}`, which has no [teams.{t}] table"
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(dir)
+    }
+
+    /// Everyone in `team`: its listed members and the people naming it.
+    pub fn team_members(&self, team: &str) -> BTreeSet<String> {
+        let mut out: BTreeSet<String> = self
+            .teams
+            .get(team)
+            .map(|t| t.members.iter().cloned().collect())
+            .unwrap_or_default();
+        for (actor, p) in &self.people {
+            if p.teams.iter().any(|t| t == team) {
+                out.insert(actor.clone());
+            }
+        }
+        out
+    }
+
+    /// Everyone holding `role`.
+    pub fn role_members(&self, role: &str) -> BTreeSet<String> {
+        let mut out: BTreeSet<String> = self
+            .roles
+            .get(role)
+            .map(|t| t.members.iter().cloned().collect())
+            .unwrap_or_default();
+        for (actor, p) in &self.people {
+            if p.roles.iter().any(|r| r == role) {
+                out.insert(actor.clone());
+            }
+        }
+        out
+    }
+
+    pub fn is_admin(&self, actor: &str) -> bool {
+        self.admins.iter().any(|a| a == actor) || self.role_members("admins").contains(actor)
+    }
+
+    pub fn admins(&self) -> BTreeSet<String> {
+        let mut out: BTreeSet<String> = self.admins.iter().cloned().collect();
+        out.extend(self.role_members("admins"));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn members_come_from_teams_and_people() {
+        let d = Directory::parse(
+            "d.toml",
+            r#"
+admins = ["root"]
+[people.alice]
+teams = ["payments"]
+[people.carol]
+roles = ["admins"]
+[teams.payments]
+members = ["bob"]
+"#,
+        )
+        .unwrap();
+        assert_eq!(
+            d.team_members("payments").into_iter().collect::<Vec<_>>(),
+            vec!["alice".to_owned(), "bob".to_owned()]
+        );
+        assert_eq!(
+            d.admins().into_iter().collect::<Vec<_>>(),
+            vec!["carol".to_owned(), "root".to_owned()]
+        );
+        assert!(d.team_members("nobody").is_empty());
+        let err = Directory::parse("d.toml", "[people.x]\nteams = [\"ghost\"]\n").unwrap_err();
+        assert!(err.message.contains("ghost"), "{err}");
+        assert!(Directory::parse("d.toml", "admin = []").is_err());
+    }
+}

@@ -1,0 +1,493 @@
+//! The risk class of one concrete action, and what each class needs before it may run.
+//!
+//! A verb has a default class (`Verb::default_risk`); the action itself can only make it
+//! worse: a command line that pushes or talks to the network is `external`, one that deletes,
+//! force-pushes or drops a table is `destructive`, one that touches credentials is `secret`.
+//! The recognizers are deliberately small and conservative (argv only, no shell parsing): they
+//! raise the class of what they recognize and never lower anything.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::action::{Action, RiskClass};
+
+/// The class of `action` and, when it is worse than the verb's default, why.
+pub fn classify(action: &Action) -> (RiskClass, Option<String>) {
+    let default = action.verb().default_risk();
+    let raised = match action {
+        Action::FsRead { path }
+        | Action::FsList { path }
+        | Action::FsSearch { path, .. }
+        | Action::FsWrite { path, .. }
+        | Action::FsCreate { path, .. }
+        | Action::FsDelete { path, .. } => credential_path(path.as_str())
+            .then(|| (RiskClass::Secret, format!("{path} holds credentials"))),
+        Action::ShellExec { argv, .. } => classify_argv(argv),
+        Action::ProviderCall { .. } => None,
+    };
+    match raised {
+        Some((class, why)) if class > default => (class, Some(why)),
+        Some(_) | None => (default, None),
+    }
+}
+
+fn basename(s: &str) -> &str {
+    s.rsplit('/').next().unwrap_or(s)
+}
+
+/// File names that conventionally hold credentials.
+fn credential_path(path: &str) -> bool {
+    let name = basename(path);
+    name == ".env"
+        || name.starts_with(".env.")
+        || name == ".netrc"
+        || name == ".pgpass"
+        || name == "credentials"
+        || name.starts_with("id_rsa")
+        || name.starts_with("id_ed25519")
+        || name.starts_with("id_ecdsa")
+        || name.ends_with(".pem")
+        || name.ends_with(".key")
+        || name.ends_with(".p12")
+        || name.ends_with(".pfx")
+        || name == "installation.secret"
+}
+
+/// Programs whose every use deletes or destroys data.
+const DESTROYING: &[&str] = &[
+    "rm", "rmdir", "unlink", "shred", "dd", "truncate", "mkfs", "wipefs", "dropdb",
+];
+/// Programs whose use reaches another machine or a person.
+const REACHING_OUT: &[&str] = &[
+    "curl", "wget", "ssh", "scp", "sftp", "rsync", "nc", "ncat", "netcat", "telnet", "ftp", "mail",
+    "mailx", "sendmail", "gh",
+];
+/// Programs that read or set credentials.
+const CREDENTIAL_TOOLS: &[&str] = &["pass", "vault", "op", "ssh-keygen", "ssh-add", "security"];
+
+fn classify_argv(argv: &[String]) -> Option<(RiskClass, String)> {
+    let program = basename(argv.first()?.as_str());
+    // `sh -c "…"`: classify each simple command of the script by its words. Not a shell
+    // parser (quotes and substitutions are not followed); it only ever raises the class.
+    if matches!(program, "sh" | "bash" | "dash" | "zsh")
+        && let Some(pos) = argv.iter().position(|a| a == "-c")
+        && let Some(script) = argv.get(pos + 1)
+    {
+        let inner = script
+            .split([';', '&', '|', '\n', '(', ')', '`'])
+            .filter_map(|part| {
+                let words: Vec<String> = part
+                    .split_whitespace()
+                    .map(|w| w.trim_matches(|c| c == '"' || c == '\'').to_owned())
+                    .skip_while(|w| matches!(w.as_str(), "sudo" | "env" | "exec" | "then" | "do"))
+                    .collect();
+                classify_argv(&words)
+            })
+            .max_by_key(|(c, _)| *c);
+        if inner.is_some() {
+            return inner;
+        }
+    }
+    let args: Vec<&str> = argv.iter().skip(1).map(String::as_str).collect();
+    let line = argv.join(" ");
+    let lower = line.to_lowercase();
+    let mut found: Vec<(RiskClass, String)> = Vec::new();
+    if [
+        "drop table",
+        "drop database",
+        "drop schema",
+        "truncate table",
+    ]
+    .iter()
+    .any(|p| lower.contains(p))
+    {
+        found.push((
+            RiskClass::Destructive,
+            "the command drops or truncates a table".to_owned(),
+        ));
+    }
+    if DESTROYING.contains(&program) || program.starts_with("mkfs.") {
+        found.push((RiskClass::Destructive, format!("`{program}` deletes data")));
+    }
+    if program == "git" {
+        let sub = args.iter().find(|a| !a.starts_with('-')).copied();
+        let forced = args.iter().any(|a| {
+            *a == "-f"
+                || a.starts_with("--force")
+                || *a == "--delete"
+                || *a == "-d"
+                || *a == "--mirror"
+                || a.starts_with('+')
+        });
+        match sub {
+            Some("push") if forced => found.push((
+                RiskClass::Destructive,
+                "a forced or deleting `git push` rewrites a remote's history".to_owned(),
+            )),
+            Some("push") => found.push((
+                RiskClass::External,
+                "`git push` sends commits to a remote".to_owned(),
+            )),
+            Some("reset") if args.contains(&"--hard") => found.push((
+                RiskClass::Destructive,
+                "`git reset --hard` discards uncommitted work".to_owned(),
+            )),
+            Some("clean") => found.push((
+                RiskClass::Destructive,
+                "`git clean` deletes untracked files".to_owned(),
+            )),
+            Some("branch") if args.contains(&"-D") => found.push((
+                RiskClass::Destructive,
+                "`git branch -D` deletes a branch".to_owned(),
+            )),
+            Some("fetch" | "pull" | "clone" | "ls-remote") => found.push((
+                RiskClass::External,
+                "the command talks to a remote".to_owned(),
+            )),
+            Some(_) | None => {}
+        }
+    }
+    if REACHING_OUT.contains(&program) {
+        found.push((
+            RiskClass::External,
+            format!("`{program}` reaches the network or a person"),
+        ));
+    }
+    if matches!(program, "npm" | "cargo" | "twine") && args.first() == Some(&"publish") {
+        found.push((
+            RiskClass::Irreversible,
+            format!("`{program} publish` cannot be taken back"),
+        ));
+    }
+    if CREDENTIAL_TOOLS.contains(&program) || args.iter().any(|a| credential_path(a)) {
+        found.push((
+            RiskClass::Secret,
+            "the command reads or sets credentials".to_owned(),
+        ));
+    }
+    found.into_iter().max_by_key(|(c, _)| *c)
+}
+
+/// Who must agree before an action of a class runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Needs {
+    /// Policy decides alone (a permit without `@ask` lets it run).
+    Policy,
+    /// A person is always asked, whatever policy permits.
+    Person,
+}
+
+impl Needs {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Policy => "policy",
+            Self::Person => "person",
+        }
+    }
+}
+
+/// `[risk.<class>]` in a config layer. Every field optional: a higher layer wins per field.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RiskRuleConfig {
+    pub needs: Option<Needs>,
+    /// The person the run acts for may not approve it themselves.
+    pub four_eyes: Option<bool>,
+    /// How long a `once` approval stays valid: `30s`, `15m`, `1h`, `2d`.
+    pub expiry: Option<String>,
+    /// How long a `session` approval stays valid (it never outlives its run).
+    pub session_expiry: Option<String>,
+}
+
+/// `[approvals]` in a config layer.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsConfig {
+    /// The team (of the identity directory) responsible for this project: asked first.
+    pub team: Option<String>,
+}
+
+/// What one class needs, resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RiskRule {
+    pub needs: Needs,
+    pub four_eyes: bool,
+    pub expiry_secs: u64,
+    pub session_expiry_secs: u64,
+}
+
+/// The resolved rules for every class.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RiskRules {
+    pub rules: BTreeMap<RiskClass, RiskRule>,
+}
+
+pub const DEFAULT_EXPIRY_SECS: u64 = 3600;
+pub const DEFAULT_SESSION_EXPIRY_SECS: u64 = 8 * 3600;
+
+impl Default for RiskRules {
+    fn default() -> Self {
+        let rules = RiskClass::ALL
+            .into_iter()
+            .map(|c| {
+                (
+                    c,
+                    RiskRule {
+                        needs: if c.always_needs_person() {
+                            Needs::Person
+                        } else {
+                            Needs::Policy
+                        },
+                        four_eyes: false,
+                        expiry_secs: DEFAULT_EXPIRY_SECS,
+                        session_expiry_secs: DEFAULT_SESSION_EXPIRY_SECS,
+                    },
+                )
+            })
+            .collect();
+        Self { rules }
+    }
+}
+
+impl RiskRules {
+    pub fn rule(&self, class: RiskClass) -> RiskRule {
+        self.rules.get(&class).copied().unwrap_or(RiskRule {
+            needs: Needs::Person,
+            four_eyes: false,
+            expiry_secs: DEFAULT_EXPIRY_SECS,
+            session_expiry_secs: DEFAULT_SESSION_EXPIRY_SECS,
+        })
+    }
+
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// Merges `[risk.*]` tables, highest precedence first (managed, user, project). A class
+    /// that must always go to a person cannot be configured to `needs = "policy"`.
+    pub fn resolve(
+        tables: &[(&str, &BTreeMap<String, RiskRuleConfig>)],
+    ) -> Result<Self, RiskConfigError> {
+        let mut out = Self::default();
+        for (path, table) in tables {
+            for name in table.keys() {
+                if RiskClass::parse(name).is_none() {
+                    return Err(RiskConfigError {
+                        path: (*path).to_owned(),
+                        message: format!(
+                            "[risk.{name}]: not a risk class; use one of {}",
+                            RiskClass::ALL.map(RiskClass::as_str).join(", ")
+                        ),
+                    });
+                }
+            }
+        }
+        for class in RiskClass::ALL {
+            let mut rule = out.rule(class);
+            let find = |f: &dyn Fn(&RiskRuleConfig) -> Option<String>| {
+                tables
+                    .iter()
+                    .find_map(|(p, t)| t.get(class.as_str()).and_then(f).map(|v| (*p, v)))
+            };
+            if let Some((path, needs)) = find(&|r| r.needs.map(|n| n.as_str().to_owned())) {
+                if needs == "policy" && class.always_needs_person() {
+                    return Err(RiskConfigError {
+                        path: path.to_owned(),
+                        message: format!(
+                            "[risk.{}] needs = \"policy\": {} actions always need a person; only \"person\" is allowed",
+                            class.as_str(),
+                            class.as_str()
+                        ),
+                    });
+                }
+                rule.needs = if needs == "policy" {
+                    Needs::Policy
+                } else {
+                    Needs::Person
+                };
+            }
+            if let Some((_, v)) = find(&|r| r.four_eyes.map(|b| b.to_string())) {
+                rule.four_eyes = v == "true";
+            }
+            for (field, slot) in [
+                ("expiry", &mut rule.expiry_secs),
+                ("session_expiry", &mut rule.session_expiry_secs),
+            ] {
+                let got = find(&|r| {
+                    if field == "expiry" {
+                        r.expiry.clone()
+                    } else {
+                        r.session_expiry.clone()
+                    }
+                });
+                if let Some((path, text)) = got {
+                    *slot = parse_duration_secs(&text).ok_or_else(|| RiskConfigError {
+                        path: path.to_owned(),
+                        message: format!(
+                            "[risk.{}] {field} = \"{text}\": not a duration; write e.g. 90s, 15m, 1h or 2d (more than zero)",
+                            class.as_str()
+                        ),
+                    })?;
+                }
+            }
+            out.rules.insert(class, rule);
+        }
+        Ok(out)
+    }
+}
+
+/// `90s`, `15m`, `1h`, `2d` → seconds (zero is refused).
+pub fn parse_duration_secs(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit())?;
+    let (n, unit) = s.split_at(split);
+    let n: u64 = n.parse().ok()?;
+    let mult = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return None,
+    };
+    n.checked_mul(mult).filter(|v| *v > 0)
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct RiskConfigError {
+    pub path: String,
+    pub message: String,
+}
+
+impl crate::Coded for RiskConfigError {
+    fn code(&self) -> &'static str {
+        "W-CONFIG-020"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::CanonicalPath;
+    use pretty_assertions::assert_eq;
+
+    fn exec(argv: &[&str]) -> Action {
+        Action::ShellExec {
+            argv: argv.iter().map(|s| (*s).to_owned()).collect(),
+            cwd: CanonicalPath::from_normalized("/w").unwrap(),
+            profile: "default".into(),
+            timeout_ms: 1000,
+        }
+    }
+
+    #[test]
+    fn commands_get_the_class_of_what_they_do() {
+        let table: Vec<(&[&str], RiskClass)> = vec![
+            (&["ls", "-la"], RiskClass::Change),
+            (&["git", "status"], RiskClass::Change),
+            (&["git", "push", "origin", "main"], RiskClass::External),
+            (
+                &["git", "push", "--force", "origin", "main"],
+                RiskClass::Destructive,
+            ),
+            (&["git", "push", "origin", "+main"], RiskClass::Destructive),
+            (
+                &["git", "reset", "--hard", "HEAD~1"],
+                RiskClass::Destructive,
+            ),
+            (&["curl", "https://example.com"], RiskClass::External),
+            (&["/usr/bin/rm", "-rf", "build"], RiskClass::Destructive),
+            (&["psql", "-c", "DROP TABLE users"], RiskClass::Destructive),
+            (&["sqlite3", "db", "drop table t"], RiskClass::Destructive),
+            (&["cat", ".env"], RiskClass::Secret),
+            (&["vault", "kv", "get", "x"], RiskClass::Secret),
+            (&["cargo", "publish"], RiskClass::Irreversible),
+            (&["sh", "-c", "echo hi > a.txt"], RiskClass::Change),
+            (
+                &["sh", "-c", "make && rm -rf build"],
+                RiskClass::Destructive,
+            ),
+            (
+                &["bash", "-c", "cd x; git push origin main"],
+                RiskClass::External,
+            ),
+        ];
+        let got: Vec<(String, RiskClass)> = table
+            .iter()
+            .map(|(argv, _)| (argv.join(" "), classify(&exec(argv)).0))
+            .collect();
+        let want: Vec<(String, RiskClass)> =
+            table.iter().map(|(argv, c)| (argv.join(" "), *c)).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn files_holding_credentials_are_secret_and_deletes_destructive() {
+        let p = |s: &str| CanonicalPath::from_normalized(s).unwrap();
+        assert_eq!(
+            classify(&Action::FsRead { path: p("/w/.env") }).0,
+            RiskClass::Secret
+        );
+        assert_eq!(
+            classify(&Action::FsRead {
+                path: p("/w/a.txt")
+            }),
+            (RiskClass::Read, None)
+        );
+        assert_eq!(
+            classify(&Action::FsDelete {
+                path: p("/w/a.txt"),
+                recursive: false
+            })
+            .0,
+            RiskClass::Destructive
+        );
+    }
+
+    #[test]
+    fn rules_resolve_by_precedence_and_refuse_to_relax_person_classes() {
+        let managed: BTreeMap<String, RiskRuleConfig> = BTreeMap::from([(
+            "destructive".to_owned(),
+            RiskRuleConfig {
+                four_eyes: Some(true),
+                expiry: Some("15m".into()),
+                ..Default::default()
+            },
+        )]);
+        let project: BTreeMap<String, RiskRuleConfig> = BTreeMap::from([(
+            "change".to_owned(),
+            RiskRuleConfig {
+                needs: Some(Needs::Person),
+                ..Default::default()
+            },
+        )]);
+        let rules = RiskRules::resolve(&[("managed", &managed), ("project", &project)]).unwrap();
+        assert_eq!(
+            rules.rule(RiskClass::Destructive),
+            RiskRule {
+                needs: Needs::Person,
+                four_eyes: true,
+                expiry_secs: 900,
+                session_expiry_secs: DEFAULT_SESSION_EXPIRY_SECS
+            }
+        );
+        assert_eq!(rules.rule(RiskClass::Change).needs, Needs::Person);
+        let relax: BTreeMap<String, RiskRuleConfig> = BTreeMap::from([(
+            "secret".to_owned(),
+            RiskRuleConfig {
+                needs: Some(Needs::Policy),
+                ..Default::default()
+            },
+        )]);
+        let err = RiskRules::resolve(&[("p.toml", &relax)]).unwrap_err();
+        assert!(err.message.contains("always need a person"), "{err}");
+        let typo: BTreeMap<String, RiskRuleConfig> =
+            BTreeMap::from([("destructve".to_owned(), RiskRuleConfig::default())]);
+        assert!(RiskRules::resolve(&[("p.toml", &typo)]).is_err());
+        assert_eq!(parse_duration_secs("0s"), None);
+        assert_eq!(parse_duration_secs("2d"), Some(172_800));
+    }
+}

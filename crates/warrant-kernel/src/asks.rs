@@ -1,0 +1,738 @@
+//! Requests the agent raises of a person, besides approving an action: answer a question,
+//! provide a secret, connect a resource. Raising one is not an effect on the world, so it
+//! has no action and passes no policy; it is journaled, audited, parks the run, and expires.
+//! The person's reply arrives from another process (`warrant requests …`); a secret's value
+//! never enters the kernel: the reply carries only its handle (`secret:NAME`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use thiserror::Error;
+use warrant_core::{Coded, Principal, PrincipalKind, RequestId, Timestamp};
+use warrant_store::{RequestUpdate, RunStatus};
+
+use crate::error::KernelError;
+use crate::events::{Approver, RunEvent};
+use crate::ring::{CallStep, Ring};
+use crate::state::RunState;
+use crate::tool::ToolRegistry;
+
+/// What kind of resource the agent asks a person to connect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResourceKind {
+    /// An MCP server started by a command (stdio).
+    Mcp,
+    /// A (credentialed) HTTP endpoint.
+    Endpoint,
+}
+
+impl ResourceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Mcp => "mcp",
+            Self::Endpoint => "endpoint",
+        }
+    }
+}
+
+/// What the agent asks of a person.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Ask {
+    Question {
+        question: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        options: Vec<String>,
+    },
+    /// A credential: its name, what it is for and where it will be used. The value is read
+    /// by Warrant from a person, stored encrypted, and never shown to the model.
+    Secret {
+        name: String,
+        purpose: String,
+        used_by: String,
+    },
+    Resource {
+        resource: ResourceKind,
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<Vec<String>>,
+    },
+}
+
+/// The kinds of request, for expiry and listings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AskKind {
+    Question,
+    Secret,
+    Resource,
+}
+
+impl AskKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Question => "question",
+            Self::Secret => "secret",
+            Self::Resource => "resource",
+        }
+    }
+}
+
+impl Ask {
+    pub fn kind(&self) -> AskKind {
+        match self {
+            Self::Question { .. } => AskKind::Question,
+            Self::Secret { .. } => AskKind::Secret,
+            Self::Resource { .. } => AskKind::Resource,
+        }
+    }
+
+    /// One line for listings.
+    pub fn title(&self) -> String {
+        match self {
+            Self::Question { question, options } if options.is_empty() => {
+                format!("question: {question}")
+            }
+            Self::Question { question, options } => {
+                format!("question: {question} [{}]", options.join(" | "))
+            }
+            Self::Secret {
+                name,
+                purpose,
+                used_by,
+            } => format!("secret {name} for {purpose} (used by {used_by})"),
+            Self::Resource {
+                resource,
+                name,
+                url,
+                command,
+            } => {
+                let at = url
+                    .clone()
+                    .or_else(|| command.as_ref().map(|c| c.join(" ")))
+                    .unwrap_or_default();
+                format!("connect {} {name} {at}", resource.as_str())
+                    .trim_end()
+                    .to_owned()
+            }
+        }
+    }
+}
+
+/// How long each kind of request waits for a person. Recorded in the run's settings when the
+/// run starts, so the expiry in force is part of the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestTtls {
+    pub question_ms: u64,
+    pub secret_ms: u64,
+    pub resource_ms: u64,
+}
+
+/// 24 hours.
+pub const DEFAULT_REQUEST_TTL_MS: u64 = 24 * 60 * 60 * 1000;
+
+impl Default for RequestTtls {
+    fn default() -> Self {
+        Self {
+            question_ms: DEFAULT_REQUEST_TTL_MS,
+            secret_ms: DEFAULT_REQUEST_TTL_MS,
+            resource_ms: DEFAULT_REQUEST_TTL_MS,
+        }
+    }
+}
+
+impl RequestTtls {
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    pub fn for_kind(&self, kind: AskKind) -> u64 {
+        match kind {
+            AskKind::Question => self.question_ms,
+            AskKind::Secret => self.secret_ms,
+            AskKind::Resource => self.resource_ms,
+        }
+    }
+}
+
+/// A person's reply to a request. A secret reply holds the handle, never the value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "snake_case")]
+pub enum Reply {
+    Answered {
+        /// 1-based index of the option chosen, when the question offered options.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        option: Option<u32>,
+        text: String,
+    },
+    SecretProvided {
+        handle: String,
+    },
+    Connected {
+        /// What Warrant checked before believing the resource exists.
+        check: String,
+    },
+    Declined {
+        reason: String,
+    },
+}
+
+impl Reply {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Answered { .. } => "answered",
+            Self::SecretProvided { .. } => "secret provided",
+            Self::Connected { .. } => "connected",
+            Self::Declined { .. } => "declined",
+        }
+    }
+}
+
+/// Where executors get secret values: the configuration says which secrets a profile's
+/// commands receive (as environment variables), the vault holds the values. Implemented by
+/// the CLI over `warrant-exec::vault`; the kernel and the model only ever see names.
+pub trait SecretSource: Send + Sync + std::fmt::Debug {
+    /// `(variable, secret name)` pairs for commands under `profile`.
+    fn env_for(&self, profile: &str) -> Vec<(String, String)>;
+    /// The value of the secret `name`, or why it cannot be had (with its error code).
+    fn value(&self, name: &str) -> Result<String, (String, String)>;
+}
+
+/// The handle the model sees for a secret named `name`.
+pub fn secret_handle(name: &str) -> String {
+    format!("secret:{name}")
+}
+
+/// A request raised by the agent, as folded from the log.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AskState {
+    pub id: RequestId,
+    pub call_id: String,
+    pub ask: Ask,
+    pub raised_at_seq: u64,
+    pub expires_at: Timestamp,
+    pub asked_of: Vec<String>,
+    pub reply: Option<(Reply, Approver)>,
+    pub expired: Option<Timestamp>,
+}
+
+impl AskState {
+    pub fn status(&self) -> &'static str {
+        match (&self.reply, &self.expired) {
+            (Some((r, _)), _) => r.label(),
+            (None, Some(_)) => "expired",
+            (None, None) => "open",
+        }
+    }
+}
+
+/// What the model is told once the request has an outcome: `(ok, result)`.
+pub fn result_for_model(ask: &AskState) -> Option<(bool, Value)> {
+    if let Some((reply, by)) = &ask.reply {
+        return Some(match reply {
+            Reply::Answered { option, text } => (
+                true,
+                json!({"request": ask.id, "answer": text, "option": option, "answered_by": by.actor}),
+            ),
+            Reply::SecretProvided { handle } => (
+                true,
+                json!({"request": ask.id, "secret": handle, "provided_by": by.actor,
+                       "note": "Warrant holds the value; you never see it. Use the handle where the secret is needed."}),
+            ),
+            Reply::Connected { check } => (
+                true,
+                json!({"request": ask.id, "connected": ask.ask.title(), "checked": check, "connected_by": by.actor}),
+            ),
+            Reply::Declined { reason } => (
+                false,
+                json!({"request": ask.id, "declined": reason, "declined_by": by.actor}),
+            ),
+        });
+    }
+    ask.expired.map(|at| {
+        (
+            false,
+            json!({"request": ask.id, "expired": format!("nobody answered before {}", at.rfc3339())}),
+        )
+    })
+}
+
+/// Who is asked: the person the agent works for (or the actor), the person's teams, and the
+/// administrators for secrets and resources, or when the person has no team. A small
+/// function on purpose: an identity directory can replace it without touching the ring.
+pub fn asked_of(principal: &Principal, kind: AskKind) -> Vec<String> {
+    let person = principal
+        .on_behalf_of
+        .clone()
+        .unwrap_or_else(|| principal.actor.clone());
+    let mut out = vec![format!("user:{person}")];
+    out.extend(principal.teams.iter().map(|t| format!("team:{t}")));
+    let admins = match kind {
+        AskKind::Secret | AskKind::Resource => true,
+        AskKind::Question => principal.teams.is_empty(),
+    };
+    if admins {
+        out.push("admins".to_owned());
+    }
+    out
+}
+
+/// Whether a request asked of `asked_of` is asked of `me` (`--mine`): by name, by one of my
+/// teams, or of the administrators when I hold the `admin` role.
+pub fn is_asked_of(asked_of: &[String], me: &Principal) -> bool {
+    asked_of.iter().any(|who| {
+        who == &format!("user:{}", me.actor)
+            || me.teams.iter().any(|t| who == &format!("team:{t}"))
+            || (who == "admins" && me.roles.iter().any(|r| r == "admin"))
+    })
+}
+
+#[derive(Debug, Error)]
+pub enum AskError {
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    #[error("request {id} asks for {asked}; {hint}")]
+    WrongReply {
+        id: String,
+        asked: String,
+        hint: String,
+    },
+    #[error("request {id}: {message}")]
+    BadOption { id: String, message: String },
+    #[error(
+        "request {id} expired at {at}; the agent is told it expired when the run continues (`warrant resume {run}`)"
+    )]
+    Expired { id: String, at: String, run: String },
+    #[error("request {id} was already answered ({answer}); a request is answered once")]
+    AlreadyReplied { id: String, answer: String },
+    #[error("{actor} is an agent; an agent can never answer a request")]
+    AgentCannotAnswer { actor: String },
+    #[error(
+        "request {0} is not a request raised by the agent; approvals are answered with `warrant approve` / `warrant deny`"
+    )]
+    NotAnAsk(String),
+}
+
+impl Coded for AskError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Kernel(e) => e.code(),
+            Self::WrongReply { .. } => "W-REQUEST-001",
+            Self::BadOption { .. } => "W-REQUEST-002",
+            Self::Expired { .. } => "W-REQUEST-003",
+            Self::AlreadyReplied { .. } => "W-REQUEST-004",
+            Self::AgentCannotAnswer { .. } => "W-REQUEST-005",
+            Self::NotAnAsk(_) => "W-REQUEST-008",
+        }
+    }
+}
+
+fn expected_reply(ask: &Ask) -> (&'static str, &'static str) {
+    match ask {
+        Ask::Question { .. } => (
+            "an answer",
+            "answer it with `warrant requests answer REQ --option N | --text TEXT`",
+        ),
+        Ask::Secret { .. } => (
+            "a secret",
+            "provide it with `warrant requests provide REQ` (the value is read from standard input)",
+        ),
+        Ask::Resource { .. } => (
+            "a resource",
+            "connect it with `warrant requests connect REQ`",
+        ),
+    }
+}
+
+impl Ring<'_> {
+    /// The ring's step for a call to a request tool: raise the request and park, keep waiting,
+    /// or answer it as expired. `None` when the call is not a request (or its arguments fail
+    /// the schema, which the ordinary normalization step reports).
+    pub(crate) fn ask_step(
+        &self,
+        state: &mut RunState,
+        call_id: &str,
+        tools: &dyn ToolRegistry,
+    ) -> Result<Option<CallStep>, KernelError> {
+        let Some(call) = state.call(call_id).cloned() else {
+            return Ok(None);
+        };
+        let Some(tool) = tools.get(&call.record.tool) else {
+            return Ok(None);
+        };
+        if tools
+            .validate(&call.record.tool, &call.record.args)
+            .is_err()
+        {
+            return Ok(None);
+        }
+        let Some(parsed) = tool.ask(&call.record.args) else {
+            return Ok(None);
+        };
+        let existing = state.asks.values().find(|a| a.call_id == call_id).cloned();
+        let Some(open) = existing else {
+            let ask = match parsed {
+                Ok(ask) => ask,
+                Err(refusal) => {
+                    self.append(
+                        state,
+                        vec![RunEvent::CallRefused {
+                            call_id: call_id.to_owned(),
+                            tool: call.record.tool.clone(),
+                            code: refusal.code,
+                            message: refusal.message,
+                        }],
+                        None,
+                        vec![],
+                    )?;
+                    return Ok(Some(CallStep::Done));
+                }
+            };
+            let request = self.ids.request_id();
+            let now = self.clock.now();
+            let ttl = state.settings.requests.for_kind(ask.kind());
+            let expires_at = Timestamp::from_millis(
+                now.millis()
+                    .saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX)),
+            )
+            .unwrap_or(now);
+            let asked_of = asked_of(&state.principal, ask.kind());
+            let summary = json!({
+                "kind": ask.kind().as_str(),
+                "run": state.run,
+                "call": call_id,
+                "tool": call.record.tool,
+                "title": ask.title(),
+                "ask": ask,
+                "requested_by": state.principal.actor,
+                "asked_of": asked_of,
+                "expires_at": expires_at.rfc3339(),
+            });
+            self.append(
+                state,
+                vec![
+                    RunEvent::RequestRaised {
+                        call_id: call_id.to_owned(),
+                        request_id: request.clone(),
+                        ask,
+                        expires_at,
+                        asked_of,
+                    },
+                    RunEvent::RunParked {
+                        request_id: request.clone(),
+                    },
+                ],
+                Some(RunStatus::Parked),
+                vec![RequestUpdate::Open {
+                    id: request.clone(),
+                    summary,
+                }],
+            )?;
+            return Ok(Some(CallStep::Parked(request)));
+        };
+        // Answered requests give the call its result when folded; only waiting ones reach here.
+        if self.clock.now() >= open.expires_at {
+            self.expire(state, &open.id)?;
+            return Ok(Some(CallStep::Done));
+        }
+        if state.parked.as_ref() != Some(&open.id) {
+            self.append(
+                state,
+                vec![RunEvent::RunParked {
+                    request_id: open.id.clone(),
+                }],
+                Some(RunStatus::Parked),
+                vec![],
+            )?;
+        }
+        Ok(Some(CallStep::Parked(open.id)))
+    }
+
+    /// Records that a request ran out of time; the call's result tells the agent so.
+    fn expire(&self, state: &mut RunState, request: &RequestId) -> Result<(), KernelError> {
+        let Some(ask) = state.asks.get(request).cloned() else {
+            return Err(KernelError::UnknownRequest(request.to_string()));
+        };
+        self.append(
+            state,
+            vec![RunEvent::RequestExpired {
+                call_id: ask.call_id,
+                request_id: request.clone(),
+                expires_at: ask.expires_at,
+            }],
+            state.parked.is_some().then_some(RunStatus::Queued),
+            vec![RequestUpdate::Answered {
+                id: request.clone(),
+            }],
+        )
+    }
+
+    /// Records a person's reply to a request the agent raised. The person is the principal
+    /// Warrant established for this process; an agent never may. A reply after the request
+    /// expired is refused, and the expiry recorded.
+    pub fn reply(
+        &self,
+        state: &mut RunState,
+        request: &RequestId,
+        person: &Principal,
+        via: &str,
+        reply: Reply,
+    ) -> Result<(), AskError> {
+        if person.kind == PrincipalKind::Agent {
+            return Err(AskError::AgentCannotAnswer {
+                actor: person.actor.clone(),
+            });
+        }
+        let Some(ask) = state.asks.get(request).cloned() else {
+            if state.requests.contains_key(request) {
+                return Err(AskError::NotAnAsk(request.to_string()));
+            }
+            return Err(KernelError::UnknownRequest(request.to_string()).into());
+        };
+        if let Some((previous, by)) = &ask.reply {
+            return Err(AskError::AlreadyReplied {
+                id: request.to_string(),
+                answer: format!("{} by {}", previous.label(), by.actor),
+            });
+        }
+        if let Some(outcome) = &state.ended {
+            return Err(KernelError::RunEnded {
+                run: state.run.to_string(),
+                outcome: crate::ring::outcome_label(outcome),
+            }
+            .into());
+        }
+        let expired = || AskError::Expired {
+            id: request.to_string(),
+            at: ask.expires_at.rfc3339(),
+            run: state.run.to_string(),
+        };
+        if ask.expired.is_some() {
+            return Err(expired());
+        }
+        if self.clock.now() >= ask.expires_at {
+            let err = expired();
+            self.expire(state, request)?;
+            return Err(err);
+        }
+        check_fits(&ask, &reply)?;
+        let by = Approver {
+            tenant: person.tenant.clone(),
+            actor: person.actor.clone(),
+            via: via.to_owned(),
+        };
+        self.append(
+            state,
+            vec![RunEvent::RequestReplied {
+                call_id: ask.call_id.clone(),
+                request_id: request.clone(),
+                by,
+                reply,
+            }],
+            state.parked.is_some().then_some(RunStatus::Queued),
+            vec![RequestUpdate::Answered {
+                id: request.clone(),
+            }],
+        )?;
+        Ok(())
+    }
+}
+
+/// A reply must be of the kind asked (a decline fits every kind).
+fn check_fits(ask: &AskState, reply: &Reply) -> Result<(), AskError> {
+    let wrong = || {
+        let (asked, hint) = expected_reply(&ask.ask);
+        AskError::WrongReply {
+            id: ask.id.to_string(),
+            asked: asked.to_owned(),
+            hint: hint.to_owned(),
+        }
+    };
+    match (&ask.ask, reply) {
+        (_, Reply::Declined { reason }) => {
+            if reason.trim().is_empty() {
+                return Err(AskError::BadOption {
+                    id: ask.id.to_string(),
+                    message: "a decline needs a reason the agent can act on".into(),
+                });
+            }
+            Ok(())
+        }
+        (Ask::Question { options, .. }, Reply::Answered { option, text }) => match option {
+            Some(n) => {
+                let fits = usize::try_from(*n)
+                    .ok()
+                    .and_then(|i| i.checked_sub(1))
+                    .and_then(|i| options.get(i))
+                    .is_some_and(|o| o == text);
+                if fits {
+                    Ok(())
+                } else if options.is_empty() {
+                    Err(AskError::BadOption {
+                        id: ask.id.to_string(),
+                        message: "this question offers no options; answer with --text".into(),
+                    })
+                } else {
+                    Err(AskError::BadOption {
+                        id: ask.id.to_string(),
+                        message: format!(
+                            "option {n} does not exist; choose 1 to {}: {}",
+                            options.len(),
+                            options
+                                .iter()
+                                .enumerate()
+                                .map(|(i, o)| format!("{}. {o}", i + 1))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    })
+                }
+            }
+            None if text.trim().is_empty() => Err(AskError::BadOption {
+                id: ask.id.to_string(),
+                message: "the answer is empty".into(),
+            }),
+            None => Ok(()),
+        },
+        (Ask::Secret { name, .. }, Reply::SecretProvided { handle }) => {
+            if *handle == secret_handle(name) {
+                Ok(())
+            } else {
+                Err(wrong())
+            }
+        }
+        (Ask::Resource { .. }, Reply::Connected { .. }) => Ok(()),
+        (Ask::Question { .. }, Reply::SecretProvided { .. } | Reply::Connected { .. })
+        | (Ask::Secret { .. }, Reply::Answered { .. } | Reply::Connected { .. })
+        | (Ask::Resource { .. }, Reply::Answered { .. } | Reply::SecretProvided { .. }) => {
+            Err(wrong())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn state(ask: Ask) -> AskState {
+        AskState {
+            id: RequestId::parse("req-01").unwrap(),
+            call_id: "c1".into(),
+            ask,
+            raised_at_seq: 3,
+            expires_at: Timestamp::from_millis(1_000).unwrap(),
+            asked_of: vec![],
+            reply: None,
+            expired: None,
+        }
+    }
+
+    /// Every kind of request against every kind of reply: only the matching one (and a
+    /// decline with a reason) fits.
+    #[test]
+    fn a_reply_must_fit_the_request() {
+        let question = state(Ask::Question {
+            question: "colour?".into(),
+            options: vec!["red".into(), "blue".into()],
+        });
+        let free = state(Ask::Question {
+            question: "why?".into(),
+            options: vec![],
+        });
+        let secret = state(Ask::Secret {
+            name: "TOKEN".into(),
+            purpose: "p".into(),
+            used_by: "u".into(),
+        });
+        let resource = state(Ask::Resource {
+            resource: ResourceKind::Endpoint,
+            name: "api".into(),
+            url: Some("http://x".into()),
+            command: None,
+        });
+        let answered = |option: Option<u32>, text: &str| Reply::Answered {
+            option,
+            text: text.into(),
+        };
+        let provided = |h: &str| Reply::SecretProvided { handle: h.into() };
+        let connected = Reply::Connected { check: "ok".into() };
+        let declined = |r: &str| Reply::Declined { reason: r.into() };
+        let code = |a: &AskState, r: &Reply| check_fits(a, r).err().map(|e| e.code());
+        let table: Vec<(&AskState, Reply, Option<&str>)> = vec![
+            (&question, answered(Some(2), "blue"), None),
+            (&question, answered(Some(3), ""), Some("W-REQUEST-002")),
+            (&question, answered(Some(0), ""), Some("W-REQUEST-002")),
+            (&question, answered(Some(1), "blue"), Some("W-REQUEST-002")),
+            (&question, answered(None, "neither"), None),
+            (&question, answered(None, " "), Some("W-REQUEST-002")),
+            (&free, answered(Some(1), ""), Some("W-REQUEST-002")),
+            (&question, provided("secret:TOKEN"), Some("W-REQUEST-001")),
+            (&question, connected.clone(), Some("W-REQUEST-001")),
+            (&secret, provided("secret:TOKEN"), None),
+            (&secret, provided("secret:OTHER"), Some("W-REQUEST-001")),
+            (&secret, answered(None, "hunter2"), Some("W-REQUEST-001")),
+            (&secret, connected.clone(), Some("W-REQUEST-001")),
+            (&resource, connected, None),
+            (&resource, answered(None, "x"), Some("W-REQUEST-001")),
+            (&resource, provided("secret:TOKEN"), Some("W-REQUEST-001")),
+            (&question, declined("not now"), None),
+            (&secret, declined("ask ops"), None),
+            (&resource, declined("no"), None),
+            (&resource, declined("  "), Some("W-REQUEST-002")),
+        ];
+        for (ask, reply, expected) in table {
+            assert_eq!(code(ask, &reply), expected, "{:?} / {reply:?}", ask.ask);
+        }
+    }
+
+    #[test]
+    fn who_is_asked_and_what_is_mine() {
+        let mut p = Principal {
+            tenant: "t".into(),
+            actor: "bot".into(),
+            kind: PrincipalKind::Agent,
+            on_behalf_of: Some("alice".into()),
+            roles: vec![],
+            teams: vec!["web".into()],
+            attrs: Default::default(),
+        };
+        assert_eq!(
+            asked_of(&p, AskKind::Question),
+            vec!["user:alice".to_owned(), "team:web".to_owned()]
+        );
+        assert_eq!(
+            asked_of(&p, AskKind::Secret),
+            vec![
+                "user:alice".to_owned(),
+                "team:web".to_owned(),
+                "admins".to_owned()
+            ]
+        );
+        p.teams.clear();
+        p.on_behalf_of = None;
+        assert_eq!(
+            asked_of(&p, AskKind::Question),
+            vec!["user:bot".to_owned(), "admins".to_owned()]
+        );
+        let of = vec!["user:alice".to_owned(), "team:web".to_owned()];
+        let me = |actor: &str, teams: &[&str], roles: &[&str]| Principal {
+            tenant: "t".into(),
+            actor: actor.into(),
+            kind: PrincipalKind::User,
+            on_behalf_of: None,
+            roles: roles.iter().map(|s| (*s).to_owned()).collect(),
+            teams: teams.iter().map(|s| (*s).to_owned()).collect(),
+            attrs: Default::default(),
+        };
+        assert!(is_asked_of(&of, &me("alice", &[], &[])));
+        assert!(is_asked_of(&of, &me("bob", &["web"], &[])));
+        assert!(!is_asked_of(&of, &me("bob", &["db"], &["admin"])));
+        let admins = vec!["admins".to_owned()];
+        assert!(is_asked_of(&admins, &me("carol", &[], &["admin"])));
+        assert!(!is_asked_of(&admins, &me("carol", &[], &[])));
+    }
+}

@@ -1,0 +1,527 @@
+//! Model calls as governed effects. Before each call the ring decides the `provider.call`
+//! action under the run's principal and checks every budget (run, actor, tenant; tokens and
+//! cost); while the answer streams in, the caller measures it against the [`Headroom`] left
+//! and cuts it off at the first crossing. A refusal or a stop is one atomic append of its
+//! typed event and the run's end, so it is durable and audited like any other verdict.
+//! Actor and tenant totals are summed from every run in the store at each call: simple and
+//! exact, but linear in the store's size (no usage index yet).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use warrant_core::config::{BudgetLimit, BudgetsConfig, PriceConfig};
+use warrant_core::{Action, Principal};
+use warrant_store::RunStatus;
+
+use crate::error::KernelError;
+use crate::events::{BudgetMetric, BudgetScope, Outcome, ReasonRecord, RunEvent, Verdict};
+use crate::ring::Ring;
+use crate::state::RunState;
+
+/// What model calls consumed: tokens as the server counted them (or as estimated when it did
+/// not), and their cost when the model has a price.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ModelUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: f64,
+}
+
+impl ModelUsage {
+    pub fn tokens(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+
+    /// Adds a usage object as journaled (`{"input_tokens", "output_tokens", "cost_usd"?}`).
+    pub fn add_recorded(&mut self, usage: Option<&Value>) {
+        let Some(usage) = usage else { return };
+        let int = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+        self.input_tokens = self.input_tokens.saturating_add(int("input_tokens"));
+        self.output_tokens = self.output_tokens.saturating_add(int("output_tokens"));
+        self.cost_usd += usage.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0);
+    }
+
+    fn add(&mut self, other: &ModelUsage) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cost_usd += other.cost_usd;
+    }
+}
+
+/// Budgets and prices in force for model calls (from configuration, read at each call, so a
+/// tightened budget applies to a resumed run too).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModelRules {
+    pub budgets: BudgetsConfig,
+    /// By `provider:model`, as in `--model`.
+    pub prices: BTreeMap<String, PriceConfig>,
+}
+
+/// A budget or price in configuration that cannot be used. Reported before a run starts.
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+#[error(
+    "{setting} = {value} cannot be used: budgets and prices must be finite numbers of zero or more"
+)]
+pub struct RulesError {
+    pub setting: String,
+    pub value: String,
+}
+
+impl warrant_core::Coded for RulesError {
+    fn code(&self) -> &'static str {
+        "W-MODEL-016"
+    }
+}
+
+impl ModelRules {
+    /// Refuses negative or non-finite limits and prices (a NaN limit would never be crossed).
+    pub fn validate(&self) -> Result<(), RulesError> {
+        let bad = |v: f64| !v.is_finite() || v < 0.0;
+        for (scope, limit) in self.limits() {
+            if let Some(cost) = limit.cost_usd.filter(|c| bad(*c)) {
+                return Err(RulesError {
+                    setting: format!("budgets.{}.cost_usd", scope.as_str()),
+                    value: cost.to_string(),
+                });
+            }
+        }
+        for (model, price) in &self.prices {
+            for (field, value) in [
+                ("input_per_million", price.input_per_million),
+                ("output_per_million", price.output_per_million),
+            ] {
+                if bad(value) {
+                    return Err(RulesError {
+                        setting: format!("prices.\"{model}\".{field}"),
+                        value: value.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Cost in US dollars of `input` + `output` tokens of `provider:model`, if it has a price.
+    pub fn cost(&self, provider: &str, model: &str, input: u64, output: u64) -> Option<f64> {
+        let price = self.prices.get(&format!("{provider}:{model}"))?;
+        // Token counts stay far below 2^53, where f64 is exact.
+        #[allow(clippy::cast_precision_loss)]
+        let (input, output) = (input as f64, output as f64);
+        Some((input * price.input_per_million + output * price.output_per_million) / 1_000_000.0)
+    }
+
+    /// The usage object journaled with a model answer.
+    pub fn usage_record(
+        &self,
+        provider: &str,
+        model: &str,
+        input: u64,
+        output: u64,
+        estimated: bool,
+    ) -> Value {
+        let mut usage = json!({"input_tokens": input, "output_tokens": output});
+        if let Some(cost) = self.cost(provider, model, input, output) {
+            usage["cost_usd"] = json!(cost);
+        }
+        if estimated {
+            usage["estimated"] = json!(true);
+        }
+        usage
+    }
+
+    fn limits(&self) -> [(BudgetScope, BudgetLimit); 3] {
+        [
+            (BudgetScope::Run, self.budgets.run),
+            (BudgetScope::Actor, self.budgets.actor),
+            (BudgetScope::Tenant, self.budgets.tenant),
+        ]
+    }
+
+    fn has_cost_limit(&self) -> bool {
+        self.limits().iter().any(|(_, l)| l.cost_usd.is_some())
+    }
+}
+
+/// One budget line: its scope and metric, its limit and what was used before this call.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Line {
+    scope: BudgetScope,
+    metric: BudgetMetric,
+    limit: f64,
+    used: f64,
+}
+
+/// A budget crossed: which one, by how much.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Crossing {
+    pub scope: BudgetScope,
+    pub metric: BudgetMetric,
+    pub limit: f64,
+    /// Used in that scope, including the answer so far.
+    pub used: f64,
+}
+
+impl Crossing {
+    pub fn message(&self) -> String {
+        let (used, limit) = match self.metric {
+            BudgetMetric::Tokens => (format!("{}", self.used), format!("{}", self.limit)),
+            BudgetMetric::CostUsd => (format!("${:.6}", self.used), format!("${:.6}", self.limit)),
+        };
+        let state = if self.used > self.limit {
+            "exceeded"
+        } else {
+            "used up"
+        };
+        format!(
+            "the {} budget of {limit} {} is {state} ({used} used)",
+            self.scope.as_str(),
+            self.metric.as_str()
+        )
+    }
+}
+
+/// What is left of every budget for one call.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Headroom {
+    lines: Vec<Line>,
+}
+
+impl Headroom {
+    /// The crossing an answer that has cost `tokens` and `cost` so far would make, if any.
+    /// Where several budgets are crossed, the one with the least room left (the most
+    /// restrictive) is reported.
+    pub fn check(&self, tokens: u64, cost: Option<f64>) -> Option<Crossing> {
+        #[allow(clippy::cast_precision_loss)]
+        let tokens = tokens as f64;
+        self.lines
+            .iter()
+            .filter_map(|line| {
+                let extra = match line.metric {
+                    BudgetMetric::Tokens => tokens,
+                    BudgetMetric::CostUsd => cost.unwrap_or(0.0),
+                };
+                let used = line.used + extra;
+                (used > line.limit).then_some((line.limit - line.used, line, used))
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, line, used)| Crossing {
+                scope: line.scope,
+                metric: line.metric,
+                limit: line.limit,
+                used,
+            })
+    }
+
+    /// A budget with nothing left before the call is made.
+    fn exhausted(&self) -> Option<Crossing> {
+        self.lines
+            .iter()
+            .filter(|l| l.used >= l.limit)
+            .min_by(|a, b| (a.limit - a.used).total_cmp(&(b.limit - b.used)))
+            .map(|l| Crossing {
+                scope: l.scope,
+                metric: l.metric,
+                limit: l.limit,
+                used: l.used,
+            })
+    }
+}
+
+/// The ring's answer before a model call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelGate {
+    /// Call the model; stop the answer at the first crossing of this headroom.
+    Go(Headroom),
+    /// Refused and recorded; the run has ended.
+    Refused,
+}
+
+/// `provider:model` as the run names its model (`scripted:PATH` keeps the path as the model).
+pub fn split_model(spec: &str) -> (&str, &str) {
+    spec.split_once(':').unwrap_or((spec, ""))
+}
+
+impl Ring<'_> {
+    /// Decides the next model call of the run: policy on `provider.call`, then every budget.
+    pub fn gate_model_call(
+        &self,
+        state: &mut RunState,
+        rules: &ModelRules,
+    ) -> Result<ModelGate, KernelError> {
+        let (provider, model) = split_model(&state.model);
+        let action = Action::ProviderCall {
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+        };
+        let turn = state.turns;
+        let verdict = self.pdp.decide(&state.principal, &action, &state.workspace);
+        if verdict.verdict != Verdict::Allow {
+            let why = match verdict.verdict {
+                // Nobody is asked about a model call: the run would stall on every turn.
+                Verdict::Ask => "policy asks for approval, which model calls cannot wait for",
+                Verdict::Allow | Verdict::Deny => "policy does not allow it",
+            };
+            let named: Vec<String> = verdict
+                .reasons
+                .iter()
+                .map(|r| match &r.reason {
+                    Some(reason) => format!("{} ({reason})", r.policy),
+                    None => r.policy.clone(),
+                })
+                .collect();
+            let message = if named.is_empty() {
+                format!("model call to {} refused: {why}", action.target())
+            } else {
+                format!(
+                    "model call to {} refused: {why}: {}",
+                    action.target(),
+                    named.join("; ")
+                )
+            };
+            self.refuse_model_call(
+                state,
+                RunEvent::ModelCallDenied {
+                    turn,
+                    action,
+                    verdict: verdict.verdict,
+                    reasons: verdict.reasons,
+                    errors: verdict.errors,
+                    message: message.clone(),
+                },
+                message,
+            )?;
+            return Ok(ModelGate::Refused);
+        }
+        if rules.has_cost_limit() && rules.cost(provider, model, 0, 0).is_none() {
+            let message = format!(
+                "model call to {} refused: a cost budget is set but [prices] has no price for `{}`, so its cost cannot be metered",
+                action.target(),
+                action.target()
+            );
+            self.refuse_model_call(
+                state,
+                RunEvent::ModelCallDenied {
+                    turn,
+                    action,
+                    verdict: Verdict::Deny,
+                    reasons: vec![ReasonRecord {
+                        policy: "budgets".into(),
+                        reason: Some("a cost budget needs a price for the model".into()),
+                    }],
+                    errors: Vec::new(),
+                    message: message.clone(),
+                },
+                message,
+            )?;
+            return Ok(ModelGate::Refused);
+        }
+        let headroom = self.headroom(state, rules)?;
+        if let Some(crossing) = headroom.exhausted() {
+            self.record_budget_stop(state, &crossing, None)?;
+            return Ok(ModelGate::Refused);
+        }
+        Ok(ModelGate::Go(headroom))
+    }
+
+    /// Records a budget crossed (with what the cut-off answer cost) and ends the run.
+    pub fn record_budget_stop(
+        &self,
+        state: &mut RunState,
+        crossing: &Crossing,
+        usage: Option<Value>,
+    ) -> Result<(), KernelError> {
+        let message = crossing.message();
+        let event = RunEvent::BudgetExceeded {
+            turn: state.turns,
+            scope: crossing.scope,
+            metric: crossing.metric,
+            limit: crossing.limit,
+            used: crossing.used,
+            usage,
+            message: message.clone(),
+        };
+        self.refuse_model_call(state, event, message)
+    }
+
+    fn refuse_model_call(
+        &self,
+        state: &mut RunState,
+        event: RunEvent,
+        reason: String,
+    ) -> Result<(), KernelError> {
+        self.append(
+            state,
+            vec![
+                event,
+                RunEvent::RunEnded {
+                    outcome: Outcome::Stopped { reason },
+                },
+            ],
+            Some(RunStatus::Stopped),
+            vec![],
+        )
+    }
+
+    fn headroom(&self, state: &RunState, rules: &ModelRules) -> Result<Headroom, KernelError> {
+        let needs = |limit: &BudgetLimit| limit.tokens.is_some() || limit.cost_usd.is_some();
+        let mut actor = ModelUsage::default();
+        let mut tenant = ModelUsage::default();
+        if needs(&rules.budgets.actor) || needs(&rules.budgets.tenant) {
+            for row in self.store.runs()? {
+                if row.run == state.run {
+                    continue;
+                }
+                let other = self.load(&row.run)?;
+                if same_actor(&other.principal, &state.principal) {
+                    actor.add(&other.usage);
+                }
+                if other.principal.tenant == state.principal.tenant {
+                    tenant.add(&other.usage);
+                }
+            }
+        }
+        actor.add(&state.usage);
+        tenant.add(&state.usage);
+        let mut lines = Vec::new();
+        for (scope, limit) in rules.limits() {
+            let used = match scope {
+                BudgetScope::Run => state.usage,
+                BudgetScope::Actor => actor,
+                BudgetScope::Tenant => tenant,
+            };
+            if let Some(tokens) = limit.tokens {
+                #[allow(clippy::cast_precision_loss)]
+                lines.push(Line {
+                    scope,
+                    metric: BudgetMetric::Tokens,
+                    limit: tokens as f64,
+                    used: used.tokens() as f64,
+                });
+            }
+            if let Some(cost) = limit.cost_usd {
+                lines.push(Line {
+                    scope,
+                    metric: BudgetMetric::CostUsd,
+                    limit: cost,
+                    used: used.cost_usd,
+                });
+            }
+        }
+        Ok(Headroom { lines })
+    }
+}
+
+fn same_actor(a: &Principal, b: &Principal) -> bool {
+    a.tenant == b.tenant && a.actor == b.actor
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn line(scope: BudgetScope, metric: BudgetMetric, limit: f64, used: f64) -> Line {
+        Line {
+            scope,
+            metric,
+            limit,
+            used,
+        }
+    }
+
+    #[test]
+    fn the_most_restrictive_crossing_wins() {
+        let headroom = Headroom {
+            lines: vec![
+                line(BudgetScope::Run, BudgetMetric::Tokens, 1000.0, 0.0),
+                line(BudgetScope::Actor, BudgetMetric::Tokens, 5000.0, 4900.0),
+                line(BudgetScope::Tenant, BudgetMetric::CostUsd, 1.0, 0.99),
+            ],
+        };
+        assert_eq!(headroom.check(50, Some(0.001)), None);
+        // Both the actor's tokens (100 left) and the tenant's cost (0.01 left) are crossed;
+        // the tenant's line had the least room.
+        assert_eq!(
+            headroom.check(150, Some(0.02)),
+            Some(Crossing {
+                scope: BudgetScope::Tenant,
+                metric: BudgetMetric::CostUsd,
+                limit: 1.0,
+                used: 1.01,
+            })
+        );
+        assert_eq!(
+            headroom.check(150, Some(0.0)).map(|c| c.scope),
+            Some(BudgetScope::Actor)
+        );
+        assert_eq!(headroom.exhausted(), None);
+        let spent = Headroom {
+            lines: vec![line(BudgetScope::Run, BudgetMetric::Tokens, 10.0, 10.0)],
+        };
+        assert_eq!(
+            spent.exhausted().map(|c| c.message()),
+            Some("the run budget of 10 tokens is used up (10 used)".to_owned())
+        );
+    }
+
+    #[test]
+    fn unusable_numbers_are_refused() {
+        let mut rules = ModelRules::default();
+        rules.budgets.actor.cost_usd = Some(-1.0);
+        assert_eq!(
+            rules.validate().map_err(|e| e.to_string()),
+            Err("budgets.actor.cost_usd = -1 cannot be used: budgets and prices must be finite numbers of zero or more".to_owned())
+        );
+        rules.budgets.actor.cost_usd = Some(1.0);
+        rules.prices.insert(
+            "openai:m".into(),
+            PriceConfig {
+                input_per_million: f64::NAN,
+                output_per_million: 1.0,
+            },
+        );
+        assert_eq!(
+            rules.validate().map_err(|e| e.setting),
+            Err("prices.\"openai:m\".input_per_million".to_owned())
+        );
+        rules.prices.clear();
+        assert_eq!(rules.validate(), Ok(()));
+    }
+
+    #[test]
+    fn costs_come_from_the_price_table() {
+        let rules = ModelRules {
+            budgets: BudgetsConfig::default(),
+            prices: [(
+                "openai:gpt-test".to_owned(),
+                PriceConfig {
+                    input_per_million: 2.0,
+                    output_per_million: 8.0,
+                },
+            )]
+            .into(),
+        };
+        assert_eq!(
+            rules.cost("openai", "gpt-test", 1_000_000, 500_000),
+            Some(6.0)
+        );
+        assert_eq!(rules.cost("openai", "other", 1, 1), None);
+        assert_eq!(
+            rules.usage_record("openai", "gpt-test", 1000, 0, true),
+            json!({"input_tokens": 1000, "output_tokens": 0, "cost_usd": 0.002, "estimated": true})
+        );
+        let mut total = ModelUsage::default();
+        total.add_recorded(Some(
+            &json!({"input_tokens": 3, "output_tokens": 4, "cost_usd": 0.5}),
+        ));
+        total.add_recorded(Some(&json!({"input_tokens": 1, "output_tokens": 1})));
+        assert_eq!(
+            total,
+            ModelUsage {
+                input_tokens: 4,
+                output_tokens: 5,
+                cost_usd: 0.5
+            }
+        );
+    }
+}

@@ -1,0 +1,83 @@
+//! API keys from secret references: `env:NAME` reads the variable `NAME`, `file:PATH` reads a
+//! file (trailing newline dropped, as secret mounts write it). A key is never accepted as a
+//! literal in configuration, and never appears in an error.
+
+use std::collections::BTreeMap;
+
+use thiserror::Error;
+use warrant_core::Coded;
+
+/// A key as resolved: the value (None when the variable is unset or empty) and the reference
+/// it came from, as messages name it (`OPENAI_API_KEY` or `file:/run/secrets/openai`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct ResolvedKey {
+    pub value: Option<String>,
+    pub source: String,
+}
+
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum KeyError {
+    #[error(
+        "`{setting}` must be a secret reference, `env:NAME` or `file:PATH`, never the key itself"
+    )]
+    NotAReference { setting: String },
+    #[error("could not read the key file {path} named by `{setting}`: {message}")]
+    Unreadable {
+        setting: String,
+        path: String,
+        message: String,
+    },
+}
+
+impl std::fmt::Debug for ResolvedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResolvedKey")
+            .field("value", &self.value.as_ref().map(|_| "[redacted]"))
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+impl Coded for KeyError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::NotAReference { .. } => "W-MODEL-014",
+            Self::Unreadable { .. } => "W-MODEL-015",
+        }
+    }
+}
+
+/// Resolves the key of a provider: `reference` (the `api_key` setting) when given, else the
+/// variable `env_name`. `setting` names the setting in errors.
+pub fn resolve_key(
+    setting: &str,
+    reference: Option<&str>,
+    env_name: &str,
+    env: &BTreeMap<String, String>,
+) -> Result<ResolvedKey, KeyError> {
+    let from_env = |name: &str| ResolvedKey {
+        value: env.get(name).filter(|v| !v.trim().is_empty()).cloned(),
+        source: name.to_owned(),
+    };
+    let Some(reference) = reference.map(str::trim).filter(|r| !r.is_empty()) else {
+        return Ok(from_env(env_name));
+    };
+    if let Some(name) = reference.strip_prefix("env:") {
+        return Ok(from_env(name));
+    }
+    if let Some(path) = reference.strip_prefix("file:") {
+        let text = std::fs::read_to_string(path).map_err(|e| KeyError::Unreadable {
+            setting: setting.to_owned(),
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        let key = text.trim().to_owned();
+        return Ok(ResolvedKey {
+            value: Some(key).filter(|k| !k.is_empty()),
+            source: format!("file:{path}"),
+        });
+    }
+    Err(KeyError::NotAReference {
+        setting: setting.to_owned(),
+    })
+}
