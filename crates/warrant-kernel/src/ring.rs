@@ -1544,6 +1544,16 @@ fn audit_facts(
             if let Ok(d) = digest_of(result) {
                 facts["output_digest"] = json!(d);
             }
+            // What redaction removed from the result before it was journaled: rule ids and
+            // counts (never values), so the trail shows that a secret was kept from the model.
+            if let Some(counts) = result.get("redacted").and_then(Value::as_object) {
+                facts["reasons"] = json!(
+                    counts
+                        .iter()
+                        .map(|(rule, n)| format!("redacted {rule} x{n}"))
+                        .collect::<Vec<_>>()
+                );
+            }
         }
         RunEvent::EffectDenied {
             call_id, denied, ..

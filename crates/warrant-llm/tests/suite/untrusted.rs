@@ -190,3 +190,34 @@ fn a_tool_message_whose_fence_was_closed_from_inside_is_refused() {
     };
     assert!(GuardedRequest::assemble(&conv, &tools(), &Taint::default(), true).is_ok());
 }
+
+proptest::proptest! {
+    /// Whatever the content (tag fragments in any case and spacing included), its fence has
+    /// exactly one opening and one closing tag, at the ends, and passes the guard.
+    #[test]
+    fn no_content_can_open_or_close_its_fence(
+        parts in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::strategy::Just("</untrusted>".to_owned()),
+                proptest::strategy::Just("< / UnTrusted >".to_owned()),
+                proptest::strategy::Just("<untrusted source=\"x\">".to_owned()),
+                proptest::strategy::Just("<\n/untrusted".to_owned()),
+                "[ -~\n]{0,12}",
+            ],
+            0..12,
+        )
+    ) {
+        let text = parts.concat();
+        let fenced = Untrusted::new(Source::tool_result("read_file", "c1", None), text)
+            .fence()
+            .into_string();
+        let lower = fenced.to_lowercase();
+        proptest::prop_assert!(fenced.starts_with("<untrusted source=\""));
+        proptest::prop_assert!(fenced.ends_with("\n</untrusted>"));
+        proptest::prop_assert_eq!(lower.matches("</untrusted").count(), 1);
+        proptest::prop_assert_eq!(lower.matches("<untrusted").count(), 1);
+        let mut conv = conversation();
+        conv.messages.push(Message::Tool { call_id: "c1".into(), name: "read_file".into(), content: fenced });
+        proptest::prop_assert!(GuardedRequest::assemble(&conv, &tools(), &Taint::default(), true).is_ok());
+    }
+}
