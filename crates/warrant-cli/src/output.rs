@@ -231,7 +231,7 @@ impl Printer {
                         "warrant requests provide {request_id}   (the value is read from standard input)"
                     ),
                     warrant_kernel::Ask::Resource { .. } => {
-                        format!("warrant requests connect {request_id}")
+                        format!("warrant requests connect {request_id} --url URL | --command PROGRAM ARGS... | --use-proposed")
                     }
                 };
                 let hint = format!("{how}   |   warrant requests decline {request_id} --reason TEXT");

@@ -61,14 +61,19 @@ pub enum RequestsCommand {
         json: bool,
     },
     /// Connect a requested resource. Warrant checks it first: an endpoint must answer HTTP, an
-    /// MCP server must answer `initialize`. `--url` / `--command` replace what the agent proposed.
+    /// MCP server must answer `initialize`. Name it with `--url` / `--command`, or take what the
+    /// agent proposed with `--use-proposed` (never implied: checking it starts the command or
+    /// sends the request from this machine).
     Connect {
         id: String,
-        #[arg(long)]
+        #[arg(long, conflicts_with = "use_proposed")]
         url: Option<String>,
         /// The command that starts the MCP server, as separate arguments after `--command`.
-        #[arg(long, num_args = 1.., allow_hyphen_values = true)]
+        #[arg(long, num_args = 1.., allow_hyphen_values = true, conflicts_with = "use_proposed")]
         command: Option<Vec<String>>,
+        /// Check (and connect) the url or command the agent proposed, as `requests show` prints it.
+        #[arg(long)]
+        use_proposed: bool,
         /// How long the check may take.
         #[arg(long, default_value = "10s")]
         timeout: String,
@@ -264,9 +269,10 @@ pub fn dispatch(ws: Option<&Path>, command: RequestsCommand) -> Result<u8, Failu
             id,
             url,
             command,
+            use_proposed,
             timeout,
             json,
-        } => connect(ws, &id, url, command, &timeout, json),
+        } => connect(ws, &id, url, command, use_proposed, &timeout, json),
         RequestsCommand::Decline { id, reason, json } => decline(ws, &id, reason, json),
         RequestsCommand::Export { id, format: _ } => export(ws, id.as_deref()),
     }
@@ -826,6 +832,7 @@ fn connect(
     id: &str,
     url: Option<String>,
     command: Option<Vec<String>>,
+    use_proposed: bool,
     timeout: &str,
     json: bool,
 ) -> Result<u8, Failure> {
@@ -853,15 +860,45 @@ fn connect(
             ),
         ));
     };
+    // What the agent proposed is the model's choice: checking it starts a command or sends a
+    // request from this machine, outside the ring. So it is used only when the person says so.
+    let refuse_implied = |proposal: String, flag: &str| {
+        Failure::usage(
+            "W-REQUEST-013",
+            format!(
+                "request {request}: name the {} to check with {flag}, or take the agent's proposal ({proposal}) with --use-proposed; Warrant does not check what the agent chose unless you say so",
+                resource.as_str()
+            ),
+        )
+    };
     let checked = match resource {
         ResourceKind::Endpoint => {
-            let url = url.or_else(|| proposed_url.clone()).unwrap_or_default();
+            let url = match (url, use_proposed) {
+                (Some(u), _) => u,
+                (None, true) => proposed_url.clone().unwrap_or_default(),
+                (None, false) => {
+                    return Err(refuse_implied(
+                        proposed_url.clone().unwrap_or_else(|| "none".into()),
+                        "--url URL",
+                    ));
+                }
+            };
             check_endpoint(&url, timeout)
         }
         ResourceKind::Mcp => {
-            let argv = command
-                .or_else(|| proposed_command.clone())
-                .unwrap_or_default();
+            let argv = match (command, use_proposed) {
+                (Some(c), _) => c,
+                (None, true) => proposed_command.clone().unwrap_or_default(),
+                (None, false) => {
+                    return Err(refuse_implied(
+                        proposed_command
+                            .as_ref()
+                            .map(|c| format!("`{}`", c.join(" ")))
+                            .unwrap_or_else(|| "none".into()),
+                        "--command PROGRAM ARGS...",
+                    ));
+                }
+            };
             check_mcp(&argv, &here.profiles, timeout)
         }
     };

@@ -388,7 +388,7 @@ fn expected_reply(ask: &Ask) -> (&'static str, &'static str) {
         ),
         Ask::Resource { .. } => (
             "a resource",
-            "connect it with `warrant requests connect REQ`",
+            "connect it with `warrant requests connect REQ --url URL | --command PROGRAM ARGS... | --use-proposed`",
         ),
     }
 }

@@ -325,7 +325,24 @@ fn a_resource_is_connected_only_after_warrant_checked_it() {
     let out = sb.run(&["run", "--model", &model, "connect"]);
     assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
     let req = parked_request(&out);
-    let refused = sb.run(&["requests", "connect", &req, "--timeout", "5s"]);
+    // The agent's proposal is never checked implicitly: that would send its request (or start
+    // its command) from this machine outside the ring.
+    let implied = sb.run(&["requests", "connect", &req]);
+    assert_eq!(implied.status.code(), Some(2));
+    assert!(
+        stderr(&implied).contains("W-REQUEST-013")
+            && stderr(&implied).contains(&closed.to_string()),
+        "{}",
+        stderr(&implied)
+    );
+    let refused = sb.run(&[
+        "requests",
+        "connect",
+        &req,
+        "--use-proposed",
+        "--timeout",
+        "5s",
+    ]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(
         stderr(&refused).contains("W-REQUEST-007"),
@@ -353,8 +370,23 @@ fn a_resource_is_connected_only_after_warrant_checked_it() {
     // A command that exits without answering is not an MCP server.
     let not = sb.run(&["requests", "connect", &mcp, "--command", "true"]);
     assert!(stderr(&not).contains("W-REQUEST-007"), "{}", stderr(&not));
-    let ok = sb.run(&["requests", "connect", &mcp]);
+    // The proposed command does not run unless the person says so: it would leave a mark.
+    sb.write(
+        "fake-mcp.sh",
+        "touch started-by-check\nread line\necho '{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"serverInfo\":{\"name\":\"fake-files\",\"version\":\"0.1\"}}}'\n",
+    );
+    let implied = sb.run(&["requests", "connect", &mcp]);
+    assert_eq!(implied.status.code(), Some(2));
+    assert!(
+        stderr(&implied).contains("W-REQUEST-013") && stderr(&implied).contains("`sh fake-mcp.sh`"),
+        "{}",
+        stderr(&implied)
+    );
+    assert!(!sb.exists("started-by-check"), "the proposed command ran");
+    // Control: with --use-proposed it is started (and checked).
+    let ok = sb.run(&["requests", "connect", &mcp, "--use-proposed"]);
     assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    assert!(sb.exists("started-by-check"));
     let check = sb.json(&["requests", "show", &mcp, "--json"])["reply"]["reply"]["check"]
         .as_str()
         .unwrap()
