@@ -533,3 +533,31 @@ fn streaming_can_be_turned_off_and_keys_come_from_a_file_reference() {
     assert!(stderr(&out).contains("W-MODEL-014"), "{}", stderr(&out));
     assert!(!stderr(&out).contains("sk-pasted"), "{}", stderr(&out));
 }
+
+/// A policy set from before model calls were governed has no permit for them: the call is
+/// refused by default (fail closed), and the refusal says what to add.
+#[test]
+fn a_policy_set_without_a_model_permit_refuses_and_says_what_to_add() {
+    let mut sb = Sandbox::init();
+    let pack = sb.ws.join(".warrant/policies/default.cedar");
+    let text = std::fs::read_to_string(&pack).unwrap();
+    let start = text.find("@id(\"model-calls\")").unwrap();
+    let end = start + text[start..].find(");").unwrap() + 2;
+    std::fs::write(&pack, format!("{}{}", &text[..start], &text[end..])).unwrap();
+    let server = Server::start(openai_turns());
+    sb.extra_env
+        .push(("OPENAI_BASE_URL".into(), format!("{}/v1", server.base)));
+    let out = sb.run(&["run", "--model", "openai:gpt-test", "t"]);
+    assert_eq!(server.finish().len(), 0);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let (_, events) = sb.last_run();
+    let denied = &payloads(&events, "model_call_denied")[0];
+    assert_eq!(
+        (&denied["verdict"], &denied["reasons"]),
+        (&json!("deny"), &json!([]))
+    );
+    assert_eq!(
+        denied["message"],
+        "model call to openai:gpt-test refused: no policy permits provider.call; add a permit like the default pack's `model-calls` (policy sets written by `warrant init` before model calls were governed lack it)"
+    );
+}
