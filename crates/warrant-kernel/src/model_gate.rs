@@ -269,7 +269,14 @@ impl Ring<'_> {
                     None => r.policy.clone(),
                 })
                 .collect();
-            let message = if named.is_empty() {
+            let message = if named.is_empty() && verdict.verdict == Verdict::Deny {
+                // Default deny: most likely a policy set written before model calls were
+                // governed, which has no permit for them.
+                format!(
+                    "model call to {} refused: no policy permits provider.call; add a permit like the default pack's `model-calls` (policy sets written by `warrant init` before model calls were governed lack it)",
+                    action.target()
+                )
+            } else if named.is_empty() {
                 format!("model call to {} refused: {why}", action.target())
             } else {
                 format!(

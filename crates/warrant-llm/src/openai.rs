@@ -251,7 +251,7 @@ impl OpenAiProvider {
                 crate::types::report_final(response, on_progress)
             }
             Opened::Events(events) => {
-                let mut acc = OpenAiStream::default();
+                let mut acc = OpenAiStream::for_request(body.len());
                 endpoint.read_stream(events, &mut acc, on_progress)?;
                 acc.finish(&self.settings.model)
                     .map_err(|message| endpoint.malformed(&message))

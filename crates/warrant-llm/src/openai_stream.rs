@@ -47,6 +47,9 @@ pub(crate) struct OpenAiStream {
     done: bool,
     /// Bytes of text and arguments received, for the token estimate until usage arrives.
     bytes: usize,
+    /// The prompt's size in tokens as estimated from the request body: these servers count
+    /// prompt tokens only in the last chunk, and a budget must not wait for it.
+    prompt_estimate: u64,
 }
 
 #[derive(Deserialize)]
@@ -118,6 +121,14 @@ pub(crate) enum StreamFault {
 }
 
 impl OpenAiStream {
+    /// A reader for the answer to a request body of `request_bytes`.
+    pub fn for_request(request_bytes: usize) -> Self {
+        Self {
+            prompt_estimate: estimate_tokens(request_bytes),
+            ..Self::default()
+        }
+    }
+
     /// Takes one SSE event (`event` name, `data`).
     pub fn feed(&mut self, event: &str, data: &str) -> Result<Step, StreamFault> {
         let data = data.trim();
@@ -229,7 +240,7 @@ impl OpenAiStream {
                 estimated: false,
             },
             None => StreamProgress {
-                input_tokens: 0,
+                input_tokens: self.prompt_estimate,
                 output_tokens: estimate_tokens(self.bytes),
                 estimated: true,
             },

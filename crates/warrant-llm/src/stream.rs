@@ -93,9 +93,10 @@ impl<R: BufRead> SseReader<R> {
     }
 }
 
-/// How much a streamed answer has cost so far. `output_tokens` is the server's count when it
-/// sent one (Anthropic's `message_delta`, OpenAI's final usage chunk), else an estimate from
-/// the text and arguments received (4 bytes a token, rounded up), flagged by `estimated`.
+/// How much a streamed answer has cost so far. Counts are the server's when it sent them
+/// (Anthropic's `message_start` / `message_delta`, OpenAI's final usage chunk), else estimates
+/// (4 bytes a token, rounded up) of the request body for input and of the text and arguments
+/// received for output, flagged by `estimated`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StreamProgress {
     pub input_tokens: u64,

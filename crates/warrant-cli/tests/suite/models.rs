@@ -91,9 +91,9 @@ fn openai_turns() -> Vec<String> {
         delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"path\":"}}]})),
         delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": " \"README.md\"}"}}]})),
     ];
-    first.extend(end("tool_calls", 100, 20));
+    first.extend(end("tool_calls", 1000, 20));
     let mut second = vec![delta(json!({"content": "It is about harbour lights."}))];
-    second.extend(end("stop", 200, 10));
+    second.extend(end("stop", 1100, 10));
     vec![data(&first), data(&second)]
 }
 
@@ -150,12 +150,12 @@ fn a_streamed_openai_run_is_metered_and_priced() {
         .iter()
         .map(|p| p["usage"].clone())
         .collect();
-    // 100 × $2 + 20 × $10 per million, then 200 × $2 + 10 × $10 per million.
+    // 1000 × $2 + 20 × $10 per million, then 1100 × $2 + 10 × $10 per million.
     assert_eq!(
         usage,
         vec![
-            json!({"input_tokens": 100, "output_tokens": 20, "cost_usd": 0.0004}),
-            json!({"input_tokens": 200, "output_tokens": 10, "cost_usd": 0.0005}),
+            json!({"input_tokens": 1000, "output_tokens": 20, "cost_usd": 0.0022}),
+            json!({"input_tokens": 1100, "output_tokens": 10, "cost_usd": 0.0023}),
         ]
     );
     let all = serde_json::to_string(&events).unwrap();
@@ -318,45 +318,53 @@ fn a_budget_stops_a_streamed_answer_mid_stream_with_exit_3() {
         chunks.extend(end("stop", 40, 1200));
         vec![data(&chunks)]
     };
-    let attempt = |budget: bool| {
+    let attempt = |budget: Option<u64>| {
         let mut sb = Sandbox::init();
         add_config(&sb, PRICES);
-        if budget {
-            add_config(&sb, "[budgets.run]\ntokens = 100\n");
+        if let Some(tokens) = budget {
+            add_config(&sb, &format!("[budgets.run]\ntokens = {tokens}\n"));
         }
         let server = Server::start(long_answer());
         sb.extra_env
             .push(("OPENAI_BASE_URL".into(), format!("{}/v1", server.base)));
         let out = sb.run(&["run", "--model", "openai:gpt-test", "tell me everything"]);
-        server.finish();
-        (sb, out)
+        let requests = server.finish();
+        (sb, out, requests)
     };
-    let (sb, out) = attempt(false);
+    let (sb, out, requests) = attempt(None);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Until the last chunk counts it, the prompt is estimated from the request body (4 bytes
+    // a token); the budget leaves room for it and 100 tokens of answer.
+    let prompt = (requests[0].to_string().len() as u64).div_ceil(4);
     let (_, events) = sb.last_run();
     assert_eq!(
         payloads(&events, "model_responded")[0]["usage"]["output_tokens"],
         json!(1200)
     );
 
-    let (sb, out) = attempt(true);
+    let (sb, out, _) = attempt(Some(prompt + 100));
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let (run, events) = sb.last_run();
     assert_eq!(
         kinds(&events),
         vec!["run_started", "budget_exceeded", "run_ended"]
     );
-    // "lighthouse NNN. " is 16 bytes, 4 tokens by the estimate: the 26th delta makes 104.
+    // "lighthouse NNN. " is 16 bytes, 4 tokens by the estimate: the 26th delta of 200 makes
+    // 104 tokens of answer.
+    let limit = prompt + 100;
+    let used = prompt + 104;
+    let cost = (prompt as f64 * 2.0 + 104.0 * 10.0) / 1_000_000.0;
+    let message = format!("the run budget of {limit} tokens is exceeded ({used} used)");
     assert_eq!(
         payloads(&events, "budget_exceeded")[0],
         json!({
-            "turn": 0, "scope": "run", "metric": "tokens", "limit": 100.0, "used": 104.0,
-            "usage": {"input_tokens": 0, "output_tokens": 104, "cost_usd": 0.00104, "estimated": true},
-            "message": "the run budget of 100 tokens is exceeded (104 used)",
+            "turn": 0, "scope": "run", "metric": "tokens", "limit": limit as f64, "used": used as f64,
+            "usage": {"input_tokens": prompt, "output_tokens": 104, "cost_usd": cost, "estimated": true},
+            "message": message,
         })
     );
     assert!(
-        stdout(&out).contains("stopped by governance: the run budget of 100 tokens is exceeded"),
+        stdout(&out).contains(&format!("stopped by governance: {message}")),
         "{}",
         stdout(&out)
     );
@@ -373,15 +381,15 @@ fn an_actor_budget_spent_in_one_run_refuses_the_next_before_calling() {
     let mut sb = Sandbox::init();
     add_config(
         &sb,
-        &format!("{PRICES}[budgets.tenant]\ncost_usd = 5.0\n[budgets.actor]\ntokens = 330\n"),
+        &format!("{PRICES}[budgets.tenant]\ncost_usd = 5.0\n[budgets.actor]\ntokens = 2130\n"),
     );
     let server = Server::start(openai_turns());
     sb.extra_env
         .push(("OPENAI_BASE_URL".into(), format!("{}/v1", server.base)));
     let out = sb.run(&["run", "--model", "openai:gpt-test", "first"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    // The first run used 120 + 210 = 330 tokens: the whole budget, not more. The next run
-    // may not start a call.
+    // The first run used 1020 + 1110 = 2130 tokens: the whole budget, not more (while its
+    // answers streamed, the estimates stayed below it). The next run may not start a call.
     let out = sb.run(&["run", "--model", "openai:gpt-test", "second"]);
     let requests = server.finish();
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
@@ -390,8 +398,8 @@ fn an_actor_budget_spent_in_one_run_refuses_the_next_before_calling() {
     assert_eq!(
         payloads(&events, "budget_exceeded"),
         vec![json!({
-            "turn": 0, "scope": "actor", "metric": "tokens", "limit": 330.0, "used": 330.0,
-            "message": "the actor budget of 330 tokens is used up (330 used)",
+            "turn": 0, "scope": "actor", "metric": "tokens", "limit": 2130.0, "used": 2130.0,
+            "message": "the actor budget of 2130 tokens is used up (2130 used)",
         })]
     );
 }
@@ -532,4 +540,32 @@ fn streaming_can_be_turned_off_and_keys_come_from_a_file_reference() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("W-MODEL-014"), "{}", stderr(&out));
     assert!(!stderr(&out).contains("sk-pasted"), "{}", stderr(&out));
+}
+
+/// A policy set from before model calls were governed has no permit for them: the call is
+/// refused by default (fail closed), and the refusal says what to add.
+#[test]
+fn a_policy_set_without_a_model_permit_refuses_and_says_what_to_add() {
+    let mut sb = Sandbox::init();
+    let pack = sb.ws.join(".warrant/policies/default.cedar");
+    let text = std::fs::read_to_string(&pack).unwrap();
+    let start = text.find("@id(\"model-calls\")").unwrap();
+    let end = start + text[start..].find(");").unwrap() + 2;
+    std::fs::write(&pack, format!("{}{}", &text[..start], &text[end..])).unwrap();
+    let server = Server::start(openai_turns());
+    sb.extra_env
+        .push(("OPENAI_BASE_URL".into(), format!("{}/v1", server.base)));
+    let out = sb.run(&["run", "--model", "openai:gpt-test", "t"]);
+    assert_eq!(server.finish().len(), 0);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let (_, events) = sb.last_run();
+    let denied = &payloads(&events, "model_call_denied")[0];
+    assert_eq!(
+        (&denied["verdict"], &denied["reasons"]),
+        (&json!("deny"), &json!([]))
+    );
+    assert_eq!(
+        denied["message"],
+        "model call to openai:gpt-test refused: no policy permits provider.call; add a permit like the default pack's `model-calls` (policy sets written by `warrant init` before model calls were governed lack it)"
+    );
 }

@@ -460,13 +460,15 @@ fn a_caller_stops_an_answer_mid_stream() {
         })
         .unwrap_err();
     // "wordNN " is 7 bytes; 12 of them are 84 bytes, 21 tokens by the estimate (4 bytes a
-    // token): stopped at the 12th delta of 50.
+    // token): stopped at the 12th delta of 50. The prompt is estimated from the request body
+    // the same way, since the server counts it only at the end.
+    let request = server.finish().remove(0).body.to_string();
     assert_eq!(
         err,
         ModelError::Stopped {
             reason: "21 tokens is over 20".into(),
             usage: Usage {
-                input_tokens: 0,
+                input_tokens: (request.len() as u64).div_ceil(4),
                 output_tokens: 21
             },
             estimated: true,
@@ -474,7 +476,6 @@ fn a_caller_stops_an_answer_mid_stream() {
     );
     assert_eq!(seen, 12);
     assert_eq!(err.code(), "W-MODEL-012");
-    server.finish();
 }
 
 fn anthropic_events(tool_json: &[&str]) -> Vec<(&'static str, Value)> {
