@@ -85,3 +85,36 @@ pub(crate) fn redact(mut outcome: EffectResult, given: &[Given]) -> EffectResult
     }
     outcome
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    /// Redaction replaces every whole occurrence, at any depth; with nothing given (the guard
+    /// off) the same output keeps the value, which is what would reach the journal.
+    #[test]
+    fn printed_values_are_redacted_and_only_when_given() {
+        let printed = EffectResult {
+            ok: true,
+            result: json!({"stdout": {"head": "token=s3cr3t-v4lue\nagain s3cr3t-v4lue", "tail": ""},
+                           "exit_code": 0, "lines": ["s3cr3t-v4lue"]}),
+        };
+        let given = vec![Given {
+            var: "DEPLOY_TOKEN".into(),
+            name: "DEPLOY_TOKEN".into(),
+            value: "s3cr3t-v4lue".into(),
+        }];
+        assert_eq!(
+            redact(printed.clone(), &given).result,
+            json!({"stdout": {"head": "token=[secret:DEPLOY_TOKEN]\nagain [secret:DEPLOY_TOKEN]", "tail": ""},
+                   "exit_code": 0, "lines": ["[secret:DEPLOY_TOKEN]"]})
+        );
+        assert_eq!(redact(printed.clone(), &[]).result, printed.result);
+        assert_eq!(
+            as_env(&given),
+            vec![("DEPLOY_TOKEN".to_owned(), "s3cr3t-v4lue".to_owned())]
+        );
+    }
+}

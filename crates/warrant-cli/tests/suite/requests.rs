@@ -1021,3 +1021,42 @@ fn with_an_identity_directory_a_question_goes_to_the_project_team_and_only_they_
         .unwrap();
     assert_eq!(zoe.status.code(), Some(0), "{}", stderr(&zoe));
 }
+
+/// On the shared PostgreSQL store, with workers: a worker drives the run until it parks on a
+/// question; the answer re-queues it, and the next worker finishes it.
+#[test]
+fn a_reply_requeues_the_run_for_a_worker_on_postgres() {
+    let db = warrant_testkit::pg::TestDb::new();
+    let sb = Sandbox::init_with(Some(db.url.clone()));
+    let model = sb.transcript(
+        "version: 1\nturns:\n  - calls:\n      - tool: ask_question\n        args: { question: \"Which branch?\", options: [main, dev] }\n  - say: ok\n",
+    );
+    let submitted = sb.json(&["submit", "--json", "--model", &model, "pick a branch"]);
+    let run = submitted["run"].as_str().unwrap().to_owned();
+    assert_eq!(sb.run(&["worker", "--once"]).status.code(), Some(0));
+    let listed = sb.json(&["requests", "list", "--mine", "--json"]);
+    let req = listed["requests"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(listed["requests"][0]["run"], json!(run));
+    let runs = sb.json(&["runs", "list", "--json"]);
+    assert_eq!(runs["runs"][0]["status"], "parked");
+    assert_eq!(
+        sb.run(&["requests", "answer", &req, "--option", "1"])
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(
+        sb.json(&["runs", "list", "--json"])["runs"][0]["status"],
+        "queued"
+    );
+    assert_eq!(sb.run(&["worker", "--once"]).status.code(), Some(0));
+    assert_eq!(
+        sb.json(&["runs", "list", "--json"])["runs"][0]["status"],
+        "completed"
+    );
+    let (_, events) = sb.last_run();
+    assert_eq!(
+        payload_of(&events, "request_replied")["reply"],
+        json!({"reply": "answered", "option": 1, "text": "main"})
+    );
+}
