@@ -358,3 +358,32 @@ fn with_a_registered_key_only_a_signed_approval_counts() {
         "the signed approval verified at time of use"
     );
 }
+
+#[test]
+fn an_approval_past_its_configured_expiry_is_refused_and_asked_again() {
+    let sb = Sandbox::init();
+    let cfg = sb.ws.join(".warrant/config.toml");
+    let mut text = std::fs::read_to_string(&cfg).unwrap_or_default();
+    text.push_str("\n[risk.destructive]\nexpiry = \"1s\"\n");
+    std::fs::write(&cfg, text).unwrap();
+    // The quickstart's first request is the deletion of build/ (destructive).
+    let model = sb.quickstart_model();
+    let out = sb.run(&["run", "--prompt", "never", "--model", &model, "q"]);
+    let request = parked_request(&out);
+    let (run, _) = sb.last_run();
+    assert_eq!(sb.run(&["approve", &request]).status.code(), Some(0));
+    // Let the one-second approval lapse before the run continues.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let again = sb.run(&["resume", "--prompt", "never", &run]);
+    assert_eq!(again.status.code(), Some(10), "{}", stderr(&again));
+    assert_ne!(parked_request(&again), request);
+    let (_, events) = sb.last_run();
+    assert_eq!(
+        rejections(&events),
+        vec![("expired".to_owned(), "tester".to_owned())]
+    );
+    // The audit trail says when it expired.
+    let tail = stdout(&sb.run(&["audit", "tail", "-n", "200", "--json"]));
+    assert!(tail.contains("\"expires_at\""), "{tail}");
+    assert!(tail.contains("approval rejected: expired"), "{tail}");
+}
