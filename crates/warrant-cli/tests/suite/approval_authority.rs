@@ -167,6 +167,19 @@ fn an_approved_diff_whose_file_changed_is_asked_again_with_the_new_diff() {
     text.push_str("\n[risk.change]\nneeds = \"person\"\n");
     std::fs::write(&cfg, text).unwrap();
     sb.write("notes/todo.md", "one\ntwo\n");
+    let explained = sb.run(&[
+        "policy",
+        "explain",
+        "--action",
+        "fs.write",
+        "--target",
+        "notes/todo.md",
+    ]);
+    assert!(
+        stderr(&explained).contains("note: [risk.change] needs = \"person\""),
+        "{}",
+        stderr(&explained)
+    );
     let model = sb.transcript("version: 1\nturns:\n  - calls:\n      - tool: write_file\n        args: { path: notes/todo.md, content: \"one\\nthree\\n\" }\n  - say: ok\n");
     let out = sb.run(&["run", "--prompt", "never", "--model", &model, "edit"]);
     assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
