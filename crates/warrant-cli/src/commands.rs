@@ -1146,6 +1146,17 @@ fn explain(
         action: &action,
         workspace: &workspace,
     });
+    // Policy alone is explained above; a `[risk.*] needs = "person"` rule still asks.
+    let rules = context::approval_rules(&paths, &layers)?;
+    let class = explanation.decision.risk;
+    if matches!(explanation.decision.verdict, warrant_policy::Verdict::Allow)
+        && rules.risk.rule(class).needs == warrant_core::risk::Needs::Person
+    {
+        eprintln!(
+            "note: [risk.{0}] needs = \"person\" in the configuration: {0} actions are asked of a person although policy allows them",
+            class.as_str()
+        );
+    }
     if json {
         outln!(
             "{}",

@@ -1477,10 +1477,17 @@ fn audit_facts(
             approver,
             scope,
             digest,
+            binding,
+            signature,
             ..
         } => {
             facts["decision"] = json!("allow");
             facts["approval"] = json!({"request": request_id, "approver": approver.actor, "via": approver.via, "scope": scope, "digest": digest});
+            if let Some(b) = binding {
+                facts["approval"]["park"] = json!(b.park);
+                facts["approval"]["expires_at"] = json!(b.expires_at);
+            }
+            facts["approval"]["signed"] = json!(signature.is_some());
         }
         RunEvent::ApprovalRejected {
             request_id,

@@ -167,6 +167,19 @@ fn an_approved_diff_whose_file_changed_is_asked_again_with_the_new_diff() {
     text.push_str("\n[risk.change]\nneeds = \"person\"\n");
     std::fs::write(&cfg, text).unwrap();
     sb.write("notes/todo.md", "one\ntwo\n");
+    let explained = sb.run(&[
+        "policy",
+        "explain",
+        "--action",
+        "fs.write",
+        "--target",
+        "notes/todo.md",
+    ]);
+    assert!(
+        stderr(&explained).contains("note: [risk.change] needs = \"person\""),
+        "{}",
+        stderr(&explained)
+    );
     let model = sb.transcript("version: 1\nturns:\n  - calls:\n      - tool: write_file\n        args: { path: notes/todo.md, content: \"one\\nthree\\n\" }\n  - say: ok\n");
     let out = sb.run(&["run", "--prompt", "never", "--model", &model, "edit"]);
     assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
@@ -357,4 +370,33 @@ fn with_a_registered_key_only_a_signed_approval_counts() {
             .any(|e| e["kind"] == "approval_rejected" && e["payload"]["reason"] == "forged"),
         "the signed approval verified at time of use"
     );
+}
+
+#[test]
+fn an_approval_past_its_configured_expiry_is_refused_and_asked_again() {
+    let sb = Sandbox::init();
+    let cfg = sb.ws.join(".warrant/config.toml");
+    let mut text = std::fs::read_to_string(&cfg).unwrap_or_default();
+    text.push_str("\n[risk.destructive]\nexpiry = \"1s\"\n");
+    std::fs::write(&cfg, text).unwrap();
+    // The quickstart's first request is the deletion of build/ (destructive).
+    let model = sb.quickstart_model();
+    let out = sb.run(&["run", "--prompt", "never", "--model", &model, "q"]);
+    let request = parked_request(&out);
+    let (run, _) = sb.last_run();
+    assert_eq!(sb.run(&["approve", &request]).status.code(), Some(0));
+    // Let the one-second approval lapse before the run continues.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let again = sb.run(&["resume", "--prompt", "never", &run]);
+    assert_eq!(again.status.code(), Some(10), "{}", stderr(&again));
+    assert_ne!(parked_request(&again), request);
+    let (_, events) = sb.last_run();
+    assert_eq!(
+        rejections(&events),
+        vec![("expired".to_owned(), "tester".to_owned())]
+    );
+    // The audit trail says when it expired.
+    let tail = stdout(&sb.run(&["audit", "tail", "-n", "200", "--json"]));
+    assert!(tail.contains("\"expires_at\""), "{tail}");
+    assert!(tail.contains("approval rejected: expired"), "{tail}");
 }
