@@ -82,6 +82,11 @@ fn end(reason: &str, prompt: u64, completion: u64) -> [Value; 2] {
 
 /// Turn 1 reads README.md with arguments split across chunks; turn 2 answers.
 fn openai_turns() -> Vec<String> {
+    openai_turns_counting(1000, 1100)
+}
+
+/// The two turns of `openai_turns`, with the prompt sizes the server reports.
+fn openai_turns_counting(first_prompt: u64, second_prompt: u64) -> Vec<String> {
     let mut first = vec![
         delta(json!({"role": "assistant", "content": "Reading."})),
         delta(
@@ -91,9 +96,9 @@ fn openai_turns() -> Vec<String> {
         delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"path\":"}}]})),
         delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": " \"README.md\"}"}}]})),
     ];
-    first.extend(end("tool_calls", 1000, 20));
+    first.extend(end("tool_calls", first_prompt, 20));
     let mut second = vec![delta(json!({"content": "It is about harbour lights."}))];
-    second.extend(end("stop", 1100, 10));
+    second.extend(end("stop", second_prompt, 10));
     vec![data(&first), data(&second)]
 }
 
@@ -381,15 +386,17 @@ fn an_actor_budget_spent_in_one_run_refuses_the_next_before_calling() {
     let mut sb = Sandbox::init();
     add_config(
         &sb,
-        &format!("{PRICES}[budgets.tenant]\ncost_usd = 5.0\n[budgets.actor]\ntokens = 2130\n"),
+        &format!("{PRICES}[budgets.tenant]\ncost_usd = 5.0\n[budgets.actor]\ntokens = 8130\n"),
     );
-    let server = Server::start(openai_turns());
+    let server = Server::start(openai_turns_counting(4000, 4100));
     sb.extra_env
         .push(("OPENAI_BASE_URL".into(), format!("{}/v1", server.base)));
     let out = sb.run(&["run", "--model", "openai:gpt-test", "first"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    // The first run used 1020 + 1110 = 2130 tokens: the whole budget, not more (while its
-    // answers streamed, the estimates stayed below it). The next run may not start a call.
+    // The first run used 4020 + 4110 = 8130 tokens: the whole budget, not more (while its
+    // answers streamed, the estimates from the request's size stayed below the server's
+    // counts, which are large on purpose so the estimate does not depend on the tool list).
+    // The next run may not start a call.
     let out = sb.run(&["run", "--model", "openai:gpt-test", "second"]);
     let requests = server.finish();
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
@@ -398,8 +405,8 @@ fn an_actor_budget_spent_in_one_run_refuses_the_next_before_calling() {
     assert_eq!(
         payloads(&events, "budget_exceeded"),
         vec![json!({
-            "turn": 0, "scope": "actor", "metric": "tokens", "limit": 2130.0, "used": 2130.0,
-            "message": "the actor budget of 2130 tokens is used up (2130 used)",
+            "turn": 0, "scope": "actor", "metric": "tokens", "limit": 8130.0, "used": 8130.0,
+            "message": "the actor budget of 8130 tokens is used up (8130 used)",
         })]
     );
 }
