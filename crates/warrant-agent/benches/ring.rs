@@ -121,6 +121,7 @@ fn propose_true(ring: &Ring<'_>, state: &mut RunState, n: u64) -> String {
     ring.record_model_response(
         state,
         None,
+        None,
         vec![CallRecord {
             id: id.clone(),
             tool: "run_command".into(),

@@ -291,9 +291,9 @@ impl Agent<'_> {
                         }
                         None => None,
                     };
-                    self.ring.record_guarded_response(
+                    self.ring.record_model_response(
                         state,
-                        journaled,
+                        Some(journaled),
                         response.text,
                         calls,
                         usage,

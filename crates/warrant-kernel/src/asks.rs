@@ -445,7 +445,7 @@ impl Ring<'_> {
                     .saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX)),
             )
             .unwrap_or(now);
-            let asked_of = asked_of_with(&self.rules_for_asks(), &state.principal, ask.kind());
+            let asked_of = asked_of_with(&self.rules(), &state.principal, ask.kind());
             let summary = json!({
                 "kind": ask.kind().as_str(),
                 "run": state.run,
@@ -566,7 +566,7 @@ impl Ring<'_> {
         }
         check_fits(&ask, &reply)?;
         // With an identity directory, only those the request was put to may answer it.
-        let rules = self.rules_for_asks();
+        let rules = self.rules();
         if let Some(dir) = &rules.directory
             && !is_asked_of(&ask.asked_of, person, Some(dir))
             && !dir.is_admin(&person.actor)

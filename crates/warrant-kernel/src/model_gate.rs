@@ -373,9 +373,12 @@ impl Ring<'_> {
         let needs = |limit: &BudgetLimit| limit.tokens.is_some() || limit.cost_usd.is_some();
         let mut actor = ModelUsage::default();
         let mut tenant = ModelUsage::default();
-        if needs(&rules.budgets.actor) || needs(&rules.budgets.tenant) {
+        let tenant_wide = needs(&rules.budgets.tenant);
+        if needs(&rules.budgets.actor) || tenant_wide {
             for row in self.store.runs()? {
-                if row.run == state.run {
+                // The index row names the run's actor: without a tenant budget, only this
+                // actor's runs are worth folding.
+                if row.run == state.run || (!tenant_wide && row.actor != state.principal.actor) {
                     continue;
                 }
                 let other = self.load(&row.run)?;

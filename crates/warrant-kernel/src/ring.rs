@@ -238,9 +238,12 @@ impl Ring<'_> {
         Ok(())
     }
 
+    /// Journals a model's answer, with the guarded request it answers (`None` only where no
+    /// request was assembled: the kernel's tests and benches).
     pub fn record_model_response(
         &self,
         state: &mut RunState,
+        request: Option<ModelRequest>,
         text: Option<String>,
         calls: Vec<CallRecord>,
         usage: Option<Value>,
@@ -255,33 +258,7 @@ impl Ring<'_> {
                 calls,
                 usage,
                 model,
-                request: None,
-            }],
-            None,
-            vec![],
-        )
-    }
-
-    /// Journals a model's answer together with the guarded request it answers.
-    pub fn record_guarded_response(
-        &self,
-        state: &mut RunState,
-        request: ModelRequest,
-        text: Option<String>,
-        calls: Vec<CallRecord>,
-        usage: Option<Value>,
-        model: String,
-    ) -> Result<(), KernelError> {
-        let turn = state.turns;
-        self.append(
-            state,
-            vec![RunEvent::ModelResponded {
-                turn,
-                text,
-                calls,
-                usage,
-                model,
-                request: Some(request),
+                request,
             }],
             None,
             vec![],
@@ -519,14 +496,10 @@ impl Ring<'_> {
         )
     }
 
-    /// The approval rules in force (defaults when the decision point has none).
-    fn rules(&self) -> ApprovalRules {
+    /// The approval rules in force (defaults when the decision point has none): the identity
+    /// directory and the project team route requests too.
+    pub(crate) fn rules(&self) -> ApprovalRules {
         self.pdp.approval_rules().cloned().unwrap_or_default()
-    }
-
-    /// The approval rules (identity directory, project team) that also route requests.
-    pub(crate) fn rules_for_asks(&self) -> ApprovalRules {
-        self.rules()
     }
 
     /// Records a person's resolution of an effect in doubt (`warrant runs resolve`). `step` is

@@ -146,6 +146,7 @@ impl World {
         ring.record_model_response(
             state,
             None,
+            None,
             vec![CallRecord {
                 id: id.clone(),
                 tool: tool.into(),
