@@ -21,7 +21,7 @@ pub use fs::{
     WriteReceipt, delete_path, list_dir, read_file, search, write_file,
 };
 pub use output::{CapturedStream, HeadTail};
-pub use sandbox::{Launcher, Mechanism, SandboxPlan, SandboxReport, sandbox_main};
+pub use sandbox::{Launcher, Mechanism, OverlaySpec, SandboxPlan, SandboxReport, sandbox_main};
 pub use spawn::{
     Confinement, ExecOutcome, STOP_POLL, run_command, run_command_confined, run_command_until,
 };

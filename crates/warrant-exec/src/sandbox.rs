@@ -88,10 +88,27 @@ pub struct SandboxPlan {
     /// The Unix socket of Warrant's egress proxy (set by the executor for an allowlist).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub egress_socket: Option<PathBuf>,
+    /// The copy-on-write layer over the workspace, when the command's writes are to be judged
+    /// before they land (set by the executor, never by [`SandboxPlan::from_profile`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlay: Option<OverlaySpec>,
     /// Test knob: the launcher behaves as if this mechanism were unavailable on this kernel.
     /// [`SandboxPlan::from_profile`] never sets it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simulate_unavailable: Option<Mechanism>,
+}
+
+/// A copy-on-write layer: inside the command's view `lower` (the workspace) is mounted as an
+/// overlay whose writes go to `upper`; the real `lower` is unchanged until Warrant has judged the
+/// changeset read from `upper` (created, modified, deleted entries) and applied it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OverlaySpec {
+    /// The directory the command sees as writable (the workspace root).
+    pub lower: CanonicalPath,
+    /// Where the command's writes land: created empty by the caller, outside `lower`.
+    pub upper: PathBuf,
+    /// overlayfs' work directory: empty, on the same filesystem as `upper`.
+    pub work: PathBuf,
 }
 
 impl SandboxPlan {
@@ -172,6 +189,7 @@ impl SandboxPlan {
             denied_names,
             denied_paths,
             egress_socket: None,
+            overlay: None,
             simulate_unavailable: None,
         }))
     }
@@ -719,6 +737,7 @@ mod tests {
                 denied_names: vec![".env".into(), "*.pem".into()],
                 denied_paths: vec![cp("/w/secrets/prod.txt")],
                 egress_socket: None,
+                overlay: None,
                 simulate_unavailable: None,
             }
         );
@@ -1240,6 +1259,7 @@ fn probe_plan(launcher: &Launcher, ws: &Path) -> Result<SandboxPlan, String> {
             .collect(),
         denied_paths: Vec::new(),
         egress_socket: None,
+        overlay: None,
         simulate_unavailable: None,
     })
 }
