@@ -1,16 +1,28 @@
-//! Finds secrets in text and redacts them. Rules are data (`rules/default.toml`, derived from
-//! the gitleaks default set): a keyword prefilter decides which rules can match at all, one
-//! `RegexSet` pass says which of those do, and only those run again to capture the secret and
-//! check its entropy and allowlists. Used before tool output reaches a model, and later before
-//! memory and artifact writes. A redaction report names rules and counts, never a value.
+//! Finds secrets in text and redacts them. Rules are written in gitleaks' configuration format
+//! (`rules/gitleaks-8.30.1.toml`, gitleaks' own default set, is shipped and is the default), so
+//! an organisation's `.gitleaks.toml` works unchanged; Go RE2 patterns are translated to Rust
+//! (`re2`), and what cannot be translated or is not implemented is a load error naming the
+//! rule. A keyword prefilter decides which rules can match; rules compile lazily, once; bounded
+//! decoding finds base64/hex/percent-encoded secrets. Used before tool output reaches a model
+//! and by `warrant secrets scan` (`report`: JSON, SARIF 2.1.0, baselines). A redaction report
+//! names rules and counts, never a value.
 
+mod decode;
+mod layers;
+mod re2;
 mod redact;
+pub mod report;
 mod rules;
 mod scan;
 
-pub use redact::{KNOWN_SECRET_RULE, MIN_KNOWN_SECRET_LEN, Redaction, Redactor};
-pub use rules::{Allowlist, Rule, RuleSet, RulesError};
-pub use scan::{Finding, Scanner, shannon_entropy};
+pub use decode::MAX_DECODE_DEPTH;
+pub use layers::{LayerRules, scanner_for_layers};
+pub use redact::{
+    CUT_SECRET_RULE, KNOWN_SECRET_RULE, MIN_CUT_LEN, MIN_KNOWN_SECRET_LEN, Redaction, Redactor,
+    cut_spans,
+};
+pub use rules::{Allowlist, Condition, MAX_EXTEND_DEPTH, RegexTarget, Rule, RuleSet, RulesError};
+pub use scan::{ALLOW_COMMENT, Finding, RuleGroup, ScanOptions, Scanner, shannon_entropy};
 
-/// The rules shipped with Warrant.
-pub const DEFAULT_RULES: &str = include_str!("../rules/default.toml");
+/// gitleaks' default configuration (v8.30.1, MIT; the licence is in the file's header).
+pub const DEFAULT_RULES: &str = include_str!("../rules/gitleaks-8.30.1.toml");

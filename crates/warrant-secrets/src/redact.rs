@@ -16,6 +16,71 @@ pub const KNOWN_SECRET_RULE: &str = "known-secret";
 /// Shorter known values are not matched: they would redact ordinary words.
 pub const MIN_KNOWN_SECRET_LEN: usize = 8;
 
+/// The rule id recorded for the piece of a value cut by the head/tail capture of command
+/// output: no rule can recognise half a secret, so the cut word is masked whatever it is.
+pub const CUT_SECRET_RULE: &str = "cut-at-capture-boundary";
+
+/// A cut word shorter than this is left alone: too short to be much of any secret.
+pub const MIN_CUT_LEN: usize = 6;
+
+/// The marker `warrant_exec::HeadTail` puts where it dropped the middle of an output.
+fn cut_marker() -> Option<&'static regex::Regex> {
+    static RE: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    RE.get_or_init(|| regex::Regex::new(r"\n\[… [0-9]+ bytes omitted …\]\n").ok())
+        .as_ref()
+}
+
+const PEM_BEGIN: &str = "-----BEGIN";
+const PEM_END: &str = "-----END";
+
+/// What to mask around each cut of a head/tail capture: the word the cut went through on
+/// either side (when it has at least [`MIN_CUT_LEN`] characters), and a PEM block whose
+/// `BEGIN` is in the head but whose `END` was cut away (or the reverse in the tail), so a
+/// private key split by the cut is masked up to the cut.
+pub fn cut_spans(text: &str) -> Vec<(usize, usize)> {
+    let Some(re) = cut_marker() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut prev_end = 0;
+    let marks: Vec<(usize, usize)> = re.find_iter(text).map(|m| (m.start(), m.end())).collect();
+    for (i, &(ms, me)) in marks.iter().enumerate() {
+        let head = text.get(prev_end..ms).unwrap_or("");
+        let next_start = marks.get(i + 1).map_or(text.len(), |m| m.0);
+        let tail = text.get(me..next_start).unwrap_or("");
+        // The head side: the last word, up to the cut.
+        let word_start = head.rfind(char::is_whitespace).map_or(0, |j| {
+            j + head[j..].chars().next().map_or(1, char::len_utf8)
+        });
+        if head[word_start..].chars().count() >= MIN_CUT_LEN {
+            out.push((prev_end + word_start, ms));
+        }
+        if let Some(b) = head.rfind(PEM_BEGIN)
+            && head.rfind(PEM_END).is_none_or(|e| e < b)
+        {
+            let body = head[b..].find('\n').map_or(head.len(), |n| b + n + 1);
+            if body < head.len() {
+                out.push((prev_end + body, ms));
+            }
+        }
+        // The tail side: the first word, from the cut.
+        let word_end = tail.find(char::is_whitespace).unwrap_or(tail.len());
+        if tail[..word_end].chars().count() >= MIN_CUT_LEN {
+            out.push((me, me + word_end));
+        }
+        if let Some(e) = tail.find(PEM_END)
+            && tail.find(PEM_BEGIN).is_none_or(|b| b > e)
+        {
+            let body_end = tail[..e].rfind('\n').unwrap_or(0);
+            if body_end > 0 {
+                out.push((me, me + body_end));
+            }
+        }
+        prev_end = me;
+    }
+    out
+}
+
 /// What was redacted: count per rule id. Never a value.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Redaction {
@@ -85,7 +150,9 @@ impl Redactor {
         &self.scanner
     }
 
-    /// `text` with every secret replaced by `[REDACTED:<rule>]`.
+    /// `text` with every secret replaced by `[REDACTED:<rule>]`: known values first, then
+    /// every rule (secrets inside base64, hex or percent-encoded stretches too: the whole
+    /// encoded stretch is replaced), then what a capture cut in two (see [`cut_spans`]).
     pub fn redact(&self, text: &str) -> (String, Redaction) {
         let mut report = Redaction::default();
         let text = match &self.known {
@@ -103,23 +170,43 @@ impl Redactor {
             }
             None => text.to_owned(),
         };
-        let findings = self.scanner.scan(&text);
-        if findings.is_empty() {
+        let mut spans: Vec<(usize, usize, String)> = self
+            .scanner
+            .scan(&text)
+            .into_iter()
+            .filter(|f| !f.whole_file && f.start < f.end)
+            .map(|f| (f.start, f.end, f.rule))
+            .collect();
+        spans.extend(
+            cut_spans(&text)
+                .into_iter()
+                .map(|(a, b)| (a, b, CUT_SECRET_RULE.to_owned())),
+        );
+        if spans.is_empty() {
             return (text, report);
+        }
+        spans.sort_by(|a, b| (a.0, b.1).cmp(&(b.0, a.1)));
+        // Overlapping findings (two rules, one value; a secret inside an encoded stretch that
+        // another rule also matched) become one redaction, named by the first.
+        let mut merged: Vec<(usize, usize, String)> = Vec::new();
+        for (a, b, rule) in spans {
+            match merged.last_mut() {
+                Some(last) if a < last.1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b, rule)),
+            }
         }
         let mut out = String::with_capacity(text.len());
         let mut last = 0;
-        for f in findings {
-            if f.start < last {
-                // Overlaps a secret already redacted (two rules, one value).
+        for (a, b, rule) in merged {
+            let (Some(before), true) = (text.get(last..a), text.is_char_boundary(b)) else {
                 continue;
-            }
-            out.push_str(&text[last..f.start]);
-            out.push_str(&placeholder(&f.rule));
-            report.add(&f.rule);
-            last = f.end;
+            };
+            out.push_str(before);
+            out.push_str(&placeholder(&rule));
+            report.add(&rule);
+            last = b;
         }
-        out.push_str(&text[last..]);
+        out.push_str(text.get(last..).unwrap_or(""));
         (out, report)
     }
 

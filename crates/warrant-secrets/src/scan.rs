@@ -1,193 +1,718 @@
-//! The scanner: keyword prefilter, one `RegexSet` pass, then capture + entropy per rule.
+//! The scanner, with gitleaks' semantics: a keyword prefilter (Aho-Corasick, case-insensitive)
+//! picks the rules that can match; each picked rule's regex runs, its secret group is taken
+//! (the first non-empty group unless `secretGroup` says), entropy and allowlists are checked;
+//! then bounded decoding rounds; last, a `generic*` finding is dropped when a specific rule
+//! found the same secret on the same line.
+//!
+//! Nothing is compiled up front: each rule's regex is compiled the first time a text holds one
+//! of its keywords (a rule without keywords: on the first scan), once per process, and shared
+//! by every clone of the scanner. Rules that come from a user's file are compiled when loaded
+//! instead, so a pattern that does not compile fails the load and names the rule.
+
+use std::sync::{Arc, OnceLock};
 
 use aho_corasick::AhoCorasick;
 use regex::{Regex, RegexSet};
+use sha2::{Digest, Sha256};
 
-use crate::rules::{RuleSet, RulesError};
+use crate::decode::{Layered, MAX_DECODE_DEPTH};
+use crate::rules::{Allowlist, Condition, RegexTarget, Rule, RuleSet, RulesError};
 
-struct Compiled {
-    id: String,
-    regex: Regex,
-    group: usize,
-    keywords: Vec<usize>,
-    entropy: Option<f64>,
-    stopwords: Vec<String>,
-}
+/// The comment that marks a line as accepted (honoured by `warrant secrets scan`, as gitleaks
+/// does; never by redaction, where the text may come from whoever wants a secret through).
+pub const ALLOW_COMMENT: &str = "gitleaks:allow";
 
-/// A secret found in a text: which rule, and the byte range of the secret itself.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A secret found in a text.
+#[derive(Clone, PartialEq)]
 pub struct Finding {
     pub rule: String,
+    /// The secret's byte range in the scanned text; for a secret found after decoding, the
+    /// encoded stretch that holds it.
     pub start: usize,
     pub end: usize,
+    /// The whole match of the rule's pattern (same caveat for decoded text).
+    pub match_start: usize,
+    pub match_end: usize,
+    pub entropy: f64,
+    /// How many decoding rounds it took (0: found as written).
+    pub decode_depth: usize,
+    /// A path-only rule (e.g. `pkcs12-file`): the file itself is the finding; no range.
+    pub whole_file: bool,
+    secret: String,
 }
 
+impl std::fmt::Debug for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the value.
+        f.debug_struct("Finding")
+            .field("rule", &self.rule)
+            .field("start", &self.start)
+            .field("end", &self.end)
+            .field("decode_depth", &self.decode_depth)
+            .field("whole_file", &self.whole_file)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Finding {
+    /// SHA-256 of the secret, hex: identifies it (for baselines) without holding it.
+    pub fn secret_sha256(&self) -> String {
+        hex::encode(Sha256::digest(self.secret.as_bytes()))
+    }
+
+    /// The secret shown safely: a short prefix (at most 4 characters and a quarter of the
+    /// value) and its length.
+    pub fn secret_redacted(&self) -> String {
+        let n = self.secret.chars().count();
+        let keep = (n / 4).min(4);
+        let head: String = self.secret.chars().take(keep).collect();
+        format!("{head}…({n} chars)")
+    }
+
+    pub(crate) fn secret_bytes(&self) -> &[u8] {
+        self.secret.as_bytes()
+    }
+
+    pub fn secret_len(&self) -> usize {
+        self.secret.len()
+    }
+}
+
+/// A regex compiled on first use.
+struct Lazy {
+    pattern: String,
+    cell: OnceLock<Option<Regex>>,
+}
+
+fn build(pattern: &str) -> Result<Regex, regex::Error> {
+    regex::RegexBuilder::new(pattern)
+        .size_limit(64 << 20)
+        .dfa_size_limit(16 << 20)
+        .build()
+}
+
+impl Lazy {
+    fn new(pattern: String) -> Self {
+        Self {
+            pattern,
+            cell: OnceLock::new(),
+        }
+    }
+
+    /// Compiles now; the error names the pattern's rule.
+    fn eager(pattern: String, id: &str) -> Result<Self, RulesError> {
+        let re = build(&pattern).map_err(|e| RulesError::Regex {
+            id: id.to_owned(),
+            error: e.to_string(),
+        })?;
+        let cell = OnceLock::new();
+        let _ = cell.set(Some(re));
+        Ok(Self { pattern, cell })
+    }
+
+    /// `None` only if a pattern that parsed does not compile (the shipped rules are tested to
+    /// compile; a user's are compiled when loaded).
+    fn get(&self) -> Option<&Regex> {
+        self.cell.get_or_init(|| build(&self.pattern).ok()).as_ref()
+    }
+}
+
+struct LazySet {
+    patterns: Vec<String>,
+    cell: OnceLock<Option<RegexSet>>,
+}
+
+impl LazySet {
+    fn new(patterns: Vec<String>) -> Self {
+        Self {
+            patterns,
+            cell: OnceLock::new(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
+    /// A set that does not compile matches nothing: allowlists then allow nothing.
+    fn is_match(&self, text: &str) -> bool {
+        self.cell
+            .get_or_init(|| {
+                regex::RegexSetBuilder::new(&self.patterns)
+                    .size_limit(64 << 20)
+                    .build()
+                    .ok()
+            })
+            .as_ref()
+            .is_some_and(|s| s.is_match(text))
+    }
+}
+
+struct CAllow {
+    condition: Condition,
+    target: RegexTarget,
+    regexes: LazySet,
+    stopwords: Vec<String>,
+    paths: LazySet,
+    has_commits: bool,
+}
+
+impl CAllow {
+    fn new(a: &Allowlist) -> Self {
+        Self {
+            condition: a.condition,
+            target: a.regex_target,
+            regexes: LazySet::new(a.regexes.clone()),
+            stopwords: a.stopwords.clone(),
+            paths: LazySet::new(a.paths.clone()),
+            has_commits: !a.commits.is_empty(),
+        }
+    }
+
+    fn path_allowed(&self, path: Option<&str>) -> bool {
+        !self.paths.is_empty() && path.is_some_and(|p| self.paths.is_match(p))
+    }
+
+    /// gitleaks' check before scanning a file: commits and paths only.
+    fn skips_file(&self, path: Option<&str>) -> bool {
+        path.is_some()
+            && match self.condition {
+                Condition::Or => self.path_allowed(path),
+                Condition::And => {
+                    if !self.regexes.is_empty() || !self.stopwords.is_empty() {
+                        return false;
+                    }
+                    !self.has_commits && self.path_allowed(path)
+                }
+            }
+    }
+
+    fn allows(&self, secret: &str, matched: &str, line: &str, path: Option<&str>) -> bool {
+        let target = match self.target {
+            RegexTarget::Secret => secret,
+            RegexTarget::Match => matched,
+            RegexTarget::Line => line,
+        };
+        let regex_ok = !self.regexes.is_empty() && self.regexes.is_match(target);
+        let stop_ok = !self.stopwords.is_empty() && {
+            let lower = secret.to_lowercase();
+            self.stopwords.iter().any(|w| lower.contains(w.as_str()))
+        };
+        match self.condition {
+            Condition::Or => regex_ok || stop_ok,
+            Condition::And => {
+                (!self.has_commits)
+                    && (self.paths.is_empty() || self.path_allowed(path))
+                    && (self.regexes.is_empty() || regex_ok)
+                    && (self.stopwords.is_empty() || stop_ok)
+            }
+        }
+    }
+}
+
+struct CRule {
+    id: String,
+    description: String,
+    group: usize,
+    regex: Option<Lazy>,
+    path: Option<Lazy>,
+    secret_group: usize,
+    entropy: Option<f64>,
+    keywords: Vec<usize>,
+    allow: Vec<CAllow>,
+}
+
+struct Inner {
+    rules: Vec<CRule>,
+    /// Global allowlists (without `targetRules`), by rule group (one group per layer).
+    globals: Vec<Vec<CAllow>>,
+    words: Vec<String>,
+    prefilter: OnceLock<Option<AhoCorasick>>,
+    max_decode_depth: usize,
+}
+
+/// Rules grouped by where they come from: a group's global allowlists apply to its own rules
+/// only (so a project's allowlist cannot silence the managed rules).
+#[derive(Clone, Debug)]
+pub struct RuleGroup {
+    pub set: RuleSet,
+    /// Compile now every pattern that is not one of gitleaks' default rules (rules from a
+    /// user's file: a bad one fails the load, naming the rule).
+    pub eager: bool,
+}
+
+/// How a scan treats `gitleaks:allow` comments and decoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanOptions {
+    pub honour_allow_comment: bool,
+}
+
+#[derive(Clone)]
 pub struct Scanner {
-    rules: Vec<Compiled>,
-    set: RegexSet,
-    keywords: AhoCorasick,
-    keyword_count: usize,
-    allow: Vec<Regex>,
+    inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for Scanner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Scanner")
-            .field("rules", &self.rules.len())
+            .field("rules", &self.inner.rules.len())
             .finish_non_exhaustive()
     }
 }
 
-fn compile(id: &str, pattern: &str) -> Result<Regex, RulesError> {
-    regex::RegexBuilder::new(pattern)
-        .size_limit(50 << 20)
-        .build()
-        .map_err(|e| RulesError::Regex {
-            id: id.to_owned(),
-            error: e.to_string(),
+/// One raw hit of a pass, in the coordinates of the text that pass scanned.
+struct Hit {
+    rule: usize,
+    secret: (usize, usize),
+    matched: (usize, usize),
+    entropy: f64,
+}
+
+/// gitleaks' Shannon entropy: over the characters, divided by the byte length (the same as
+/// bits per character for ASCII).
+pub fn shannon_entropy(s: &str) -> f64 {
+    if s.is_empty() {
+        return 0.0;
+    }
+    let mut counts = std::collections::HashMap::new();
+    for c in s.chars() {
+        *counts.entry(c).or_insert(0usize) += 1;
+    }
+    let inv = 1.0 / s.len() as f64;
+    counts
+        .values()
+        .map(|&c| {
+            let p = c as f64 * inv;
+            -p * p.log2()
         })
+        .sum()
+}
+
+fn line_around(text: &str, a: usize, b: usize) -> &str {
+    let s = text
+        .get(..a)
+        .and_then(|t| t.rfind('\n'))
+        .map_or(0, |i| i + 1);
+    let e = text
+        .get(b..)
+        .and_then(|t| t.find('\n'))
+        .map_or(text.len(), |i| b + i);
+    text.get(s..e).unwrap_or("")
 }
 
 impl Scanner {
-    /// The scanner over the rules shipped with Warrant.
+    /// The scanner over gitleaks' default rules, built once per process (later calls share it).
     pub fn default_rules() -> Result<Self, RulesError> {
-        Self::new(&RuleSet::parse(crate::DEFAULT_RULES)?)
+        static DEFAULT: OnceLock<Result<Scanner, RulesError>> = OnceLock::new();
+        DEFAULT
+            .get_or_init(|| {
+                Self::from_groups(vec![RuleGroup {
+                    set: crate::rules::default_set()?.clone(),
+                    eager: false,
+                }])
+            })
+            .clone()
     }
 
+    /// One rule set, compiled now (every pattern checked).
     pub fn new(set: &RuleSet) -> Result<Self, RulesError> {
+        Self::from_groups(vec![RuleGroup {
+            set: set.clone(),
+            eager: true,
+        }])
+    }
+
+    pub fn from_groups(groups: Vec<RuleGroup>) -> Result<Self, RulesError> {
         let mut words: Vec<String> = Vec::new();
         let mut rules = Vec::new();
-        for r in &set.rules {
-            let regex = compile(&r.id, &r.regex)?;
-            let group = r
-                .secret_group
-                .unwrap_or(if regex.captures_len() > 1 { 1 } else { 0 });
-            if group >= regex.captures_len() {
-                return Err(RulesError::Regex {
-                    id: r.id.clone(),
-                    error: format!("secret_group {group} does not exist in the pattern"),
-                });
+        let mut globals = Vec::new();
+        for (g, group) in groups.iter().enumerate() {
+            let mut global = Vec::new();
+            for a in &group.set.allowlists {
+                if a.target_rules.is_empty() {
+                    global.push(CAllow::new(a));
+                }
             }
-            let keywords = r
-                .keywords
-                .iter()
-                .map(|k| match words.iter().position(|w| w == k) {
-                    Some(i) => i,
-                    None => {
-                        words.push(k.clone());
-                        words.len() - 1
-                    }
-                })
-                .collect();
-            rules.push(Compiled {
-                id: r.id.clone(),
-                regex,
-                group,
-                keywords,
-                entropy: r.entropy,
-                stopwords: r.stopwords.iter().map(|s| s.to_lowercase()).collect(),
-            });
+            globals.push(global);
+            for r in &group.set.rules {
+                rules.push(Self::compile_rule(r, g, group, &mut words)?);
+            }
         }
-        let set_regex = regex::RegexSetBuilder::new(set.rules.iter().map(|r| r.regex.as_str()))
-            .size_limit(200 << 20)
-            .dfa_size_limit(50 << 20)
-            .build()
-            .map_err(|e| RulesError::Regex {
-                id: "(the combined set)".into(),
-                error: e.to_string(),
-            })?;
-        let keywords = AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .build(&words)
-            .map_err(|e| RulesError::Parse(format!("keywords: {e}")))?;
-        let allow = set
-            .allowlist
-            .regexes
-            .iter()
-            .map(|p| compile("allowlist", p))
-            .collect::<Result<_, _>>()?;
         Ok(Self {
-            rules,
-            set: set_regex,
+            inner: Arc::new(Inner {
+                rules,
+                globals,
+                words,
+                prefilter: OnceLock::new(),
+                max_decode_depth: MAX_DECODE_DEPTH,
+            }),
+        })
+    }
+
+    fn compile_rule(
+        r: &Rule,
+        g: usize,
+        group: &RuleGroup,
+        words: &mut Vec<String>,
+    ) -> Result<CRule, RulesError> {
+        // gitleaks' own rules are tested to compile: they stay lazy even in a user's file.
+        let eager = group.eager
+            && !crate::rules::default_set()
+                .map(|d| d.rules.iter().any(|x| x == r))
+                .unwrap_or(false);
+        let lazy = |p: &String| {
+            if eager {
+                Lazy::eager(p.clone(), &r.id)
+            } else {
+                Ok(Lazy::new(p.clone()))
+            }
+        };
+        let keywords = r
+            .keywords
+            .iter()
+            .map(|k| match words.iter().position(|w| w == k) {
+                Some(i) => i,
+                None => {
+                    words.push(k.clone());
+                    words.len() - 1
+                }
+            })
+            .collect();
+        let mut allow: Vec<CAllow> = r.allowlists.iter().map(CAllow::new).collect();
+        // Global allowlists with `targetRules` belong to the rules they name.
+        allow.extend(
+            group
+                .set
+                .allowlists
+                .iter()
+                .filter(|a| a.target_rules.contains(&r.id))
+                .map(CAllow::new),
+        );
+        Ok(CRule {
+            id: r.id.clone(),
+            description: r.description.clone(),
+            group: g,
+            regex: r.regex.as_ref().map(lazy).transpose()?,
+            path: r.path.as_ref().map(lazy).transpose()?,
+            secret_group: r.secret_group,
+            entropy: r.entropy,
             keywords,
-            keyword_count: words.len(),
             allow,
         })
     }
 
-    pub fn rule_ids(&self) -> impl Iterator<Item = &str> {
-        self.rules.iter().map(|r| r.id.as_str())
+    /// The rule's description (empty for an unknown id).
+    pub fn describe(&self, id: &str) -> &str {
+        self.inner
+            .rules
+            .iter()
+            .find(|r| r.id == id)
+            .map_or("", |r| r.description.as_str())
     }
 
-    /// Every secret in `text`, in order of position (overlaps possible between rules).
+    pub fn rule_ids(&self) -> impl Iterator<Item = &str> {
+        self.inner.rules.iter().map(|r| r.id.as_str())
+    }
+
+    /// How many rules have compiled their pattern so far (what laziness saves).
+    pub fn compiled_rules(&self) -> usize {
+        self.inner
+            .rules
+            .iter()
+            .filter(|r| r.regex.as_ref().is_some_and(|l| l.cell.get().is_some()))
+            .count()
+    }
+
+    /// Every secret in `text` (no path; `gitleaks:allow` not honoured), ordered by position.
     pub fn scan(&self, text: &str) -> Vec<Finding> {
-        let mut present = vec![false; self.keyword_count];
-        let mut any = false;
-        for m in self.keywords.find_overlapping_iter(text) {
-            present[m.pattern().as_usize()] = true;
-            any = true;
-        }
-        let wanted = |r: &Compiled| r.keywords.is_empty() || r.keywords.iter().any(|k| present[*k]);
-        if !any && self.rules.iter().all(|r| !r.keywords.is_empty()) {
-            return Vec::new();
-        }
-        let mut out = Vec::new();
-        for i in self.set.matches(text).iter() {
-            let Some(rule) = self.rules.get(i) else {
-                continue;
-            };
-            if !wanted(rule) {
-                continue;
-            }
-            for caps in rule.regex.captures_iter(text) {
-                let Some(m) = caps.get(rule.group) else {
-                    continue;
-                };
-                if self.keeps(rule, m.as_str()) {
+        self.scan_with(
+            text,
+            None,
+            ScanOptions {
+                honour_allow_comment: false,
+            },
+        )
+    }
+
+    /// Every secret in the file `path` holding `text`, as `warrant secrets scan` reports them.
+    pub fn scan_file(&self, path: &str, text: &str) -> Vec<Finding> {
+        self.scan_with(
+            text,
+            Some(path),
+            ScanOptions {
+                honour_allow_comment: true,
+            },
+        )
+    }
+
+    pub fn scan_with(&self, text: &str, path: Option<&str>, opts: ScanOptions) -> Vec<Finding> {
+        let inner = &self.inner;
+        let skipped: Vec<bool> = inner
+            .globals
+            .iter()
+            .map(|g| g.iter().any(|a| a.skips_file(path)))
+            .collect();
+        let mut out: Vec<Finding> = Vec::new();
+        // Path-only rules.
+        if let Some(p) = path {
+            for r in &inner.rules {
+                if r.regex.is_none()
+                    && !skipped.get(r.group).copied().unwrap_or(false)
+                    && !r.allow.iter().any(|a| a.skips_file(path))
+                    && r.path
+                        .as_ref()
+                        .and_then(Lazy::get)
+                        .is_some_and(|re| re.is_match(p))
+                {
                     out.push(Finding {
-                        rule: rule.id.clone(),
-                        start: m.start(),
-                        end: m.end(),
+                        rule: r.id.clone(),
+                        start: 0,
+                        end: 0,
+                        match_start: 0,
+                        match_end: 0,
+                        entropy: 0.0,
+                        decode_depth: 0,
+                        whole_file: true,
+                        secret: format!("file detected: {p}"),
                     });
                 }
             }
         }
-        out.sort_by_key(|f| (f.start, f.end));
-        out
+        for h in self.pass(text, 0, path, &skipped, opts) {
+            out.push(self.finding(text, &h, h.secret, h.matched, 0));
+        }
+        let mut layered = Layered::original(text);
+        for round in 1..=inner.max_decode_depth {
+            let Some(next) = layered.decode(round) else {
+                break;
+            };
+            layered = next;
+            for (ws, we) in windows(&layered, round) {
+                let Some(window) = layered.text.get(ws..we) else {
+                    continue;
+                };
+                for h in self.pass(window, ws, path, &skipped, opts) {
+                    let secret = (h.secret.0 + ws, h.secret.1 + ws);
+                    if !layered.touches(secret.0, secret.1, round) {
+                        continue;
+                    }
+                    let matched = (h.matched.0 + ws, h.matched.1 + ws);
+                    let mut f = self.finding(&layered.text, &h, secret, matched, round);
+                    (f.start, f.end) = layered.map(secret.0, secret.1);
+                    (f.match_start, f.match_end) = layered.map(matched.0, matched.1);
+                    out.push(f);
+                }
+            }
+        }
+        out.sort_by(|a, b| (a.start, a.end, &a.rule).cmp(&(b.start, b.end, &b.rule)));
+        out.dedup_by(|a, b| a.rule == b.rule && a.start == b.start && a.end == b.end);
+        drop_generic_duplicates(text, out)
     }
 
-    fn keeps(&self, rule: &Compiled, secret: &str) -> bool {
-        if rule
-            .entropy
-            .is_some_and(|min| shannon_entropy(secret) < min)
-        {
-            return false;
+    fn finding(
+        &self,
+        text: &str,
+        h: &Hit,
+        secret: (usize, usize),
+        matched: (usize, usize),
+        depth: usize,
+    ) -> Finding {
+        Finding {
+            rule: self
+                .inner
+                .rules
+                .get(h.rule)
+                .map(|r| r.id.clone())
+                .unwrap_or_default(),
+            start: secret.0,
+            end: secret.1,
+            match_start: matched.0,
+            match_end: matched.1,
+            entropy: h.entropy,
+            decode_depth: depth,
+            whole_file: false,
+            secret: text.get(secret.0..secret.1).unwrap_or("").to_owned(),
         }
-        let lower = secret.to_lowercase();
-        if rule.stopwords.iter().any(|s| lower.contains(s.as_str())) {
-            return false;
+    }
+
+    fn prefilter(&self) -> Option<&AhoCorasick> {
+        self.inner
+            .prefilter
+            .get_or_init(|| {
+                AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .build(&self.inner.words)
+                    .ok()
+            })
+            .as_ref()
+    }
+
+    /// One scan of `text` with every rule whose keywords occur in it.
+    fn pass(
+        &self,
+        text: &str,
+        _offset: usize,
+        path: Option<&str>,
+        skipped: &[bool],
+        opts: ScanOptions,
+    ) -> Vec<Hit> {
+        let inner = &self.inner;
+        let mut present = vec![false; inner.words.len()];
+        if let Some(ac) = self.prefilter() {
+            for m in ac.find_overlapping_iter(text) {
+                if let Some(p) = present.get_mut(m.pattern().as_usize()) {
+                    *p = true;
+                }
+            }
         }
-        !self.allow.iter().any(|a| a.is_match(secret))
+        let mut hits = Vec::new();
+        for (i, r) in inner.rules.iter().enumerate() {
+            let Some(lazy) = &r.regex else {
+                continue;
+            };
+            if skipped.get(r.group).copied().unwrap_or(false) {
+                continue;
+            }
+            if !r.keywords.is_empty()
+                && !r
+                    .keywords
+                    .iter()
+                    .any(|k| present.get(*k).copied().unwrap_or(false))
+            {
+                continue;
+            }
+            if r.allow.iter().any(|a| a.skips_file(path)) {
+                continue;
+            }
+            if let Some(p) = &r.path {
+                let ok = path.is_some_and(|path| p.get().is_some_and(|re| re.is_match(path)));
+                if !ok {
+                    continue;
+                }
+            }
+            let Some(re) = lazy.get() else {
+                continue;
+            };
+            for caps in re.captures_iter(text) {
+                let Some(m) = caps.get(0) else {
+                    continue;
+                };
+                let raw = m.as_str();
+                let lead = raw.len() - raw.trim_start_matches('\n').len();
+                let trimmed = raw.trim_matches('\n');
+                let ms = m.start() + lead;
+                let me = ms + trimmed.len();
+                let secret = if r.secret_group > 0 {
+                    match caps.get(r.secret_group) {
+                        Some(g) => (g.start(), g.end()),
+                        None => continue,
+                    }
+                } else {
+                    caps.iter()
+                        .skip(1)
+                        .flatten()
+                        .find(|g| !g.as_str().is_empty())
+                        .map_or((ms, me), |g| (g.start(), g.end()))
+                };
+                let value = text.get(secret.0..secret.1).unwrap_or("");
+                let entropy = shannon_entropy(value);
+                if r.entropy.is_some_and(|min| entropy <= min) {
+                    continue;
+                }
+                let line = line_around(text, ms, me);
+                if opts.honour_allow_comment && line.contains(ALLOW_COMMENT) {
+                    continue;
+                }
+                let matched = text.get(ms..me).unwrap_or("");
+                let global = inner.globals.get(r.group).map(Vec::as_slice).unwrap_or(&[]);
+                if global
+                    .iter()
+                    .chain(r.allow.iter())
+                    .any(|a| a.allows(value, matched, line, path))
+                {
+                    continue;
+                }
+                hits.push(Hit {
+                    rule: i,
+                    secret,
+                    matched: (ms, me),
+                    entropy,
+                });
+            }
+        }
+        hits
     }
 }
 
-/// Shannon entropy of the characters of `s`, in bits per character.
-pub fn shannon_entropy(s: &str) -> f64 {
-    let mut counts = std::collections::HashMap::new();
-    let mut n = 0usize;
-    for c in s.chars() {
-        *counts.entry(c).or_insert(0usize) += 1;
-        n += 1;
+/// Where a decoding round can have made a new match: the lines around what it decoded.
+fn windows(l: &Layered, round: usize) -> Vec<(usize, usize)> {
+    const REACH: usize = 4096;
+    let text = &l.text;
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for (a, b) in l.decoded_in(round) {
+        let lo = a.saturating_sub(REACH);
+        let hi = (b + REACH).min(text.len());
+        let s = text
+            .get(lo..a)
+            .and_then(|t| t.rfind('\n'))
+            .map_or(lo, |i| lo + i + 1);
+        let e = text
+            .get(b..hi)
+            .and_then(|t| t.find('\n'))
+            .map_or(hi, |i| b + i);
+        let (s, e) = (floor_char(text, s), ceil_char(text, e));
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
     }
-    if n == 0 {
-        return 0.0;
+    out
+}
+
+fn floor_char(t: &str, mut i: usize) -> usize {
+    while i > 0 && !t.is_char_boundary(i) {
+        i -= 1;
     }
-    let n = n as f64;
-    counts
-        .values()
-        .map(|&c| {
-            let p = c as f64 / n;
-            -p * p.log2()
+    i
+}
+
+fn ceil_char(t: &str, mut i: usize) -> usize {
+    while i < t.len() && !t.is_char_boundary(i) {
+        i += 1;
+    }
+    i.min(t.len())
+}
+
+/// gitleaks' filter: a `generic*` finding is dropped when a specific rule's finding on the same
+/// line holds its secret.
+fn drop_generic_duplicates(text: &str, findings: Vec<Finding>) -> Vec<Finding> {
+    if !findings
+        .iter()
+        .any(|f| f.rule.to_lowercase().contains("generic"))
+    {
+        return findings;
+    }
+    let line_of = |pos: usize| text.get(..pos).map_or(0, |t| t.matches('\n').count());
+    let lines: Vec<usize> = findings.iter().map(|f| line_of(f.match_start)).collect();
+    let keep: Vec<bool> = findings
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            if !f.rule.to_lowercase().contains("generic") {
+                return true;
+            }
+            !findings.iter().enumerate().any(|(j, o)| {
+                j != i
+                    && lines.get(j) == lines.get(i)
+                    && o.rule != f.rule
+                    && !o.rule.to_lowercase().contains("generic")
+                    && o.secret.contains(f.secret.as_str())
+            })
         })
-        .sum()
+        .collect();
+    findings
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(f, k)| k.then_some(f))
+        .collect()
 }

@@ -1,1 +1,5 @@
+mod decode;
+mod format;
+mod layers;
+mod report;
 mod scan;

@@ -3,7 +3,7 @@ use serde_json::json;
 use warrant_secrets::{Redaction, Redactor, RuleSet, RulesError, Scanner, shannon_entropy};
 
 /// A deterministic, high-entropy string over `alphabet` (xorshift; no randomness in tests).
-fn noise(seed: u64, len: usize, alphabet: &str) -> String {
+pub(crate) fn noise(seed: u64, len: usize, alphabet: &str) -> String {
     let chars: Vec<char> = alphabet.chars().collect();
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     (0..len)
@@ -16,7 +16,7 @@ fn noise(seed: u64, len: usize, alphabet: &str) -> String {
         .collect()
 }
 
-const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+pub(crate) const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const UPPER32: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 const HEX: &str = "0123456789abcdef";
 
@@ -68,14 +68,6 @@ fn samples() -> Vec<(&'static str, String)> {
         (
             "generic-api-key",
             format!("db_password = \"{}\"", noise(15, 24, ALNUM)),
-        ),
-        (
-            "generic-api-key",
-            format!(
-                "DB_PASSWORD={}%{}#",
-                noise(17, 10, ALNUM),
-                noise(18, 8, ALNUM)
-            ),
         ),
         (
             "private-key",
@@ -162,15 +154,13 @@ fn json_redaction_walks_every_string() {
 
 #[test]
 fn a_rule_that_does_not_compile_is_a_coded_error() {
-    let set = RuleSet::parse("[[rules]]\nid = \"bad\"\nregex = '''(unclosed'''\n").unwrap();
-    let e = Scanner::new(&set).unwrap_err();
+    let e = RuleSet::parse("[[rules]]\nid = \"bad\"\nregex = '''(unclosed'''\n").unwrap_err();
     assert!(
         matches!(&e, RulesError::Regex { id, .. } if id == "bad"),
         "{e}"
     );
     assert_eq!(warrant_core::Coded::code(&e), "W-SECRETS-002");
-    let e =
-        RuleSet::parse("[[rules]]\nid = \"x\"\nregex = 'a'\nkeywords = [\"UPPER\"]\n").unwrap_err();
+    let e = RuleSet::parse("[[rules]]\nid = \"x\"\nregex = 'a'\nkeywords = [").unwrap_err();
     assert_eq!(warrant_core::Coded::code(&e), "W-SECRETS-001");
 }
 
