@@ -20,6 +20,7 @@ mod fault;
 mod output;
 mod prompt;
 mod requests;
+mod secrets_cmd;
 mod untrusted;
 
 use std::process::ExitCode;
@@ -162,6 +163,11 @@ pub enum Command {
     Requests {
         #[command(subcommand)]
         command: requests::RequestsCommand,
+    },
+    /// Find secrets in files with the configured rules (gitleaks' format and default set).
+    Secrets {
+        #[command(subcommand)]
+        command: secrets_cmd::SecretsCommand,
     },
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use warrant_agent::GuardSettings;
 use warrant_core::config::Settings;
-use warrant_secrets::{Redactor, Scanner};
+use warrant_secrets::Redactor;
 use warrant_tools::BuiltinTools;
 
 use crate::{EXIT_USAGE, Failure};
@@ -62,6 +62,6 @@ pub fn tools(settings: &Settings) -> Result<BuiltinTools, Failure> {
     if disabled("redact") {
         return Ok(tools);
     }
-    let scanner = Scanner::default_rules().map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    let scanner = crate::secrets_cmd::configured_scanner(settings)?;
     Ok(tools.with_redactor(Arc::new(Redactor::new(scanner, known_secrets(settings)))))
 }

@@ -70,6 +70,28 @@ pub struct ConfigDoc {
     /// commands receive as environment variables.
     #[serde(default)]
     pub secret_env: BTreeMap<String, BTreeMap<String, String>>,
+    /// `[secrets]`: the secret scanner's rules (a gitleaks configuration file).
+    #[serde(default)]
+    pub secrets: SecretsConfig,
+}
+
+/// `[secrets] rules = ".gitleaks.toml"`: a rules file in gitleaks' format. Relative paths are
+/// resolved by the CLI (the project layer: against the workspace root; the others: against
+/// the directory of their `config.toml`). Every layer's file counts; lower layers only add.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretsConfig {
+    pub rules: Option<String>,
+}
+
+/// One layer's `[secrets] rules`, with where it was set.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SecretRulesRef {
+    pub kind: LayerKind,
+    /// The path as written.
+    pub rules: String,
+    /// The `config.toml` that set it.
+    pub layer_path: String,
 }
 
 /// Limits on what model calls may consume. Each scope is checked before every model call and
@@ -667,6 +689,9 @@ pub struct Settings {
     pub requests: RequestsConfig,
     /// Secrets per profile; a higher layer's table for a profile replaces a lower one's.
     pub secret_env: BTreeMap<String, BTreeMap<String, String>>,
+    /// Every layer's `[secrets] rules`, highest first (the scanner merges them: lower layers
+    /// only add).
+    pub secrets_rules: Vec<SecretRulesRef>,
 }
 
 /// Ordered highest precedence first, whatever order they were given in.
@@ -742,9 +767,20 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
             secret_env.insert(profile.clone(), vars.clone());
         }
     }
+    let secrets_rules = layers
+        .iter()
+        .filter_map(|l| {
+            l.doc.secrets.rules.clone().map(|rules| SecretRulesRef {
+                kind: l.kind,
+                rules,
+                layer_path: l.path.clone(),
+            })
+        })
+        .collect();
     Settings {
         requests,
         secret_env,
+        secrets_rules,
         max_denials: first(&|d| d.run.max_denials).unwrap_or(3),
         max_turns: first(&|d| d.run.max_turns).unwrap_or(50),
         max_tool_calls: Some(first(&|d| d.run.max_tool_calls).unwrap_or(200)),

@@ -14,4 +14,5 @@ mod openai;
 mod policy;
 mod quickstart;
 mod requests;
+mod secrets;
 mod workers;

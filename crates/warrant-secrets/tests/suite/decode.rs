@@ -1,9 +1,7 @@
-//! Encoded and split secrets: found after decoding (and redacted as the encoded stretch), and
-//! masked where a head/tail capture cut one in two.
+//! Encoded secrets: found after decoding, and redacted as the encoded stretch. (Secrets cut by
+//! the head/tail capture: warrant-cli's `suite::secrets`, which has `warrant_exec::HeadTail`.)
 use base64::Engine as _;
-use pretty_assertions::assert_eq;
-use warrant_exec::HeadTail;
-use warrant_secrets::{CUT_SECRET_RULE, Redactor, Scanner};
+use warrant_secrets::{Redactor, Scanner};
 
 use super::scan::{ALNUM, noise};
 
@@ -71,65 +69,4 @@ fn decoding_is_bounded_in_depth() {
             .iter()
             .any(|f| f.rule == "github-pat")
     );
-}
-
-/// The output a command printed, captured as `run_command` captures it.
-fn captured(out: &str, head: usize, tail: usize) -> String {
-    let mut ht = HeadTail::new(head, tail);
-    ht.push(out.as_bytes());
-    ht.finish().text
-}
-
-#[test]
-fn a_secret_cut_by_the_head_tail_capture_is_still_masked() {
-    let r = redactor();
-    let secret = pat();
-    let filler = "x".repeat(5000);
-    // Cut at the end of the head: the head keeps `ghp_` and some of the value.
-    let out = format!("value: {secret}{filler}\nlast line\n");
-    let text = captured(&out, 30, 20);
-    assert!(
-        text.contains(&secret[..17]),
-        "precondition: the head holds a prefix: {text}"
-    );
-    assert!(
-        r.scanner().scan(&text).is_empty(),
-        "precondition: no rule sees half a secret"
-    );
-    let (red, report) = r.redact(&text);
-    assert!(!red.contains(&secret[..8]), "{red}");
-    assert!(report.counts.contains_key(CUT_SECRET_RULE), "{report:?}");
-    // Cut at the start of the tail: the tail keeps the end of the value.
-    let out = format!("first line\n{filler}{secret}\n");
-    let text = captured(&out, 16, 25);
-    let suffix = &secret[secret.len() - 20..];
-    assert!(text.contains(suffix), "precondition: {text}");
-    let (red, _) = r.redact(&text);
-    assert!(!red.contains(&suffix[..12]), "{red}");
-    // A private key whose END line was cut away.
-    let body: String = (0..30)
-        .map(|i| format!("{}\n", noise(50 + i, 64, ALNUM)))
-        .collect();
-    let key = format!("-----BEGIN RSA PRIVATE KEY-----\n{body}-----END RSA PRIVATE KEY-----\n");
-    let text = captured(&format!("{key}{filler}"), 600, 10);
-    assert!(text.contains("BEGIN RSA PRIVATE KEY"), "precondition");
-    let (red, _) = r.redact(&text);
-    assert!(!red.contains(&body[..64]), "{red}");
-    assert!(red.contains("BEGIN RSA PRIVATE KEY"), "{red}");
-}
-
-#[test]
-fn negative_control_without_a_cut_nothing_is_masked_for_being_at_a_boundary() {
-    let r = redactor();
-    let text = captured("ordinary output\nwith several words\n", 4096, 4096);
-    assert_eq!(r.redact(&text).0, text);
-    // a cut through short words masks nothing
-    let text = captured(
-        &format!("{}\n{}", "ab cd ".repeat(100), "ef gh ".repeat(100)),
-        31,
-        31,
-    );
-    let (red, report) = r.redact(&text);
-    assert_eq!(red, text);
-    assert!(report.is_empty());
 }

@@ -1,0 +1,135 @@
+//! `warrant secrets scan PATH… [--json | --sarif] [--baseline FILE] [--rules FILE]`, and the
+//! scanner every run uses: gitleaks' default rules plus each configuration layer's
+//! `[secrets] rules` file (merged by `warrant_secrets::scanner_for_layers`: lower layers only
+//! add). Exit 0 when clean, 1 when something is found, 2 on an error.
+
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use warrant_core::config::{LayerKind, SecretRulesRef, Settings};
+use warrant_secrets::report::{Baseline, scan_paths};
+use warrant_secrets::{LayerRules, RuleSet, Scanner, scanner_for_layers};
+
+use crate::{EXIT_USAGE, Failure, context};
+
+/// Exit code of `secrets scan` when it found something.
+pub const EXIT_FOUND: u8 = 1;
+
+#[derive(Subcommand, Debug)]
+pub enum SecretsCommand {
+    /// Scan files and directories (skipping what `.gitignore` excludes, and `.git/`).
+    /// Exit 0: nothing found; 1: findings; 2: error. Secrets are never printed, only a
+    /// redacted form and a fingerprint.
+    Scan {
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+        /// One JSON document on standard output.
+        #[arg(long, conflicts_with = "sarif")]
+        json: bool,
+        /// SARIF 2.1.0 on standard output (for code-scanning dashboards).
+        #[arg(long)]
+        sarif: bool,
+        /// Accept the findings listed in FILE (a previous `--json` report, a JSON array of
+        /// fingerprints, or one fingerprint per line).
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+        /// Scan with this gitleaks configuration instead of the configured rules.
+        #[arg(long, value_name = "FILE")]
+        rules: Option<PathBuf>,
+    },
+}
+
+/// Where a layer's `[secrets] rules` points: absolute as written; relative, against the
+/// workspace root for the project layer (`.warrant/config.toml` sits in it) and against the
+/// directory of `config.toml` for the others.
+fn resolve(r: &SecretRulesRef) -> PathBuf {
+    let p = Path::new(&r.rules);
+    if p.is_absolute() {
+        return p.to_owned();
+    }
+    let cfg = Path::new(&r.layer_path);
+    let base = match r.kind {
+        LayerKind::Project => cfg.parent().and_then(Path::parent),
+        LayerKind::Managed | LayerKind::User => cfg.parent(),
+    };
+    base.map_or_else(|| p.to_owned(), |b| b.join(p))
+}
+
+/// The scanner for the configuration in force.
+pub fn configured_scanner(settings: &Settings) -> Result<Scanner, Failure> {
+    let layers: Vec<LayerRules> = settings
+        .secrets_rules
+        .iter()
+        .map(|r| LayerRules {
+            kind: r.kind,
+            file: resolve(r),
+        })
+        .collect();
+    scanner_for_layers(&layers).map_err(|e| Failure::coded(&e, EXIT_USAGE))
+}
+
+pub fn dispatch(ws: Option<&Path>, command: SecretsCommand) -> Result<u8, Failure> {
+    match command {
+        SecretsCommand::Scan {
+            paths,
+            json,
+            sarif,
+            baseline,
+            rules,
+        } => scan(
+            ws,
+            &paths,
+            json,
+            sarif,
+            baseline.as_deref(),
+            rules.as_deref(),
+        ),
+    }
+}
+
+fn scan(
+    ws: Option<&Path>,
+    paths: &[PathBuf],
+    json: bool,
+    sarif: bool,
+    baseline: Option<&Path>,
+    rules: Option<&Path>,
+) -> Result<u8, Failure> {
+    let scanner = match rules {
+        Some(file) => RuleSet::load(file)
+            .and_then(|set| Scanner::new(&set))
+            .map_err(|e| Failure::coded(&e, EXIT_USAGE))?,
+        None => {
+            // Outside a workspace the managed and user layers still count.
+            let p = context::paths(ws, false).or_else(|_| context::paths(ws, true))?;
+            let layers = context::read_layers(&p)?;
+            configured_scanner(&context::settings(&layers)?)?
+        }
+    };
+    let baseline = baseline
+        .map(Baseline::load)
+        .transpose()
+        .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    let report = scan_paths(&scanner, paths, baseline.as_ref())
+        .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    if sarif {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&report.sarif(env!("CARGO_PKG_VERSION")))
+                .unwrap_or_default()
+        );
+    } else if json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&report.json()).unwrap_or_default()
+        );
+    } else {
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), "{}", report.text());
+    }
+    Ok(if report.findings.is_empty() {
+        0
+    } else {
+        EXIT_FOUND
+    })
+}
