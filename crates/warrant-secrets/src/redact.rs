@@ -198,10 +198,11 @@ impl Redactor {
         let mut out = String::with_capacity(text.len());
         let mut last = 0;
         for (a, b, rule) in merged {
-            let (Some(before), true) = (text.get(last..a), text.is_char_boundary(b)) else {
-                continue;
-            };
-            out.push_str(before);
+            // Ranges come from matches, so they are on character boundaries; were one not,
+            // widen it rather than leave anything of the value.
+            let a = floor_boundary(&text, a.max(last));
+            let b = ceil_boundary(&text, b);
+            out.push_str(text.get(last..a).unwrap_or(""));
             out.push_str(&placeholder(&rule));
             report.add(&rule);
             last = b;
@@ -235,4 +236,20 @@ impl Redactor {
             Value::Null | Value::Bool(_) | Value::Number(_) => value.clone(),
         }
     }
+}
+
+fn floor_boundary(t: &str, mut i: usize) -> usize {
+    i = i.min(t.len());
+    while i > 0 && !t.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_boundary(t: &str, mut i: usize) -> usize {
+    i = i.min(t.len());
+    while i < t.len() && !t.is_char_boundary(i) {
+        i += 1;
+    }
+    i
 }
