@@ -49,7 +49,9 @@ for t in $targets; do
   if ! cargo fuzz run "${flags[@]}" "$t" "${dirs[@]}" -- \
       -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$artifacts" >"$scratch/log-$t" 2>&1; then
-    tail -n 60 "$scratch/log-$t" >&2
+    # The panic message (the broken invariant) comes before libFuzzer's backtrace.
+    grep -E -A3 "panicked at|ERROR: libFuzzer|ERROR: AddressSanitizer" "$scratch/log-$t" | head -n 20 >&2 || true
+    tail -n 15 "$scratch/log-$t" >&2
     for crash in "$artifacts"*; do
       [ -e "$crash" ] || continue
       keep="$root/fuzz/artifacts/$t"
