@@ -80,7 +80,10 @@ fn classify_argv(argv: &[String]) -> Option<(RiskClass, String)> {
                 let words: Vec<String> = part
                     .split_whitespace()
                     .map(|w| w.trim_matches(|c| c == '"' || c == '\'').to_owned())
-                    .skip_while(|w| matches!(w.as_str(), "sudo" | "env" | "exec" | "then" | "do"))
+                    // `{` opens a group; the command after it runs (found by fuzzing).
+                    .skip_while(|w| {
+                        matches!(w.as_str(), "sudo" | "env" | "exec" | "then" | "do" | "{")
+                    })
                     .collect();
                 classify_argv(&words)
             })
@@ -373,6 +376,18 @@ mod tests {
     use super::*;
     use crate::CanonicalPath;
     use pretty_assertions::assert_eq;
+
+    /// Fuzz regression (fuzz/artifacts-regressions/risk/): a command inside a `{ …; }` group
+    /// was classified as the word `{`, so `sh -c '{ curl …; }'` lost its class.
+    #[test]
+    fn a_brace_group_keeps_the_class_of_its_commands() {
+        let inner = classify(&exec(&["curl", "https://example.com"])).0;
+        assert_eq!(inner, RiskClass::External);
+        let grouped = classify(&exec(&["sh", "-c", "{ curl https://example.com; }"])).0;
+        assert_eq!(grouped, inner);
+        let rm = classify(&exec(&["bash", "-c", "{ rm -rf src; }"])).0;
+        assert_eq!(rm, RiskClass::Destructive);
+    }
 
     fn exec(argv: &[&str]) -> Action {
         Action::ShellExec {
