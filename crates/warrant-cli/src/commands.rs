@@ -771,7 +771,7 @@ fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, 
             outln!(
                 "run {run} is still waiting for request {} ({}), until {}",
                 ask.id,
-                ask.ask.title(),
+                crate::shown_inline(&ask.ask.title()),
                 ask.expires_at.rfc3339()
             );
             outln!("  warrant requests show {}", ask.id);

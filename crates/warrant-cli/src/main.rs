@@ -4,12 +4,33 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 /// Writes a line to standard output, ignoring a closed pipe: what a run does must not depend on
-/// whether someone still reads its output (the journal is the record).
+/// whether someone still reads its output (the journal is the record). Every line passes
+/// [`shown`], so nothing in it can steer the terminal that shows it.
 macro_rules! outln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+        let line = format!($($arg)*);
+        let _ = writeln!(std::io::stdout().lock(), "{}", $crate::shown(&line));
     }};
+}
+
+/// Text on its way to a person: control characters, bidirectional overrides and zero-width
+/// characters escaped (`warrant_core::render::lines`). A debug build's negative control can turn
+/// it off with `WARRANT_TEST_DISABLE=render`.
+pub(crate) fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    if untrusted::disabled("render") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    warrant_core::render::lines(text)
+}
+
+/// One value shown inside a line: as [`shown`], and line feeds escaped too, so a value cannot
+/// begin a line that looks like Warrant's own.
+pub(crate) fn shown_inline(text: &str) -> std::borrow::Cow<'_, str> {
+    if untrusted::disabled("render") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    warrant_core::render::inline(text)
 }
 
 mod approver_key;
@@ -368,7 +389,7 @@ fn main() -> ExitCode {
     match commands::dispatch(cli) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("error[{}]: {}", f.code, f.message);
+            eprintln!("error[{}]: {}", f.code, shown(&f.message));
             ExitCode::from(f.exit)
         }
     }

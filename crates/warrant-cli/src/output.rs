@@ -161,15 +161,13 @@ impl Printer {
             } => {
                 let mut v = vec![format!(
                     "request  {request_id}: {} (risk {}) needs a person's approval",
-                    presentation.title,
+                    crate::shown_inline(&presentation.title),
                     risk.as_str()
                 )];
                 if let Some(a) = asked {
                     v.push(format!("         asked of {}", a.describe()));
                 }
-                for l in presentation.body.lines().take(40) {
-                    v.push(format!("         | {l}"));
-                }
+                push_lines(&mut v, &presentation.body, 40, "runs show --json");
                 v
             }
             RunEvent::ApprovalGranted {
@@ -240,7 +238,7 @@ impl Printer {
                     .insert(format!("ask:{request_id}"), hint);
                 vec![format!(
                     "asks     {request_id}: {} (of {}; expires {})",
-                    ask.title(),
+                    crate::shown_inline(&ask.title()),
                     asked_of.join(", "),
                     expires_at.rfc3339()
                 )]
@@ -430,9 +428,7 @@ impl Printer {
                     .pointer("/stdout/text")
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                for l in out.lines().take(12) {
-                    v.push(format!("         | {l}"));
-                }
+                push_lines(&mut v, out, 12, "runs show --json");
                 // What the sandbox's egress proxy refused is worth a line of its own.
                 for refused in result
                     .pointer("/egress/refused")
@@ -469,6 +465,20 @@ pub fn reasons_text(reasons: &[ReasonRecord]) -> String {
 impl Observer for Printer {
     fn committed(&self, stored: &StoredEvent, event: &RunEvent) {
         self.print(stored, event);
+    }
+}
+
+/// The first `max` lines of `text`, indented, then how many were left out and where to see them all.
+fn push_lines(v: &mut Vec<String>, text: &str, max: usize, whole: &str) {
+    let total = text.lines().count();
+    for l in text.lines().take(max) {
+        v.push(format!("         | {l}"));
+    }
+    if total > max {
+        v.push(format!(
+            "         | … {} more lines (`warrant {whole}` shows them all)",
+            total - max
+        ));
     }
 }
 

@@ -2,6 +2,7 @@
 //! argv, cwd and profile for a command) and takes once / session / deny. The answer is given
 //! as the principal Warrant established for this process.
 
+use std::fmt::Write as _;
 use std::io::{BufRead, Write};
 
 use warrant_core::Principal;
@@ -26,25 +27,29 @@ impl<R: BufRead> TerminalPrompter<R> {
 
 impl<R: BufRead> Prompter for TerminalPrompter<R> {
     fn ask(&mut self, view: &PromptView<'_>) -> Option<(Answer, Principal)> {
-        let mut err = std::io::stderr().lock();
+        // Laid out here, then shown through one renderer: nothing the model wrote can move the
+        // cursor, erase a line or reorder text on the person's terminal.
+        let mut text = String::new();
         let _ = writeln!(
-            err,
+            text,
             "\n--- approval needed: {} (risk {}) ---",
             view.request,
             view.risk.as_str()
         );
-        let _ = writeln!(err, "{}", view.title);
+        let _ = writeln!(text, "{}", crate::shown_inline(view.title));
         for l in view.body.lines() {
-            let _ = writeln!(err, "  {l}");
+            let _ = writeln!(text, "  {l}");
         }
         if !view.reasons.is_empty() {
-            let _ = writeln!(err, "why asked: {}", reasons_text(view.reasons));
+            let _ = writeln!(text, "why asked: {}", reasons_text(view.reasons));
         }
-        let _ = writeln!(err, "digest: {}", view.digest);
-        let _ = writeln!(err, "asked of: {}", view.asked);
-        let _ = writeln!(err, "  [o]nce    this exact action, once");
-        let _ = writeln!(err, "  [s]ession {}", view.session);
-        let _ = writeln!(err, "  [d]eny    the agent is told your reason");
+        let _ = writeln!(text, "digest: {}", view.digest);
+        let _ = writeln!(text, "asked of: {}", view.asked);
+        let _ = writeln!(text, "  [o]nce    this exact action, once");
+        let _ = writeln!(text, "  [s]ession {}", view.session);
+        let _ = writeln!(text, "  [d]eny    the agent is told your reason");
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "{}", crate::shown(&text));
         loop {
             let _ = write!(err, "approve [o]nce, for this [s]ession, or [d]eny? ");
             let _ = err.flush();

@@ -401,7 +401,7 @@ fn list(ws: Option<&Path>, mine: bool, all: bool, json: bool) -> Result<u8, Fail
             kind_of_row(r),
             status_of_row(r, now),
             r.run,
-            get("title"),
+            crate::shown_inline(&get("title")),
             get("requested_by"),
             asked_of_row(r).join(", "),
         );
@@ -469,7 +469,7 @@ fn show(ws: Option<&Path>, id: &str, json: bool) -> Result<u8, Failure> {
     outln!("request {}  ({}, {})", request, get("kind"), get("status"));
     outln!("  run        {}", state.run);
     outln!("  asked by   {}", get("requested_by"));
-    outln!("  what       {}", get("title"));
+    outln!("  what       {}", crate::shown_inline(&get("title")));
     if let Some(of) = doc.get("asked_of").and_then(Value::as_array) {
         let of: Vec<&str> = of.iter().filter_map(Value::as_str).collect();
         outln!("  asked of   {}", of.join(", "));

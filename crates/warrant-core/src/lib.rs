@@ -11,6 +11,7 @@ pub mod error;
 pub mod ids;
 pub mod path;
 pub mod principal;
+pub mod render;
 pub mod risk;
 pub mod tool;
 

@@ -82,9 +82,34 @@ fn path_arg(args: &Value, env: &ToolEnv, key: &str) -> Result<CanonicalPath, Ref
     normalize_path(env, raw)
 }
 
+/// An argv as one line a person reads the same way a shell would: each word rendered (no control
+/// characters) and quoted when it holds a space, a quote or nothing, so `["rm", "-rf ~"]` and
+/// `["rm", "-rf", "~"]` never look alike.
+fn shown_argv(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            let word = warrant_core::render::inline(a);
+            let plain = !word.is_empty()
+                && word
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || "-_./=:,+@%^~".contains(c));
+            if plain {
+                word.into_owned()
+            } else {
+                format!("'{}'", word.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A path as a person is shown it: relative to the workspace when inside it, and always one line
+/// (a line feed or carriage return in a name cannot fake a line of the presentation).
 fn shown(path: &CanonicalPath, env: &ToolEnv) -> String {
-    path.relative_to(&env.workspace)
-        .unwrap_or_else(|| path.as_str().to_owned())
+    let text = path
+        .relative_to(&env.workspace)
+        .unwrap_or_else(|| path.as_str().to_owned());
+    warrant_core::render::inline(&text).into_owned()
 }
 
 fn ok<T: Serialize>(value: &T) -> EffectResult {
@@ -388,7 +413,7 @@ impl Tool for RunCommand {
                     profile,
                     timeout_ms,
                 } => {
-                    title.push(format!("run {}", argv.join(" ")));
+                    title.push(format!("run {}", shown_argv(argv)));
                     let inherit = env
                         .profiles
                         .get(profile)
@@ -496,5 +521,28 @@ fn describe_paths(verb: &str, actions: &[Action], env: &ToolEnv) -> Presentation
             .iter()
             .map(|a| format!("{} {}\n", a.verb().as_str(), a.target()))
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_argv;
+
+    fn argv(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| (*w).to_owned()).collect()
+    }
+
+    #[test]
+    fn an_argv_is_shown_on_one_line_with_its_word_boundaries() {
+        assert_eq!(shown_argv(&argv(&["ls", "-la"])), "ls -la");
+        assert_eq!(shown_argv(&argv(&["rm", "-rf ~"])), "rm '-rf ~'");
+        assert_eq!(shown_argv(&argv(&["rm", "-rf", "~"])), "rm -rf ~");
+        assert_eq!(shown_argv(&argv(&["echo", ""])), "echo ''");
+        assert_eq!(shown_argv(&argv(&["echo", "it's"])), r"echo 'it'\''s'");
+        assert_eq!(
+            shown_argv(&argv(&["sh", "-c", "rm -rf ~\rls"])),
+            r"sh -c 'rm -rf ~\rls'"
+        );
+        assert_eq!(shown_argv(&argv(&["x\ny"])), r"'x\ny'");
     }
 }

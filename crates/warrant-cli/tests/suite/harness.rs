@@ -222,3 +222,90 @@ pub fn parked_request(o: &Output) -> String {
         .trim()
         .to_owned()
 }
+
+/// Installs the terminal emulator the screen tests read with, once per test process, when this
+/// machine's Python does not have it (as the PostgreSQL harness installs its server): the test
+/// command works on a fresh machine as written, and never skips.
+fn ensure_pyte() {
+    static READY: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    READY.get_or_init(|| {
+        let has = |py: &str| {
+            std::process::Command::new("python3")
+                .args(["-c", py])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        if has("import pyte") {
+            return;
+        }
+        eprintln!("the screen tests need the Python package pyte: installing it with pip");
+        let out = std::process::Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "pyte",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success() && has("import pyte"),
+            "could not install pyte (`python3 -m pip install pyte`): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+}
+
+/// What a person's terminal showed: the screen of a terminal emulator fed every byte `warrant`
+/// wrote on a real pseudo-terminal.
+pub struct Screen {
+    pub exit: i32,
+    pub lines: Vec<String>,
+}
+
+impl Sandbox {
+    /// Runs warrant on a real pseudo-terminal of `cols` columns, types `answer` at its
+    /// approval prompt, and returns the emulated screen (tests/pty/screen.py, on the Python
+    /// package `pyte`, which `.ci/run` installs).
+    pub fn run_on_screen(&self, args: &[&str], answer: &str, cols: u16) -> Screen {
+        ensure_pyte();
+        let warrant = self.std_cmd(args);
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pty/screen.py");
+        let mut c = std::process::Command::new("python3");
+        c.arg(script)
+            .arg(cols.to_string())
+            .arg("400")
+            .arg("or [d]eny? ")
+            .arg(answer.replace('\n', "\\n"))
+            .arg("--")
+            .arg(warrant.get_program())
+            .args(warrant.get_args());
+        if let Some(dir) = warrant.get_current_dir() {
+            c.current_dir(dir);
+        }
+        for (k, v) in warrant.get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "the pty screen script failed (is `pyte` installed? `pip install pyte`): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        Screen {
+            exit: i32::try_from(doc["exit"].as_i64().unwrap()).unwrap(),
+            lines: doc["screen"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l.as_str().unwrap().to_owned())
+                .collect(),
+        }
+    }
+}

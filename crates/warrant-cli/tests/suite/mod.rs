@@ -15,4 +15,5 @@ mod policy;
 mod quickstart;
 mod requests;
 mod secrets;
+mod spoofing;
 mod workers;
