@@ -12,6 +12,9 @@ use crate::Failure;
 use crate::context::{self, Paths};
 
 pub const KEY_FILE: &str = "approver.key";
+/// The approver keys enrolled in this installation, in its keys directory: one `<actor> <hex
+/// public key>` per line. Read only when there is no identity directory.
+pub const ENROLLED_FILE: &str = "approvers";
 
 fn key_path(paths: &Paths) -> Result<PathBuf, Failure> {
     paths.user.as_ref().map(|u| u.join(KEY_FILE)).ok_or_else(|| {
@@ -52,8 +55,118 @@ pub fn load(paths: &Paths) -> Result<Option<Ed25519ApproverKey>, Failure> {
     Ok(Some(Ed25519ApproverKey::from_seed(&seed)))
 }
 
+/// The approver keys enrolled in this installation (actor → hex public key); empty when none
+/// were (or before `warrant init`).
+pub fn enrolled(paths: &Paths) -> Result<std::collections::BTreeMap<String, String>, Failure> {
+    let path = paths.keys().join(ENROLLED_FILE);
+    let text = match fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
+        Err(e) => {
+            return Err(Failure::usage(
+                "W-APPROVAL-024",
+                format!(
+                    "cannot read the enrolled approver keys {}: {e}",
+                    path.display()
+                ),
+            ));
+        }
+    };
+    let mut out = std::collections::BTreeMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next(), words.next()) {
+            (Some(actor), Some(key), None)
+                if key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit()) =>
+            {
+                out.insert(actor.to_owned(), key.to_ascii_lowercase());
+            }
+            _ => {
+                return Err(Failure::usage(
+                    "W-APPROVAL-024",
+                    format!(
+                        "{} line {}: expected `<actor> <64 hex digits>`; fix or remove it, then `warrant approvals keygen` enrolls your key again",
+                        path.display(),
+                        n + 1
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Records `public_hex` as `actor`'s approver key in this installation (replacing any).
+fn enroll(paths: &Paths, actor: &str, public_hex: &str) -> Result<(), Failure> {
+    if actor.is_empty() || actor.chars().any(char::is_whitespace) {
+        return Err(Failure::usage(
+            "W-APPROVAL-024",
+            format!("cannot enroll a key for `{actor}`: an actor name holds no spaces"),
+        ));
+    }
+    let mut all = enrolled(paths)?;
+    all.insert(actor.to_owned(), public_hex.to_owned());
+    let mut text = String::from(
+        "# Approver keys enrolled in this installation: <actor> <Ed25519 public key, hex>.\n# Used only when there is no identity directory; `warrant approvals keygen` adds yours.\n",
+    );
+    for (a, k) in &all {
+        text.push_str(&format!("{a} {k}\n"));
+    }
+    let path = paths.keys().join(ENROLLED_FILE);
+    let tmp = path.with_extension("new");
+    let _ = fs::remove_file(&tmp);
+    write_private(&tmp, &text)?;
+    fs::rename(&tmp, &path).map_err(|e| {
+        Failure::usage(
+            "W-APPROVAL-024",
+            format!("cannot write {}: {e}", path.display()),
+        )
+    })
+}
+
+/// For `warrant init`: the person's approver key (made when they have none) enrolled in the new
+/// installation, so answers from another terminal can be proven with no further setup. Returns
+/// where the key is and whether it was made now.
+pub fn ensure_enrolled(paths: &Paths, actor: &str) -> Result<(PathBuf, bool), Failure> {
+    let path = key_path(paths)?;
+    let (key, made) = match load(paths)? {
+        Some(k) => (k, false),
+        None => (make_key(&path)?, true),
+    };
+    enroll(paths, actor, &key.public_hex())?;
+    Ok((path, made))
+}
+
+fn make_key(path: &Path) -> Result<Ed25519ApproverKey, Failure> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).map_err(|e| {
+            Failure::usage(
+                "W-APPROVAL-024",
+                format!("cannot create {}: {e}", dir.display()),
+            )
+        })?;
+    }
+    let mut seed = [0u8; 32];
+    rand::fill(&mut seed);
+    let tmp = path.with_extension("key.new");
+    let _ = fs::remove_file(&tmp);
+    write_private(&tmp, &hex::encode(seed))?;
+    fs::rename(&tmp, path).map_err(|e| {
+        Failure::usage(
+            "W-APPROVAL-024",
+            format!("cannot write {}: {e}", path.display()),
+        )
+    })?;
+    Ok(Ed25519ApproverKey::from_seed(&seed))
+}
+
 /// `warrant approvals keygen`: writes a new key and prints what to register.
 pub fn keygen(ws: Option<&Path>, force: bool) -> Result<u8, Failure> {
+    crate::origin::refuse_from_command("make or enroll an approver key")?;
     let paths = context::paths(ws, true)?;
     let layers = context::read_layers(&paths)?;
     let actor = context::identity(&layers)?.principal.actor;
@@ -67,27 +180,15 @@ pub fn keygen(ws: Option<&Path>, force: bool) -> Result<u8, Failure> {
             ),
         ));
     }
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir).map_err(|e| {
-            Failure::usage(
-                "W-APPROVAL-024",
-                format!("cannot create {}: {e}", dir.display()),
-            )
-        })?;
-    }
-    let mut seed = [0u8; 32];
-    rand::fill(&mut seed);
-    let key = Ed25519ApproverKey::from_seed(&seed);
-    let tmp = path.with_extension("key.new");
-    let _ = fs::remove_file(&tmp);
-    write_private(&tmp, &hex::encode(seed))?;
-    fs::rename(&tmp, &path).map_err(|e| {
-        Failure::usage(
-            "W-APPROVAL-024",
-            format!("cannot write {}: {e}", path.display()),
-        )
-    })?;
+    let key = make_key(&path)?;
     outln!("approver key written to {}", path.display());
+    if paths.keys().is_dir() {
+        enroll(&paths, &actor, &key.public_hex())?;
+        outln!(
+            "enrolled for {actor} in this installation ({}; used when there is no identity directory)",
+            paths.keys().join(ENROLLED_FILE).display()
+        );
+    }
     outln!("ask an administrator to add to the identity directory (directory.toml):");
     outln!("[people.{actor}]");
     outln!("public_key = \"{}\"", key.public_hex());

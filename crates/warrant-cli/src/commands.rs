@@ -250,12 +250,21 @@ fn init(ws: Option<&Path>, yes: bool) -> Result<u8, Failure> {
         let _ = fs::remove_dir_all(&tmp);
     }
     result?;
+    // The person's approver key, enrolled: answers from another terminal are proven by it.
+    let layers = context::read_layers(&paths)?;
+    let actor = context::identity(&layers)?.principal.actor;
+    let (key, made) = crate::approver_key::ensure_enrolled(&paths, &actor)?;
     outln!("initialized {}", paths.dot.display());
     outln!("  config     .warrant/config.toml");
     outln!("  policies   .warrant/policies/default.cedar");
     outln!("  keys       .warrant/keys/ (audit signing key, installation secret)");
     outln!("  store      .warrant/store.db");
     outln!("  audit      .warrant/audit/audit.jsonl");
+    outln!(
+        "  approver   {} ({}), enrolled for {actor} in .warrant/keys/approvers",
+        key.display(),
+        if made { "made now" } else { "yours already" }
+    );
     Ok(0)
 }
 
@@ -949,6 +958,7 @@ fn runs_resolve(ws: Option<&Path>, run: &str, step: &str, resolution: &str) -> R
     let mut state = ring
         .load(&run)
         .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    crate::origin::refuse_from_command("resolve an effect in doubt")?;
     let result = ring.resolve(&mut state, step, &loaded.identity.principal, resolution);
     context::deliver(&loaded.inst);
     result.map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
@@ -1238,11 +1248,12 @@ fn answer(ws: Option<&Path>, id: &str, answer: Answer, json: bool) -> Result<u8,
         ));
     }
     let key = crate::approver_key::load(&loaded.paths)?;
+    let via = crate::origin::via();
     let result = ring.answer_signed(
         &mut state,
         &request,
         &loaded.identity.principal,
-        "cli",
+        &via,
         answer.clone(),
         key.as_ref()
             .map(|k| k as &dyn warrant_kernel::approval::ApproverKey),
@@ -1903,6 +1914,7 @@ fn approvals_summary(r: &warrant_kernel::ApprovalRules) -> String {
                 risk: r.risk.clone(),
                 directory: Some(d.clone()),
                 team: r.team.clone(),
+                ..Default::default()
             }
             .asked_of(
                 &Principal {

@@ -569,5 +569,7 @@ pub fn approval_rules(
         risk,
         directory,
         team,
+        enrolled: crate::approver_key::enrolled(paths)?,
+        allow_unauthenticated: crate::untrusted::disabled("authenticate"),
     })
 }

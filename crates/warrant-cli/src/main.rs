@@ -38,6 +38,7 @@ mod commands;
 mod context;
 mod drive;
 mod fault;
+mod origin;
 mod output;
 mod prompt;
 mod requests;

@@ -541,6 +541,7 @@ fn reply(
     };
     let ring = ring(here, &pdp);
     let label = answer.label();
+    crate::origin::refuse_from_command("answer a request")?;
     let result = ring.reply(state, request, &here.identity.principal, "cli", answer);
     context::deliver(&here.inst);
     result.map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
@@ -697,6 +698,7 @@ fn provide(ws: Option<&Path>, id: &str, json: bool) -> Result<u8, Failure> {
             ),
         ));
     };
+    crate::origin::refuse_from_command("provide a secret")?;
     // Refuse before reading the value when the reply could not be recorded anyway.
     if ask.reply.is_some() || ask.expired.is_some() || state.ended.is_some() {
         let base = warrant_kernel::pdp::Pdp(&here.policy);

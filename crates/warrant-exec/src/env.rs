@@ -14,6 +14,11 @@ pub const CORE_ENV: [&str; 11] = [
     "TZ",
 ];
 
+/// The variable every command Warrant starts carries, whatever its profile says: `warrant`
+/// refuses to answer requests from a process that has it (one of the marks of a command; see
+/// the CLI's origin module).
+pub const COMMAND_MARK: &str = "WARRANT_COMMAND";
+
 /// Substrings that mark a variable name as secret-bearing, compared case-insensitively.
 pub const SECRET_PATTERNS: [&str; 4] = ["KEY", "SECRET", "TOKEN", "PASSWORD"];
 
@@ -59,6 +64,9 @@ pub fn minimize_env(
     // Step 4: drop secret-looking names, always, whatever steps 1-3 put in. Validation already
     // refuses such names in a profile; this is the floor that holds even for an unchecked one.
     out.retain(|name, _| secret_pattern(name).is_none());
+
+    // Step 5: the mark of a command, last, so no profile can drop or change it.
+    out.insert(COMMAND_MARK.to_owned(), "1".to_owned());
 
     out.into_iter().collect()
 }
@@ -153,6 +161,7 @@ mod tests {
                 ("LANG", "en_US.UTF-8"),
                 ("PATH", "/usr/bin:/bin"),
                 ("RUST_LOG", "info"),
+                (COMMAND_MARK, "1"),
             ])
         );
     }
@@ -164,12 +173,15 @@ mod tests {
             pass_env: vec!["EDITOR".into(), "GITHUB_TOKEN".into()],
             ..ProfileConfig::default()
         };
-        assert_eq!(minimize_env(&profile, parent()), pairs(&[("EDITOR", "vi")]));
+        assert_eq!(
+            minimize_env(&profile, parent()),
+            pairs(&[("EDITOR", "vi"), (COMMAND_MARK, "1")])
+        );
         let last_wins = minimize_env(
             &ProfileConfig::default(),
             pairs(&[("PATH", "/a"), ("PATH", "/b")]),
         );
-        assert_eq!(last_wins, pairs(&[("PATH", "/b")]));
+        assert_eq!(last_wins, pairs(&[("PATH", "/b"), (COMMAND_MARK, "1")]));
     }
 
     #[test]

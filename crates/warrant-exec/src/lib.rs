@@ -14,7 +14,7 @@ pub mod sandbox;
 pub mod spawn;
 pub mod vault;
 
-pub use env::{minimize_env, secret_pattern, validate_profile};
+pub use env::{COMMAND_MARK, minimize_env, secret_pattern, validate_profile};
 pub use error::ExecError;
 pub use fs::{
     DeleteReceipt, DirEntry, DirListing, EntryKind, FileContent, OsLinks, SearchResult, SkipCounts,

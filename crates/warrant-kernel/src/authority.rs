@@ -20,6 +20,12 @@ pub struct ApprovalRules {
     pub directory: Option<Directory>,
     /// The project's responsible team (`[approvals] team`).
     pub team: Option<String>,
+    /// Approver keys enrolled in this installation (actor → hex Ed25519 public key), for a
+    /// machine with no identity directory; a directory, when there is one, is the only source.
+    pub enrolled: std::collections::BTreeMap<String, String>,
+    /// Negative controls only: take unauthenticated answers from another process for the
+    /// classes that always need a person. Never set outside a debug build's test switch.
+    pub allow_unauthenticated: bool,
 }
 
 /// Who a request is put to, recorded with the request.
@@ -89,6 +95,13 @@ pub enum RejectReason {
     /// The identity directory registers a key for the person, and the answer was not signed
     /// with it.
     Unsigned,
+    /// The request needs an authenticated answer (a class that always needs a person, or four
+    /// eyes) and the answer came from another process with no approver key enrolled for the
+    /// person: only the run's own prompt or a signed answer counts.
+    Unauthenticated,
+    /// The answer came from a process a Warrant run started (or one of its descendants): a
+    /// command can never answer a request.
+    FromCommand,
 }
 
 impl RejectReason {
@@ -104,6 +117,8 @@ impl RejectReason {
             Self::FourEyes => "four_eyes",
             Self::OnBehalf => "on_behalf",
             Self::Unsigned => "unsigned",
+            Self::Unauthenticated => "unauthenticated",
+            Self::FromCommand => "from_command",
         }
     }
 
@@ -117,7 +132,12 @@ impl RejectReason {
             | Self::AlreadyUsed
             | Self::ActionChanged
             | Self::Expired => true,
-            Self::NotEligible | Self::FourEyes | Self::OnBehalf | Self::Unsigned => false,
+            Self::NotEligible
+            | Self::FourEyes
+            | Self::OnBehalf
+            | Self::Unsigned
+            | Self::Unauthenticated
+            | Self::FromCommand => false,
         }
     }
 }
@@ -227,12 +247,20 @@ impl ApprovalRules {
         ))
     }
 
-    /// The hex Ed25519 public key the directory registers for `actor`, if any.
+    /// The hex Ed25519 public key registered for `actor`: by the identity directory when there
+    /// is one (administrators own it), otherwise by this installation's enrollment.
     pub fn registered_key(&self, actor: &str) -> Option<&str> {
-        self.directory
-            .as_ref()
-            .and_then(|d| d.people.get(actor))
-            .and_then(|p| p.public_key.as_deref())
+        match &self.directory {
+            Some(d) => d.people.get(actor).and_then(|p| p.public_key.as_deref()),
+            None => self.enrolled.get(actor).map(String::as_str),
+        }
+    }
+
+    /// Whether an answer to a `risk` request put to `asked` must be authenticated beyond the
+    /// answering process's say-so: the classes that always need a person, and four eyes (which
+    /// compares identities, so both must be proven).
+    pub fn needs_authentication(&self, risk: RiskClass, asked: &AskedOf) -> bool {
+        !self.allow_unauthenticated && (risk.always_needs_person() || asked.four_eyes)
     }
 
     /// Seconds an approval of `scope` for `risk` stays valid.

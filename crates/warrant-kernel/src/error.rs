@@ -77,6 +77,8 @@ impl Coded for KernelError {
                 crate::authority::RejectReason::FourEyes => "W-APPROVAL-021",
                 crate::authority::RejectReason::OnBehalf => "W-APPROVAL-022",
                 crate::authority::RejectReason::Unsigned => "W-APPROVAL-023",
+                crate::authority::RejectReason::Unauthenticated => "W-APPROVAL-025",
+                crate::authority::RejectReason::FromCommand => "W-APPROVAL-026",
                 crate::authority::RejectReason::NotEligible
                 | crate::authority::RejectReason::Forged
                 | crate::authority::RejectReason::OtherRun

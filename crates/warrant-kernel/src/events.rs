@@ -152,8 +152,32 @@ impl Scope {
 pub struct Approver {
     pub tenant: String,
     pub actor: String,
-    /// `terminal` when answered at the run's own prompt, `cli` from `warrant approve`.
+    /// `terminal` when answered at the run's own prompt, `cli` from `warrant approve`, `command`
+    /// for a refused answer from a process a run started ([`Via`]).
     pub via: String,
+}
+
+/// Where an answer came from, as the front end established it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// The run's own prompt, read by the process driving the run from its own terminal (no
+    /// command has that terminal: commands run in a session of their own with no input).
+    Terminal,
+    /// Another process of a person (`warrant approve`, `warrant requests answer`).
+    Cli,
+    /// A process that a Warrant run started, or a descendant of one; the evidence says how it
+    /// was recognized. Always refused.
+    Command(String),
+}
+
+impl Via {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Terminal => "terminal",
+            Self::Cli => "cli",
+            Self::Command(_) => "command",
+        }
+    }
 }
 
 /// What a granted approval claims to be bound to, besides digest, approver and scope. The

@@ -20,7 +20,7 @@ pub use error::KernelError;
 pub use events::{
     Approver, AskedOf, Binding, BudgetMetric, BudgetScope, CallRecord, DeniedBy, FenceRecord,
     ModelRequest, Outcome, Presentation, ReasonRecord, RejectReason, Resolution, RunEvent,
-    RunLimit, RunSettings, Scope, Verdict,
+    RunLimit, RunSettings, Scope, Verdict, Via,
 };
 pub use model_gate::{Crossing, Headroom, ModelGate, ModelRules, ModelUsage};
 pub use ring::{

@@ -22,7 +22,7 @@ use crate::authorized::Authorized;
 use crate::error::KernelError;
 use crate::events::{
     Approver, Binding, CallRecord, DeniedBy, EVENT_VERSION, ModelRequest, Outcome, ReasonRecord,
-    Resolution, RunEvent, RunLimit, RunSettings, Scope, Verdict,
+    Resolution, RunEvent, RunLimit, RunSettings, Scope, Verdict, Via,
 };
 use crate::state::{RequestAnswer, RequestKind, RequestState, RunState};
 use crate::tool::{ToolEnv, ToolRegistry};
@@ -328,21 +328,24 @@ impl Ring<'_> {
         state: &mut RunState,
         request: &RequestId,
         approver: &Principal,
-        via: &str,
+        via: &Via,
         answer: Answer,
     ) -> Result<(), KernelError> {
         self.answer_signed(state, request, approver, via, answer, None)
     }
 
-    /// [`Ring::answer`] with the approver's own key: when the identity directory registers a
-    /// public key for the approver, an approval must be signed by it (and is refused, recorded,
-    /// when it is not).
+    /// [`Ring::answer`] with the approver's own key: when a public key is registered for the
+    /// approver (identity directory, or this installation's enrollment), an approval from
+    /// another process must be signed by it (and is refused, recorded, when it is not). A class
+    /// that always needs a person, and four eyes, take an answer only from the run's own
+    /// prompt or signed by a registered key; an answer from a process a run started is refused
+    /// whatever it says.
     pub fn answer_signed(
         &self,
         state: &mut RunState,
         request: &RequestId,
         approver: &Principal,
-        via: &str,
+        via: &Via,
         answer: Answer,
         key: Option<&dyn ApproverKey>,
     ) -> Result<(), KernelError> {
@@ -383,7 +386,7 @@ impl Ring<'_> {
         let who = Approver {
             tenant: approver.tenant.clone(),
             actor: approver.actor.clone(),
-            via: via.to_owned(),
+            via: via.as_str().to_owned(),
         };
         // Who may answer. A refusal is itself a record; the request stays open.
         let rules = self.rules();
@@ -393,25 +396,52 @@ impl Ring<'_> {
             .unwrap_or_else(|| rules.asked_of(&state.principal, req.risk));
         let registered = rules.registered_key(&approver.actor).map(str::to_owned);
         let signing_key = key.filter(|k| registered.as_deref() == Some(k.public_hex().as_str()));
-        let check = match answer {
-            Answer::Approve(_) => rules.may_answer(approver, &asked).and_then(|()| {
-                match (&registered, signing_key) {
-                    (Some(_), None) => Err((
-                        RejectReason::Unsigned,
-                        format!(
-                            "the identity directory registers an approver key for {}; approve with it (`warrant approvals keygen` made it, in the user configuration directory)",
-                            approver.actor
-                        ),
-                    )),
-                    (Some(_), Some(_)) | (None, _) => Ok(()),
-                }
-            }),
+        let from_command = match via {
+            Via::Command(evidence) => Err((
+                RejectReason::FromCommand,
+                format!(
+                    "this answer came from a process a Warrant run started ({evidence}); a command can never answer a request, whatever it runs or claims to be"
+                ),
+            )),
+            Via::Terminal | Via::Cli => Ok(()),
+        };
+        let authenticated = |()| match (via, &registered, signing_key) {
+            // The run's own prompt: the person at the terminal that drives the run.
+            (Via::Terminal, _, _) | (_, Some(_), Some(_)) => Ok(()),
+            (Via::Cli | Via::Command(_), Some(_), None) => Err((
+                RejectReason::Unsigned,
+                format!(
+                    "an approver key is registered for {}; approve with it (`warrant approvals keygen` made it, in the user configuration directory)",
+                    approver.actor
+                ),
+            )),
+            (Via::Cli | Via::Command(_), None, _)
+                if rules.needs_authentication(req.risk, &asked) =>
+            {
+                Err((
+                    RejectReason::Unauthenticated,
+                    format!(
+                        "a {} request{} takes an answer only at the run's own prompt or signed with an approver key registered for the person, and none is registered for {}; `warrant approvals keygen` makes and enrolls one",
+                        req.risk.as_str(),
+                        if asked.four_eyes {
+                            " with four eyes"
+                        } else {
+                            ""
+                        },
+                        approver.actor
+                    ),
+                ))
+            }
+            (Via::Cli | Via::Command(_), None, _) => Ok(()),
+        };
+        let check = from_command.and_then(|()| match answer {
+            Answer::Approve(_) => rules.may_answer(approver, &asked).and_then(authenticated),
             // Anyone asked may refuse, but never an agent or someone acting for another.
             Answer::Deny { .. } => match rules.may_answer(approver, &asked) {
                 Err((RejectReason::FourEyes, _)) => Ok(()),
                 other => other,
             },
-        };
+        });
         if let Err((reason, detail)) = check {
             let request_id = request.clone();
             self.append(
@@ -930,7 +960,7 @@ impl Ring<'_> {
                         };
                         let answered = match prompter.ask(&view) {
                             Some((answer, who)) => {
-                                match self.answer(state, &req.id, &who, "terminal", answer) {
+                                match self.answer(state, &req.id, &who, &Via::Terminal, answer) {
                                     Ok(()) => true,
                                     // Refused and recorded (four eyes, not eligible): someone
                                     // else must answer, so the run parks for them.
@@ -1092,7 +1122,9 @@ impl Ring<'_> {
                 if !approval::verify_bound(self.secret, &input, proof) {
                     return forged();
                 }
+                // An answer at the run's own prompt is proven by that terminal, not by a key.
                 if let Some(public) = registered
+                    && approver.via != Via::Terminal.as_str()
                     && !signature.is_some_and(|sig| approval::verify_signature(public, &input, sig))
                 {
                     return Some((

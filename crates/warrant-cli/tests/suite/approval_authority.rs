@@ -15,9 +15,26 @@ members = ["tester", "bob"]
 members = ["carol"]
 "#;
 
+/// The directory, with an approver key made by each of `people` from their own account and
+/// registered by an administrator.
+fn register_keys(sb: &Sandbox, people: &[&str]) {
+    let mut text = DIRECTORY.to_owned();
+    for person in people {
+        let made = as_actor(sb, person, &[], &["approvals", "keygen"]);
+        assert_eq!(made.status.code(), Some(0), "{}", stderr(&made));
+        let line = stdout(&made)
+            .lines()
+            .find(|l| l.starts_with("public_key = "))
+            .unwrap()
+            .to_owned();
+        text.push_str(&format!("[people.{person}]\n{line}\n"));
+    }
+    std::fs::write(sb.managed.join("directory.toml"), text).unwrap();
+}
+
 fn with_directory() -> Sandbox {
     let sb = Sandbox::init();
-    std::fs::write(sb.managed.join("directory.toml"), DIRECTORY).unwrap();
+    register_keys(&sb, &["bob"]);
     std::fs::write(
         sb.managed.join("config.toml"),
         "[risk.destructive]\nfour_eyes = true\nexpiry = \"15m\"\n",
@@ -37,7 +54,9 @@ fn as_actor(
     args: &[&str],
 ) -> std::process::Output {
     let mut c = sb.std_cmd(args);
-    c.env("WARRANT_ACTOR", actor);
+    // Each person's own user configuration directory (their approver key is there).
+    c.env("WARRANT_ACTOR", actor)
+        .env("XDG_CONFIG_HOME", sb.home.join(format!("{actor}-config")));
     for (k, v) in extra {
         c.env(k, v);
     }
@@ -137,7 +156,7 @@ fn a_destructive_request_goes_to_the_team_and_never_to_its_requester() {
 #[test]
 fn without_a_team_the_administrators_are_asked_and_the_reason_is_listed() {
     let sb = Sandbox::init();
-    std::fs::write(sb.managed.join("directory.toml"), DIRECTORY).unwrap();
+    register_keys(&sb, &["root"]);
     let model = sb.quickstart_model();
     let out = sb.run(&["run", "--prompt", "never", "--model", &model, "q"]);
     let request = parked_request(&out);

@@ -1,6 +1,7 @@
 mod adversarial;
 mod approval_authority;
 mod approvals;
+mod approvers;
 mod audit;
 mod bad_input;
 mod crash;

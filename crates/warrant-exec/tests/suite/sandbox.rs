@@ -826,6 +826,7 @@ fn environment_dump_shows_only_the_profile() {
             "HTTPS_PROXY",
             "HTTP_PROXY",
             "PATH",
+            "WARRANT_COMMAND",
             "all_proxy",
             "http_proxy",
             "https_proxy"
@@ -839,7 +840,11 @@ fn environment_dump_shows_only_the_profile() {
         ..profile(on())
     };
     let out = run_profile(&ws, &leaky, &["env"], 10_000, &parent).unwrap();
-    assert_eq!(names(&out), vec!["EDITOR", "HOME", "PATH"], "{out:?}");
+    assert_eq!(
+        names(&out),
+        vec!["EDITOR", "HOME", "PATH", "WARRANT_COMMAND"],
+        "{out:?}"
+    );
 }
 
 #[test]

@@ -108,7 +108,8 @@ fn environment_is_minimized() {
         .collect();
     names.sort_unstable();
     // `env` may not add anything of its own; the shell is not involved here.
-    assert_eq!(names, vec!["HOME", "PATH"]);
+    // The one variable of Warrant's own: the mark of a command (no command may answer a request).
+    assert_eq!(names, vec!["HOME", "PATH", "WARRANT_COMMAND"]);
     assert!(!out.stdout.text.contains("wJalrXUtnFEMI"));
     assert!(!out.stdout.text.contains("ghp_abc"));
 }

@@ -88,8 +88,14 @@ fn plant(ring: &Ring<'_>, state: &mut RunState, request: &RequestId, like: RunEv
 }
 
 fn approve(ring: &Ring<'_>, state: &mut RunState, request: &RequestId) {
-    ring.answer(state, request, &bob(), "cli", Answer::Approve(Scope::Once))
-        .unwrap();
+    ring.answer(
+        state,
+        request,
+        &bob(),
+        &warrant_kernel::Via::Cli,
+        Answer::Approve(Scope::Once),
+    )
+    .unwrap();
     ring.resume(state, &bob()).unwrap();
 }
 
@@ -237,7 +243,7 @@ fn cross_run(w: &World, ring: &Ring<'_>) -> (RunState, String) {
         &mut donor,
         &donor_req,
         &bob(),
-        "cli",
+        &warrant_kernel::Via::Cli,
         Answer::Approve(Scope::Once),
     )
     .unwrap();
@@ -265,8 +271,14 @@ fn two_parks(w: &World, ring: &Ring<'_>) -> (RunState, [(String, RequestId); 2])
 fn cross_park(w: &World, ring: &Ring<'_>) -> (RunState, String) {
     // The approval of the first park, planted onto the second (the first is never used).
     let (mut state, [(_, a), (second, b)]) = two_parks(w, ring);
-    ring.answer(&mut state, &a, &bob(), "cli", Answer::Approve(Scope::Once))
-        .unwrap();
+    ring.answer(
+        &mut state,
+        &a,
+        &bob(),
+        &warrant_kernel::Via::Cli,
+        Answer::Approve(Scope::Once),
+    )
+    .unwrap();
     let grant = grant_of(w, &state, &a);
     plant(ring, &mut state, &b, grant);
     ring.resume(&mut state, &bob()).unwrap();
@@ -496,7 +508,7 @@ fn agents_never_approve_and_a_request_is_answered_once() {
             &mut state,
             &request,
             &bot,
-            "cli",
+            &warrant_kernel::Via::Cli,
             Answer::Approve(Scope::Once),
         )
         .unwrap_err();
@@ -515,7 +527,7 @@ fn agents_never_approve_and_a_request_is_answered_once() {
         &mut state,
         &request,
         &bob(),
-        "cli",
+        &warrant_kernel::Via::Cli,
         Answer::Approve(Scope::Once),
     )
     .unwrap();
@@ -525,7 +537,7 @@ fn agents_never_approve_and_a_request_is_answered_once() {
             &mut state,
             &request,
             &bob(),
-            "cli",
+            &warrant_kernel::Via::Cli,
             Answer::Deny {
                 reason: "changed my mind".into(),
             },

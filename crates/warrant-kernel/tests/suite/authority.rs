@@ -10,9 +10,10 @@ use serde_json::{Value, json};
 use warrant_core::directory::Directory;
 use warrant_core::risk::{RiskRuleConfig, RiskRules};
 use warrant_core::{FixedClock, Principal, PrincipalKind, RequestId, RiskClass, Timestamp};
+use warrant_kernel::approval::{ApproverKey, Ed25519ApproverKey};
 use warrant_kernel::pdp::Pdp;
 use warrant_kernel::{
-    Answer, ApprovalRules, CallStep, Governed, KernelError, NoPrompter, Ring, RunState, Scope,
+    Answer, ApprovalRules, CallStep, Governed, KernelError, NoPrompter, Ring, RunState, Scope, Via,
 };
 use warrant_store::EventStore;
 
@@ -41,9 +42,39 @@ fn rules(team: Option<&str>) -> ApprovalRules {
     )]);
     ApprovalRules {
         risk: RiskRules::resolve(&[("managed", &four_eyes)]).unwrap(),
-        directory: Some(Directory::parse("directory.toml", DIRECTORY).unwrap()),
+        directory: Some(Directory::parse("directory.toml", &directory_with_keys()).unwrap()),
         team: team.map(str::to_owned),
+        ..Default::default()
     }
+}
+
+/// Each person's own approver key (a fixed seed per name, so tests are repeatable).
+fn key_of(actor: &str) -> Ed25519ApproverKey {
+    let bytes: [u8; 32] = warrant_core::Digest::of_bytes(actor.as_bytes())
+        .bytes()
+        .try_into()
+        .unwrap();
+    Ed25519ApproverKey::from_seed(&bytes)
+}
+
+/// [`DIRECTORY`] with every person's public key registered, root's included.
+fn directory_with_keys() -> String {
+    let mut text = String::new();
+    for line in DIRECTORY.lines() {
+        text.push_str(line);
+        text.push('\n');
+        if let Some(name) = line
+            .strip_prefix("[people.")
+            .and_then(|l| l.strip_suffix(']'))
+        {
+            text.push_str(&format!("public_key = \"{}\"\n", key_of(name).public_hex()));
+        }
+    }
+    text.push_str(&format!(
+        "[people.root]\npublic_key = \"{}\"\n",
+        key_of("root").public_hex()
+    ));
+    text
 }
 
 fn user(actor: &str) -> Principal {
@@ -93,23 +124,43 @@ fn parked_for(
 
 /// `runs` (the effect ran) or `refused <reason>` with the reason recorded in the log.
 fn attempt(class: RiskClass, requester: &Principal, approver: &Principal, scope: Scope) -> String {
+    // Each person approves from their own process, signing with their own key.
+    let key = key_of(&approver.actor);
+    attempt_with(
+        rules(Some("payments")),
+        class,
+        requester,
+        approver,
+        scope,
+        &Via::Cli,
+        Some(&key),
+    )
+}
+
+fn attempt_with(
+    rules: ApprovalRules,
+    class: RiskClass,
+    requester: &Principal,
+    approver: &Principal,
+    scope: Scope,
+    via: &Via,
+    key: Option<&dyn ApproverKey>,
+) -> String {
     let w = World::new();
     let pdp = Pdp(&w.engine);
-    let governed = Governed {
-        inner: &pdp,
-        rules: rules(Some("payments")),
-    };
+    let governed = Governed { inner: &pdp, rules };
     let ring = Ring {
         pdp: &governed,
         ..w.ring(&pdp, SECRET)
     };
     let (mut state, call, request) = parked_for(&w, &ring, class, requester);
-    match ring.answer(
+    match ring.answer_signed(
         &mut state,
         &request,
         approver,
-        "cli",
+        via,
         Answer::Approve(scope),
+        key,
     ) {
         Ok(()) => {
             ring.resume(&mut state, approver).unwrap();
@@ -401,17 +452,18 @@ fn a_request_falls_through_to_the_administrators_with_the_reason() {
             &mut state,
             &request,
             &user("bob"),
-            "cli",
+            &warrant_kernel::Via::Cli,
             Answer::Approve(Scope::Once)
         )
         .is_err()
     );
-    ring.answer(
+    ring.answer_signed(
         &mut state,
         &request,
         &user("root"),
-        "cli",
+        &warrant_kernel::Via::Cli,
         Answer::Approve(Scope::Once),
+        Some(&key_of("root")),
     )
     .unwrap();
 }
@@ -440,7 +492,7 @@ fn a_session_approval_covers_the_same_class_and_pattern_in_this_run_until_it_exp
         &mut state,
         &request,
         &user("bob"),
-        "cli",
+        &warrant_kernel::Via::Terminal,
         Answer::Approve(Scope::Session),
     )
     .unwrap();
@@ -516,7 +568,7 @@ fn a_session_approval_covers_the_same_class_and_pattern_in_this_run_until_it_exp
 #[test]
 fn a_registered_approver_key_must_sign_the_approval() {
     use warrant_kernel::RunEvent;
-    use warrant_kernel::approval::{ApproverKey, Ed25519ApproverKey, set_checks_for_this_thread};
+    use warrant_kernel::approval::set_checks_for_this_thread;
 
     let bobs = Ed25519ApproverKey::from_seed(&[7; 32]);
     let mallorys = Ed25519ApproverKey::from_seed(&[9; 32]);
@@ -543,7 +595,7 @@ fn a_registered_approver_key_must_sign_the_approval() {
                 &mut state,
                 &request,
                 &user("bob"),
-                "cli",
+                &warrant_kernel::Via::Cli,
                 Answer::Approve(Scope::Once),
                 signer,
             )
@@ -653,4 +705,125 @@ fn a_registered_approver_key_must_sign_the_approval() {
             );
         }
     }
+}
+
+/// One row: what happens, the rules, the class, where the answer came from, its key, outcome.
+type Row<'a> = (
+    &'a str,
+    ApprovalRules,
+    RiskClass,
+    Via,
+    Option<&'a dyn ApproverKey>,
+    &'a str,
+);
+
+/// An answer to a request that always needs a person counts only from the run's own prompt or
+/// signed with a key registered for the person; the identity proven is the key's, so a process
+/// that names itself someone else gains nothing; and an answer from a process a run started
+/// never counts. No identity directory here: keys come from the installation's enrollment.
+/// Negative control: with authentication off, the unsigned answer from another process runs.
+#[test]
+fn answers_that_need_a_person_must_be_proven() {
+    let alice = user("alice");
+    let bob = user("bob");
+    let enrolled = |who: &[&str]| ApprovalRules {
+        enrolled: who
+            .iter()
+            .map(|a| ((*a).to_owned(), key_of(a).public_hex()))
+            .collect(),
+        ..Default::default()
+    };
+    let (alices, bobs) = (key_of("alice"), key_of("bob"));
+    let command = Via::Command("WARRANT_COMMAND=1 is in its environment".into());
+    let rows: Vec<Row<'_>> = vec![
+        (
+            "unsigned, from another process",
+            enrolled(&[]),
+            RiskClass::Destructive,
+            Via::Cli,
+            None,
+            "refused unauthenticated (W-APPROVAL-025)",
+        ),
+        (
+            "negative control: the same with authentication off",
+            ApprovalRules {
+                allow_unauthenticated: true,
+                ..enrolled(&[])
+            },
+            RiskClass::Destructive,
+            Via::Cli,
+            None,
+            "runs",
+        ),
+        (
+            "signed with bob's enrolled key",
+            enrolled(&["bob"]),
+            RiskClass::Destructive,
+            Via::Cli,
+            Some(&bobs),
+            "runs",
+        ),
+        (
+            "named bob, signed with alice's key",
+            enrolled(&["alice"]),
+            RiskClass::Destructive,
+            Via::Cli,
+            Some(&alices),
+            "refused unauthenticated (W-APPROVAL-025)",
+        ),
+        (
+            "named bob, signed with alice's key, bob enrolled",
+            enrolled(&["alice", "bob"]),
+            RiskClass::Destructive,
+            Via::Cli,
+            Some(&alices),
+            "refused unsigned (W-APPROVAL-023)",
+        ),
+        (
+            "at the run's own prompt",
+            enrolled(&[]),
+            RiskClass::Destructive,
+            Via::Terminal,
+            None,
+            "runs",
+        ),
+        (
+            "from a command, even signed",
+            enrolled(&["bob"]),
+            RiskClass::Destructive,
+            command.clone(),
+            Some(&bobs),
+            "refused from_command (W-APPROVAL-026)",
+        ),
+        (
+            "from a command, a class policy may allow",
+            enrolled(&[]),
+            RiskClass::Change,
+            command,
+            None,
+            "refused from_command (W-APPROVAL-026)",
+        ),
+        (
+            "unsigned, a class policy may allow",
+            enrolled(&[]),
+            RiskClass::Change,
+            Via::Cli,
+            None,
+            "runs",
+        ),
+    ];
+    let got: Vec<String> = rows
+        .iter()
+        .map(|(label, rules, class, via, key, _)| {
+            format!(
+                "{label}: {}",
+                attempt_with(rules.clone(), *class, &alice, &bob, Scope::Once, via, *key)
+            )
+        })
+        .collect();
+    let want: Vec<String> = rows
+        .iter()
+        .map(|(label, .., outcome)| format!("{label}: {outcome}"))
+        .collect();
+    assert_eq!(got, want);
 }

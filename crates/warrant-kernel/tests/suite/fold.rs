@@ -40,7 +40,7 @@ proptest! {
                     if let CallStep::Parked(request) =
                         w.process(&ring, &mut state, &call, &mut NoPrompter)
                     {
-                        ring.answer(&mut state, &request, &bob(), "cli", answer).unwrap();
+                        ring.answer(&mut state, &request, &bob(), &warrant_kernel::Via::Terminal, answer).unwrap();
                         ring.resume(&mut state, &bob()).unwrap();
                         assert_eq!(w.process(&ring, &mut state, &call, &mut NoPrompter), CallStep::Done);
                     }

@@ -36,8 +36,14 @@ fn crash_after_start_of_approved_command(
     let CallStep::Parked(request) = w.process(&ring, &mut state, &call, &mut NoPrompter) else {
         panic!("sh should need a person under the default pack");
     };
-    ring.answer(&mut state, &request, &bob(), "cli", Answer::Approve(scope))
-        .unwrap();
+    ring.answer(
+        &mut state,
+        &request,
+        &bob(),
+        &warrant_kernel::Via::Terminal,
+        Answer::Approve(scope),
+    )
+    .unwrap();
     ring.resume(&mut state, &bob()).unwrap();
     started(&ring, &mut state, &call, Some(request));
 
@@ -56,7 +62,7 @@ fn crash_after_start_of_approved_command(
             &mut resumed,
             &in_doubt,
             &bob(),
-            "cli",
+            &warrant_kernel::Via::Terminal,
             Answer::Approve(Scope::Once),
         )
         .unwrap_err();

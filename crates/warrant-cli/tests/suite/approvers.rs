@@ -1,0 +1,137 @@
+//! Approvers no command can impersonate (issue 12, part 2). A process a run started can never
+//! answer a request; an answer that needs a person counts only from the run's own prompt or
+//! signed with the person's enrolled key; a variable naming someone else proves nothing. Each
+//! attack with its negative control (`WARRANT_TEST_DISABLE=origin` / `authenticate`).
+
+use serde_json::Value;
+
+use super::harness::{Sandbox, parked_request, stderr, stdout};
+
+/// A run that parks on deleting `notes` (destructive: always a person).
+fn parked_delete(sb: &Sandbox) -> (String, String) {
+    let model = sb.transcript(
+        "version: 1\nturns:\n  - calls:\n      - tool: delete_path\n        args: { path: notes, recursive: true }\n  - say: done\n",
+    );
+    let out = sb.run(&["run", "--model", &model, "tidy"]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let request = parked_request(&out);
+    let (run, _) = sb.last_run();
+    (run, request)
+}
+
+fn rejections(sb: &Sandbox, run: &str) -> Vec<Value> {
+    let out = sb.run(&["runs", "show", run, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    doc["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "approval_rejected")
+        .map(|e| e["payload"]["reason"].clone())
+        .collect()
+}
+
+/// A second run's command runs `warrant approve` for the first run's parked delete. The person
+/// approved the command itself (it looks like a harmless call), not the delete.
+fn a_command_approves(sb: &Sandbox, request: &str, extra: &[&str]) -> std::process::Output {
+    let bin = assert_cmd::cargo::cargo_bin("warrant");
+    let mut argv: Vec<String> = vec!["env".into()];
+    argv.extend(extra.iter().map(|s| (*s).to_owned()));
+    argv.push(bin.display().to_string());
+    argv.extend(["approve".to_owned(), request.to_owned()]);
+    let words: Vec<String> = argv.iter().map(|a| format!("\"{a}\"")).collect();
+    let model = sb.transcript(&format!(
+        "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: {{ argv: [{}] }}\n  - say: done\n",
+        words.join(", ")
+    ));
+    sb.run_stdin(
+        &[
+            "run",
+            "--prompt",
+            "always",
+            "--model",
+            &model,
+            "look around",
+        ],
+        "o\n",
+    )
+}
+
+#[test]
+fn a_command_cannot_answer_a_request() {
+    let sb = Sandbox::init();
+    let (run, request) = parked_delete(&sb);
+    let out = a_command_approves(&sb, &request, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (_, events) = sb.last_run();
+    let result = events
+        .iter()
+        .find(|e| e["kind"] == "effect_completed")
+        .map(|e| e["payload"]["result"].to_string())
+        .unwrap();
+    assert!(result.contains("W-APPROVAL-026"), "{result}");
+    assert_eq!(rejections(&sb, &run), vec![Value::from("from_command")]);
+    let resumed = sb.run(&["resume", &run]);
+    assert_eq!(resumed.status.code(), Some(10), "{}", stderr(&resumed));
+    assert!(sb.exists("notes"), "nothing was deleted");
+}
+
+#[test]
+fn negative_control_without_recognition_the_command_approves() {
+    let sb = Sandbox::init();
+    let (run, request) = parked_delete(&sb);
+    // Unconfined, the command reaches the person's key in their home: only recognition stops it
+    // (and, once commands are confined, the key being out of view).
+    // It also names itself the person (a command does not inherit WARRANT_ACTOR).
+    let out = a_command_approves(
+        &sb,
+        &request,
+        &["WARRANT_TEST_DISABLE=origin", "WARRANT_ACTOR=tester"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(rejections(&sb, &run), Vec::<Value>::new());
+    let resumed = sb.run(&["resume", &run]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert!(!sb.exists("notes"), "the attack worked with the guard off");
+}
+
+#[test]
+fn an_unproven_answer_to_a_destructive_request_is_refused_and_recorded() {
+    let mut sb = Sandbox::init();
+    let (run, request) = parked_delete(&sb);
+    // Someone else's process, with no approver key: it names itself bob.
+    sb.extra_env.push(("WARRANT_ACTOR".into(), "bob".into()));
+    let refused = sb.run(&["approve", &request]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("W-APPROVAL-025"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(rejections(&sb, &run), vec![Value::from("unauthenticated")]);
+    assert!(sb.exists("notes"));
+
+    // Negative control: with authentication off the same answer is taken.
+    sb.extra_env
+        .push(("WARRANT_TEST_DISABLE".into(), "authenticate".into()));
+    let taken = sb.run(&["approve", &request]);
+    assert_eq!(taken.status.code(), Some(0), "{}", stderr(&taken));
+}
+
+#[test]
+fn the_person_who_ran_init_approves_from_another_terminal_with_their_enrolled_key() {
+    let sb = Sandbox::init();
+    let (run, request) = parked_delete(&sb);
+    let ok = sb.run(&["approve", &request]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    let done = sb.run(&["resume", &run]);
+    assert_eq!(done.status.code(), Some(0), "{}", stderr(&done));
+    assert!(!sb.exists("notes"));
+    let (_, events) = sb.last_run();
+    let granted = events
+        .iter()
+        .find(|e| e["kind"] == "approval_granted")
+        .unwrap();
+    assert!(granted["payload"]["signature"].is_string(), "{granted}");
+}
