@@ -14,7 +14,7 @@ use crate::action::{Action, RiskClass};
 
 mod argv;
 
-pub use argv::{MAX_DEPTH, Recognizers, classify_argv};
+pub use argv::{MAX_DEPTH, Recognizers, classify_argv, program_name};
 
 /// The class of `action` and, when it is worse than the verb's default, why.
 pub fn classify(action: &Action) -> (RiskClass, Option<String>) {
@@ -32,12 +32,37 @@ pub fn classify_with(action: &Action, rec: Recognizers) -> (RiskClass, Option<St
         | Action::FsCreate { path, .. }
         | Action::FsDelete { path, .. } => argv::credential_path(path.as_str())
             .then(|| (RiskClass::Secret, format!("{path} holds credentials"))),
-        Action::ShellExec { argv, .. } => classify_argv(argv, rec),
+        Action::ShellExec { argv, program, .. } => classify_command(argv, program.as_ref(), rec),
         Action::ProviderCall { .. } => None,
     };
     match raised {
         Some((class, why)) if class > default => (class, Some(why)),
         Some(_) | None => (default, None),
+    }
+}
+
+/// A command line known by its words and, when it was found, by the executable argv[0]
+/// resolved to: the worse of the two readings, so `./ls` linked to `rm` is `rm` and a program
+/// whose file has another name (`/bin/rm` → `busybox`) keeps the class of what argv[0] says.
+pub fn classify_command(
+    argv: &[String],
+    program: Option<&crate::CanonicalPath>,
+    rec: Recognizers,
+) -> Option<(RiskClass, String)> {
+    let by_words = classify_argv(argv, rec);
+    let Some((first, resolved)) = argv.first().zip(program) else {
+        return by_words;
+    };
+    if argv::program_name(first) == resolved.file_name() {
+        return by_words;
+    }
+    let mut as_run = argv.to_vec();
+    as_run[0] = resolved.as_str().to_owned();
+    let by_file = classify_argv(&as_run, rec)
+        .map(|(class, why)| (class, format!("`{first}` is {resolved}: {why}")));
+    match (by_words, by_file) {
+        (Some(w), Some(f)) => Some(if f.0 > w.0 { f } else { w }),
+        (w, f) => w.or(f),
     }
 }
 
@@ -264,6 +289,7 @@ mod tests {
             cwd: CanonicalPath::from_normalized("/w").unwrap(),
             profile: "default".into(),
             timeout_ms: 1000,
+            program: None,
         }
     }
 
@@ -306,6 +332,34 @@ mod tests {
         let want: Vec<(String, RiskClass)> =
             table.iter().map(|(argv, c)| (argv.join(" "), *c)).collect();
         assert_eq!(got, want);
+    }
+
+    /// The program is known by the file argv[0] resolved to as well as by argv[0]: the worse
+    /// reading wins, and the reason names the file.
+    #[test]
+    fn a_command_is_classified_by_the_file_it_runs_too() {
+        let p = |s: &str| CanonicalPath::from_normalized(s).unwrap();
+        let argv = |w: &[&str]| w.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let rec = Recognizers::default();
+        let got = [
+            classify_command(&argv(&["./ls", "x"]), Some(&p("/usr/bin/rm")), rec),
+            // /bin/rm linked to busybox still reads as rm.
+            classify_command(&argv(&["rm", "x"]), Some(&p("/usr/bin/busybox")), rec),
+            classify_command(&argv(&["ls"]), Some(&p("/usr/bin/ls")), rec),
+            classify_command(&argv(&["ls"]), None, rec),
+        ];
+        assert_eq!(
+            got,
+            [
+                Some((
+                    RiskClass::Destructive,
+                    "`./ls` is /usr/bin/rm: `rm` deletes data".to_owned()
+                )),
+                Some((RiskClass::Destructive, "`rm` deletes data".to_owned())),
+                None,
+                None,
+            ]
+        );
     }
 
     #[test]

@@ -449,6 +449,7 @@ mod tests {
             cwd: ws.clone(),
             profile: "default".into(),
             timeout_ms: 1000,
+            program: None,
         };
         assert_eq!(governed.decide(&p, &push, &ws).verdict, Verdict::Ask);
         let call = Action::ProviderCall {

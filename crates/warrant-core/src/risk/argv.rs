@@ -78,7 +78,7 @@ fn worst(found: Vec<Finding>) -> Option<(RiskClass, String)> {
 
 /// The name a program is matched by: its basename, without the backslash a shell uses to skip
 /// aliases (`\rm`). `rm.exe` stays `rm.exe`: no such program runs here.
-pub(crate) fn program_name(word: &str) -> &str {
+pub fn program_name(word: &str) -> &str {
     let w = word.trim_start_matches('\\');
     w.rsplit('/').next().unwrap_or(w)
 }
