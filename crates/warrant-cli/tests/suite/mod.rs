@@ -13,6 +13,7 @@ mod models;
 mod openai;
 mod policy;
 mod quickstart;
+mod recognizers;
 mod requests;
 mod secrets;
 mod workers;
