@@ -29,6 +29,7 @@ fn actions(ws: &CanonicalPath) -> Option<Vec<Action>> {
         cwd: ws.clone(),
         profile: "default".to_owned(),
         timeout_ms: 1000,
+        program: None,
     };
     Some(vec![
         Action::FsRead { path: path("/w/src/main.rs")? },

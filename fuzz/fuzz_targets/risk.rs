@@ -21,6 +21,7 @@ fn exec(argv: Vec<String>) -> Action {
         cwd: CanonicalPath::from_normalized("/w").unwrap_or_else(|_| unreachable!()),
         profile: "default".to_owned(),
         timeout_ms: 1000,
+        program: None,
     }
 }
 

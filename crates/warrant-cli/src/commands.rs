@@ -1120,12 +1120,25 @@ fn explain(
             path: path()?,
             recursive: true,
         },
-        Verb::ShellExec => Action::ShellExec {
-            argv: target.split_whitespace().map(str::to_owned).collect(),
-            cwd: workspace.clone(),
-            profile: "default".into(),
-            timeout_ms: 30_000,
-        },
+        Verb::ShellExec => {
+            let argv: Vec<String> = target.split_whitespace().map(str::to_owned).collect();
+            // As a run would: the program argv[0] names on the PATH a command inherits.
+            let parent = context::parent_env();
+            let program = argv.first().and_then(|a| {
+                warrant_exec::program::resolve(
+                    a,
+                    workspace.as_path(),
+                    warrant_exec::program::path_of(&parent),
+                )
+            });
+            Action::ShellExec {
+                argv,
+                cwd: workspace.clone(),
+                profile: "default".into(),
+                timeout_ms: 30_000,
+                program,
+            }
+        }
         // The target is a model as `--model` names it, e.g. `openai:gpt-4.1`.
         Verb::ProviderCall => {
             ModelSpec::parse(target).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;

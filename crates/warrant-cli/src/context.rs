@@ -219,7 +219,9 @@ pub fn policy(paths: &Paths) -> Result<PolicyEngine, Failure> {
             });
         }
     }
-    PolicyEngine::load(&sources).map_err(|e| Failure::coded(&e, EXIT_USAGE))
+    PolicyEngine::load(&sources)
+        .map(|engine| engine.with_recognizers(crate::untrusted::recognizers()))
+        .map_err(|e| Failure::coded(&e, EXIT_USAGE))
 }
 
 /// The installation's store, keys and sink.

@@ -1,8 +1,9 @@
 //! Wiring of the untrusted-content controls: the tools a run offers (menu) and the redactor
 //! every result passes through (known secret values from Warrant's environment, plus the
 //! scanner), and the prompt guard's switches. The switches can be turned off only in debug
-//! builds, through `WARRANT_TEST_DISABLE=fence,escape,guard,redact,render,origin,authenticate`, for the negative controls of the
-//! security tests; a release build ignores the variable.
+//! builds, through `WARRANT_TEST_DISABLE=fence,escape,guard,redact,render,origin,authenticate,follow`,
+//! for the negative controls of the security tests; a release build ignores the variable.
+//! (`follow` switches off the risk recognizers' following of wrappers, shells and inline code.)
 
 use std::sync::Arc;
 
@@ -28,6 +29,14 @@ pub fn guard_settings() -> GuardSettings {
         fence: !disabled("fence"),
         escape: !disabled("escape"),
         check: !disabled("guard"),
+    }
+}
+
+/// How far the risk recognizers read a command line: all the way, unless a debug build's
+/// negative control turns following off (`WARRANT_TEST_DISABLE=follow`).
+pub fn recognizers() -> warrant_core::risk::Recognizers {
+    warrant_core::risk::Recognizers {
+        follow: !disabled("follow"),
     }
 }
 

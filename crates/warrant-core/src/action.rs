@@ -279,6 +279,12 @@ pub enum Action {
         cwd: CanonicalPath,
         profile: String,
         timeout_ms: u64,
+        /// The executable argv[0] named when the action was proposed: looked up with the
+        /// command's PATH and cwd, symlinks followed. Policy and the recognizers know the
+        /// program by it. `None` when nothing was found (or nobody looked, in older logs):
+        /// then argv[0] is all that is known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        program: Option<CanonicalPath>,
     },
     /// One model call: `provider` as in `--model` (`openai`, `anthropic`, `scripted`) and the
     /// model asked for.

@@ -3,8 +3,8 @@
 //! A verb has a default class (`Verb::default_risk`); the action itself can only make it
 //! worse: a command line that pushes or talks to the network is `external`, one that deletes,
 //! force-pushes or drops a table is `destructive`, one that touches credentials is `secret`.
-//! The recognizers are deliberately small and conservative (argv only, no shell parsing): they
-//! raise the class of what they recognize and never lower anything.
+//! The command-line recognizers (`argv`) follow wrappers, shells and inline code up to a depth
+//! bound; they raise the class of what they recognize and never lower anything.
 
 use std::collections::BTreeMap;
 
@@ -12,8 +12,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::action::{Action, RiskClass};
 
+mod argv;
+
+pub use argv::{MAX_DEPTH, Recognizers, classify_argv, program_name};
+
 /// The class of `action` and, when it is worse than the verb's default, why.
 pub fn classify(action: &Action) -> (RiskClass, Option<String>) {
+    classify_with(action, Recognizers::default())
+}
+
+/// [`classify`] with the recognizers set as given (tests switch following off).
+pub fn classify_with(action: &Action, rec: Recognizers) -> (RiskClass, Option<String>) {
     let default = action.verb().default_risk();
     let raised = match action {
         Action::FsRead { path }
@@ -21,9 +30,9 @@ pub fn classify(action: &Action) -> (RiskClass, Option<String>) {
         | Action::FsSearch { path, .. }
         | Action::FsWrite { path, .. }
         | Action::FsCreate { path, .. }
-        | Action::FsDelete { path, .. } => credential_path(path.as_str())
+        | Action::FsDelete { path, .. } => argv::credential_path(path.as_str())
             .then(|| (RiskClass::Secret, format!("{path} holds credentials"))),
-        Action::ShellExec { argv, .. } => classify_argv(argv),
+        Action::ShellExec { argv, program, .. } => classify_command(argv, program.as_ref(), rec),
         Action::ProviderCall { .. } => None,
     };
     match raised {
@@ -32,144 +41,29 @@ pub fn classify(action: &Action) -> (RiskClass, Option<String>) {
     }
 }
 
-fn basename(s: &str) -> &str {
-    s.rsplit('/').next().unwrap_or(s)
-}
-
-/// File names that conventionally hold credentials.
-fn credential_path(path: &str) -> bool {
-    let name = basename(path);
-    name == ".env"
-        || name.starts_with(".env.")
-        || name == ".netrc"
-        || name == ".pgpass"
-        || name == "credentials"
-        || name.starts_with("id_rsa")
-        || name.starts_with("id_ed25519")
-        || name.starts_with("id_ecdsa")
-        || name.ends_with(".pem")
-        || name.ends_with(".key")
-        || name.ends_with(".p12")
-        || name.ends_with(".pfx")
-        || name == "installation.secret"
-}
-
-/// Programs whose every use deletes or destroys data.
-const DESTROYING: &[&str] = &[
-    "rm", "rmdir", "unlink", "shred", "dd", "truncate", "mkfs", "wipefs", "dropdb",
-];
-/// Programs whose use reaches another machine or a person.
-const REACHING_OUT: &[&str] = &[
-    "curl", "wget", "ssh", "scp", "sftp", "rsync", "nc", "ncat", "netcat", "telnet", "ftp", "mail",
-    "mailx", "sendmail", "gh",
-];
-/// Programs that read or set credentials.
-const CREDENTIAL_TOOLS: &[&str] = &["pass", "vault", "op", "ssh-keygen", "ssh-add", "security"];
-
-fn classify_argv(argv: &[String]) -> Option<(RiskClass, String)> {
-    let program = basename(argv.first()?.as_str());
-    // `sh -c "…"`: classify each simple command of the script by its words. Not a shell
-    // parser (quotes and substitutions are not followed); it only ever raises the class.
-    if matches!(program, "sh" | "bash" | "dash" | "zsh")
-        && let Some(pos) = argv.iter().position(|a| a == "-c")
-        && let Some(script) = argv.get(pos + 1)
-    {
-        let inner = script
-            .split([';', '&', '|', '\n', '(', ')', '`'])
-            .filter_map(|part| {
-                let words: Vec<String> = part
-                    .split_whitespace()
-                    .map(|w| w.trim_matches(|c| c == '"' || c == '\'').to_owned())
-                    // `{` opens a group; the command after it runs (found by fuzzing).
-                    .skip_while(|w| {
-                        matches!(w.as_str(), "sudo" | "env" | "exec" | "then" | "do" | "{")
-                    })
-                    .collect();
-                classify_argv(&words)
-            })
-            .max_by_key(|(c, _)| *c);
-        if inner.is_some() {
-            return inner;
-        }
+/// A command line known by its words and, when it was found, by the executable argv[0]
+/// resolved to: the worse of the two readings, so `./ls` linked to `rm` is `rm` and a program
+/// whose file has another name (`/bin/rm` → `busybox`) keeps the class of what argv[0] says.
+pub fn classify_command(
+    argv: &[String],
+    program: Option<&crate::CanonicalPath>,
+    rec: Recognizers,
+) -> Option<(RiskClass, String)> {
+    let by_words = classify_argv(argv, rec);
+    let Some((first, resolved)) = argv.first().zip(program) else {
+        return by_words;
+    };
+    if argv::program_name(first) == resolved.file_name() {
+        return by_words;
     }
-    let args: Vec<&str> = argv.iter().skip(1).map(String::as_str).collect();
-    let line = argv.join(" ");
-    let lower = line.to_lowercase();
-    let mut found: Vec<(RiskClass, String)> = Vec::new();
-    if [
-        "drop table",
-        "drop database",
-        "drop schema",
-        "truncate table",
-    ]
-    .iter()
-    .any(|p| lower.contains(p))
-    {
-        found.push((
-            RiskClass::Destructive,
-            "the command drops or truncates a table".to_owned(),
-        ));
+    let mut as_run = argv.to_vec();
+    as_run[0] = resolved.as_str().to_owned();
+    let by_file = classify_argv(&as_run, rec)
+        .map(|(class, why)| (class, format!("`{first}` is {resolved}: {why}")));
+    match (by_words, by_file) {
+        (Some(w), Some(f)) => Some(if f.0 > w.0 { f } else { w }),
+        (w, f) => w.or(f),
     }
-    if DESTROYING.contains(&program) || program.starts_with("mkfs.") {
-        found.push((RiskClass::Destructive, format!("`{program}` deletes data")));
-    }
-    if program == "git" {
-        let sub = args.iter().find(|a| !a.starts_with('-')).copied();
-        let forced = args.iter().any(|a| {
-            *a == "-f"
-                || a.starts_with("--force")
-                || *a == "--delete"
-                || *a == "-d"
-                || *a == "--mirror"
-                || a.starts_with('+')
-        });
-        match sub {
-            Some("push") if forced => found.push((
-                RiskClass::Destructive,
-                "a forced or deleting `git push` rewrites a remote's history".to_owned(),
-            )),
-            Some("push") => found.push((
-                RiskClass::External,
-                "`git push` sends commits to a remote".to_owned(),
-            )),
-            Some("reset") if args.contains(&"--hard") => found.push((
-                RiskClass::Destructive,
-                "`git reset --hard` discards uncommitted work".to_owned(),
-            )),
-            Some("clean") => found.push((
-                RiskClass::Destructive,
-                "`git clean` deletes untracked files".to_owned(),
-            )),
-            Some("branch") if args.contains(&"-D") => found.push((
-                RiskClass::Destructive,
-                "`git branch -D` deletes a branch".to_owned(),
-            )),
-            Some("fetch" | "pull" | "clone" | "ls-remote") => found.push((
-                RiskClass::External,
-                "the command talks to a remote".to_owned(),
-            )),
-            Some(_) | None => {}
-        }
-    }
-    if REACHING_OUT.contains(&program) {
-        found.push((
-            RiskClass::External,
-            format!("`{program}` reaches the network or a person"),
-        ));
-    }
-    if matches!(program, "npm" | "cargo" | "twine") && args.first() == Some(&"publish") {
-        found.push((
-            RiskClass::Irreversible,
-            format!("`{program} publish` cannot be taken back"),
-        ));
-    }
-    if CREDENTIAL_TOOLS.contains(&program) || args.iter().any(|a| credential_path(a)) {
-        found.push((
-            RiskClass::Secret,
-            "the command reads or sets credentials".to_owned(),
-        ));
-    }
-    found.into_iter().max_by_key(|(c, _)| *c)
 }
 
 /// Who must agree before an action of a class runs.
@@ -395,6 +289,7 @@ mod tests {
             cwd: CanonicalPath::from_normalized("/w").unwrap(),
             profile: "default".into(),
             timeout_ms: 1000,
+            program: None,
         }
     }
 
@@ -437,6 +332,34 @@ mod tests {
         let want: Vec<(String, RiskClass)> =
             table.iter().map(|(argv, c)| (argv.join(" "), *c)).collect();
         assert_eq!(got, want);
+    }
+
+    /// The program is known by the file argv[0] resolved to as well as by argv[0]: the worse
+    /// reading wins, and the reason names the file.
+    #[test]
+    fn a_command_is_classified_by_the_file_it_runs_too() {
+        let p = |s: &str| CanonicalPath::from_normalized(s).unwrap();
+        let argv = |w: &[&str]| w.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let rec = Recognizers::default();
+        let got = [
+            classify_command(&argv(&["./ls", "x"]), Some(&p("/usr/bin/rm")), rec),
+            // /bin/rm linked to busybox still reads as rm.
+            classify_command(&argv(&["rm", "x"]), Some(&p("/usr/bin/busybox")), rec),
+            classify_command(&argv(&["ls"]), Some(&p("/usr/bin/ls")), rec),
+            classify_command(&argv(&["ls"]), None, rec),
+        ];
+        assert_eq!(
+            got,
+            [
+                Some((
+                    RiskClass::Destructive,
+                    "`./ls` is /usr/bin/rm: `rm` deletes data".to_owned()
+                )),
+                Some((RiskClass::Destructive, "`rm` deletes data".to_owned())),
+                None,
+                None,
+            ]
+        );
     }
 
     #[test]

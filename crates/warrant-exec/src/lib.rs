@@ -10,6 +10,7 @@ pub mod fs;
 pub mod grants;
 pub mod netns;
 pub mod output;
+pub mod program;
 pub mod sandbox;
 pub mod spawn;
 pub mod vault;

@@ -136,6 +136,7 @@ pub fn run_command_with_secrets(
             cwd,
             profile,
             timeout_ms,
+            ..
         } => (argv, cwd, profile, *timeout_ms),
         other @ (Action::FsRead { .. }
         | Action::FsList { .. }

@@ -274,8 +274,38 @@ impl ApprovalRules {
     }
 }
 
-/// What a `session` approval of `action` covers: the same verb on the same directory for
-/// files (`fs.write /w/src/*`), the exact command line in the same directory for commands.
+#[cfg(feature = "testing")]
+thread_local! {
+    static COARSE_SESSIONS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether session patterns are precise (a delete's `recursive`, a command's exact argv and
+/// profile). Always `true` in the shipped binary; the kernel's `testing` feature lets a test
+/// switch back to the old coarse patterns on its own thread (the negative control).
+fn precise_sessions() -> bool {
+    #[cfg(feature = "testing")]
+    {
+        !COARSE_SESSIONS.with(std::cell::Cell::get)
+    }
+    #[cfg(not(feature = "testing"))]
+    {
+        true
+    }
+}
+
+/// Test only: use the old coarse session patterns (`false`) or the precise ones (`true`) on the
+/// calling thread.
+#[cfg(feature = "testing")]
+pub fn set_precise_sessions_for_this_thread(enabled: bool) {
+    COARSE_SESSIONS.with(|c| c.set(!enabled));
+}
+
+/// What a `session` approval of `action` covers, in the words the person is shown: the verb,
+/// and the resource pattern exactly. Files: the same verb on the same directory
+/// (`fs.write /w/src/*`); a delete also says whether it is recursive, and a recursive one
+/// covers exactly that tree (`fs.delete /w/build (recursive: the directory and everything in
+/// it)`), so a grant for deleting one file never covers a tree. Commands: the exact argv (as a
+/// JSON array, so `["rm","a b"]` is not `["rm","a","b"]`) in the same directory and profile.
 pub fn session_pattern(action: &Action) -> String {
     let dir_of = |p: &CanonicalPath| {
         let s = p.as_str();
@@ -284,15 +314,33 @@ pub fn session_pattern(action: &Action) -> String {
             Some(i) => format!("{}/*", &s[..i]),
         }
     };
+    let precise = precise_sessions();
     match action {
+        Action::FsDelete { path, recursive } if precise => {
+            if *recursive {
+                format!("fs.delete {path} (recursive: the directory and everything in it)")
+            } else {
+                format!(
+                    "fs.delete {} (one entry at a time, not recursive)",
+                    dir_of(path)
+                )
+            }
+        }
         Action::FsRead { path }
         | Action::FsList { path }
         | Action::FsSearch { path, .. }
         | Action::FsWrite { path, .. }
         | Action::FsCreate { path, .. }
         | Action::FsDelete { path, .. } => format!("{} {}", action.verb().as_str(), dir_of(path)),
-        Action::ShellExec { argv, cwd, .. } => {
-            format!("shell.exec `{}` in {cwd}", argv.join(" "))
+        Action::ShellExec {
+            argv, cwd, profile, ..
+        } => {
+            if precise {
+                let exact = serde_json::to_string(argv).unwrap_or_else(|_| format!("{argv:?}"));
+                format!("shell.exec argv {exact} in {cwd}, profile {profile}")
+            } else {
+                format!("shell.exec `{}` in {cwd}", argv.join(" "))
+            }
         }
         Action::ProviderCall { provider, model } => format!("provider.call {provider}:{model}"),
     }
@@ -429,6 +477,7 @@ mod tests {
             cwd: ws.clone(),
             profile: "default".into(),
             timeout_ms: 1000,
+            program: None,
         };
         assert_eq!(governed.decide(&p, &push, &ws).verdict, Verdict::Ask);
         let call = Action::ProviderCall {

@@ -1284,9 +1284,11 @@ impl Ring<'_> {
     }
 }
 
-/// How the prompt words a `session` answer: the class, the resource patterns, this run only.
+/// How the prompt words a `session` answer: the class, exactly what it covers (verb, recursive
+/// or not, resource pattern), this run only.
 fn session_wording(risk: RiskClass, actions: &[Action], rules: &ApprovalRules) -> String {
     let mut patterns: Vec<String> = actions.iter().map(session_pattern).collect();
+    patterns.sort();
     patterns.dedup();
     let secs = rules.expiry_secs(risk, true);
     let expiry = if secs.is_multiple_of(3600) {
@@ -1297,9 +1299,13 @@ fn session_wording(risk: RiskClass, actions: &[Action], rules: &ApprovalRules) -
         format!("{secs}s")
     };
     format!(
-        "{} actions on {}, this run only, for at most {expiry}; never saved as policy (to allow it for good, add a permit under .warrant/policies/)",
+        "{} actions matching exactly {}; this run only, for at most {expiry}; never saved as policy (to allow it for good, add a permit under .warrant/policies/)",
         risk.as_str(),
-        patterns.join(", ")
+        patterns
+            .iter()
+            .map(|p| format!("`{p}`"))
+            .collect::<Vec<_>>()
+            .join(" or ")
     )
 }
 

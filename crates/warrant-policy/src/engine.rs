@@ -11,6 +11,7 @@ use cedar_policy::{
 };
 use miette::Diagnostic;
 use warrant_core::config::LayerKind;
+use warrant_core::risk::Recognizers;
 use warrant_core::{Action, Coded, Digest, PrincipalKind, RiskClass, digest_of};
 
 use crate::decision::{
@@ -55,6 +56,9 @@ pub struct PolicyEngine {
     meta: BTreeMap<String, PolicyMeta>,
     digest: Digest,
     authorizer: Authorizer,
+    /// How far the risk recognizers read a command line (following is off only in the
+    /// negative controls of tests).
+    recognizers: Recognizers,
 }
 
 /// The result of evaluating one principal, before the results for several are combined.
@@ -103,7 +107,20 @@ impl PolicyEngine {
             meta,
             digest,
             authorizer: Authorizer::new(),
+            recognizers: Recognizers::default(),
         })
+    }
+
+    /// The engine with the risk recognizers set as given (`follow: false` only for the
+    /// negative controls of the security tests).
+    pub fn with_recognizers(mut self, recognizers: Recognizers) -> Self {
+        self.recognizers = recognizers;
+        self
+    }
+
+    /// The class of `action` as this engine's recognizers read it, and why it was raised.
+    pub fn classify(&self, action: &Action) -> (RiskClass, Option<String>) {
+        warrant_core::risk::classify_with(action, self.recognizers)
     }
 
     /// SHA-256 over the canonical JSON of the sorted `(id, text)` list.
@@ -143,13 +160,13 @@ impl PolicyEngine {
     /// Allow, ask or deny, with the policies that determined it.
     pub fn decide(&self, req: &DecisionRequest<'_>) -> Decision {
         let evaluated = self.evaluate_all(req);
-        combine(req, &evaluated)
+        combine(req, &evaluated, self.classify(req.action))
     }
 
     /// The decision plus everything that produced it: Cedar requests, entities, context.
     pub fn explain(&self, req: &DecisionRequest<'_>) -> Explanation {
         let evaluated = self.evaluate_all(req);
-        let decision = combine(req, &evaluated);
+        let decision = combine(req, &evaluated, self.classify(req.action));
         let note = default_deny_note(req, &decision, &evaluated);
         let evaluations = evaluated
             .into_iter()
@@ -200,7 +217,7 @@ impl PolicyEngine {
             )),
             (PrincipalKind::Agent, None) | (PrincipalKind::User | PrincipalKind::Service, _) => {}
         }
-        let risk = req.action.risk();
+        let risk = self.classify(req.action).0;
         specs.into_iter().map(|s| self.evaluate(s, risk)).collect()
     }
 
@@ -281,8 +298,11 @@ fn coded(e: &PolicyError) -> String {
 }
 
 /// Strictest verdict wins; then the built-in rule that some risk classes always ask.
-fn combine(req: &DecisionRequest<'_>, evaluated: &[Evaluated]) -> Decision {
-    let (default_risk, raised_because) = warrant_core::risk::classify(req.action);
+fn combine(
+    req: &DecisionRequest<'_>,
+    evaluated: &[Evaluated],
+    (default_risk, raised_because): (RiskClass, Option<String>),
+) -> Decision {
     let mut verdict = evaluated
         .iter()
         .map(|e| e.verdict)
@@ -587,6 +607,7 @@ mod tests {
             meta,
             digest: Digest::of_bytes(b""),
             authorizer: Authorizer::new(),
+            recognizers: Recognizers::default(),
         }
     }
 

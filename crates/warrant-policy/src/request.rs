@@ -266,16 +266,36 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
             (entity, inside)
         }
         Action::ShellExec {
-            argv, cwd, profile, ..
+            argv,
+            cwd,
+            profile,
+            program: resolved,
+            ..
         } => {
             let inside = cwd.starts_with(workspace);
             let joined = argv.join(" ");
-            let program = argv
-                .first()
-                .and_then(|a| a.rsplit('/').next())
-                .unwrap_or_default();
+            // The program is the file argv[0] resolved to when that is known, else argv[0]'s
+            // basename: `./ls` linked to `/usr/bin/rm` is `rm`.
+            let program = match resolved {
+                Some(p) => p.file_name(),
+                None => argv
+                    .first()
+                    .and_then(|a| a.rsplit('/').next())
+                    .unwrap_or_default(),
+            };
             let entity = EntitySpec::new(EntityKind::Command, joined.clone())
                 .str("program", program)
+                .str(
+                    "executable",
+                    resolved
+                        .as_ref()
+                        .map(CanonicalPath::as_str)
+                        .unwrap_or_default(),
+                )
+                .attr(
+                    "executable_in_workspace",
+                    AttrValue::Bool(resolved.as_ref().is_some_and(|p| p.starts_with(workspace))),
+                )
                 .str("argv", joined)
                 .str("cwd", cwd.as_str())
                 .attr("in_workspace", AttrValue::Bool(inside))

@@ -395,11 +395,20 @@ impl Tool for RunCommand {
             .get("timeout_ms")
             .and_then(Value::as_u64)
             .map_or(profile.timeout_ms, |t| t.min(profile.timeout_ms));
+        // The program as the command will find it: its own PATH (the profile's minimized
+        // environment) and working directory, symlinks followed.
+        let env_of = warrant_exec::minimize_env(profile, env.parent_env.iter().cloned());
+        let program = warrant_exec::program::resolve(
+            &argv[0],
+            cwd.as_path(),
+            warrant_exec::program::path_of(&env_of),
+        );
         Ok(vec![Action::ShellExec {
             argv,
             cwd,
             profile: profile_name,
             timeout_ms,
+            program,
         }])
     }
     fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation {
@@ -412,8 +421,13 @@ impl Tool for RunCommand {
                     cwd,
                     profile,
                     timeout_ms,
+                    program,
                 } => {
                     title.push(format!("run {}", shown_argv(argv)));
+                    let found = match program {
+                        Some(p) => warrant_core::render::inline(p.as_str()).into_owned(),
+                        None => "not found on the command's PATH; known only by argv[0]".to_owned(),
+                    };
                     let inherit = env
                         .profiles
                         .get(profile)
@@ -421,7 +435,7 @@ impl Tool for RunCommand {
                         .unwrap_or_else(|| "?".into());
                     let given = crate::secrets::shown(profile, env);
                     body.push_str(&format!(
-                        "argv:    {}\ncwd:     {cwd}\nprofile: {profile} (timeout {timeout_ms} ms, environment: {inherit} + profile settings, secrets {})\n",
+                        "argv:    {}\nprogram: {found}\ncwd:     {cwd}\nprofile: {profile} (timeout {timeout_ms} ms, environment: {inherit} + profile settings, secrets {})\n",
                         serde_json::to_string(argv).unwrap_or_default(),
                         if given.is_empty() { "never".to_owned() } else { given }
                     ));

@@ -260,7 +260,7 @@ fn the_prompt_words_a_session_approval_as_class_pattern_and_this_run_only() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let err = stderr(&out);
     let want = format!(
-        "  [s]ession destructive actions on fs.delete {}/*, this run only, for at most 8h; never saved as policy (to allow it for good, add a permit under .warrant/policies/)",
+        "  [s]ession destructive actions matching exactly `fs.delete {}/notes (recursive: the directory and everything in it)`; this run only, for at most 8h; never saved as policy (to allow it for good, add a permit under .warrant/policies/)",
         sb.ws.display()
     );
     assert!(err.contains(&want), "{err}");

@@ -14,6 +14,7 @@ mod models;
 mod openai;
 mod policy;
 mod quickstart;
+mod recognizers;
 mod requests;
 mod secrets;
 mod spoofing;

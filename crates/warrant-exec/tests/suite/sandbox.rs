@@ -55,6 +55,7 @@ fn run_in(
         cwd: ws.clone(),
         profile: "test".into(),
         timeout_ms: 20_000,
+        program: None,
     };
     run_command_confined(
         &authorized(action),
@@ -383,6 +384,7 @@ fn a_sandboxed_profile_is_never_run_without_a_launcher() {
         cwd: ws,
         profile: "test".into(),
         timeout_ms: 1_000,
+        program: None,
     };
     let err = warrant_exec::run_command(&authorized(action), &profile(on()), &[]).unwrap_err();
     assert_eq!(err.code(), "W-EXEC-021");
@@ -434,6 +436,7 @@ fn run_profile(
         cwd: ws.clone(),
         profile: "test".into(),
         timeout_ms,
+        program: None,
     };
     run_command_confined(
         &authorized(action),
@@ -705,6 +708,7 @@ fn egress_needs_the_namespace_or_is_refused() {
         cwd: ws,
         profile: "test".into(),
         timeout_ms: 10_000,
+        program: None,
     };
     let run = |simulate| {
         let mut plan = plan.clone();

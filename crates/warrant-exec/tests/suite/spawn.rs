@@ -13,6 +13,7 @@ fn shell(cwd: &CanonicalPath, argv: &[&str], timeout_ms: u64) -> Action {
         cwd: cwd.clone(),
         profile: "test".into(),
         timeout_ms,
+        program: None,
     }
 }
 

@@ -5,3 +5,4 @@ mod fold;
 mod harness;
 mod replay;
 mod scenarios;
+mod session_grants;

@@ -63,6 +63,7 @@ pub fn exec(argv: &[&str], cwd: &str) -> Action {
         cwd: path(cwd),
         profile: "default".into(),
         timeout_ms: 10_000,
+        program: None,
     }
 }
 

@@ -235,6 +235,17 @@ fn tool_dirs_themselves_cannot_be_deleted() {
     );
 }
 
+/// A command whose argv[0] resolved to `program`.
+fn resolved(argv: &[&str], cwd: &str, program: &str) -> Action {
+    Action::ShellExec {
+        argv: argv.iter().map(|s| (*s).to_owned()).collect(),
+        cwd: path(cwd),
+        profile: "default".into(),
+        timeout_ms: 10_000,
+        program: Some(path(program)),
+    }
+}
+
 #[test]
 fn shell_table() {
     let engine = default_engine();
@@ -259,7 +270,29 @@ fn shell_table() {
         ),
         (
             exec(&["find", ".", "-delete"], "/ws"),
+            decision(
+                Verdict::Ask { risk: destructive },
+                destructive,
+                vec![asks.clone()],
+            ),
+        ),
+        // The program is the file argv[0] resolved to: `./ls` linked to rm is rm, and an `ls`
+        // found in the workspace (a script the agent could have written) is not the system's.
+        (
+            resolved(&["./ls", "-la"], "/ws", "/usr/bin/rm"),
+            decision(
+                Verdict::Ask { risk: destructive },
+                destructive,
+                vec![asks.clone()],
+            ),
+        ),
+        (
+            resolved(&["ls"], "/ws", "/ws/node_modules/.bin/ls"),
             decision(Verdict::Ask { risk: change }, change, vec![asks.clone()]),
+        ),
+        (
+            resolved(&["/bin/ls"], "/ws", "/usr/bin/ls"),
+            decision(Verdict::Allow, change, vec![read_only.clone()]),
         ),
         (
             exec(&["git", "status"], "/ws"),

@@ -31,6 +31,16 @@ impl Env {
         std::fs::write(format!("{root}/secret.txt"), "s3cret\n").unwrap();
         std::os::unix::fs::symlink(format!("{root}/secret.txt"), format!("{ws}/link")).unwrap();
         std::os::unix::fs::symlink("..", format!("{ws}/sub/up")).unwrap();
+        // The commands' PATH is a directory of the test's own, so what argv[0] resolves to
+        // does not depend on the machine.
+        std::fs::create_dir_all(format!("{root}/bin")).unwrap();
+        for program in ["make", "cargo"] {
+            let file = format!("{root}/bin/{program}");
+            std::fs::write(&file, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+        }
+        std::os::unix::fs::symlink(format!("{root}/bin/make"), format!("{ws}/mk")).unwrap();
         let profiles = BTreeMap::from([
             (
                 "default".to_owned(),
@@ -47,13 +57,14 @@ impl Env {
                 },
             ),
         ]);
+        let bin = format!("{root}/bin");
         Self {
             _dir: dir,
             root,
             env: ToolEnv {
                 workspace: CanonicalPath::from_normalized(&ws).unwrap(),
                 profiles,
-                parent_env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+                parent_env: vec![("PATH".into(), bin)],
                 secrets: None,
             },
             tools: BuiltinTools::new().unwrap(),

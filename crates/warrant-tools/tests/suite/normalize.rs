@@ -90,8 +90,32 @@ fn commands_get_a_cwd_inside_and_at_most_the_profiles_time() {
             cwd: e.path(cwd),
             profile: profile.into(),
             timeout_ms,
+            program: Some(e.path("bin/make")),
         }])
     };
+    // argv[0] is looked up with the command's PATH and cwd, symlinks followed; a name that
+    // finds nothing is left unresolved.
+    let program = |argv: Value| match e.normalize("run_command", &json!({"argv": argv})) {
+        Ok(actions) => match actions.as_slice() {
+            [Action::ShellExec { program, .. }] => program.clone(),
+            _ => None,
+        },
+        Err(_) => None,
+    };
+    assert_eq!(
+        [
+            program(json!(["./mk"])),
+            program(json!(["cargo"])),
+            program(json!(["rm"])),
+            program(json!([format!("{}/bin/make", e.root)])),
+        ],
+        [
+            Some(e.path("bin/make")),
+            Some(e.path("bin/cargo")),
+            None,
+            Some(e.path("bin/make")),
+        ]
+    );
     let argv = json!(["make", "test"]);
     let got: Vec<Result<Vec<Action>, Refusal>> = [
         json!({"argv": argv}),
