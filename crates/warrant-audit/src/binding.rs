@@ -494,3 +494,66 @@ fn misplaced(
         ),
     }
 }
+
+/// Every run's journal against the whole chain, as `warrant audit verify` reports it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct JournalReport {
+    pub runs: u64,
+    pub events: u64,
+    pub bound: u64,
+    pub unbound: u64,
+    /// One per run whose journal is not what was signed, in run order.
+    pub problems: Vec<RunProblem>,
+}
+
+impl JournalReport {
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// Adds one run's result.
+    pub fn add(&mut self, run: &RunId, result: Result<RunBinding, BindingError>) {
+        self.runs += 1;
+        match result {
+            Ok(b) => {
+                self.events += b.events;
+                self.bound += b.bound;
+                self.unbound += b.unbound;
+            }
+            Err(e) => self.problems.push(RunProblem {
+                run: run.to_string(),
+                code: e.code().to_owned(),
+                seq: e.seq(),
+                what: e.what().to_owned(),
+                message: e.to_string(),
+            }),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RunProblem {
+    pub run: String,
+    pub code: String,
+    /// The first bad event.
+    pub seq: u64,
+    /// `edited`, `inserted`, `removed`, `reordered` or `record`.
+    pub what: String,
+    pub message: String,
+}
+
+/// The chain's records grouped by the run their line names (`subject`), in chain order. The
+/// line, not the store's index column, decides: a record re-labelled in the index still
+/// counts for its run, and a run whose events are gone still has its records.
+pub fn records_by_run(records: &[SealedRecord]) -> BTreeMap<String, Vec<SealedRecord>> {
+    let mut out: BTreeMap<String, Vec<SealedRecord>> = BTreeMap::new();
+    for r in records {
+        let subject = serde_json::from_str::<Value>(&r.line)
+            .ok()
+            .and_then(|v| v.get("subject").and_then(Value::as_str).map(str::to_owned));
+        if let Some(subject) = subject {
+            out.entry(subject).or_default().push(r.clone());
+        }
+    }
+    out
+}

@@ -13,7 +13,9 @@ mod seal;
 mod sink;
 mod verify;
 
-pub use binding::{BindingError, RunBinding, verify_run};
+pub use binding::{
+    BindingError, JournalReport, RunBinding, RunProblem, records_by_run, verify_run,
+};
 pub use error::AuditError;
 pub use http::{CLOUDEVENTS_BATCH, HttpDeliveryReport, HttpSink, HttpSinkConfig};
 pub use keys::{

@@ -1,8 +1,9 @@
 //! Wiring of the untrusted-content controls: the tools a run offers (menu) and the redactor
 //! every result passes through (known secret values from Warrant's environment, plus the
 //! scanner), and the prompt guard's switches. The switches can be turned off only in debug
-//! builds, through `WARRANT_TEST_DISABLE=fence,escape,guard,redact`, for the negative controls of the
-//! security tests; a release build ignores the variable.
+//! builds, through `WARRANT_TEST_DISABLE=fence,escape,guard,redact,binding`, for the negative
+//! controls of the security tests; a release build ignores the variable. (`binding` is read by
+//! [`crate::context::load_run`]: the journal check before a fold that feeds the ring.)
 
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use warrant_tools::BuiltinTools;
 
 use crate::{EXIT_USAGE, Failure};
 
-fn disabled(what: &str) -> bool {
+pub(crate) fn disabled(what: &str) -> bool {
     if !cfg!(debug_assertions) {
         return false;
     }

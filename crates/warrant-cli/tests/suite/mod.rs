@@ -3,6 +3,7 @@ mod approval_authority;
 mod approvals;
 mod audit;
 mod bad_input;
+mod binding;
 mod crash;
 mod delivery;
 mod docs;

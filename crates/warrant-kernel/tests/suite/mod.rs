@@ -3,5 +3,6 @@ mod authority;
 mod denials;
 mod fold;
 mod harness;
+mod journal;
 mod replay;
 mod scenarios;
