@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
 use tempfile::TempDir;
-use warrant_audit::{AuditKey, InstallationSealer};
+use warrant_audit::{AuditKey, InstallationSealer, PublicKeys};
 use warrant_core::config::{LayerKind, ProfileConfig};
 use warrant_core::{CanonicalPath, IdSource, Principal, PrincipalKind, RandomIds, SystemClock};
 use warrant_kernel::pdp::Pdp;
@@ -44,6 +44,7 @@ struct Fixture {
     dir: TempDir,
     store: SqliteStore,
     sealer: InstallationSealer,
+    keys: PublicKeys,
     engine: PolicyEngine,
     ids: Arc<dyn IdSource>,
     tools: BuiltinTools,
@@ -62,6 +63,7 @@ impl Fixture {
         let store =
             SqliteStore::create(&dir.path().join("store.db"), Arc::new(SystemClock)).unwrap();
         let sealer = InstallationSealer::new(AuditKey::generate(), "bench", ids.clone());
+        let keys = PublicKeys::from_keys([sealer.key().verifying_key()]);
         // The default pack alone: its `shell-read-only-programs` permits `true` in the
         // workspace, so the call is allowed without a person and without an extra policy.
         let engine = PolicyEngine::load(&[PolicySource {
@@ -106,6 +108,7 @@ impl Fixture {
             dir,
             store,
             sealer,
+            keys,
             engine,
             ids,
             tools,
@@ -146,6 +149,7 @@ fn governed_exec(c: &mut Criterion) {
         secret: &[7u8; 32],
         observer: &Silent,
         fence: Default::default(),
+        keys: &fx.keys,
     };
     let mut state = ring.start(fx.spec.clone()).unwrap();
 
@@ -235,6 +239,7 @@ fn journal_append(c: &mut Criterion) {
         secret: &[7u8; 32],
         observer: &Silent,
         fence: Default::default(),
+        keys: &fx.keys,
     };
     let mut state = ring.start(fx.spec.clone()).unwrap();
     let event = || RunEvent::RunResumed { by: "alice".into() };

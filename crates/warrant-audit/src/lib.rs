@@ -1,8 +1,10 @@
 //! Versioned audit records, hash chain, Ed25519 signatures, the JSONL sink and verification.
 //! The store calls [`InstallationSealer`] inside its append transaction; [`JsonlSink`] copies
 //! the sealed lines out (rotating its files); `verify_*` checks any copy, one file or several;
-//! keys rotate without orphaning old records. No policy decisions live here.
+//! keys rotate without orphaning old records; [`verify_run`] checks a run's journal against
+//! its signed records. No policy decisions live here.
 
+mod binding;
 mod error;
 mod http;
 mod keys;
@@ -11,14 +13,18 @@ mod seal;
 mod sink;
 mod verify;
 
+pub use binding::{
+    BindingError, JournalReport, RunBinding, RunProblem, records_by_run, verify_run,
+};
 pub use error::AuditError;
 pub use http::{CLOUDEVENTS_BATCH, HttpDeliveryReport, HttpSink, HttpSinkConfig};
 pub use keys::{
     AuditKey, PRIVATE_KEY_FILE, PUBLIC_KEY_FILE, PublicKeys, RETIRED_DIR, Rotation, kid_of,
 };
 pub use record::{
-    AuditData, AuditRecord, DATA_CONTENT_TYPE, DATA_SCHEMA_V1, GENESIS_HASH, RECORD_SCHEMA_V1,
-    RECORD_VERSION, SPEC_VERSION, TYPE_PREFIX, chain_hash, event_type,
+    AuditData, AuditRecord, DATA_CONTENT_TYPE, DATA_SCHEMA_V1, DATA_SCHEMA_V2, GENESIS_HASH,
+    RECORD_SCHEMA_V1, RECORD_SCHEMA_V2, RECORD_VERSION, SPEC_VERSION, TYPE_PREFIX, chain_hash,
+    event_digest, event_type,
 };
 pub use seal::InstallationSealer;
 pub use sink::{DEFAULT_BATCH, DeliveryReport, FsyncPolicy, JsonlSink};

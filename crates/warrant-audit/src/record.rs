@@ -1,28 +1,36 @@
-//! Audit record format v1: a CloudEvents 1.0 envelope around [`AuditData`], with the chain
-//! attributes `seq`, `prevhash`, `hash`, `kid`, `sig`, and the one hash definition that the
-//! sealer and the verifier share. It knows nothing of keys on disk, stores or files.
+//! Audit record format v2: a CloudEvents 1.0 envelope around [`AuditData`], with the chain
+//! attributes `seq`, `prevhash`, `hash`, `kid`, `sig`, the one hash definition that the
+//! sealer and the verifier share, and the digest that binds a record to its stored event
+//! ([`event_digest`]). v1 records (no `event_digest`) still verify as a chain and are reported
+//! as unbound. It knows nothing of keys on disk, stores or files.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use warrant_core::{Digest, canonical_json};
+use warrant_store::StoredEvent;
 
 /// The version of [`AuditData`] and of the record layout.
-pub const RECORD_VERSION: u32 = 1;
+pub const RECORD_VERSION: u32 = 2;
 /// `prevhash` of the first record of a chain.
 pub const GENESIS_HASH: &str =
     "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 pub const SPEC_VERSION: &str = "1.0";
 pub const DATA_CONTENT_TYPE: &str = "application/json";
+/// `dataschema` of records written before events were bound (no `event_digest`).
 pub const DATA_SCHEMA_V1: &str = "https://warrant.dev/schemas/audit/v1.json";
+/// `dataschema` of the records written now: v1 plus a required `event_digest`.
+pub const DATA_SCHEMA_V2: &str = "https://warrant.dev/schemas/audit/v2.json";
 /// The JSON Schema (2020-12) every v1 record line conforms to.
 pub const RECORD_SCHEMA_V1: &str = include_str!("../schema/audit-record-v1.json");
+/// The JSON Schema (2020-12) every v2 record line conforms to.
+pub const RECORD_SCHEMA_V2: &str = include_str!("../schema/audit-record-v2.json");
 /// Prefix of the CloudEvents `type`; the event kind follows with `_` turned into `.`.
 pub const TYPE_PREFIX: &str = "dev.warrant.";
 
 /// The attributes that are not covered by `hash`: the hash itself and its signature.
 pub(crate) const UNHASHED: [&str; 3] = ["hash", "kid", "sig"];
 
-/// The facts the kernel derives from one run event (version 1). Never content: an action
+/// The facts the kernel derives from one run event (version 2). Never content: an action
 /// appears as its audit view, and the trail never holds a secret value.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -59,9 +67,13 @@ pub struct AuditData {
     /// Digest of an effect's result as journaled, never the result itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_digest: Option<String>,
+    /// [`event_digest`] of the stored event this record is about: what binds the journal to
+    /// the signed chain. Set by the sealer; absent only in v1 records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_digest: Option<String>,
 }
 
-/// One v1 record as it appears on a line. Field order here is the order on the line; the
+/// One record as it appears on a line. Field order here is the order on the line; the
 /// hash does not depend on it (JCS sorts keys).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditRecord {
@@ -118,4 +130,36 @@ pub fn chain_hash(
     bytes.extend_from_slice(prevhash.as_bytes());
     bytes.extend_from_slice(canonical.as_bytes());
     Ok(Digest::of_bytes(&bytes))
+}
+
+/// SHA-256 of the RFC 8785 form of everything the store keeps of an event and the ring folds:
+/// `{kind, payload, recorded_at (ms), run, seq, version}`. The seq and run are inside, so the
+/// digest alone names one event of one run; an edited, renumbered or moved row no longer
+/// matches. The payload must be the value as read back from the store (the sealer parses the
+/// stored text again), so both sides hash the same numbers.
+pub fn event_digest(event: &StoredEvent) -> Result<Digest, serde_json::Error> {
+    event_digest_at(event, event.seq)
+}
+
+/// [`event_digest`] of `event` as if it were event `seq` of its run: how a verifier recognises
+/// an event that was moved from where it was signed.
+pub(crate) fn event_digest_at(event: &StoredEvent, seq: u64) -> Result<Digest, serde_json::Error> {
+    #[derive(Serialize)]
+    struct Identity<'a> {
+        run: &'a str,
+        seq: u64,
+        kind: &'a str,
+        version: u32,
+        recorded_at: i64,
+        payload: &'a Value,
+    }
+    let bytes = canonical_json(&Identity {
+        run: event.run.as_str(),
+        seq,
+        kind: &event.kind,
+        version: event.version,
+        recorded_at: event.recorded_at.millis(),
+        payload: &event.payload,
+    })?;
+    Ok(Digest::of_bytes(bytes.as_bytes()))
 }

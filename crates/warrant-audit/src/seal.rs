@@ -1,5 +1,5 @@
 //! The installation's [`Sealer`]: turns one stored event's audit facts into the next chained,
-//! signed v1 record. Called by the store inside its append transaction, so it does no I/O and
+//! signed v2 record, bound to the event by its [`crate::event_digest`]. Called by the store inside its append transaction, so it does no I/O and
 //! keeps no state beyond the id source; the chain position comes from the head it is given.
 
 use std::fmt;
@@ -12,8 +12,8 @@ use warrant_core::{Digest, IdSource};
 use warrant_store::{ChainHead, SealedRecord, Sealer, StoredEvent};
 
 use crate::record::{
-    AuditData, AuditRecord, DATA_CONTENT_TYPE, DATA_SCHEMA_V1, GENESIS_HASH, SPEC_VERSION,
-    chain_hash, event_type,
+    AuditData, AuditRecord, DATA_CONTENT_TYPE, DATA_SCHEMA_V2, GENESIS_HASH, SPEC_VERSION,
+    chain_hash, event_digest, event_type,
 };
 use crate::{AuditError, AuditKey};
 
@@ -75,7 +75,7 @@ impl InstallationSealer {
             time: event.recorded_at.rfc3339(),
             subject: event.run.as_str().to_owned(),
             datacontenttype: DATA_CONTENT_TYPE.to_owned(),
-            dataschema: DATA_SCHEMA_V1.to_owned(),
+            dataschema: DATA_SCHEMA_V2.to_owned(),
             seq,
             prevhash,
             hash: None,
@@ -156,6 +156,7 @@ fn audit_data(event: &StoredEvent, audit: &Value) -> Result<AuditData, AuditErro
         ("run", Value::from(event.run.as_str())),
         ("event_seq", Value::from(event.seq)),
         ("event", Value::from(event.kind.as_str())),
+        ("event_digest", Value::from(bound_digest(event)?.as_str())),
     ];
     for (field, stored) in facts {
         match map.get(field) {
@@ -172,7 +173,7 @@ fn audit_data(event: &StoredEvent, audit: &Value) -> Result<AuditData, AuditErro
     }
     let data: AuditData = serde_json::from_value(Value::Object(map)).map_err(|e| {
         AuditError::Seal(format!(
-            "the audit facts of {} event {} are not AuditData v1: {e}",
+            "the audit facts of {} event {} are not AuditData v2: {e}",
             event.run, event.seq
         ))
     })?;
@@ -191,4 +192,26 @@ fn audit_data(event: &StoredEvent, audit: &Value) -> Result<AuditData, AuditErro
         )));
     }
     Ok(data)
+}
+
+/// The digest of the event as a reader of the store will see it: the payload goes through the
+/// same text the store writes (`Value::to_string`) and is parsed back, so a float that does
+/// not survive the trip exactly hashes the same on both sides.
+fn bound_digest(event: &StoredEvent) -> Result<Digest, AuditError> {
+    let fail = |e: serde_json::Error| {
+        AuditError::Seal(format!(
+            "cannot digest {} event {}: {e}",
+            event.run, event.seq
+        ))
+    };
+    let payload: Value = serde_json::from_str(&event.payload.to_string()).map_err(fail)?;
+    let stored = StoredEvent {
+        run: event.run.clone(),
+        seq: event.seq,
+        kind: event.kind.clone(),
+        version: event.version,
+        recorded_at: event.recorded_at,
+        payload,
+    };
+    event_digest(&stored).map_err(fail)
 }

@@ -524,31 +524,39 @@ fn check(
         ));
     }
 
+    if let Some((kind, detail)) = signature_problem(&record, &claimed, keys) {
+        return Err(fail(kind, detail, &found));
+    }
+    Ok(Checked {
+        seq,
+        id: found.record_id,
+        hash: claimed.as_str().to_owned(),
+    })
+}
+
+/// Why `claimed` (a record's verified hash) is not signed by a trusted key as the record's
+/// `kid` and `sig` say; `None` when it is.
+pub(crate) fn signature_problem(
+    record: &Map<String, Value>,
+    claimed: &Digest,
+    keys: &PublicKeys,
+) -> Option<(ProblemKind, String)> {
     let (kid, sig) = match (record.get("kid"), record.get("sig")) {
         (Some(Value::String(kid)), Some(Value::String(sig))) => (kid, sig),
         (None, _) | (_, None) => {
-            return Err(fail(
-                ProblemKind::Unsigned,
-                "kid or sig is missing".into(),
-                &found,
-            ));
+            return Some((ProblemKind::Unsigned, "kid or sig is missing".into()));
         }
         (Some(_), Some(_)) => {
-            return Err(fail(
-                ProblemKind::Malformed,
-                "kid and sig must be strings".into(),
-                &found,
-            ));
+            return Some((ProblemKind::Malformed, "kid and sig must be strings".into()));
         }
     };
     let Some(key) = keys.get(kid) else {
-        return Err(fail(
+        return Some((
             ProblemKind::UnknownKey,
             format!(
                 "signed by key {kid}, which is not among the {} trusted keys",
                 keys.len()
             ),
-            &found,
         ));
     };
     let signature = BASE64
@@ -556,22 +564,16 @@ fn check(
         .ok()
         .and_then(|bytes| Signature::from_slice(&bytes).ok());
     let Some(signature) = signature else {
-        return Err(fail(
+        return Some((
             ProblemKind::BadSignature,
             "sig is not base64 of a 64-byte Ed25519 signature".into(),
-            &found,
         ));
     };
     if key.verify_strict(&claimed.bytes(), &signature).is_err() {
-        return Err(fail(
+        return Some((
             ProblemKind::BadSignature,
             format!("the signature does not verify under key {kid}"),
-            &found,
         ));
     }
-    Ok(Checked {
-        seq,
-        id: found.record_id,
-        hash: claimed.as_str().to_owned(),
-    })
+    None
 }

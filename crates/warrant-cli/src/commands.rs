@@ -545,6 +545,7 @@ fn ring<'a>(
         secret: &loaded.inst.secret,
         observer,
         fence: Default::default(),
+        keys: &loaded.inst.public_keys,
     }
 }
 
@@ -722,9 +723,7 @@ fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, 
     let base = warrant_kernel::pdp::Pdp(&loaded.policy);
     let pdp = governed(&loaded, &base);
     let ring = ring(&loaded, &pdp, &observer);
-    let mut state = ring
-        .load(&run)
-        .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    let mut state = context::load_run(&loaded.inst, &ring, &run, EXIT_USAGE)?;
     if let Some(outcome) = &state.ended {
         return Err(Failure::usage(
             "W-KERNEL-005",
@@ -853,10 +852,14 @@ fn worker(
             "worker {holder}: leased {} (token {})",
             lease.run, lease.token
         );
-        let mut state = match ring.load(&lease.run) {
+        let mut state = match context::load_run(&loaded.inst, &ring, &lease.run, 1) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("worker {holder}: cannot load {}: {e}", lease.run);
+                // A refused journal stopped the run in the index, so it is not leased again.
+                eprintln!(
+                    "worker {holder}: cannot load {}: error[{}]: {}",
+                    lease.run, e.code, e.message
+                );
                 let _ = loaded.inst.store.release(&lease);
                 continue;
             }
@@ -923,15 +926,17 @@ fn runs_cancel(ws: Option<&Path>, run: &str, reason: &str) -> Result<u8, Failure
     match drive::lease_here(loaded.inst.store.as_ref(), &run) {
         Ok(lease) => {
             ring.fence.set(Some(lease.token));
-            let result = ring.load(&run).and_then(|mut state| {
+            let result = context::load_run(&loaded.inst, &ring, &run, 1).and_then(|mut state| {
                 let reason = ring
-                    .stop_reason(&state, SystemClock.now())?
+                    .stop_reason(&state, SystemClock.now())
+                    .map_err(|e| Failure::coded(&e, 1))?
                     .unwrap_or_else(|| reason.to_owned());
                 ring.end(&mut state, warrant_kernel::Outcome::Stopped { reason })
+                    .map_err(|e| Failure::coded(&e, 1))
             });
             let _ = loaded.inst.store.release(&lease);
             context::deliver(&loaded.inst);
-            result.map_err(|e| Failure::coded(&e, 1))?;
+            result?;
             outln!("stopped {run}");
         }
         Err(warrant_store::StoreError::Leased { holder, .. }) => {
@@ -955,9 +960,7 @@ fn runs_resolve(ws: Option<&Path>, run: &str, step: &str, resolution: &str) -> R
     let base = warrant_kernel::pdp::Pdp(&loaded.policy);
     let pdp = governed(&loaded, &base);
     let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
-    let mut state = ring
-        .load(&run)
-        .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    let mut state = context::load_run(&loaded.inst, &ring, &run, EXIT_USAGE)?;
     crate::origin::refuse_from_command("resolve an effect in doubt")?;
     let result = ring.resolve(&mut state, step, &loaded.identity.principal, resolution);
     context::deliver(&loaded.inst);
@@ -1251,7 +1254,7 @@ fn answer(ws: Option<&Path>, id: &str, answer: Answer, json: bool) -> Result<u8,
     let base = warrant_kernel::pdp::Pdp(&loaded.policy);
     let pdp = governed(&loaded, &base);
     let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
-    let mut state = ring.load(&row.run).map_err(|e| Failure::coded(&e, 1))?;
+    let mut state = context::load_run(&loaded.inst, &ring, &row.run, 1)?;
     if state.asks.contains_key(&request) {
         return Err(Failure::usage(
             "W-REQUEST-001",
@@ -1306,7 +1309,11 @@ fn audit_verify(
     if let (Some(file), Some(pk)) = (file, pubkeys) {
         let keys = keys_from(pk)?;
         let report = verify_file(file, &keys).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
-        return Ok(print_reports(&[(file.display().to_string(), report)], json));
+        return Ok(print_reports(
+            &[(file.display().to_string(), report)],
+            None,
+            json,
+        ));
     }
     let (paths, inst) = open_store(ws)?;
     context::deliver(&inst);
@@ -1315,6 +1322,7 @@ fn audit_verify(
         None => inst.public_keys.clone(),
     };
     let mut reports = Vec::new();
+    let mut journal = None;
     match file {
         Some(f) => reports.push((
             f.display().to_string(),
@@ -1323,6 +1331,9 @@ fn audit_verify(
         None => {
             let records = all_records(&inst).map_err(|e| Failure::coded(&e, 1))?;
             reports.push(("store".to_owned(), verify_sealed(&records, &keys)));
+            if !crate::untrusted::disabled("binding") {
+                journal = Some(journal_report(&inst, &records, &keys)?);
+            }
             let sink = inst.sink.path().to_owned();
             let shown = sink
                 .strip_prefix(&paths.workspace)
@@ -1340,17 +1351,57 @@ fn audit_verify(
             ));
         }
     }
-    Ok(print_reports(&reports, json))
+    Ok(print_reports(&reports, journal.as_ref(), json))
 }
 
-fn print_reports(reports: &[(String, warrant_audit::VerifyReport)], json: bool) -> u8 {
-    let ok = reports.iter().all(|(_, r)| r.is_ok());
+/// Every run's events against the records the chain holds for it: the runs the store lists
+/// and every run a record names (so a run whose rows were deleted is still checked).
+fn journal_report(
+    inst: &Installation,
+    records: &[warrant_store::SealedRecord],
+    keys: &PublicKeys,
+) -> Result<warrant_audit::JournalReport, Failure> {
+    let mut by_run = warrant_audit::records_by_run(records);
+    let mut runs: std::collections::BTreeSet<String> = inst
+        .store
+        .runs()
+        .map_err(|e| Failure::coded(&e, 1))?
+        .into_iter()
+        .map(|r| r.run.to_string())
+        .collect();
+    runs.extend(by_run.keys().cloned());
+    let mut report = warrant_audit::JournalReport::default();
+    for name in runs {
+        // A subject that is not a run id is a malformed record, which the chain report names.
+        let Some(run) = RunId::parse(&name) else {
+            continue;
+        };
+        let events = inst.store.events(&run).map_err(|e| Failure::coded(&e, 1))?;
+        let records = by_run.remove(&name).unwrap_or_default();
+        report.add(
+            &run,
+            warrant_audit::verify_run(&run, &events, &records, keys),
+        );
+    }
+    Ok(report)
+}
+
+fn print_reports(
+    reports: &[(String, warrant_audit::VerifyReport)],
+    journal: Option<&warrant_audit::JournalReport>,
+    json: bool,
+) -> u8 {
+    let ok = reports.iter().all(|(_, r)| r.is_ok()) && journal.is_none_or(|j| j.is_ok());
     if json {
         let v: Vec<Value> = reports
             .iter()
             .map(|(name, r)| json!({"source": name, "ok": r.is_ok(), "report": r}))
             .collect();
-        outln!("{}", pretty(&json!({"ok": ok, "checked": v})));
+        let mut doc = json!({"ok": ok, "checked": v});
+        if let Some(j) = journal {
+            doc["journal"] = json!({"ok": j.is_ok(), "report": j});
+        }
+        outln!("{}", pretty(&doc));
     } else {
         for (name, r) in reports {
             match &r.first_problem {
@@ -1369,8 +1420,45 @@ fn print_reports(reports: &[(String, warrant_audit::VerifyReport)], json: bool) 
                 ),
             }
         }
+        if let Some(j) = journal {
+            print_journal(j);
+        }
     }
     if ok { 0 } else { 1 }
+}
+
+fn print_journal(j: &warrant_audit::JournalReport) {
+    let unbound = if j.unbound > 0 {
+        format!(
+            "; {} of them recorded before records carried event digests (unbound: their kind and place are checked, not their content)",
+            j.unbound
+        )
+    } else {
+        String::new()
+    };
+    if j.is_ok() {
+        outln!(
+            "ok       journal: {} runs, {} events, each matching its signed record{unbound}",
+            j.runs,
+            j.events
+        );
+        return;
+    }
+    outln!(
+        "BROKEN   journal: {} of {} runs do not match their signed records",
+        j.problems.len(),
+        j.runs
+    );
+    for p in &j.problems {
+        outln!(
+            "         {} event {}: {} [{}]: {}",
+            p.run,
+            p.seq,
+            p.what,
+            p.code,
+            p.message
+        );
+    }
 }
 
 fn audit_tail(ws: Option<&Path>, lines: usize, json: bool) -> Result<u8, Failure> {
@@ -1612,6 +1700,13 @@ fn audit_touched(ws: Option<&Path>, run: &str, json: bool) -> Result<u8, Failure
             "W-KERNEL-004",
             format!("run {run} does not exist; `warrant runs list` shows the runs there are"),
         ));
+    }
+    // What the run touched is read from its journal, so the journal must be what was signed
+    // (a view: the refusal is the command's error, nothing is appended).
+    if !crate::untrusted::disabled("binding") {
+        warrant_kernel::journal::check(inst.store.as_ref(), &inst.public_keys, &run, &events)
+            .map_err(|e| Failure::coded(&e, 1))?
+            .map_err(|e| Failure::coded(&e, 1))?;
     }
     let state = RunState::fold(&events).map_err(|e| Failure::coded(&e, 1))?;
     let mut by_kind: std::collections::BTreeMap<String, Vec<Value>> =

@@ -575,3 +575,31 @@ pub fn approval_rules(
         allow_unauthenticated: crate::untrusted::disabled("authenticate"),
     })
 }
+
+/// The exit code of a refusal by governance (the CLI contract's 3).
+pub const EXIT_REFUSED: u8 = 3;
+
+/// Folds `run` to act on it (resume, a worker's lease, an answer): its journal is checked
+/// against its signed audit records first. A mismatch was refused and recorded by the ring; it
+/// is delivered to the sink and ends the command with exit 3. Any other error exits `exit`.
+/// A debug build's negative control (`WARRANT_TEST_DISABLE=binding`) folds without the check.
+pub fn load_run(
+    inst: &Installation,
+    ring: &warrant_kernel::Ring<'_>,
+    run: &warrant_core::RunId,
+    exit: u8,
+) -> Result<warrant_kernel::RunState, Failure> {
+    let loaded = if crate::untrusted::disabled("binding") {
+        ring.load_unverified(run)
+    } else {
+        ring.load(run)
+    };
+    loaded.map_err(|e| {
+        if e.is_journal_refusal() {
+            deliver(inst);
+            Failure::coded(&e, EXIT_REFUSED)
+        } else {
+            Failure::coded(&e, exit)
+        }
+    })
+}

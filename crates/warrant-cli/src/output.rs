@@ -334,6 +334,9 @@ impl Printer {
                 }
                 v
             }
+            RunEvent::JournalRejected { code, seq, problem, .. } => vec![format!(
+                "refused  the journal does not match its signed audit records ({problem} at event {seq}) [{code}]; nothing was done"
+            )],
             RunEvent::LimitReached { limit, max } => vec![format!(
                 "limit    the run reached its {} cap ({max})",
                 limit.as_str()

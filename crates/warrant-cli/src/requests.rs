@@ -434,7 +434,7 @@ fn show(ws: Option<&Path>, id: &str, json: bool) -> Result<u8, Failure> {
         rules: here.rules.clone(),
     };
     let ring = ring(&here, &pdp);
-    let state = ring.load(&row.run).map_err(|e| Failure::coded(&e, 1))?;
+    let state = crate::context::load_run(&here.inst, &ring, &row.run, 1)?;
     let doc = match (state.asks.get(&request), state.requests.get(&request)) {
         (Some(a), _) => {
             let mut v = ask_json(a);
@@ -501,6 +501,7 @@ fn ring<'a>(here: &'a Here, pdp: &'a dyn warrant_kernel::DecisionPoint) -> Ring<
         secret: &here.inst.secret,
         observer: &warrant_kernel::Silent,
         fence: Default::default(),
+        keys: &here.inst.public_keys,
     }
 }
 
@@ -512,9 +513,7 @@ fn ask_of(here: &Here, request: &RequestId) -> Result<(RunState, AskState), Fail
         inner: &base,
         rules: here.rules.clone(),
     };
-    let state = ring(here, &pdp)
-        .load(&row.run)
-        .map_err(|e| Failure::coded(&e, 1))?;
+    let state = crate::context::load_run(&here.inst, &ring(here, &pdp), &row.run, 1)?;
     let Some(ask) = state.asks.get(request).cloned() else {
         return Err(Failure::usage(
             "W-REQUEST-008",
@@ -1105,7 +1104,7 @@ fn export(ws: Option<&Path>, id: Option<&str>) -> Result<u8, Failure> {
                 .store
                 .events(&row.run)
                 .map_err(|e| Failure::coded(&e, 1))?;
-            let state = ring.load(&row.run).map_err(|e| Failure::coded(&e, 1))?;
+            let state = crate::context::load_run(&here.inst, &ring, &row.run, 1)?;
             loaded.insert(key.clone(), (state, events));
         }
         let Some((state, events)) = loaded.get(&key) else {

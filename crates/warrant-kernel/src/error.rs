@@ -55,6 +55,16 @@ pub enum KernelError {
     },
     #[error("the log of run {run} is inconsistent: {message}")]
     Inconsistent { run: String, message: String },
+    /// The run's events are not what its signed audit records say; nothing was done.
+    #[error("{error}{}", match recorded {
+        Some(seq) => format!("; the refusal is recorded as event {seq} of the run"),
+        None => "; the refusal could not be recorded in the run".to_owned(),
+    })]
+    Journal {
+        error: warrant_audit::BindingError,
+        /// The seq of the `journal_rejected` event, when it could be appended.
+        recorded: Option<u64>,
+    },
 }
 
 impl Coded for KernelError {
@@ -73,6 +83,7 @@ impl Coded for KernelError {
             Self::ToolMissing { .. } => "W-KERNEL-008",
             Self::NotInDoubt { .. } => "W-KERNEL-009",
             Self::Inconsistent { .. } => "W-KERNEL-007",
+            Self::Journal { error, .. } => error.code(),
             Self::ApprovalRefused { reason, .. } => match reason {
                 crate::authority::RejectReason::FourEyes => "W-APPROVAL-021",
                 crate::authority::RejectReason::OnBehalf => "W-APPROVAL-022",
@@ -87,6 +98,30 @@ impl Coded for KernelError {
                 | crate::authority::RejectReason::ActionChanged
                 | crate::authority::RejectReason::Expired => "W-APPROVAL-020",
             },
+        }
+    }
+}
+
+impl KernelError {
+    /// Whether this is the ring refusing to act on a journal that does not match its signed
+    /// records (a refusal by governance, not a failure).
+    pub fn is_journal_refusal(&self) -> bool {
+        match self {
+            Self::Journal { .. } => true,
+            Self::Store(_)
+            | Self::Encode(_)
+            | Self::NewerEvent { .. }
+            | Self::BadEvent { .. }
+            | Self::UnknownRun(_)
+            | Self::UnknownRequest(_)
+            | Self::AlreadyAnswered { .. }
+            | Self::AgentCannotApprove { .. }
+            | Self::RunEnded { .. }
+            | Self::WrongRequestKind { .. }
+            | Self::ToolMissing { .. }
+            | Self::NotInDoubt { .. }
+            | Self::ApprovalRefused { .. }
+            | Self::Inconsistent { .. } => false,
         }
     }
 }

@@ -468,6 +468,16 @@ pub enum RunEvent {
         usage: Option<Value>,
         message: String,
     },
+    /// The run's journal did not match its signed audit records when it was folded to be acted
+    /// on (resume, a worker's lease, an answer): nothing was done. `code` is the verifier's
+    /// (`W-AUDIT-027`..`031`), `seq` the first bad event, `problem` one of `edited`,
+    /// `inserted`, `removed`, `reordered`, `record`.
+    JournalRejected {
+        code: String,
+        seq: u64,
+        problem: String,
+        detail: String,
+    },
 }
 
 impl RunEvent {
@@ -499,6 +509,7 @@ impl RunEvent {
             Self::RequestExpired { .. } => "request_expired",
             Self::ModelCallDenied { .. } => "model_call_denied",
             Self::BudgetExceeded { .. } => "budget_exceeded",
+            Self::JournalRejected { .. } => "journal_rejected",
         }
     }
 

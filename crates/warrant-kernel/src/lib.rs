@@ -7,6 +7,7 @@ pub mod authority;
 pub mod authorized;
 pub mod error;
 pub mod events;
+pub mod journal;
 pub mod model_gate;
 pub mod pdp;
 pub mod ring;

@@ -16,6 +16,8 @@ use warrant_store::{
     Append, EventDraft, EventStore, NewRun, RequestUpdate, RunStatus, Sealer, StoredEvent,
 };
 
+use warrant_audit::PublicKeys;
+
 use crate::approval::{self, ApproverKey, BoundInput, ProofInput};
 use crate::authority::{ApprovalRules, RejectReason, bound_digest, session_pattern};
 use crate::authorized::Authorized;
@@ -128,6 +130,9 @@ pub struct Ring<'a> {
     /// The fencing token of the lease this process holds on the run it drives; every append
     /// presents it. `None` for writers that do not drive the run (approve, deny, cancel).
     pub fence: Cell<Option<u64>>,
+    /// The installation's public keys (current and retired): a run is folded to be acted on
+    /// only after its events were checked against the records they signed.
+    pub keys: &'a PublicKeys,
 }
 
 impl std::fmt::Debug for Ring<'_> {
@@ -192,7 +197,19 @@ impl Ring<'_> {
         RunState::fold(&stored)
     }
 
+    /// Folds a run to act on it: its events are checked against their signed audit records
+    /// first, and a mismatch is refused and recorded ([`crate::journal`]).
     pub fn load(&self, run: &RunId) -> Result<RunState, KernelError> {
+        let events = self.verified_events(run)?;
+        if events.is_empty() {
+            return Err(KernelError::UnknownRun(run.to_string()));
+        }
+        RunState::fold(&events)
+    }
+
+    /// Folds a run without checking its journal: only for reading (listings, other runs'
+    /// budget totals), never for deciding what this run does next.
+    pub fn load_unverified(&self, run: &RunId) -> Result<RunState, KernelError> {
         let events = self.store.events(run)?;
         if events.is_empty() {
             return Err(KernelError::UnknownRun(run.to_string()));
@@ -1369,7 +1386,7 @@ fn denial_message(
 
 /// The audit facts of one event: who, for whom, on what, decided how, allowed by whom, with
 /// what outcome. Contents and results appear only as digests.
-fn audit_facts(
+pub(crate) fn audit_facts(
     principal: &Principal,
     run: &RunId,
     seq: u64,
@@ -1633,6 +1650,19 @@ fn audit_facts(
             facts["resource"] = json!(format!("audit sink {sink}"));
             facts["reasons"] = json!(["the audit outbox was over its bound with on_full = drop"]);
             facts["outcome"] = json!(format!("records {from}..={to} dropped for sink {sink}"));
+        }
+        RunEvent::JournalRejected {
+            code,
+            seq,
+            problem,
+            detail,
+        } => {
+            facts["decision"] = json!("deny");
+            facts["resource"] = json!(format!("journal:{run}"));
+            facts["reasons"] = json!([code, detail]);
+            facts["outcome"] = json!(format!(
+                "refused to act on the journal: {problem} at event {seq}"
+            ));
         }
         RunEvent::LimitReached { limit, max } => {
             facts["decision"] = json!("deny");

@@ -256,6 +256,7 @@ impl RunState {
             | RunEvent::ToolsChanged { .. }
             | RunEvent::InDoubtResolved { .. }
             | RunEvent::AuditGap { .. }
+            | RunEvent::JournalRejected { .. }
             | RunEvent::LimitReached { .. }
             | RunEvent::CallRefused { .. }
             | RunEvent::ActionProposed { .. }
@@ -559,6 +560,8 @@ impl RunState {
             }
             RunEvent::ToolsChanged { to, .. } => self.tools_digest = Some(to),
             RunEvent::AuditGap { .. } => {}
+            // A refusal to act on the log as it then was; the fold itself changes nothing.
+            RunEvent::JournalRejected { .. } => {}
             RunEvent::LimitReached { .. } => {}
             RunEvent::RunEnded { outcome } => self.ended = Some(outcome),
             RunEvent::RequestRaised {

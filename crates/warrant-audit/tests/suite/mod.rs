@@ -1,3 +1,4 @@
+mod binding;
 mod fake;
 mod http;
 mod keys;

@@ -4,7 +4,7 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use warrant_audit::{AuditData, AuditKey, AuditRecord, GENESIS_HASH, chain_hash};
+use warrant_audit::{AuditData, AuditKey, AuditRecord, GENESIS_HASH, chain_hash, event_digest};
 use warrant_store::{ChainHead, Sealer as _};
 
 use super::fake::{FakeStore, SEED, audit, event, sealer};
@@ -36,7 +36,7 @@ fn sealed_record_is_the_cloudevent_the_format_describes() {
             time: "2025-06-15T15:06:43.000Z".into(),
             subject: "run-0000000000aa".into(),
             datacontenttype: "application/json".into(),
-            dataschema: "https://warrant.dev/schemas/audit/v1.json".into(),
+            dataschema: "https://warrant.dev/schemas/audit/v2.json".into(),
             seq: 2,
             prevhash: first.hash.clone(),
             hash: Some(second.hash.clone()),
@@ -58,6 +58,7 @@ fn sealed_record_is_the_cloudevent_the_format_describes() {
                 risk: None,
                 input_digest: None,
                 output_digest: None,
+                event_digest: Some(event_digest(&event(3)).unwrap().as_str().to_owned()),
             },
         }
     );
@@ -98,6 +99,8 @@ fn sealer_refuses_facts_that_contradict_the_store_or_the_format() {
     no_actor.as_object_mut().unwrap().remove("actor");
     let mut bad_approval = audit(3);
     bad_approval["approval"] = json!("bob");
+    let mut other_digest = audit(3);
+    other_digest["event_digest"] = json!(event_digest(&event(2)).unwrap());
     let garbage_head = ChainHead {
         seq: 4,
         hash: "sha256:nope".into(),
@@ -108,6 +111,7 @@ fn sealer_refuses_facts_that_contradict_the_store_or_the_format() {
         refuse(extra, &empty_head()),
         refuse(no_actor, &empty_head()),
         refuse(bad_approval, &empty_head()),
+        refuse(other_digest, &empty_head()),
         refuse(audit(3), &garbage_head),
         refuse(json!(["not", "an", "object"]), &empty_head()),
     ];

@@ -178,11 +178,15 @@ fn a_symlink_to_outside_is_judged_by_its_target_control_with_a_policy_allowing_o
 /// An attacker who can write the store but does not hold the installation secret forges an
 /// approval for a different scope. The proof does not verify, nothing runs, the refusal is
 /// recorded by name and the person is asked again; the untouched approval (control) runs.
+/// The edited row is refused before this by the journal check (suite::binding); it is switched
+/// off here so that the proof check behind it is tested on its own.
 #[test]
 fn a_forged_approval_in_the_store_is_refused_control_the_genuine_one_runs() {
     let attack = "version: 1\nturns:\n  - calls:\n      - tool: delete_path\n        args: { path: build, recursive: true }\n  - say: done\n";
     let attempt = |forge: bool| {
-        let sb = Sandbox::init();
+        let mut sb = Sandbox::init();
+        sb.extra_env
+            .push(("WARRANT_TEST_DISABLE".into(), "binding".into()));
         let model = sb.transcript(attack);
         let out = sb.run(&["run", "--model", &model, "clean"]);
         let request = parked_request(&out);

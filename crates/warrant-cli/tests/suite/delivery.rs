@@ -619,5 +619,5 @@ fn every_record_of_a_real_run_matches_the_published_schema() {
 }
 
 fn warrant_audit_schema() -> &'static str {
-    include_str!("../../../warrant-audit/schema/audit-record-v1.json")
+    include_str!("../../../warrant-audit/schema/audit-record-v2.json")
 }

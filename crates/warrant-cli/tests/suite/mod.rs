@@ -4,6 +4,7 @@ mod approvals;
 mod approvers;
 mod audit;
 mod bad_input;
+mod binding;
 mod crash;
 mod delivery;
 mod docs;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tempfile::TempDir;
-use warrant_audit::{AuditKey, InstallationSealer};
+use warrant_audit::{AuditKey, InstallationSealer, PublicKeys};
 use warrant_core::config::{LayerKind, ProfileConfig};
 use warrant_core::{
     CanonicalPath, FixedClock, Principal, PrincipalKind, RequestId, SequentialIds, Timestamp,
@@ -23,11 +23,13 @@ use warrant_tools::BuiltinTools;
 pub const SECRET: &[u8] = b"installation secret of the test world";
 
 pub struct World {
-    _dir: TempDir,
+    pub dir: TempDir,
     /// Canonical root of the tempdir; the workspace is `root/ws`.
     pub root: String,
     pub store: SqliteStore,
     pub sealer: InstallationSealer,
+    /// The sealer's public key: what the ring checks the journal against.
+    pub keys: PublicKeys,
     pub engine: PolicyEngine,
     pub ids: SequentialIds,
     pub tools: BuiltinTools,
@@ -78,6 +80,7 @@ impl World {
             "inst-test",
             Arc::new(SequentialIds::default()),
         );
+        let keys = PublicKeys::from_keys([sealer.key().verifying_key()]);
         let engine = PolicyEngine::load(&[PolicySource {
             layer: LayerKind::Project,
             path: "/ws/.warrant/policies/default.cedar".into(),
@@ -91,10 +94,11 @@ impl World {
             secrets: None,
         };
         Self {
-            _dir: dir,
+            dir,
             root,
             store,
             sealer,
+            keys,
             engine,
             ids: SequentialIds::default(),
             tools: BuiltinTools::new().unwrap(),
@@ -116,6 +120,7 @@ impl World {
             secret,
             observer: &Silent,
             fence: Default::default(),
+            keys: &self.keys,
         }
     }
 

@@ -3,6 +3,7 @@ mod authority;
 mod denials;
 mod fold;
 mod harness;
+mod journal;
 mod replay;
 mod scenarios;
 mod session_grants;
