@@ -173,6 +173,15 @@ inherit_env = "core"
 timeout_ms = 30000
 output_head_bytes = 16384
 output_tail_bytes = 16384
+
+# Every command runs confined, in a view of its own: the workspace writable, system trees and
+# the toolchains in your home (~/.cargo, ~/.rustup, ~/.pyenv, ~/.nvm, ~/go) read-only, .git
+# read-only, .warrant/, .env and key files hidden, a private HOME and /tmp, its own /proc, no
+# network. Such commands run without asking; `warrant doctor` shows whether this machine
+# enforces all of it. A profile with `unconfined = true` instead of this table has no sandbox,
+# and then every one of its commands waits for a person.
+[profiles.default.sandbox]
+network = "none"
 "#;
 
 fn init(ws: Option<&Path>, yes: bool) -> Result<u8, Failure> {
@@ -1134,12 +1143,17 @@ fn explain(
                     warrant_exec::program::path_of(&parent),
                 )
             });
+            let contained = warrant_core::config::merge_settings(&layers)
+                .profiles
+                .get("default")
+                .is_some_and(warrant_core::config::ProfileConfig::is_contained);
             Action::ShellExec {
                 argv,
                 cwd: workspace.clone(),
                 profile: "default".into(),
                 timeout_ms: 30_000,
                 program,
+                contained,
             }
         }
         // The target is a model as `--model` names it, e.g. `openai:gpt-4.1`.

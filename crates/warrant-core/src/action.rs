@@ -285,6 +285,11 @@ pub enum Action {
         /// then argv[0] is all that is known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         program: Option<CanonicalPath>,
+        /// The profile confines the command by the default view (its own namespaces, no
+        /// network, writes only in the workspace): policy may let it run without a person. The
+        /// executor refuses to run it under a profile that no longer does.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        contained: bool,
     },
     /// One model call: `provider` as in `--model` (`openai`, `anthropic`, `scripted`) and the
     /// model asked for.

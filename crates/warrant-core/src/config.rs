@@ -217,9 +217,26 @@ pub struct ProfileConfig {
     /// Bytes of output kept from the end of each stream.
     #[serde(default = "default_tail")]
     pub output_tail_bytes: usize,
-    /// OS confinement of the command (Landlock, seccomp, rlimits). Absent: no sandbox.
+    /// OS confinement of the command. In a configuration file an absent `[sandbox]` table is
+    /// the default confinement (see [`merge_settings`]); `None` here means unconfined.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxConfig>,
+    /// `unconfined = true`: no OS sandbox at all, so every command of the profile is asked of a
+    /// person whatever the policy permits. Cannot be combined with a `[sandbox]` table.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unconfined: bool,
+}
+
+impl ProfileConfig {
+    /// Confined by the default view: its own namespaces, no network, nothing relaxed.
+    pub fn is_contained(&self) -> bool {
+        !self.unconfined
+            && self.sandbox.as_ref().is_some_and(|s| {
+                s.isolation == Isolation::Namespaces
+                    && s.network == NetworkPolicy::None
+                    && s.enforcement == Enforcement::Required
+            })
+    }
 }
 
 impl Default for ProfileConfig {
@@ -232,6 +249,7 @@ impl Default for ProfileConfig {
             output_head_bytes: default_head(),
             output_tail_bytes: default_tail(),
             sandbox: None,
+            unconfined: false,
         }
     }
 }
@@ -261,6 +279,23 @@ pub struct SandboxConfig {
     /// `DEFAULT_DENIED`); an entry with a `/` is a path (relative to the workspace).
     #[serde(default = "default_denied")]
     pub denied: Vec<String>,
+    /// How the command's view of the machine is made: its own namespaces (the default), or
+    /// Landlock rules over the host's view.
+    #[serde(default)]
+    pub isolation: Isolation,
+}
+
+/// How a sandboxed command is kept to its roots.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// A user, mount and PID namespace of its own: only the roots exist in its view (bound
+    /// read-only, the write roots read-write, `.git` read-only, denied names masked), with a
+    /// private home and `/tmp` and its own `/proc`; Landlock and seccomp under it.
+    #[default]
+    Namespaces,
+    /// The host's view, narrowed by Landlock alone (no private home, no own `/proc`).
+    Landlock,
 }
 
 /// Names no sandboxed command may read, wherever they appear in a root it can read: dotenv
@@ -290,6 +325,7 @@ impl Default for SandboxConfig {
             network: default_network(),
             limits: ResourceLimits::default(),
             denied: default_denied(),
+            isolation: Isolation::default(),
         }
     }
 }
@@ -321,6 +357,13 @@ pub const DEFAULT_READ_ROOTS: &[&str] = &[
     "/dev/zero",
     "/dev/random",
     "/dev/urandom",
+    // Toolchains people keep in their home directory, read-only (`~` is the command's HOME; a
+    // tree that does not exist here is skipped). Everything else in the home stays out of view.
+    "~/.cargo",
+    "~/.rustup",
+    "~/.pyenv",
+    "~/.nvm",
+    "~/go",
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -714,6 +757,13 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
     profiles
         .entry("default".to_owned())
         .or_insert_with(ProfileConfig::default);
+    // Confined unless a profile says `unconfined = true`: a profile without a `[sandbox]` table
+    // gets the default confinement.
+    for profile in profiles.values_mut() {
+        if !profile.unconfined && profile.sandbox.is_none() {
+            profile.sandbox = Some(SandboxConfig::default());
+        }
+    }
     let openai = OpenAiConfig {
         base_url: layers
             .iter()
@@ -1186,6 +1236,18 @@ mod tests {
         assert_eq!(s.max_denials, 2);
         assert_eq!(s.max_turns, 50);
         assert_eq!(s.profiles["build"].timeout_ms, 1000);
-        assert_eq!(s.profiles["default"], ProfileConfig::default());
+        // Confined unless a profile says otherwise, the built-in default included.
+        let confined = ProfileConfig {
+            sandbox: Some(SandboxConfig::default()),
+            ..ProfileConfig::default()
+        };
+        assert_eq!(s.profiles["default"], confined);
+        assert!(s.profiles["build"].is_contained());
+        let opted_out = merge_settings(&[layer(
+            LayerKind::Project,
+            "[profiles.wide]\nunconfined = true\n",
+        )]);
+        assert_eq!(opted_out.profiles["wide"].sandbox, None);
+        assert!(!opted_out.profiles["wide"].is_contained());
     }
 }

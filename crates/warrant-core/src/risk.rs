@@ -290,6 +290,7 @@ mod tests {
             profile: "default".into(),
             timeout_ms: 1000,
             program: None,
+            contained: false,
         }
     }
 

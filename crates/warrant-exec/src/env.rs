@@ -93,6 +93,13 @@ pub fn validate_profile(name: &str, profile: &ProfileConfig) -> Result<(), ExecE
             });
         }
     }
+    if profile.unconfined && profile.sandbox.is_some() {
+        return Err(ExecError::SandboxPlan {
+            profile: name.to_owned(),
+            message: "it sets unconfined = true and also has a [sandbox] table; keep one"
+                .to_owned(),
+        });
+    }
     if profile.timeout_ms == 0 {
         return Err(ExecError::ProfileZeroTimeout {
             profile: name.to_owned(),

@@ -96,7 +96,7 @@ pub enum ExecError {
     SandboxPlan { profile: String, message: String },
 
     #[error(
-        "the sandbox for `{program}` could not be applied, so it was not run: {message}; use a machine that provides the mechanism, or set enforcement = \"best_effort\" in the profile's sandbox to accept less"
+        "the sandbox for `{program}` could not be applied, so it was not run: {message}; `warrant doctor` shows what this machine provides; to accept less, set enforcement = \"best_effort\" in the profile's [sandbox], or use a profile with unconfined = true (every command then waits for a person)"
     )]
     SandboxFailed { program: String, message: String },
 }

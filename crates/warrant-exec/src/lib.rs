@@ -14,6 +14,7 @@ pub mod program;
 pub mod sandbox;
 pub mod spawn;
 pub mod vault;
+pub mod view;
 
 pub use env::{COMMAND_MARK, minimize_env, secret_pattern, validate_profile};
 pub use error::ExecError;

@@ -34,7 +34,7 @@ use seccompiler::{
     SeccompRule,
 };
 use serde::{Deserialize, Serialize};
-use warrant_core::config::{Enforcement, NetworkPolicy, ProfileConfig, ResourceLimits};
+use warrant_core::config::{Enforcement, Isolation, NetworkPolicy, ProfileConfig, ResourceLimits};
 use warrant_core::path::canonicalize;
 use warrant_core::{CanonicalPath, LinkResolver};
 
@@ -57,6 +57,9 @@ pub enum Mechanism {
     Session,
     /// `limits.processes`: a cgroup pids limit, or RLIMIT_NPROC when not root.
     ProcessLimit,
+    /// The command's own view (see [`crate::view`]): user, mount and PID namespaces, only the
+    /// roots bound, a private home and `/tmp`, its own `/proc`, no capability after `exec`.
+    View,
     Rlimits,
     /// A network namespace of its own (only `lo`).
     NetworkNamespace,
@@ -92,6 +95,17 @@ pub struct SandboxPlan {
     /// before they land (set by the executor, never by [`SandboxPlan::from_profile`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overlay: Option<OverlaySpec>,
+    /// The command gets its own view of the machine ([`Mechanism::View`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub view: bool,
+    /// Roots as configured that are links, recreated in the view: the path as written and
+    /// what it resolved to (`/etc/localtime` → `/usr/share/zoneinfo/…`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<(PathBuf, CanonicalPath)>,
+    /// The home directory `~/` roots were resolved against: private (an empty tmpfs) in the
+    /// view, and never searched for denied names (toolchains there are too large to walk).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home: Option<PathBuf>,
     /// Test knob: the launcher behaves as if this mechanism were unavailable on this kernel.
     /// [`SandboxPlan::from_profile`] never sets it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -124,15 +138,35 @@ impl SandboxPlan {
         let Some(config) = &profile.sandbox else {
             return Ok(None);
         };
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|h| h.is_absolute());
+        // `~/x` is under the command's home; with no HOME such a root is left out.
+        let expand = |p: &str| -> Option<String> {
+            match p.strip_prefix("~/") {
+                Some(rest) => home
+                    .as_ref()
+                    .filter(|h| h.is_absolute())
+                    .map(|h| h.join(rest).to_string_lossy().into_owned()),
+                None => Some(p.to_owned()),
+            }
+        };
         let resolve = |p: &str| {
             canonicalize(workspace, p, links).map_err(|e| ExecError::SandboxPlan {
                 profile: profile_name.to_owned(),
                 message: format!("cannot resolve `{p}`: {e}"),
             })
         };
-        let resolve_all = |list: &[String]| -> Result<Vec<CanonicalPath>, ExecError> {
-            let mut out: Vec<CanonicalPath> =
-                list.iter().map(|p| resolve(p)).collect::<Result<_, _>>()?;
+        let mut aliases = Vec::new();
+        let mut resolve_all = |list: &[String]| -> Result<Vec<CanonicalPath>, ExecError> {
+            let mut out = Vec::new();
+            for p in list.iter().filter_map(|p| expand(p)) {
+                let resolved = resolve(&p)?;
+                if Path::new(&p).is_absolute() && Path::new(&p) != resolved.as_path() {
+                    aliases.push((PathBuf::from(&p), resolved.clone()));
+                }
+                out.push(resolved);
+            }
             out.sort();
             out.dedup();
             Ok(out)
@@ -190,6 +224,11 @@ impl SandboxPlan {
             denied_paths,
             egress_socket: None,
             overlay: None,
+            // An allowlist's forwarder still runs in the host's view (see docs/STATUS.md).
+            view: config.isolation == Isolation::Namespaces
+                && !matches!(config.network, NetworkPolicy::Allow(_)),
+            aliases,
+            home,
             simulate_unavailable: None,
         }))
     }
@@ -199,6 +238,9 @@ impl SandboxPlan {
         let mut out = vec![Mechanism::Session];
         if self.limits.processes.is_some() {
             out.push(Mechanism::ProcessLimit);
+        }
+        if self.view {
+            out.push(Mechanism::View);
         }
         let rlimits = ResourceLimits {
             processes: None,
@@ -281,6 +323,7 @@ impl Launcher {
 /// `exec`s the target; returns (an exit status) only when it did not run the target.
 pub fn sandbox_main(args: &[String]) -> i32 {
     match args.first().map(String::as_str) {
+        Some(VIEW_INIT) => return view_init_main(args.get(1..).unwrap_or_default()),
         Some(PROBE_SOCKET) => return probe_socket(),
         Some(PROBE_EGRESS) => return probe_egress(args.get(1..).unwrap_or_default()),
         Some(crate::netns::FORWARD) => {
@@ -295,65 +338,10 @@ pub fn sandbox_main(args: &[String]) -> i32 {
         .get(..full.len().saturating_sub(args.len()))
         .unwrap_or_default()
         .to_vec();
-    match prepare(args, &prefix) {
-        Ok((report, argv, env)) => {
-            let Some((program, rest)) = argv.split_first() else {
-                return fail("no command given after `--`");
-            };
-            let line = match serde_json::to_string(&report) {
-                Ok(line) => line,
-                Err(e) => return fail(&format!("cannot encode the report: {e}")),
-            };
-            let mut err = std::io::stderr();
-            if writeln!(err, "{REPORT_PREFIX} {line}")
-                .and_then(|()| err.flush())
-                .is_err()
-            {
-                return fail("cannot write the report to stderr");
-            }
-            let e = Command::new(program).args(rest).envs(env).exec();
-            // After the report: the target's own "could not start" is not a sandbox failure.
-            let _ = writeln!(
-                std::io::stderr(),
-                "{FAILURE_PREFIX} cannot run `{program}`: {e}"
-            );
-            127
-        }
-        Err(message) => fail(&message),
-    }
-}
-
-fn fail(message: &str) -> i32 {
-    let _ = writeln!(
-        std::io::stderr(),
-        "{FAILURE_PREFIX} {message}; the command was not run"
-    );
-    SANDBOX_FAILED_EXIT
-}
-
-type Prepared = (SandboxReport, Vec<String>, Vec<(String, String)>);
-
-fn prepare(args: &[String], prefix: &[String]) -> Result<Prepared, String> {
-    let (plan_json, rest) = args
-        .split_first()
-        .ok_or_else(|| "usage: <plan-json> -- <argv…>".to_owned())?;
-    let argv = match rest.split_first() {
-        Some((sep, argv)) if sep == "--" && !argv.is_empty() => argv.to_vec(),
-        Some(_) | None => return Err("usage: <plan-json> -- <argv…>".to_owned()),
+    let (plan_json, plan, argv) = match parse_args(args) {
+        Ok(parsed) => parsed,
+        Err(message) => return fail(&message),
     };
-    let plan: SandboxPlan =
-        serde_json::from_str(plan_json).map_err(|e| format!("unreadable sandbox plan: {e}"))?;
-    let (report, env) = apply(&plan, prefix)?;
-    Ok((report, argv, env))
-}
-
-/// Apply every mechanism of `plan` to this process, in order; the variables to add to the
-/// command's environment (the proxy's address).
-fn apply(
-    plan: &SandboxPlan,
-    prefix: &[String],
-) -> Result<(SandboxReport, Vec<(String, String)>), String> {
-    let mut env = Vec::new();
     let mut report = SandboxReport {
         enforcement: plan.enforcement,
         applied: Vec::new(),
@@ -366,7 +354,174 @@ fn apply(
     if plan.limits.processes.is_none() && crate::cgroup::available() {
         report.tracked = crate::cgroup::enter_unlimited().is_ok();
     }
+    let mut env = Vec::new();
+    match apply(&plan, &prefix, &mut report, &mut env, Stage::Launcher) {
+        Ok(Next::Exec) => exec_target(&report, &argv, env),
+        Ok(Next::HandOver) => hand_over(&prefix, &report, plan_json, &argv),
+        Err(message) => fail(&message),
+    }
+}
+
+/// Argument that makes the launcher run as the first process of the command's PID namespace:
+/// `__view-init <report-json> <plan-json> -- <argv…>`. It builds the view, applies the
+/// mechanisms left, reports and `exec`s the target.
+pub const VIEW_INIT: &str = "__view-init";
+
+fn view_init_main(args: &[String]) -> i32 {
+    // Dies with the launcher that waits for it (a timeout's signal reaches the launcher first).
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    let Some((report_json, rest)) = args.split_first() else {
+        return fail("usage: __view-init <report-json> <plan-json> -- <argv…>");
+    };
+    let mut report: SandboxReport = match serde_json::from_str(report_json) {
+        Ok(r) => r,
+        Err(e) => return fail(&format!("unreadable sandbox report: {e}")),
+    };
+    let (_, plan, argv) = match parse_args(rest) {
+        Ok(parsed) => parsed,
+        Err(message) => return fail(&message),
+    };
+    let full: Vec<String> = std::env::args().skip(1).collect();
+    let prefix = full
+        .get(..full.len().saturating_sub(args.len() + 1))
+        .unwrap_or_default()
+        .to_vec();
+    let cwd = match std::env::current_dir() {
+        Ok(c) => c,
+        Err(e) => return fail(&format!("cannot read the working directory: {e}")),
+    };
+    if let Err(message) = crate::view::build(&plan, plan.home.as_deref(), &cwd) {
+        return fail(&format!(
+            "the command's view could not be built ({message})"
+        ));
+    }
+    let mut env = vec![("TMPDIR".to_owned(), "/tmp".to_owned())];
+    match apply(&plan, &prefix, &mut report, &mut env, Stage::Init) {
+        Ok(_) => {}
+        Err(message) => return fail(&message),
+    }
+    if let Err(message) = crate::view::drop_capabilities() {
+        return fail(&message);
+    }
+    exec_target(&report, &argv, env)
+}
+
+/// Start this program again as the PID namespace's first process, wait for it and leave as
+/// it did (the same exit status, or the same signal).
+fn hand_over(prefix: &[String], report: &SandboxReport, plan_json: &str, argv: &[String]) -> i32 {
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return fail(&format!("cannot locate the launcher: {e}")),
+    };
+    let report_json = match serde_json::to_string(report) {
+        Ok(j) => j,
+        Err(e) => return fail(&format!("cannot encode the report: {e}")),
+    };
+    let status = Command::new(exe)
+        .args(prefix)
+        .arg(VIEW_INIT)
+        .arg(report_json)
+        .arg(plan_json)
+        .arg("--")
+        .args(argv)
+        .status();
+    match status {
+        Err(e) => fail(&format!("cannot start the command's first process: {e}")),
+        Ok(status) => {
+            use std::os::unix::process::ExitStatusExt;
+            if let Some(code) = status.code() {
+                return code;
+            }
+            let signal = status
+                .signal()
+                .unwrap_or(rustix::process::Signal::KILL.as_raw());
+            if let Some(sig) = rustix::process::Signal::from_named_raw(signal) {
+                let _ = rustix::process::kill_process(rustix::process::getpid(), sig);
+            }
+            128 + signal
+        }
+    }
+}
+
+fn exec_target(report: &SandboxReport, argv: &[String], env: Vec<(String, String)>) -> i32 {
+    let Some((program, rest)) = argv.split_first() else {
+        return fail("no command given after `--`");
+    };
+    let line = match serde_json::to_string(report) {
+        Ok(line) => line,
+        Err(e) => return fail(&format!("cannot encode the report: {e}")),
+    };
+    let mut err = std::io::stderr();
+    if writeln!(err, "{REPORT_PREFIX} {line}")
+        .and_then(|()| err.flush())
+        .is_err()
+    {
+        return fail("cannot write the report to stderr");
+    }
+    let e = Command::new(program).args(rest).envs(env).exec();
+    // After the report: the target's own "could not start" is not a sandbox failure.
+    let _ = writeln!(
+        std::io::stderr(),
+        "{FAILURE_PREFIX} cannot run `{program}`: {e}"
+    );
+    127
+}
+
+fn fail(message: &str) -> i32 {
+    let _ = writeln!(
+        std::io::stderr(),
+        "{FAILURE_PREFIX} {message}; the command was not run"
+    );
+    SANDBOX_FAILED_EXIT
+}
+
+fn parse_args(args: &[String]) -> Result<(&str, SandboxPlan, Vec<String>), String> {
+    let (plan_json, rest) = args
+        .split_first()
+        .ok_or_else(|| "usage: <plan-json> -- <argv…>".to_owned())?;
+    let argv = match rest.split_first() {
+        Some((sep, argv)) if sep == "--" && !argv.is_empty() => argv.to_vec(),
+        Some(_) | None => return Err("usage: <plan-json> -- <argv…>".to_owned()),
+    };
+    let plan: SandboxPlan =
+        serde_json::from_str(plan_json).map_err(|e| format!("unreadable sandbox plan: {e}"))?;
+    Ok((plan_json, plan, argv))
+}
+
+/// Which process applies a mechanism: the launcher itself, or (under a view) the first
+/// process of the command's PID namespace, which applies everything after the view.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Launcher,
+    Init,
+}
+
+/// What the launcher does once its part is applied.
+enum Next {
+    Exec,
+    HandOver,
+}
+
+/// Apply the mechanisms of `plan` that belong to `stage` to this process, in order, recording
+/// them in `report`; `env` gets the variables to add to the command's environment.
+fn apply(
+    plan: &SandboxPlan,
+    prefix: &[String],
+    report: &mut SandboxReport,
+    env: &mut Vec<(String, String)>,
+    stage: Stage,
+) -> Result<Next, String> {
+    let mut in_view = stage == Stage::Init;
     for mechanism in plan.requested() {
+        let launcher_part = matches!(
+            mechanism,
+            Mechanism::Session | Mechanism::ProcessLimit | Mechanism::View
+        );
+        match (stage, launcher_part) {
+            (Stage::Launcher, false) if in_view => return Ok(Next::HandOver),
+            (Stage::Init, true) => continue,
+            _ => {}
+        }
         let result = if plan.simulate_unavailable == Some(mechanism) {
             Err("unavailable on this kernel (simulated by the plan)".to_owned())
         } else {
@@ -375,6 +530,7 @@ fn apply(
                     .map(|_| ())
                     .map_err(|e| format!("setsid failed: {e}")),
                 Mechanism::ProcessLimit => apply_process_limit(&plan.limits),
+                Mechanism::View => crate::view::enter(),
                 Mechanism::Rlimits => apply_rlimits(&plan.limits),
                 Mechanism::NetworkNamespace => crate::netns::enter(),
                 Mechanism::EgressProxy => start_egress(plan, prefix, &report.applied).map(|port| {
@@ -385,7 +541,7 @@ fn apply(
                 }),
                 Mechanism::NoNewPrivs => rustix::thread::set_no_new_privs(true)
                     .map_err(|e| format!("PR_SET_NO_NEW_PRIVS failed: {e}")),
-                Mechanism::Landlock => apply_landlock(plan, &mut report.landlock_abi),
+                Mechanism::Landlock => apply_landlock(plan, &mut report.landlock_abi, in_view),
                 Mechanism::Seccomp => apply_seccomp(match plan.network {
                     NetworkPolicy::Host => None,
                     NetworkPolicy::Allow(_)
@@ -398,7 +554,12 @@ fn apply(
             }
         };
         match result {
-            Ok(()) => report.applied.push(mechanism),
+            Ok(()) => {
+                report.applied.push(mechanism);
+                if mechanism == Mechanism::View {
+                    in_view = true;
+                }
+            }
             Err(reason) => match plan.enforcement {
                 Enforcement::Required => {
                     return Err(format!(
@@ -412,7 +573,12 @@ fn apply(
             },
         }
     }
-    Ok((report, env))
+    // A view with nothing after it (never the case today: Landlock and seccomp follow).
+    Ok(if stage == Stage::Launcher && in_view {
+        Next::HandOver
+    } else {
+        Next::Exec
+    })
 }
 
 /// Variables that point HTTP clients at the forwarder.
@@ -471,6 +637,7 @@ pub fn mechanism_name(m: Mechanism) -> &'static str {
     match m {
         Mechanism::Session => "a new session",
         Mechanism::ProcessLimit => "the process limit",
+        Mechanism::View => "the command's own view (user, mount and PID namespaces)",
         Mechanism::Rlimits => "resource limits",
         Mechanism::NetworkNamespace => "a network namespace",
         Mechanism::EgressProxy => "the egress proxy",
@@ -485,6 +652,7 @@ pub fn short_name(m: Mechanism) -> &'static str {
     match m {
         Mechanism::Session => "session",
         Mechanism::ProcessLimit => "process_limit",
+        Mechanism::View => "view",
         Mechanism::Rlimits => "rlimits",
         Mechanism::NetworkNamespace => "network_namespace",
         Mechanism::EgressProxy => "egress_proxy",
@@ -523,38 +691,61 @@ fn apply_rlimits(limits: &ResourceLimits) -> Result<(), String> {
     Ok(())
 }
 
-fn apply_landlock(plan: &SandboxPlan, abi_seen: &mut u32) -> Result<(), String> {
+/// `in_view`: the mounts already keep `.git` read-only and mask the denied entries, so the
+/// rules only bound the command to its view's trees (and need not split directories, which
+/// would keep it from creating entries at the workspace root).
+fn apply_landlock(plan: &SandboxPlan, abi_seen: &mut u32, in_view: bool) -> Result<(), String> {
     let read = AccessFs::from_read(LANDLOCK_ABI);
     let all = AccessFs::from_all(LANDLOCK_ABI);
     let mut grants: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
-    let roots: Vec<&Path> = plan
-        .read_roots
-        .iter()
-        .chain(&plan.write_roots)
-        .map(CanonicalPath::as_path)
-        .collect();
-    let denied_paths: Vec<PathBuf> = plan
-        .denied_paths
-        .iter()
-        .map(|p| p.as_path().to_path_buf())
-        .collect();
-    let denied = crate::grants::find_denied(&roots, &plan.denied_names, &denied_paths)?;
-    let mut special: std::collections::BTreeMap<PathBuf, BitFlags<AccessFs>> = plan
-        .protected
-        .iter()
-        .map(|p| (p.as_path().to_path_buf(), read))
-        .collect();
-    for path in denied {
-        special.insert(path, BitFlags::empty());
+    if in_view {
+        // Everything in the view may be read (the mounts decide what is there, and masks are
+        // unreadable); writes only where the view is writable.
+        grants.push((PathBuf::from("/"), read));
+        for root in &plan.write_roots {
+            grants.push((root.as_path().to_path_buf(), all));
+        }
+        grants.push((PathBuf::from("/tmp"), all));
+        grants.push((PathBuf::from("/dev"), all));
+        if let Some(home) = &plan.home {
+            grants.push((home.clone(), all));
+        }
+    } else {
+        // Toolchain trees in the home directory are too large to search per command.
+        let home = plan.home.as_ref();
+        let roots: Vec<&Path> = plan
+            .read_roots
+            .iter()
+            .chain(&plan.write_roots)
+            .map(CanonicalPath::as_path)
+            .filter(|r| {
+                plan.write_roots.iter().any(|w| r.starts_with(w.as_path()))
+                    || !home.as_ref().is_some_and(|h| r.starts_with(h))
+            })
+            .collect();
+        let denied_paths: Vec<PathBuf> = plan
+            .denied_paths
+            .iter()
+            .map(|p| p.as_path().to_path_buf())
+            .collect();
+        let denied = crate::grants::find_denied(&roots, &plan.denied_names, &denied_paths)?;
+        let mut special: std::collections::BTreeMap<PathBuf, BitFlags<AccessFs>> = plan
+            .protected
+            .iter()
+            .map(|p| (p.as_path().to_path_buf(), read))
+            .collect();
+        for path in denied {
+            special.insert(path, BitFlags::empty());
+        }
+        for root in &plan.read_roots {
+            crate::grants::root_grants(root.as_path(), read, &special, &mut grants)?;
+        }
+        for root in &plan.write_roots {
+            crate::grants::root_grants(root.as_path(), all, &special, &mut grants)?;
+        }
+        // Shell redirections to /dev/null are everywhere; it is harmless to write.
+        grants.push((PathBuf::from("/dev/null"), all));
     }
-    for root in &plan.read_roots {
-        crate::grants::root_grants(root.as_path(), read, &special, &mut grants)?;
-    }
-    for root in &plan.write_roots {
-        crate::grants::root_grants(root.as_path(), all, &special, &mut grants)?;
-    }
-    // Shell redirections to /dev/null are everywhere; it is harmless to write.
-    grants.push((PathBuf::from("/dev/null"), all));
 
     let mut ruleset = Ruleset::default()
         .handle_access(all)
@@ -601,6 +792,7 @@ fn apply_landlock(plan: &SandboxPlan, abi_seen: &mut u32) -> Result<(), String> 
 
 #[cfg(target_arch = "x86_64")]
 mod nr {
+    pub const IOCTL: i64 = 16;
     pub const SOCKET: i64 = 41;
     pub const SOCKETPAIR: i64 = 53;
     pub const PTRACE: i64 = 101;
@@ -610,6 +802,7 @@ mod nr {
 }
 #[cfg(target_arch = "aarch64")]
 mod nr {
+    pub const IOCTL: i64 = 29;
     pub const SOCKET: i64 = 198;
     pub const SOCKETPAIR: i64 = 199;
     pub const PTRACE: i64 = 117;
@@ -621,6 +814,9 @@ const IO_URING_SETUP: i64 = 425;
 const IO_URING_ENTER: i64 = 426;
 const IO_URING_REGISTER: i64 = 427;
 const PIDFD_GETFD: i64 = 438;
+/// ioctl requests that push input into a terminal, or act on its console, as if typed there.
+const TIOCSTI: u64 = 0x5412;
+const TIOCLINUX: u64 = 0x541C;
 const AF_UNIX: u64 = 1;
 const AF_INET: u64 = 2;
 const AF_INET6: u64 = 10;
@@ -648,6 +844,15 @@ fn apply_seccomp(families: Option<&[u64]>) -> Result<(), String> {
     ] {
         rules.insert(nr, Vec::new());
     }
+    // Typing into the person's terminal (where an approval prompt may be waiting).
+    let ioctl = |request: u64| -> Result<SeccompRule, String> {
+        SeccompRule::new(vec![
+            SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, request)
+                .map_err(err)?,
+        ])
+        .map_err(err)
+    };
+    rules.insert(nr::IOCTL, vec![ioctl(TIOCSTI)?, ioctl(TIOCLINUX)?]);
     if let Some(families) = families {
         for nr in [nr::SOCKET, nr::SOCKETPAIR] {
             // One rule whose conditions all hold (a family outside the list) means EPERM.
@@ -738,6 +943,9 @@ mod tests {
                 denied_paths: vec![cp("/w/secrets/prod.txt")],
                 egress_socket: None,
                 overlay: None,
+                view: true,
+                aliases: vec![(PathBuf::from("/bin"), cp("/usr/bin"))],
+                home: plan.home.clone(),
                 simulate_unavailable: None,
             }
         );
@@ -748,6 +956,7 @@ mod tests {
             plan.requested(),
             vec![
                 Mechanism::Session,
+                Mechanism::View,
                 Mechanism::NetworkNamespace,
                 Mechanism::NoNewPrivs,
                 Mechanism::Landlock,
@@ -958,6 +1167,11 @@ pub fn rows_needed(config: &warrant_core::config::SandboxConfig) -> Vec<&'static
         "seccomp",
         "landlock observed",
     ];
+    if config.isolation == Isolation::Namespaces
+        && !matches!(config.network, NetworkPolicy::Allow(_))
+    {
+        out.extend(["view", "view observed"]);
+    }
     if !config.denied.is_empty() {
         out.push("denied observed");
     }
@@ -1041,8 +1255,9 @@ pub fn probe(launcher: &Launcher, scratch: &Path) -> Vec<ProbeRow> {
             return rows;
         }
     };
+    // Under a view, the namespace's first process is this very script.
     let script = format!(
-        "cat {o}/secret; echo x > {o}/planted; cat .env",
+        "cat {o}/secret; echo x > {o}/planted; cat .env; tr '\\0' ' ' < /proc/1/cmdline; echo; ls /proc | grep -c '^[0-9]'",
         o = outside.display()
     );
     let sh = |s: String| vec!["sh".to_owned(), "-c".to_owned(), s];
@@ -1080,6 +1295,7 @@ pub fn probe(launcher: &Launcher, scratch: &Path) -> Vec<ProbeRow> {
                 let report = match mechanism {
                     Mechanism::ProcessLimit => fork_run.as_ref().map(|r| &r.0),
                     Mechanism::Session
+                    | Mechanism::View
                     | Mechanism::Rlimits
                     | Mechanism::NetworkNamespace
                     | Mechanism::EgressProxy
@@ -1127,6 +1343,29 @@ pub fn probe(launcher: &Launcher, scratch: &Path) -> Vec<ProbeRow> {
                 blocked(read_blocked),
                 blocked(write_blocked),
             ),
+        );
+        let own_pid_1 = stdout.contains("/proc/1/cmdline");
+        let view_on = report.applied.contains(&Mechanism::View);
+        row(
+            "view observed",
+            view_on && read_blocked && write_blocked && own_pid_1,
+            if view_on {
+                format!(
+                    "outside the roots {}; /proc shows {}",
+                    if read_blocked && write_blocked {
+                        "out of view"
+                    } else {
+                        "REACHABLE"
+                    },
+                    if own_pid_1 {
+                        "only the command's own processes"
+                    } else {
+                        "other processes"
+                    }
+                )
+            } else {
+                "no view (the namespaces could not be made)".to_owned()
+            },
         );
         let denied_blocked = !stdout.contains("probe-denied");
         row(
@@ -1216,6 +1455,8 @@ fn probe_egress_run(
     let plan = SandboxPlan {
         network: NetworkPolicy::Allow(Vec::new()),
         egress_socket: Some(proxy.socket().to_path_buf()),
+        // As for a configured allowlist: the forwarder runs in the host's view.
+        view: false,
         ..plan.clone()
     };
     let argv = [
@@ -1260,6 +1501,9 @@ fn probe_plan(launcher: &Launcher, ws: &Path) -> Result<SandboxPlan, String> {
         denied_paths: Vec::new(),
         egress_socket: None,
         overlay: None,
+        view: true,
+        aliases: Vec::new(),
+        home: None,
         simulate_unavailable: None,
     })
 }

@@ -130,14 +130,15 @@ pub fn run_command_with_secrets(
     confinement: Option<&Confinement>,
     secrets: &[(String, String)],
 ) -> Result<ExecOutcome, ExecError> {
-    let (argv, cwd, profile_name, timeout_ms) = match action.get() {
+    let (argv, cwd, profile_name, timeout_ms, contained) = match action.get() {
         Action::ShellExec {
             argv,
             cwd,
             profile,
             timeout_ms,
+            contained,
             ..
-        } => (argv, cwd, profile, *timeout_ms),
+        } => (argv, cwd, profile, *timeout_ms, *contained),
         other @ (Action::FsRead { .. }
         | Action::FsList { .. }
         | Action::FsSearch { .. }
@@ -184,6 +185,15 @@ pub fn run_command_with_secrets(
         });
     }
 
+    // Decided as contained (run without a person): it runs contained or not at all.
+    if contained && (!profile.is_contained() || !confinement.is_some_and(|c| c.plan.view)) {
+        return Err(ExecError::SandboxFailed {
+            program: program.clone(),
+            message: format!(
+                "it was allowed as a contained command, but profile `{profile_name}` no longer confines it by the default view"
+            ),
+        });
+    }
     let mut env = minimize_env(profile, parent_env.iter().cloned());
     env.extend(secrets.iter().cloned());
     // An allowlist: Warrant's egress proxy runs for the length of the command, and the plan

@@ -375,6 +375,8 @@ impl std::fmt::Debug for Governed<'_> {
 
 /// The id recorded when a `[risk.<class>] needs = "person"` rule turned an allow into ask.
 pub const RISK_RULE_ID: &str = "builtin:risk-rule";
+/// The id recorded when an allowed command of an unconfined profile was sent to a person.
+pub const UNCONFINED_RULE_ID: &str = "builtin:unconfined";
 
 impl DecisionPoint for Governed<'_> {
     fn decide(
@@ -388,6 +390,27 @@ impl DecisionPoint for Governed<'_> {
         // govern them), so a rule meant for the agent's effects on the world, such as
         // `[risk.external] needs = "person"` for pushes and network tools, leaves them alone.
         let model_call = matches!(action, Action::ProviderCall { .. });
+        // A command nothing confines can do anything this user can: a person sees every one,
+        // whatever the policy permits.
+        if v.verdict == Verdict::Allow
+            && matches!(
+                action,
+                Action::ShellExec {
+                    contained: false,
+                    ..
+                }
+            )
+        {
+            v.verdict = Verdict::Ask;
+            v.risk = v.risk.max(RiskClass::Change);
+            v.reasons.push(ReasonRecord {
+                policy: UNCONFINED_RULE_ID.into(),
+                reason: Some(
+                    "this profile does not confine its commands (no own view, or a wider network), so a person approves each one"
+                        .to_owned(),
+                ),
+            });
+        }
         if v.verdict == Verdict::Allow
             && !model_call
             && self.rules.risk.rule(v.risk).needs == Needs::Person
@@ -478,6 +501,7 @@ mod tests {
             profile: "default".into(),
             timeout_ms: 1000,
             program: None,
+            contained: false,
         };
         assert_eq!(governed.decide(&p, &push, &ws).verdict, Verdict::Ask);
         let call = Action::ProviderCall {

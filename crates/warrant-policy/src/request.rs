@@ -270,6 +270,7 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
             cwd,
             profile,
             program: resolved,
+            contained,
             ..
         } => {
             let inside = cwd.starts_with(workspace);
@@ -299,7 +300,8 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
                 .str("argv", joined)
                 .str("cwd", cwd.as_str())
                 .attr("in_workspace", AttrValue::Bool(inside))
-                .str("profile", profile.as_str());
+                .str("profile", profile.as_str())
+                .attr("contained", AttrValue::Bool(*contained));
             (entity, inside)
         }
         Action::ProviderCall { provider, model } => {

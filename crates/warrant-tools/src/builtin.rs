@@ -409,6 +409,7 @@ impl Tool for RunCommand {
             profile: profile_name,
             timeout_ms,
             program,
+            contained: profile.is_contained(),
         }])
     }
     fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation {
@@ -422,6 +423,7 @@ impl Tool for RunCommand {
                     profile,
                     timeout_ms,
                     program,
+                    contained,
                 } => {
                     title.push(format!("run {}", shown_argv(argv)));
                     let found = match program {
@@ -434,8 +436,13 @@ impl Tool for RunCommand {
                         .map(|p| format!("{:?}", p.inherit_env).to_lowercase())
                         .unwrap_or_else(|| "?".into());
                     let given = crate::secrets::shown(profile, env);
+                    let confinement = env
+                        .profiles
+                        .get(profile)
+                        .map(|p| confinement_words(p, *contained))
+                        .unwrap_or_else(|| "unknown profile".into());
                     body.push_str(&format!(
-                        "argv:    {}\nprogram: {found}\ncwd:     {cwd}\nprofile: {profile} (timeout {timeout_ms} ms, environment: {inherit} + profile settings, secrets {})\n",
+                        "argv:    {}\nprogram: {found}\ncwd:     {cwd}\nprofile: {profile} (timeout {timeout_ms} ms, environment: {inherit} + profile settings, secrets {})\nconfinement: {confinement}\n",
                         serde_json::to_string(argv).unwrap_or_default(),
                         if given.is_empty() { "never".to_owned() } else { given }
                     ));
@@ -514,6 +521,39 @@ impl Tool for RunCommand {
         // A command may print what it was given: its values never reach the journal or the model.
         crate::secrets::redact(outcome, &secrets)
     }
+}
+
+/// What confines a profile's commands, in the words an approval prompt shows.
+pub fn confinement_words(profile: &warrant_core::config::ProfileConfig, contained: bool) -> String {
+    use warrant_core::config::{Enforcement, Isolation, NetworkPolicy};
+    let Some(sandbox) = profile.sandbox.as_ref().filter(|_| !profile.unconfined) else {
+        return "NONE: this profile is unconfined, so the command can read, change and send anything this user can; every command of it is asked".to_owned();
+    };
+    let network = match &sandbox.network {
+        NetworkPolicy::None => "no network".to_owned(),
+        NetworkPolicy::Host => "the HOST NETWORK, unfiltered".to_owned(),
+        NetworkPolicy::Allow(list) => format!("network only to {}", list.join(", ")),
+    };
+    let view = match sandbox.isolation {
+        Isolation::Namespaces if !matches!(sandbox.network, NetworkPolicy::Allow(_)) => {
+            "writes only inside the workspace; .git read-only; .warrant, .env and key files hidden; a private home and /tmp"
+        }
+        Isolation::Namespaces | Isolation::Landlock => {
+            "Landlock rules over the host's view: writes only inside the workspace; .git read-only; denied names unreadable"
+        }
+    };
+    let enforcement = match sandbox.enforcement {
+        Enforcement::Required => "",
+        Enforcement::BestEffort => {
+            "; best effort: it may run with less where this machine lacks a mechanism"
+        }
+    };
+    let asked = if contained {
+        ""
+    } else {
+        "; wider than the default confinement, so it is asked"
+    };
+    format!("{network}; {view}{enforcement}{asked}")
 }
 
 fn describe_paths(verb: &str, actions: &[Action], env: &ToolEnv) -> Presentation {

@@ -1,6 +1,7 @@
 mod fs;
 mod sandbox;
 mod spawn;
+mod view;
 
 use warrant_core::{Action, CanonicalPath};
 use warrant_kernel::Authorized;

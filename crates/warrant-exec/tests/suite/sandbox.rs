@@ -7,7 +7,7 @@ use std::path::Path;
 
 use pretty_assertions::assert_eq;
 use warrant_core::config::{
-    Enforcement, NetworkPolicy, ProfileConfig, ResourceLimits, SandboxConfig,
+    Enforcement, Isolation, NetworkPolicy, ProfileConfig, ResourceLimits, SandboxConfig,
 };
 use warrant_core::{Action, CanonicalPath, Coded};
 use warrant_exec::fs::OsLinks;
@@ -56,6 +56,7 @@ fn run_in(
         profile: "test".into(),
         timeout_ms: 20_000,
         program: None,
+        contained: false,
     };
     run_command_confined(
         &authorized(action),
@@ -86,8 +87,18 @@ fn full_report() -> SandboxReport {
     }
 }
 
+/// The Landlock layer on its own (`isolation = "landlock"`): what these tests check is the
+/// second layer under the view, and the fallback where namespaces are unavailable. The view
+/// itself is tested in `suite::view`.
 fn on() -> Option<SandboxConfig> {
-    Some(SandboxConfig::default())
+    Some(landlock())
+}
+
+fn landlock() -> SandboxConfig {
+    SandboxConfig {
+        isolation: Isolation::Landlock,
+        ..SandboxConfig::default()
+    }
 }
 
 #[test]
@@ -230,7 +241,7 @@ fn tcp_connect_to_localhost() {
     let argv = ["python3", "-c", script.as_str()];
     let host = Some(SandboxConfig {
         network: NetworkPolicy::Host,
-        ..SandboxConfig::default()
+        ..landlock()
     });
     let out = run_in(&ws, host, None, &argv).unwrap();
     assert_eq!(out.stdout.text, "connected\n", "{out:?}");
@@ -241,7 +252,7 @@ fn tcp_connect_to_localhost() {
     // reach too: nothing listens on the namespace's own 127.0.0.1.
     let best = Some(SandboxConfig {
         enforcement: Enforcement::BestEffort,
-        ..SandboxConfig::default()
+        ..landlock()
     });
     if machine_applies(Mechanism::NetworkNamespace, SandboxConfig::default()) {
         let out = run_in(&ws, best, Some(Mechanism::Seccomp), &argv).unwrap();
@@ -279,7 +290,7 @@ fn allocation_past_the_memory_limit() {
             memory_bytes: Some(128 * 1024 * 1024),
             ..ResourceLimits::default()
         },
-        ..SandboxConfig::default()
+        ..landlock()
     });
     let out = run_in(&ws, limited, None, &argv).unwrap();
     assert_ne!(out.exit_code, Some(0));
@@ -305,7 +316,7 @@ fn fork_bomb_is_bounded_even_for_root() {
             processes: Some(32),
             ..ResourceLimits::default()
         },
-        ..SandboxConfig::default()
+        ..landlock()
     });
     // Each process leaves a marker before it sleeps; the count of markers is how many started.
     std::fs::create_dir(format!("{ws}/d")).unwrap();
@@ -345,13 +356,13 @@ fn required_enforcement_refuses_when_a_mechanism_is_unavailable() {
     let argv = ["sh", "-c", "touch ran"];
     let err = run_in(&ws, on(), Some(Mechanism::Landlock), &argv).unwrap_err();
     assert_eq!(err.code(), "W-EXEC-021");
-    insta::assert_snapshot!(err.to_string(), @r#"the sandbox for `sh` could not be applied, so it was not run: Landlock could not be applied (unavailable on this kernel (simulated by the plan)) and the profile requires it; use a machine that provides the mechanism, or set enforcement = "best_effort" in the profile's sandbox to accept less"#);
+    insta::assert_snapshot!(err.to_string(), @r#"the sandbox for `sh` could not be applied, so it was not run: Landlock could not be applied (unavailable on this kernel (simulated by the plan)) and the profile requires it; `warrant doctor` shows what this machine provides; to accept less, set enforcement = "best_effort" in the profile's [sandbox], or use a profile with unconfined = true (every command then waits for a person)"#);
     assert!(!Path::new(&marker).exists());
 
     // Negative control: best effort runs it, and says Landlock was not in force.
     let best = Some(SandboxConfig {
         enforcement: Enforcement::BestEffort,
-        ..SandboxConfig::default()
+        ..landlock()
     });
     let out = run_in(&ws, best, Some(Mechanism::Landlock), &argv).unwrap();
     assert_eq!(out.exit_code, Some(0));
@@ -385,6 +396,7 @@ fn a_sandboxed_profile_is_never_run_without_a_launcher() {
         profile: "test".into(),
         timeout_ms: 1_000,
         program: None,
+        contained: false,
     };
     let err = warrant_exec::run_command(&authorized(action), &profile(on()), &[]).unwrap_err();
     assert_eq!(err.code(), "W-EXEC-021");
@@ -402,12 +414,14 @@ fn probe_reports_what_this_machine_enforces() {
         vec![
             ("session", true),
             ("process_limit", true),
+            ("view", true),
             ("network_namespace", true),
             ("no_new_privs", true),
             ("landlock", true),
             ("seccomp", true),
             ("egress_proxy", true),
             ("landlock observed", true),
+            ("view observed", true),
             ("denied observed", true),
             ("process limit observed", true),
             ("network observed", true),
@@ -437,6 +451,7 @@ fn run_profile(
         profile: "test".into(),
         timeout_ms,
         program: None,
+        contained: false,
     };
     run_command_confined(
         &authorized(action),
@@ -461,7 +476,7 @@ fn denied_files_inside_a_read_root_cannot_be_read() {
     // Negative control: with nothing denied, every file is read and .env is overwritten.
     let open = Some(SandboxConfig {
         denied: Vec::new(),
-        ..SandboxConfig::default()
+        ..landlock()
     });
     let out = sh(&ws, open, script);
     assert_eq!(
@@ -476,7 +491,7 @@ fn denied_files_inside_a_read_root_cannot_be_read() {
     denied.push("creds/prod.txt".into());
     let guarded = Some(SandboxConfig {
         denied,
-        ..SandboxConfig::default()
+        ..landlock()
     });
     let out = sh(&ws, guarded, script);
     assert_eq!(out.stdout.text, "fine\n", "{out:?}");
@@ -499,7 +514,7 @@ fn git_hooks_cannot_be_created_in_a_write_root_without_git() {
     // Negative control: with no protected names the hook is planted.
     let open = Some(SandboxConfig {
         protected: Vec::new(),
-        ..SandboxConfig::default()
+        ..landlock()
     });
     sh(&ws, open, script);
     assert!(Path::new(&format!("{ws}/.git/hooks/pre-commit")).exists());
@@ -550,7 +565,7 @@ fn http_server() -> u16 {
 fn allow(list: &[String]) -> ProfileConfig {
     profile(Some(SandboxConfig {
         network: NetworkPolicy::Allow(list.to_vec()),
-        ..SandboxConfig::default()
+        ..landlock()
     }))
 }
 
@@ -686,7 +701,7 @@ fn egress_goes_only_through_the_proxy_to_listed_hosts() {
     // Negative control: with the host's network the direct connection and the IP literal work.
     let host = profile(Some(SandboxConfig {
         network: NetworkPolicy::Host,
-        ..SandboxConfig::default()
+        ..landlock()
     }));
     let script = format!(
         "import socket, urllib.request\nsocket.create_connection(('127.0.0.1', {port}), timeout=5)\nprint(urllib.request.urlopen('http://127.0.0.1:{port}/d', timeout=10).read().decode())"
@@ -709,6 +724,7 @@ fn egress_needs_the_namespace_or_is_refused() {
         profile: "test".into(),
         timeout_ms: 10_000,
         program: None,
+        contained: false,
     };
     let run = |simulate| {
         let mut plan = plan.clone();
@@ -726,7 +742,7 @@ fn egress_needs_the_namespace_or_is_refused() {
     };
     let err = run(Some(Mechanism::NetworkNamespace)).unwrap_err();
     assert_eq!(err.code(), "W-EXEC-021");
-    insta::assert_snapshot!(err.to_string(), @r#"the sandbox for `true` could not be applied, so it was not run: a network namespace could not be applied (unavailable on this kernel (simulated by the plan)) and the profile requires it; use a machine that provides the mechanism, or set enforcement = "best_effort" in the profile's sandbox to accept less"#);
+    insta::assert_snapshot!(err.to_string(), @r#"the sandbox for `true` could not be applied, so it was not run: a network namespace could not be applied (unavailable on this kernel (simulated by the plan)) and the profile requires it; `warrant doctor` shows what this machine provides; to accept less, set enforcement = "best_effort" in the profile's [sandbox], or use a profile with unconfined = true (every command then waits for a person)"#);
     // Control: with the namespace available the same profile runs.
     assert_eq!(run(None).unwrap().exit_code, Some(0));
 }
@@ -750,7 +766,7 @@ fn timeout_with_a_grandchild_holding_the_pipe_and_one_escaping_the_group() {
             processes: Some(64),
             ..ResourceLimits::default()
         },
-        ..SandboxConfig::default()
+        ..landlock()
     }));
     if !machine_applies(Mechanism::ProcessLimit, limited.sandbox.clone().unwrap()) {
         assert_refused(
@@ -900,7 +916,7 @@ fn real_fork_bomb_under_the_process_limit_ends_with_the_call() {
             processes: Some(32),
             ..ResourceLimits::default()
         },
-        ..SandboxConfig::default()
+        ..landlock()
     };
     let env = [("PATH".to_owned(), PATH.to_owned())];
     // `$$` is the launcher's pid (it exec'd the shell), which names the command's cgroup.
@@ -958,7 +974,7 @@ fn netlink_and_packet_sockets_are_refused_under_an_allowlist() {
     let argv = ["python3", "-c", script];
     let host = profile(Some(SandboxConfig {
         network: NetworkPolicy::Host,
-        ..SandboxConfig::default()
+        ..landlock()
     }));
     let out = run_profile(&ws, &host, &argv, 30_000, &env).unwrap();
     let root = rustix::process::getuid().is_root();

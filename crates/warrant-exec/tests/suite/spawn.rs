@@ -14,6 +14,7 @@ fn shell(cwd: &CanonicalPath, argv: &[&str], timeout_ms: u64) -> Action {
         profile: "test".into(),
         timeout_ms,
         program: None,
+        contained: false,
     }
 }
 

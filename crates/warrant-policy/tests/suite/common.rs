@@ -64,6 +64,7 @@ pub fn exec(argv: &[&str], cwd: &str) -> Action {
         profile: "default".into(),
         timeout_ms: 10_000,
         program: None,
+        contained: false,
     }
 }
 

@@ -243,6 +243,7 @@ fn resolved(argv: &[&str], cwd: &str, program: &str) -> Action {
         profile: "default".into(),
         timeout_ms: 10_000,
         program: Some(path(program)),
+        contained: false,
     }
 }
 

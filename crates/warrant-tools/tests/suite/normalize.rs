@@ -91,6 +91,7 @@ fn commands_get_a_cwd_inside_and_at_most_the_profiles_time() {
             profile: profile.into(),
             timeout_ms,
             program: Some(e.path("bin/make")),
+            contained: false,
         }])
     };
     // argv[0] is looked up with the command's PATH and cwd, symlinks followed; a name that

@@ -1,0 +1,357 @@
+//! The default confinement, the command's own view (user, mount and PID namespaces with
+//! Landlock and seccomp under them), tried as an attacker would: every attack is a command a
+//! careless person let run, first with no sandbox (the negative control: the attack works) and
+//! then under the default profile (it does not).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use pretty_assertions::assert_eq;
+use warrant_core::config::{ProfileConfig, SandboxConfig};
+use warrant_core::{Action, CanonicalPath};
+use warrant_exec::fs::OsLinks;
+use warrant_exec::{
+    Confinement, ExecOutcome, Launcher, Mechanism, SandboxPlan, run_command_confined,
+};
+
+use super::{authorized, tempdir};
+
+fn launcher() -> Launcher {
+    Launcher {
+        program: env!("CARGO_BIN_EXE_warrant-sandbox").into(),
+        prefix_args: Vec::new(),
+    }
+}
+
+/// Warrant's own PATH and HOME, as a command inherits them (toolchains in the home included).
+fn parent_env(home: &Path) -> Vec<(String, String)> {
+    vec![
+        (
+            "PATH".into(),
+            std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()),
+        ),
+        ("HOME".into(), home.display().to_string()),
+    ]
+}
+
+/// A run: the workspace, the home the plan treats as the person's, and the roots added to the
+/// default read roots (a fake toolchain in that home).
+struct Case {
+    ws: CanonicalPath,
+    home: PathBuf,
+    extra_read: Vec<CanonicalPath>,
+}
+
+impl Case {
+    fn run(&self, confined: bool, script: &str) -> ExecOutcome {
+        let profile = ProfileConfig {
+            sandbox: confined.then(SandboxConfig::default),
+            unconfined: !confined,
+            ..ProfileConfig::default()
+        };
+        let confinement = SandboxPlan::from_profile("default", &profile, &self.ws, &OsLinks)
+            .unwrap()
+            .map(|mut plan| {
+                plan.home = Some(self.home.clone());
+                plan.read_roots.extend(self.extra_read.iter().cloned());
+                Confinement {
+                    plan,
+                    launcher: launcher(),
+                }
+            });
+        let action = Action::ShellExec {
+            argv: vec!["sh".into(), "-c".into(), script.into()],
+            cwd: self.ws.clone(),
+            profile: "default".into(),
+            timeout_ms: 20_000,
+            program: None,
+            contained: confined,
+        };
+        run_command_confined(
+            &authorized(action),
+            &profile,
+            &parent_env(&self.home),
+            &|| None,
+            confinement.as_ref(),
+        )
+        .unwrap()
+    }
+}
+
+fn case() -> (Vec<tempfile::TempDir>, Case) {
+    let (d1, ws) = tempdir();
+    let (d2, home) = tempdir();
+    let home = home.as_path().to_path_buf();
+    (
+        vec![d1, d2],
+        Case {
+            ws,
+            home,
+            extra_read: Vec::new(),
+        },
+    )
+}
+
+fn write(path: impl AsRef<Path>, text: &str) {
+    let path = path.as_ref();
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn the_view_is_reported_and_the_workspace_root_is_writable() {
+    let (_d, c) = case();
+    std::fs::create_dir_all(format!("{}/.git", c.ws)).unwrap();
+    let out = c.run(
+        true,
+        "echo new > top.txt && cat top.txt && mkdir -p a/b && echo ok > a/b/c",
+    );
+    assert_eq!(
+        (out.exit_code, out.stdout.text.as_str()),
+        (Some(0), "new\n"),
+        "{out:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(format!("{}/a/b/c", c.ws)).unwrap(),
+        "ok\n"
+    );
+    let report = out.sandbox.unwrap();
+    assert!(report.applied.contains(&Mechanism::View), "{report:?}");
+    assert!(report.not_applied.is_empty(), "{report:?}");
+}
+
+#[test]
+fn home_secrets_are_out_of_view_and_toolchain_credentials_masked() {
+    let (_d, mut c) = case();
+    write(c.home.join(".ssh/id_rsa"), "PRIVATE KEY");
+    write(c.home.join(".aws/credentials"), "aws-secret");
+    write(c.home.join(".netrc"), "machine x password p");
+    write(
+        c.home.join(".cargo/credentials.toml"),
+        "token = \"crates-io-token\"",
+    );
+    write(c.home.join(".cargo/bin/tool"), "#!/bin/sh\necho tool-ran\n");
+    std::fs::set_permissions(
+        c.home.join(".cargo/bin/tool"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    c.extra_read =
+        vec![CanonicalPath::from_normalized(c.home.join(".cargo").to_str().unwrap()).unwrap()];
+    let script = "cat ~/.ssh/id_rsa ~/.aws/credentials ~/.netrc ~/.cargo/credentials.toml; ~/.cargo/bin/tool; echo home > ~/made; ls -A ~";
+    let control = c.run(false, script);
+    for secret in ["PRIVATE KEY", "aws-secret", "password p", "crates-io-token"] {
+        assert!(control.stdout.text.contains(secret), "control: {control:?}");
+    }
+    std::fs::remove_file(c.home.join("made")).unwrap();
+    let out = c.run(true, script);
+    for secret in ["PRIVATE KEY", "aws-secret", "password p", "crates-io-token"] {
+        assert!(!out.stdout.text.contains(secret), "{out:?}");
+    }
+    // The toolchain runs; the home the command wrote to was its own and is gone.
+    assert!(out.stdout.text.contains("tool-ran"), "{out:?}");
+    assert!(!c.home.join("made").exists());
+    assert!(out.stdout.text.contains(".cargo\nmade"), "{out:?}");
+}
+
+#[test]
+fn denied_files_hard_links_and_symlinks_to_them_cannot_be_read() {
+    let (_d, c) = case();
+    write(format!("{}/.env", c.ws), "API_KEY=dotenv-secret");
+    write(format!("{}/deploy/server.pem", c.ws), "pem-secret");
+    std::fs::create_dir_all(format!("{}/notes", c.ws)).unwrap();
+    std::fs::hard_link(format!("{}/.env", c.ws), format!("{}/notes/todo.txt", c.ws)).unwrap();
+    std::os::unix::fs::symlink("../.env", format!("{}/notes/link.txt", c.ws)).unwrap();
+    let script = "cat .env; cat notes/todo.txt; cat notes/link.txt; cat deploy/server.pem; echo overwrite > notes/todo.txt";
+    let control = c.run(false, script);
+    assert_eq!(
+        control.stdout.text.matches("dotenv-secret").count(),
+        3,
+        "{control:?}"
+    );
+    write(format!("{}/.env", c.ws), "API_KEY=dotenv-secret");
+    let out = c.run(true, script);
+    assert!(!out.stdout.text.contains("secret"), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(format!("{}/.env", c.ws)).unwrap(),
+        "API_KEY=dotenv-secret"
+    );
+    assert!(out.stderr.text.contains("Permission denied"), "{out:?}");
+}
+
+#[test]
+fn git_and_warrant_state_cannot_be_written_and_state_cannot_be_read() {
+    let (_d, c) = case();
+    write(format!("{}/.git/HEAD", c.ws), "ref: refs/heads/main\n");
+    std::fs::create_dir_all(format!("{}/.git/hooks", c.ws)).unwrap();
+    write(
+        format!("{}/.warrant/keys/secret", c.ws),
+        "installation-secret",
+    );
+    write(
+        format!("{}/.warrant/policies/default.cedar", c.ws),
+        "forbid(principal, action, resource);",
+    );
+    let script = "echo evil > .git/hooks/pre-commit; cat .warrant/keys/secret; echo 'permit(principal, action, resource);' > .warrant/policies/default.cedar; cat .git/HEAD";
+    let control = c.run(false, script);
+    assert!(
+        control.stdout.text.contains("installation-secret"),
+        "{control:?}"
+    );
+    std::fs::remove_file(format!("{}/.git/hooks/pre-commit", c.ws)).unwrap();
+    write(
+        format!("{}/.warrant/policies/default.cedar", c.ws),
+        "forbid(principal, action, resource);",
+    );
+    let out = c.run(true, script);
+    assert!(
+        !Path::new(&format!("{}/.git/hooks/pre-commit", c.ws)).exists(),
+        "{out:?}"
+    );
+    assert!(!out.stdout.text.contains("installation-secret"), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(format!("{}/.warrant/policies/default.cedar", c.ws)).unwrap(),
+        "forbid(principal, action, resource);"
+    );
+    // .git stays readable.
+    assert!(out.stdout.text.contains("ref: refs/heads/main"), "{out:?}");
+}
+
+#[test]
+fn nothing_outside_the_workspace_can_be_written_by_any_path() {
+    let (_d, c) = case();
+    let (_o, outside) = tempdir();
+    std::os::unix::fs::symlink(outside.as_str(), format!("{}/out", c.ws)).unwrap();
+    let rel = format!(
+        "../{}",
+        Path::new(outside.as_str())
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+    );
+    let script = format!(
+        "echo 1 > {outside}/direct; echo 2 > out/via-link; echo 3 > {rel}/via-dotdot; echo 4 > /proc/self/root{outside}/via-proc-root; echo 5 > /proc/1/root{outside}/via-pid1; cat {outside}/*"
+    );
+    let control = c.run(false, &script);
+    assert_eq!(
+        control.stdout.text.lines().count(),
+        4,
+        "control: {control:?}"
+    );
+    for f in ["direct", "via-link", "via-dotdot", "via-proc-root"] {
+        let _ = std::fs::remove_file(format!("{outside}/{f}"));
+    }
+    let out = c.run(true, &script);
+    let left: Vec<_> = std::fs::read_dir(outside.as_str()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?} {out:?}");
+}
+
+#[test]
+fn other_processes_and_warrants_environment_are_out_of_view() {
+    let (_d, c) = case();
+    // This test process is Warrant here: its pid, and its environment through /proc.
+    let me = std::process::id();
+    let script =
+        format!("tr '\\0' '\\n' < /proc/{me}/environ | head -1; ls /proc | grep -c '^[0-9]'");
+    let control = c.run(false, &script);
+    assert!(control.stdout.text.lines().count() >= 2, "{control:?}");
+    let out = c.run(true, &script);
+    let lines: Vec<&str> = out.stdout.text.lines().collect();
+    // Only the count is printed, and it counts the command's own few processes.
+    assert_eq!(lines.len(), 1, "{out:?}");
+    assert!(lines[0].parse::<u32>().unwrap() <= 4, "{out:?}");
+}
+
+#[test]
+fn a_listener_on_the_hosts_loopback_is_unreachable() {
+    let (_d, c) = case();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = format!(
+        "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2); print(\"py-connected\")'; bash -c 'echo hi > /dev/tcp/127.0.0.1/{port} && echo bash-connected'"
+    );
+    let control = c.run(false, &script);
+    assert!(control.stdout.text.contains("py-connected"), "{control:?}");
+    assert!(
+        control.stdout.text.contains("bash-connected"),
+        "{control:?}"
+    );
+    let out = c.run(true, &script);
+    assert!(!out.stdout.text.contains("connected"), "{out:?}");
+}
+
+/// A process that leaves the session and the group, double-forked, still ends with the
+/// command: its PID namespace dies with its first process.
+#[test]
+fn an_escaped_double_fork_dies_with_the_command() {
+    let (_d, c) = case();
+    let marker = format!("1000.{}", std::process::id());
+    let script = format!("(setsid sh -c 'sleep {marker} &' &) ; sleep 0.3; echo started");
+    let running = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .any(|cmd| String::from_utf8_lossy(&cmd).contains(&marker))
+    };
+    // The control runs without a cgroup or namespace: the escaped process survives the call.
+    let control = c.run(false, &script);
+    assert_eq!(control.stdout.text, "started\n");
+    assert!(running(), "control: the escaped process survives");
+    let _ = std::process::Command::new("pkill")
+        .args(["-f", &marker])
+        .status();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let out = c.run(true, &script);
+    assert_eq!(out.stdout.text, "started\n", "{out:?}");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!running(), "{out:?}");
+}
+
+/// TIOCSTI pushes input into a terminal as if typed there (an approval prompt waiting in it).
+#[test]
+fn typing_into_a_terminal_is_refused() {
+    let (_d, c) = case();
+    let legacy = std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti").unwrap_or_default();
+    let script = "python3 -c '
+import fcntl, os, termios
+m, s = os.openpty()
+try:
+    fcntl.ioctl(s, termios.TIOCSTI, b\"y\")
+    print(\"typed\")
+except OSError as e:
+    print(\"refused\", e.errno)
+'";
+    if legacy.trim() == "1" {
+        let control = c.run(false, script);
+        assert_eq!(control.stdout.text, "typed\n", "{control:?}");
+    }
+    let out = c.run(true, script);
+    assert_eq!(out.stdout.text, "refused 1\n", "{out:?}");
+}
+
+#[test]
+fn toolchains_in_the_home_run_inside_the_view() {
+    // The real home of this machine: rustup's cargo and pyenv's python3 through its shim.
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+        return;
+    };
+    let (_d, ws) = tempdir();
+    let c = Case {
+        ws,
+        home: home.clone(),
+        extra_read: Vec::new(),
+    };
+    write(format!("{}/script.py", c.ws), "print('py', 6 * 7)\n");
+    let mut script = String::from("python3 script.py");
+    if home.join(".cargo/bin/cargo").exists() {
+        script.push_str("; cargo --version | cut -d' ' -f1");
+    }
+    let out = c.run(true, &script);
+    assert_eq!(out.exit_code, Some(0), "{out:?}");
+    assert!(out.stdout.text.starts_with("py 42\n"), "{out:?}");
+    if home.join(".cargo/bin/cargo").exists() {
+        assert!(out.stdout.text.ends_with("cargo\n"), "{out:?}");
+    }
+}
