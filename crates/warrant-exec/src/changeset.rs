@@ -436,13 +436,14 @@ impl Changeset {
             return "no changes\n".to_owned();
         }
         let mut out = String::new();
-        let mut diffs: Vec<(&str, &str)> = Vec::new();
+        // Each diff's own header names its file.
+        let mut diffs: Vec<&str> = Vec::new();
         let _ = writeln!(out, "{}", summary(&self.entries));
         for change in &self.entries {
             let line = match change {
                 Change::Created { path, node, diff } => {
                     if let Some(d) = diff {
-                        diffs.push((path, d));
+                        diffs.push(d);
                     }
                     format!("+ {}  {}", shown(path), shown_node(node))
                 }
@@ -454,7 +455,7 @@ impl Changeset {
                     diff,
                 } => {
                     if let Some(d) = diff {
-                        diffs.push((path, d));
+                        diffs.push(d);
                     }
                     let mut line = format!("~ {}  {}", shown(path), shown_step(old, new));
                     if *truncated {
@@ -480,11 +481,14 @@ impl Changeset {
                     from,
                     to,
                     old,
+                    new_mode,
                     replaced,
-                    ..
                 } => {
                     let mut line =
                         format!("> {} -> {}  {}", shown(from), shown(to), shown_node(old));
+                    if let Some(m) = old.mode().filter(|m| m != new_mode) {
+                        let _ = write!(line, "  mode {m:o} -> {new_mode:o}");
+                    }
                     if let Some(r) = replaced {
                         let _ = write!(line, "  (replaced {})", shown_node(r));
                     }
@@ -495,13 +499,13 @@ impl Changeset {
         }
         let mut budget = MAX_RENDER_DIFF_BYTES;
         let mut left_out = 0usize;
-        for (path, diff) in diffs {
+        for diff in diffs {
             if diff.len() > budget {
                 left_out += 1;
                 continue;
             }
             budget -= diff.len();
-            let _ = writeln!(out, "\n--- {}", shown(path));
+            out.push('\n');
             out.push_str(&render::lines(diff));
             if !diff.ends_with('\n') {
                 out.push('\n');
@@ -578,7 +582,7 @@ fn shown(path: &str) -> std::borrow::Cow<'_, str> {
 
 fn shown_node(node: &Node) -> String {
     match node {
-        Node::File { size, digest, .. } => format!("{size} bytes  {}", short(digest)),
+        Node::File { size, digest, .. } => format!("{}  {}", bytes(*size), short(digest)),
         Node::Symlink { target } => format!("link to {}", render::inline(target)),
         Node::Dir { .. } => "directory".to_owned(),
         Node::Special { .. } => "special file".to_owned(),
@@ -594,7 +598,7 @@ fn shown_step(old: &Node, new: &Node) -> String {
             Node::File {
                 size: b, digest: y, ..
             },
-        ) => format!("{a} -> {b} bytes  {} -> {}", short(x), short(y)),
+        ) => format!("{a} -> {}  {} -> {}", bytes(*b), short(x), short(y)),
         (Node::File { .. } | Node::Symlink { .. } | Node::Dir { .. } | Node::Special { .. }, _) => {
             format!("{} -> {}", shown_node(old), shown_node(new))
         }
@@ -605,6 +609,14 @@ fn shown_step(old: &Node, new: &Node) -> String {
         let _ = write!(s, "  mode {a:o} -> {b:o}");
     }
     s
+}
+
+fn bytes(n: u64) -> String {
+    if n == 1 {
+        "1 byte".to_owned()
+    } else {
+        format!("{n} bytes")
+    }
 }
 
 /// `sha256:` and the first 12 hex digits: enough for a person to compare two listings.
