@@ -12,11 +12,10 @@ use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::fs::{
-    AtFlags, CWD, FileType, Mode, OFlags, RenameFlags, fchmod, fstat, fsync, mkdirat, openat,
-    readlinkat, renameat, renameat_with, statat, symlinkat, unlinkat,
+    AtFlags, CWD, FileType, Mode, OFlags, RenameFlags, fchmod, fstat, fsync, linkat, mkdirat,
+    openat, readlinkat, renameat, renameat_with, statat, symlinkat, unlinkat,
 };
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
@@ -540,7 +539,14 @@ impl Changeset {
             let outcome = match plan.state(&lower, op)? {
                 State::After => Outcome::AlreadyDone,
                 State::Before => {
-                    op.run(&lower, &upper)?;
+                    op.run(&lower, &upper, &|| match plan.state(&lower, op)? {
+                        State::Before => Ok(()),
+                        State::After => Err(stale(
+                            op.path(),
+                            "what was there before",
+                            "the result, written by someone else meanwhile",
+                        )),
+                    })?;
                     Outcome::Done
                 }
             };
@@ -1168,7 +1174,14 @@ impl Op {
         }
     }
 
-    fn run(&self, lower: &Tree, upper: &Tree) -> Result<(), ExecError> {
+    /// Carry out the step; `still_before` re-checks the workspace just before a write is put in
+    /// place (after the possibly long copy).
+    fn run(
+        &self,
+        lower: &Tree,
+        upper: &Tree,
+        still_before: &dyn Fn() -> Result<(), ExecError>,
+    ) -> Result<(), ExecError> {
         let path = self.path();
         let (dir, name) = match lower.parent(path)? {
             Parent::Dir(dir, name) => (dir, name),
@@ -1181,7 +1194,7 @@ impl Op {
             Self::MakeDir { .. } => mkdirat(&dir, name, Mode::from_raw_mode(0o700))
                 .map_err(|e| apply_err("create the directory", path, e))?,
             Self::Write { node, before, .. } => {
-                write_node(&dir, name, path, node, before.as_ref(), upper)?
+                write_node(&dir, name, path, node, before.as_ref(), upper, still_before)?
             }
             Self::Chmod { mode, .. } => {
                 let fd = openat(
@@ -1631,10 +1644,11 @@ fn open_file(dir: &OwnedFd, name: &str, path: &str) -> Result<File, ExecError> {
     Ok(File::from(fd))
 }
 
+/// The temporary name beside `name` a write goes through: fixed for a name, so a write that
+/// was interrupted leaves nothing behind once it is done again, and short enough for any name.
 fn temp_name(name: &str) -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    format!(".{name}.warrant-{}-{n}.tmp", std::process::id())
+    let hash = hex::encode(Sha256::digest(name.as_bytes()));
+    format!(".warrant-apply-{}.tmp", &hash[..16])
 }
 
 /// Put `node` at `name` in `dir` atomically: a temporary entry beside it, then a rename over
@@ -1646,8 +1660,14 @@ fn write_node(
     node: &Node,
     before: Option<&Node>,
     upper: &Tree,
+    still_before: &dyn Fn() -> Result<(), ExecError>,
 ) -> Result<(), ExecError> {
     let tmp = temp_name(name);
+    // Left by an interrupted apply of this same step.
+    match unlinkat(dir, tmp.as_str(), AtFlags::empty()) {
+        Ok(()) | Err(Errno::NOENT) => {}
+        Err(e) => return Err(apply_err("remove an old temporary file next to", path, e)),
+    }
     let made = match node {
         Node::File { size, digest, mode } => {
             copy_verified(dir, &tmp, path, *size, digest, *mode, upper)
@@ -1659,21 +1679,37 @@ fn write_node(
             what: "a directory or special file to write".to_owned(),
         }),
     };
-    let placed = made.and_then(|()| {
-        let result = if before.is_some() {
+    let placed = made.and_then(|()| still_before()).and_then(|()| {
+        if before.is_some() {
             renameat(dir, tmp.as_str(), dir, name)
+                .map_err(|e| apply_err("move the new content into", path, e))
         } else {
-            renameat_with(dir, tmp.as_str(), dir, name, RenameFlags::NOREPLACE)
-        };
-        result.map_err(|e| match e {
-            Errno::EXIST => stale(path, "nothing", "an entry that appeared meanwhile"),
-            other => apply_err("move the new content into", path, other),
-        })
+            publish_new(dir, &tmp, name, path)
+        }
     });
     if placed.is_err() {
         let _ = unlinkat(dir, tmp.as_str(), AtFlags::empty());
     }
     placed
+}
+
+/// Put `tmp` in place as `name` only if `name` does not exist.
+fn publish_new(dir: &OwnedFd, tmp: &str, name: &str, path: &str) -> Result<(), ExecError> {
+    let appeared = || stale(path, "nothing", "an entry that appeared meanwhile");
+    match renameat_with(dir, tmp, dir, name, RenameFlags::NOREPLACE) {
+        Ok(()) => Ok(()),
+        Err(Errno::EXIST) => Err(appeared()),
+        // Filesystems without RENAME_NOREPLACE: a hard link is just as exclusive.
+        Err(Errno::INVAL | Errno::NOSYS) => match linkat(dir, tmp, dir, name, AtFlags::empty()) {
+            Ok(()) => {
+                let _ = unlinkat(dir, tmp, AtFlags::empty());
+                Ok(())
+            }
+            Err(Errno::EXIST) => Err(appeared()),
+            Err(e) => Err(apply_err("create", path, e)),
+        },
+        Err(e) => Err(apply_err("create", path, e)),
+    }
 }
 
 /// Copy the upper's file at `path` into `tmp`, refusing when it is not what was recorded.
@@ -1748,4 +1784,289 @@ fn sync_dir(dir: &OwnedFd, path: &str) -> Result<(), ExecError> {
     )
     .map_err(|e| apply_err("open the directory of", path, e))?;
     fsync(&readable).map_err(|e| apply_err("flush the directory of", path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn file(content: &str, mode: u32) -> Node {
+        Node::File {
+            size: content.len() as u64,
+            digest: Digest::of_bytes(content.as_bytes()),
+            mode,
+        }
+    }
+
+    fn guards() -> (Vec<String>, Vec<String>) {
+        let own = |l: &[&str]| l.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        (own(PROTECTED_NAMES), own(DENIED_PATTERNS))
+    }
+
+    /// One sample of every kind of change at `path`, with the class it alone gives. The match
+    /// is exhaustive: a new kind of change needs its row here.
+    fn samples(path: &str) -> Vec<(Change, EffectClass)> {
+        let p = path.to_owned();
+        let all = vec![
+            Change::Created {
+                path: p.clone(),
+                node: file("a", 0o644),
+                diff: None,
+            },
+            Change::Modified {
+                path: p.clone(),
+                old: file("a", 0o644),
+                new: file("ab", 0o644),
+                truncated: false,
+                diff: None,
+            },
+            Change::Modified {
+                path: p.clone(),
+                old: file("ab", 0o644),
+                new: file("a", 0o644),
+                truncated: true,
+                diff: None,
+            },
+            Change::Deleted {
+                path: p.clone(),
+                old: file("a", 0o644),
+            },
+            Change::DirCreated {
+                path: p.clone(),
+                mode: 0o755,
+            },
+            Change::DirDeleted { path: p.clone() },
+            Change::ModeChanged {
+                path: p.clone(),
+                old: file("a", 0o644),
+                new_mode: 0o755,
+            },
+            Change::Renamed {
+                from: "elsewhere".into(),
+                to: p.clone(),
+                old: file("a", 0o644),
+                new_mode: 0o644,
+                replaced: None,
+            },
+            Change::Renamed {
+                from: "elsewhere".into(),
+                to: p,
+                old: file("a", 0o644),
+                new_mode: 0o644,
+                replaced: Some(file("b", 0o644)),
+            },
+        ];
+        all.into_iter()
+            .map(|c| {
+                let class = match &c {
+                    Change::Created { .. }
+                    | Change::DirCreated { .. }
+                    | Change::ModeChanged { .. } => EffectClass::Change,
+                    Change::Modified { truncated, .. } => {
+                        if *truncated {
+                            EffectClass::Destructive
+                        } else {
+                            EffectClass::Change
+                        }
+                    }
+                    Change::Renamed { replaced, .. } => {
+                        if replaced.is_some() {
+                            EffectClass::Destructive
+                        } else {
+                            EffectClass::Change
+                        }
+                    }
+                    Change::Deleted { .. } | Change::DirDeleted { .. } => EffectClass::Destructive,
+                };
+                (c, class)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_kind_of_change_has_its_class_and_guarded_names_refuse_all() {
+        let (protected, denied) = guards();
+        let mut table = Vec::new();
+        for path in [
+            "src/lib.rs",
+            ".git/hooks/pre-commit",
+            "a/.warrant/store.db",
+            ".env",
+            "cfg/.env.prod",
+            "tls/server.pem",
+            "k/host.key",
+            "id_ed25519.pub",
+            "home/id_ecdsa",
+            "ok/.envrc",
+        ] {
+            for (change, alone) in samples(path) {
+                let guarded = path != "src/lib.rs" && path != "ok/.envrc";
+                let want = if guarded { EffectClass::Refused } else { alone };
+                let got = Changeset {
+                    entries: vec![change.clone()],
+                }
+                .effect(&protected, &denied)
+                .class;
+                table.push((path, change.rank(), got == want));
+            }
+        }
+        assert!(table.iter().all(|(_, _, ok)| *ok), "{table:?}");
+        assert_eq!(
+            Changeset::default().effect(&protected, &denied),
+            Effect {
+                class: EffectClass::Nothing,
+                findings: vec![]
+            }
+        );
+    }
+
+    #[test]
+    fn a_rename_from_a_guarded_name_is_refused() {
+        let (protected, denied) = guards();
+        let cs = Changeset {
+            entries: vec![Change::Renamed {
+                from: ".git/config".into(),
+                to: "config.txt".into(),
+                old: file("x", 0o644),
+                new_mode: 0o644,
+                replaced: None,
+            }],
+        };
+        assert_eq!(
+            cs.effect(&protected, &denied).findings,
+            vec![Finding::Protected {
+                path: ".git/config".into(),
+                name: ".git".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn render_escapes_what_the_command_chose_and_caps_diffs() {
+        let big_old: String = (0..3000).map(|i| format!("line {i}\n")).collect();
+        let big_new: String = (0..3000).map(|i| format!("LINE {i}\n")).collect();
+        let cs = Changeset {
+            entries: vec![
+                Change::Created {
+                    path: "evil\u{1b}[2J\rname.txt".into(),
+                    node: file("hi\u{1b}]0;owned\u{7}\n", 0o644),
+                    diff: make_diff("evil.txt", None, "hi\u{1b}]0;owned\u{7}\n".as_bytes()),
+                },
+                Change::Modified {
+                    path: "big.txt".into(),
+                    old: file(&big_old, 0o644),
+                    new: file(&big_new, 0o644),
+                    truncated: false,
+                    diff: make_diff("big.txt", Some(big_old.as_bytes()), big_new.as_bytes()),
+                },
+                Change::Created {
+                    path: "blob.bin".into(),
+                    node: file("\0\u{1}\u{2}", 0o644),
+                    diff: make_diff("blob.bin", None, b"\0\x01\x02"),
+                },
+                Change::Created {
+                    path: "l".into(),
+                    node: Node::Symlink {
+                        target: "\u{202e}txt.exe".into(),
+                    },
+                    diff: None,
+                },
+            ],
+        };
+        let shown = cs.render();
+        assert!(!shown.contains('\u{1b}') && !shown.contains('\r') && !shown.contains('\u{202e}'));
+        assert!(shown.contains(&format!("(diff cut at {MAX_DIFF_BYTES} bytes)")));
+        let big = shown.find("+++ b/big.txt").unwrap();
+        assert!(shown.len() - big < MAX_DIFF_BYTES + 200, "{}", shown.len());
+        let head: Vec<&str> = shown.lines().take(5).collect();
+        insta::assert_snapshot!(head.join("\n"));
+    }
+
+    #[test]
+    fn render_leaves_out_diffs_over_the_total_budget() {
+        let body: String = (0..1000).map(|i| format!("x{i}\n")).collect();
+        let entries: Vec<Change> = (0..20)
+            .map(|i| {
+                let path = format!("f{i:02}.txt");
+                Change::Created {
+                    diff: make_diff(&path, None, body.as_bytes()),
+                    path,
+                    node: file(&body, 0o644),
+                }
+            })
+            .collect();
+        let shown = Changeset { entries }.render();
+        let diffs = shown.matches("\n+++ b/").count();
+        let left: usize = shown
+            .split("(diffs of ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!((diffs + left, diffs > 0, left > 0), (20, true, true));
+        let diff_bytes = shown.len() - shown.find("\n--- a/").unwrap();
+        assert!(diff_bytes <= MAX_RENDER_DIFF_BYTES + 200, "{diff_bytes}");
+    }
+
+    #[test]
+    fn bad_paths_are_refused() {
+        for bad in [
+            "",
+            "/etc/passwd",
+            "a/../b",
+            "./a",
+            "a//b",
+            "a/",
+            "..",
+            "a\0b",
+        ] {
+            assert_eq!(
+                check_path(bad),
+                Err(ExecError::ChangesetBadPath { path: bad.into() }),
+                "{bad:?}"
+            );
+        }
+        for good in ["a", "a/b.c", ".hidden/x", "...", "a..b"] {
+            assert_eq!(check_path(good), Ok(()), "{good}");
+        }
+    }
+
+    #[test]
+    fn an_interrupted_write_leaves_nothing_behind_once_applied_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (lower, upper) = (dir.path().join("l"), dir.path().join("u"));
+        std::fs::create_dir_all(lower.join("d")).unwrap();
+        std::fs::create_dir_all(upper.join("d")).unwrap();
+        std::fs::write(upper.join("d/n.txt"), "new").unwrap();
+        // What a crash between creating the temporary file and renaming it leaves.
+        std::fs::write(lower.join("d").join(temp_name("n.txt")), "ne").unwrap();
+        let cs = Changeset {
+            entries: vec![Change::Created {
+                path: "d/n.txt".into(),
+                node: file("new", 0o640),
+                diff: None,
+            }],
+        };
+        cs.apply(&lower, &upper).unwrap();
+        let names: Vec<String> = std::fs::read_dir(lower.join("d"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, ["n.txt"]);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(lower.join("d/n.txt"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(
+            (
+                std::fs::read_to_string(lower.join("d/n.txt")).unwrap(),
+                mode & 0o7777
+            ),
+            ("new".to_owned(), 0o640)
+        );
+    }
 }
