@@ -852,15 +852,13 @@ fn make_diff(path: &str, old: Option<&[u8]>, new: &[u8]) -> Option<String> {
         Some(o) => as_text(o)?,
         None => "",
     };
-    let from = if old.is_empty() && new.is_empty() {
+    if old.is_empty() && new.is_empty() {
         return None;
-    } else {
-        format!("a/{path}")
-    };
+    }
     let mut diff = TextDiff::from_lines(old, new)
         .unified_diff()
         .context_radius(3)
-        .header(&from, &format!("b/{path}"))
+        .header(&format!("a/{path}"), &format!("b/{path}"))
         .to_string();
     if diff.len() > MAX_DIFF_BYTES {
         let mut cut = MAX_DIFF_BYTES;
