@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::fs::{File, Metadata};
 use std::io::{Read, Write};
+use std::ops::ControlFlow;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
@@ -340,6 +341,9 @@ pub struct Step {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Applied {
     pub steps: Vec<Step>,
+    /// The caller stopped it before the last step.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
 }
 
 impl Changeset {
@@ -525,6 +529,17 @@ impl Changeset {
     /// checked again just before it acts. A step whose result is already there is skipped, so
     /// an interrupted apply is finished by applying again.
     pub fn apply(&self, lower: &Path, upper: &Path) -> Result<Applied, ExecError> {
+        self.apply_with(lower, upper, &mut |_| ControlFlow::Continue(()))
+    }
+
+    /// [`Changeset::apply`], telling `after_step` about each step once it is durable; `Break`
+    /// stops there (`Applied::stopped`), leaving the rest for a later apply.
+    pub fn apply_with(
+        &self,
+        lower: &Path,
+        upper: &Path,
+        after_step: &mut dyn FnMut(&Step) -> ControlFlow<()>,
+    ) -> Result<Applied, ExecError> {
         let plan = Plan::of(self)?;
         let lower = Tree::open(lower, "the workspace")?;
         let upper = Tree::open(upper, "the command's layer")?;
@@ -550,11 +565,17 @@ impl Changeset {
                     Outcome::Done
                 }
             };
-            applied.steps.push(Step {
+            let step = Step {
                 kind: op.kind(),
                 path: op.path().to_owned(),
                 outcome,
-            });
+            };
+            let flow = after_step(&step);
+            applied.steps.push(step);
+            if flow.is_break() {
+                applied.stopped = true;
+                break;
+            }
         }
         Ok(applied)
     }

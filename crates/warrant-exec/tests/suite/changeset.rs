@@ -4,6 +4,7 @@
 #![allow(clippy::print_stderr)]
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -643,6 +644,10 @@ fn the_upper_changed_after_judgement_is_refused() {
     assert!(!ov.lower.join("n.txt").exists());
     // No temporary file is left behind.
     assert_eq!(tree(&ov.lower).len(), 1);
+    // Negative control: the content that was judged applies.
+    std::fs::write(ov.upper.join("n.txt"), "judged\n").unwrap();
+    cs.apply(&ov.lower, &ov.upper).unwrap();
+    assert_eq!(tree(&ov.lower), tree(&ov.seen));
 }
 
 #[test]
@@ -672,6 +677,18 @@ fn a_link_swapped_into_the_workspace_is_never_followed() {
         tree(&outside),
         BTreeMap::from([("a.txt".to_owned(), "file 644 one".to_owned())])
     );
+    // Negative control: with a real directory there again, the same changeset applies.
+    std::fs::remove_file(ov.lower.join("d")).unwrap();
+    std::fs::create_dir(ov.lower.join("d")).unwrap();
+    std::fs::set_permissions(ov.lower.join("d"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(ov.lower.join("d/a.txt"), "one").unwrap();
+    std::fs::set_permissions(
+        ov.lower.join("d/a.txt"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    cs.apply(&ov.lower, &ov.upper).unwrap();
+    assert_eq!(tree(&ov.lower), tree(&ov.seen));
 }
 
 #[test]
@@ -833,7 +850,76 @@ fn a_damaged_record_is_refused_and_the_digest_binds_every_field() {
                 kind: StepKind::Remove,
                 path: "a.txt".into(),
                 outcome: Outcome::Done
-            }]
+            }],
+            stopped: false,
         }
     );
+}
+
+mod random {
+    use super::*;
+    use proptest::prelude::*;
+
+    const NAMES: &[&str] = &["a", "b", "d", "d/a", "d/b", "e", "e/f", "e/f/g", "n/m"];
+
+    fn name() -> impl Strategy<Value = &'static str> {
+        proptest::sample::select(NAMES)
+    }
+
+    fn op() -> impl Strategy<Value = String> {
+        prop_oneof![
+            (name(), "[a-z]{1,6}").prop_map(|(p, t)| format!("echo {t} >> {p}")),
+            (name(), "[a-z]{0,3}").prop_map(|(p, t)| format!("printf '{t}' > {p}")),
+            name().prop_map(|p| format!("rm -f {p}")),
+            name().prop_map(|p| format!("rm -rf {p}")),
+            name().prop_map(|p| format!("mkdir -p {p}")),
+            (name(), name()).prop_map(|(p, q)| format!("mv {p} {q}")),
+            (name(), name()).prop_map(|(p, q)| format!("cp {p} {q}")),
+            (name(), prop_oneof![Just("600"), Just("755"), Just("644")])
+                .prop_map(|(p, m)| format!("chmod {m} {p}")),
+            (name(), name()).prop_map(|(p, t)| format!("ln -s {t} {p}")),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// Whatever the command did, applying its changeset makes the workspace what the
+        /// command saw, and applying it again changes nothing.
+        #[test]
+        fn applying_reproduces_what_the_command_saw(
+            ops in proptest::collection::vec(op(), 2..12),
+            crash_after in 0usize..5,
+        ) {
+            if !can_mount() {
+                return Ok(());
+            }
+            let ov = workspace(&[("a", "alpha"), ("d/a", "da"), ("d/b", "db"), ("e/f/g", "g")]);
+            let script: Vec<String> = ops.iter().map(|o| format!("{{ {o} ; }} 2>/dev/null")).collect();
+            run(&ov, &format!("{} ; true", script.join(" ; ")));
+            let cs = Changeset::read(&ov.lower, &ov.upper).unwrap();
+            let (protected, denied) = guards();
+            let effect = cs.effect(&protected, &denied);
+            let deletes = cs.entries.iter().any(|c| matches!(c, Change::Deleted { .. } | Change::DirDeleted { .. }));
+            prop_assert_eq!(deletes, effect.class == EffectClass::Destructive && effect.findings.iter().any(|f| matches!(f, Finding::Deleted { .. })));
+            // A crash after some steps, then the apply done again.
+            let mut left = crash_after;
+            let crashed = cs
+                .apply_with(&ov.lower, &ov.upper, &mut |_| {
+                    if left == 0 { ControlFlow::Break(()) } else { left -= 1; ControlFlow::Continue(()) }
+                })
+                .unwrap();
+            let first = cs.apply(&ov.lower, &ov.upper).unwrap();
+            prop_assert_eq!(tree(&ov.lower), tree(&ov.seen), "{:?}\n{}", ops, cs.render());
+            let redone = first.steps.iter().filter(|s| s.outcome == Outcome::AlreadyDone).count();
+            prop_assert_eq!(redone, crashed.steps.len().min(first.steps.len()));
+            let again = cs.apply(&ov.lower, &ov.upper).unwrap();
+            prop_assert!(again.steps.iter().all(|s| s.outcome == Outcome::AlreadyDone), "{:?}", again);
+            prop_assert_eq!(again.steps.len(), first.steps.len());
+            prop_assert_eq!(tree(&ov.lower), tree(&ov.seen));
+            // Read back from the journal, it is the same changeset.
+            let back: Changeset = serde_json::from_str(&serde_json::to_string(&cs).unwrap()).unwrap();
+            prop_assert_eq!(back.digest().unwrap(), cs.digest().unwrap());
+        }
+    }
 }
