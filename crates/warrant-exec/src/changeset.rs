@@ -33,18 +33,12 @@ pub const MAX_DIFF_FILE_BYTES: u64 = 64 * 1024;
 pub const MAX_DIFF_BYTES: usize = 8 * 1024;
 /// [`Changeset::render`] shows diffs up to this many bytes in all, then only the list.
 pub const MAX_RENDER_DIFF_BYTES: usize = 64 * 1024;
-/// Names inside which nothing a command changed is ever applied.
+/// Names inside which nothing a command changed is ever applied (the sandbox's default
+/// `protected`).
 pub const PROTECTED_NAMES: &[&str] = &[".git", ".warrant"];
-/// File name patterns (`*` wildcards) a command's changes may never touch.
-pub const DENIED_PATTERNS: &[&str] = &[
-    ".env",
-    ".env.*",
-    "*.pem",
-    "*.key",
-    "id_rsa*",
-    "id_ecdsa*",
-    "id_ed25519*",
-];
+/// File name patterns (`*` wildcards) a command's changes may never touch: the sandbox's
+/// default `denied` list.
+pub const DENIED_PATTERNS: &[&str] = warrant_core::config::DEFAULT_DENIED;
 
 const OPAQUE_XATTRS: &[&str] = &["user.overlay.opaque", "trusted.overlay.opaque"];
 const WHITEOUT_XATTRS: &[&str] = &["user.overlay.whiteout", "trusted.overlay.whiteout"];
@@ -1230,9 +1224,7 @@ impl Op {
                 fchmod(&fd, Mode::from_raw_mode(*mode))
                     .map_err(|e| apply_err("change the mode of", path, e))?;
             }
-            Self::Remove { .. } => {
-                unlinkat(&dir, name, AtFlags::empty()).map_err(|e| apply_err("delete", path, e))?
-            }
+            Self::Remove { old, .. } => remove_verified(&dir, name, path, old)?,
             Self::RemoveDir { .. } => {
                 unlinkat(&dir, name, AtFlags::REMOVEDIR).map_err(|e| match e {
                     Errno::NOTEMPTY | Errno::EXIST => stale(
@@ -1458,6 +1450,8 @@ impl Plan {
                 )),
             },
             Op::Remove { old, .. } => match &now {
+                // Moved aside by an interrupted removal: finishing it is still to do.
+                None if lower.node(&aside_path(path))?.is_present() => Ok(State::Before),
                 None => Ok(State::After),
                 Some(n) if n.same_content(old) => Ok(State::Before),
                 Some(_) if self.made_here(lower, path)? => Ok(State::After),
@@ -1533,6 +1527,15 @@ enum Found {
     Link(String),
 }
 
+impl Found {
+    fn is_present(&self) -> bool {
+        match self {
+            Self::Node(_) => true,
+            Self::Absent | Self::Link(_) => false,
+        }
+    }
+}
+
 /// A directory tree walked one component at a time, never following a link.
 struct Tree {
     root: OwnedFd,
@@ -1602,34 +1605,10 @@ impl Tree {
             Parent::Missing | Parent::NotDir => return Ok(Found::Absent),
             Parent::Link(l) => return Ok(Found::Link(l)),
         };
-        let stat = match statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(s) => s,
-            Err(Errno::NOENT) => return Ok(Found::Absent),
-            Err(e) => return Err(apply_err("inspect", path, e)),
-        };
-        let kind = FileType::from_raw_mode(stat.st_mode);
-        let mode = stat.st_mode & 0o7777;
-        let node = if kind == FileType::RegularFile {
-            let file = open_file(&dir, name, path)?;
-            let (size, digest, _) =
-                hash_reader(file, false).map_err(|e| ExecError::ChangesetIo {
-                    op: "read",
-                    path: path.to_owned(),
-                    message: e.to_string(),
-                })?;
-            Node::File { size, digest, mode }
-        } else if kind == FileType::Directory {
-            Node::Dir { mode }
-        } else if kind == FileType::Symlink {
-            let target = readlinkat(&dir, name, Vec::new())
-                .map_err(|e| apply_err("read the link", path, e))?;
-            Node::Symlink {
-                target: target.to_string_lossy().into_owned(),
-            }
-        } else {
-            Node::Special { mode }
-        };
-        Ok(Found::Node(node))
+        Ok(match node_in(&dir, name, path)? {
+            Some(node) => Found::Node(node),
+            None => Found::Absent,
+        })
     }
 
     fn open_regular(&self, path: &str) -> Result<File, ExecError> {
@@ -1642,6 +1621,37 @@ impl Tree {
             }
         }
     }
+}
+
+/// What is at `name` in `dir` (links not followed, files hashed); `path` names it in errors.
+fn node_in(dir: &OwnedFd, name: &str, path: &str) -> Result<Option<Node>, ExecError> {
+    let stat = match statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(s) => s,
+        Err(Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(apply_err("inspect", path, e)),
+    };
+    let kind = FileType::from_raw_mode(stat.st_mode);
+    let mode = stat.st_mode & 0o7777;
+    let node = if kind == FileType::RegularFile {
+        let file = open_file(dir, name, path)?;
+        let (size, digest, _) = hash_reader(file, false).map_err(|e| ExecError::ChangesetIo {
+            op: "read",
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        Node::File { size, digest, mode }
+    } else if kind == FileType::Directory {
+        Node::Dir { mode }
+    } else if kind == FileType::Symlink {
+        let target =
+            readlinkat(dir, name, Vec::new()).map_err(|e| apply_err("read the link", path, e))?;
+        Node::Symlink {
+            target: target.to_string_lossy().into_owned(),
+        }
+    } else {
+        Node::Special { mode }
+    };
+    Ok(Some(node))
 }
 
 fn open_file(dir: &OwnedFd, name: &str, path: &str) -> Result<File, ExecError> {
@@ -1710,6 +1720,47 @@ fn write_node(
         let _ = unlinkat(dir, tmp.as_str(), AtFlags::empty());
     }
     placed
+}
+
+/// The name a file is moved to while its removal is checked.
+fn aside_name(name: &str) -> String {
+    let hash = hex::encode(Sha256::digest(name.as_bytes()));
+    format!(".warrant-remove-{}.tmp", &hash[..16])
+}
+
+fn aside_path(path: &str) -> String {
+    match path.rsplit_once('/') {
+        Some((dir, name)) => format!("{dir}/{}", aside_name(name)),
+        None => aside_name(path),
+    }
+}
+
+/// Remove `name` only if it is `old`: move it aside (atomic), check what was moved, then unlink
+/// it, or put it back and refuse. So a file rewritten by someone else just before the removal
+/// is never lost. A removal interrupted after the move is finished here.
+fn remove_verified(dir: &OwnedFd, name: &str, path: &str, old: &Node) -> Result<(), ExecError> {
+    let aside = aside_name(name);
+    match renameat_with(dir, name, dir, aside.as_str(), RenameFlags::NOREPLACE) {
+        Ok(()) | Err(Errno::NOENT) => {}
+        Err(Errno::EXIST) => {
+            return Err(ExecError::ChangesetIo {
+                op: "move aside",
+                path: path.to_owned(),
+                message: format!("{aside} is in the way; remove it if it is not needed"),
+            });
+        }
+        Err(e) => return Err(apply_err("move aside", path, e)),
+    }
+    let moved = node_in(dir, &aside, path)?;
+    match moved {
+        Some(n) if n.same_content(old) => unlinkat(dir, aside.as_str(), AtFlags::empty())
+            .map_err(|e| apply_err("delete", path, e)),
+        Some(n) => {
+            let _ = renameat_with(dir, aside.as_str(), dir, name, RenameFlags::NOREPLACE);
+            Err(stale(path, &old.describe(), &n.describe()))
+        }
+        None => Ok(()),
+    }
 }
 
 /// Put `tmp` in place as `name` only if `name` does not exist.
@@ -1810,6 +1861,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use pretty_assertions::assert_eq;
+    use warrant_core::Coded;
 
     fn file(content: &str, mode: u32) -> Node {
         Node::File {
@@ -2086,6 +2138,44 @@ mod tests {
                 mode & 0o7777
             ),
             ("new".to_owned(), 0o640)
+        );
+    }
+
+    #[test]
+    fn a_removal_interrupted_after_the_move_aside_is_finished_or_undone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (lower, upper) = (dir.path().join("l"), dir.path().join("u"));
+        std::fs::create_dir_all(lower.join("d")).unwrap();
+        std::fs::create_dir_all(&upper).unwrap();
+        let cs = Changeset {
+            entries: vec![Change::Deleted {
+                path: "d/old.txt".into(),
+                old: file("old", 0o644),
+            }],
+        };
+        let listing = || {
+            let mut names: Vec<String> = std::fs::read_dir(lower.join("d"))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            names.sort();
+            names
+        };
+        // The crash left the recorded file moved aside: applying again removes it.
+        std::fs::write(lower.join("d").join(aside_name("old.txt")), "old").unwrap();
+        let applied = cs.apply(&lower, &upper).unwrap();
+        assert_eq!(
+            (applied.steps[0].outcome, listing()),
+            (Outcome::Done, Vec::<String>::new())
+        );
+        // What was moved aside is not what was recorded (rewritten just before the move): it
+        // is put back and the removal refused.
+        std::fs::write(lower.join("d").join(aside_name("old.txt")), "rewritten").unwrap();
+        assert_eq!(cs.apply(&lower, &upper).unwrap_err().code(), "W-EXEC-024");
+        assert_eq!(listing(), ["old.txt"]);
+        assert_eq!(
+            std::fs::read_to_string(lower.join("d/old.txt")).unwrap(),
+            "rewritten"
         );
     }
 }
