@@ -230,6 +230,15 @@ impl Change {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Changeset {
     pub entries: Vec<Change>,
+    /// Text files whose diff was not kept: the diffs kept are at most
+    /// [`MAX_RENDER_DIFF_BYTES`] in all, so a command that wrote thousands of files does not
+    /// make a changeset of megabytes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub diffs_left_out: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// How bad a changeset is, worst last.
@@ -349,7 +358,10 @@ impl Changeset {
         reader.dir("", upper, lower_root, false)?;
         let mut entries = pair_renames(reader.entries);
         entries.sort_by(|a, b| (a.path(), a.rank()).cmp(&(b.path(), b.rank())));
-        Ok(Changeset { entries })
+        Ok(Changeset {
+            entries,
+            diffs_left_out: reader.diffs_left_out,
+        })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -495,7 +507,7 @@ impl Changeset {
             let _ = writeln!(out, "{line}");
         }
         let mut budget = MAX_RENDER_DIFF_BYTES;
-        let mut left_out = 0usize;
+        let mut left_out = self.diffs_left_out;
         for diff in diffs {
             if diff.len() > budget {
                 left_out += 1;
@@ -671,9 +683,21 @@ fn summary(entries: &[Change]) -> String {
 // ---------------------------------------------------------------------------------------------
 // Reading an upper directory.
 
-#[derive(Default)]
 struct Reader {
     entries: Vec<Change>,
+    /// Bytes of diffs that may still be kept.
+    diff_budget: usize,
+    diffs_left_out: u64,
+}
+
+impl Default for Reader {
+    fn default() -> Self {
+        Self {
+            entries: Vec::new(),
+            diff_budget: MAX_RENDER_DIFF_BYTES,
+            diffs_left_out: 0,
+        }
+    }
 }
 
 fn join(rel: &str, name: &str) -> String {
@@ -887,6 +911,17 @@ fn make_diff(path: &str, old: Option<&[u8]>, new: &[u8]) -> Option<String> {
 }
 
 impl Reader {
+    /// `diff` if it still fits in the budget.
+    fn keep(&mut self, diff: Option<String>) -> Option<String> {
+        let diff = diff?;
+        if diff.len() > self.diff_budget {
+            self.diffs_left_out += 1;
+            return None;
+        }
+        self.diff_budget -= diff.len();
+        Some(diff)
+    }
+
     /// Walk the upper directory `up` (workspace path `rel`) against the lower directory `lo`
     /// (`None`: nothing there). `opaque`: the command saw none of `lo`'s entries, so those not
     /// in `up` are deleted.
@@ -972,6 +1007,7 @@ impl Reader {
                         .as_deref()
                         .zip(old_bytes.as_deref())
                         .and_then(|(n, o)| make_diff(&child, Some(o), n));
+                    let diff = self.keep(diff);
                     self.entries.push(Change::Modified {
                         path: child,
                         old,
@@ -987,6 +1023,7 @@ impl Reader {
                     let diff = new_bytes
                         .as_deref()
                         .and_then(|n| make_diff(&child, None, n));
+                    let diff = self.keep(diff);
                     self.entries.push(Change::Created {
                         path: child,
                         node: new,
@@ -1977,6 +2014,7 @@ mod tests {
                 let want = if guarded { EffectClass::Refused } else { alone };
                 let got = Changeset {
                     entries: vec![change.clone()],
+                    diffs_left_out: 0,
                 }
                 .effect(&protected, &denied)
                 .class;
@@ -2004,6 +2042,7 @@ mod tests {
                 new_mode: 0o644,
                 replaced: None,
             }],
+            diffs_left_out: 0,
         };
         assert_eq!(
             cs.effect(&protected, &denied).findings,
@@ -2045,6 +2084,7 @@ mod tests {
                     diff: None,
                 },
             ],
+            diffs_left_out: 0,
         };
         let shown = cs.render();
         assert!(!shown.contains('\u{1b}') && !shown.contains('\r') && !shown.contains('\u{202e}'));
@@ -2068,7 +2108,11 @@ mod tests {
                 }
             })
             .collect();
-        let shown = Changeset { entries }.render();
+        let shown = Changeset {
+            entries,
+            diffs_left_out: 0,
+        }
+        .render();
         let diffs = shown.matches("\n+++ b/").count();
         let left: usize = shown
             .split("(diffs of ")
@@ -2120,6 +2164,7 @@ mod tests {
                 node: file("new", 0o640),
                 diff: None,
             }],
+            diffs_left_out: 0,
         };
         cs.apply(&lower, &upper).unwrap();
         let names: Vec<String> = std::fs::read_dir(lower.join("d"))
@@ -2152,6 +2197,7 @@ mod tests {
                 path: "d/old.txt".into(),
                 old: file("old", 0o644),
             }],
+            diffs_left_out: 0,
         };
         let listing = || {
             let mut names: Vec<String> = std::fs::read_dir(lower.join("d"))
@@ -2176,6 +2222,41 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(lower.join("d/old.txt")).unwrap(),
             "rewritten"
+        );
+    }
+
+    #[test]
+    fn a_command_writing_many_files_gives_a_changeset_of_bounded_diffs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (lower, upper) = (dir.path().join("l"), dir.path().join("u"));
+        std::fs::create_dir_all(&lower).unwrap();
+        std::fs::create_dir_all(upper.join("gen")).unwrap();
+        let body: String = (0..100).map(|i| format!("generated line {i}\n")).collect();
+        for i in 0..300 {
+            std::fs::write(upper.join(format!("gen/f{i:03}.txt")), &body).unwrap();
+        }
+        let cs = Changeset::read(&lower, &upper).unwrap();
+        let kept = cs
+            .entries
+            .iter()
+            .filter(|c| matches!(c, Change::Created { diff: Some(_), .. }))
+            .count() as u64;
+        assert_eq!((cs.entries.len(), kept + cs.diffs_left_out), (301, 300));
+        assert!(kept > 0 && cs.diffs_left_out > 0);
+        let json = serde_json::to_string(&cs).unwrap();
+        assert!(
+            json.len() < MAX_RENDER_DIFF_BYTES + 301 * 200,
+            "{}",
+            json.len()
+        );
+        let shown = cs.render();
+        assert!(
+            shown.contains(&format!(
+                "(diffs of {} more files not shown",
+                cs.diffs_left_out
+            )),
+            "{}",
+            &shown[shown.len() - 300..]
         );
     }
 }

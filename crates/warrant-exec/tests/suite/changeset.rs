@@ -564,6 +564,7 @@ fn an_interrupted_apply_is_finished_by_applying_again() {
             .filter(|c| ["a.txt", "gone/x", "new", "new/b.txt"].contains(&c.path()))
             .cloned()
             .collect(),
+        diffs_left_out: 0,
     };
     assert_eq!(part.entries.len(), 4);
     part.apply(&ov.lower, &ov.upper).unwrap();
@@ -832,6 +833,7 @@ fn a_damaged_record_is_refused_and_the_digest_binds_every_field() {
             path: "a.txt".into(),
             old: text("a", 0o644),
         }],
+        diffs_left_out: 0,
     };
     let json = serde_json::to_string(&cs).unwrap();
     let back: Changeset = serde_json::from_str(&json).unwrap();
@@ -841,6 +843,7 @@ fn a_damaged_record_is_refused_and_the_digest_binds_every_field() {
             path: "a.txt".into(),
             old: text("a", 0o600),
         }],
+        diffs_left_out: 0,
     };
     assert_ne!(other.digest().unwrap(), cs.digest().unwrap());
     assert_eq!(
