@@ -408,7 +408,8 @@ impl Changeset {
                     truncated,
                     ..
                 } => {
-                    if *truncated {
+                    // From the sizes too: a record's flag alone does not make it harmless.
+                    if *truncated || size_of(new) < size_of(old) {
                         findings.push(Finding::Truncated {
                             path: path.clone(),
                             old_size: size_of(old),
@@ -533,7 +534,9 @@ impl Changeset {
     /// must be kept until an apply has finished). Every step is first checked against what was
     /// recorded; if any entry changed in the workspace meanwhile, nothing is done. Each step is
     /// checked again just before it acts. A step whose result is already there is skipped, so
-    /// an interrupted apply is finished by applying again.
+    /// an interrupted apply is finished by applying again. Applying is the caller's decision:
+    /// it is meant for a changeset whose [`Changeset::effect`] was not `refused` and that was
+    /// approved where its class needs a person, bound by [`Changeset::digest`].
     pub fn apply(&self, lower: &Path, upper: &Path) -> Result<Applied, ExecError> {
         self.apply_with(lower, upper, &mut |_| ControlFlow::Continue(()))
     }
@@ -2029,6 +2032,21 @@ mod tests {
                 findings: vec![]
             }
         );
+    }
+
+    #[test]
+    fn a_record_claiming_no_truncation_is_still_destructive() {
+        let cs = Changeset {
+            entries: vec![Change::Modified {
+                path: "notes.md".into(),
+                old: file("a long text", 0o644),
+                new: file("a", 0o644),
+                truncated: false,
+                diff: None,
+            }],
+            diffs_left_out: 0,
+        };
+        assert_eq!(cs.effect(&[], &[]).class, EffectClass::Destructive);
     }
 
     #[test]
