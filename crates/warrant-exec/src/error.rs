@@ -99,6 +99,44 @@ pub enum ExecError {
         "the sandbox for `{program}` could not be applied, so it was not run: {message}; `warrant doctor` shows what this machine provides; to accept less, set enforcement = \"best_effort\" in the profile's [sandbox], or use a profile with unconfined = true (every command then waits for a person)"
     )]
     SandboxFailed { program: String, message: String },
+
+    #[error(
+        "could not {op} {path} while reading or applying a command's changes: {message}; nothing more was applied, and applying again resumes where this stopped"
+    )]
+    ChangesetIo {
+        op: &'static str,
+        path: String,
+        message: String,
+    },
+
+    #[error(
+        "the command left {path} as {what}, which Warrant cannot carry into the workspace; nothing was applied — change the command so it does not leave one there"
+    )]
+    ChangesetUnsupported { path: String, what: String },
+
+    #[error(
+        "{path} changed in the workspace after the command's changes were read (expected {expected}, found {found}); it was not touched — look at it, then run the command again"
+    )]
+    ChangesetStale {
+        path: String,
+        expected: String,
+        found: String,
+    },
+
+    #[error(
+        "{link} in the workspace is a symbolic link, so a change to {path} would go through it; it was not touched — replace the link with a directory or run the command again"
+    )]
+    ChangesetLink { path: String, link: String },
+
+    #[error(
+        "the command's copy of {path} is no longer what was shown and judged; it was not applied — read the command's changes again"
+    )]
+    ChangesetUpperChanged { path: String },
+
+    #[error(
+        "a change names {path:?}, which is not a relative path inside the workspace; nothing was applied (the recorded changeset is damaged)"
+    )]
+    ChangesetBadPath { path: String },
 }
 
 impl Coded for ExecError {
@@ -125,6 +163,12 @@ impl Coded for ExecError {
             Self::Io { .. } => "W-EXEC-019",
             Self::SandboxPlan { .. } => "W-EXEC-020",
             Self::SandboxFailed { .. } => "W-EXEC-021",
+            Self::ChangesetIo { .. } => "W-EXEC-022",
+            Self::ChangesetUnsupported { .. } => "W-EXEC-023",
+            Self::ChangesetStale { .. } => "W-EXEC-024",
+            Self::ChangesetLink { .. } => "W-EXEC-025",
+            Self::ChangesetUpperChanged { .. } => "W-EXEC-026",
+            Self::ChangesetBadPath { .. } => "W-EXEC-027",
         }
     }
 }
@@ -200,6 +244,30 @@ mod tests {
             ExecError::SandboxFailed {
                 program: "sh".into(),
                 message: "Landlock could not be applied".into(),
+            },
+            ExecError::ChangesetIo {
+                op: "read",
+                path: "src/lib.rs".into(),
+                message: "Permission denied (os error 13)".into(),
+            },
+            ExecError::ChangesetUnsupported {
+                path: "run/sock".into(),
+                what: "a FIFO, socket or device".into(),
+            },
+            ExecError::ChangesetStale {
+                path: "notes.md".into(),
+                expected: "a file of 4 bytes".into(),
+                found: "nothing".into(),
+            },
+            ExecError::ChangesetLink {
+                path: "docs/a.md".into(),
+                link: "docs".into(),
+            },
+            ExecError::ChangesetUpperChanged {
+                path: "a.txt".into(),
+            },
+            ExecError::ChangesetBadPath {
+                path: "../etc/passwd".into(),
             },
         ];
         let codes: BTreeSet<&str> = all.iter().map(Coded::code).collect();

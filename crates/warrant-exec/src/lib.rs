@@ -3,6 +3,7 @@
 //! `Authorized<Action>` and reads every target from it, so what runs is exactly what was decided.
 
 pub mod cgroup;
+pub mod changeset;
 pub mod egress;
 pub mod env;
 pub mod error;
@@ -16,6 +17,7 @@ pub mod spawn;
 pub mod vault;
 pub mod view;
 
+pub use changeset::{Applied, Change, Changeset, Effect, EffectClass, Finding, Node};
 pub use env::{COMMAND_MARK, minimize_env, secret_pattern, validate_profile};
 pub use error::ExecError;
 pub use fs::{

@@ -1,3 +1,4 @@
+mod changeset;
 mod fs;
 mod sandbox;
 mod spawn;
