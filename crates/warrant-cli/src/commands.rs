@@ -1878,11 +1878,29 @@ fn sandbox_checks(
         ));
     }
     for (name, profile) in profiles {
-        let Some(sandbox) = &profile.sandbox else {
-            continue;
+        let (ok, detail) = match &profile.sandbox {
+            Some(sandbox) if !profile.unconfined => {
+                let (ok, verdict) = warrant_exec::sandbox::profile_verdict(sandbox, &rows);
+                let words = warrant_tools::confinement_words(profile, profile.is_contained());
+                (ok, format!("{verdict}: {words}"))
+            }
+            Some(_) | None => (
+                true,
+                "unconfined: no sandbox, so every command of it waits for a person".to_owned(),
+            ),
         };
-        let (ok, detail) = warrant_exec::sandbox::profile_verdict(sandbox, &rows);
         checks.push((format!("profile {name}"), ok, detail));
+    }
+}
+
+/// The default profile's row first: what every command without a profile runs under.
+fn default_profile_first(checks: &mut Vec<(String, bool, String)>) {
+    if let Some(i) = checks
+        .iter()
+        .position(|(name, _, _)| name == "profile default")
+    {
+        let (_, ok, detail) = checks.remove(i);
+        checks.insert(0, ("default profile".to_owned(), ok, detail));
     }
 }
 
@@ -2007,6 +2025,7 @@ fn doctor(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
         }
     }
     sandbox_checks(&profiles, &mut checks);
+    default_profile_first(&mut checks);
     let ok = checks.iter().all(|(_, ok, _)| *ok);
     if json {
         outln!(

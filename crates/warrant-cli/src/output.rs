@@ -432,6 +432,28 @@ impl Printer {
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 push_lines(&mut v, out, 12, "runs show --json");
+                // What a contained command changed, and whether it landed.
+                if let Some(changes) = result.get("changes") {
+                    let class = changes.get("class").and_then(Value::as_str).unwrap_or("");
+                    let entries = changes.get("entries").and_then(Value::as_u64).unwrap_or(0);
+                    let applied = changes.get("applied").and_then(Value::as_bool) == Some(true);
+                    match changes.get("withheld").and_then(Value::as_str) {
+                        Some(why) => {
+                            v.push(format!(
+                                "withheld {entries} change(s) ({class}), not in the workspace: {}",
+                                warrant_core::render::inline(why)
+                            ));
+                            let shown = changes.get("shown").and_then(Value::as_str).unwrap_or("");
+                            push_lines(&mut v, shown, 12, "runs show --json");
+                        }
+                        None if applied => {
+                            v.push(format!(
+                                "applied  {entries} change(s) ({class}) to the workspace"
+                            ));
+                        }
+                        None => {}
+                    }
+                }
                 // What the sandbox's egress proxy refused is worth a line of its own.
                 for refused in result
                     .pointer("/egress/refused")

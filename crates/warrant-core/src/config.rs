@@ -364,6 +364,13 @@ pub const DEFAULT_READ_ROOTS: &[&str] = &[
     "~/.pyenv",
     "~/.nvm",
     "~/go",
+    // The same toolchains where their variables put them (each passed to the command too).
+    "$RUSTUP_HOME",
+    "$CARGO_HOME",
+    "$PYENV_ROOT",
+    "$NVM_DIR",
+    "$GOPATH",
+    "$GOROOT",
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

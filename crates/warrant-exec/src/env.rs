@@ -14,6 +14,18 @@ pub const CORE_ENV: [&str; 11] = [
     "TZ",
 ];
 
+/// Where toolchains live when not in their default place under the home directory: passed with
+/// the core variables, and read-only roots of the default confinement (`$CARGO_HOME` in
+/// `DEFAULT_READ_ROOTS`).
+pub const TOOLCHAIN_ENV: [&str; 6] = [
+    "RUSTUP_HOME",
+    "CARGO_HOME",
+    "PYENV_ROOT",
+    "NVM_DIR",
+    "GOPATH",
+    "GOROOT",
+];
+
 /// The variable every command Warrant starts carries, whatever its profile says: `warrant`
 /// refuses to answer requests from a process that has it (one of the marks of a command; see
 /// the CLI's origin module).
@@ -41,9 +53,9 @@ pub fn minimize_env(
     match profile.inherit_env {
         EnvInherit::None => {}
         EnvInherit::Core => {
-            for name in CORE_ENV {
-                if let Some(v) = parent.get(name) {
-                    out.insert(name.to_owned(), v.clone());
+            for name in CORE_ENV.iter().chain(&TOOLCHAIN_ENV) {
+                if let Some(v) = parent.get(*name) {
+                    out.insert((*name).to_owned(), v.clone());
                 }
             }
         }

@@ -9,6 +9,7 @@ pub mod env;
 pub mod error;
 pub mod fs;
 pub mod grants;
+pub mod judged;
 pub mod netns;
 pub mod output;
 pub mod program;

@@ -143,6 +143,14 @@ impl SandboxPlan {
             .filter(|h| h.is_absolute());
         // `~/x` is under the command's home; with no HOME such a root is left out.
         let expand = |p: &str| -> Option<String> {
+            // `$VAR`: the directory a variable names (`$CARGO_HOME`), when it is set to an
+            // absolute path that exists here; else the root is left out.
+            if let Some(var) = p.strip_prefix('$') {
+                return std::env::var_os(var)
+                    .map(PathBuf::from)
+                    .filter(|d| d.is_absolute() && d.exists())
+                    .map(|d| d.to_string_lossy().into_owned());
+            }
             match p.strip_prefix("~/") {
                 Some(rest) => home
                     .as_ref()

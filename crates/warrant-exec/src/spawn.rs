@@ -72,6 +72,10 @@ pub struct ExecOutcome {
     /// Processes the command left running in its cgroup, killed when it ended.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub leftover_killed: usize,
+    /// A contained command's changes to the workspace and what became of them (see
+    /// [`crate::judged`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<crate::judged::Judgement>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -194,6 +198,27 @@ pub fn run_command_with_secrets(
             ),
         });
     }
+    // A contained command writes through a copy-on-write layer; its changes are judged after.
+    let layer = match confinement {
+        Some(_) if contained => Some(crate::judged::Layer::create(cwd_workspace(
+            confinement,
+            cwd,
+        ))?),
+        Some(_) | None => None,
+    };
+    let with_layer;
+    let confinement = match (&layer, confinement) {
+        (Some(layer), Some(c)) => {
+            let mut plan = c.plan.clone();
+            plan.overlay = Some(layer.spec.clone());
+            with_layer = Confinement {
+                plan,
+                launcher: c.launcher.clone(),
+            };
+            Some(&with_layer)
+        }
+        (_, c) => c,
+    };
     let mut env = minimize_env(profile, parent_env.iter().cloned());
     env.extend(secrets.iter().cloned());
     // An allowlist: Warrant's egress proxy runs for the length of the command, and the plan
@@ -367,6 +392,15 @@ pub fn run_command_with_secrets(
                 .to_owned(),
         });
     }
+    let changes = match (&layer, confinement) {
+        (Some(layer), Some(c)) => Some(crate::judged::judge(
+            layer,
+            &crate::judged::relative_names(&c.plan.protected, layer.spec.lower.as_path()),
+            &c.plan.denied_names,
+            action.by_person(),
+        )?),
+        _ => None,
+    };
     Ok(ExecOutcome {
         exit_code,
         signal,
@@ -379,7 +413,19 @@ pub fn run_command_with_secrets(
         sandbox,
         egress,
         leftover_killed,
+        changes,
     })
+}
+
+/// The write root a contained command's layer covers: the first write root holding `cwd` (the
+/// workspace).
+fn cwd_workspace<'a>(
+    confinement: Option<&'a Confinement>,
+    cwd: &'a warrant_core::CanonicalPath,
+) -> &'a warrant_core::CanonicalPath {
+    confinement
+        .and_then(|c| c.plan.write_roots.iter().find(|w| cwd.starts_with(w)))
+        .unwrap_or(cwd)
 }
 
 /// Event loop state: the channel the waiter and readers report on.

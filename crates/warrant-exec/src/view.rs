@@ -153,6 +153,26 @@ pub fn build(plan: &SandboxPlan, home: Option<&Path>, cwd: &Path) -> Result<(), 
         };
         let target = new(path);
         make_mount_point(&target, meta.is_dir())?;
+        match &plan.overlay {
+            // The workspace through a copy-on-write layer: its writes land in `upper`, to be
+            // judged before they reach the workspace.
+            Some(overlay) if writable && overlay.lower.as_path() == path.as_path() => {
+                let options = overlay_options(&source, &old(&overlay.upper), &old(&overlay.work))?;
+                rustix::mount::mount(
+                    "overlay",
+                    &target,
+                    "overlay",
+                    MountFlags::NOSUID | MountFlags::NODEV,
+                    Some(options.as_c_str()),
+                )
+                .map_err(io(format!(
+                    "cannot mount the copy-on-write layer over {}",
+                    path.display()
+                )))?;
+                continue;
+            }
+            Some(_) | None => {}
+        }
         rustix::mount::mount_bind(&source, &target)
             .map_err(io(format!("cannot bind {}", path.display())))?;
         if !writable {
@@ -511,4 +531,25 @@ fn relative(path: &Path) -> PathBuf {
     path.components()
         .filter(|c| matches!(c, Component::Normal(_)))
         .collect()
+}
+
+/// overlayfs' mount options for one lower layer. `userxattr`: the layer is mounted in a user
+/// namespace, so its bookkeeping lives in `user.overlay.*` attributes. A path holding a comma,
+/// a colon or a backslash would need escaping overlayfs does not offer for every kernel, so it
+/// is refused.
+fn overlay_options(lower: &Path, upper: &Path, work: &Path) -> Result<std::ffi::CString, String> {
+    let mut text = String::new();
+    for (key, path) in [("lowerdir", lower), ("upperdir", upper), ("workdir", work)] {
+        let s = path
+            .to_str()
+            .ok_or_else(|| format!("{} is not UTF-8", path.display()))?;
+        if s.contains([',', ':', '\\', '\0']) {
+            return Err(format!(
+                "{s} holds a character overlayfs options cannot carry (',', ':' or '\\')"
+            ));
+        }
+        text.push_str(&format!("{key}={s},"));
+    }
+    text.push_str("userxattr");
+    std::ffi::CString::new(text).map_err(|_| "a path holds a NUL byte".to_owned())
 }

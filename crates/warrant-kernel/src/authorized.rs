@@ -13,15 +13,23 @@ pub struct Authorized<T> {
     run: RunId,
     /// Sequence number of the `EffectStarted` event that recorded the go-ahead.
     started_seq: u64,
+    /// A person approved it (this call, or by a session grant), rather than policy alone.
+    by_person: bool,
 }
 
 impl<T> Authorized<T> {
-    pub(crate) fn new(inner: T, run: RunId, started_seq: u64) -> Self {
+    pub(crate) fn new(inner: T, run: RunId, started_seq: u64, by_person: bool) -> Self {
         Self {
             inner,
             run,
             started_seq,
+            by_person,
         }
+    }
+
+    /// Whether a person approved this (an executor lets a destructive changeset land only then).
+    pub fn by_person(&self) -> bool {
+        self.by_person
     }
 
     pub fn get(&self) -> &T {
@@ -42,6 +50,14 @@ impl<T> Authorized<T> {
     pub fn for_tests(inner: T) -> Self {
         let run = RunId::parse("run-0")
             .unwrap_or_else(|| warrant_core::SequentialIds::default().run_id());
-        Self::new(inner, run, 0)
+        Self::new(inner, run, 0, false)
+    }
+
+    /// [`Self::for_tests`], as if a person had approved it.
+    #[cfg(feature = "testing")]
+    pub fn for_tests_approved(inner: T) -> Self {
+        let mut a = Self::for_tests(inner);
+        a.by_person = true;
+        a
     }
 }

@@ -1258,9 +1258,11 @@ impl Ring<'_> {
                 state.next_seq - 1
             }
         };
+        // A person's go-ahead, as recorded in EffectStarted (also after a resume).
+        let by_person = state.call(call_id).is_some_and(|c| c.started_by_person);
         let authorized: Vec<Authorized<Action>> = actions
             .iter()
-            .map(|a| Authorized::new(a.clone(), state.run.clone(), started_seq))
+            .map(|a| Authorized::new(a.clone(), state.run.clone(), started_seq, by_person))
             .collect();
         let tool_name = state
             .call(call_id)

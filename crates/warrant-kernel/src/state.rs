@@ -43,6 +43,8 @@ pub struct CallState {
     pub decisions: Vec<Decision>,
     pub request: Option<RequestId>,
     pub started: Option<u64>,
+    /// Its `EffectStarted` named a person's approval (of this call, or a session grant).
+    pub started_by_person: bool,
     pub result: Option<CallResult>,
     /// The request a person must answer because this call's effect is in doubt.
     pub in_doubt: Option<RequestId>,
@@ -325,6 +327,7 @@ impl RunState {
                         decisions: Vec::new(),
                         request: None,
                         started: None,
+                        started_by_person: false,
                         result: None,
                         in_doubt: None,
                         resolution: None,
@@ -436,8 +439,11 @@ impl RunState {
             RunEvent::EffectStarted {
                 call_id,
                 approval,
-                session_grant: _,
+                session_grant,
             } => {
+                if let Some(call) = self.calls.iter_mut().find(|c| c.record.id == call_id) {
+                    call.started_by_person = approval.is_some() || session_grant.is_some();
+                }
                 if let Some(id) = &approval {
                     let request = self.request_mut(id)?;
                     request.used = true;

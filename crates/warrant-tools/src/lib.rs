@@ -9,6 +9,6 @@ mod registry;
 mod requests;
 mod secrets;
 
-pub use builtin::{normalize_path, preview_write};
+pub use builtin::{confinement_words, normalize_path, preview_write};
 pub use guarded::{MenuError, REDACTED_KEY, Redacting, redact_result, resolve_menu};
 pub use registry::BuiltinTools;

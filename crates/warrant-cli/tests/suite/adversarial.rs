@@ -289,19 +289,15 @@ fn runaway_commands_are_bounded_by_the_profile() {
     assert!(stdout["text"].as_str().unwrap().len() < 40_000);
 }
 
-/// A command run under a sandboxed profile cannot plant a git hook; the same command under the
-/// default profile (no sandbox) can. The result records what the sandbox put in force.
+/// A command run under the default profile cannot plant a git hook; the same command under an
+/// unconfined profile (approved by a person) can. The result records what the sandbox put in
+/// force.
 #[test]
 fn a_sandboxed_profile_cannot_plant_a_git_hook() {
     let attempt = |profile: &str| -> (bool, Value) {
         let sb = Sandbox::init();
         fs::create_dir_all(sb.ws.join(".git/hooks")).unwrap();
-        let config = sb.ws.join(".warrant/config.toml");
-        let mut text = fs::read_to_string(&config).unwrap();
-        text.push_str(
-            "\n[profiles.confined]\n[profiles.confined.sandbox]\nenforcement = \"required\"\n",
-        );
-        fs::write(&config, text).unwrap();
+        sb.add_unconfined_profile();
         let model = sb.transcript(&format!(
             "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: {{ argv: [sh, -c, \"echo evil > .git/hooks/pre-commit\"], profile: {profile} }}\n  - say: done\n"
         ));
@@ -318,18 +314,19 @@ fn a_sandboxed_profile_cannot_plant_a_git_hook() {
             .clone();
         (sb.ws.join(".git/hooks/pre-commit").exists(), result)
     };
-    let (planted, result) = attempt("default");
+    let (planted, result) = attempt("open");
     assert!(
         planted,
         "control: without a sandbox the hook is written: {result}"
     );
     assert_eq!(result.get("sandbox"), None);
-    let (planted, result) = attempt("confined");
+    let (planted, result) = attempt("default");
     assert!(!planted, "{result}");
     assert_eq!(
         result["sandbox"]["applied"],
         serde_json::json!([
             "session",
+            "view",
             "network_namespace",
             "no_new_privs",
             "landlock",
@@ -406,6 +403,12 @@ fn doctor_reports_the_sandbox_this_machine_enforces() {
         })
         .status()
         .is_ok_and(|s| s.success());
+    let namespaces = std::process::Command::new("unshare")
+        .args(["-Urmp", "--fork", "--mount-proc", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert_eq!(available("view"), namespaces);
+    assert_eq!(available("view observed"), namespaces);
     assert_eq!(available("network_namespace"), unshare);
     assert_eq!(available("netns observed"), unshare);
     let cgroup = std::path::Path::new("/sys/fs/cgroup/pids/cgroup.procs").exists()
@@ -443,11 +446,28 @@ fn doctor_reports_the_sandbox_this_machine_enforces() {
             (
                 c["check"].as_str().unwrap().to_owned(),
                 c["ok"].as_bool().unwrap(),
-                c["detail"].as_str().unwrap().to_owned(),
+                // The verdict, before the words on what confines the profile.
+                c["detail"]
+                    .as_str()
+                    .unwrap()
+                    .split(':')
+                    .next()
+                    .unwrap()
+                    .to_owned(),
             )
         })
         .collect();
     let fully = "fully enforced here".to_owned();
+    // The default profile comes first, in words a person reads.
+    assert_eq!(checks[0]["check"], "default profile", "{report:#}");
+    assert_eq!(checks[0]["ok"], true, "{report:#}");
+    assert!(
+        checks[0]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("fully enforced here: no network; writes only inside the workspace"),
+        "{report:#}"
+    );
     assert_eq!(
         profiles,
         vec![

@@ -45,6 +45,7 @@ fn a_write_is_shown_as_a_diff_and_approved_at_the_terminal() {
 #[test]
 fn a_command_is_shown_with_argv_cwd_and_profile_and_denied_at_the_terminal() {
     let sb = Sandbox::init();
+    sb.review_commands();
     let model = sb.transcript("version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: { argv: [\"touch\", \"made-by-agent\"] }\n  - say: ok\n");
     let out = sb.run_stdin(
         &["run", "--prompt", "always", "--model", &model, "touch"],
@@ -68,6 +69,7 @@ fn a_command_is_shown_with_argv_cwd_and_profile_and_denied_at_the_terminal() {
 #[test]
 fn approve_from_another_process_then_resume_runs_it_exactly_once() {
     let sb = Sandbox::init();
+    sb.review_commands();
     // The command appends a line each time it runs: a re-run would show.
     let model = sb.transcript(concat!(
         "version: 1\nturns:\n",
@@ -133,6 +135,7 @@ fn approve_from_another_process_then_resume_runs_it_exactly_once() {
 #[test]
 fn session_scope_covers_the_same_action_again_in_this_run_only() {
     let sb = Sandbox::init();
+    sb.review_commands();
     let touch = "      - tool: run_command\n        args: { argv: [\"touch\", \"x\"] }\n";
     let model = sb.transcript(&format!(
         "version: 1\nturns:\n  - calls:\n{touch}  - calls:\n{touch}  - say: done\n"

@@ -33,8 +33,22 @@ fn rejections(sb: &Sandbox, run: &str) -> Vec<Value> {
 }
 
 /// A second run's command runs `warrant approve` for the first run's parked delete. The person
-/// approved the command itself (it looks like a harmless call), not the delete.
+/// approved the command itself (it looks like a harmless call), not the delete. It runs under an
+/// unconfined profile (`open`), where only the recognition of Warrant's own descendants stands
+/// in its way; under the default profile Warrant's binary is not even in the command's view.
 fn a_command_approves(sb: &Sandbox, request: &str, extra: &[&str]) -> std::process::Output {
+    a_command_approves_in(sb, request, extra, "open")
+}
+
+fn a_command_approves_in(
+    sb: &Sandbox,
+    request: &str,
+    extra: &[&str],
+    profile: &str,
+) -> std::process::Output {
+    if profile == "open" {
+        sb.add_unconfined_profile();
+    }
     let bin = assert_cmd::cargo::cargo_bin("warrant");
     let mut argv: Vec<String> = vec!["env".into()];
     argv.extend(extra.iter().map(|s| (*s).to_owned()));
@@ -42,7 +56,7 @@ fn a_command_approves(sb: &Sandbox, request: &str, extra: &[&str]) -> std::proce
     argv.extend(["approve".to_owned(), request.to_owned()]);
     let words: Vec<String> = argv.iter().map(|a| format!("\"{a}\"")).collect();
     let model = sb.transcript(&format!(
-        "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: {{ argv: [{}] }}\n  - say: done\n",
+        "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: {{ argv: [{}], profile: {profile} }}\n  - say: done\n",
         words.join(", ")
     ));
     sb.run_stdin(
@@ -72,6 +86,39 @@ fn a_command_cannot_answer_a_request() {
         .unwrap();
     assert!(result.contains("W-APPROVAL-026"), "{result}");
     assert_eq!(rejections(&sb, &run), vec![Value::from("from_command")]);
+    let resumed = sb.run(&["resume", &run]);
+    assert_eq!(resumed.status.code(), Some(10), "{}", stderr(&resumed));
+    assert!(sb.exists("notes"), "nothing was deleted");
+}
+
+/// Under the default profile the command cannot reach Warrant at all: the binary, the store
+/// and the person's key are out of its view, whatever it names.
+#[test]
+fn a_contained_command_cannot_even_reach_warrant() {
+    let sb = Sandbox::init();
+    let (run, request) = parked_delete(&sb);
+    let out = a_command_approves_in(
+        &sb,
+        &request,
+        &["WARRANT_TEST_DISABLE=origin", "WARRANT_ACTOR=tester"],
+        "default",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (_, events) = sb.last_run();
+    let result = events
+        .iter()
+        .find(|e| e["kind"] == "effect_completed")
+        .map(|e| e["payload"]["result"].clone())
+        .unwrap();
+    assert_eq!(result["exit_code"], 127, "{result}");
+    assert!(
+        result["stderr"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("No such file or directory"),
+        "{result}"
+    );
+    assert_eq!(rejections(&sb, &run), Vec::<Value>::new());
     let resumed = sb.run(&["resume", &run]);
     assert_eq!(resumed.status.code(), Some(10), "{}", stderr(&resumed));
     assert!(sb.exists("notes"), "nothing was deleted");

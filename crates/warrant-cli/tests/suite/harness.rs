@@ -187,6 +187,23 @@ impl Sandbox {
         (run, shown["events"].as_array().unwrap().clone())
     }
 
+    /// A project whose commands are all reviewed: a policy that asks a person for every
+    /// `shell.exec` (contained commands otherwise run without asking).
+    pub fn review_commands(&self) {
+        self.write(
+            ".warrant/policies/review-commands.cedar",
+            "@id(\"review-commands\")\n@ask(\"change\")\n@reason(\"Commands in this project are reviewed by a person.\")\npermit (principal, action == Warrant::Action::\"shell.exec\", resource is Warrant::Command)\nwhen { resource.in_workspace };\n",
+        );
+    }
+
+    /// Adds `[profiles.open]` with `unconfined = true` to the project configuration.
+    pub fn add_unconfined_profile(&self) {
+        let config = self.ws.join(".warrant/config.toml");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str("\n[profiles.open]\nunconfined = true\n");
+        std::fs::write(&config, text).unwrap();
+    }
+
     pub fn exists(&self, rel: &str) -> bool {
         self.ws.join(rel).exists()
     }

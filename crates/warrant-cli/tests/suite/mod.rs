@@ -5,6 +5,7 @@ mod approvers;
 mod audit;
 mod bad_input;
 mod binding;
+mod contained;
 mod crash;
 mod delivery;
 mod docs;

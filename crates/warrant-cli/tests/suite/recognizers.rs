@@ -1,5 +1,5 @@
-//! Deletes spelled through a wrapper are still deletes. In a project whose policy trusts `env`
-//! and `find` to run without asking, `env rm -rf notes` and `find . -name '*.md' -delete` are
+//! Deletes spelled through a wrapper are still deletes. Contained commands run without asking
+//! under the default pack, yet `env rm -rf notes` and `find . -name '*.md' -delete` are
 //! classified destructive, so the built-in rule still sends them to a person and the files stay
 //! until someone answers. Negative control: with the recognizers' following switched off
 //! (`WARRANT_TEST_DISABLE=follow`, debug builds only) they pass as `change` and delete at once.
@@ -9,27 +9,10 @@ use serde_json::{Value, json};
 
 use super::harness::{Sandbox, stderr};
 
-/// The default pack without its "any other command asks" rule, plus a permit for `env` and
-/// `find`: a project that trusts them.
-fn trusting_env_and_find(sb: &Sandbox) {
-    let pack = sb.ws.join(".warrant/policies/default.cedar");
-    let text = std::fs::read_to_string(&pack).unwrap();
-    let cut = text.find("@id(\"shell-other-asks\")").unwrap();
-    std::fs::write(
-        &pack,
-        format!(
-            "{}\n@id(\"trust-env-find\")\n@reason(\"env and find are trusted here.\")\npermit (principal, action == Warrant::Action::\"shell.exec\", resource is Warrant::Command)\nwhen {{ resource.in_workspace && [\"env\", \"find\"].contains(resource.program) }};\n",
-            &text[..cut]
-        ),
-    )
-    .unwrap();
-}
-
 /// Runs one command through a scripted model; returns the exit code, the open requests' risk
 /// classes and whether each file is still there.
 fn attempt(argv: &[&str], follow: bool, files: &[&str]) -> (Option<i32>, Value, Vec<bool>) {
     let mut sb = Sandbox::init();
-    trusting_env_and_find(&sb);
     if !follow {
         sb.extra_env
             .push(("WARRANT_TEST_DISABLE".into(), "follow".into()));

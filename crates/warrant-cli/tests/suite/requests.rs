@@ -531,6 +531,7 @@ fn a_provided_secret_never_reaches_the_store_the_audit_the_model_or_any_output()
 #[test]
 fn approvals_export_as_aais_documents() {
     let sb = Sandbox::init();
+    sb.review_commands();
     let model = sb.transcript(
         "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: { argv: [\"touch\", \"made-by-agent\"] }\n  - say: ok\n",
     );
@@ -864,6 +865,7 @@ fn a_secret_typed_at_a_terminal_is_not_echoed() {
 #[test]
 fn a_provided_secret_reaches_only_the_command_that_is_configured_to_receive_it() {
     let sb = Sandbox::init();
+    sb.review_commands();
     let config = std::fs::read_to_string(sb.ws.join(".warrant/config.toml")).unwrap();
     sb.write(
         ".warrant/config.toml",
@@ -885,7 +887,7 @@ fn a_provided_secret_reaches_only_the_command_that_is_configured_to_receive_it()
     let provided = sb.run_stdin(&["requests", "provide", &req], &value);
     assert_eq!(provided.status.code(), Some(0), "{}", stderr(&provided));
     let (run, _) = sb.last_run();
-    // Both commands ask a person (sh is not on the allowlist); approve each as it comes.
+    // Both commands ask a person (this project reviews commands); approve each as it comes.
     let mut shown = Vec::new();
     let mut last = sb.run(&["resume", &run, "--prompt", "never"]);
     while last.status.code() == Some(10) {

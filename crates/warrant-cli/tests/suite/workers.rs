@@ -281,6 +281,7 @@ fn a_deadline_stops_the_run_and_its_command() {
 #[test]
 fn two_resumes_at_once_one_drives_the_other_is_told() {
     let sb = Sandbox::init();
+    sb.review_commands();
     let model = sb.transcript(SLOW);
     let out = sb.run(&["run", "--prompt", "never", "--model", &model, "wait"]);
     let request = parked_request(&out);

@@ -90,6 +90,7 @@ fn echo_and_exit_codes() {
             sandbox: None,
             egress: None,
             leftover_killed: 0,
+            changes: None,
         }
     );
     let out = run(shell(&cwd, &["sh", "-c", "exit 3"], 10_000)).unwrap();

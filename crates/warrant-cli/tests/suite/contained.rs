@@ -1,0 +1,272 @@
+//! Confined by default, end to end through the binary: in a fresh `warrant init` workspace the
+//! everyday commands run without anyone asked, a command's changes land only after they are
+//! judged (a deletion no person approved is withheld, and the workspace keeps the file), and
+//! the attacks of an agent that first writes files and then asks for a harmless command fail.
+//! Each attack's negative control runs the same command under an unconfined profile that a
+//! careless person approved.
+
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+
+use super::harness::{Sandbox, kinds, parked_request, stderr, stdout};
+
+/// The toolchains of this machine where the person keeps them (the sandbox's HOME is a temp
+/// directory): rustup and pyenv through their variables, as a user with them elsewhere would.
+fn with_toolchains(sb: &mut Sandbox) {
+    let Some(home) = std::env::var_os("HOME").map(std::path::PathBuf::from) else {
+        return;
+    };
+    for (var, dir) in [
+        ("RUSTUP_HOME", ".rustup"),
+        ("CARGO_HOME", ".cargo"),
+        ("PYENV_ROOT", ".pyenv"),
+    ] {
+        let path = std::env::var_os(var)
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| home.join(dir));
+        if path.exists() {
+            sb.extra_env
+                .push((var.to_owned(), path.display().to_string()));
+        }
+    }
+}
+
+fn run_commands(sb: &Sandbox, argvs: &[&[&str]]) -> std::process::Output {
+    let calls: String = argvs
+        .iter()
+        .map(|argv| {
+            format!(
+                "      - tool: run_command\n        args: {{ argv: {} }}\n",
+                serde_json::to_string(argv).unwrap()
+            )
+        })
+        .collect();
+    let model = sb.transcript(&format!(
+        "version: 1\nturns:\n  - calls:\n{calls}  - say: done\n"
+    ));
+    sb.run(&["run", "--prompt", "never", "--model", &model, "work"])
+}
+
+fn results(events: &[Value]) -> Vec<Value> {
+    events
+        .iter()
+        .filter(|e| e["kind"] == "effect_completed")
+        .map(|e| e["payload"]["result"].clone())
+        .collect()
+}
+
+#[test]
+fn everyday_commands_run_without_anyone_asked() {
+    let mut sb = Sandbox::init();
+    with_toolchains(&mut sb);
+    sb.write("script.py", "print('sum', sum(range(10)))\n");
+    let cargo = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cargo")))
+        .is_some_and(|c| c.join("bin/cargo").exists());
+    let mut argvs: Vec<&[&str]> = vec![
+        &["cat", "notes/meeting-2026-11-20.md"],
+        &["grep", "-rl", "heartbeat", "notes"],
+        &["python3", "script.py"],
+        &["sh", "-c", "echo made at the root > ROOT.txt"],
+    ];
+    if cargo {
+        argvs.push(&["cargo", "--version"]);
+    }
+    let out = run_commands(&sb, &argvs);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (_, events) = sb.last_run();
+    assert!(
+        !kinds(&events).contains(&"approval_requested".to_owned()),
+        "{:?}",
+        kinds(&events)
+    );
+    let results = results(&events);
+    let codes: Vec<Value> = results.iter().map(|r| r["exit_code"].clone()).collect();
+    assert!(codes.iter().all(|c| *c == 0), "{results:#?}");
+    assert!(results[2]["stdout"]["text"] == "sum 45\n", "{results:#?}");
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("ROOT.txt")).unwrap(),
+        "made at the root\n"
+    );
+    assert_eq!(results[3]["changes"]["class"], "change");
+    assert_eq!(results[3]["changes"]["applied"], true);
+    for r in &results {
+        let applied = &r["sandbox"]["applied"];
+        assert!(
+            applied.as_array().unwrap().contains(&Value::from("view")),
+            "{r}"
+        );
+    }
+    if cargo {
+        assert!(
+            results[4]["stdout"]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("cargo "),
+            "{results:#?}"
+        );
+    }
+}
+
+/// `find -delete` is recognized and waits for a person; denied, the files stay. Approved, the
+/// deletion lands and the journaled changeset lists exactly the files it deleted.
+#[test]
+fn find_delete_waits_for_a_person_and_lands_only_when_approved() {
+    let sb = Sandbox::init();
+    let find: &[&str] = &["find", ".", "-name", "*.md", "-delete"];
+    let md = [
+        "README.md",
+        "notes/meeting-2026-11-20.md",
+        "notes/meeting-2026-11-27.md",
+    ];
+    let out = run_commands(&sb, &[find]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let request = parked_request(&out);
+    let (run, _) = sb.last_run();
+    assert!(
+        md.iter().all(|f| sb.exists(f)),
+        "nothing ran before a person answered"
+    );
+    let denied = sb.run(&["deny", &request, "--reason", "keep the notes"]);
+    assert_eq!(denied.status.code(), Some(0), "{}", stderr(&denied));
+    let resumed = sb.run(&["resume", &run]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert!(
+        md.iter().all(|f| sb.exists(f)),
+        "a denial leaves them in place"
+    );
+
+    let sb = Sandbox::init();
+    let out = run_commands(&sb, &[find]);
+    let request = parked_request(&out);
+    let (run, _) = sb.last_run();
+    assert_eq!(sb.run(&["approve", &request]).status.code(), Some(0));
+    let resumed = sb.run(&["resume", &run]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert!(md.iter().all(|f| !sb.exists(f)));
+    assert!(sb.exists("build"), "only what it matched");
+    let (_, events) = sb.last_run();
+    let changes = results(&events)[0]["changes"].clone();
+    assert_eq!(changes["class"], "destructive", "{changes}");
+    assert_eq!(changes["applied"], true, "{changes}");
+    let shown = changes["shown"].as_str().unwrap();
+    for f in md {
+        assert!(shown.contains(&format!("- {f}")), "{shown}");
+    }
+    assert_eq!(
+        shown.matches("\n- ").count() + usize::from(shown.starts_with("- ")),
+        3,
+        "{shown}"
+    );
+}
+
+/// A deletion no recognizer sees (a script the agent wrote) runs contained without asking, and
+/// its deletion is withheld: the workspace keeps the file and the record says why. Control: the
+/// same command under an unconfined profile, approved by a careless person, deletes it.
+#[test]
+fn a_deletion_nobody_approved_is_withheld() {
+    let sb = Sandbox::init();
+    sb.write(
+        "tidy.py",
+        "import os\nos.remove('notes/meeting-2026-11-20.md')\nopen('tidy.log', 'w').write('done')\nprint('tidied')\n",
+    );
+    let out = run_commands(&sb, &[&["python3", "tidy.py"]]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(sb.exists("notes/meeting-2026-11-20.md"));
+    assert!(
+        !sb.exists("tidy.log"),
+        "nothing of a withheld changeset lands"
+    );
+    let (_, events) = sb.last_run();
+    let result = results(&events)[0].clone();
+    assert_eq!(result["stdout"]["text"], "tidied\n");
+    assert_eq!(result["changes"]["class"], "destructive", "{result}");
+    assert_eq!(result["changes"]["applied"], false, "{result}");
+    assert!(
+        result["changes"]["withheld"]
+            .as_str()
+            .unwrap()
+            .contains("no person approved"),
+        "{result}"
+    );
+    assert!(stdout(&out).contains("withheld") || stderr(&out).contains("withheld"));
+
+    let sb = Sandbox::init();
+    sb.add_unconfined_profile();
+    sb.write(
+        "tidy.py",
+        "import os\nos.remove('notes/meeting-2026-11-20.md')\nprint('tidied')\n",
+    );
+    let model = sb.transcript(
+        "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: { argv: [python3, tidy.py], profile: open }\n  - say: done\n",
+    );
+    let out = sb.run_stdin(
+        &["run", "--prompt", "always", "--model", &model, "tidy"],
+        "o\n",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("NONE: this profile is unconfined"),
+        "the prompt says so in words: {}",
+        stderr(&out)
+    );
+    assert!(
+        !sb.exists("notes/meeting-2026-11-20.md"),
+        "control: unconfined, it deletes"
+    );
+}
+
+/// The agent first writes configuration (a git alias, a Python site file, a Makefile), then
+/// asks for a harmless-looking command that runs it: whatever that code does stays in the
+/// view (no secrets, no network, no .git, no .warrant).
+#[test]
+fn configuration_the_agent_wrote_runs_only_inside_the_view() {
+    let payload = "cat .env 2>/dev/null; ls .warrant/keys 2>/dev/null; echo pwned > .warrant/policies/zz.cedar; echo hook > .git/hooks/post-checkout; python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", PORT), 1); print(\"NET-OK\")'";
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let payload = payload.replace("PORT", &port.to_string());
+    let attempt = |profile: &str| -> (String, bool, bool) {
+        let sb = Sandbox::init();
+        std::fs::create_dir_all(sb.ws.join(".git/hooks")).unwrap();
+        sb.write(".env", "GREETING=marker-in-dotenv\n");
+        sb.write(
+            "Makefile",
+            &format!("check:\n\t@{}\n", payload.replace('$', "$$")),
+        );
+        if profile == "open" {
+            sb.add_unconfined_profile();
+        }
+        let model = sb.transcript(&format!(
+            "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: {{ argv: [make, -s, check], profile: {profile} }}\n  - say: done\n"
+        ));
+        let out = sb.run_stdin(
+            &["run", "--prompt", "always", "--model", &model, "check"],
+            "o\n",
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let (_, events) = sb.last_run();
+        let text = results(&events)[0]["stdout"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        (
+            text,
+            sb.exists(".warrant/policies/zz.cedar"),
+            sb.exists(".git/hooks/post-checkout"),
+        )
+    };
+    let (text, policy, hook) = attempt("open");
+    assert!(text.contains("marker-in-dotenv"), "control: {text}");
+    assert!(
+        text.contains("approvers"),
+        "control: the keys are listed: {text}"
+    );
+    assert!(text.contains("NET-OK"), "control: {text}");
+    assert!(policy && hook, "control: both written");
+    let (text, policy, hook) = attempt("default");
+    assert!(!text.contains("marker-in-dotenv"), "{text}");
+    assert!(!text.contains("approvers"), "{text}");
+    assert!(!text.contains("NET-OK"), "{text}");
+    assert!(!policy && !hook, "{text}");
+}
