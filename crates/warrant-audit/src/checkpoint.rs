@@ -76,7 +76,7 @@ pub fn checkpoint_path(copy: &Path) -> PathBuf {
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum CheckpointError {
     #[error(
-        "the copy's intact records end at record {last_seq}, but its signed checkpoint {path} says records up to {checkpoint_seq} were delivered: records {}..={checkpoint_seq} were removed from its end (or do not verify). Treat it as tampering; to restore the copy, move it and its checkpoint aside and run `warrant audit flush`",
+        "the sink copy's intact records end at record {last_seq}, but its signed checkpoint ({path}) says records up to {checkpoint_seq} were delivered: records {}..={checkpoint_seq} were removed from its end, or do not verify. Treat it as tampering; the store still holds them: to restore the copy, move it and its checkpoint aside and run `warrant audit flush`",
         last_seq + 1
     )]
     Truncated {
