@@ -187,8 +187,10 @@ fn a_copy_cut_at_its_end_fails_naming_the_checkpoint_and_its_last_record() {
     );
 }
 
+type Tamper = Box<dyn Fn(&mut Value)>;
+
 /// Edits an attacker could make to the checkpoint file, and the code each one is named by.
-fn tamper_cases() -> Vec<(&'static str, Box<dyn Fn(&mut Value)>, &'static str)> {
+fn tamper_cases() -> Vec<(&'static str, Tamper, &'static str)> {
     vec![
         (
             "seq lowered to hide the cut",
@@ -307,7 +309,7 @@ fn a_checkpoint_signed_for_another_chain_or_removed_is_refused() {
     assert_eq!(
         missing,
         CheckpointError::Missing {
-            path: other.clone(),
+            path: other,
             records: 4,
         }
     );
