@@ -134,6 +134,11 @@ impl JsonlSink {
         self
     }
 
+    /// Whether this sink writes (and so must have) a checkpoint.
+    pub fn has_checkpoint(&self) -> bool {
+        self.checkpointer.is_some()
+    }
+
     /// The current file.
     pub fn path(&self) -> &Path {
         &self.path
