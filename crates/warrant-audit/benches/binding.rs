@@ -4,7 +4,8 @@
 //! run's records, and reads and verifies them (`verify_run`, what `Ring::load` does), and times
 //! `verify_run` alone against SHA-256 of the same bytes, parsing the record lines without
 //! verifying them, and verifying every record's signature (`verify_sealed`). `checkpoint_10k`
-//! verifies the sink's 10,000-line copy with and without its signed checkpoint. See
+//! verifies the sink's 10,000-line copy with and without its signed checkpoint, and
+//! `checkpoint_deliver_10k` delivers it with and without writing checkpoints. See
 //! docs/BENCHMARKS.md, "Journal binding on resume".
 #![allow(
     clippy::unwrap_used,
@@ -17,12 +18,12 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
-use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
-use serde_json::{Value, json};
+use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
 use warrant_audit::{
-    AuditKey, CheckpointRule, Checkpointer, InstallationSealer, JsonlSink, PublicKeys, verify_copy,
-    verify_file, verify_run, verify_sealed,
+    AuditKey, CheckpointRule, Checkpointer, InstallationSealer, JsonlSink, PublicKeys, chain_hash,
+    event_digest, verify_copy, verify_file, verify_run, verify_sealed,
 };
 use warrant_core::{IdSource, RandomIds, SystemClock};
 use warrant_store::{Append, AuditQuery, EventDraft, EventStore, NewRun, RunStatus, SqliteStore};
@@ -176,10 +177,34 @@ fn binding(c: &mut Criterion) {
     group.bench_function("verify_sealed_every_signature", |b| {
         b.iter(|| black_box(verify_sealed(&records, &keys)))
     });
+    // Where `verify_run`'s time goes: recomputing each record's chain hash (canonical JSON of
+    // the parsed line) and each event's digest (canonical JSON of the stored event).
+    let parsed: Vec<(String, Map<String, Value>)> = records
+        .iter()
+        .map(|r| {
+            let line: Map<String, Value> = serde_json::from_str(&r.line).unwrap();
+            (line["prevhash"].as_str().unwrap().to_owned(), line)
+        })
+        .collect();
+    group.bench_function("chain_hash_of_parsed_records", |b| {
+        b.iter(|| {
+            for (prevhash, line) in &parsed {
+                black_box(chain_hash(prevhash, line).unwrap());
+            }
+        })
+    });
+    group.bench_function("event_digest_of_events", |b| {
+        b.iter(|| {
+            for event in &events {
+                black_box(event_digest(event).unwrap());
+            }
+        })
+    });
     group.finish();
 
     // The sink's copy of the same 10,000 records, with its checkpoint.
     let copy = dir.path().join("sink/audit.jsonl");
+    let signer = key.clone();
     let sink = JsonlSink::new(&copy).with_checkpoint(Checkpointer::new(
         key,
         "bench",
@@ -221,6 +246,52 @@ fn binding(c: &mut Criterion) {
             assert!(report.is_ok());
             black_box(report)
         })
+    });
+    group.finish();
+
+    // What the checkpoint adds to a delivery: the same 10,000 records into a fresh copy, in
+    // batches of 500 (20 batches, each fsynced), with and without a checkpoint after each.
+    let mut group = c.benchmark_group("checkpoint_deliver_10k");
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(6))
+        .throughput(Throughput::Elements(EVENTS));
+    let fresh = || {
+        let d = tempfile::tempdir_in(dir.path()).unwrap();
+        let path = d.path().join("audit.jsonl");
+        (d, path)
+    };
+    group.bench_function("deliver_without_checkpoint", |b| {
+        b.iter_batched(
+            fresh,
+            |(d, path)| {
+                let report = JsonlSink::new(&path).deliver(&store).unwrap();
+                assert_eq!(report.delivered, EVENTS);
+                d
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.bench_function("deliver_with_checkpoint", |b| {
+        b.iter_batched(
+            fresh,
+            |(d, path)| {
+                let report = JsonlSink::new(&path)
+                    .with_checkpoint(Checkpointer::new(
+                        signer.clone(),
+                        "bench",
+                        Arc::new(SystemClock),
+                        keys.clone(),
+                    ))
+                    .deliver(&store)
+                    .unwrap();
+                assert_eq!(report.delivered, EVENTS);
+                d
+            },
+            BatchSize::PerIteration,
+        )
     });
     group.finish();
 }
