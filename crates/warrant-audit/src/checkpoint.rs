@@ -2,8 +2,9 @@
 //! (`<file>.checkpoint`) saying "records 1..=seq were delivered here, the last one with this
 //! hash", signed with the installation's key. A copy's lines alone cannot show that records
 //! were cut from their end; against a checkpoint they can. Records past the checkpoint (written
-//! after it) are fine. Limits: removing the checkpoint too is seen only where one is required
-//! (the installation's own sink), and the checkpoint proves nothing about records after it.
+//! after it) are fine. Limits: a removed checkpoint is seen only where one is required (the
+//! installation's own sink) and until a delivery writes a new one (after checking the copy's
+//! last record against the store); it proves nothing about records after it.
 
 use std::ffi::OsString;
 use std::fs;
