@@ -5,8 +5,8 @@
 //! for the negative controls of the security tests; a release build ignores the variable.
 //! (`follow` switches off the risk recognizers' following of wrappers, shells and inline code;
 //! `binding` is read by [`crate::context::load_run`]: the journal check before a fold that feeds
-//! the ring; `checkpoint` by [`crate::context::installation`]: the JSONL sink's signed checkpoint,
-//! neither written nor checked.)
+//! the ring; `checkpoint` by [`crate::context::installation`] and `audit verify --file`: the
+//! JSONL sink's signed checkpoint, neither written nor checked.)
 
 use std::sync::Arc;
 
