@@ -9,6 +9,8 @@ use thiserror::Error;
 use warrant_core::Coded;
 use warrant_store::StoreError;
 
+use crate::CheckpointError;
+
 #[derive(Debug, Error)]
 pub enum AuditError {
     #[error(
@@ -131,6 +133,10 @@ pub enum AuditError {
         seq: u64,
         reason: String,
     },
+    /// The sink's checkpoint does not hold, or says more was delivered than the copy has;
+    /// the delivery appended nothing.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
 }
 
 impl Coded for AuditError {
@@ -156,6 +162,7 @@ impl Coded for AuditError {
             Self::RetiredKeyConflict { .. } => "W-AUDIT-024",
             Self::RotatedExists { .. } => "W-AUDIT-025",
             Self::RecordTime { .. } => "W-AUDIT-026",
+            Self::Checkpoint(e) => e.code(),
         }
     }
 }
@@ -185,7 +192,8 @@ impl AuditError {
             | Self::Seal(_)
             | Self::RetiredKeyConflict { .. }
             | Self::RotatedExists { .. }
-            | Self::RecordTime { .. } => None,
+            | Self::RecordTime { .. }
+            | Self::Checkpoint(_) => None,
         }
     }
 

@@ -2,9 +2,11 @@
 //! The store calls [`InstallationSealer`] inside its append transaction; [`JsonlSink`] copies
 //! the sealed lines out (rotating its files); `verify_*` checks any copy, one file or several;
 //! keys rotate without orphaning old records; [`verify_run`] checks a run's journal against
-//! its signed records. No policy decisions live here.
+//! its signed records; a [`Checkpoint`] beside a sink's copy proves it complete up to a signed
+//! record. No policy decisions live here.
 
 mod binding;
+mod checkpoint;
 mod error;
 mod http;
 mod keys;
@@ -15,6 +17,10 @@ mod verify;
 
 pub use binding::{
     BindingError, JournalReport, RunBinding, RunProblem, records_by_run, verify_run,
+};
+pub use checkpoint::{
+    CHECKPOINT_SUFFIX, CHECKPOINT_TYPE, CHECKPOINT_VERSION, Checkpoint, CheckpointError,
+    CheckpointRule, Checkpointer, CopyReport, checkpoint_path, read_checkpoint, verify_copy,
 };
 pub use error::AuditError;
 pub use http::{CLOUDEVENTS_BATCH, HttpDeliveryReport, HttpSink, HttpSinkConfig};

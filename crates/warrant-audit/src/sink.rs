@@ -2,11 +2,14 @@
 //! (unless told not to), and rotates the file by size or age into
 //! `<stem>-<first seq>-<last seq>.jsonl` beside it. The files themselves are the delivery
 //! cursor (the current file's last record, else the newest rotated file's name), so delivery
-//! is idempotent and crash-safe. Limits: one deliverer per file (no lock).
+//! is idempotent and crash-safe. With a [`Checkpointer`], every batch made durable is vouched
+//! for by a signed checkpoint beside the current file, and a copy shorter than its checkpoint
+//! is refused rather than silently refilled. Limits: one deliverer per file (no lock).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -14,8 +17,10 @@ use serde_json::Value;
 use warrant_core::Timestamp;
 use warrant_store::{AuditOutbox, SealedRecord};
 
-use crate::AuditError;
 use crate::keys::sync_dir;
+use crate::{
+    AuditError, Checkpoint, CheckpointError, Checkpointer, checkpoint_path, read_checkpoint,
+};
 
 pub const DEFAULT_BATCH: usize = 500;
 const TAIL_CHUNK: u64 = 8 * 1024;
@@ -38,13 +43,14 @@ pub enum FsyncPolicy {
     Never,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct JsonlSink {
     path: PathBuf,
     batch: usize,
     max_bytes: Option<u64>,
     max_age: Option<Duration>,
     fsync: FsyncPolicy,
+    checkpointer: Option<Arc<Checkpointer>>,
 }
 
 /// What one delivery did.
@@ -92,6 +98,7 @@ impl JsonlSink {
             max_bytes: None,
             max_age: None,
             fsync: FsyncPolicy::default(),
+            checkpointer: None,
         }
     }
 
@@ -117,9 +124,30 @@ impl JsonlSink {
         self
     }
 
+    /// Writes a signed checkpoint ([`JsonlSink::checkpoint_path`]) once the records it names
+    /// are durable: after each batch under [`FsyncPolicy::EveryBatch`], at the end of a
+    /// delivery (after one fsync) under [`FsyncPolicy::Never`]. A checkpoint never names a
+    /// record a crash could still take from the file, so a file that ends before its
+    /// checkpoint was cut, and delivery refuses to append to it.
+    pub fn with_checkpoint(mut self, checkpointer: Checkpointer) -> Self {
+        self.checkpointer = Some(Arc::new(checkpointer));
+        self
+    }
+
+    /// Whether this sink writes (and so must have) a checkpoint.
+    pub fn has_checkpoint(&self) -> bool {
+        self.checkpointer.is_some()
+    }
+
     /// The current file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Where the checkpoint of this sink's copy is: beside the current file, covering the
+    /// rotated files as well.
+    pub fn checkpoint_path(&self) -> PathBuf {
+        checkpoint_path(&self.path)
     }
 
     /// Every file of this sink in chain order: the rotated files by seq, then the current
@@ -136,6 +164,12 @@ impl JsonlSink {
     /// newline) is cut away first: it was never delivered, and the store still has it.
     pub fn deliver(&self, store: &dyn AuditOutbox) -> Result<DeliveryReport, AuditError> {
         let path = &self.path;
+        // Read before the file: a checkpoint is written only after its records, so whatever it
+        // names is already in the file read next, even while another delivery appends.
+        let signed = match &self.checkpointer {
+            Some(c) => read_checkpoint(&self.checkpoint_path(), c.trusted())?,
+            None => None,
+        };
         let mut file = self.open()?;
         let len = file
             .metadata()
@@ -188,6 +222,9 @@ impl JsonlSink {
                 )
             }
         };
+        if let Some(signed) = &signed {
+            self.still_holds(signed, from_seq, tail.last_line.as_deref())?;
+        }
         let head = store.audit_head()?;
         if from_seq > head.seq {
             return Err(AuditError::SinkAhead {
@@ -198,6 +235,7 @@ impl JsonlSink {
         }
         let mut last = from_seq;
         let mut delivered = 0u64;
+        let mut last_hash = String::new();
         let mut rotated = Vec::new();
         loop {
             let records = store.audit_records(last, self.batch)?;
@@ -247,6 +285,25 @@ impl JsonlSink {
             }
             self.append(&mut file, &buf)?;
             current.len += buf.len() as u64;
+            if let Some(record) = records.last() {
+                last_hash.clone_from(&record.hash);
+            }
+            if let (Some(c), FsyncPolicy::EveryBatch) = (&self.checkpointer, self.fsync) {
+                c.write(&self.checkpoint_path(), last, &last_hash)?;
+            }
+        }
+        if let Some(c) = &self.checkpointer
+            && last > 0
+        {
+            if delivered == 0 {
+                if signed.as_ref().is_none_or(|s| s.seq < last) {
+                    self.vouch(c, store, &file, last, tail.last_line.as_deref())?;
+                }
+            } else if self.fsync == FsyncPolicy::Never {
+                file.sync_data()
+                    .map_err(|e| AuditError::io("sync", path, e))?;
+                c.write(&self.checkpoint_path(), last, &last_hash)?;
+            }
         }
         if last < head.seq {
             // The head only grows, so records it counted must have been served.
@@ -263,6 +320,108 @@ impl JsonlSink {
             repaired_bytes,
             rotated,
         })
+    }
+
+    /// A checkpoint read before this delivery must still describe the copy: the copy reaches
+    /// its seq (`from_seq` is where the copy ends), and where they end together, in its hash.
+    fn still_holds(
+        &self,
+        signed: &Checkpoint,
+        from_seq: u64,
+        last_line: Option<&[u8]>,
+    ) -> Result<(), AuditError> {
+        let path = self.checkpoint_path();
+        if signed.seq > from_seq {
+            return Err(CheckpointError::Truncated {
+                path,
+                checkpoint_seq: signed.seq,
+                last_seq: from_seq,
+            }
+            .into());
+        }
+        if signed.seq == from_seq
+            && let Some(line) = last_line
+        {
+            let found = line_hash(line).map_err(|reason| AuditError::SinkCorrupt {
+                path: self.path.clone(),
+                reason,
+            })?;
+            if found != signed.hash {
+                return Err(CheckpointError::Diverged {
+                    path,
+                    seq: signed.seq,
+                    signed: signed.hash.clone(),
+                    found,
+                }
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// A checkpoint for records an earlier delivery wrote but did not vouch for (a crash
+    /// between the two, or a copy older than checkpoints): written only when the file's last
+    /// record is the store's record of that seq, and after making the file durable.
+    fn vouch(
+        &self,
+        checkpointer: &Checkpointer,
+        store: &dyn AuditOutbox,
+        file: &File,
+        last: u64,
+        last_line: Option<&[u8]>,
+    ) -> Result<(), AuditError> {
+        let record = store
+            .audit_records(last - 1, 1)?
+            .into_iter()
+            .next()
+            .filter(|r| r.seq == last)
+            .ok_or_else(|| AuditError::StoreShort {
+                path: self.path.clone(),
+                to_seq: last - 1,
+                head_seq: last,
+            })?;
+        let on_disk = match last_line {
+            Some(line) => Some(line.to_vec()),
+            None => self.newest_rotated_tail()?,
+        };
+        let found = on_disk
+            .as_deref()
+            .map(line_hash)
+            .transpose()
+            .map_err(|reason| AuditError::SinkCorrupt {
+                path: self.path.clone(),
+                reason,
+            })?;
+        if found.as_deref() != Some(record.hash.as_str()) {
+            return Err(AuditError::SinkCorrupt {
+                path: self.path.clone(),
+                reason: format!(
+                    "its last record {last} has hash {}, but the store's record {last} has {}; no checkpoint was written",
+                    found.unwrap_or_else(|| "(none)".into()),
+                    record.hash
+                ),
+            });
+        }
+        file.sync_data()
+            .map_err(|e| AuditError::io("sync", &self.path, e))?;
+        checkpointer.write(&self.checkpoint_path(), last, &record.hash)?;
+        Ok(())
+    }
+
+    /// The last line of the newest rotated file, when the current file is empty.
+    fn newest_rotated_tail(&self) -> Result<Option<Vec<u8>>, AuditError> {
+        let Some(newest) = self.rotated()?.pop() else {
+            return Ok(None);
+        };
+        let mut file =
+            File::open(&newest.path).map_err(|e| AuditError::io("open", &newest.path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| AuditError::io("read the size of", &newest.path, e))?
+            .len();
+        let tail =
+            read_tail(&mut file, len).map_err(|e| AuditError::io("read", &newest.path, e))?;
+        Ok(tail.and_then(|t| t.last_line))
     }
 
     /// Whether a line of `line_len` bytes (and record time `time`) must start a new file.
@@ -317,6 +476,10 @@ impl JsonlSink {
     /// empty current file. Between the two a crash leaves no current file, which delivery
     /// reads as "continue after the newest rotated file".
     fn rotate(&self, file: File, first: u64, last: u64) -> Result<(File, PathBuf), AuditError> {
+        // A rotated file is closed for good: durable before it is renamed, whatever the policy,
+        // so a checkpoint written later never names records a crash could take from it.
+        file.sync_data()
+            .map_err(|e| AuditError::io("sync", &self.path, e))?;
         drop(file);
         let dir = self.dir();
         let target = dir.join(format!(
@@ -489,6 +652,15 @@ fn line_seq(line: &[u8]) -> Result<u64, String> {
         .get("seq")
         .and_then(Value::as_u64)
         .ok_or_else(|| "it has no numeric seq".to_owned())
+}
+
+fn line_hash(line: &[u8]) -> Result<String, String> {
+    let value: Value = serde_json::from_slice(line).map_err(|e| format!("not JSON: {e}"))?;
+    value
+        .get("hash")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| "its last record has no hash".to_owned())
 }
 
 fn line_time(line: &[u8]) -> Result<Timestamp, String> {

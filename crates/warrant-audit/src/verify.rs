@@ -1,7 +1,7 @@
 //! Verification of a chain copy: a sink's JSONL file or its rotated files in order, any stream
 //! of lines, or the store's own sealed records. It checks order, links, hashes and signatures and names the FIRST broken
 //! record; records after it are not judged. A truncated tail cannot be seen from the lines
-//! alone: compare [`VerifyReport::head`] with the store's head for that.
+//! alone: [`crate::verify_copy`] checks them against the sink's signed checkpoint.
 
 use std::fs::File;
 use std::io::{BufRead as _, BufReader};
@@ -110,6 +110,30 @@ pub fn verify_files(paths: &[PathBuf], keys: &PublicKeys) -> Result<VerifyReport
     let mut lines = FileLines::new(paths, true);
     let report = drive(&mut lines, &names, keys, |_, _| None);
     lines.finish(report)
+}
+
+/// [`verify_files`] (or [`verify_file`] when not `named`), also giving the hash of record
+/// `watch` when the intact records reach it: what a checkpoint is checked against.
+pub(crate) fn verify_paths(
+    paths: &[PathBuf],
+    named: bool,
+    keys: &PublicKeys,
+    watch: Option<u64>,
+) -> Result<(VerifyReport, Option<String>), AuditError> {
+    let names: Vec<String> = if named {
+        paths.iter().map(|p| p.display().to_string()).collect()
+    } else {
+        Vec::new()
+    };
+    let mut lines = FileLines::new(paths, named);
+    let mut seen = None;
+    let report = drive(&mut lines, &names, keys, |_, checked| {
+        if Some(checked.seq) == watch {
+            seen = Some(checked.hash.clone());
+        }
+        None
+    });
+    Ok((lines.finish(report)?, seen))
 }
 
 /// The lines of several files, one after another, opened lazily. A read failure ends the

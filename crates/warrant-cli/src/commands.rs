@@ -7,12 +7,15 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use warrant_agent::RunExit;
-use warrant_audit::{AuditKey, PublicKeys, verify_file, verify_sealed};
+use warrant_audit::{
+    AuditKey, Checkpoint, CheckpointError, CheckpointRule, PublicKeys, checkpoint_path,
+    verify_copy, verify_file, verify_sealed,
+};
 use warrant_core::config::ResolvedIdentity;
 use warrant_core::path::canonicalize;
 use warrant_core::{
-    Action, Clock, IdSource, Principal, PrincipalKind, RequestId, RunId, SystemClock, Verb,
-    digest_of,
+    Action, Clock, Coded as _, IdSource, Principal, PrincipalKind, RequestId, RunId, SystemClock,
+    Verb, digest_of,
 };
 use warrant_exec::OsLinks;
 use warrant_kernel::{
@@ -1322,12 +1325,8 @@ fn audit_verify(
     // An auditor outside the team needs only the file and the public keys.
     if let (Some(file), Some(pk)) = (file, pubkeys) {
         let keys = keys_from(pk)?;
-        let report = verify_file(file, &keys).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
-        return Ok(print_reports(
-            &[(file.display().to_string(), report)],
-            None,
-            json,
-        ));
+        let copy = verify_single(file, &keys, file.display().to_string())?;
+        return Ok(print_reports(&[copy], None, json));
     }
     let (paths, inst) = open_store(ws)?;
     context::deliver(&inst);
@@ -1335,37 +1334,130 @@ fn audit_verify(
         Some(p) => keys_from(p)?,
         None => inst.public_keys.clone(),
     };
+    let shown = |p: &Path| {
+        p.strip_prefix(&paths.workspace)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| p.display().to_string())
+    };
     let mut reports = Vec::new();
     let mut journal = None;
     match file {
-        Some(f) => reports.push((
-            f.display().to_string(),
-            verify_file(f, &keys).map_err(|e| Failure::coded(&e, EXIT_USAGE))?,
-        )),
+        Some(f) => reports.push(verify_single(f, &keys, shown(&checkpoint_path(f)))?),
         None => {
             let records = all_records(&inst).map_err(|e| Failure::coded(&e, 1))?;
-            reports.push(("store".to_owned(), verify_sealed(&records, &keys)));
+            reports.push(Checked::chain(
+                "store".to_owned(),
+                verify_sealed(&records, &keys),
+            ));
             if !crate::untrusted::disabled("binding") {
                 journal = Some(journal_report(&inst, &records, &keys)?);
             }
-            let sink = inst.sink.path().to_owned();
-            let shown = sink
-                .strip_prefix(&paths.workspace)
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|_| sink.display().to_string());
-            // The sink's rotated files and its current one, as one chain.
+            // The sink's rotated files and its current one, as one chain, against the
+            // checkpoint the sink writes after every delivery.
             let files = inst
                 .sink
                 .files()
                 .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
-            reports.push((
-                shown,
-                warrant_audit::verify_files(&files, &keys)
-                    .map_err(|e| Failure::coded(&e, EXIT_USAGE))?,
-            ));
+            let name = shown(inst.sink.path());
+            reports.push(if inst.sink.has_checkpoint() {
+                let at = inst.sink.checkpoint_path();
+                let copy = verify_copy(&files, true, &at, &keys, CheckpointRule::Required)
+                    .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+                Checked::copy(name, shown(&at), copy)
+            } else {
+                Checked::chain(
+                    name,
+                    warrant_audit::verify_files(&files, &keys)
+                        .map_err(|e| Failure::coded(&e, EXIT_USAGE))?,
+                )
+            });
         }
     }
     Ok(print_reports(&reports, journal.as_ref(), json))
+}
+
+/// One file given with `--file`: its chain, and the checkpoint beside it when there is one
+/// (a rotated file or a receiver's copy has none).
+fn verify_single(
+    file: &Path,
+    keys: &PublicKeys,
+    checkpoint_shown: String,
+) -> Result<Checked, Failure> {
+    let name = file.display().to_string();
+    if crate::untrusted::disabled("checkpoint") {
+        let report = verify_file(file, keys).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+        return Ok(Checked::chain(name, report));
+    }
+    let copy = verify_copy(
+        &[file.to_path_buf()],
+        false,
+        &checkpoint_path(file),
+        keys,
+        CheckpointRule::IfPresent,
+    )
+    .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    Ok(Checked::copy(name, checkpoint_shown, copy))
+}
+
+/// What `audit verify` checked of one source.
+struct Checked {
+    name: String,
+    report: warrant_audit::VerifyReport,
+    /// The checkpoint's name and what it proved; `None` when not checked.
+    checkpoint: Option<(String, Result<Option<Checkpoint>, CheckpointError>)>,
+}
+
+impl Checked {
+    fn chain(name: String, report: warrant_audit::VerifyReport) -> Self {
+        Self {
+            name,
+            report,
+            checkpoint: None,
+        }
+    }
+
+    fn copy(name: String, checkpoint: String, copy: warrant_audit::CopyReport) -> Self {
+        Self {
+            name,
+            report: copy.chain,
+            checkpoint: Some((checkpoint, copy.checkpoint)),
+        }
+    }
+
+    fn is_ok(&self) -> bool {
+        self.report.is_ok() && self.checkpoint.as_ref().is_none_or(|(_, c)| c.is_ok())
+    }
+}
+
+/// The `checkpoint` of a source in `audit verify --json`.
+#[derive(serde::Serialize)]
+struct CheckpointView<'a> {
+    path: &'a str,
+    ok: bool,
+    checkpoint: Option<&'a Checkpoint>,
+    code: Option<&'static str>,
+    message: Option<String>,
+}
+
+impl<'a> CheckpointView<'a> {
+    fn of(path: &'a str, outcome: &'a Result<Option<Checkpoint>, CheckpointError>) -> Self {
+        match outcome {
+            Ok(checkpoint) => Self {
+                path,
+                ok: true,
+                checkpoint: checkpoint.as_ref(),
+                code: None,
+                message: None,
+            },
+            Err(e) => Self {
+                path,
+                ok: false,
+                checkpoint: None,
+                code: Some(e.code()),
+                message: Some(e.to_string()),
+            },
+        }
+    }
 }
 
 /// Every run's events against the records the chain holds for it: the runs the store lists
@@ -1401,15 +1493,21 @@ fn journal_report(
 }
 
 fn print_reports(
-    reports: &[(String, warrant_audit::VerifyReport)],
+    reports: &[Checked],
     journal: Option<&warrant_audit::JournalReport>,
     json: bool,
 ) -> u8 {
-    let ok = reports.iter().all(|(_, r)| r.is_ok()) && journal.is_none_or(|j| j.is_ok());
+    let ok = reports.iter().all(Checked::is_ok) && journal.is_none_or(|j| j.is_ok());
     if json {
         let v: Vec<Value> = reports
             .iter()
-            .map(|(name, r)| json!({"source": name, "ok": r.is_ok(), "report": r}))
+            .map(|c| {
+                let mut entry = json!({"source": c.name, "ok": c.is_ok(), "report": c.report});
+                if let Some((path, outcome)) = &c.checkpoint {
+                    entry["checkpoint"] = json!(CheckpointView::of(path, outcome));
+                }
+                entry
+            })
             .collect();
         let mut doc = json!({"ok": ok, "checked": v});
         if let Some(j) = journal {
@@ -1417,7 +1515,8 @@ fn print_reports(
         }
         outln!("{}", pretty(&doc));
     } else {
-        for (name, r) in reports {
+        for c in reports {
+            let (name, r) = (&c.name, &c.report);
             match &r.first_problem {
                 None => outln!(
                     "ok       {name}: {} records, chain and signatures intact",
@@ -1432,6 +1531,17 @@ fn print_reports(
                     p.kind,
                     p.detail
                 ),
+            }
+            match &c.checkpoint {
+                None => {}
+                Some((path, Ok(Some(cp)))) => outln!(
+                    "ok       {path}: signed checkpoint at record {}, every record up to it present",
+                    cp.seq
+                ),
+                Some((path, Ok(None))) => outln!(
+                    "note     {path}: no checkpoint, so records cut from the end of {name} would not be seen"
+                ),
+                Some((path, Err(e))) => outln!("BROKEN   {path}: [{}] {e}", e.code()),
             }
         }
         if let Some(j) = journal {

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use warrant_audit::{AuditKey, InstallationSealer, JsonlSink, PublicKeys};
+use warrant_audit::{AuditKey, Checkpointer, InstallationSealer, JsonlSink, PublicKeys};
 use warrant_core::config::{
     Layer, LayerKind, ResolvedIdentity, Settings, merge_settings, resolve_identity,
 };
@@ -287,6 +287,17 @@ pub fn installation(paths: &Paths, settings: &Settings) -> Result<Installation, 
             warrant_core::config::JsonlFsync::Batch => warrant_audit::FsyncPolicy::EveryBatch,
             warrant_core::config::JsonlFsync::Never => warrant_audit::FsyncPolicy::Never,
         });
+    // Off only for the negative control of the truncation test (`WARRANT_TEST_DISABLE`).
+    let sink = if crate::untrusted::disabled("checkpoint") {
+        sink
+    } else {
+        sink.with_checkpoint(Checkpointer::new(
+            sealer.key().clone(),
+            &installation,
+            Arc::new(SystemClock),
+            public_keys.clone(),
+        ))
+    };
     Ok(Installation {
         store,
         sinks: settings.audit_sinks.clone(),

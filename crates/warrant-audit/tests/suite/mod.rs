@@ -1,4 +1,5 @@
 mod binding;
+mod checkpoint;
 mod fake;
 mod http;
 mod keys;

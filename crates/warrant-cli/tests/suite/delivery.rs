@@ -621,3 +621,123 @@ fn every_record_of_a_real_run_matches_the_published_schema() {
 fn warrant_audit_schema() -> &'static str {
     include_str!("../../../warrant-audit/schema/audit-record-v2.json")
 }
+
+/// The JSONL sink's copy carries a signed checkpoint: records cut from its end fail
+/// `audit verify` with W-AUDIT-032, naming the checkpoint's record and the copy's last one,
+/// and delivery does not quietly refill the copy. The same copy verified before the cut
+/// passes (the negative control), and with the checkpoint switched off
+/// (`WARRANT_TEST_DISABLE=checkpoint`) the cut goes unseen: the lines alone are a valid chain.
+#[test]
+fn a_sink_copy_cut_at_its_end_fails_verify_against_its_signed_checkpoint() {
+    let sb = Sandbox::init();
+    let model = sb.transcript("version: 1\nturns:\n  - calls:\n      - tool: list_dir\n        args: { path: . }\n      - tool: read_file\n        args: { path: .env }\n  - say: done\n");
+    let out = sb.run(&["run", "--model", &model, "look"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let flushed = sb.run(&["audit", "flush"]);
+    assert_eq!(flushed.status.code(), Some(0), "{}", stderr(&flushed));
+    let head = sb.json(&["audit", "status", "--json"])["head"]
+        .as_u64()
+        .unwrap();
+    let sink = sb.ws.join(".warrant/audit/audit.jsonl");
+    let checkpoint = sb.ws.join(".warrant/audit/audit.jsonl.checkpoint");
+
+    // Before the cut: the copy verifies, and its checkpoint vouches for every record.
+    let before = sb.json(&["audit", "verify", "--json"]);
+    assert_eq!(before["ok"], true, "{before}");
+    let vouched = &before["checked"][1]["checkpoint"];
+    assert_eq!(
+        (
+            vouched["ok"].clone(),
+            vouched["checkpoint"]["seq"].clone(),
+            vouched["path"].clone()
+        ),
+        (
+            Value::from(true),
+            Value::from(head),
+            Value::from(".warrant/audit/audit.jsonl.checkpoint")
+        )
+    );
+
+    // The last two records cut from the copy.
+    let text = std::fs::read_to_string(&sink).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len() as u64, head);
+    lines.truncate(lines.len() - 2);
+    let cut = lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+    std::fs::write(&sink, &cut).unwrap();
+
+    let after = sb.run(&["audit", "verify"]);
+    assert_eq!(after.status.code(), Some(1), "{}", stdout(&after));
+    let shown = stdout(&after).replace(&sb.ws.display().to_string(), "WS");
+    insta::assert_snapshot!(shown);
+    assert!(
+        stdout(&after).contains(&format!(
+            "[W-AUDIT-032] the sink copy's intact records end at record {}, but its signed checkpoint",
+            head - 2
+        )) && stdout(&after).contains(&format!("records up to {head} were delivered")),
+        "{}",
+        stdout(&after)
+    );
+    // Delivery refused to refill the cut copy, and said why.
+    assert!(
+        stderr(&after).contains("audit delivery to sink `jsonl` failed: [W-AUDIT-032]"),
+        "{}",
+        stderr(&after)
+    );
+    assert_eq!(std::fs::read_to_string(&sink).unwrap(), cut);
+    let json = sb.run(&["audit", "verify", "--json"]);
+    let report: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(
+        (
+            report["checked"][1]["ok"].clone(),
+            report["checked"][1]["report"]["first_problem"].clone(),
+            report["checked"][1]["checkpoint"]["code"].clone()
+        ),
+        (Value::from(false), Value::Null, Value::from("W-AUDIT-032"))
+    );
+
+    // An outside auditor with the copy, its checkpoint and the public keys finds it too.
+    let keys = sb.run(&["audit", "keys", "export"]);
+    let keyfile = sb.dir.path().join("keys.txt");
+    std::fs::write(&keyfile, &keys.stdout).unwrap();
+    let auditor = |disable: Option<&str>| {
+        let mut cmd = sb.cmd(&[
+            "audit",
+            "verify",
+            "--file",
+            sink.to_str().unwrap(),
+            "--pubkeys",
+            keyfile.to_str().unwrap(),
+        ]);
+        if let Some(what) = disable {
+            cmd.env("WARRANT_TEST_DISABLE", what);
+        }
+        cmd.output().unwrap()
+    };
+    let found = auditor(None);
+    assert_eq!(found.status.code(), Some(1), "{}", stdout(&found));
+    assert!(
+        stdout(&found).contains("[W-AUDIT-032]"),
+        "{}",
+        stdout(&found)
+    );
+    // Negative control: without the checkpoint, the cut copy is a valid chain.
+    let unseen = auditor(Some("checkpoint"));
+    assert_eq!(unseen.status.code(), Some(0), "{}", stdout(&unseen));
+
+    // A checkpoint edited to match the cut copy no longer verifies, and says so.
+    let mut forged: Value =
+        serde_json::from_str(&std::fs::read_to_string(&checkpoint).unwrap()).unwrap();
+    forged["seq"] = (head - 2).into();
+    forged["count"] = (head - 2).into();
+    forged["hash"] = serde_json::from_str::<Value>(lines.last().unwrap()).unwrap()["hash"].clone();
+    std::fs::write(&checkpoint, forged.to_string()).unwrap();
+    let edited = auditor(None);
+    assert_eq!(edited.status.code(), Some(1), "{}", stdout(&edited));
+    assert!(
+        stdout(&edited).contains("[W-AUDIT-033]")
+            && stdout(&edited).contains("the signature does not verify"),
+        "{}",
+        stdout(&edited)
+    );
+}
