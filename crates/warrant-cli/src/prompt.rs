@@ -45,20 +45,28 @@ impl<R: BufRead> Prompter for TerminalPrompter<R> {
         }
         let _ = writeln!(text, "digest: {}", view.digest);
         let _ = writeln!(text, "asked of: {}", view.asked);
+        // A judgement of what one command did has no session scope: it is that changeset only.
+        let session = !view.session.is_empty();
         let _ = writeln!(text, "  [o]nce    this exact action, once");
-        let _ = writeln!(text, "  [s]ession {}", view.session);
+        if session {
+            let _ = writeln!(text, "  [s]ession {}", view.session);
+        }
         let _ = writeln!(text, "  [d]eny    the agent is told your reason");
         let mut err = std::io::stderr().lock();
         let _ = write!(err, "{}", crate::shown(&text));
         loop {
-            let _ = write!(err, "approve [o]nce, for this [s]ession, or [d]eny? ");
+            if session {
+                let _ = write!(err, "approve [o]nce, for this [s]ession, or [d]eny? ");
+            } else {
+                let _ = write!(err, "approve [o]nce or [d]eny? ");
+            }
             let _ = err.flush();
             let answer = self.line()?;
             match answer.to_lowercase().as_str() {
                 "o" | "once" | "y" | "yes" => {
                     return Some((Answer::Approve(Scope::Once), self.principal.clone()));
                 }
-                "s" | "session" => {
+                "s" | "session" if session => {
                     return Some((Answer::Approve(Scope::Session), self.principal.clone()));
                 }
                 "d" | "deny" | "n" | "no" => {

@@ -235,6 +235,8 @@ impl ProfileConfig {
                 s.isolation == Isolation::Namespaces
                     && s.network == NetworkPolicy::None
                     && s.enforcement == Enforcement::Required
+                    // Every write goes through the judged layer over the workspace.
+                    && s.write_roots == default_write_roots()
             })
     }
 }

@@ -23,6 +23,8 @@ use crate::sandbox::OverlaySpec;
 pub struct Layer {
     dir: PathBuf,
     pub spec: OverlaySpec,
+    /// Kept on disk when dropped: its changes wait for a person (see [`settle`]).
+    kept: bool,
 }
 
 impl Layer {
@@ -53,13 +55,35 @@ impl Layer {
                 work,
             },
             dir,
+            kept: false,
         })
+    }
+
+    /// The layer a pending judgement recorded, to settle it.
+    fn open(dir: &Path, workspace: &CanonicalPath) -> Self {
+        Self {
+            spec: OverlaySpec {
+                lower: workspace.clone(),
+                upper: dir.join("upper"),
+                work: dir.join("work"),
+            },
+            dir: dir.to_path_buf(),
+            kept: false,
+        }
     }
 }
 
 impl Drop for Layer {
     fn drop(&mut self) {
-        // overlayfs' work directory can hold a root-only `work/` entry; removal is best effort.
+        if self.kept {
+            return;
+        }
+        // overlayfs leaves `work/work` with mode 000; open it up so it can be removed.
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(
+            self.spec.work.join("work"),
+            std::fs::Permissions::from_mode(0o700),
+        );
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -93,12 +117,17 @@ pub struct Judgement {
     /// The changeset's digest (RFC 8785 canonical JSON, SHA-256).
     pub digest: String,
     pub entries: usize,
+    /// The changes wait for a person (a deletion or truncation the command's approval did not
+    /// cover); the layer holding them, kept until they are settled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<PathBuf>,
 }
 
 /// Read what the command changed in `layer`, classify it and apply it when it may land:
-/// `change` always, `destructive` only when `by_person`, `refused` never.
+/// `change` always, `destructive` when `by_person`, else it waits for a person (the layer is
+/// kept and the judgement is `pending`), `refused` never.
 pub fn judge(
-    layer: &Layer,
+    layer: &mut Layer,
     protected: &[String],
     denied: &[String],
     by_person: bool,
@@ -111,7 +140,7 @@ pub fn judge(
         EffectClass::Nothing | EffectClass::Change => None,
         EffectClass::Destructive if by_person => None,
         EffectClass::Destructive => Some(
-            "it deletes or shortens files that existed, and no person approved this command; nothing it did reached the workspace — ask for it through a command a person approves"
+            "it deletes or shortens files that existed, which waits for a person; nothing it did has reached the workspace yet"
                 .to_owned(),
         ),
         EffectClass::Refused => Some(
@@ -126,6 +155,10 @@ pub fn judge(
         }
         None | Some(_) => false,
     };
+    let pending = (effect.class == EffectClass::Destructive && !by_person).then(|| {
+        layer.kept = true;
+        layer.dir.clone()
+    });
     Ok(Judgement {
         class: effect.class,
         applied,
@@ -134,7 +167,44 @@ pub fn judge(
         shown: changes.render(),
         digest: changes.digest()?.to_string(),
         entries: changes.entries.len(),
+        pending,
     })
+}
+
+/// Settle a pending judgement once a person answered: re-read the kept layer, check it still
+/// holds exactly the changeset that was shown (its digest), apply it when `approved`, and
+/// discard the layer either way. Returns the judgement as it now stands.
+pub fn settle(
+    judgement: &Judgement,
+    workspace: &CanonicalPath,
+    approved: bool,
+) -> Result<Judgement, ExecError> {
+    let mut out = judgement.clone();
+    let Some(dir) = &judgement.pending else {
+        return Ok(out);
+    };
+    out.pending = None;
+    let layer = Layer::open(dir, workspace);
+    let lower = layer.spec.lower.as_path();
+    let upper = layer.spec.upper.as_path();
+    if !approved {
+        out.withheld =
+            Some("a person denied them; nothing the command did reached the workspace".to_owned());
+        return Ok(out);
+    }
+    let changes = Changeset::read(lower, upper)?;
+    let now = changes.digest()?.to_string();
+    if now != judgement.digest {
+        out.withheld = Some(format!(
+            "the command's changes are no longer what the person was shown ({} then, {now} now); nothing was applied",
+            judgement.digest
+        ));
+        return Ok(out);
+    }
+    changes.apply(lower, upper)?;
+    out.applied = true;
+    out.withheld = None;
+    Ok(out)
 }
 
 /// The workspace-relative protected names of a plan (`.git`, `.warrant`).

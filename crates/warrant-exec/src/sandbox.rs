@@ -106,6 +106,10 @@ pub struct SandboxPlan {
     /// view, and never searched for denied names (toolchains there are too large to walk).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub home: Option<PathBuf>,
+    /// Read roots that are toolchains (configured as `~/…` or `$VAR`): never searched for
+    /// denied names, which would mean walking every file of a Rust or Python installation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub toolchains: Vec<CanonicalPath>,
     /// Test knob: the launcher behaves as if this mechanism were unavailable on this kernel.
     /// [`SandboxPlan::from_profile`] never sets it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -166,10 +170,14 @@ impl SandboxPlan {
             })
         };
         let mut aliases = Vec::new();
+        let mut toolchains = Vec::new();
         let mut resolve_all = |list: &[String]| -> Result<Vec<CanonicalPath>, ExecError> {
             let mut out = Vec::new();
-            for p in list.iter().filter_map(|p| expand(p)) {
+            for (written, p) in list.iter().filter_map(|w| expand(w).map(|p| (w, p))) {
                 let resolved = resolve(&p)?;
+                if written.starts_with("~/") || written.starts_with('$') {
+                    toolchains.push(resolved.clone());
+                }
                 if Path::new(&p).is_absolute() && Path::new(&p) != resolved.as_path() {
                     aliases.push((PathBuf::from(&p), resolved.clone()));
                 }
@@ -237,6 +245,7 @@ impl SandboxPlan {
                 && !matches!(config.network, NetworkPolicy::Allow(_)),
             aliases,
             home,
+            toolchains,
             simulate_unavailable: None,
         }))
     }
@@ -728,7 +737,8 @@ fn apply_landlock(plan: &SandboxPlan, abi_seen: &mut u32, in_view: bool) -> Resu
             .map(CanonicalPath::as_path)
             .filter(|r| {
                 plan.write_roots.iter().any(|w| r.starts_with(w.as_path()))
-                    || !home.as_ref().is_some_and(|h| r.starts_with(h))
+                    || !(home.as_ref().is_some_and(|h| r.starts_with(h))
+                        || plan.toolchains.iter().any(|t| r.starts_with(t.as_path())))
             })
             .collect();
         let denied_paths: Vec<PathBuf> = plan
@@ -954,6 +964,7 @@ mod tests {
                 view: true,
                 aliases: vec![(PathBuf::from("/bin"), cp("/usr/bin"))],
                 home: plan.home.clone(),
+                toolchains: plan.toolchains.clone(),
                 simulate_unavailable: None,
             }
         );
@@ -1512,6 +1523,7 @@ fn probe_plan(launcher: &Launcher, ws: &Path) -> Result<SandboxPlan, String> {
         view: true,
         aliases: Vec::new(),
         home: None,
+        toolchains: Vec::new(),
         simulate_unavailable: None,
     })
 }

@@ -199,7 +199,7 @@ pub fn run_command_with_secrets(
         });
     }
     // A contained command writes through a copy-on-write layer; its changes are judged after.
-    let layer = match confinement {
+    let mut layer = match confinement {
         Some(_) if contained => Some(crate::judged::Layer::create(cwd_workspace(
             confinement,
             cwd,
@@ -392,13 +392,17 @@ pub fn run_command_with_secrets(
                 .to_owned(),
         });
     }
-    let changes = match (&layer, confinement) {
-        (Some(layer), Some(c)) => Some(crate::judged::judge(
-            layer,
-            &crate::judged::relative_names(&c.plan.protected, layer.spec.lower.as_path()),
-            &c.plan.denied_names,
-            action.by_person(),
-        )?),
+    let changes = match (&mut layer, confinement) {
+        (Some(layer), Some(c)) => {
+            let protected =
+                crate::judged::relative_names(&c.plan.protected, layer.spec.lower.as_path());
+            Some(crate::judged::judge(
+                layer,
+                &protected,
+                &c.plan.denied_names,
+                action.by_person(),
+            )?)
+        }
         _ => None,
     };
     Ok(ExecOutcome {

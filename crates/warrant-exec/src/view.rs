@@ -200,7 +200,9 @@ pub fn build(plan: &SandboxPlan, home: Option<&Path>, cwd: &Path) -> Result<(), 
     .map_err(io("cannot mount the masks".into()))?;
     let empty_dir = masks.join("dir");
     let empty_file = masks.join("file");
-    mkdir(&empty_dir, 0o000)?;
+    // An empty directory that lists as empty (a tool walking the tree sees nothing, and no
+    // error), and a file nobody may open.
+    mkdir(&empty_dir, 0o555)?;
     std::fs::write(&empty_file, b"").map_err(|e| format!("cannot make the file mask: {e}"))?;
     set_mode(&empty_file, 0o000)?;
     remount_read_only(&masks)?;

@@ -413,6 +413,7 @@ impl DecisionPoint for Governed<'_> {
         }
         if v.verdict == Verdict::Allow
             && !model_call
+            && !warrant_policy::judged_after(action, v.risk)
             && self.rules.risk.rule(v.risk).needs == Needs::Person
         {
             v.verdict = Verdict::Ask;

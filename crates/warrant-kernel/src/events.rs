@@ -389,6 +389,15 @@ pub enum RunEvent {
         denied: DeniedBy,
         message: String,
     },
+    /// The effect ran, but part of what it did waits for a person before it lands (a contained
+    /// command's destructive changeset): `result` is its outcome so far; the approval request
+    /// that follows in the same commit shows what waits. `effect_completed` follows once it
+    /// was settled.
+    EffectJudging {
+        call_id: String,
+        ok: bool,
+        result: Value,
+    },
     /// A non-idempotent effect started before an interruption and has no journaled result:
     /// nobody knows whether it happened. The run parks until a person resolves it.
     EffectInDoubt {
@@ -500,6 +509,7 @@ impl RunEvent {
             Self::EffectStarted { .. } => "effect_started",
             Self::EffectCompleted { .. } => "effect_completed",
             Self::EffectDenied { .. } => "effect_denied",
+            Self::EffectJudging { .. } => "effect_judging",
             Self::EffectInDoubt { .. } => "effect_in_doubt",
             Self::AuditGap { .. } => "audit_gap",
             Self::LimitReached { .. } => "limit_reached",

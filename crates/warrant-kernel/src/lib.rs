@@ -29,4 +29,6 @@ pub use ring::{
     Prompter, Ring, Silent,
 };
 pub use state::{CallResult, CallState, RequestAnswer, RequestKind, RequestState, RunState};
-pub use tool::{EffectResult, ReadFilter, Refusal, StopCheck, Tool, ToolEnv, ToolRegistry};
+pub use tool::{
+    EffectResult, PENDING_JUDGEMENT, ReadFilter, Refusal, StopCheck, Tool, ToolEnv, ToolRegistry,
+};

@@ -27,7 +27,7 @@ use crate::events::{
     Resolution, RunEvent, RunLimit, RunSettings, Scope, Verdict, Via,
 };
 use crate::state::{RequestAnswer, RequestKind, RequestState, RunState};
-use crate::tool::{ToolEnv, ToolRegistry};
+use crate::tool::{EffectResult, PENDING_JUDGEMENT, ToolEnv, ToolRegistry};
 
 /// What the policy decision point says about one action.
 #[derive(Clone, Debug, PartialEq)]
@@ -712,6 +712,17 @@ impl Ring<'_> {
         env: &ToolEnv,
         prompter: &mut dyn Prompter,
     ) -> Result<CallStep, KernelError> {
+        // An effect that ran may leave part of what it did to a person (a changeset): then the
+        // call goes on to that judgement instead of being done.
+        macro_rules! ran {
+            ($e:expr) => {{
+                let step = $e?;
+                if state.call(call_id).is_some_and(|c| c.judging.is_some()) {
+                    continue;
+                }
+                return Ok(step);
+            }};
+        }
         loop {
             let call = state
                 .call(call_id)
@@ -722,6 +733,12 @@ impl Ring<'_> {
                 })?;
             if call.result.is_some() {
                 return Ok(CallStep::Done);
+            }
+            if call.judging.is_some() {
+                match self.judge_step(state, call_id, tools, env, prompter)? {
+                    Some(step) => return Ok(step),
+                    None => continue,
+                }
             }
             let name = call.record.tool.clone();
 
@@ -854,7 +871,7 @@ impl Ring<'_> {
             // re-run it (idempotent) or record it in doubt, never to ask or refuse again. A
             // person's "retry" of an in-doubt effect is itself the authorization to run again.
             if call.started.is_some() || call.resolution == Some(Resolution::Retry) {
-                return self.execute(state, call_id, &actions, None, None, tools, env);
+                ran!(self.execute(state, call_id, &actions, None, None, tools, env));
             }
             let verdict = call
                 .decisions
@@ -886,7 +903,7 @@ impl Ring<'_> {
                     return Ok(CallStep::Done);
                 }
                 Verdict::Allow => {
-                    return self.execute(state, call_id, &actions, None, None, tools, env);
+                    ran!(self.execute(state, call_id, &actions, None, None, tools, env));
                 }
                 Verdict::Ask => {}
             }
@@ -903,7 +920,7 @@ impl Ring<'_> {
                 .session_grant_at(&actions, ask_risk, self.clock.now())
                 .cloned()
             {
-                return self.execute(state, call_id, &actions, None, Some(grant), tools, env);
+                ran!(self.execute(state, call_id, &actions, None, Some(grant), tools, env));
             }
             let open = call
                 .request
@@ -1071,7 +1088,7 @@ impl Ring<'_> {
                             )?;
                             continue;
                         }
-                        return self.execute(
+                        ran!(self.execute(
                             state,
                             call_id,
                             &actions,
@@ -1079,7 +1096,7 @@ impl Ring<'_> {
                             None,
                             tools,
                             env,
-                        );
+                        ));
                     }
                 },
             }
@@ -1288,7 +1305,14 @@ impl Ring<'_> {
                 .ok()
                 .flatten()
         };
-        let outcome = tool.execute(&authorized, env, &may_read, &stop);
+        let mut outcome = tool.execute(&authorized, env, &may_read, &stop);
+        let pending = outcome
+            .result
+            .as_object_mut()
+            .and_then(|m| m.remove(PENDING_JUDGEMENT));
+        if let Some(pending) = pending {
+            return self.open_judgement(state, call_id, actions, outcome, &pending);
+        }
         self.append(
             state,
             vec![RunEvent::EffectCompleted {
@@ -1300,6 +1324,209 @@ impl Ring<'_> {
             vec![],
         )?;
         Ok(CallStep::Done)
+    }
+
+    /// Journal an effect whose result waits for a person, with the approval request that shows
+    /// what waits (bound to the actions, what is shown and the tool's digest of it).
+    fn open_judgement(
+        &self,
+        state: &mut RunState,
+        call_id: &str,
+        actions: &[Action],
+        outcome: EffectResult,
+        pending: &Value,
+    ) -> Result<CallStep, KernelError> {
+        let text = |k: &str| pending.get(k).and_then(Value::as_str).unwrap_or_default();
+        let risk: RiskClass =
+            serde_json::from_value(pending["risk"].clone()).unwrap_or(RiskClass::Destructive);
+        let presentation = crate::Presentation {
+            title: text("title").to_owned(),
+            body: text("body").to_owned(),
+        };
+        let actions_digest =
+            digest_of(&actions.to_vec()).map_err(|e| KernelError::Encode(e.to_string()))?;
+        let bound = bound_digest(
+            &actions_digest,
+            &presentation,
+            &json!({"judged": text("digest")}),
+        );
+        let request = self.ids.request_id();
+        let asked = self.rules().asked_of(&state.principal, risk);
+        let tool = state
+            .call(call_id)
+            .map(|c| c.record.tool.clone())
+            .unwrap_or_default();
+        let summary = json!({
+            "run": state.run,
+            "call": call_id,
+            "tool": tool,
+            "risk": risk,
+            "title": presentation.title,
+            "digest": bound,
+            "requested_by": state.principal.actor,
+            "requester": asked.requester,
+            "asked_of": asked.describe(),
+            "approvers": asked.people,
+            "team": asked.team,
+            "admins": asked.admins,
+            "fell_through": asked.fell_through,
+        });
+        self.append(
+            state,
+            vec![
+                RunEvent::EffectJudging {
+                    call_id: call_id.to_owned(),
+                    ok: outcome.ok,
+                    result: outcome.result,
+                },
+                RunEvent::ApprovalRequested {
+                    call_id: call_id.to_owned(),
+                    request_id: request.clone(),
+                    digest: bound,
+                    risk,
+                    presentation,
+                    action_digest: None,
+                    asked: Some(asked),
+                },
+            ],
+            None,
+            vec![RequestUpdate::Open {
+                id: request,
+                summary,
+            }],
+        )?;
+        Ok(CallStep::Done)
+    }
+
+    /// A call whose effect waits for a person's judgement: ask at the terminal or park; on a
+    /// denial discard what waits, on a grant (checked like any approval at time of use) let it
+    /// land; either way the effect completes. `None`: go round again.
+    fn judge_step(
+        &self,
+        state: &mut RunState,
+        call_id: &str,
+        tools: &dyn ToolRegistry,
+        env: &ToolEnv,
+        prompter: &mut dyn Prompter,
+    ) -> Result<Option<CallStep>, KernelError> {
+        let call = state
+            .call(call_id)
+            .cloned()
+            .ok_or_else(|| KernelError::Inconsistent {
+                run: state.run.to_string(),
+                message: format!("no call {call_id}"),
+            })?;
+        let Some((_, result)) = call.judging.clone() else {
+            return Ok(None);
+        };
+        let req = call
+            .request
+            .as_ref()
+            .and_then(|id| state.requests.get(id))
+            .cloned()
+            .ok_or_else(|| KernelError::Inconsistent {
+                run: state.run.to_string(),
+                message: format!("call {call_id} waits for a judgement with no request"),
+            })?;
+        let tool = tools
+            .get(&call.record.tool)
+            .ok_or_else(|| KernelError::Inconsistent {
+                run: state.run.to_string(),
+                message: format!("tool {} vanished", call.record.tool),
+            })?;
+        let approved = match req.answer.clone() {
+            None => {
+                let asked = req
+                    .asked
+                    .as_ref()
+                    .map(|a| a.describe())
+                    .unwrap_or_else(|| "any person".into());
+                let view = PromptView {
+                    run: &state.run,
+                    request: &req.id,
+                    risk: req.risk,
+                    title: &req.presentation.title,
+                    body: &req.presentation.body,
+                    digest: &req.digest,
+                    reasons: &[],
+                    session: "",
+                    asked: &asked,
+                };
+                if let Some((answer, who)) = prompter.ask(&view) {
+                    match self.answer(state, &req.id, &who, &Via::Terminal, answer) {
+                        Ok(()) => return Ok(None),
+                        Err(
+                            KernelError::ApprovalRefused { .. }
+                            | KernelError::AgentCannotApprove { .. },
+                        ) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                if state.parked.as_ref() != Some(&req.id) {
+                    self.append(
+                        state,
+                        vec![RunEvent::RunParked {
+                            request_id: req.id.clone(),
+                        }],
+                        Some(RunStatus::Parked),
+                        vec![],
+                    )?;
+                }
+                return Ok(Some(CallStep::Parked(req.id)));
+            }
+            Some(RequestAnswer::Denied { .. }) => false,
+            Some(RequestAnswer::Granted {
+                approver,
+                scope,
+                digest: granted,
+                proof,
+                binding,
+                signature,
+            }) => {
+                let refusal = if approval::checks_enabled() {
+                    self.check_grant(
+                        state,
+                        &req,
+                        &approver,
+                        scope,
+                        &granted,
+                        &proof,
+                        binding.as_ref(),
+                        signature.as_deref(),
+                        &req.digest,
+                    )
+                } else {
+                    None
+                };
+                if let Some((reason, detail)) = refusal {
+                    self.append(
+                        state,
+                        vec![RunEvent::ApprovalRejected {
+                            request_id: req.id.clone(),
+                            reason,
+                            detail,
+                            approver: Some(approver),
+                        }],
+                        None,
+                        vec![],
+                    )?;
+                    return Ok(None);
+                }
+                true
+            }
+        };
+        let settled = tool.settle(&result, approved, env);
+        self.append(
+            state,
+            vec![RunEvent::EffectCompleted {
+                call_id: call_id.to_owned(),
+                ok: settled.ok,
+                result: settled.result,
+            }],
+            None,
+            vec![],
+        )?;
+        Ok(Some(CallStep::Done))
     }
 }
 
@@ -1590,6 +1817,18 @@ pub(crate) fn audit_facts(
                         .map(|(rule, n)| format!("redacted {rule} x{n}"))
                         .collect::<Vec<_>>()
                 );
+            }
+        }
+        RunEvent::EffectJudging {
+            call_id,
+            ok,
+            result,
+            ..
+        } => {
+            put_actions(&mut facts, &call_actions(call_id));
+            facts["outcome"] = json!(if *ok { "judging" } else { "error" });
+            if let Ok(d) = digest_of(result) {
+                facts["output_digest"] = json!(d);
             }
         }
         RunEvent::EffectDenied {

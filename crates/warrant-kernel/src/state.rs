@@ -45,6 +45,8 @@ pub struct CallState {
     pub started: Option<u64>,
     /// Its `EffectStarted` named a person's approval (of this call, or a session grant).
     pub started_by_person: bool,
+    /// The effect ran and part of it waits for a person (`effect_judging`): its outcome so far.
+    pub judging: Option<(bool, Value)>,
     pub result: Option<CallResult>,
     /// The request a person must answer because this call's effect is in doubt.
     pub in_doubt: Option<RequestId>,
@@ -272,6 +274,7 @@ impl RunState {
             | RunEvent::EffectStarted { .. }
             | RunEvent::EffectCompleted { .. }
             | RunEvent::EffectDenied { .. }
+            | RunEvent::EffectJudging { .. }
             | RunEvent::EffectInDoubt { .. }
             | RunEvent::RunEnded { .. }
             | RunEvent::RequestRaised { .. }
@@ -328,6 +331,7 @@ impl RunState {
                         request: None,
                         started: None,
                         started_by_person: false,
+                        judging: None,
                         result: None,
                         in_doubt: None,
                         resolution: None,
@@ -482,8 +486,15 @@ impl RunState {
                 ok,
                 result,
             } => {
-                self.call_mut(&call_id)?.result = Some(CallResult::Completed { ok, result });
+                let call = self.call_mut(&call_id)?;
+                call.judging = None;
+                call.result = Some(CallResult::Completed { ok, result });
             }
+            RunEvent::EffectJudging {
+                call_id,
+                ok,
+                result,
+            } => self.call_mut(&call_id)?.judging = Some((ok, result)),
             RunEvent::EffectDenied {
                 call_id,
                 denied,

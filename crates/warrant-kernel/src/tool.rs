@@ -76,7 +76,26 @@ pub trait Tool: Send + Sync {
     fn ask(&self, _args: &Value) -> Option<Result<Ask, Refusal>> {
         None
     }
+
+    /// For an effect whose result held a [`PENDING_JUDGEMENT`]: make what waited for a person
+    /// land (`approved`) or discard it, and return the result the model sees. Only tools that
+    /// leave something to judge (a contained command's changeset) implement it.
+    fn settle(&self, result: &Value, _approved: bool, _env: &ToolEnv) -> EffectResult {
+        EffectResult {
+            ok: false,
+            result: serde_json::json!({
+                "error": "this tool left nothing to judge",
+                "result": result,
+            }),
+        }
+    }
 }
+
+/// The key of an effect's result under which a tool says that part of what it did waits for a
+/// person before it lands: `{ "risk": <class>, "title": …, "body": …, "digest": "sha256:…" }`.
+/// The ring takes it out of the result, journals the effect as `effect_judging` with an
+/// approval request bound to `digest`, and calls [`Tool::settle`] once a person answered.
+pub const PENDING_JUDGEMENT: &str = "pending_judgement";
 
 /// The tools of a run, by model-facing name.
 pub trait ToolRegistry {

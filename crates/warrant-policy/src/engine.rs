@@ -297,6 +297,24 @@ fn coded(e: &PolicyError) -> String {
     format!("{}: {e}", e.code())
 }
 
+/// The id recorded when a contained command's destructive class is left to the judgement of its
+/// changeset instead of asking before it runs.
+pub const JUDGED_AFTER_ID: &str = "builtin:judged-after";
+
+/// A contained command (its own view, writes only through the judged layer over the workspace)
+/// whose worst effect is destructive: a person is asked after it ran, with its changeset, not
+/// before from its argv. Secret and irreversible classes still ask before.
+pub fn judged_after(action: &Action, risk: RiskClass) -> bool {
+    risk == RiskClass::Destructive
+        && matches!(
+            action,
+            Action::ShellExec {
+                contained: true,
+                ..
+            }
+        )
+}
+
 /// Strictest verdict wins; then the built-in rule that some risk classes always ask.
 fn combine(
     req: &DecisionRequest<'_>,
@@ -319,7 +337,19 @@ fn combine(
         }
     }
     let errors: Vec<String> = evaluated.iter().flat_map(|e| e.errors.clone()).collect();
-    if verdict == Verdict::Allow && default_risk.always_needs_person() {
+    if verdict == Verdict::Allow && judged_after(req.action, default_risk) {
+        reasons.push(PolicyReason {
+            id: JUDGED_AFTER_ID.to_owned(),
+            layer: PolicyLayer::Builtin,
+            file: String::new(),
+            effect: PolicyEffect::Permit,
+            reason: Some(format!(
+                "the command is contained, so what makes it {} is judged from what it actually changed: its deletions wait for a person, shown as the files they remove",
+                default_risk.as_str()
+            )),
+            ask: None,
+        });
+    } else if verdict == Verdict::Allow && default_risk.always_needs_person() {
         verdict = Verdict::Ask { risk: default_risk };
         reasons.push(PolicyReason {
             id: ALWAYS_ASK_ID.to_owned(),

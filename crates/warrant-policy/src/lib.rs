@@ -11,7 +11,7 @@ mod schema;
 mod warnings;
 
 pub use decision::{Decision, DecisionRequest, PolicyEffect, PolicyLayer, PolicyReason, Verdict};
-pub use engine::{ALWAYS_ASK_ID, PolicyEngine, PolicySource};
+pub use engine::{ALWAYS_ASK_ID, JUDGED_AFTER_ID, PolicyEngine, PolicySource, judged_after};
 pub use error::PolicyError;
 pub use explain::{CedarDecision, CedarRequest, EvaluatedAs, Evaluation, Explanation};
 pub use schema::{NAMESPACE, SCHEMA_TEXT};

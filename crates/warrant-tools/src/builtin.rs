@@ -519,7 +519,72 @@ impl Tool for RunCommand {
             )
         });
         // A command may print what it was given: its values never reach the journal or the model.
-        crate::secrets::redact(outcome, &secrets)
+        let mut result = crate::secrets::redact(outcome, &secrets);
+        // Changes that wait for a person: the ring asks, showing exactly what they are.
+        let pending = result
+            .result
+            .get("changes")
+            .filter(|c| c.get("pending").is_some_and(|p| !p.is_null()))
+            .cloned();
+        if let (Some(changes), Some(map)) = (pending, result.result.as_object_mut()) {
+            let argv = actions
+                .first()
+                .map(|a| match a.get() {
+                    Action::ShellExec { argv, .. } => shown_argv(argv),
+                    other @ (Action::FsRead { .. }
+                    | Action::FsList { .. }
+                    | Action::FsSearch { .. }
+                    | Action::FsWrite { .. }
+                    | Action::FsCreate { .. }
+                    | Action::FsDelete { .. }
+                    | Action::ProviderCall { .. }) => other.target(),
+                })
+                .unwrap_or_default();
+            let shown = changes.get("shown").and_then(Value::as_str).unwrap_or("");
+            map.insert(
+                warrant_kernel::PENDING_JUDGEMENT.to_owned(),
+                serde_json::json!({
+                    "risk": "destructive",
+                    "title": format!("let the changes of `{argv}` land"),
+                    "body": format!(
+                        "The command ran contained; what it changed is held apart and reaches the workspace only if you approve.\nIt deletes or shortens files that existed:\n\n{shown}"
+                    ),
+                    "digest": changes.get("digest").cloned().unwrap_or(Value::Null),
+                }),
+            );
+        }
+        result
+    }
+
+    fn settle(&self, result: &Value, approved: bool, env: &ToolEnv) -> EffectResult {
+        let judgement = result
+            .get("changes")
+            .cloned()
+            .and_then(|c| serde_json::from_value::<warrant_exec::judged::Judgement>(c).ok());
+        let Some(judgement) = judgement else {
+            return EffectResult {
+                ok: false,
+                result: serde_json::json!({"error": "the command's result holds no changes to settle", "result": result}),
+            };
+        };
+        let mut out = result.clone();
+        match warrant_exec::judged::settle(&judgement, &env.workspace, approved) {
+            Ok(settled) => {
+                out["changes"] = serde_json::to_value(&settled).unwrap_or(Value::Null);
+                EffectResult {
+                    ok: result.get("exit_code").is_some_and(|c| c == 0),
+                    result: out,
+                }
+            }
+            Err(e) => {
+                out["changes"]["error"] =
+                    serde_json::json!({"code": e.code(), "message": e.to_string()});
+                EffectResult {
+                    ok: false,
+                    result: out,
+                }
+            }
+        }
     }
 }
 

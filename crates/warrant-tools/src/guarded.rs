@@ -64,6 +64,10 @@ impl Tool for Redacting {
         let raw = self.inner.execute(actions, env, may_read, stop);
         redact_result(&self.redactor, raw)
     }
+
+    fn settle(&self, result: &Value, approved: bool, env: &ToolEnv) -> EffectResult {
+        redact_result(&self.redactor, self.inner.settle(result, approved, env))
+    }
 }
 
 /// The result with every string redacted, and `"redacted": {rule: count}` added when anything

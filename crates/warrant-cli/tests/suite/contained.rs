@@ -109,8 +109,8 @@ fn everyday_commands_run_without_anyone_asked() {
     }
 }
 
-/// `find -delete` is recognized and waits for a person; denied, the files stay. Approved, the
-/// deletion lands and the journaled changeset lists exactly the files it deleted.
+/// `find -delete` runs contained and its changeset waits for a person, who is shown exactly the
+/// files it deleted; denied, the files stay. Approved, the deletion lands.
 #[test]
 fn find_delete_waits_for_a_person_and_lands_only_when_approved() {
     let sb = Sandbox::init();
@@ -161,43 +161,48 @@ fn find_delete_waits_for_a_person_and_lands_only_when_approved() {
     );
 }
 
-/// A deletion no recognizer sees (a script the agent wrote) runs contained without asking, and
-/// its deletion is withheld: the workspace keeps the file and the record says why. Control: the
-/// same command under an unconfined profile, approved by a careless person, deletes it.
+/// A deletion no recognizer sees (a script the agent wrote) runs contained without asking; its
+/// changeset then waits for a person, who is shown exactly the files it deleted. Denied,
+/// nothing it did lands; approved, all of it does. Control: the same command under an
+/// unconfined profile, approved by a careless person who saw only the argv, deletes at once.
 #[test]
-fn a_deletion_nobody_approved_is_withheld() {
-    let sb = Sandbox::init();
-    sb.write(
-        "tidy.py",
-        "import os\nos.remove('notes/meeting-2026-11-20.md')\nopen('tidy.log', 'w').write('done')\nprint('tidied')\n",
-    );
-    let out = run_commands(&sb, &[&["python3", "tidy.py"]]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(sb.exists("notes/meeting-2026-11-20.md"));
-    assert!(
-        !sb.exists("tidy.log"),
-        "nothing of a withheld changeset lands"
-    );
-    let (_, events) = sb.last_run();
-    let result = results(&events)[0].clone();
-    assert_eq!(result["stdout"]["text"], "tidied\n");
-    assert_eq!(result["changes"]["class"], "destructive", "{result}");
-    assert_eq!(result["changes"]["applied"], false, "{result}");
-    assert!(
-        result["changes"]["withheld"]
-            .as_str()
-            .unwrap()
-            .contains("no person approved"),
-        "{result}"
-    );
-    assert!(stdout(&out).contains("withheld") || stderr(&out).contains("withheld"));
+fn a_deletion_waits_for_a_person_who_sees_the_files() {
+    let script = "import os\nos.remove('notes/meeting-2026-11-20.md')\nopen('tidy.log', 'w').write('done')\nprint('tidied')\n";
+    for approve in [false, true] {
+        let sb = Sandbox::init();
+        sb.write("tidy.py", script);
+        let out = run_commands(&sb, &[&["python3", "tidy.py"]]);
+        assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+        assert!(sb.exists("notes/meeting-2026-11-20.md"));
+        assert!(!sb.exists("tidy.log"), "nothing lands before the judgement");
+        let request = parked_request(&out);
+        let (run, events) = sb.last_run();
+        assert!(kinds(&events).contains(&"effect_judging".to_owned()));
+        let shown = stdout(&sb.run(&["requests", "show", &request]));
+        assert!(shown.contains("- notes/meeting-2026-11-20.md"), "{shown}");
+        assert!(shown.contains("+ tidy.log"), "{shown}");
+        let answer = if approve {
+            sb.run(&["approve", &request])
+        } else {
+            sb.run(&["deny", &request, "--reason", "keep the notes"])
+        };
+        assert_eq!(answer.status.code(), Some(0), "{}", stderr(&answer));
+        let resumed = sb.run(&["resume", &run]);
+        assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+        assert_eq!(sb.exists("notes/meeting-2026-11-20.md"), !approve);
+        assert_eq!(sb.exists("tidy.log"), approve);
+        let (_, events) = sb.last_run();
+        let result = results(&events)[0].clone();
+        assert_eq!(result["stdout"]["text"], "tidied\n");
+        assert_eq!(result["changes"]["class"], "destructive", "{result}");
+        assert_eq!(result["changes"]["applied"], approve, "{result}");
+        assert!(result["changes"]["pending"].is_null(), "{result}");
+        assert!(result.get("pending_judgement").is_none(), "{result}");
+    }
 
     let sb = Sandbox::init();
     sb.add_unconfined_profile();
-    sb.write(
-        "tidy.py",
-        "import os\nos.remove('notes/meeting-2026-11-20.md')\nprint('tidied')\n",
-    );
+    sb.write("tidy.py", script);
     let model = sb.transcript(
         "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: { argv: [python3, tidy.py], profile: open }\n  - say: done\n",
     );

@@ -1,7 +1,7 @@
-//! Deletes spelled through a wrapper are still deletes. Contained commands run without asking
-//! under the default pack, yet `env rm -rf notes` and `find . -name '*.md' -delete` are
-//! classified destructive, so the built-in rule still sends them to a person and the files stay
-//! until someone answers. Negative control: with the recognizers' following switched off
+//! Deletes spelled through a wrapper are still deletes: under a profile that does not contain
+//! its commands (asked before they run), `env rm -rf notes` and `find . -name '*.md' -delete`
+//! are classified destructive, so the person is told what they are and the files stay until
+//! someone answers. Negative control: with the recognizers' following switched off
 //! (`WARRANT_TEST_DISABLE=follow`, debug builds only) they pass as `change` and delete at once.
 
 use pretty_assertions::assert_eq;
@@ -13,12 +13,18 @@ use super::harness::{Sandbox, stderr};
 /// classes and whether each file is still there.
 fn attempt(argv: &[&str], follow: bool, files: &[&str]) -> (Option<i32>, Value, Vec<bool>) {
     let mut sb = Sandbox::init();
+    // A profile that is not contained (Landlock over the host's view), so the command is asked
+    // before it runs and the class the recognizers gave it is what the person is told.
+    let config = sb.ws.join(".warrant/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[profiles.ll]\n[profiles.ll.sandbox]\nisolation = \"landlock\"\n");
+    std::fs::write(&config, text).unwrap();
     if !follow {
         sb.extra_env
             .push(("WARRANT_TEST_DISABLE".into(), "follow".into()));
     }
     let model = sb.transcript(&format!(
-        "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: {{ argv: {} }}\n  - say: done\n",
+        "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: {{ argv: {}, profile: ll }}\n  - say: done\n",
         serde_json::to_string(argv).unwrap()
     ));
     let out = sb.run(&["run", "--prompt", "never", "--model", &model, "tidy"]);
@@ -65,9 +71,14 @@ fn deletes_through_env_and_find_wait_for_a_person() {
             vec![true; files.len()],
         );
         assert_eq!(attempt(argv, true, files), parked, "{argv:?}");
-        // Negative control: without following, the line is `change`, the trusting permit lets
-        // it through, and the files are gone with nobody asked.
-        let ran = (Some(0), json!([]), vec![false; files.len()]);
+        // Negative control: without following, the same line is only `change` (the person
+        // would be told less than it does). Under the default profile neither spelling gets
+        // far: it runs contained and its deletions wait as a changeset (suite::contained).
+        let ran = (
+            Some(10),
+            json!([{"risk": "change", "title": title}]),
+            vec![true; files.len()],
+        );
         assert_eq!(
             attempt(argv, false, files),
             ran,
