@@ -760,6 +760,7 @@ fn check_endpoint(url: &str, timeout: Duration) -> Result<String, String> {
 fn check_mcp(
     argv: &[String],
     profiles: &std::collections::BTreeMap<String, ProfileConfig>,
+    workspace: &warrant_core::CanonicalPath,
     timeout: Duration,
 ) -> Result<String, String> {
     let Some((program, args)) = argv.split_first() else {
@@ -767,8 +768,29 @@ fn check_mcp(
     };
     let profile = profiles.get("default").cloned().unwrap_or_default();
     let env = warrant_exec::env::minimize_env(&profile, context::parent_env());
-    let mut child = std::process::Command::new(program)
-        .args(args)
+    // The server runs under the default profile's confinement, as the agent's commands do.
+    let plan = warrant_exec::SandboxPlan::from_profile(
+        "default",
+        &profile,
+        workspace,
+        &warrant_exec::fs::OsLinks,
+    )
+    .map_err(|e| e.to_string())?;
+    let mut command = match plan {
+        Some(plan) => {
+            let launcher = warrant_exec::Launcher::current_exe().map_err(|e| e.to_string())?;
+            let mut c = std::process::Command::new(&launcher.program);
+            c.args(launcher.args(&plan, argv).map_err(|e| e.to_string())?);
+            c
+        }
+        None => {
+            let mut c = std::process::Command::new(program);
+            c.args(args);
+            c
+        }
+    };
+    let mut child = command
+        .current_dir(workspace.as_path())
         .env_clear()
         .envs(env)
         .stdin(std::process::Stdio::piped())
@@ -900,7 +922,8 @@ fn connect(
                     ));
                 }
             };
-            check_mcp(&argv, &here.profiles, timeout)
+            let workspace = here.paths.workspace_canonical()?;
+            check_mcp(&argv, &here.profiles, &workspace, timeout)
         }
     };
     let check = checked.map_err(|why| {

@@ -247,86 +247,87 @@ fn resolved(argv: &[&str], cwd: &str, program: &str) -> Action {
     }
 }
 
+fn contained(mut action: Action) -> Action {
+    if let Action::ShellExec { contained, .. } = &mut action {
+        *contained = true;
+    }
+    action
+}
+
+/// A verdict, its risk class and the ids of the policies behind it.
+type Expected = (Verdict, RiskClass, Vec<&'static str>);
+
+/// Commands: contained ones run (a destructive one is judged after it ran, from its
+/// changeset), secret ones are asked before; every command of a profile that confines less is
+/// asked; nothing runs outside the workspace.
 #[test]
 fn shell_table() {
     let engine = default_engine();
-    let read_only = pack_reason("shell-read-only-programs");
-    let asks = pack_reason("shell-other-asks");
-    let change = RiskClass::Change;
-    let (secret, destructive) = (RiskClass::Secret, RiskClass::Destructive);
-    let rows: Vec<(Action, Decision)> = vec![
+    let (change, secret, destructive) =
+        (RiskClass::Change, RiskClass::Secret, RiskClass::Destructive);
+    let ask = |risk| Verdict::Ask { risk };
+    let rows: Vec<(Action, Expected)> = vec![
         (
-            exec(&["ls", "-la"], "/ws"),
-            decision(Verdict::Allow, change, vec![read_only.clone()]),
+            contained(exec(&["ls", "-la"], "/ws")),
+            (Verdict::Allow, change, vec!["project:shell-contained"]),
         ),
         (
-            exec(&["/usr/bin/uname", "-a"], "/ws/src"),
-            decision(Verdict::Allow, change, vec![read_only.clone()]),
-        ),
-        // Programs that read or delete the files they are given ask: they could reach .env
-        // or delete past the fs rules until the OS sandbox enforces denied paths.
-        (
-            exec(&["cat", ".env"], "/ws"),
-            decision(Verdict::Ask { risk: secret }, secret, vec![asks.clone()]),
+            contained(exec(&["cargo", "test"], "/ws/src")),
+            (Verdict::Allow, change, vec!["project:shell-contained"]),
         ),
         (
-            exec(&["find", ".", "-delete"], "/ws"),
-            decision(
-                Verdict::Ask { risk: destructive },
+            contained(exec(&["find", ".", "-delete"], "/ws")),
+            (
+                Verdict::Allow,
                 destructive,
-                vec![asks.clone()],
+                vec!["project:shell-contained", "builtin:judged-after"],
             ),
         ),
-        // The program is the file argv[0] resolved to: `./ls` linked to rm is rm, and an `ls`
-        // found in the workspace (a script the agent could have written) is not the system's.
         (
-            resolved(&["./ls", "-la"], "/ws", "/usr/bin/rm"),
-            decision(
-                Verdict::Ask { risk: destructive },
+            contained(resolved(&["./ls", "-la"], "/ws", "/usr/bin/rm")),
+            (
+                Verdict::Allow,
                 destructive,
-                vec![asks.clone()],
+                vec!["project:shell-contained", "builtin:judged-after"],
+            ),
+        ),
+        (
+            contained(exec(&["cat", ".env"], "/ws")),
+            (
+                ask(secret),
+                secret,
+                vec!["project:shell-contained", "builtin:always-ask"],
+            ),
+        ),
+        (
+            exec(&["ls", "-la"], "/ws"),
+            (ask(change), change, vec!["project:shell-wider-asks"]),
+        ),
+        (
+            exec(&["rm", "-rf", "build"], "/ws"),
+            (
+                ask(destructive),
+                destructive,
+                vec!["project:shell-wider-asks"],
             ),
         ),
         (
             resolved(&["ls"], "/ws", "/ws/node_modules/.bin/ls"),
-            decision(Verdict::Ask { risk: change }, change, vec![asks.clone()]),
+            (ask(change), change, vec!["project:shell-wider-asks"]),
         ),
         (
-            resolved(&["/bin/ls"], "/ws", "/usr/bin/ls"),
-            decision(Verdict::Allow, change, vec![read_only.clone()]),
-        ),
-        (
-            exec(&["git", "status"], "/ws"),
-            decision(Verdict::Allow, change, vec![read_only]),
-        ),
-        (
-            exec(&["git", "push", "--force"], "/ws"),
-            decision(
-                Verdict::Ask { risk: destructive },
-                destructive,
-                vec![asks.clone()],
-            ),
-        ),
-        (
-            exec(&["rm", "-rf", "build"], "/ws"),
-            decision(Verdict::Ask { risk: destructive }, destructive, vec![asks]),
-        ),
-        (
-            exec(&["ls"], "/tmp"),
-            decision(Verdict::Deny, change, Vec::new()),
+            contained(exec(&["ls"], "/tmp")),
+            (Verdict::Deny, change, Vec::new()),
         ),
         (
             exec(&["cargo", "build"], "/srv/other"),
-            decision(Verdict::Deny, change, Vec::new()),
+            (Verdict::Deny, change, Vec::new()),
         ),
     ];
     for (action, want) in rows {
-        assert_eq!(
-            decide(&engine, &alice(), &action),
-            want,
-            "{}",
-            action.target()
-        );
+        let got = decide(&engine, &alice(), &action);
+        let ids: Vec<&str> = got.reasons.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!((got.verdict, got.risk, ids), want, "{}", action.target());
     }
 }
 
