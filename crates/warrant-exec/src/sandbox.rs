@@ -1189,7 +1189,7 @@ pub fn rows_needed(config: &warrant_core::config::SandboxConfig) -> Vec<&'static
     if config.isolation == Isolation::Namespaces
         && !matches!(config.network, NetworkPolicy::Allow(_))
     {
-        out.extend(["view", "view observed"]);
+        out.extend(["view", "view observed", "overlay observed"]);
     }
     if !config.denied.is_empty() {
         out.push("denied observed");
@@ -1303,6 +1303,7 @@ pub fn probe(launcher: &Launcher, scratch: &Path) -> Vec<ProbeRow> {
         &[self_argv.clone(), vec![PROBE_SOCKET.to_owned()]].concat(),
     );
     let egress_run = probe_egress_run(launcher, &plan, &ws, &self_argv);
+    let overlay_run = probe_overlay(launcher, &plan, &ws, scratch);
 
     match &fs_run {
         Err(e) => row("sandbox launcher", false, e.clone()),
@@ -1386,6 +1387,19 @@ pub fn probe(launcher: &Launcher, scratch: &Path) -> Vec<ProbeRow> {
                 "no view (the namespaces could not be made)".to_owned()
             },
         );
+        match &overlay_run {
+            Ok(true) => row(
+                "overlay observed",
+                true,
+                "a write landed in the copy-on-write layer, not in the workspace".to_owned(),
+            ),
+            Ok(false) => row(
+                "overlay observed",
+                false,
+                "a write did not land in the copy-on-write layer; changes could not be judged before they land".to_owned(),
+            ),
+            Err(e) => row("overlay observed", false, e.clone()),
+        }
         let denied_blocked = !stdout.contains("probe-denied");
         row(
             "denied observed",
@@ -1455,6 +1469,39 @@ pub fn probe(launcher: &Launcher, scratch: &Path) -> Vec<ProbeRow> {
         }
     }
     rows
+}
+
+/// A write under a view whose workspace is a copy-on-write layer: `Ok(true)` when it landed in
+/// the layer and not in the workspace.
+fn probe_overlay(
+    launcher: &Launcher,
+    plan: &SandboxPlan,
+    ws: &Path,
+    scratch: &Path,
+) -> Result<bool, String> {
+    let layer = scratch.join("layer");
+    let (upper, work) = (layer.join("upper"), layer.join("work"));
+    std::fs::create_dir_all(&upper)
+        .and_then(|()| std::fs::create_dir_all(&work))
+        .map_err(|e| format!("cannot prepare {}: {e}", layer.display()))?;
+    let lower = plan
+        .write_roots
+        .first()
+        .cloned()
+        .ok_or_else(|| "the probe plan has no write root".to_owned())?;
+    let plan = SandboxPlan {
+        overlay: Some(OverlaySpec {
+            lower,
+            upper: upper.clone(),
+            work,
+        }),
+        ..plan.clone()
+    };
+    let argv = ["sh", "-c", "echo layered > probe-layer.txt"].map(str::to_owned);
+    let (_, _, code) = run_probe(launcher, &plan, ws, &argv)?;
+    Ok(code == Some(0)
+        && upper.join("probe-layer.txt").exists()
+        && !ws.join("probe-layer.txt").exists())
 }
 
 fn probe_egress_run(

@@ -409,6 +409,7 @@ fn doctor_reports_the_sandbox_this_machine_enforces() {
         .is_ok_and(|s| s.success());
     assert_eq!(available("view"), namespaces);
     assert_eq!(available("view observed"), namespaces);
+    assert_eq!(available("overlay observed"), namespaces);
     assert_eq!(available("network_namespace"), unshare);
     assert_eq!(available("netns observed"), unshare);
     let cgroup = std::path::Path::new("/sys/fs/cgroup/pids/cgroup.procs").exists()

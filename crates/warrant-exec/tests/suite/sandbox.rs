@@ -422,6 +422,7 @@ fn probe_reports_what_this_machine_enforces() {
             ("egress_proxy", true),
             ("landlock observed", true),
             ("view observed", true),
+            ("overlay observed", true),
             ("denied observed", true),
             ("process limit observed", true),
             ("network observed", true),
