@@ -137,6 +137,11 @@ pub enum ExecError {
         "a change names {path:?}, which is not a relative path inside the workspace; nothing was applied (the recorded changeset is damaged)"
     )]
     ChangesetBadPath { path: String },
+
+    #[error(
+        "{path} is a hard link to {denied}, which holds secrets no tool may read; it was not read — use a secret handle from the broker instead"
+    )]
+    HardLinkToDenied { path: CanonicalPath, denied: String },
 }
 
 impl Coded for ExecError {
@@ -169,6 +174,7 @@ impl Coded for ExecError {
             Self::ChangesetLink { .. } => "W-EXEC-025",
             Self::ChangesetUpperChanged { .. } => "W-EXEC-026",
             Self::ChangesetBadPath { .. } => "W-EXEC-027",
+            Self::HardLinkToDenied { .. } => "W-EXEC-028",
         }
     }
 }

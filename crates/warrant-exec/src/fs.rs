@@ -135,8 +135,13 @@ fn wrong(executor: &'static str, action: &Action) -> ExecError {
     }
 }
 
-/// `fs.read`: a text file's content, up to [`MAX_READ_BYTES`].
-pub fn read_file(action: &Authorized<Action>) -> Result<FileContent, ExecError> {
+/// `fs.read`: a text file's content, up to [`MAX_READ_BYTES`]. A file with more than one name
+/// is refused when another of its names in `workspace` is a denied one (`.env`, a key file):
+/// policy judges a read by the name asked for, and a hard link would give the secret another.
+pub fn read_file(
+    action: &Authorized<Action>,
+    workspace: &CanonicalPath,
+) -> Result<FileContent, ExecError> {
     let path = match action.get() {
         Action::FsRead { path } => path,
         other @ (Action::FsList { .. }
@@ -152,6 +157,7 @@ pub fn read_file(action: &Authorized<Action>) -> Result<FileContent, ExecError> 
         split_parent(path).ok_or_else(|| ExecError::IsDirectory { path: path.clone() })?;
     let dir = walk_dirs(path, &parent, false)?;
     let file = open_regular(&dir, name, path, "read")?;
+    refuse_link_to_denied(&file, path, workspace)?;
     let total_bytes = file_size(&file, path)?;
     let mut buf = Vec::new();
     (&file)
@@ -174,6 +180,45 @@ pub fn read_file(action: &Authorized<Action>) -> Result<FileContent, ExecError> 
         truncated,
         total_bytes,
     })
+}
+
+fn refuse_link_to_denied(
+    file: &std::fs::File,
+    path: &CanonicalPath,
+    workspace: &CanonicalPath,
+) -> Result<(), ExecError> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = file.metadata().map_err(|e| io_error("inspect", path, e))?;
+    if meta.nlink() <= 1 {
+        return Ok(());
+    }
+    let patterns: Vec<String> = warrant_core::config::DEFAULT_DENIED
+        .iter()
+        .map(|p| (*p).to_owned())
+        .collect();
+    let denied =
+        crate::grants::find_denied(&[workspace.as_path()], &patterns, &[]).map_err(|message| {
+            ExecError::Io {
+                op: "look for other names of a hard-linked file",
+                path: path.clone(),
+                message,
+            }
+        })?;
+    for other in denied {
+        if other == path.as_path() {
+            continue;
+        }
+        if let Ok(m) = std::fs::symlink_metadata(&other)
+            && m.is_file()
+            && (m.dev(), m.ino()) == (meta.dev(), meta.ino())
+        {
+            return Err(ExecError::HardLinkToDenied {
+                path: path.clone(),
+                denied: other.display().to_string(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// `fs.list`: the entries of a directory, sorted, with kind and size. Links are not followed.

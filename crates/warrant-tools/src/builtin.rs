@@ -200,11 +200,11 @@ impl Tool for ReadFile {
     fn execute(
         &self,
         actions: &[Authorized<Action>],
-        _env: &ToolEnv,
+        env: &ToolEnv,
         _may_read: ReadFilter<'_>,
         _stop: StopCheck<'_>,
     ) -> EffectResult {
-        single(actions, warrant_exec::fs::read_file)
+        single(actions, |a| warrant_exec::fs::read_file(a, &env.workspace))
     }
 }
 

@@ -26,7 +26,8 @@ fn create(path: &CanonicalPath, content: &str) -> Result<WriteReceipt, ExecError
 }
 
 fn read(path: &CanonicalPath) -> Result<FileContent, ExecError> {
-    read_file(&authorized(Action::FsRead { path: path.clone() }))
+    let root = CanonicalPath::from_normalized("/").unwrap();
+    read_file(&authorized(Action::FsRead { path: path.clone() }), &root)
 }
 
 fn delete(path: &CanonicalPath, recursive: bool) -> Result<DeleteReceipt, ExecError> {
@@ -334,7 +335,7 @@ fn symlink_swapped_in_after_the_decision_is_refused() {
 #[test]
 fn wrong_action_is_an_error_and_os_links_resolve() {
     let (_d, root) = tempdir();
-    let err = read_file(&authorized(Action::FsList { path: root.clone() })).unwrap_err();
+    let err = read_file(&authorized(Action::FsList { path: root.clone() }), &root).unwrap_err();
     assert_eq!(err.code(), "W-EXEC-001");
     assert_eq!(
         write_file(&authorized(Action::FsRead { path: root.clone() }))
@@ -351,4 +352,33 @@ fn wrong_action_is_an_error_and_os_links_resolve() {
     // Through a file: not a link, kept as written.
     let got = canonicalize(&root, "file/x", &OsLinks).unwrap();
     assert_eq!(got, root.join_component("file").join_component("x"));
+}
+
+/// A hard link gives a secret a second name that policy does not know: `notes.txt` linked to
+/// `.env` is refused, and an ordinary hard-linked file is read (the negative control).
+#[test]
+fn a_hard_link_to_a_denied_file_is_not_read() {
+    let (_d, ws) = tempdir();
+    std::fs::write(ws.as_path().join(".env"), "API_KEY=linked-secret").unwrap();
+    std::fs::create_dir(ws.as_path().join("notes")).unwrap();
+    std::fs::hard_link(
+        ws.as_path().join(".env"),
+        ws.as_path().join("notes/todo.txt"),
+    )
+    .unwrap();
+    std::fs::write(ws.as_path().join("plain.txt"), "plain").unwrap();
+    std::fs::hard_link(
+        ws.as_path().join("plain.txt"),
+        ws.as_path().join("copy.txt"),
+    )
+    .unwrap();
+    let at = |rel: &str| {
+        CanonicalPath::from_normalized(ws.as_path().join(rel).to_str().unwrap()).unwrap()
+    };
+    let read_in =
+        |p: &CanonicalPath| read_file(&authorized(Action::FsRead { path: p.clone() }), &ws);
+    let err = read_in(&at("notes/todo.txt")).unwrap_err();
+    assert_eq!(err.code(), "W-EXEC-028", "{err}");
+    assert!(!err.to_string().contains("linked-secret"));
+    assert_eq!(read_in(&at("copy.txt")).unwrap().content, "plain");
 }
