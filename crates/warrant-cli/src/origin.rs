@@ -91,8 +91,43 @@ fn parent_of(pid: u32) -> Option<u32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// For the operations the ring does not yet record a refusal of (replies to an agent's request,
-/// resolving an effect in doubt, making an approver key): refuse outright from a command.
+/// A reply to the agent's request `request` from a command: refused, and recorded in its run
+/// as `approval_rejected` with reason `from_command` (which changes nothing in the fold: the
+/// request stays open), so the trail shows the attempt.
+pub fn refuse_recorded(
+    ring: &warrant_kernel::Ring<'_>,
+    state: &mut warrant_kernel::RunState,
+    request: &warrant_core::RequestId,
+    who: &warrant_core::Principal,
+    what: &str,
+) -> Result<(), crate::Failure> {
+    let Via::Command(evidence) = via() else {
+        return Ok(());
+    };
+    let detail = format!(
+        "this process was started by a Warrant run ({evidence}); a command can never {what}: a person does it from their own terminal"
+    );
+    ring.append(
+        state,
+        vec![warrant_kernel::RunEvent::ApprovalRejected {
+            request_id: request.clone(),
+            reason: warrant_kernel::RejectReason::FromCommand,
+            detail: detail.clone(),
+            approver: Some(warrant_kernel::Approver {
+                tenant: who.tenant.clone(),
+                actor: who.actor.clone(),
+                via: "command".to_owned(),
+            }),
+        }],
+        None,
+        vec![],
+    )
+    .map_err(|e| crate::Failure::coded(&e, crate::EXIT_USAGE))?;
+    Err(crate::Failure::usage("W-APPROVAL-026", detail))
+}
+
+/// For the operations whose refusal is not recorded in a run (resolving an effect in doubt,
+/// making an approver key): refuse outright from a command.
 pub fn refuse_from_command(what: &str) -> Result<(), crate::Failure> {
     match via() {
         Via::Command(evidence) => Err(crate::Failure::usage(

@@ -540,7 +540,17 @@ fn reply(
     };
     let ring = ring(here, &pdp);
     let label = answer.label();
-    crate::origin::refuse_from_command("answer a request")?;
+    let refused = crate::origin::refuse_recorded(
+        &ring,
+        state,
+        request,
+        &here.identity.principal,
+        "answer a request",
+    );
+    if refused.is_err() {
+        context::deliver(&here.inst);
+    }
+    refused?;
     let result = ring.reply(state, request, &here.identity.principal, "cli", answer);
     context::deliver(&here.inst);
     result.map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
@@ -697,7 +707,24 @@ fn provide(ws: Option<&Path>, id: &str, json: bool) -> Result<u8, Failure> {
             ),
         ));
     };
-    crate::origin::refuse_from_command("provide a secret")?;
+    {
+        let base = warrant_kernel::pdp::Pdp(&here.policy);
+        let pdp = warrant_kernel::Governed {
+            inner: &base,
+            rules: here.rules.clone(),
+        };
+        let refused = crate::origin::refuse_recorded(
+            &ring(&here, &pdp),
+            &mut state,
+            &request,
+            &here.identity.principal,
+            "provide a secret",
+        );
+        if refused.is_err() {
+            context::deliver(&here.inst);
+        }
+        refused?;
+    }
     // Refuse before reading the value when the reply could not be recorded anyway.
     if ask.reply.is_some() || ask.expired.is_some() || state.ended.is_some() {
         let base = warrant_kernel::pdp::Pdp(&here.policy);

@@ -182,3 +182,52 @@ fn the_person_who_ran_init_approves_from_another_terminal_with_their_enrolled_ke
         .unwrap();
     assert!(granted["payload"]["signature"].is_string(), "{granted}");
 }
+
+/// A command answering the agent's question of another run (`warrant requests answer`) is
+/// refused, and the refusal is recorded in that run (`approval_rejected`, `from_command`); the
+/// question stays open. Control: the same answer from the person's own shell is taken.
+#[test]
+fn a_command_cannot_reply_to_a_request_and_the_attempt_is_recorded() {
+    let sb = Sandbox::init();
+    sb.add_unconfined_profile();
+    let ask = sb.transcript(
+        "version: 1\nturns:\n  - calls:\n      - tool: ask_question\n        args: { question: \"Ship it?\" }\n  - say: ok\n",
+    );
+    let out = sb.run(&["run", "--model", &ask, "ask"]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let request = parked_request(&out);
+    let (run, _) = sb.last_run();
+    let bin = assert_cmd::cargo::cargo_bin("warrant");
+    let argv = serde_json::to_string(&[
+        bin.display().to_string(),
+        "requests".into(),
+        "answer".into(),
+        request.clone(),
+        "--text".into(),
+        "yes, ship".into(),
+    ])
+    .unwrap();
+    let model = sb.transcript(&format!(
+        "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: {{ argv: {argv}, profile: open }}\n  - say: done\n"
+    ));
+    let attack = sb.run_stdin(
+        &["run", "--prompt", "always", "--model", &model, "look"],
+        "o\n",
+    );
+    assert_eq!(attack.status.code(), Some(0), "{}", stderr(&attack));
+    let (_, events) = sb.last_run();
+    let result = events
+        .iter()
+        .find(|e| e["kind"] == "effect_completed")
+        .map(|e| e["payload"]["result"].to_string())
+        .unwrap();
+    assert!(result.contains("W-APPROVAL-026"), "{result}");
+    assert_eq!(rejections(&sb, &run), vec![Value::from("from_command")]);
+    let still = sb.json(&["requests", "show", &request, "--json"]);
+    assert!(
+        still.to_string().contains("open") || still["reply"].is_null(),
+        "{still}"
+    );
+    let ok = sb.run(&["requests", "answer", &request, "--text", "yes, ship"]);
+    assert_eq!(ok.status.code(), Some(0), "control: {}", stderr(&ok));
+}
