@@ -376,7 +376,14 @@ fn changeset(c: &mut Criterion) {
     };
     {
         let (_d, ws) = fresh_project();
+        let started = std::time::Instant::now();
         let out = Mode::default_profile(&ws, true).run(&ws, &argv, &env);
+        // Where a contained run's time goes: the command itself, and the judging after it.
+        eprintln!(
+            "changeset: one contained run took {} ms, of which the command {} ms",
+            started.elapsed().as_millis(),
+            out.duration_ms
+        );
         check("contained write", &out, true, true);
         let judged = out.changes.as_ref().unwrap();
         assert!(judged.applied && judged.entries == 1000, "{judged:?}");
