@@ -2,8 +2,10 @@
 //! `confine`: spawn-and-wait of `/bin/true` bare (`std::process::Command`), through
 //! `run_command_confined` under the default profile as a contained command (the view with the
 //! copy-on-write layer, then the changeset read and judged), the same view without the layer,
-//! and `bwrap` building the same view. `changeset`: a command that writes 1,000 small files,
-//! contained (overlay, read + judge + apply) against the same under an unconfined profile.
+//! and `bwrap` building the same view. `changeset` (interleaved rounds printed on stderr, not a
+//! criterion group): a command that writes 1,000 small files, contained (overlay, read + judge +
+//! apply) against the same under an unconfined profile, with the judging alone and a plain
+//! fsync'd write of the same files to split the difference.
 //! The workspace of `confine` is a copy of this repository's tracked files plus a `.git`, a
 //! `.env` and a key, so the launcher walks a real tree for denied names. See docs/BENCHMARKS.md.
 #![allow(
@@ -18,9 +20,9 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group, criterion_main};
 use tempfile::TempDir;
 use warrant_core::config::{ProfileConfig, SandboxConfig};
 use warrant_core::{Action, CanonicalPath};
@@ -365,122 +367,145 @@ fn fresh_project() -> (TempDir, CanonicalPath) {
     (dir, ws)
 }
 
-fn changeset(c: &mut Criterion) {
-    let env = parent_env();
+/// The ways the 1,000 files are written, each timed from a fresh project.
+#[derive(Clone, Copy, Debug)]
+enum Write1000 {
+    /// The shell loop under an unconfined profile: direct writes (the baseline).
+    Unconfined,
+    /// The shell loop in the default view, without the layer: direct writes, confined.
+    ViewNoOverlay,
+    /// The shell loop contained: into the layer, then read, judged and applied.
+    Contained,
+    /// `judge` alone over a layer already holding the 1,000 files.
+    JudgeOnly,
+    /// The files written straight into the workspace, each fsync'd, then the directory.
+    WriteFsync,
+}
+
+const WRITE_MODES: [Write1000; 5] = [
+    Write1000::Unconfined,
+    Write1000::ViewNoOverlay,
+    Write1000::Contained,
+    Write1000::JudgeOnly,
+    Write1000::WriteFsync,
+];
+
+/// Rounds of the interleaved changeset measurement.
+const ROUNDS: usize = 7;
+
+/// What the executor passes to `judge` for the default plan.
+struct Judging {
+    protected: Vec<String>,
+    denied: Vec<String>,
+}
+
+/// One timed write from a fresh project (created and removed untimed); for `Contained`, also
+/// how long the command itself ran.
+fn time_write(mode: Write1000, env: &[(String, String)], judging: &Judging) -> (Duration, u64) {
     let argv = ["sh", "-c", WRITE_1000];
-    let files_landed = |ws: &CanonicalPath| {
-        (1..=1000).all(|i| {
-            std::fs::read_to_string(ws.as_path().join(format!("f{i}"))).ok()
-                == Some(format!("{i}\n"))
-        })
+    let (_dir, ws) = fresh_project();
+    let run = |m: Mode| {
+        let started = Instant::now();
+        let out = m.run(&ws, &argv, env);
+        let took = started.elapsed();
+        assert_eq!(out.exit_code, Some(0), "{mode:?}: {out:?}");
+        (took, out.duration_ms)
+    };
+    let timed = match mode {
+        Write1000::Unconfined => run(Mode::unconfined()),
+        Write1000::ViewNoOverlay => run(Mode::default_profile(&ws, false)),
+        Write1000::Contained => run(Mode::default_profile(&ws, true)),
+        Write1000::JudgeOnly => {
+            let layer = Layer::create(&ws).unwrap();
+            write_files(&layer.spec.upper, false);
+            let started = Instant::now();
+            let judged = judge(&layer, &judging.protected, &judging.denied, false).unwrap();
+            let took = started.elapsed();
+            assert!(judged.applied && judged.entries == 1000, "{judged:?}");
+            (took, 0)
+        }
+        Write1000::WriteFsync => {
+            let started = Instant::now();
+            write_files(ws.as_path(), true);
+            (started.elapsed(), 0)
+        }
+    };
+    let landed = (1..=1000).all(|i| {
+        std::fs::read_to_string(ws.as_path().join(format!("f{i}"))).ok() == Some(format!("{i}\n"))
+    });
+    assert!(landed, "{mode:?}: the 1,000 files are not in the workspace");
+    timed
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// The changeset cost, measured interleaved rather than by criterion: every round times each
+/// mode once (in a rotated order) from a fresh project, so a disk that slows down for a while
+/// (this machine's is shared) slows every mode of that round alike; per-round ratios are paired.
+/// A contained write takes seconds, too long for criterion's ten samples per benchmark.
+fn changeset(_c: &mut Criterion) {
+    let env = parent_env();
+    let judging = {
+        let (_d, ws) = fresh_project();
+        let plan = Mode::default_profile(&ws, true).confinement.unwrap().plan;
+        Judging {
+            protected: relative_names(&plan.protected, ws.as_path()),
+            denied: plan.denied_names,
+        }
     };
     {
+        // Each mode does what its name says before anything is timed.
         let (_d, ws) = fresh_project();
-        let started = std::time::Instant::now();
+        let argv = ["sh", "-c", WRITE_1000];
         let out = Mode::default_profile(&ws, true).run(&ws, &argv, &env);
-        // Where a contained run's time goes: the command itself, and the judging after it.
-        eprintln!(
-            "changeset: one contained run took {} ms, of which the command {} ms",
-            started.elapsed().as_millis(),
-            out.duration_ms
-        );
         check("contained write", &out, true, true);
         let judged = out.changes.as_ref().unwrap();
         assert!(judged.applied && judged.entries == 1000, "{judged:?}");
-        assert!(files_landed(&ws));
         let (_d, ws) = fresh_project();
-        check(
-            "unconfined write",
-            &Mode::unconfined().run(&ws, &argv, &env),
-            false,
-            false,
+        let out = Mode::unconfined().run(&ws, &argv, &env);
+        check("unconfined write", &out, false, false);
+        let (_d, ws) = fresh_project();
+        let out = Mode::default_profile(&ws, false).run(&ws, &argv, &env);
+        check("view write", &out, true, false);
+    }
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); WRITE_MODES.len()];
+    let mut command_in_layer = Vec::new();
+    for round in 0..ROUNDS {
+        for k in 0..WRITE_MODES.len() {
+            let i = (round + k) % WRITE_MODES.len();
+            let (took, command_ms) = time_write(WRITE_MODES[i], &env, &judging);
+            times[i].push(took.as_secs_f64() * 1e3);
+            if matches!(WRITE_MODES[i], Write1000::Contained) {
+                command_in_layer.push(command_ms as f64);
+            }
+        }
+    }
+    let ratio =
+        |a: usize, b: usize| median(times[a].iter().zip(&times[b]).map(|(x, y)| x / y).collect());
+    eprintln!("changeset_1000_files: {ROUNDS} interleaved rounds, ms per write of 1,000 files");
+    for (i, mode) in WRITE_MODES.iter().enumerate() {
+        let rounds: Vec<String> = times[i].iter().map(|t| format!("{t:.0}")).collect();
+        eprintln!(
+            "changeset_1000_files/{mode:?}: median {:.1} ms, min {:.1} ms, rounds [{}]",
+            median(times[i].clone()),
+            times[i].iter().copied().fold(f64::INFINITY, f64::min),
+            rounds.join(", ")
         );
-        assert!(files_landed(&ws));
-        let (_d, ws) = fresh_project();
-        check(
-            "view write",
-            &Mode::default_profile(&ws, false).run(&ws, &argv, &env),
-            true,
-            false,
-        );
-        assert!(files_landed(&ws));
     }
-
-    // What the executor passes to `judge` for the default plan.
-    let (protected, denied) = {
-        let (_d, ws) = fresh_project();
-        let plan = Mode::default_profile(&ws, true).confinement.unwrap().plan;
-        (
-            relative_names(&plan.protected, ws.as_path()),
-            plan.denied_names,
-        )
-    };
-    {
-        let (_d, ws) = fresh_project();
-        let layer = Layer::create(&ws).unwrap();
-        write_files(&layer.spec.upper, false);
-        let judged = judge(&layer, &protected, &denied, false).unwrap();
-        assert!(judged.applied && judged.entries == 1000, "{judged:?}");
-        assert!(files_landed(&ws));
-    }
-
-    let mut g = c.benchmark_group("changeset_1000_files");
-    g.sample_size(10)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(10));
-    type MakeMode = fn(&CanonicalPath) -> Mode;
-    let modes: [(&str, MakeMode); 3] = [
-        ("unconfined", |_| Mode::unconfined()),
-        ("default_no_overlay", |ws| Mode::default_profile(ws, false)),
-        ("default_contained", |ws| Mode::default_profile(ws, true)),
-    ];
-    for (name, make) in modes {
-        g.bench_function(name, |b| {
-            b.iter_batched(
-                || {
-                    let (dir, ws) = fresh_project();
-                    let mode = make(&ws);
-                    (dir, ws, mode)
-                },
-                |(dir, ws, mode)| {
-                    let out = mode.run(&ws, &argv, &env);
-                    (dir, black_box(out))
-                },
-                BatchSize::PerIteration,
-            )
-        });
-    }
-    // The judging alone: the same 1,000 files already in a layer's upper directory (as the
-    // overlay leaves them), read, classified, rendered, digested and applied (each file
-    // written next to its target, fsync'd, renamed; each directory step fsync'd).
-    g.bench_function("judge_only", |b| {
-        b.iter_batched(
-            || {
-                let (dir, ws) = fresh_project();
-                let layer = Layer::create(&ws).unwrap();
-                write_files(&layer.spec.upper, false);
-                (dir, layer)
-            },
-            |(dir, layer)| {
-                let judged = judge(&layer, &protected, &denied, false).unwrap();
-                (dir, layer, black_box(judged))
-            },
-            BatchSize::PerIteration,
-        )
-    });
-    // The floor of a durable apply: the same 1,000 files written straight into the workspace,
-    // each fsync'd, then the directory.
-    g.bench_function("write_fsync_baseline", |b| {
-        b.iter_batched(
-            fresh_project,
-            |(dir, ws)| {
-                write_files(ws.as_path(), true);
-                dir
-            },
-            BatchSize::PerIteration,
-        )
-    });
-    g.finish();
+    eprintln!(
+        "changeset_1000_files: the contained command itself ran a median {:.0} ms",
+        median(command_in_layer)
+    );
+    eprintln!(
+        "changeset_1000_files: median per-round ratios: Contained/Unconfined {:.2}, ViewNoOverlay/Unconfined {:.2}, Contained/ViewNoOverlay {:.2}, JudgeOnly/WriteFsync {:.2}",
+        ratio(2, 0),
+        ratio(1, 0),
+        ratio(2, 1),
+        ratio(3, 4)
+    );
 }
 
 /// `f1` … `f1000` holding their number, as the shell loop writes them; `durable`: each file and
