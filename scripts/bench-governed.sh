@@ -101,3 +101,34 @@ print(f"governed call (median difference): {med(call) - med(none):.2f} ms = {(me
 print(f"governed call (min difference): {mn(call) - mn(none):.2f} ms = {(mn(call) - mn(none)) / mn(bw):.2f}x bwrap")
 print(f"whole run with the call / bwrap (median): {med(call) / med(bw):.1f}x")
 EOF
+
+# Inside the process: every `warrant run` waits, at its end, for the lease heartbeat thread's
+# current 50 ms sleep (crates/warrant-cli/src/drive.rs), so whole-process times move in 50 ms
+# steps and hide a shorter call. The journal's own timestamps (ms) give the call's cost: the
+# run from run_started to run_ended, with and without the call, and the call from
+# action_proposed to effect_completed, over every run hyperfine made.
+"$WARRANT" runs list --json > "$OUT/runs.json"
+python3 - "$WARRANT" "$OUT/runs.json" "$OUT/governed.json" <<'EOF'
+import json, subprocess, sys
+from datetime import datetime
+warrant, runs, hf = sys.argv[1], json.load(open(sys.argv[2]))["runs"], json.load(open(sys.argv[3]))
+t = lambda e: datetime.fromisoformat(e["recorded_at"].replace("Z", "+00:00")).timestamp() * 1e3
+spans = {"none": [], "call": []}
+calls = []
+for r in runs:
+    events = json.loads(subprocess.run([warrant, "runs", "show", r["run"], "--json"], check=True, capture_output=True).stdout)["events"]
+    at = {}
+    for e in events:
+        at.setdefault(e["kind"], t(e))
+    kind = "call" if "effect_completed" in at else "none"
+    spans[kind].append(at["run_ended"] - at["run_started"])
+    if kind == "call":
+        calls.append(at["effect_completed"] - at["action_proposed"])
+med = lambda xs: sorted(xs)[len(xs) // 2]
+bw = {x["command"]: x for x in hf["results"]}["bwrap view /bin/true"]["median"] * 1e3
+n, c = med(spans["none"]), med(spans["call"])
+print(f"journal: {len(spans['none'])} runs without a call, {len(spans['call'])} with one")
+print(f"journal: run_started -> run_ended median {n:.1f} ms without the call, {c:.1f} ms with it")
+print(f"journal: the governed call (difference of medians) {c - n:.1f} ms = {(c - n) / bw:.2f}x the bwrap spawn ({bw:.2f} ms)")
+print(f"journal: action_proposed -> effect_completed median {med(calls):.1f} ms = {med(calls) / bw:.2f}x the bwrap spawn")
+EOF
