@@ -2,7 +2,6 @@
 //! the agent loop works, present its fencing token on every append, give it back at the end.
 //! `run`, `resume` and `worker` all go through here.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use warrant_agent::{Agent, AgentError, RunExit};
@@ -70,15 +69,18 @@ impl Drive<'_> {
         prompter: &mut dyn Prompter,
     ) -> Result<RunExit, AgentError> {
         self.ring.fence.set(Some(lease.token));
-        let done = AtomicBool::new(false);
+        // Dropping `done` wakes the heartbeat at once, so a run's end never waits for its tick.
+        let (done, ended) = std::sync::mpsc::channel::<()>();
         let store = self.store;
         let ttl = self.ttl;
         let result = std::thread::scope(|scope| {
-            scope.spawn(|| {
-                let mut current = lease.clone();
+            let heartbeat_lease = lease.clone();
+            scope.spawn(move || {
+                let mut current = heartbeat_lease;
                 let mut next = Instant::now() + ttl / 3;
-                while !done.load(Ordering::SeqCst) {
-                    std::thread::sleep(Duration::from_millis(50).min(ttl / 10));
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    ended.recv_timeout(Duration::from_millis(50).min(ttl / 10))
+                {
                     if Instant::now() < next {
                         continue;
                     }
@@ -101,7 +103,7 @@ impl Drive<'_> {
                 guard: crate::untrusted::guard_settings(),
             };
             let result = agent.drive(state);
-            done.store(true, Ordering::SeqCst);
+            drop(done);
             result
         });
         let _ = self.store.release(&lease);

@@ -416,10 +416,10 @@ fn time_write(mode: Write1000, env: &[(String, String)], judging: &Judging) -> (
         Write1000::ViewNoOverlay => run(Mode::default_profile(&ws, false)),
         Write1000::Contained => run(Mode::default_profile(&ws, true)),
         Write1000::JudgeOnly => {
-            let layer = Layer::create(&ws).unwrap();
+            let mut layer = Layer::create(&ws).unwrap();
             write_files(&layer.spec.upper, false);
             let started = Instant::now();
-            let judged = judge(&layer, &judging.protected, &judging.denied, false).unwrap();
+            let judged = judge(&mut layer, &judging.protected, &judging.denied, false).unwrap();
             let took = started.elapsed();
             assert!(judged.applied && judged.entries == 1000, "{judged:?}");
             (took, 0)
