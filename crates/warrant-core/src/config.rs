@@ -285,6 +285,26 @@ pub struct SandboxConfig {
     /// Landlock rules over the host's view.
     #[serde(default)]
     pub isolation: Isolation,
+    /// Build output a tool regenerates: deleting or rewriting files under a directory of one of
+    /// these names (anywhere in the workspace; an entry with a `/` is a workspace path) is a
+    /// `change`, not `destructive`, so an incremental build does not wait for a person.
+    #[serde(default = "default_scratch")]
+    pub scratch: Vec<String>,
+}
+
+/// Directories of regenerable build output and caches (see [`SandboxConfig::scratch`]).
+pub const DEFAULT_SCRATCH: &[&str] = &[
+    "target",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    "node_modules/.cache",
+    ".gradle",
+];
+
+fn default_scratch() -> Vec<String> {
+    DEFAULT_SCRATCH.iter().map(|s| (*s).to_owned()).collect()
 }
 
 /// How a sandboxed command is kept to its roots.
@@ -328,6 +348,7 @@ impl Default for SandboxConfig {
             limits: ResourceLimits::default(),
             denied: default_denied(),
             isolation: Isolation::default(),
+            scratch: default_scratch(),
         }
     }
 }

@@ -419,7 +419,8 @@ fn time_write(mode: Write1000, env: &[(String, String)], judging: &Judging) -> (
             let mut layer = Layer::create(&ws).unwrap();
             write_files(&layer.spec.upper, false);
             let started = Instant::now();
-            let judged = judge(&mut layer, &judging.protected, &judging.denied, false).unwrap();
+            let judged =
+                judge(&mut layer, &judging.protected, &judging.denied, &[], false).unwrap();
             let took = started.elapsed();
             assert!(judged.applied && judged.entries == 1000, "{judged:?}");
             (took, 0)

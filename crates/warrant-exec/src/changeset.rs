@@ -296,7 +296,18 @@ pub enum Finding {
 }
 
 impl Finding {
-    fn class(&self) -> EffectClass {
+    /// The workspace-relative path the finding is about.
+    pub fn path(&self) -> &str {
+        match self {
+            Self::Protected { path, .. }
+            | Self::Denied { path, .. }
+            | Self::Deleted { path }
+            | Self::Truncated { path, .. }
+            | Self::Overwritten { path, .. } => path,
+        }
+    }
+
+    pub fn class(&self) -> EffectClass {
         match self {
             Self::Protected { .. } | Self::Denied { .. } => EffectClass::Refused,
             Self::Deleted { .. } | Self::Truncated { .. } | Self::Overwritten { .. } => {

@@ -130,12 +130,22 @@ pub fn judge(
     layer: &mut Layer,
     protected: &[String],
     denied: &[String],
+    scratch: &[String],
     by_person: bool,
 ) -> Result<Judgement, ExecError> {
     let lower = layer.spec.lower.as_path();
     let upper = layer.spec.upper.as_path();
     let changes = Changeset::read(lower, upper)?;
-    let effect = changes.effect(protected, denied);
+    let mut effect = changes.effect(protected, denied);
+    // Losing regenerable build output is not destructive (an incremental build replaces it).
+    effect
+        .findings
+        .retain(|f| f.class() != EffectClass::Destructive || !in_scratch(f.path(), scratch));
+    effect.class = match effect.findings.iter().map(Finding::class).max() {
+        Some(worst) => worst,
+        None if effect.class == EffectClass::Nothing => EffectClass::Nothing,
+        None => EffectClass::Change,
+    };
     let withheld = match effect.class {
         EffectClass::Nothing | EffectClass::Change => None,
         EffectClass::Destructive if by_person => None,
@@ -205,6 +215,22 @@ pub fn settle(
     out.applied = true;
     out.withheld = None;
     Ok(out)
+}
+
+/// Whether a workspace-relative path lies under a scratch directory: a bare name matches any
+/// directory component (`target` in `crates/x/target/debug/a.o`), an entry with a `/` is a
+/// workspace path prefix.
+pub fn in_scratch(path: &str, scratch: &[String]) -> bool {
+    let dirs: Vec<&str> = path.split('/').collect();
+    let parents = &dirs[..dirs.len().saturating_sub(1)];
+    scratch.iter().any(|s| {
+        if s.contains('/') {
+            let prefix = s.trim_end_matches('/');
+            path.starts_with(&format!("{prefix}/"))
+        } else {
+            parents.iter().any(|d| d == s)
+        }
+    })
 }
 
 /// The workspace-relative protected names of a plan (`.git`, `.warrant`).

@@ -110,6 +110,9 @@ pub struct SandboxPlan {
     /// denied names, which would mean walking every file of a Rust or Python installation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub toolchains: Vec<CanonicalPath>,
+    /// Build-output directories whose deletions are a `change` (`SandboxConfig::scratch`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scratch: Vec<String>,
     /// Test knob: the launcher behaves as if this mechanism were unavailable on this kernel.
     /// [`SandboxPlan::from_profile`] never sets it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -246,6 +249,7 @@ impl SandboxPlan {
             aliases,
             home,
             toolchains,
+            scratch: config.scratch.clone(),
             simulate_unavailable: None,
         }))
     }
@@ -965,6 +969,7 @@ mod tests {
                 aliases: vec![(PathBuf::from("/bin"), cp("/usr/bin"))],
                 home: plan.home.clone(),
                 toolchains: plan.toolchains.clone(),
+                scratch: plan.scratch.clone(),
                 simulate_unavailable: None,
             }
         );
@@ -1571,6 +1576,7 @@ fn probe_plan(launcher: &Launcher, ws: &Path) -> Result<SandboxPlan, String> {
         aliases: Vec::new(),
         home: None,
         toolchains: Vec::new(),
+        scratch: Vec::new(),
         simulate_unavailable: None,
     })
 }

@@ -400,6 +400,7 @@ pub fn run_command_with_secrets(
                 layer,
                 &protected,
                 &c.plan.denied_names,
+                &c.plan.scratch,
                 action.by_person(),
             )?)
         }

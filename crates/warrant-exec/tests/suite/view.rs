@@ -355,3 +355,49 @@ fn toolchains_in_the_home_run_inside_the_view() {
         assert!(out.stdout.text.ends_with("cargo\n"), "{out:?}");
     }
 }
+
+/// Build output is regenerable: a contained command that replaces files under `target/` (an
+/// incremental build) lands without a person; the same deletion of a source file waits, its
+/// layer kept for the person's judgement.
+#[test]
+fn deleting_build_output_is_a_change_and_deleting_sources_waits() {
+    let (_d, c) = case();
+    write(format!("{}/target/debug/old.o", c.ws), "old object");
+    write(format!("{}/src/lib.rs", c.ws), "pub fn f() {}\n");
+    let out = c.run(
+        true,
+        "rm target/debug/old.o && echo new > target/debug/new.o",
+    );
+    let changes = out.changes.clone().unwrap();
+    assert_eq!(changes.class.as_str(), "change", "{out:?}");
+    assert!(changes.applied && changes.pending.is_none(), "{out:?}");
+    assert!(!Path::new(&format!("{}/target/debug/old.o", c.ws)).exists());
+    let out = c.run(true, "rm src/lib.rs");
+    let changes = out.changes.clone().unwrap();
+    assert_eq!(changes.class.as_str(), "destructive", "{out:?}");
+    assert!(!changes.applied, "{out:?}");
+    let layer = changes
+        .pending
+        .clone()
+        .expect("the layer is kept for the judgement");
+    assert!(Path::new(&format!("{}/src/lib.rs", c.ws)).exists());
+    let settled = warrant_exec::judged::settle(&changes, &c.ws, false).unwrap();
+    assert!(!settled.applied && settled.pending.is_none());
+    assert!(Path::new(&format!("{}/src/lib.rs", c.ws)).exists());
+    // The layer a denial discards is removed.
+    assert!(!layer.exists(), "{layer:?}");
+}
+
+#[test]
+fn scratch_names_match_directories_not_files() {
+    use warrant_exec::judged::in_scratch;
+    let scratch: Vec<String> = ["target", "node_modules/.cache"]
+        .map(str::to_owned)
+        .to_vec();
+    assert!(in_scratch("target/debug/a.o", &scratch));
+    assert!(in_scratch("crates/x/target/a", &scratch));
+    assert!(in_scratch("node_modules/.cache/x", &scratch));
+    assert!(!in_scratch("target", &scratch));
+    assert!(!in_scratch("src/target.rs", &scratch));
+    assert!(!in_scratch("lib/node_modules/x", &scratch));
+}
