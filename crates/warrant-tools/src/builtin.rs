@@ -238,7 +238,19 @@ impl Tool for WriteFile {
                         "write"
                     };
                     title.push(format!("{verb} {}", shown(path, env)));
-                    body.push_str(&preview_write(path, content, env));
+                    // A file that holds credentials is shown by size and digest: a person
+                    // approving it must not be handed the secret (nor the journal, which keeps
+                    // what was shown).
+                    if warrant_core::risk::classify(a).0 == warrant_core::RiskClass::Secret {
+                        body.push_str(&format!(
+                            "{} holds credentials; its content is not shown: {} bytes, {}\n",
+                            shown(path, env),
+                            content.len(),
+                            warrant_core::Digest::of_bytes(content.as_bytes())
+                        ));
+                    } else {
+                        body.push_str(&preview_write(path, content, env));
+                    }
                 }
                 Action::FsRead { .. }
                 | Action::FsList { .. }

@@ -33,6 +33,30 @@ fn a_write_shows_its_diff_against_the_file_on_disk() {
     );
 }
 
+/// A file that holds credentials is shown by its size and digest, never its content; an
+/// ordinary file beside it is shown as a diff (the control).
+#[test]
+fn a_write_to_a_credentials_file_shows_size_and_digest_not_content() {
+    let e = Env::new();
+    let value = "aws_secret_access_key = planted-value-1234";
+    let secret = shown(
+        &e,
+        "write_file",
+        json!({"path": "deploy/credentials", "content": value}),
+    );
+    assert!(!secret.contains("planted-value-1234"), "{secret}");
+    assert!(
+        secret.contains("holds credentials; its content is not shown: 42 bytes, sha256:"),
+        "{secret}"
+    );
+    let plain = shown(
+        &e,
+        "write_file",
+        json!({"path": "deploy/notes.txt", "content": "visible-text"}),
+    );
+    assert!(plain.contains("+visible-text"), "{plain}");
+}
+
 #[test]
 fn a_command_shows_argv_cwd_and_profile() {
     let e = Env::new();
