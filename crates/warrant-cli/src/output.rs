@@ -276,16 +276,8 @@ impl Printer {
                 call_id,
                 ok,
                 result,
-            } => {
-                let tool = self
-                    .tools
-                    .borrow()
-                    .get(call_id)
-                    .cloned()
-                    .unwrap_or_default();
-                self.result_lines(&tool, *ok, result)
             }
-            RunEvent::EffectJudging {
+            | RunEvent::EffectJudging {
                 call_id,
                 ok,
                 result,
@@ -297,10 +289,12 @@ impl Printer {
                     .cloned()
                     .unwrap_or_default();
                 let mut lines = self.result_lines(&tool, *ok, result);
-                lines.push(
-                    "judging  what it changed waits for a person before it reaches the workspace"
-                        .to_owned(),
-                );
+                if matches!(event, RunEvent::EffectJudging { .. }) {
+                    lines.push(
+                        "judging  what it changed waits for a person before it reaches the workspace"
+                            .to_owned(),
+                    );
+                }
                 lines
             }
             RunEvent::EffectDenied {

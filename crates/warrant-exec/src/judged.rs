@@ -12,7 +12,8 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use warrant_core::CanonicalPath;
+use warrant_core::{Action, CanonicalPath};
+use warrant_kernel::Authorized;
 
 use crate::changeset::{Changeset, EffectClass, Finding};
 use crate::error::ExecError;
@@ -185,10 +186,23 @@ pub fn judge(
 /// holds exactly the changeset that was shown (its digest), apply it when `approved`, and
 /// discard the layer either way. Returns the judgement as it now stands.
 pub fn settle(
+    action: &Authorized<Action>,
     judgement: &Judgement,
     workspace: &CanonicalPath,
     approved: bool,
 ) -> Result<Judgement, ExecError> {
+    if !matches!(
+        action.get(),
+        Action::ShellExec {
+            contained: true,
+            ..
+        }
+    ) {
+        return Err(ExecError::WrongAction {
+            executor: "settle",
+            verb: action.get().verb(),
+        });
+    }
     let mut out = judgement.clone();
     let Some(dir) = &judgement.pending else {
         return Ok(out);

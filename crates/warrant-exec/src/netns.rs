@@ -43,7 +43,7 @@ pub fn enter() -> Result<(), String> {
     loopback_up()
 }
 
-fn unshare(flags: UnshareFlags) -> std::io::Result<()> {
+pub(crate) fn unshare(flags: UnshareFlags) -> std::io::Result<()> {
     // SAFETY: the flags never include CLONE_FILES (the only flag whose unsharing can make a
     // descriptor seen by another thread invalid), and the launcher is single-threaded here.
     #[allow(unsafe_code)]

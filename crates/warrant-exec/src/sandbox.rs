@@ -254,6 +254,17 @@ impl SandboxPlan {
         }))
     }
 
+    /// Every entry under `roots` the plan denies: a name matching `denied_names`, and the
+    /// `denied_paths` themselves (see [`crate::grants::find_denied`]).
+    pub fn find_denied(&self, roots: &[&Path]) -> Result<Vec<PathBuf>, String> {
+        let paths: Vec<PathBuf> = self
+            .denied_paths
+            .iter()
+            .map(|p| p.as_path().to_path_buf())
+            .collect();
+        crate::grants::find_denied(roots, &self.denied_names, &paths)
+    }
+
     /// The mechanisms this plan asks for.
     pub fn requested(&self) -> Vec<Mechanism> {
         let mut out = vec![Mechanism::Session];
@@ -745,12 +756,7 @@ fn apply_landlock(plan: &SandboxPlan, abi_seen: &mut u32, in_view: bool) -> Resu
                         || plan.toolchains.iter().any(|t| r.starts_with(t.as_path())))
             })
             .collect();
-        let denied_paths: Vec<PathBuf> = plan
-            .denied_paths
-            .iter()
-            .map(|p| p.as_path().to_path_buf())
-            .collect();
-        let denied = crate::grants::find_denied(&roots, &plan.denied_names, &denied_paths)?;
+        let denied = plan.find_denied(&roots)?;
         let mut special: std::collections::BTreeMap<PathBuf, BitFlags<AccessFs>> = plan
             .protected
             .iter()

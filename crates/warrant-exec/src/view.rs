@@ -47,7 +47,7 @@ pub const TOOLCHAIN_SECRETS: &[(&str, &[&str])] = &[
 pub fn enter() -> Result<(), String> {
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();
-    unshare(UnshareFlags::NEWUSER | UnshareFlags::NEWNS | UnshareFlags::NEWPID).map_err(|e| {
+    crate::netns::unshare(UnshareFlags::NEWUSER | UnshareFlags::NEWNS | UnshareFlags::NEWPID).map_err(|e| {
         format!(
             "unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) failed: {e} (user namespaces may be disabled: see /proc/sys/user/max_user_namespaces and kernel.apparmor_restrict_unprivileged_userns)"
         )
@@ -56,14 +56,6 @@ pub fn enter() -> Result<(), String> {
         .and_then(|()| std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1")))
         .and_then(|()| std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1")))
         .map_err(|e| format!("cannot map ids in the new user namespace: {e}"))
-}
-
-fn unshare(flags: UnshareFlags) -> std::io::Result<()> {
-    // SAFETY: the flags never include CLONE_FILES (the only flag whose unsharing can make a
-    // descriptor seen by another thread invalid), and the launcher is single-threaded here.
-    #[allow(unsafe_code)]
-    let result = unsafe { rustix::thread::unshare_unsafe(flags) };
-    result.map_err(std::io::Error::from)
 }
 
 /// What the view holds, worked out from the plan before anything is mounted.
@@ -342,12 +334,7 @@ fn layout(plan: &SandboxPlan, home: Option<&Path>) -> Result<Layout, String> {
         .map(|p| p.as_path())
         .filter(|p| layout.writable.iter().any(|w| p.starts_with(w)))
         .collect();
-    let denied_paths: Vec<PathBuf> = plan
-        .denied_paths
-        .iter()
-        .map(|p| p.as_path().to_path_buf())
-        .collect();
-    let denied = crate::grants::find_denied(&scan, &plan.denied_names, &denied_paths)?;
+    let denied = plan.find_denied(&scan)?;
     let inodes: BTreeSet<(u64, u64)> = denied
         .iter()
         .filter_map(|p| std::fs::symlink_metadata(p).ok())

@@ -939,21 +939,15 @@ impl Ring<'_> {
                     // against (the base content of a diff), not only to the actions.
                     let bound = bound_digest(&digest, &presentation, &tool.base(&actions, env));
                     let asked = self.rules().asked_of(&state.principal, ask_risk);
-                    let summary = json!({
-                        "run": state.run,
-                        "call": call_id,
-                        "tool": name,
-                        "risk": ask_risk,
-                        "title": presentation.title,
-                        "digest": bound,
-                        "requested_by": state.principal.actor,
-                        "requester": asked.requester,
-                        "asked_of": asked.describe(),
-                        "approvers": asked.people,
-                        "team": asked.team,
-                        "admins": asked.admins,
-                        "fell_through": asked.fell_through,
-                    });
+                    let summary = request_summary(
+                        state,
+                        call_id,
+                        &name,
+                        ask_risk,
+                        &presentation.title,
+                        &bound,
+                        &asked,
+                    );
                     self.append(
                         state,
                         vec![RunEvent::ApprovalRequested {
@@ -976,51 +970,10 @@ impl Ring<'_> {
                 Some(req) => match req.answer.clone() {
                     None => {
                         let session = session_wording(req.risk, &actions, &self.rules());
-                        let asked = req
-                            .asked
-                            .as_ref()
-                            .map(|a| a.describe())
-                            .unwrap_or_else(|| "any person".into());
-                        let view = PromptView {
-                            run: &state.run,
-                            request: &req.id,
-                            risk: req.risk,
-                            title: &req.presentation.title,
-                            body: &req.presentation.body,
-                            digest: &req.digest,
-                            reasons: &deciding,
-                            session: &session,
-                            asked: &asked,
-                        };
-                        let answered = match prompter.ask(&view) {
-                            Some((answer, who)) => {
-                                match self.answer(state, &req.id, &who, &Via::Terminal, answer) {
-                                    Ok(()) => true,
-                                    // Refused and recorded (four eyes, not eligible): someone
-                                    // else must answer, so the run parks for them.
-                                    Err(
-                                        KernelError::ApprovalRefused { .. }
-                                        | KernelError::AgentCannotApprove { .. },
-                                    ) => false,
-                                    Err(e) => return Err(e),
-                                }
-                            }
-                            None => false,
-                        };
-                        if answered {
-                            continue;
+                        match self.ask_or_park(state, &req, &deciding, &session, prompter)? {
+                            Some(parked) => return Ok(parked),
+                            None => continue,
                         }
-                        if state.parked.as_ref() != Some(&req.id) {
-                            self.append(
-                                state,
-                                vec![RunEvent::RunParked {
-                                    request_id: req.id.clone(),
-                                }],
-                                Some(RunStatus::Parked),
-                                vec![],
-                            )?;
-                        }
-                        return Ok(CallStep::Parked(req.id));
                     }
                     Some(RequestAnswer::Denied { approver, reason }) => {
                         let message = format!(
@@ -1040,14 +993,7 @@ impl Ring<'_> {
                         )?;
                         return Ok(CallStep::Done);
                     }
-                    Some(RequestAnswer::Granted {
-                        approver,
-                        scope,
-                        digest: granted,
-                        proof,
-                        binding,
-                        signature,
-                    }) => {
+                    Some(granted @ RequestAnswer::Granted { .. }) => {
                         // Time of use: the approval must match what runs now, bit for bit,
                         // and what it claims to be bound to must be this run and this park.
                         let now_digest = match &req.action_digest {
@@ -1058,34 +1004,8 @@ impl Ring<'_> {
                             ),
                             None => digest.clone(),
                         };
-                        let refusal = if approval::checks_enabled() {
-                            self.check_grant(
-                                state,
-                                &req,
-                                &approver,
-                                scope,
-                                &granted,
-                                &proof,
-                                binding.as_ref(),
-                                signature.as_deref(),
-                                &now_digest,
-                            )
-                        } else {
-                            None
-                        };
-                        if let Some((reason, detail)) = refusal {
-                            // Recorded, then the person is asked again with what runs now.
-                            self.append(
-                                state,
-                                vec![RunEvent::ApprovalRejected {
-                                    request_id: req.id.clone(),
-                                    reason,
-                                    detail,
-                                    approver: Some(approver),
-                                }],
-                                None,
-                                vec![],
-                            )?;
+                        // Recorded, then the person is asked again with what runs now.
+                        if self.refuse_grant(state, &req, &granted, &now_digest)? {
                             continue;
                         }
                         ran!(self.execute(
@@ -1101,6 +1021,106 @@ impl Ring<'_> {
                 },
             }
         }
+    }
+
+    /// Ask at the run's own terminal; `None` when it was answered there (go round again), else
+    /// the run parks for the request (once) and waits.
+    fn ask_or_park(
+        &self,
+        state: &mut RunState,
+        req: &RequestState,
+        reasons: &[ReasonRecord],
+        session: &str,
+        prompter: &mut dyn Prompter,
+    ) -> Result<Option<CallStep>, KernelError> {
+        let asked = req
+            .asked
+            .as_ref()
+            .map(|a| a.describe())
+            .unwrap_or_else(|| "any person".into());
+        let view = PromptView {
+            run: &state.run,
+            request: &req.id,
+            risk: req.risk,
+            title: &req.presentation.title,
+            body: &req.presentation.body,
+            digest: &req.digest,
+            reasons,
+            session,
+            asked: &asked,
+        };
+        if let Some((answer, who)) = prompter.ask(&view) {
+            match self.answer(state, &req.id, &who, &Via::Terminal, answer) {
+                Ok(()) => return Ok(None),
+                // Refused and recorded (four eyes, not eligible): someone else must answer, so
+                // the run parks for them.
+                Err(
+                    KernelError::ApprovalRefused { .. } | KernelError::AgentCannotApprove { .. },
+                ) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if state.parked.as_ref() != Some(&req.id) {
+            self.append(
+                state,
+                vec![RunEvent::RunParked {
+                    request_id: req.id.clone(),
+                }],
+                Some(RunStatus::Parked),
+                vec![],
+            )?;
+        }
+        Ok(Some(CallStep::Parked(req.id.clone())))
+    }
+
+    /// Check a granted answer at time of use against `now_digest`; when it may not be used, the
+    /// refusal is recorded (`approval_rejected`) and `true` returned.
+    fn refuse_grant(
+        &self,
+        state: &mut RunState,
+        req: &RequestState,
+        answer: &RequestAnswer,
+        now_digest: &Digest,
+    ) -> Result<bool, KernelError> {
+        let RequestAnswer::Granted {
+            approver,
+            scope,
+            digest: granted,
+            proof,
+            binding,
+            signature,
+        } = answer
+        else {
+            return Ok(false);
+        };
+        if !approval::checks_enabled() {
+            return Ok(false);
+        }
+        let Some((reason, detail)) = self.check_grant(
+            state,
+            req,
+            approver,
+            *scope,
+            granted,
+            proof,
+            binding.as_ref(),
+            signature.as_deref(),
+            now_digest,
+        ) else {
+            return Ok(false);
+        };
+        self.append(
+            state,
+            vec![RunEvent::ApprovalRejected {
+                request_id: req.id.clone(),
+                reason,
+                detail,
+                approver: Some(approver.clone()),
+            }],
+            None,
+            vec![],
+        )?;
+        Ok(true)
     }
 
     /// Why a granted approval may not be used now, if it may not. Order matters only for the
@@ -1356,21 +1376,15 @@ impl Ring<'_> {
             .call(call_id)
             .map(|c| c.record.tool.clone())
             .unwrap_or_default();
-        let summary = json!({
-            "run": state.run,
-            "call": call_id,
-            "tool": tool,
-            "risk": risk,
-            "title": presentation.title,
-            "digest": bound,
-            "requested_by": state.principal.actor,
-            "requester": asked.requester,
-            "asked_of": asked.describe(),
-            "approvers": asked.people,
-            "team": asked.team,
-            "admins": asked.admins,
-            "fell_through": asked.fell_through,
-        });
+        let summary = request_summary(
+            state,
+            call_id,
+            &tool,
+            risk,
+            &presentation.title,
+            &bound,
+            &asked,
+        );
         self.append(
             state,
             vec![
@@ -1435,87 +1449,35 @@ impl Ring<'_> {
                 message: format!("tool {} vanished", call.record.tool),
             })?;
         let approved = match req.answer.clone() {
-            None => {
-                let asked = req
-                    .asked
-                    .as_ref()
-                    .map(|a| a.describe())
-                    .unwrap_or_else(|| "any person".into());
-                let view = PromptView {
-                    run: &state.run,
-                    request: &req.id,
-                    risk: req.risk,
-                    title: &req.presentation.title,
-                    body: &req.presentation.body,
-                    digest: &req.digest,
-                    reasons: &[],
-                    session: "",
-                    asked: &asked,
-                };
-                if let Some((answer, who)) = prompter.ask(&view) {
-                    match self.answer(state, &req.id, &who, &Via::Terminal, answer) {
-                        Ok(()) => return Ok(None),
-                        Err(
-                            KernelError::ApprovalRefused { .. }
-                            | KernelError::AgentCannotApprove { .. },
-                        ) => {}
-                        Err(e) => return Err(e),
-                    }
-                }
-                if state.parked.as_ref() != Some(&req.id) {
-                    self.append(
-                        state,
-                        vec![RunEvent::RunParked {
-                            request_id: req.id.clone(),
-                        }],
-                        Some(RunStatus::Parked),
-                        vec![],
-                    )?;
-                }
-                return Ok(Some(CallStep::Parked(req.id)));
-            }
+            None => return self.ask_or_park(state, &req, &[], "", prompter),
             Some(RequestAnswer::Denied { .. }) => false,
-            Some(RequestAnswer::Granted {
-                approver,
-                scope,
-                digest: granted,
-                proof,
-                binding,
-                signature,
-            }) => {
-                let refusal = if approval::checks_enabled() {
-                    self.check_grant(
-                        state,
-                        &req,
-                        &approver,
-                        scope,
-                        &granted,
-                        &proof,
-                        binding.as_ref(),
-                        signature.as_deref(),
-                        &req.digest,
-                    )
-                } else {
-                    None
-                };
-                if let Some((reason, detail)) = refusal {
-                    self.append(
-                        state,
-                        vec![RunEvent::ApprovalRejected {
-                            request_id: req.id.clone(),
-                            reason,
-                            detail,
-                            approver: Some(approver),
-                        }],
-                        None,
-                        vec![],
-                    )?;
+            Some(granted @ RequestAnswer::Granted { .. }) => {
+                // What was shown is fixed in the journal: the request's own digest.
+                if self.refuse_grant(state, &req, &granted, &req.digest)? {
                     return Ok(None);
                 }
                 true
             }
         };
-        let settled = tool.settle(&result, approved, env);
+        // Settling acts on the workspace: only with the authorization the effect started under.
+        let started_seq = call.started.ok_or_else(|| KernelError::Inconsistent {
+            run: state.run.to_string(),
+            message: format!("call {call_id} waits for a judgement but never started"),
+        })?;
+        let authorized: Vec<Authorized<Action>> = call
+            .actions
+            .iter()
+            .flatten()
+            .map(|a| {
+                Authorized::new(
+                    a.clone(),
+                    state.run.clone(),
+                    started_seq,
+                    call.started_by_person,
+                )
+            })
+            .collect();
+        let settled = tool.settle(&authorized, &result, approved, env);
         self.append(
             state,
             vec![RunEvent::EffectCompleted {
@@ -1528,6 +1490,33 @@ impl Ring<'_> {
         )?;
         Ok(Some(CallStep::Done))
     }
+}
+
+/// What a request listing shows of an approval request.
+fn request_summary(
+    state: &RunState,
+    call_id: &str,
+    tool: &str,
+    risk: RiskClass,
+    title: &str,
+    digest: &Digest,
+    asked: &crate::AskedOf,
+) -> Value {
+    json!({
+        "run": state.run,
+        "call": call_id,
+        "tool": tool,
+        "risk": risk,
+        "title": title,
+        "digest": digest,
+        "requested_by": state.principal.actor,
+        "requester": asked.requester,
+        "asked_of": asked.describe(),
+        "approvers": asked.people,
+        "team": asked.team,
+        "admins": asked.admins,
+        "fell_through": asked.fell_through,
+    })
 }
 
 /// How the prompt words a `session` answer: the class, exactly what it covers (verb, recursive

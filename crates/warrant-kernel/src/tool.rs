@@ -80,7 +80,13 @@ pub trait Tool: Send + Sync {
     /// For an effect whose result held a [`PENDING_JUDGEMENT`]: make what waited for a person
     /// land (`approved`) or discard it, and return the result the model sees. Only tools that
     /// leave something to judge (a contained command's changeset) implement it.
-    fn settle(&self, result: &Value, _approved: bool, _env: &ToolEnv) -> EffectResult {
+    fn settle(
+        &self,
+        _actions: &[Authorized<Action>],
+        result: &Value,
+        _approved: bool,
+        _env: &ToolEnv,
+    ) -> EffectResult {
         EffectResult {
             ok: false,
             result: serde_json::json!({

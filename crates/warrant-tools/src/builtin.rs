@@ -568,7 +568,19 @@ impl Tool for RunCommand {
         result
     }
 
-    fn settle(&self, result: &Value, approved: bool, env: &ToolEnv) -> EffectResult {
+    fn settle(
+        &self,
+        actions: &[Authorized<Action>],
+        result: &Value,
+        approved: bool,
+        env: &ToolEnv,
+    ) -> EffectResult {
+        let [action] = actions else {
+            return fail(
+                "W-TOOL-004",
+                &format!("expected one authorized action, got {}", actions.len()),
+            );
+        };
         let judgement = result
             .get("changes")
             .cloned()
@@ -580,7 +592,7 @@ impl Tool for RunCommand {
             };
         };
         let mut out = result.clone();
-        match warrant_exec::judged::settle(&judgement, &env.workspace, approved) {
+        match warrant_exec::judged::settle(action, &judgement, &env.workspace, approved) {
             Ok(settled) => {
                 out["changes"] = serde_json::to_value(&settled).unwrap_or(Value::Null);
                 EffectResult {

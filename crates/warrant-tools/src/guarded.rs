@@ -65,8 +65,17 @@ impl Tool for Redacting {
         redact_result(&self.redactor, raw)
     }
 
-    fn settle(&self, result: &Value, approved: bool, env: &ToolEnv) -> EffectResult {
-        redact_result(&self.redactor, self.inner.settle(result, approved, env))
+    fn settle(
+        &self,
+        actions: &[Authorized<Action>],
+        result: &Value,
+        approved: bool,
+        env: &ToolEnv,
+    ) -> EffectResult {
+        redact_result(
+            &self.redactor,
+            self.inner.settle(actions, result, approved, env),
+        )
     }
 }
 

@@ -381,7 +381,15 @@ fn deleting_build_output_is_a_change_and_deleting_sources_waits() {
         .clone()
         .expect("the layer is kept for the judgement");
     assert!(Path::new(&format!("{}/src/lib.rs", c.ws)).exists());
-    let settled = warrant_exec::judged::settle(&changes, &c.ws, false).unwrap();
+    let action = authorized(Action::ShellExec {
+        argv: vec!["rm".into(), "src/lib.rs".into()],
+        cwd: c.ws.clone(),
+        profile: "default".into(),
+        timeout_ms: 20_000,
+        program: None,
+        contained: true,
+    });
+    let settled = warrant_exec::judged::settle(&action, &changes, &c.ws, false).unwrap();
     assert!(!settled.applied && settled.pending.is_none());
     assert!(Path::new(&format!("{}/src/lib.rs", c.ws)).exists());
     // The layer a denial discards is removed.
