@@ -13,25 +13,13 @@ use warrant_audit::{
 };
 use warrant_core::config::ResolvedIdentity;
 use warrant_core::path::canonicalize;
-use warrant_core::{
-    Action, Clock, Coded as _, IdSource, Principal, PrincipalKind, RequestId, RunId, SystemClock,
-    Verb, digest_of,
-};
+use warrant_core::{Action, Clock, Coded as _, Principal, PrincipalKind, RunId, SystemClock, Verb};
 use warrant_exec::OsLinks;
-use warrant_kernel::{
-    Answer, NewRunSpec, NoPrompter, Prompter, RequestKind, Resolution, Ring, RunSettings, RunState,
-    Scope, ToolEnv, ToolRegistry,
-};
-use warrant_llm::{
-    AnthropicProvider, ModelProvider, ModelSpec, OpenAiProvider, ScriptedProvider,
-    anthropic_settings_from, ollama_settings_from, openai_settings_from,
-};
-use warrant_policy::{DecisionRequest, PolicyEngine};
+use warrant_kernel::{Answer, NoPrompter, Prompter, Resolution, RunState, Scope};
+use warrant_llm::ModelSpec;
+use warrant_policy::DecisionRequest;
 use warrant_store::RequestStatus;
-use warrant_tools::BuiltinTools;
 
-use crate::context::{self, Installation, Paths};
-use crate::drive::{self, Drive};
 use crate::fault::Faulty;
 use crate::output::{Printer, event_json};
 use crate::prompt::TerminalPrompter;
@@ -39,6 +27,10 @@ use crate::{
     ApprovalsCommand, AuditCommand, Cli, Command, EXIT_USAGE, Failure, KeysCommand, PolicyCommand,
     RunsCommand,
 };
+use warrant_host::Host;
+use warrant_host::drive;
+use warrant_host::install::{self, Installation, Paths};
+use warrant_host::runs::{Cancelled, Resumed, RunRequest, WorkerEvent};
 
 pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
     let ws = cli.workspace.as_deref();
@@ -86,7 +78,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
         },
         Command::Approvals { command } => match command {
             ApprovalsCommand::List { all, json } => approvals_list(ws, all, json),
-            ApprovalsCommand::Keygen { force } => crate::approver_key::keygen(ws, force),
+            ApprovalsCommand::Keygen { force } => keygen(ws, force),
         },
         Command::Approve { id, scope, json } => {
             let scope = if scope == "session" {
@@ -162,42 +154,10 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
     }
 }
 
-const DEFAULT_CONFIG: &str = r#"# Project configuration of Warrant. Managed (/etc/warrant/config.toml) and user
-# (~/.config/warrant/config.toml) layers take precedence over this file.
-
-[run]
-# A run stops after this many refusals (policy or person).
-max_denials = 3
-
-# Subprocess profile for run_command. The environment is minimized: only PATH, HOME, LANG and a
-# few others are inherited, and no variable named like *KEY*, *SECRET*, *TOKEN*, *PASSWORD* ever.
-[profiles.default]
-inherit_env = "core"
-timeout_ms = 30000
-output_head_bytes = 16384
-output_tail_bytes = 16384
-
-# Every command runs confined, in a view of its own: the workspace writable, system trees and
-# the toolchains in your home (~/.cargo, ~/.rustup, ~/.pyenv, ~/.nvm, ~/go) read-only, .git
-# read-only, .warrant/, .env and key files hidden, a private HOME and /tmp, its own /proc, no
-# network. Such commands run without asking; `warrant doctor` shows whether this machine
-# enforces all of it. A profile with `unconfined = true` instead of this table has no sandbox,
-# and then every one of its commands waits for a person.
-[profiles.default.sandbox]
-network = "none"
-"#;
-
 fn init(ws: Option<&Path>, yes: bool) -> Result<u8, Failure> {
-    let paths = context::paths(ws, true)?;
-    if paths.dot.exists() {
-        return Err(Failure::usage(
-            "W-INIT-001",
-            format!(
-                "{} already exists; nothing was changed",
-                paths.dot.display()
-            ),
-        ));
-    }
+    let at = crate::at(ws);
+    let paths = install::paths(&at, true)?;
+    warrant_host::init::check_absent(&paths)?;
     if !yes {
         if !std::io::stdin().is_terminal() {
             return Err(Failure::usage(
@@ -216,56 +176,7 @@ fn init(ws: Option<&Path>, yes: bool) -> Result<u8, Failure> {
             return Ok(EXIT_USAGE);
         }
     }
-    let io =
-        |what: &str, e: std::io::Error| Failure::usage("W-INIT-004", format!("cannot {what}: {e}"));
-    // Build everything in a temporary directory and rename it into place, so a failure leaves
-    // no half-made .warrant/ behind.
-    let tmp = paths
-        .workspace
-        .join(format!(".warrant.init-{}", std::process::id()));
-    let result = (|| -> Result<(), Failure> {
-        fs::create_dir_all(tmp.join(context::POLICY_DIR)).map_err(|e| io("create .warrant/", e))?;
-        fs::create_dir_all(tmp.join("audit")).map_err(|e| io("create .warrant/audit", e))?;
-        fs::write(tmp.join(context::CONFIG_FILE), DEFAULT_CONFIG)
-            .map_err(|e| io("write config.toml", e))?;
-        fs::write(
-            tmp.join(context::POLICY_DIR).join("default.cedar"),
-            warrant_policy::default_pack(),
-        )
-        .map_err(|e| io("write the default policy pack", e))?;
-        let keys = tmp.join(context::KEYS_DIR);
-        fs::create_dir_all(&keys).map_err(|e| io("create keys/", e))?;
-        AuditKey::generate()
-            .save(&keys)
-            .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
-        write_private(
-            &keys.join(context::SECRET_FILE),
-            &hex::encode(random_bytes()),
-        )?;
-        let install_id = warrant_core::RandomIds.record_id();
-        fs::write(
-            tmp.join(context::INSTALLATION_FILE),
-            format!("{install_id}\n"),
-        )
-        .map_err(|e| io("write the installation id", e))?;
-        fs::write(tmp.join(".gitignore"), "store.db*\nkeys/\naudit/\n")
-            .map_err(|e| io("write .gitignore", e))?;
-        warrant_store::SqliteStore::create(
-            &tmp.join(context::STORE_FILE),
-            std::sync::Arc::new(warrant_core::SystemClock),
-        )
-        .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
-        fs::rename(&tmp, &paths.dot).map_err(|e| io("move .warrant/ into place", e))?;
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_dir_all(&tmp);
-    }
-    result?;
-    // The person's approver key, enrolled: answers from another terminal are proven by it.
-    let layers = context::read_layers(&paths)?;
-    let actor = context::identity(&layers)?.principal.actor;
-    let (key, made) = crate::approver_key::ensure_enrolled(&paths, &actor)?;
+    let made = warrant_host::init::init(&paths)?;
     outln!("initialized {}", paths.dot.display());
     outln!("  config     .warrant/config.toml");
     outln!("  policies   .warrant/policies/default.cedar");
@@ -273,48 +184,23 @@ fn init(ws: Option<&Path>, yes: bool) -> Result<u8, Failure> {
     outln!("  store      .warrant/store.db");
     outln!("  audit      .warrant/audit/audit.jsonl");
     outln!(
-        "  approver   {} ({}), enrolled for {actor} in .warrant/keys/approvers",
-        key.display(),
-        if made { "made now" } else { "yours already" }
+        "  approver   {} ({}), enrolled for {} in .warrant/keys/approvers",
+        made.approver_key.display(),
+        if made.key_made {
+            "made now"
+        } else {
+            "yours already"
+        },
+        made.actor
     );
     Ok(0)
 }
 
-fn random_bytes() -> [u8; 32] {
-    let mut b = [0u8; 32];
-    rand::fill(&mut b);
-    b
-}
-
-fn write_private(path: &Path, text: &str) -> Result<(), Failure> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| {
-            Failure::usage(
-                "W-INIT-004",
-                format!("cannot create {}: {e}", path.display()),
-            )
-        })?;
-    f.write_all(text.as_bytes())
-        .and_then(|()| f.sync_all())
-        .map_err(|e| {
-            Failure::usage(
-                "W-INIT-004",
-                format!("cannot write {}: {e}", path.display()),
-            )
-        })
-}
-
 fn whoami(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
     // whoami works outside a workspace too: managed, user and environment still apply.
-    let paths = context::paths(ws, ws.is_none() && !has_workspace())?;
-    let layers = context::read_layers(&paths)?;
-    let id = context::identity(&layers)?;
+    let paths = install::paths(&crate::at(ws), ws.is_none() && !has_workspace())?;
+    let layers = install::read_layers(&paths)?;
+    let id = install::identity(&layers)?;
     if json {
         outln!("{}", pretty(&identity_json(&id)));
     } else {
@@ -356,7 +242,7 @@ fn whoami(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
 
 fn has_workspace() -> bool {
     std::env::current_dir()
-        .map(|d| d.ancestors().any(|a| a.join(context::DOT).is_dir()))
+        .map(|d| d.ancestors().any(|a| a.join(install::DOT).is_dir()))
         .unwrap_or(false)
 }
 
@@ -384,97 +270,9 @@ fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
 }
 
-/// Everything a run or resume needs, loaded and checked before anything is started.
-struct Loaded {
-    paths: Paths,
-    identity: ResolvedIdentity,
-    settings: warrant_core::config::Settings,
-    policy: PolicyEngine,
-    inst: Installation,
-    /// `[requests]` expiry per kind, checked at load.
-    request_ttls: warrant_kernel::RequestTtls,
-    rules: warrant_kernel::ApprovalRules,
-}
-
-fn load(ws: Option<&Path>) -> Result<Loaded, Failure> {
-    let paths = context::paths(ws, false)?;
-    let layers = context::read_layers(&paths)?;
-    let identity = context::identity(&layers)?;
-    let settings = context::settings(&layers)?;
-    warrant_kernel::ModelRules {
-        budgets: settings.budgets.clone(),
-        prices: settings.prices.clone(),
-    }
-    .validate()
-    .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
-    let policy = context::policy(&paths)?;
-    for warning in policy.warnings() {
-        eprintln!("warning: {warning}");
-    }
-    let rules = context::approval_rules(&paths, &layers)?;
-    let inst = context::installation(&paths, &settings)?;
-    let request_ttls = crate::requests::ttls(&settings.requests)?;
-    Ok(Loaded {
-        paths,
-        identity,
-        settings,
-        policy,
-        inst,
-        request_ttls,
-        rules,
-    })
-}
-
-fn provider(
-    spec: &str,
-    loaded: &Loaded,
-    tools: &BuiltinTools,
-) -> Result<Box<dyn ModelProvider>, Failure> {
-    let spec = ModelSpec::parse(spec).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
-    match spec {
-        ModelSpec::Scripted { path } => {
-            let path = if path.is_absolute() {
-                path
-            } else {
-                std::env::current_dir()
-                    .map(|d| d.join(&path))
-                    .unwrap_or(path)
-            };
-            let p = ScriptedProvider::load(&path).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
-            // The whole transcript is checked before the run starts.
-            // Against every tool: a call off the run's menu is refused at run time, recorded.
-            p.transcript()
-                .validate(&tools.catalogue_specs())
-                .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
-            Ok(Box::new(p))
-        }
-        ModelSpec::OpenAi { model } => {
-            let env = std::env::vars().collect();
-            let settings = openai_settings_from(&loaded.settings.openai, &env, &model)
-                .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
-            Ok(Box::new(OpenAiProvider::new(settings)))
-        }
-        ModelSpec::Ollama { model } => {
-            let env = std::env::vars().collect();
-            Ok(Box::new(OpenAiProvider::new(ollama_settings_from(
-                &env, &model,
-            ))))
-        }
-        ModelSpec::Anthropic { model } => {
-            let env = std::env::vars().collect();
-            let settings = anthropic_settings_from(&loaded.settings.anthropic, &env, &model)
-                .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
-            Ok(Box::new(AnthropicProvider::new(settings)))
-        }
-    }
-}
-
-/// Budgets and prices for model calls, as configured now.
-fn model_rules(loaded: &Loaded) -> warrant_kernel::ModelRules {
-    warrant_kernel::ModelRules {
-        budgets: loaded.settings.budgets.clone(),
-        prices: loaded.settings.prices.clone(),
-    }
+/// Opens the installation for a command that needs all of it.
+fn load(ws: Option<&Path>) -> Result<Host, Failure> {
+    Ok(Host::open(&crate::at(ws), crate::notices())?)
 }
 
 fn prompter_for(mode: &str, principal: &Principal) -> Box<dyn Prompter> {
@@ -493,72 +291,27 @@ fn prompter_for(mode: &str, principal: &Principal) -> Box<dyn Prompter> {
     }
 }
 
-fn tool_env(loaded: &Loaded) -> Result<ToolEnv, Failure> {
-    Ok(ToolEnv {
-        workspace: loaded.paths.workspace_canonical()?,
-        profiles: loaded.settings.profiles.clone(),
-        parent_env: context::parent_env(),
-        secrets: crate::requests::secret_source(
-            &loaded.paths,
-            &loaded.inst.secret,
-            &loaded.settings,
-        )?,
-    })
-}
-
-fn finish(exit: RunExit, state: &RunState, json: bool) -> u8 {
+fn finish(exit: RunExit, run: &RunId, json: bool) -> u8 {
     if !json {
         match &exit {
-            RunExit::Completed => outln!("run {} completed", state.run),
+            RunExit::Completed => outln!("run {run} completed"),
             RunExit::Failed { code, message } => {
-                outln!("run {} failed [{code}]: {message}", state.run)
+                outln!("run {run} failed [{code}]: {message}")
             }
             RunExit::Stopped { reason } => {
-                outln!("run {} stopped by governance: {reason}", state.run)
+                outln!("run {run} stopped by governance: {reason}")
             }
             RunExit::Parked { request } => {
-                outln!(
-                    "run {} parked: request {request} waits for a person",
-                    state.run
-                );
-                outln!("  then continue with: warrant resume {}", state.run);
+                outln!("run {run} parked: request {request} waits for a person");
+                outln!("  then continue with: warrant resume {run}");
             }
-            RunExit::Superseded { message } => outln!("run {}: {message}", state.run),
+            RunExit::Superseded { message } => outln!("run {run}: {message}"),
         }
     }
     if let RunExit::Parked { request } = &exit {
         eprintln!("parked: {request}");
     }
     exit.code() as u8
-}
-
-/// The policy decision point with the `[risk.*]` rules and the identity directory on top.
-fn governed<'a>(
-    loaded: &Loaded,
-    base: &'a warrant_kernel::pdp::Pdp<'a>,
-) -> warrant_kernel::Governed<'a> {
-    warrant_kernel::Governed {
-        inner: base,
-        rules: loaded.rules.clone(),
-    }
-}
-
-fn ring<'a>(
-    loaded: &'a Loaded,
-    pdp: &'a dyn warrant_kernel::DecisionPoint,
-    observer: &'a dyn warrant_kernel::Observer,
-) -> Ring<'a> {
-    Ring {
-        store: loaded.inst.store.as_ref(),
-        sealer: &loaded.inst.sealer,
-        pdp,
-        ids: loaded.inst.ids.as_ref(),
-        clock: &SystemClock,
-        secret: &loaded.inst.secret,
-        observer,
-        fence: Default::default(),
-        keys: &loaded.inst.public_keys,
-    }
 }
 
 fn deadline_from(deadline: Option<&str>) -> Result<Option<warrant_core::Timestamp>, Failure> {
@@ -571,39 +324,7 @@ fn deadline_from(deadline: Option<&str>) -> Result<Option<warrant_core::Timestam
             format!("--deadline {d:?} is not a duration; use e.g. 500ms, 90s, 10m or 2h"),
         )
     })?;
-    let now = SystemClock.now();
-    Ok(warrant_core::Timestamp::from_millis(
-        now.millis() + dur.as_millis() as i64,
-    ))
-}
-
-fn new_run_spec(
-    loaded: &Loaded,
-    tools: &BuiltinTools,
-    env: &ToolEnv,
-    model: &str,
-    task: String,
-    deadline: Option<warrant_core::Timestamp>,
-    queued: bool,
-) -> NewRunSpec {
-    let specs = tools.specs();
-    NewRunSpec {
-        queued,
-        principal: loaded.identity.principal.clone(),
-        task,
-        model: model.to_owned(),
-        workspace: env.workspace.clone(),
-        settings: RunSettings {
-            max_denials: loaded.settings.max_denials,
-            max_turns: loaded.settings.max_turns,
-            deadline,
-            requests: Box::new(loaded.request_ttls),
-            max_tool_calls: loaded.settings.max_tool_calls,
-        },
-        tools: specs.iter().map(|s| s.name.clone()).collect(),
-        tools_digest: digest_of(&specs).ok(),
-        profiles_digest: digest_of(&loaded.settings.profiles).ok(),
-    }
+    Ok(warrant_host::deadline_after(dur))
 }
 
 fn run(
@@ -614,73 +335,17 @@ fn run(
     deadline: Option<&str>,
     task: String,
 ) -> Result<u8, Failure> {
-    let loaded = load(ws)?;
-    let deadline = deadline_from(deadline)?;
-    let tools = crate::untrusted::tools(&loaded.settings)?;
-    let provider = provider(model, &loaded, &tools)?;
-    let env = tool_env(&loaded)?;
+    let host = load(ws)?;
+    let request = RunRequest {
+        model: model.to_owned(),
+        task,
+        deadline: deadline_from(deadline)?,
+    };
     let printer = Printer::new(json);
     let observer = Faulty::from_env(&printer);
-    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
-    let pdp = governed(&loaded, &base);
-    let ring = ring(&loaded, &pdp, &observer);
-    let mut state = ring
-        .start(new_run_spec(
-            &loaded, &tools, &env, model, task, deadline, false,
-        ))
-        .map_err(|e| Failure::coded(&e, 1))?;
-    let lease = loaded
-        .inst
-        .store
-        .lease_run(&state.run, &drive::holder(), drive::LEASE_TTL)
-        .map_err(|e| Failure::coded(&e, 1))?;
-    let here = Here {
-        loaded: &loaded,
-        ring: &ring,
-        tools: &tools,
-        env: &env,
-        model: provider.as_ref(),
-    };
-    here.drive(&mut state, lease, prompt, json)
-}
-
-/// A run driven in this process (`run`, `resume`): under its lease, with the terminal's
-/// prompter, the bounded outbox, delivery at the end and the contract's exit code.
-struct Here<'a> {
-    loaded: &'a Loaded,
-    ring: &'a Ring<'a>,
-    tools: &'a BuiltinTools,
-    env: &'a ToolEnv,
-    model: &'a dyn ModelProvider,
-}
-
-impl Here<'_> {
-    fn drive(
-        &self,
-        state: &mut RunState,
-        lease: warrant_store::Lease,
-        prompt: &str,
-        json: bool,
-    ) -> Result<u8, Failure> {
-        let mut prompter = prompter_for(prompt, &self.loaded.identity.principal);
-        let driver = Drive {
-            store: self.loaded.inst.store.as_ref(),
-            ring: self.ring,
-            tools: self.tools,
-            env: self.env,
-            model: self.model,
-            ttl: drive::LEASE_TTL,
-            backpressure: &context::OutboxBound {
-                inst: &self.loaded.inst,
-                ring: self.ring,
-            },
-            rules: &model_rules(self.loaded),
-        };
-        let exit = driver.run(state, lease, prompter.as_mut());
-        context::deliver(&self.loaded.inst);
-        let exit = exit.map_err(|e| Failure::coded(&e, 1))?;
-        Ok(finish(exit, state, json))
-    }
+    let mut prompter = prompter_for(prompt, &host.identity.principal);
+    let driven = host.run(request, &observer, prompter.as_mut())?;
+    Ok(finish(driven.exit, &driven.run, json))
 }
 
 fn submit(
@@ -690,137 +355,70 @@ fn submit(
     json: bool,
     task: String,
 ) -> Result<u8, Failure> {
-    let loaded = load(ws)?;
-    let deadline = deadline_from(deadline)?;
-    let tools = crate::untrusted::tools(&loaded.settings)?;
-    // Checked now, so a bad transcript or model spec is refused before anything is queued.
-    provider(model, &loaded, &tools)?;
-    let env = tool_env(&loaded)?;
-    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
-    let pdp = governed(&loaded, &base);
-    let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
-    let state = ring
-        .start(new_run_spec(
-            &loaded, &tools, &env, model, task, deadline, true,
-        ))
-        .map_err(|e| Failure::coded(&e, 1))?;
-    context::deliver(&loaded.inst);
+    let host = load(ws)?;
+    let run = host.submit(RunRequest {
+        model: model.to_owned(),
+        task,
+        deadline: deadline_from(deadline)?,
+    })?;
     if json {
-        outln!("{}", json!({"run": state.run, "status": "queued"}));
+        outln!("{}", json!({"run": run, "status": "queued"}));
     } else {
-        outln!(
-            "queued {}; a worker (`warrant worker`) will drive it",
-            state.run
-        );
+        outln!("queued {run}; a worker (`warrant worker`) will drive it");
     }
     Ok(0)
 }
 
 fn parse_run(id: &str) -> Result<RunId, Failure> {
-    RunId::parse(id).ok_or_else(|| {
-        Failure::usage(
-            "W-KERNEL-004",
-            format!("`{id}` is not a run id (they look like run-0195f0c3a1b2-1a2b3c4d5e6f)"),
-        )
-    })
+    Ok(warrant_host::runs::parse_run(id)?)
 }
 
 fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, Failure> {
     let run = parse_run(run)?;
-    let loaded = load(ws)?;
-    let tools = crate::untrusted::tools(&loaded.settings)?;
-    let env = tool_env(&loaded)?;
+    let host = load(ws)?;
     let printer = Printer::new(json);
     let observer = Faulty::from_env(&printer);
-    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
-    let pdp = governed(&loaded, &base);
-    let ring = ring(&loaded, &pdp, &observer);
-    let mut state = context::load_run(&loaded.inst, &ring, &run, EXIT_USAGE)?;
-    if let Some(outcome) = &state.ended {
-        return Err(Failure::usage(
-            "W-KERNEL-005",
-            format!(
-                "run {run} has already ended ({}); there is nothing to resume",
-                warrant_kernel::ring::outcome_label(outcome)
-            ),
-        ));
-    }
-    // The run's principal and model are the ones in its log, whoever resumes it.
-    let provider = provider(&state.model, &loaded, &tools)?;
-    if let Some(request) = &state.parked
-        && state
-            .requests
-            .get(request)
-            .is_some_and(|r| r.answer.is_none() && r.resolution.is_none())
-        && (prompt == "never"
-            || (prompt == "auto" && !std::io::stdin().is_terminal())
-            || state
-                .requests
-                .get(request)
-                .is_some_and(|r| r.kind == RequestKind::InDoubt))
-    {
-        if !json {
-            if state
-                .requests
-                .get(request)
-                .is_some_and(|r| r.kind == RequestKind::InDoubt)
-            {
-                let step = state
-                    .requests
-                    .get(request)
-                    .map(|r| r.call_id.clone())
-                    .unwrap_or_default();
+    let mut prompter = prompter_for(prompt, &host.identity.principal);
+    let can_prompt = match prompt {
+        "never" => false,
+        "auto" => std::io::stdin().is_terminal(),
+        _ => true,
+    };
+    let parked = match host.resume(&run, &observer, prompter.as_mut(), can_prompt)? {
+        Resumed::Driven(driven) => return Ok(finish(driven.exit, &driven.run, json)),
+        Resumed::InDoubt { run, request, step } => {
+            if !json {
                 outln!("run {run} waits for a person to resolve an effect in doubt ({request})");
                 outln!("  warrant runs resolve {run} --step {step} --as completed|retry|failed");
-            } else {
+            }
+            request
+        }
+        Resumed::AwaitsApproval { run, request } => {
+            if !json {
                 outln!("run {run} is still waiting for request {request}");
                 outln!("  warrant approve {request}   |   warrant deny {request} --reason TEXT");
             }
+            request
         }
-        eprintln!("parked: {request}");
-        return Ok(10);
-    }
-    // Parked on a request the agent raised that nobody has answered and that has not expired:
-    // nothing to do yet, and nothing is appended.
-    if let Some(ask) = state.parked.as_ref().and_then(|r| state.asks.get(r))
-        && ask.reply.is_none()
-        && ask.expired.is_none()
-        && SystemClock.now() < ask.expires_at
-    {
-        if !json {
-            outln!(
-                "run {run} is still waiting for request {} ({}), until {}",
-                ask.id,
-                crate::shown_inline(&ask.ask.title()),
-                ask.expires_at.rfc3339()
-            );
-            outln!("  warrant requests show {}", ask.id);
+        Resumed::AwaitsReply {
+            run,
+            request,
+            title,
+            until,
+        } => {
+            if !json {
+                outln!(
+                    "run {run} is still waiting for request {request} ({}), until {}",
+                    crate::shown_inline(&title),
+                    until.rfc3339()
+                );
+                outln!("  warrant requests show {request}");
+            }
+            request
         }
-        eprintln!("parked: {}", ask.id);
-        return Ok(10);
-    }
-    // One driver at a time: a second resume is told who drives the run.
-    let lease = drive::lease_here(loaded.inst.store.as_ref(), &run)
-        .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
-    ring.fence.set(Some(lease.token));
-    let tools_digest =
-        digest_of(&tools.specs()).map_err(|e| Failure::usage("W-KERNEL-001", e.to_string()))?;
-    let prepared = ring
-        .check_replay(&mut state, &tools, &tools_digest)
-        .and_then(|()| ring.resume(&mut state, &loaded.identity.principal));
-    if let Err(e) = prepared {
-        let _ = loaded.inst.store.release(&lease);
-        context::deliver(&loaded.inst);
-        return Err(Failure::coded(&e, EXIT_USAGE));
-    }
-    let here = Here {
-        loaded: &loaded,
-        ring: &ring,
-        tools: &tools,
-        env: &env,
-        model: provider.as_ref(),
     };
-    here.drive(&mut state, lease, prompt, json)
+    eprintln!("parked: {parked}");
+    Ok(10)
 }
 
 fn worker(
@@ -831,132 +429,47 @@ fn worker(
     id: Option<String>,
     json: bool,
 ) -> Result<u8, Failure> {
-    let loaded = load(ws)?;
-    let tools = crate::untrusted::tools(&loaded.settings)?;
-    let env = tool_env(&loaded)?;
-    let tools_digest =
-        digest_of(&tools.specs()).map_err(|e| Failure::usage("W-KERNEL-001", e.to_string()))?;
+    let host = load(ws)?;
     let printer = Printer::new(json);
     let observer = Faulty::from_env(&printer);
-    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
-    let pdp = governed(&loaded, &base);
-    let ring = ring(&loaded, &pdp, &observer);
-    let holder = id.unwrap_or_else(drive::holder);
-    let ttl = std::time::Duration::from_millis(lease_ms.max(100));
-    eprintln!(
-        "worker {holder}: polling {} for runs",
-        loaded.inst.store_location
-    );
-    loop {
-        let lease = loaded
-            .inst
-            .store
-            .lease_next(&holder, ttl)
-            .map_err(|e| Failure::coded(&e, 1))?;
-        let Some(lease) = lease else {
-            if once {
-                return Ok(0);
-            }
-            std::thread::sleep(std::time::Duration::from_millis(poll_ms));
-            continue;
-        };
-        eprintln!(
-            "worker {holder}: leased {} (token {})",
-            lease.run, lease.token
-        );
-        let mut state = match context::load_run(&loaded.inst, &ring, &lease.run, 1) {
-            Ok(s) => s,
-            Err(e) => {
-                // A refused journal stopped the run in the index, so it is not leased again.
-                eprintln!(
-                    "worker {holder}: cannot load {}: error[{}]: {}",
-                    lease.run, e.code, e.message
-                );
-                let _ = loaded.inst.store.release(&lease);
-                continue;
-            }
-        };
-        ring.fence.set(Some(lease.token));
-        let prepared = provider(&state.model, &loaded, &tools).and_then(|p| {
-            ring.check_replay(&mut state, &tools, &tools_digest)
-                .and_then(|()| ring.resume(&mut state, &loaded.identity.principal))
-                .map_err(|e| Failure::coded(&e, 1))
-                .map(|()| p)
-        });
-        let provider = match prepared {
-            Ok(p) => p,
-            Err(f) => {
-                // The run cannot be driven here; end it with the reason rather than retry forever.
-                let _ = ring.end(
-                    &mut state,
-                    warrant_kernel::Outcome::Failed {
-                        code: f.code.clone(),
-                        message: f.message.clone(),
-                    },
-                );
-                let _ = loaded.inst.store.release(&lease);
-                context::deliver(&loaded.inst);
-                continue;
-            }
-        };
-        let driver = Drive {
-            store: loaded.inst.store.as_ref(),
-            ring: &ring,
-            tools: &tools,
-            env: &env,
-            model: provider.as_ref(),
-            ttl,
-            backpressure: &context::OutboxBound {
-                inst: &loaded.inst,
-                ring: &ring,
-            },
-            rules: &model_rules(&loaded),
-        };
-        let exit = driver.run(&mut state, lease, &mut NoPrompter);
-        context::deliver(&loaded.inst);
-        match exit {
-            Ok(exit) => eprintln!("worker {holder}: {} → {exit:?}", state.run),
-            Err(e) => eprintln!("worker {holder}: {} failed: {e}", state.run),
+    let report = |event: WorkerEvent| match event {
+        WorkerEvent::Polling { holder, store } => {
+            eprintln!("worker {holder}: polling {store} for runs")
         }
-    }
+        WorkerEvent::Leased { holder, run, token } => {
+            eprintln!("worker {holder}: leased {run} (token {token})")
+        }
+        WorkerEvent::CannotLoad { holder, run, error } => eprintln!(
+            "worker {holder}: cannot load {run}: error[{}]: {}",
+            error.code,
+            crate::shown(&error.message)
+        ),
+        WorkerEvent::Driven { holder, run, exit } => {
+            eprintln!("worker {holder}: {run} → {exit:?}")
+        }
+        WorkerEvent::Failed { holder, run, error } => {
+            eprintln!("worker {holder}: {run} failed: {}", crate::shown(&error))
+        }
+    };
+    host.work(
+        id,
+        std::time::Duration::from_millis(lease_ms.max(100)),
+        std::time::Duration::from_millis(poll_ms),
+        once,
+        &observer,
+        &report,
+    )?;
+    Ok(0)
 }
 
 fn runs_cancel(ws: Option<&Path>, run: &str, reason: &str) -> Result<u8, Failure> {
     let run = parse_run(run)?;
-    let loaded = load(ws)?;
-    let who = loaded.identity.principal.actor.clone();
-    loaded
-        .inst
-        .store
-        .request_cancel(&run, &who, reason)
-        .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
-    // A run nobody drives (queued, parked, abandoned) is stopped here and now; one that is
-    // being driven stops at its next effect boundary.
-    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
-    let pdp = governed(&loaded, &base);
-    let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
-    match drive::lease_here(loaded.inst.store.as_ref(), &run) {
-        Ok(lease) => {
-            ring.fence.set(Some(lease.token));
-            let result = context::load_run(&loaded.inst, &ring, &run, 1).and_then(|mut state| {
-                let reason = ring
-                    .stop_reason(&state, SystemClock.now())
-                    .map_err(|e| Failure::coded(&e, 1))?
-                    .unwrap_or_else(|| reason.to_owned());
-                ring.end(&mut state, warrant_kernel::Outcome::Stopped { reason })
-                    .map_err(|e| Failure::coded(&e, 1))
-            });
-            let _ = loaded.inst.store.release(&lease);
-            context::deliver(&loaded.inst);
-            result?;
-            outln!("stopped {run}");
-        }
-        Err(warrant_store::StoreError::Leased { holder, .. }) => {
-            outln!(
-                "cancellation recorded; {holder} drives {run} and stops it at its next effect boundary"
-            );
-        }
-        Err(e) => return Err(Failure::coded(&e, EXIT_USAGE)),
+    let host = load(ws)?;
+    match host.cancel(&run, reason)? {
+        Cancelled::Stopped => outln!("stopped {run}"),
+        Cancelled::Recorded { holder } => outln!(
+            "cancellation recorded; {holder} drives {run} and stops it at its next effect boundary"
+        ),
     }
     Ok(0)
 }
@@ -968,15 +481,8 @@ fn runs_resolve(ws: Option<&Path>, run: &str, step: &str, resolution: &str) -> R
         "retry" => Resolution::Retry,
         _ => Resolution::Failed,
     };
-    let loaded = load(ws)?;
-    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
-    let pdp = governed(&loaded, &base);
-    let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
-    let mut state = context::load_run(&loaded.inst, &ring, &run, EXIT_USAGE)?;
-    crate::origin::refuse_from_command("resolve an effect in doubt")?;
-    let result = ring.resolve(&mut state, step, &loaded.identity.principal, resolution);
-    context::deliver(&loaded.inst);
-    result.map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    let host = load(ws)?;
+    host.resolve(&run, step, resolution)?;
     outln!(
         "resolved step {step} of {run} as {}; continue the run with: warrant resume {run}",
         resolution.as_str()
@@ -985,10 +491,10 @@ fn runs_resolve(ws: Option<&Path>, run: &str, step: &str, resolution: &str) -> R
 }
 
 fn open_store(ws: Option<&Path>) -> Result<(Paths, Installation), Failure> {
-    let paths = context::paths(ws, false)?;
-    let layers = context::read_layers(&paths)?;
-    let settings = context::settings(&layers)?;
-    let inst = context::installation(&paths, &settings)?;
+    let paths = install::paths(&crate::at(ws), false)?;
+    let layers = install::read_layers(&paths)?;
+    let settings = install::settings(&layers)?;
+    let inst = install::installation(&paths, &settings, crate::notices())?;
     Ok((paths, inst))
 }
 
@@ -1083,9 +589,9 @@ fn explain(
     as_actor: Option<&str>,
     json: bool,
 ) -> Result<u8, Failure> {
-    let paths = context::paths(ws, false)?;
-    let layers = context::read_layers(&paths)?;
-    let mut principal = context::identity(&layers)?.principal;
+    let paths = install::paths(&crate::at(ws), false)?;
+    let layers = install::read_layers(&paths)?;
+    let mut principal = install::identity(&layers)?.principal;
     if let Some(actor) = as_actor {
         principal = Principal {
             actor: actor.to_owned(),
@@ -1096,7 +602,7 @@ fn explain(
             ..principal
         };
     }
-    let policy = context::policy(&paths)?;
+    let policy = install::policy(&paths)?;
     for warning in policy.warnings() {
         eprintln!("warning: {warning}");
     }
@@ -1138,7 +644,7 @@ fn explain(
         Verb::ShellExec => {
             let argv: Vec<String> = target.split_whitespace().map(str::to_owned).collect();
             // As a run would: the program argv[0] names on the PATH a command inherits.
-            let parent = context::parent_env();
+            let parent = install::parent_env();
             let program = argv.first().and_then(|a| {
                 warrant_exec::program::resolve(
                     a,
@@ -1191,7 +697,7 @@ fn explain(
         workspace: &workspace,
     });
     // Policy alone is explained above; a `[risk.*] needs = "person"` rule still asks.
-    let rules = context::approval_rules(&paths, &layers)?;
+    let rules = install::approval_rules(&paths, &layers)?;
     let class = explanation.decision.risk;
     if matches!(explanation.decision.verdict, warrant_policy::Verdict::Allow)
         && rules.risk.rule(class).needs == warrant_core::risk::Needs::Person
@@ -1247,69 +753,44 @@ fn approvals_list(ws: Option<&Path>, all: bool, json: bool) -> Result<u8, Failur
     Ok(0)
 }
 
-fn answer(ws: Option<&Path>, id: &str, answer: Answer, json: bool) -> Result<u8, Failure> {
-    let request = RequestId::parse(id).ok_or_else(|| {
-        Failure::usage(
-            "W-APPROVAL-001",
-            format!("`{id}` is not a request id (they look like req-0195f0c3a1b2-1a2b3c4d)"),
-        )
-    })?;
-    let loaded = load(ws)?;
-    let row = loaded
-        .inst
-        .store
-        .request(&request)
-        .map_err(|e| Failure::coded(&e, 1))?
-        .ok_or_else(|| {
-            Failure::usage(
-                "W-APPROVAL-001",
-                format!(
-                    "request {request} does not exist; `warrant approvals list` shows open requests"
-                ),
-            )
-        })?;
-    let base = warrant_kernel::pdp::Pdp(&loaded.policy);
-    let pdp = governed(&loaded, &base);
-    let ring = ring(&loaded, &pdp, &warrant_kernel::Silent);
-    let mut state = context::load_run(&loaded.inst, &ring, &row.run, 1)?;
-    if state.asks.contains_key(&request) {
-        return Err(Failure::usage(
-            "W-REQUEST-001",
-            format!(
-                "request {request} was raised by the agent, it is not an approval; `warrant requests show {request}` says how to answer it"
-            ),
-        ));
+fn keygen(ws: Option<&Path>, force: bool) -> Result<u8, Failure> {
+    let made = warrant_host::approver_key::keygen(&crate::at(ws), force)?;
+    outln!("approver key written to {}", made.path.display());
+    if let Some(file) = &made.enrolled_in {
+        outln!(
+            "enrolled for {} in this installation ({}; used when there is no identity directory)",
+            made.actor,
+            file.display()
+        );
     }
-    let key = crate::approver_key::load(&loaded.paths)?;
-    let via = crate::origin::via();
-    let result = ring.answer_signed(
-        &mut state,
-        &request,
-        &loaded.identity.principal,
-        &via,
-        answer.clone(),
-        key.as_ref()
-            .map(|k| k as &dyn warrant_kernel::approval::ApproverKey),
-    );
-    context::deliver(&loaded.inst);
-    result.map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
-    let (verb, scope) = match &answer {
-        Answer::Approve(s) => ("approved", Some(s.as_str())),
-        Answer::Deny { .. } => ("denied", None),
-    };
+    outln!("ask an administrator to add to the identity directory (directory.toml):");
+    outln!("[people.{}]", made.actor);
+    outln!("public_key = \"{}\"", made.public_hex);
+    Ok(0)
+}
+
+fn answer(ws: Option<&Path>, id: &str, answer: Answer, json: bool) -> Result<u8, Failure> {
+    let request = warrant_host::approvals::parse_request(id)?;
+    let host = load(ws)?;
+    let done = host.answer(&request, answer)?;
     if json {
         outln!(
             "{}",
             pretty(
-                &json!({"request": request, "run": row.run, "answer": verb, "scope": scope, "by": loaded.identity.principal.actor})
+                &json!({"request": done.request, "run": done.run, "answer": done.answer, "scope": done.scope, "by": done.by})
             )
         );
     } else {
         outln!(
-            "{verb} {request}{} as {}; continue the run with: warrant resume {}",
-            scope.map(|s| format!(" ({s})")).unwrap_or_default(),
-            loaded.identity.principal.actor,
-            row.run
+            "{} {}{} as {}; continue the run with: warrant resume {}",
+            done.answer,
+            done.request,
+            done.scope
+                .as_ref()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default(),
+            done.by,
+            done.run
         );
     }
     Ok(0)
@@ -1329,7 +810,7 @@ fn audit_verify(
         return Ok(print_reports(&[copy], None, json));
     }
     let (paths, inst) = open_store(ws)?;
-    context::deliver(&inst);
+    install::deliver(&inst);
     let keys = match pubkeys {
         Some(p) => keys_from(p)?,
         None => inst.public_keys.clone(),
@@ -1349,7 +830,7 @@ fn audit_verify(
                 "store".to_owned(),
                 verify_sealed(&records, &keys),
             ));
-            if !crate::untrusted::disabled("binding") {
+            if !warrant_host::controls::disabled("binding") {
                 journal = Some(journal_report(&inst, &records, &keys)?);
             }
             // The sink's rotated files and its current one, as one chain, against the
@@ -1384,7 +865,7 @@ fn verify_single(
     checkpoint_shown: String,
 ) -> Result<Checked, Failure> {
     let name = file.display().to_string();
-    if crate::untrusted::disabled("checkpoint") {
+    if warrant_host::controls::disabled("checkpoint") {
         let report = verify_file(file, keys).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
         return Ok(Checked::chain(name, report));
     }
@@ -1587,7 +1068,7 @@ fn print_journal(j: &warrant_audit::JournalReport) {
 
 fn audit_tail(ws: Option<&Path>, lines: usize, json: bool) -> Result<u8, Failure> {
     let (_, inst) = open_store(ws)?;
-    context::deliver(&inst);
+    install::deliver(&inst);
     let head = inst.store.audit_head().map_err(|e| Failure::coded(&e, 1))?;
     let after = head.seq.saturating_sub(lines as u64);
     let records = inst
@@ -1646,7 +1127,7 @@ fn sink_health(
     };
     Ok(json!({
         "sink": sink,
-        "kind": if sink == context::JSONL_SINK { "jsonl" } else { "http" },
+        "kind": if sink == install::JSONL_SINK { "jsonl" } else { "http" },
         "acknowledged": state.acknowledged,
         "pending": pending,
         "oldest_pending_ms": oldest,
@@ -1661,7 +1142,7 @@ fn sink_health(
 }
 
 fn sink_names(inst: &Installation) -> Vec<String> {
-    std::iter::once(context::JSONL_SINK.to_owned())
+    std::iter::once(install::JSONL_SINK.to_owned())
         .chain(inst.sinks.keys().cloned())
         .collect()
 }
@@ -1728,7 +1209,7 @@ fn audit_flush(ws: Option<&Path>, timeout: &str, json: bool) -> Result<u8, Failu
             .audit_head()
             .map_err(|e| Failure::coded(&e, 1))?
             .seq;
-        let results = context::deliver_all(&inst, context::Patience::Flush);
+        let results = install::deliver_all(&inst, install::Patience::Flush);
         let stuck: Vec<(String, String)> = results
             .into_iter()
             .filter_map(|d| match d.outcome {
@@ -1827,7 +1308,7 @@ fn audit_touched(ws: Option<&Path>, run: &str, json: bool) -> Result<u8, Failure
     }
     // What the run touched is read from its journal, so the journal must be what was signed
     // (a view: the refusal is the command's error, nothing is appended).
-    if !crate::untrusted::disabled("binding") {
+    if !warrant_host::controls::disabled("binding") {
         warrant_kernel::journal::check(inst.store.as_ref(), &inst.public_keys, &run, &events)
             .map_err(|e| Failure::coded(&e, 1))?
             .map_err(|e| Failure::coded(&e, 1))?;
@@ -1934,7 +1415,7 @@ fn audit_touched(ws: Option<&Path>, run: &str, json: bool) -> Result<u8, Failure
 }
 
 fn audit_keys_rotate(ws: Option<&Path>) -> Result<u8, Failure> {
-    let paths = context::paths(ws, false)?;
+    let paths = install::paths(&crate::at(ws), false)?;
     let rotation = AuditKey::rotate(&paths.keys()).map_err(|e| Failure::coded(&e, 1))?;
     outln!(
         "rotated the audit signing key: {} -> {}; records signed by {} still verify (its public key is kept in keys/retired/)",
@@ -1946,7 +1427,7 @@ fn audit_keys_rotate(ws: Option<&Path>) -> Result<u8, Failure> {
 }
 
 fn audit_keys_export(ws: Option<&Path>) -> Result<u8, Failure> {
-    let paths = context::paths(ws, false)?;
+    let paths = install::paths(&crate::at(ws), false)?;
     let keys = PublicKeys::load_dir(&paths.keys()).map_err(|e| Failure::coded(&e, 1))?;
     out_text(&keys.to_file_text());
     Ok(0)
@@ -2023,8 +1504,8 @@ fn doctor(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
         };
         checks.push((name.to_owned(), ok, detail));
     };
-    let paths = context::paths(ws, false)?;
-    let layers = context::read_layers(&paths);
+    let paths = install::paths(&crate::at(ws), false)?;
+    let layers = install::read_layers(&paths);
     check(
         "configuration",
         layers
@@ -2032,7 +1513,7 @@ fn doctor(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
             .map(|l| format!("{} layer file(s)", l.len()))
             .map_err(|f| format!("[{}] {}", f.code, f.message)),
     );
-    let settings = layers.as_ref().ok().map(|l| context::settings(l));
+    let settings = layers.as_ref().ok().map(|l| install::settings(l));
     let profiles = settings
         .as_ref()
         .and_then(|s| s.as_ref().ok())
@@ -2044,7 +1525,7 @@ fn doctor(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
             .as_ref()
             .map_err(|f| f.message.clone())
             .and_then(|l| {
-                context::identity(l)
+                install::identity(l)
                     .map(|id| {
                         format!(
                             "{} ({}) in {}",
@@ -2058,7 +1539,7 @@ fn doctor(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
     );
     check(
         "policy",
-        context::policy(&paths)
+        install::policy(&paths)
             .map(|p| {
                 let mut line = format!("{} policies, set {}", p.policy_ids().count(), p.digest());
                 for w in p.warnings() {
@@ -2074,13 +1555,13 @@ fn doctor(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
             .as_ref()
             .map_err(|f| f.message.clone())
             .and_then(|l| {
-                context::approval_rules(&paths, l)
+                install::approval_rules(&paths, l)
                     .map(|r| approvals_summary(&r))
                     .map_err(|f| format!("[{}] {}", f.code, f.message))
             }),
     );
     let inst = match settings {
-        Some(Ok(settings)) => context::installation(&paths, &settings)
+        Some(Ok(settings)) => install::installation(&paths, &settings, crate::notices())
             .map_err(|f| format!("[{}] {}", f.code, f.message)),
         Some(Err(f)) => Err(format!("[{}] {}", f.code, f.message)),
         None => Err("no configuration".to_owned()),
@@ -2217,7 +1698,7 @@ fn audit_deliver(ws: Option<&Path>, follow: bool, interval: &str) -> Result<u8, 
             .map_err(|e| Failure::coded(&e, 1))?
             .seq;
         let mut failed = false;
-        for d in context::deliver_all(&inst, context::Patience::Flush) {
+        for d in install::deliver_all(&inst, install::Patience::Flush) {
             match d.outcome {
                 Ok(acked) => outln!("{}: delivered up to record {acked} of {head}", d.sink),
                 Err(e) => {

@@ -18,7 +18,7 @@ macro_rules! outln {
 /// characters escaped (`warrant_core::render::lines`). A debug build's negative control can turn
 /// it off with `WARRANT_TEST_DISABLE=render`.
 pub(crate) fn shown(text: &str) -> std::borrow::Cow<'_, str> {
-    if untrusted::disabled("render") {
+    if warrant_host::controls::disabled("render") {
         return std::borrow::Cow::Borrowed(text);
     }
     warrant_core::render::lines(text)
@@ -27,23 +27,18 @@ pub(crate) fn shown(text: &str) -> std::borrow::Cow<'_, str> {
 /// One value shown inside a line: as [`shown`], and line feeds escaped too, so a value cannot
 /// begin a line that looks like Warrant's own.
 pub(crate) fn shown_inline(text: &str) -> std::borrow::Cow<'_, str> {
-    if untrusted::disabled("render") {
+    if warrant_host::controls::disabled("render") {
         return std::borrow::Cow::Borrowed(text);
     }
     warrant_core::render::inline(text)
 }
 
-mod approver_key;
 mod commands;
-mod context;
-mod drive;
 mod fault;
-mod origin;
 mod output;
 mod prompt;
 mod requests;
 mod secrets_cmd;
-mod untrusted;
 
 use std::process::ExitCode;
 
@@ -374,6 +369,81 @@ impl Failure {
     }
 }
 
+impl From<warrant_host::HostError> for Failure {
+    fn from(e: warrant_host::HostError) -> Self {
+        Self {
+            code: e.code,
+            message: e.message,
+            exit: exit_of(e.class),
+        }
+    }
+}
+
+/// The exit code of the CLI contract for a class of failure.
+pub fn exit_of(class: warrant_host::Class) -> u8 {
+    match class {
+        warrant_host::Class::Failed => 1,
+        warrant_host::Class::Usage => EXIT_USAGE,
+        warrant_host::Class::Refused => EXIT_REFUSED,
+    }
+}
+
+/// The exit code of a refusal by governance (the CLI contract's 3).
+pub const EXIT_REFUSED: u8 = 3;
+
+/// `--store`, set once by `main` before any command runs.
+static STORE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+
+/// Where the installation is, from `--workspace` and `--store`.
+pub fn at(ws: Option<&std::path::Path>) -> warrant_host::Where {
+    warrant_host::Where {
+        workspace: ws.map(std::path::Path::to_owned),
+        store: STORE.get().cloned().flatten(),
+        ..Default::default()
+    }
+}
+
+/// Notices of the application layer, worded for the terminal (standard error).
+#[derive(Debug)]
+struct Stderr;
+
+impl warrant_host::Notices for Stderr {
+    fn notice(&self, notice: warrant_host::Notice) {
+        use warrant_host::Notice;
+        let line = match notice {
+            Notice::PolicyWarning { text } => format!("warning: {text}"),
+            Notice::DeliveryFailed { sink, error } => format!(
+                "warning: audit delivery to sink `{sink}` failed: {error}; the records stay in the outbox (`warrant audit status`, `warrant audit flush`)"
+            ),
+            Notice::OutboxWaiting {
+                pending,
+                sink,
+                max,
+                why,
+            } => format!(
+                "waiting: {pending} audit records are not yet delivered to sink `{sink}` (bound {max}); new effects wait until it catches up. {why}"
+            ),
+            Notice::OutboxDropped {
+                from,
+                to,
+                sink,
+                max,
+            } => format!(
+                "dropped: audit records {from}..={to} will never reach sink `{sink}` (bound {max}, on_full = drop); the gap is recorded"
+            ),
+            Notice::TakingOver { run, from } => {
+                format!("taking over {run} from {from}, which is no longer running")
+            }
+        };
+        eprintln!("{}", shown(&line));
+    }
+}
+
+/// Where this binary's notices go.
+pub fn notices() -> std::sync::Arc<dyn warrant_host::Notices + Send> {
+    std::sync::Arc::new(Stderr)
+}
+
 /// The hidden entry point of the sandbox launcher: `warrant __sandbox <plan-json> -- <argv…>`.
 /// Handled before clap so the plan and the command's own arguments are never parsed as ours.
 const SANDBOX_SUBCOMMAND: &str = "__sandbox";
@@ -386,7 +456,7 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     let cli = Cli::parse();
-    let _ = context::STORE_OVERRIDE.set(cli.store.clone());
+    let _ = STORE.set(cli.store.clone());
     match commands::dispatch(cli) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {

@@ -9,19 +9,18 @@ use std::time::{Duration, Instant};
 
 use clap::Subcommand;
 use serde_json::{Value, json};
-use warrant_core::config::{ProfileConfig, RequestsConfig, ResolvedIdentity};
+use warrant_core::config::ProfileConfig;
 use warrant_core::{Clock, RequestId, RiskClass, SystemClock, canonical_json};
 use warrant_exec::vault::Vault;
 use warrant_kernel::asks::{is_asked_of, secret_handle};
 use warrant_kernel::{
-    Ask, AskState, Reply, RequestAnswer, RequestKind, RequestState, RequestTtls, ResourceKind,
-    Ring, RunState,
+    Ask, AskState, Reply, RequestAnswer, RequestKind, RequestState, ResourceKind, RunState,
 };
 use warrant_store::{RequestRow, RequestStatus};
 
-use crate::context::{self, Installation, Paths};
-use crate::drive;
-use crate::{EXIT_USAGE, Failure};
+use crate::Failure;
+use warrant_host::drive;
+use warrant_host::install::{self, Installation};
 
 #[derive(Subcommand, Debug)]
 pub enum RequestsCommand {
@@ -97,134 +96,10 @@ pub enum RequestsCommand {
     },
 }
 
-/// The `[requests]` expiry per kind; a value that is not a duration is a configuration error.
-pub fn ttls(config: &RequestsConfig) -> Result<RequestTtls, Failure> {
-    let parse = |key: &str, v: &Option<String>, default: u64| -> Result<u64, Failure> {
-        match v {
-            None => Ok(default),
-            Some(text) => drive::parse_duration(text)
-                .filter(|d| !d.is_zero())
-                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-                .ok_or_else(|| {
-                    Failure::usage(
-                        "W-REQUEST-009",
-                        format!(
-                            "[requests] {key} = {text:?} is not a duration; use e.g. 90s, 30m or 24h"
-                        ),
-                    )
-                }),
-        }
-    };
-    let d = RequestTtls::default();
-    Ok(RequestTtls {
-        question_ms: parse("question_ttl", &config.question_ttl, d.question_ms)?,
-        secret_ms: parse("secret_ttl", &config.secret_ttl, d.secret_ms)?,
-        resource_ms: parse("resource_ttl", &config.resource_ttl, d.resource_ms)?,
-    })
-}
-
-/// The vault as the executors' secret source, with the `[secret_env]` tables checked: each
-/// entry names a configured profile, a plain variable name and a `secret:NAME` handle.
-#[derive(Debug)]
-struct VaultSecrets {
-    vault: Vault,
-    env: std::collections::BTreeMap<String, Vec<(String, String)>>,
-}
-
-impl warrant_kernel::SecretSource for VaultSecrets {
-    fn env_for(&self, profile: &str) -> Vec<(String, String)> {
-        self.env.get(profile).cloned().unwrap_or_default()
-    }
-
-    fn value(&self, name: &str) -> Result<String, (String, String)> {
-        use warrant_core::Coded as _;
-        let v = self
-            .vault
-            .get(name)
-            .map_err(|e| (e.code().to_owned(), e.to_string()))?;
-        String::from_utf8(v.expose().to_vec()).map_err(|_| {
-            (
-                "W-SECRET-003".to_owned(),
-                format!("secret {name} is not UTF-8 text, so it cannot be an environment value"),
-            )
-        })
-    }
-}
-
-pub fn secret_source(
-    paths: &Paths,
-    installation_secret: &[u8],
-    settings: &warrant_core::config::Settings,
-) -> Result<Option<std::sync::Arc<dyn warrant_kernel::SecretSource>>, Failure> {
-    if settings.secret_env.is_empty() {
-        return Ok(None);
-    }
-    let bad = |m: String| Failure::usage("W-SECRET-005", m);
-    let mut env = std::collections::BTreeMap::new();
-    for (profile, vars) in &settings.secret_env {
-        if !settings.profiles.contains_key(profile) {
-            return Err(bad(format!(
-                "[secret_env.{profile}] names no configured profile; configured: {}",
-                settings
-                    .profiles
-                    .keys()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-        let mut pairs = Vec::new();
-        for (var, handle) in vars {
-            let var_ok = !var.is_empty()
-                && !var.starts_with(|c: char| c.is_ascii_digit())
-                && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if !var_ok {
-                return Err(bad(format!(
-                    "[secret_env.{profile}] {var:?} is not an environment variable name (letters, digits, _)"
-                )));
-            }
-            let Some(name) = handle.strip_prefix("secret:").filter(|n| !n.is_empty()) else {
-                return Err(bad(format!(
-                    "[secret_env.{profile}] {var} = {handle:?} is not a secret handle; write \"secret:NAME\""
-                )));
-            };
-            pairs.push((var.clone(), name.to_owned()));
-        }
-        env.insert(profile.clone(), pairs);
-    }
-    Ok(Some(std::sync::Arc::new(VaultSecrets {
-        vault: Vault::open(&paths.dot, installation_secret),
-        env,
-    })))
-}
-
-struct Here {
-    paths: Paths,
-    identity: ResolvedIdentity,
-    policy: warrant_policy::PolicyEngine,
-    inst: Installation,
-    profiles: std::collections::BTreeMap<String, ProfileConfig>,
-    /// The identity directory and the project's team: who a request is put to and who may
-    /// answer it.
-    rules: warrant_kernel::ApprovalRules,
-}
+type Here = warrant_host::Host;
 
 fn load(ws: Option<&Path>) -> Result<Here, Failure> {
-    let paths = context::paths(ws, false)?;
-    let layers = context::read_layers(&paths)?;
-    let identity = context::identity(&layers)?;
-    let settings = context::settings(&layers)?;
-    let policy = context::policy(&paths)?;
-    let inst = context::installation(&paths, &settings)?;
-    let rules = context::approval_rules(&paths, &layers)?;
-    Ok(Here {
-        rules,
-        paths,
-        identity,
-        policy,
-        inst,
-        profiles: settings.profiles,
-    })
+    Ok(warrant_host::Host::open(&crate::at(ws), crate::notices())?)
 }
 
 fn parse_request(id: &str) -> Result<RequestId, Failure> {
@@ -345,13 +220,13 @@ fn status_of_row(row: &RequestRow, now: i64) -> &'static str {
 }
 
 fn list(ws: Option<&Path>, mine: bool, all: bool, json: bool) -> Result<u8, Failure> {
-    let paths = context::paths(ws, false)?;
-    let layers = context::read_layers(&paths)?;
-    let identity = context::identity(&layers)?;
-    let settings = context::settings(&layers)?;
-    let inst = context::installation(&paths, &settings)?;
+    let paths = install::paths(&crate::at(ws), false)?;
+    let layers = install::read_layers(&paths)?;
+    let identity = install::identity(&layers)?;
+    let settings = install::settings(&layers)?;
+    let inst = install::installation(&paths, &settings, crate::notices())?;
     let me = &identity.principal;
-    let rules = context::approval_rules(&paths, &layers)?;
+    let rules = install::approval_rules(&paths, &layers)?;
     let now = SystemClock.now().millis();
     let rows = inst
         .store
@@ -428,13 +303,7 @@ fn show(ws: Option<&Path>, id: &str, json: bool) -> Result<u8, Failure> {
     let request = parse_request(id)?;
     let here = load(ws)?;
     let row = row_of(&here.inst, &request)?;
-    let base = warrant_kernel::pdp::Pdp(&here.policy);
-    let pdp = warrant_kernel::Governed {
-        inner: &base,
-        rules: here.rules.clone(),
-    };
-    let ring = ring(&here, &pdp);
-    let state = crate::context::load_run(&here.inst, &ring, &row.run, 1)?;
+    let state = here.load_run(&row.run, warrant_host::Class::Failed)?;
     let doc = match (state.asks.get(&request), state.requests.get(&request)) {
         (Some(a), _) => {
             let mut v = ask_json(a);
@@ -491,29 +360,10 @@ fn show(ws: Option<&Path>, id: &str, json: bool) -> Result<u8, Failure> {
     Ok(0)
 }
 
-fn ring<'a>(here: &'a Here, pdp: &'a dyn warrant_kernel::DecisionPoint) -> Ring<'a> {
-    Ring {
-        store: here.inst.store.as_ref(),
-        sealer: &here.inst.sealer,
-        pdp,
-        ids: here.inst.ids.as_ref(),
-        clock: &SystemClock,
-        secret: &here.inst.secret,
-        observer: &warrant_kernel::Silent,
-        fence: Default::default(),
-        keys: &here.inst.public_keys,
-    }
-}
-
 /// Loads the run of a request the agent raised, with the request as folded.
 fn ask_of(here: &Here, request: &RequestId) -> Result<(RunState, AskState), Failure> {
     let row = row_of(&here.inst, request)?;
-    let base = warrant_kernel::pdp::Pdp(&here.policy);
-    let pdp = warrant_kernel::Governed {
-        inner: &base,
-        rules: here.rules.clone(),
-    };
-    let state = crate::context::load_run(&here.inst, &ring(here, &pdp), &row.run, 1)?;
+    let state = here.load_run(&row.run, warrant_host::Class::Failed)?;
     let Some(ask) = state.asks.get(request).cloned() else {
         return Err(Failure::usage(
             "W-REQUEST-008",
@@ -533,27 +383,9 @@ fn reply(
     answer: Reply,
     json: bool,
 ) -> Result<u8, Failure> {
-    let base = warrant_kernel::pdp::Pdp(&here.policy);
-    let pdp = warrant_kernel::Governed {
-        inner: &base,
-        rules: here.rules.clone(),
-    };
-    let ring = ring(here, &pdp);
     let label = answer.label();
-    let refused = crate::origin::refuse_recorded(
-        &ring,
-        state,
-        request,
-        &here.identity.principal,
-        "answer a request",
-    );
-    if refused.is_err() {
-        context::deliver(&here.inst);
-    }
-    refused?;
-    let result = ring.reply(state, request, &here.identity.principal, "cli", answer);
-    context::deliver(&here.inst);
-    result.map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    here.refuse_from_command(state, request, "answer a request")?;
+    here.reply(state, request, answer)?;
     if json {
         outln!(
             "{}",
@@ -707,42 +539,16 @@ fn provide(ws: Option<&Path>, id: &str, json: bool) -> Result<u8, Failure> {
             ),
         ));
     };
-    {
-        let base = warrant_kernel::pdp::Pdp(&here.policy);
-        let pdp = warrant_kernel::Governed {
-            inner: &base,
-            rules: here.rules.clone(),
-        };
-        let refused = crate::origin::refuse_recorded(
-            &ring(&here, &pdp),
-            &mut state,
-            &request,
-            &here.identity.principal,
-            "provide a secret",
-        );
-        if refused.is_err() {
-            context::deliver(&here.inst);
-        }
-        refused?;
-    }
+    here.refuse_from_command(&mut state, &request, "provide a secret")?;
     // Refuse before reading the value when the reply could not be recorded anyway.
     if ask.reply.is_some() || ask.expired.is_some() || state.ended.is_some() {
-        let base = warrant_kernel::pdp::Pdp(&here.policy);
-        let pdp = warrant_kernel::Governed {
-            inner: &base,
-            rules: here.rules.clone(),
-        };
-        let r = ring(&here, &pdp).reply(
+        here.reply(
             &mut state,
             &request,
-            &here.identity.principal,
-            "cli",
             Reply::SecretProvided {
                 handle: secret_handle(name),
             },
-        );
-        context::deliver(&here.inst);
-        r.map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+        )?;
     }
     let mut value = read_secret(name)?;
     let vault = Vault::open(&here.paths.dot, &here.inst.secret);
@@ -794,7 +600,7 @@ fn check_mcp(
         return Err("the MCP server command is empty".into());
     };
     let profile = profiles.get("default").cloned().unwrap_or_default();
-    let env = warrant_exec::env::minimize_env(&profile, context::parent_env());
+    let env = warrant_exec::env::minimize_env(&profile, install::parent_env());
     // The server runs under the default profile's confinement, as the agent's commands do.
     let plan = warrant_exec::SandboxPlan::from_profile(
         "default",
@@ -950,7 +756,7 @@ fn connect(
                 }
             };
             let workspace = here.paths.workspace_canonical()?;
-            check_mcp(&argv, &here.profiles, &workspace, timeout)
+            check_mcp(&argv, &here.settings.profiles, &workspace, timeout)
         }
     };
     let check = checked.map_err(|why| {
@@ -1127,12 +933,6 @@ fn aais_documents(
 /// AAIS 1.0 leaves out (spec §16), so they are not exported.
 fn export(ws: Option<&Path>, id: Option<&str>) -> Result<u8, Failure> {
     let here = load(ws)?;
-    let base = warrant_kernel::pdp::Pdp(&here.policy);
-    let pdp = warrant_kernel::Governed {
-        inner: &base,
-        rules: here.rules.clone(),
-    };
-    let ring = ring(&here, &pdp);
     let rows: Vec<RequestRow> = match id {
         Some(id) => vec![row_of(&here.inst, &parse_request(id)?)?],
         None => here
@@ -1154,7 +954,7 @@ fn export(ws: Option<&Path>, id: Option<&str>) -> Result<u8, Failure> {
                 .store
                 .events(&row.run)
                 .map_err(|e| Failure::coded(&e, 1))?;
-            let state = crate::context::load_run(&here.inst, &ring, &row.run, 1)?;
+            let state = here.load_run(&row.run, warrant_host::Class::Failed)?;
             loaded.insert(key.clone(), (state, events));
         }
         let Some((state, events)) = loaded.get(&key) else {

@@ -6,11 +6,13 @@
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use warrant_core::config::{LayerKind, SecretRulesRef, Settings};
 use warrant_secrets::report::{Baseline, scan_paths};
-use warrant_secrets::{LayerRules, RuleSet, Scanner, scanner_for_layers};
+use warrant_secrets::{RuleSet, Scanner};
 
-use crate::{EXIT_USAGE, Failure, context};
+use warrant_host::controls::configured_scanner;
+use warrant_host::install;
+
+use crate::{EXIT_USAGE, Failure};
 
 /// Exit code of `secrets scan` when it found something.
 pub const EXIT_FOUND: u8 = 1;
@@ -37,35 +39,6 @@ pub enum SecretsCommand {
         #[arg(long, value_name = "FILE")]
         rules: Option<PathBuf>,
     },
-}
-
-/// Where a layer's `[secrets] rules` points: absolute as written; relative, against the
-/// workspace root for the project layer (`.warrant/config.toml` sits in it) and against the
-/// directory of `config.toml` for the others.
-fn resolve(r: &SecretRulesRef) -> PathBuf {
-    let p = Path::new(&r.rules);
-    if p.is_absolute() {
-        return p.to_owned();
-    }
-    let cfg = Path::new(&r.layer_path);
-    let base = match r.kind {
-        LayerKind::Project => cfg.parent().and_then(Path::parent),
-        LayerKind::Managed | LayerKind::User => cfg.parent(),
-    };
-    base.map_or_else(|| p.to_owned(), |b| b.join(p))
-}
-
-/// The scanner for the configuration in force.
-pub fn configured_scanner(settings: &Settings) -> Result<Scanner, Failure> {
-    let layers: Vec<LayerRules> = settings
-        .secrets_rules
-        .iter()
-        .map(|r| LayerRules {
-            kind: r.kind,
-            file: resolve(r),
-        })
-        .collect();
-    scanner_for_layers(&layers).map_err(|e| Failure::coded(&e, EXIT_USAGE))
 }
 
 pub fn dispatch(ws: Option<&Path>, command: SecretsCommand) -> Result<u8, Failure> {
@@ -101,9 +74,10 @@ fn scan(
             .map_err(|e| Failure::coded(&e, EXIT_USAGE))?,
         None => {
             // Outside a workspace the managed and user layers still count.
-            let p = context::paths(ws, false).or_else(|_| context::paths(ws, true))?;
-            let layers = context::read_layers(&p)?;
-            configured_scanner(&context::settings(&layers)?)?
+            let p = install::paths(&crate::at(ws), false)
+                .or_else(|_| install::paths(&crate::at(ws), true))?;
+            let layers = install::read_layers(&p)?;
+            configured_scanner(&install::settings(&layers)?)?
         }
     };
     let baseline = baseline

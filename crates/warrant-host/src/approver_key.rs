@@ -8,17 +8,17 @@ use std::path::{Path, PathBuf};
 
 use warrant_kernel::approval::{ApproverKey, Ed25519ApproverKey};
 
-use crate::Failure;
-use crate::context::{self, Paths};
+use crate::HostError;
+use crate::install::{self, Paths};
 
 pub const KEY_FILE: &str = "approver.key";
 /// The approver keys enrolled in this installation, in its keys directory: one `<actor> <hex
 /// public key>` per line. Read only when there is no identity directory.
 pub const ENROLLED_FILE: &str = "approvers";
 
-fn key_path(paths: &Paths) -> Result<PathBuf, Failure> {
+fn key_path(paths: &Paths) -> Result<PathBuf, HostError> {
     paths.user.as_ref().map(|u| u.join(KEY_FILE)).ok_or_else(|| {
-        Failure::usage(
+        HostError::usage(
             "W-APPROVAL-024",
             "no user configuration directory (set HOME or XDG_CONFIG_HOME) to hold an approver key",
         )
@@ -26,7 +26,7 @@ fn key_path(paths: &Paths) -> Result<PathBuf, Failure> {
 }
 
 /// The key of the user running this process, if they made one.
-pub fn load(paths: &Paths) -> Result<Option<Ed25519ApproverKey>, Failure> {
+pub fn load(paths: &Paths) -> Result<Option<Ed25519ApproverKey>, HostError> {
     let Ok(path) = key_path(paths) else {
         return Ok(None);
     };
@@ -34,7 +34,7 @@ pub fn load(paths: &Paths) -> Result<Option<Ed25519ApproverKey>, Failure> {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
-            return Err(Failure::usage(
+            return Err(HostError::usage(
                 "W-APPROVAL-024",
                 format!("cannot read the approver key {}: {e}", path.display()),
             ));
@@ -44,7 +44,7 @@ pub fn load(paths: &Paths) -> Result<Option<Ed25519ApproverKey>, Failure> {
         .ok()
         .and_then(|b| b.try_into().ok())
         .ok_or_else(|| {
-            Failure::usage(
+            HostError::usage(
                 "W-APPROVAL-024",
                 format!(
                     "the approver key {} is not 64 hex digits; make a new one with `warrant approvals keygen --force`",
@@ -57,13 +57,13 @@ pub fn load(paths: &Paths) -> Result<Option<Ed25519ApproverKey>, Failure> {
 
 /// The approver keys enrolled in this installation (actor → hex public key); empty when none
 /// were (or before `warrant init`).
-pub fn enrolled(paths: &Paths) -> Result<std::collections::BTreeMap<String, String>, Failure> {
+pub fn enrolled(paths: &Paths) -> Result<std::collections::BTreeMap<String, String>, HostError> {
     let path = paths.keys().join(ENROLLED_FILE);
     let text = match fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
         Err(e) => {
-            return Err(Failure::usage(
+            return Err(HostError::usage(
                 "W-APPROVAL-024",
                 format!(
                     "cannot read the enrolled approver keys {}: {e}",
@@ -86,7 +86,7 @@ pub fn enrolled(paths: &Paths) -> Result<std::collections::BTreeMap<String, Stri
                 out.insert(actor.to_owned(), key.to_ascii_lowercase());
             }
             _ => {
-                return Err(Failure::usage(
+                return Err(HostError::usage(
                     "W-APPROVAL-024",
                     format!(
                         "{} line {}: expected `<actor> <64 hex digits>`; fix or remove it, then `warrant approvals keygen` enrolls your key again",
@@ -101,9 +101,9 @@ pub fn enrolled(paths: &Paths) -> Result<std::collections::BTreeMap<String, Stri
 }
 
 /// Records `public_hex` as `actor`'s approver key in this installation (replacing any).
-fn enroll(paths: &Paths, actor: &str, public_hex: &str) -> Result<(), Failure> {
+fn enroll(paths: &Paths, actor: &str, public_hex: &str) -> Result<(), HostError> {
     if actor.is_empty() || actor.chars().any(char::is_whitespace) {
-        return Err(Failure::usage(
+        return Err(HostError::usage(
             "W-APPROVAL-024",
             format!("cannot enroll a key for `{actor}`: an actor name holds no spaces"),
         ));
@@ -121,7 +121,7 @@ fn enroll(paths: &Paths, actor: &str, public_hex: &str) -> Result<(), Failure> {
     let _ = fs::remove_file(&tmp);
     write_private(&tmp, &text)?;
     fs::rename(&tmp, &path).map_err(|e| {
-        Failure::usage(
+        HostError::usage(
             "W-APPROVAL-024",
             format!("cannot write {}: {e}", path.display()),
         )
@@ -131,7 +131,7 @@ fn enroll(paths: &Paths, actor: &str, public_hex: &str) -> Result<(), Failure> {
 /// For `warrant init`: the person's approver key (made when they have none) enrolled in the new
 /// installation, so answers from another terminal can be proven with no further setup. Returns
 /// where the key is and whether it was made now.
-pub fn ensure_enrolled(paths: &Paths, actor: &str) -> Result<(PathBuf, bool), Failure> {
+pub fn ensure_enrolled(paths: &Paths, actor: &str) -> Result<(PathBuf, bool), HostError> {
     let path = key_path(paths)?;
     let (key, made) = match load(paths)? {
         Some(k) => (k, false),
@@ -141,10 +141,10 @@ pub fn ensure_enrolled(paths: &Paths, actor: &str) -> Result<(PathBuf, bool), Fa
     Ok((path, made))
 }
 
-fn make_key(path: &Path) -> Result<Ed25519ApproverKey, Failure> {
+fn make_key(path: &Path) -> Result<Ed25519ApproverKey, HostError> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).map_err(|e| {
-            Failure::usage(
+            HostError::usage(
                 "W-APPROVAL-024",
                 format!("cannot create {}: {e}", dir.display()),
             )
@@ -156,7 +156,7 @@ fn make_key(path: &Path) -> Result<Ed25519ApproverKey, Failure> {
     let _ = fs::remove_file(&tmp);
     write_private(&tmp, &hex::encode(seed))?;
     fs::rename(&tmp, path).map_err(|e| {
-        Failure::usage(
+        HostError::usage(
             "W-APPROVAL-024",
             format!("cannot write {}: {e}", path.display()),
         )
@@ -164,15 +164,26 @@ fn make_key(path: &Path) -> Result<Ed25519ApproverKey, Failure> {
     Ok(Ed25519ApproverKey::from_seed(&seed))
 }
 
-/// `warrant approvals keygen`: writes a new key and prints what to register.
-pub fn keygen(ws: Option<&Path>, force: bool) -> Result<u8, Failure> {
+/// A new approver key, written to the person's configuration directory, and whether it was
+/// enrolled in this installation too.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct KeyMade {
+    pub path: PathBuf,
+    pub actor: String,
+    pub public_hex: String,
+    /// Where it was enrolled, when the workspace has an installation.
+    pub enrolled_in: Option<PathBuf>,
+}
+
+/// Writes a new approver key (never from a process a run started).
+pub fn keygen(at: &crate::Where, force: bool) -> Result<KeyMade, HostError> {
     crate::origin::refuse_from_command("make or enroll an approver key")?;
-    let paths = context::paths(ws, true)?;
-    let layers = context::read_layers(&paths)?;
-    let actor = context::identity(&layers)?.principal.actor;
+    let paths = install::paths(at, true)?;
+    let layers = install::read_layers(&paths)?;
+    let actor = install::identity(&layers)?.principal.actor;
     let path = key_path(&paths)?;
     if path.exists() && !force {
-        return Err(Failure::usage(
+        return Err(HostError::usage(
             "W-APPROVAL-024",
             format!(
                 "{} already exists; `--force` replaces it (approvals then need the new public key registered)",
@@ -181,25 +192,25 @@ pub fn keygen(ws: Option<&Path>, force: bool) -> Result<u8, Failure> {
         ));
     }
     let key = make_key(&path)?;
-    outln!("approver key written to {}", path.display());
-    if paths.keys().is_dir() {
+    let enrolled_in = if paths.keys().is_dir() {
         enroll(&paths, &actor, &key.public_hex())?;
-        outln!(
-            "enrolled for {actor} in this installation ({}; used when there is no identity directory)",
-            paths.keys().join(ENROLLED_FILE).display()
-        );
-    }
-    outln!("ask an administrator to add to the identity directory (directory.toml):");
-    outln!("[people.{actor}]");
-    outln!("public_key = \"{}\"", key.public_hex());
-    Ok(0)
+        Some(paths.keys().join(ENROLLED_FILE))
+    } else {
+        None
+    };
+    Ok(KeyMade {
+        path,
+        actor,
+        public_hex: key.public_hex(),
+        enrolled_in,
+    })
 }
 
-fn write_private(path: &Path, text: &str) -> Result<(), Failure> {
+fn write_private(path: &Path, text: &str) -> Result<(), HostError> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let fail = |e: std::io::Error| {
-        Failure::usage(
+        HostError::usage(
             "W-APPROVAL-024",
             format!("cannot write {}: {e}", path.display()),
         )

@@ -38,10 +38,17 @@ fn holder_is_dead_here(holder: &str) -> bool {
 /// Takes the lease of `run` for this process. A lease held by a process of this host that has
 /// died (a crashed `run` or `resume`) is broken at once instead of waiting for it to expire;
 /// a live holder's lease is respected.
-pub fn lease_here(store: &dyn EventStore, run: &warrant_core::RunId) -> Result<Lease, StoreError> {
+pub fn lease_here(
+    store: &dyn EventStore,
+    run: &warrant_core::RunId,
+    notices: &dyn crate::Notices,
+) -> Result<Lease, StoreError> {
     match store.lease_run(run, &holder(), LEASE_TTL) {
         Err(StoreError::Leased { holder: other, .. }) if holder_is_dead_here(&other) => {
-            eprintln!("taking over {run} from {other}, which is no longer running");
+            notices.notice(crate::Notice::TakingOver {
+                run: run.to_string(),
+                from: other.clone(),
+            });
             store.break_lease(run, &other)?;
             store.lease_run(run, &holder(), LEASE_TTL)
         }
@@ -49,7 +56,7 @@ pub fn lease_here(store: &dyn EventStore, run: &warrant_core::RunId) -> Result<L
     }
 }
 
-pub struct Drive<'a> {
+pub(crate) struct Drive<'a> {
     pub store: &'a (dyn EventStore + Sync),
     pub ring: &'a Ring<'a>,
     pub tools: &'a dyn ToolRegistry,
@@ -100,7 +107,7 @@ impl Drive<'_> {
                 prompter,
                 backpressure: self.backpressure,
                 rules: self.rules,
-                guard: crate::untrusted::guard_settings(),
+                guard: crate::controls::guard_settings(),
             };
             let result = agent.drive(state);
             drop(done);

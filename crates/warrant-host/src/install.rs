@@ -15,7 +15,8 @@ use warrant_core::{CanonicalPath, Coded, IdSource, RandomIds, SystemClock};
 use warrant_policy::{PolicyEngine, PolicySource};
 use warrant_store::EventStore;
 
-use crate::{EXIT_USAGE, Failure};
+use crate::notice::{Notice, Notices};
+use crate::{Class, HostError};
 
 pub const DOT: &str = ".warrant";
 pub const CONFIG_FILE: &str = "config.toml";
@@ -44,14 +45,14 @@ impl Paths {
         self.dot.join(STORE_FILE)
     }
 
-    pub fn workspace_canonical(&self) -> Result<CanonicalPath, Failure> {
+    pub fn workspace_canonical(&self) -> Result<CanonicalPath, HostError> {
         let s = self.workspace.to_str().ok_or_else(|| {
-            Failure::usage(
+            HostError::usage(
                 "W-PATH-003",
                 format!("workspace path {:?} is not UTF-8", self.workspace),
             )
         })?;
-        CanonicalPath::from_normalized(s).map_err(|e| Failure::coded(&e, EXIT_USAGE))
+        CanonicalPath::from_normalized(s).map_err(|e| HostError::bad_input(&e))
     }
 }
 
@@ -61,20 +62,21 @@ fn env_map() -> BTreeMap<String, String> {
 
 /// Resolves the workspace: `--workspace`, else the nearest ancestor with `.warrant/`, else the
 /// current directory (for `init`).
-pub fn paths(arg: Option<&Path>, for_init: bool) -> Result<Paths, Failure> {
-    let store_override = STORE_OVERRIDE.get().cloned().flatten();
+pub fn paths(at: &crate::Where, for_init: bool) -> Result<Paths, HostError> {
+    let arg = at.workspace();
+    let store_override = at.store.clone();
     let env = env_map();
     let start = match arg {
         Some(p) => p.to_owned(),
         None => std::env::current_dir().map_err(|e| {
-            Failure::usage(
+            HostError::usage(
                 "W-CLI-001",
                 format!("cannot read the current directory: {e}"),
             )
         })?,
     };
     let start = fs::canonicalize(&start).map_err(|e| {
-        Failure::usage(
+        HostError::usage(
             "W-CLI-001",
             format!("workspace {} is not accessible: {e}", start.display()),
         )
@@ -87,7 +89,7 @@ pub fn paths(arg: Option<&Path>, for_init: bool) -> Result<Paths, Failure> {
             .find(|d| d.join(DOT).is_dir())
             .map(Path::to_owned)
             .ok_or_else(|| {
-                Failure::usage(
+                HostError::usage(
                     "W-CLI-002",
                     format!(
                         "no .warrant/ in {} or any parent; run `warrant init --yes` in the workspace first",
@@ -97,7 +99,7 @@ pub fn paths(arg: Option<&Path>, for_init: bool) -> Result<Paths, Failure> {
             })?
     };
     if !for_init && !workspace.join(DOT).is_dir() {
-        return Err(Failure::usage(
+        return Err(HostError::usage(
             "W-CLI-002",
             format!(
                 "{} has no .warrant/; run `warrant init --yes` there first",
@@ -105,18 +107,20 @@ pub fn paths(arg: Option<&Path>, for_init: bool) -> Result<Paths, Failure> {
             ),
         ));
     }
-    let managed = env
-        .get("WARRANT_MANAGED_DIR")
-        .map(PathBuf::from)
+    let managed = at
+        .managed_dir
+        .clone()
+        .or_else(|| env.get("WARRANT_MANAGED_DIR").map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from("/etc/warrant"));
-    let user = env
-        .get("XDG_CONFIG_HOME")
-        .filter(|s| !s.is_empty())
-        .map(|x| PathBuf::from(x).join("warrant"))
-        .or_else(|| {
-            env.get("HOME")
-                .map(|h| PathBuf::from(h).join(".config/warrant"))
-        });
+    let user = at.user_dir.clone().or_else(|| {
+        env.get("XDG_CONFIG_HOME")
+            .filter(|s| !s.is_empty())
+            .map(|x| PathBuf::from(x).join("warrant"))
+            .or_else(|| {
+                env.get("HOME")
+                    .map(|h| PathBuf::from(h).join(".config/warrant"))
+            })
+    });
     Ok(Paths {
         store_override,
         dot: workspace.join(DOT),
@@ -135,18 +139,18 @@ fn layer_dirs(paths: &Paths) -> Vec<(LayerKind, PathBuf)> {
     v
 }
 
-pub fn read_layers(paths: &Paths) -> Result<Vec<Layer>, Failure> {
+pub fn read_layers(paths: &Paths) -> Result<Vec<Layer>, HostError> {
     let mut layers = Vec::new();
     for (kind, dir) in layer_dirs(paths) {
         let file = dir.join(CONFIG_FILE);
         match fs::read_to_string(&file) {
             Ok(text) => layers.push(
                 Layer::parse(kind, &file.display().to_string(), &text)
-                    .map_err(|e| Failure::coded(&e, EXIT_USAGE))?,
+                    .map_err(|e| HostError::bad_input(&e))?,
             ),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
-                return Err(Failure::usage(
+                return Err(HostError::usage(
                     "W-CONFIG-006",
                     format!("cannot read {}: {e}", file.display()),
                 ));
@@ -170,23 +174,21 @@ fn os_user() -> Option<String> {
     from_passwd.or_else(|| std::env::var("USER").ok())
 }
 
-pub fn identity(layers: &[Layer]) -> Result<ResolvedIdentity, Failure> {
-    resolve_identity(layers, &env_map(), os_user().as_deref())
-        .map_err(|e| Failure::coded(&e, EXIT_USAGE))
+pub fn identity(layers: &[Layer]) -> Result<ResolvedIdentity, HostError> {
+    resolve_identity(layers, &env_map(), os_user().as_deref()).map_err(|e| HostError::bad_input(&e))
 }
 
-pub fn settings(layers: &[Layer]) -> Result<Settings, Failure> {
+pub fn settings(layers: &[Layer]) -> Result<Settings, HostError> {
     let settings = merge_settings(layers);
     for (name, profile) in &settings.profiles {
-        warrant_exec::validate_profile(name, profile)
-            .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+        warrant_exec::validate_profile(name, profile).map_err(|e| HostError::bad_input(&e))?;
     }
     Ok(settings)
 }
 
 /// Reads `policies/*.cedar` of every layer and validates them strictly: one bad policy and
 /// nothing runs.
-pub fn policy(paths: &Paths) -> Result<PolicyEngine, Failure> {
+pub fn policy(paths: &Paths) -> Result<PolicyEngine, HostError> {
     let mut sources = Vec::new();
     for (kind, dir) in layer_dirs(paths) {
         let pdir = dir.join(POLICY_DIR);
@@ -194,7 +196,7 @@ pub fn policy(paths: &Paths) -> Result<PolicyEngine, Failure> {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => {
-                return Err(Failure::usage(
+                return Err(HostError::usage(
                     "W-POLICY-010",
                     format!("cannot read {}: {e}", pdir.display()),
                 ));
@@ -207,7 +209,7 @@ pub fn policy(paths: &Paths) -> Result<PolicyEngine, Failure> {
         files.sort();
         for file in files {
             let text = fs::read_to_string(&file).map_err(|e| {
-                Failure::usage(
+                HostError::usage(
                     "W-POLICY-010",
                     format!("cannot read {}: {e}", file.display()),
                 )
@@ -220,8 +222,8 @@ pub fn policy(paths: &Paths) -> Result<PolicyEngine, Failure> {
         }
     }
     PolicyEngine::load(&sources)
-        .map(|engine| engine.with_recognizers(crate::untrusted::recognizers()))
-        .map_err(|e| Failure::coded(&e, EXIT_USAGE))
+        .map(|engine| engine.with_recognizers(crate::controls::recognizers()))
+        .map_err(|e| HostError::bad_input(&e))
 }
 
 /// The installation's store, keys and sink.
@@ -239,10 +241,25 @@ pub struct Installation {
     pub sink: JsonlSink,
     pub public_keys: PublicKeys,
     pub ids: Arc<dyn IdSource>,
+    /// Where this installation's notices go (the front end that opened it).
+    pub notices: Arc<dyn Notices + Send>,
+}
+
+impl std::fmt::Debug for Installation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Installation")
+            .field("store", &self.store_location)
+            .field("sinks", &self.sinks.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The store: `--store`, else `[store] url` of the configuration, else `.warrant/store.db`.
-pub fn installation(paths: &Paths, settings: &Settings) -> Result<Installation, Failure> {
+pub fn installation(
+    paths: &Paths,
+    settings: &Settings,
+    notices: Arc<dyn Notices + Send>,
+) -> Result<Installation, HostError> {
     let ids: Arc<dyn IdSource> = Arc::new(RandomIds);
     let location = paths
         .store_override
@@ -250,24 +267,23 @@ pub fn installation(paths: &Paths, settings: &Settings) -> Result<Installation, 
         .or_else(|| settings.store_url.clone())
         .unwrap_or_else(|| paths.store().display().to_string());
     let store = warrant_store::open(&location, Arc::new(SystemClock))
-        .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+        .map_err(|e| HostError::bad_input(&e))?;
     let store_location = if warrant_store::is_postgres_url(&location) {
         redact_url(&location)
     } else {
         location
     };
-    let key = AuditKey::load(&paths.keys()).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    let key = AuditKey::load(&paths.keys()).map_err(|e| HostError::bad_input(&e))?;
     // Current and retired keys: records signed before a rotation still verify.
-    let public_keys =
-        PublicKeys::load_dir(&paths.keys()).map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    let public_keys = PublicKeys::load_dir(&paths.keys()).map_err(|e| HostError::bad_input(&e))?;
     let secret_hex = fs::read_to_string(paths.keys().join(SECRET_FILE)).map_err(|e| {
-        Failure::usage(
+        HostError::usage(
             "W-INIT-003",
             format!("cannot read the installation secret: {e}; was `warrant init` run?"),
         )
     })?;
     let secret = hex::decode(secret_hex.trim()).map_err(|e| {
-        Failure::usage(
+        HostError::usage(
             "W-INIT-003",
             format!("the installation secret is malformed: {e}"),
         )
@@ -288,7 +304,7 @@ pub fn installation(paths: &Paths, settings: &Settings) -> Result<Installation, 
             warrant_core::config::JsonlFsync::Never => warrant_audit::FsyncPolicy::Never,
         });
     // Off only for the negative control of the truncation test (`WARRANT_TEST_DISABLE`).
-    let sink = if crate::untrusted::disabled("checkpoint") {
+    let sink = if crate::controls::disabled("checkpoint") {
         sink
     } else {
         sink.with_checkpoint(Checkpointer::new(
@@ -310,6 +326,7 @@ pub fn installation(paths: &Paths, settings: &Settings) -> Result<Installation, 
         sink,
         public_keys,
         ids,
+        notices,
     })
 }
 
@@ -432,11 +449,11 @@ fn record(inst: &Installation, sink: &str, outcome: Result<(u64, u64), String>) 
 /// undo the command: the records stay in the store's outbox and a later delivery sends them.
 pub fn deliver(inst: &Installation) {
     for d in deliver_all(inst, Patience::Quick) {
-        if let Err(e) = d.outcome {
-            eprintln!(
-                "warning: audit delivery to sink `{}` failed: {e}; the records stay in the outbox (`warrant audit status`, `warrant audit flush`)",
-                d.sink
-            );
+        if let Err(error) = d.outcome {
+            inst.notices.notice(Notice::DeliveryFailed {
+                sink: d.sink,
+                error,
+            });
         }
     }
 }
@@ -444,9 +461,6 @@ pub fn deliver(inst: &Installation) {
 pub fn parent_env() -> Vec<(String, String)> {
     std::env::vars().collect()
 }
-
-/// `--store`, set once by `main` before any command runs.
-pub static STORE_OVERRIDE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
 
 /// `postgres://user:secret@host/db` → `postgres://user@host/db`.
 pub fn redact_url(url: &str) -> String {
@@ -479,7 +493,7 @@ pub fn worst_pending(inst: &Installation) -> (String, u64) {
 
 /// The bounded outbox: before each effect, while some sink lacks `max_pending` records or
 /// more, deliver and wait, saying why; stop if the run is cancelled or passes its deadline.
-pub struct OutboxBound<'a> {
+pub(crate) struct OutboxBound<'a> {
     pub inst: &'a Installation,
     pub ring: &'a warrant_kernel::Ring<'a>,
 }
@@ -518,9 +532,12 @@ impl warrant_agent::Backpressure for OutboxBound<'_> {
                     .store
                     .record_delivery(&sink, head, 0)
                     .map_err(|e| e.to_string())?;
-                eprintln!(
-                    "dropped: audit records {from}..={head} will never reach sink `{sink}` (bound {max}, on_full = drop); the gap is recorded"
-                );
+                self.inst.notices.notice(Notice::OutboxDropped {
+                    from,
+                    to: head,
+                    sink: sink.clone(),
+                    max,
+                });
                 continue;
             }
             if !told {
@@ -529,9 +546,12 @@ impl warrant_agent::Backpressure for OutboxBound<'_> {
                     .find(|d| d.sink == sink)
                     .and_then(|d| d.outcome.as_ref().err().cloned())
                     .unwrap_or_default();
-                eprintln!(
-                    "waiting: {pending} audit records are not yet delivered to sink `{sink}` (bound {max}); new effects wait until it catches up. {why}"
-                );
+                self.inst.notices.notice(Notice::OutboxWaiting {
+                    pending,
+                    sink: sink.clone(),
+                    max,
+                    why,
+                });
                 told = true;
             }
             if let Ok(Some(reason)) = self.ring.stop_reason(state, self.ring.clock.now()) {
@@ -551,24 +571,24 @@ pub const DIRECTORY_FILE: &str = "directory.toml";
 pub fn approval_rules(
     paths: &Paths,
     layers: &[Layer],
-) -> Result<warrant_kernel::ApprovalRules, Failure> {
+) -> Result<warrant_kernel::ApprovalRules, HostError> {
     let mut ordered: Vec<&Layer> = layers.iter().collect();
     ordered.sort_by_key(|l| l.kind);
     let tables: Vec<(&str, &BTreeMap<String, warrant_core::risk::RiskRuleConfig>)> = ordered
         .iter()
         .map(|l| (l.path.as_str(), &l.doc.risk))
         .collect();
-    let risk = warrant_core::risk::RiskRules::resolve(&tables)
-        .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    let risk =
+        warrant_core::risk::RiskRules::resolve(&tables).map_err(|e| HostError::bad_input(&e))?;
     let file = paths.managed.join(DIRECTORY_FILE);
     let directory = match fs::read_to_string(&file) {
         Ok(text) => Some(
             warrant_core::directory::Directory::parse(&file.display().to_string(), &text)
-                .map_err(|e| Failure::coded(&e, EXIT_USAGE))?,
+                .map_err(|e| HostError::bad_input(&e))?,
         ),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => {
-            return Err(Failure::usage(
+            return Err(HostError::usage(
                 "W-CONFIG-021",
                 format!("cannot read the identity directory {}: {e}", file.display()),
             ));
@@ -583,24 +603,21 @@ pub fn approval_rules(
         directory,
         team,
         enrolled: crate::approver_key::enrolled(paths)?,
-        allow_unauthenticated: crate::untrusted::disabled("authenticate"),
+        allow_unauthenticated: crate::controls::disabled("authenticate"),
     })
 }
 
-/// The exit code of a refusal by governance (the CLI contract's 3).
-pub const EXIT_REFUSED: u8 = 3;
-
 /// Folds `run` to act on it (resume, a worker's lease, an answer): its journal is checked
 /// against its signed audit records first. A mismatch was refused and recorded by the ring; it
-/// is delivered to the sink and ends the command with exit 3. Any other error exits `exit`.
+/// is delivered to the sink and fails as [`Class::Refused`]. Any other error is of `class`.
 /// A debug build's negative control (`WARRANT_TEST_DISABLE=binding`) folds without the check.
 pub fn load_run(
     inst: &Installation,
     ring: &warrant_kernel::Ring<'_>,
     run: &warrant_core::RunId,
-    exit: u8,
-) -> Result<warrant_kernel::RunState, Failure> {
-    let loaded = if crate::untrusted::disabled("binding") {
+    class: Class,
+) -> Result<warrant_kernel::RunState, HostError> {
+    let loaded = if crate::controls::disabled("binding") {
         ring.load_unverified(run)
     } else {
         ring.load(run)
@@ -608,9 +625,112 @@ pub fn load_run(
     loaded.map_err(|e| {
         if e.is_journal_refusal() {
             deliver(inst);
-            Failure::coded(&e, EXIT_REFUSED)
+            HostError::coded(&e, Class::Refused)
         } else {
-            Failure::coded(&e, exit)
+            HostError::coded(&e, class)
         }
     })
+}
+
+/// The `[requests]` expiry per kind; a value that is not a duration is a configuration error.
+pub fn ttls(
+    config: &warrant_core::config::RequestsConfig,
+) -> Result<warrant_kernel::RequestTtls, HostError> {
+    let parse = |key: &str, v: &Option<String>, default: u64| -> Result<u64, HostError> {
+        match v {
+            None => Ok(default),
+            Some(text) => crate::drive::parse_duration(text)
+                .filter(|d| !d.is_zero())
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+                .ok_or_else(|| {
+                    HostError::usage(
+                        "W-REQUEST-009",
+                        format!(
+                            "[requests] {key} = {text:?} is not a duration; use e.g. 90s, 30m or 24h"
+                        ),
+                    )
+                }),
+        }
+    };
+    let d = warrant_kernel::RequestTtls::default();
+    Ok(warrant_kernel::RequestTtls {
+        question_ms: parse("question_ttl", &config.question_ttl, d.question_ms)?,
+        secret_ms: parse("secret_ttl", &config.secret_ttl, d.secret_ms)?,
+        resource_ms: parse("resource_ttl", &config.resource_ttl, d.resource_ms)?,
+    })
+}
+
+/// The vault as the executors' secret source, with the `[secret_env]` tables checked: each
+/// entry names a configured profile, a plain variable name and a `secret:NAME` handle.
+#[derive(Debug)]
+struct VaultSecrets {
+    vault: warrant_exec::vault::Vault,
+    env: std::collections::BTreeMap<String, Vec<(String, String)>>,
+}
+
+impl warrant_kernel::SecretSource for VaultSecrets {
+    fn env_for(&self, profile: &str) -> Vec<(String, String)> {
+        self.env.get(profile).cloned().unwrap_or_default()
+    }
+
+    fn value(&self, name: &str) -> Result<String, (String, String)> {
+        use warrant_core::Coded as _;
+        let v = self
+            .vault
+            .get(name)
+            .map_err(|e| (e.code().to_owned(), e.to_string()))?;
+        String::from_utf8(v.expose().to_vec()).map_err(|_| {
+            (
+                "W-SECRET-003".to_owned(),
+                format!("secret {name} is not UTF-8 text, so it cannot be an environment value"),
+            )
+        })
+    }
+}
+
+pub fn secret_source(
+    paths: &Paths,
+    installation_secret: &[u8],
+    settings: &warrant_core::config::Settings,
+) -> Result<Option<std::sync::Arc<dyn warrant_kernel::SecretSource>>, HostError> {
+    if settings.secret_env.is_empty() {
+        return Ok(None);
+    }
+    let bad = |m: String| HostError::usage("W-SECRET-005", m);
+    let mut env = std::collections::BTreeMap::new();
+    for (profile, vars) in &settings.secret_env {
+        if !settings.profiles.contains_key(profile) {
+            return Err(bad(format!(
+                "[secret_env.{profile}] names no configured profile; configured: {}",
+                settings
+                    .profiles
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let mut pairs = Vec::new();
+        for (var, handle) in vars {
+            let var_ok = !var.is_empty()
+                && !var.starts_with(|c: char| c.is_ascii_digit())
+                && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !var_ok {
+                return Err(bad(format!(
+                    "[secret_env.{profile}] {var:?} is not an environment variable name (letters, digits, _)"
+                )));
+            }
+            let Some(name) = handle.strip_prefix("secret:").filter(|n| !n.is_empty()) else {
+                return Err(bad(format!(
+                    "[secret_env.{profile}] {var} = {handle:?} is not a secret handle; write \"secret:NAME\""
+                )));
+            };
+            pairs.push((var.clone(), name.to_owned()));
+        }
+        env.insert(profile.clone(), pairs);
+    }
+    Ok(Some(std::sync::Arc::new(VaultSecrets {
+        vault: warrant_exec::vault::Vault::open(&paths.dot, installation_secret),
+        env,
+    })))
 }

@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 
 use warrant_kernel::Via;
 
+use crate::HostError;
+
 /// How this process answers: [`Via::Command`] when it carries a mark of a run's command.
 /// A debug build's negative control turns the recognition off (`WARRANT_TEST_DISABLE=origin`).
 pub fn via() -> Via {
-    if crate::untrusted::disabled("origin") {
+    if crate::controls::disabled("origin") {
         return Via::Cli;
     }
     match started_by_a_run() {
@@ -100,7 +102,7 @@ pub fn refuse_recorded(
     request: &warrant_core::RequestId,
     who: &warrant_core::Principal,
     what: &str,
-) -> Result<(), crate::Failure> {
+) -> Result<(), HostError> {
     let Via::Command(evidence) = via() else {
         return Ok(());
     };
@@ -122,15 +124,15 @@ pub fn refuse_recorded(
         None,
         vec![],
     )
-    .map_err(|e| crate::Failure::coded(&e, crate::EXIT_USAGE))?;
-    Err(crate::Failure::usage("W-APPROVAL-026", detail))
+    .map_err(|e| HostError::bad_input(&e))?;
+    Err(HostError::usage("W-APPROVAL-026", detail))
 }
 
 /// For the operations whose refusal is not recorded in a run (resolving an effect in doubt,
 /// making an approver key): refuse outright from a command.
-pub fn refuse_from_command(what: &str) -> Result<(), crate::Failure> {
+pub fn refuse_from_command(what: &str) -> Result<(), HostError> {
     match via() {
-        Via::Command(evidence) => Err(crate::Failure::usage(
+        Via::Command(evidence) => Err(HostError::usage(
             "W-APPROVAL-026",
             format!(
                 "this process was started by a Warrant run ({evidence}); a command can never {what}: a person does it from their own terminal"

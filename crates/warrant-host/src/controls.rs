@@ -4,20 +4,22 @@
 //! builds, through `WARRANT_TEST_DISABLE=fence,escape,guard,redact,render,origin,authenticate,follow,binding,checkpoint`,
 //! for the negative controls of the security tests; a release build ignores the variable.
 //! (`follow` switches off the risk recognizers' following of wrappers, shells and inline code;
-//! `binding` is read by [`crate::context::load_run`]: the journal check before a fold that feeds
-//! the ring; `checkpoint` by [`crate::context::installation`] and `audit verify --file`: the
+//! `binding` is read by [`crate::install::load_run`]: the journal check before a fold that feeds
+//! the ring; `checkpoint` by [`crate::install::installation`] and `audit verify --file`: the
 //! JSONL sink's signed checkpoint, neither written nor checked.)
 
 use std::sync::Arc;
 
+use std::path::{Path, PathBuf};
+
 use warrant_agent::GuardSettings;
-use warrant_core::config::Settings;
-use warrant_secrets::Redactor;
+use warrant_core::config::{LayerKind, SecretRulesRef, Settings};
+use warrant_secrets::{LayerRules, Redactor, Scanner, scanner_for_layers};
 use warrant_tools::BuiltinTools;
 
-use crate::{EXIT_USAGE, Failure};
+use crate::HostError;
 
-pub(crate) fn disabled(what: &str) -> bool {
+pub fn disabled(what: &str) -> bool {
     if !cfg!(debug_assertions) {
         return false;
     }
@@ -62,18 +64,47 @@ pub fn known_secrets(settings: &Settings) -> Vec<String> {
 }
 
 /// The run's tools: the configured menu, results redacted.
-pub fn tools(settings: &Settings) -> Result<BuiltinTools, Failure> {
-    let tools = BuiltinTools::new().map_err(|e| Failure::usage("W-TOOL-006", e))?;
+pub fn tools(settings: &Settings) -> Result<BuiltinTools, HostError> {
+    let tools = BuiltinTools::new().map_err(|e| HostError::usage("W-TOOL-006", e))?;
     let menu = warrant_tools::resolve_menu(
         settings.menu.as_deref(),
         &settings.menus,
         &tools.catalogue_specs(),
     )
-    .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    .map_err(|e| HostError::bad_input(&e))?;
     let tools = tools.with_menu(menu);
     if disabled("redact") {
         return Ok(tools);
     }
-    let scanner = crate::secrets_cmd::configured_scanner(settings)?;
+    let scanner = crate::controls::configured_scanner(settings)?;
     Ok(tools.with_redactor(Arc::new(Redactor::new(scanner, known_secrets(settings)))))
+}
+
+/// Where a layer's `[secrets] rules` points: absolute as written; relative, against the
+/// workspace root for the project layer (`.warrant/config.toml` sits in it) and against the
+/// directory of `config.toml` for the others.
+fn resolve(r: &SecretRulesRef) -> PathBuf {
+    let p = Path::new(&r.rules);
+    if p.is_absolute() {
+        return p.to_owned();
+    }
+    let cfg = Path::new(&r.layer_path);
+    let base = match r.kind {
+        LayerKind::Project => cfg.parent().and_then(Path::parent),
+        LayerKind::Managed | LayerKind::User => cfg.parent(),
+    };
+    base.map_or_else(|| p.to_owned(), |b| b.join(p))
+}
+
+/// The scanner for the configuration in force.
+pub fn configured_scanner(settings: &Settings) -> Result<Scanner, HostError> {
+    let layers: Vec<LayerRules> = settings
+        .secrets_rules
+        .iter()
+        .map(|r| LayerRules {
+            kind: r.kind,
+            file: resolve(r),
+        })
+        .collect();
+    scanner_for_layers(&layers).map_err(|e| HostError::bad_input(&e))
 }

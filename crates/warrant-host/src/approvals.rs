@@ -1,0 +1,84 @@
+//! Answering an approval: a person (never a process a run started) approves or denies a
+//! parked request, authenticated by their approver key where the rules need one.
+
+use serde::Serialize;
+use warrant_core::{RequestId, RunId};
+use warrant_kernel::Answer;
+
+use crate::{Class, Host, HostError, Result, install};
+
+/// A recorded answer.
+#[derive(Clone, Debug, Serialize)]
+pub struct Answered {
+    pub request: RequestId,
+    pub run: RunId,
+    /// `approved` or `denied`.
+    pub answer: &'static str,
+    /// `once` or `session` for an approval.
+    pub scope: Option<String>,
+    pub by: String,
+}
+
+/// Parses a request id, or says what one looks like.
+pub fn parse_request(id: &str) -> Result<RequestId> {
+    RequestId::parse(id).ok_or_else(|| {
+        HostError::usage(
+            "W-APPROVAL-001",
+            format!("`{id}` is not a request id (they look like req-0195f0c3a1b2-1a2b3c4d)"),
+        )
+    })
+}
+
+impl Host {
+    /// Approves or denies `request` as this process's person.
+    pub fn answer(&self, request: &RequestId, answer: Answer) -> Result<Answered> {
+        let row = self
+            .inst
+            .store
+            .request(request)
+            .map_err(|e| HostError::failed(&e))?
+            .ok_or_else(|| {
+                HostError::usage(
+                    "W-APPROVAL-001",
+                    format!(
+                        "request {request} does not exist; `warrant approvals list` shows open requests"
+                    ),
+                )
+            })?;
+        self.with_ring(&warrant_kernel::Silent, |ring| {
+            let mut state = install::load_run(&self.inst, ring, &row.run, Class::Failed)?;
+            if state.asks.contains_key(request) {
+                return Err(HostError::usage(
+                    "W-REQUEST-001",
+                    format!(
+                        "request {request} was raised by the agent, it is not an approval; `warrant requests show {request}` says how to answer it"
+                    ),
+                ));
+            }
+            let key = crate::approver_key::load(&self.paths)?;
+            let via = crate::origin::via();
+            let result = ring.answer_signed(
+                &mut state,
+                request,
+                &self.identity.principal,
+                &via,
+                answer.clone(),
+                key.as_ref()
+                    .map(|k| k as &dyn warrant_kernel::approval::ApproverKey),
+            );
+            self.deliver();
+            result.map_err(|e| HostError::bad_input(&e))?;
+            let (verb, scope) = match &answer {
+                Answer::Approve(s) => ("approved", Some(s.as_str().to_owned())),
+                Answer::Deny { .. } => ("denied", None),
+            };
+            Ok(Answered {
+                request: request.clone(),
+                run: row.run.clone(),
+                answer: verb,
+                scope,
+                by: self.identity.principal.actor.clone(),
+            })
+        })
+    }
+}

@@ -1,0 +1,247 @@
+//! The application layer: every front end (the `warrant` binary today; the MCP server, the web
+//! page and chat gateways next) opens an installation here and calls the same typed operations.
+//! The controls a run depends on are wired here and only here ([`Host::with_ring`],
+//! [`Host::tools`]): the governed decision point, result redaction, the prompt guard, budgets and
+//! audit delivery, so a second front end cannot assemble a ring without them. Nothing here
+//! writes to a terminal: operations return typed views (`Serialize`) and tell the person what
+//! goes on through [`Notices`].
+
+pub mod approvals;
+pub mod approver_key;
+pub mod controls;
+pub mod drive;
+mod error;
+pub mod init;
+pub mod install;
+mod notice;
+pub mod origin;
+pub mod requests;
+pub mod runs;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use warrant_core::config::{ResolvedIdentity, Settings};
+use warrant_core::{Clock, Digest, SystemClock, digest_of};
+use warrant_kernel::{
+    DecisionPoint, NewRunSpec, Observer, Ring, RunSettings, ToolEnv, ToolRegistry as _,
+};
+use warrant_llm::{
+    AnthropicProvider, ModelProvider, ModelSpec, OpenAiProvider, ScriptedProvider,
+    anthropic_settings_from, ollama_settings_from, openai_settings_from,
+};
+use warrant_policy::PolicyEngine;
+use warrant_tools::BuiltinTools;
+
+pub use error::{Class, Hint, HostError, Result};
+pub use install::{Installation, Paths};
+pub use notice::{Notice, Notices, Quiet};
+
+/// Where the installation is: the workspace (or the nearest one upward from the current
+/// directory) and, when given, the store instead of the configured one.
+#[derive(Clone, Debug, Default)]
+pub struct Where {
+    pub workspace: Option<PathBuf>,
+    pub store: Option<String>,
+    /// The managed configuration directory, instead of `$WARRANT_MANAGED_DIR` or `/etc/warrant`.
+    pub managed_dir: Option<PathBuf>,
+    /// The user configuration directory, instead of `$XDG_CONFIG_HOME/warrant` or
+    /// `~/.config/warrant` (it holds the person's approver key).
+    pub user_dir: Option<PathBuf>,
+}
+
+impl Where {
+    pub fn workspace(&self) -> Option<&Path> {
+        self.workspace.as_deref()
+    }
+}
+
+/// An opened installation: its configuration layers resolved, the identity of this process,
+/// the policy, the approval rules and the store with its keys and sinks.
+pub struct Host {
+    pub paths: Paths,
+    pub identity: ResolvedIdentity,
+    pub settings: Settings,
+    pub policy: PolicyEngine,
+    pub inst: Installation,
+    /// `[requests]` expiry per kind, checked at open.
+    pub request_ttls: warrant_kernel::RequestTtls,
+    pub rules: warrant_kernel::ApprovalRules,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("workspace", &self.paths.workspace)
+            .field("store", &self.inst.store_location)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Host {
+    /// Opens the installation at `at`: every file is read and checked before anything runs.
+    pub fn open(at: &Where, notices: Arc<dyn Notices + Send>) -> Result<Host> {
+        let paths = install::paths(at, false)?;
+        let layers = install::read_layers(&paths)?;
+        let identity = install::identity(&layers)?;
+        let settings = install::settings(&layers)?;
+        warrant_kernel::ModelRules {
+            budgets: settings.budgets.clone(),
+            prices: settings.prices.clone(),
+        }
+        .validate()
+        .map_err(|e| HostError::bad_input(&e))?;
+        let policy = install::policy(&paths)?;
+        for warning in policy.warnings() {
+            notices.notice(Notice::PolicyWarning {
+                text: warning.to_string(),
+            });
+        }
+        let rules = install::approval_rules(&paths, &layers)?;
+        let inst = install::installation(&paths, &settings, notices)?;
+        let request_ttls = install::ttls(&settings.requests)?;
+        Ok(Host {
+            paths,
+            identity,
+            settings,
+            policy,
+            inst,
+            request_ttls,
+            rules,
+        })
+    }
+
+    /// The run's tools: the configured menu, every result through the redactor. The only way a
+    /// front end gets the tools a ring runs.
+    pub fn tools(&self) -> Result<BuiltinTools> {
+        controls::tools(&self.settings)
+    }
+
+    /// Builds the ring for one operation, with the governed decision point (Cedar, then the
+    /// `[risk.*]` rules and the identity directory) and the installation's store, keys and
+    /// clock, and hands it to `f`. This is the one place a ring is constructed outside the
+    /// kernel's own tests (a test of this crate fails if a second one appears).
+    pub fn with_ring<R>(&self, observer: &dyn Observer, f: impl FnOnce(&Ring<'_>) -> R) -> R {
+        let base = warrant_kernel::pdp::Pdp(&self.policy);
+        let pdp = warrant_kernel::Governed {
+            inner: &base,
+            rules: self.rules.clone(),
+        };
+        let ring = Ring {
+            store: self.inst.store.as_ref(),
+            sealer: &self.inst.sealer,
+            pdp: &pdp as &dyn DecisionPoint,
+            ids: self.inst.ids.as_ref(),
+            clock: &SystemClock,
+            secret: &self.inst.secret,
+            observer,
+            fence: Default::default(),
+            keys: &self.inst.public_keys,
+        };
+        f(&ring)
+    }
+
+    /// The model a run talks to, from its spec (`scripted:PATH`, `openai:MODEL`, …). A
+    /// transcript is checked whole, against every tool, before anything starts.
+    pub fn provider(&self, spec: &str, tools: &BuiltinTools) -> Result<Box<dyn ModelProvider>> {
+        let spec = ModelSpec::parse(spec).map_err(|e| HostError::bad_input(&e))?;
+        match spec {
+            ModelSpec::Scripted { path } => {
+                let path = if path.is_absolute() {
+                    path
+                } else {
+                    std::env::current_dir()
+                        .map(|d| d.join(&path))
+                        .unwrap_or(path)
+                };
+                let p = ScriptedProvider::load(&path).map_err(|e| HostError::bad_input(&e))?;
+                // Against every tool: a call off the run's menu is refused at run time, recorded.
+                p.transcript()
+                    .validate(&tools.catalogue_specs())
+                    .map_err(|e| HostError::bad_input(&e))?;
+                Ok(Box::new(p))
+            }
+            ModelSpec::OpenAi { model } => {
+                let env = std::env::vars().collect();
+                let settings = openai_settings_from(&self.settings.openai, &env, &model)
+                    .map_err(|e| HostError::bad_input(&e))?;
+                Ok(Box::new(OpenAiProvider::new(settings)))
+            }
+            ModelSpec::Ollama { model } => {
+                let env = std::env::vars().collect();
+                Ok(Box::new(OpenAiProvider::new(ollama_settings_from(
+                    &env, &model,
+                ))))
+            }
+            ModelSpec::Anthropic { model } => {
+                let env = std::env::vars().collect();
+                let settings = anthropic_settings_from(&self.settings.anthropic, &env, &model)
+                    .map_err(|e| HostError::bad_input(&e))?;
+                Ok(Box::new(AnthropicProvider::new(settings)))
+            }
+        }
+    }
+
+    /// Budgets and prices for model calls, as configured now.
+    pub fn model_rules(&self) -> warrant_kernel::ModelRules {
+        warrant_kernel::ModelRules {
+            budgets: self.settings.budgets.clone(),
+            prices: self.settings.prices.clone(),
+        }
+    }
+
+    /// What tools execute against: the workspace, the profiles, this process's environment
+    /// (minimized per profile by the executor) and the vault for provided secrets.
+    pub fn tool_env(&self) -> Result<ToolEnv> {
+        Ok(ToolEnv {
+            workspace: self.paths.workspace_canonical()?,
+            profiles: self.settings.profiles.clone(),
+            parent_env: install::parent_env(),
+            secrets: install::secret_source(&self.paths, &self.inst.secret, &self.settings)?,
+        })
+    }
+
+    /// Delivers new audit records to every sink after an operation (failures become notices).
+    pub fn deliver(&self) {
+        install::deliver(&self.inst);
+    }
+
+    fn new_run_spec(
+        &self,
+        tools: &BuiltinTools,
+        env: &ToolEnv,
+        model: &str,
+        task: String,
+        deadline: Option<warrant_core::Timestamp>,
+        queued: bool,
+    ) -> NewRunSpec {
+        let specs = tools.specs();
+        NewRunSpec {
+            queued,
+            principal: self.identity.principal.clone(),
+            task,
+            model: model.to_owned(),
+            workspace: env.workspace.clone(),
+            settings: RunSettings {
+                max_denials: self.settings.max_denials,
+                max_turns: self.settings.max_turns,
+                deadline,
+                requests: Box::new(self.request_ttls),
+                max_tool_calls: self.settings.max_tool_calls,
+            },
+            tools: specs.iter().map(|s| s.name.clone()).collect(),
+            tools_digest: digest_of(&specs).ok(),
+            profiles_digest: digest_of(&self.settings.profiles).ok(),
+        }
+    }
+}
+
+/// The digest of the tools a run offers, as its first event recorded it.
+fn tools_digest(tools: &BuiltinTools) -> Result<Digest> {
+    digest_of(&tools.specs()).map_err(|e| HostError::usage("W-KERNEL-001", e.to_string()))
+}
+
+/// A deadline `after` from now.
+pub fn deadline_after(after: std::time::Duration) -> Option<warrant_core::Timestamp> {
+    warrant_core::Timestamp::from_millis(SystemClock.now().millis() + after.as_millis() as i64)
+}

@@ -1,0 +1,42 @@
+//! What the application layer tells the person while an operation goes on, without ending it:
+//! typed, so each front end words it (a terminal line, a toast, a chat message).
+
+use serde::Serialize;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "notice", rename_all = "snake_case")]
+pub enum Notice {
+    /// A policy file loaded with a warning.
+    PolicyWarning { text: String },
+    /// Delivery to a sink failed after a command; the records stay in the outbox.
+    DeliveryFailed { sink: String, error: String },
+    /// New effects wait until a sink catches up with the bounded outbox.
+    OutboxWaiting {
+        pending: u64,
+        sink: String,
+        max: u64,
+        why: String,
+    },
+    /// Records a sink will never get (`on_full = drop`); the run records the gap.
+    OutboxDropped {
+        from: u64,
+        to: u64,
+        sink: String,
+        max: u64,
+    },
+    /// This process takes over a run whose lease holder on this host is gone.
+    TakingOver { run: String, from: String },
+}
+
+/// Where notices go: the front end's sink for them.
+pub trait Notices: Sync {
+    fn notice(&self, notice: Notice);
+}
+
+/// Drops every notice (for callers with nobody to tell).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Quiet;
+
+impl Notices for Quiet {
+    fn notice(&self, _notice: Notice) {}
+}

@@ -1,0 +1,435 @@
+//! Runs: start one here, queue one for a worker, resume a parked one, work the queue, cancel,
+//! resolve a step in doubt. Each drives the ring built by [`Host::with_ring`] and returns what
+//! happened as a typed value; the front end words it.
+
+use warrant_agent::RunExit;
+use warrant_core::{Clock, RequestId, RunId, SystemClock, Timestamp};
+use warrant_kernel::{
+    NoPrompter, Observer, Prompter, RequestKind, Resolution, Ring, RunState, ToolEnv,
+};
+use warrant_llm::ModelProvider;
+use warrant_tools::BuiltinTools;
+
+use crate::drive::{self, Drive};
+use crate::{Class, Host, HostError, Result, install, tools_digest};
+
+/// What to run: the model spec, the task, and an optional deadline.
+#[derive(Clone, Debug)]
+pub struct RunRequest {
+    pub model: String,
+    pub task: String,
+    pub deadline: Option<Timestamp>,
+}
+
+/// A run driven in this process until it ended, parked or was taken over.
+#[derive(Clone, Debug)]
+pub struct Driven {
+    pub run: RunId,
+    pub exit: RunExit,
+}
+
+/// What `resume` came to.
+#[derive(Clone, Debug)]
+pub enum Resumed {
+    Driven(Driven),
+    /// Parked on an effect in doubt: a person resolves the step first.
+    InDoubt {
+        run: RunId,
+        request: RequestId,
+        step: String,
+    },
+    /// Parked on an approval nobody here can answer now.
+    AwaitsApproval {
+        run: RunId,
+        request: RequestId,
+    },
+    /// Parked on a request of the agent that nobody has answered and that has not expired.
+    AwaitsReply {
+        run: RunId,
+        request: RequestId,
+        title: String,
+        until: Timestamp,
+    },
+}
+
+/// What the worker loop reports as it goes.
+#[derive(Clone, Debug)]
+pub enum WorkerEvent {
+    Polling {
+        holder: String,
+        store: String,
+    },
+    Leased {
+        holder: String,
+        run: RunId,
+        token: u64,
+    },
+    CannotLoad {
+        holder: String,
+        run: RunId,
+        error: HostError,
+    },
+    Driven {
+        holder: String,
+        run: RunId,
+        exit: RunExit,
+    },
+    Failed {
+        holder: String,
+        run: RunId,
+        error: String,
+    },
+}
+
+/// What cancelling came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cancelled {
+    /// Nobody drove the run: it is stopped now.
+    Stopped,
+    /// Another process drives it and stops it at its next effect boundary.
+    Recorded { holder: String },
+}
+
+/// Parses a run id, or says what one looks like.
+pub fn parse_run(id: &str) -> Result<RunId> {
+    RunId::parse(id).ok_or_else(|| {
+        HostError::usage(
+            "W-KERNEL-004",
+            format!("`{id}` is not a run id (they look like run-0195f0c3a1b2-1a2b3c4d5e6f)"),
+        )
+    })
+}
+
+/// The tools, their environment and the ring's other inputs for one drive.
+struct Parts<'a> {
+    host: &'a Host,
+    ring: &'a Ring<'a>,
+    tools: &'a BuiltinTools,
+    env: &'a ToolEnv,
+}
+
+impl<'a> Parts<'a> {
+    fn new(host: &'a Host, ring: &'a Ring<'a>, tools: &'a BuiltinTools, env: &'a ToolEnv) -> Self {
+        Self {
+            host,
+            ring,
+            tools,
+            env,
+        }
+    }
+
+    /// Drives `state` under `lease` with the bounded outbox, then delivers the audit trail.
+    fn drive(
+        &self,
+        state: &mut RunState,
+        lease: warrant_store::Lease,
+        model: &dyn ModelProvider,
+        ttl: std::time::Duration,
+        prompter: &mut dyn Prompter,
+    ) -> Result<RunExit> {
+        let driver = Drive {
+            store: self.host.inst.store.as_ref(),
+            ring: self.ring,
+            tools: self.tools,
+            env: self.env,
+            model,
+            ttl,
+            backpressure: &install::OutboxBound {
+                inst: &self.host.inst,
+                ring: self.ring,
+            },
+            rules: &self.host.model_rules(),
+        };
+        let exit = driver.run(state, lease, prompter);
+        self.host.deliver();
+        exit.map_err(|e| HostError::failed(&e))
+    }
+}
+
+impl Host {
+    /// Starts a run and drives it here until it ends or parks.
+    pub fn run(
+        &self,
+        request: RunRequest,
+        observer: &dyn Observer,
+        prompter: &mut dyn Prompter,
+    ) -> Result<Driven> {
+        let tools = self.tools()?;
+        let model = self.provider(&request.model, &tools)?;
+        let env = self.tool_env()?;
+        self.with_ring(observer, |ring| {
+            let mut state = ring
+                .start(self.new_run_spec(
+                    &tools,
+                    &env,
+                    &request.model,
+                    request.task,
+                    request.deadline,
+                    false,
+                ))
+                .map_err(|e| HostError::failed(&e))?;
+            let lease = self
+                .inst
+                .store
+                .lease_run(&state.run, &drive::holder(), drive::LEASE_TTL)
+                .map_err(|e| HostError::failed(&e))?;
+            let parts = Parts::new(self, ring, &tools, &env);
+            let exit = parts.drive(
+                &mut state,
+                lease,
+                model.as_ref(),
+                drive::LEASE_TTL,
+                prompter,
+            )?;
+            Ok(Driven {
+                run: state.run,
+                exit,
+            })
+        })
+    }
+
+    /// Queues a run for a worker. The model spec (a transcript whole) is checked first, so a
+    /// bad one is refused before anything is queued.
+    pub fn submit(&self, request: RunRequest) -> Result<RunId> {
+        let tools = self.tools()?;
+        self.provider(&request.model, &tools)?;
+        let env = self.tool_env()?;
+        let state = self.with_ring(&warrant_kernel::Silent, |ring| {
+            ring.start(self.new_run_spec(
+                &tools,
+                &env,
+                &request.model,
+                request.task,
+                request.deadline,
+                true,
+            ))
+            .map_err(|e| HostError::failed(&e))
+        })?;
+        self.deliver();
+        Ok(state.run)
+    }
+
+    /// Continues a parked or interrupted run. `can_prompt`: a person at this front end can
+    /// answer an approval now; otherwise a run parked on one stays parked.
+    pub fn resume(
+        &self,
+        run: &RunId,
+        observer: &dyn Observer,
+        prompter: &mut dyn Prompter,
+        can_prompt: bool,
+    ) -> Result<Resumed> {
+        let tools = self.tools()?;
+        let env = self.tool_env()?;
+        self.with_ring(observer, |ring| {
+            let mut state = install::load_run(&self.inst, ring, run, Class::Usage)?;
+            if let Some(outcome) = &state.ended {
+                return Err(HostError::usage(
+                    "W-KERNEL-005",
+                    format!(
+                        "run {run} has already ended ({}); there is nothing to resume",
+                        warrant_kernel::ring::outcome_label(outcome)
+                    ),
+                ));
+            }
+            // The run's principal and model are the ones in its log, whoever resumes it.
+            let model = self.provider(&state.model, &tools)?;
+            if let Some(request) = &state.parked
+                && let Some(r) = state.requests.get(request)
+                && r.answer.is_none()
+                && r.resolution.is_none()
+            {
+                if r.kind == RequestKind::InDoubt {
+                    return Ok(Resumed::InDoubt {
+                        run: run.clone(),
+                        request: request.clone(),
+                        step: r.call_id.clone(),
+                    });
+                }
+                if !can_prompt {
+                    return Ok(Resumed::AwaitsApproval {
+                        run: run.clone(),
+                        request: request.clone(),
+                    });
+                }
+            }
+            // Parked on a request the agent raised that nobody has answered and that has not
+            // expired: nothing to do yet, and nothing is appended.
+            if let Some(ask) = state.parked.as_ref().and_then(|r| state.asks.get(r))
+                && ask.reply.is_none()
+                && ask.expired.is_none()
+                && SystemClock.now() < ask.expires_at
+            {
+                return Ok(Resumed::AwaitsReply {
+                    run: run.clone(),
+                    request: ask.id.clone(),
+                    title: ask.ask.title(),
+                    until: ask.expires_at,
+                });
+            }
+            // One driver at a time: a second resume is told who drives the run.
+            let lease =
+                drive::lease_here(self.inst.store.as_ref(), run, self.inst.notices.as_ref())
+                    .map_err(|e| HostError::bad_input(&e))?;
+            ring.fence.set(Some(lease.token));
+            let digest = tools_digest(&tools)?;
+            let prepared = ring
+                .check_replay(&mut state, &tools, &digest)
+                .and_then(|()| ring.resume(&mut state, &self.identity.principal));
+            if let Err(e) = prepared {
+                let _ = self.inst.store.release(&lease);
+                self.deliver();
+                return Err(HostError::bad_input(&e));
+            }
+            let parts = Parts::new(self, ring, &tools, &env);
+            let exit = parts.drive(
+                &mut state,
+                lease,
+                model.as_ref(),
+                drive::LEASE_TTL,
+                prompter,
+            )?;
+            Ok(Resumed::Driven(Driven {
+                run: state.run,
+                exit,
+            }))
+        })
+    }
+
+    /// Leases queued or abandoned runs and drives them one at a time, with nobody to prompt.
+    /// Returns when `once` and the queue is empty; otherwise polls every `poll`.
+    pub fn work(
+        &self,
+        holder: Option<String>,
+        ttl: std::time::Duration,
+        poll: std::time::Duration,
+        once: bool,
+        observer: &dyn Observer,
+        report: &dyn Fn(WorkerEvent),
+    ) -> Result<()> {
+        let tools = self.tools()?;
+        let env = self.tool_env()?;
+        let digest = tools_digest(&tools)?;
+        let holder = holder.unwrap_or_else(drive::holder);
+        self.with_ring(observer, |ring| {
+            report(WorkerEvent::Polling {
+                holder: holder.clone(),
+                store: self.inst.store_location.clone(),
+            });
+            loop {
+                let lease = self
+                    .inst
+                    .store
+                    .lease_next(&holder, ttl)
+                    .map_err(|e| HostError::failed(&e))?;
+                let Some(lease) = lease else {
+                    if once {
+                        return Ok(());
+                    }
+                    std::thread::sleep(poll);
+                    continue;
+                };
+                report(WorkerEvent::Leased {
+                    holder: holder.clone(),
+                    run: lease.run.clone(),
+                    token: lease.token,
+                });
+                let mut state = match install::load_run(&self.inst, ring, &lease.run, Class::Failed)
+                {
+                    Ok(s) => s,
+                    Err(error) => {
+                        // A refused journal stopped the run in the index: it is not leased again.
+                        report(WorkerEvent::CannotLoad {
+                            holder: holder.clone(),
+                            run: lease.run.clone(),
+                            error,
+                        });
+                        let _ = self.inst.store.release(&lease);
+                        continue;
+                    }
+                };
+                ring.fence.set(Some(lease.token));
+                let prepared = self.provider(&state.model, &tools).and_then(|p| {
+                    ring.check_replay(&mut state, &tools, &digest)
+                        .and_then(|()| ring.resume(&mut state, &self.identity.principal))
+                        .map_err(|e| HostError::failed(&e))
+                        .map(|()| p)
+                });
+                let model = match prepared {
+                    Ok(p) => p,
+                    Err(f) => {
+                        // The run cannot be driven here; end it with the reason, not retry forever.
+                        let _ = ring.end(
+                            &mut state,
+                            warrant_kernel::Outcome::Failed {
+                                code: f.code.clone(),
+                                message: f.message.clone(),
+                            },
+                        );
+                        let _ = self.inst.store.release(&lease);
+                        self.deliver();
+                        continue;
+                    }
+                };
+                let parts = Parts::new(self, ring, &tools, &env);
+                let run = state.run.clone();
+                match parts.drive(&mut state, lease, model.as_ref(), ttl, &mut NoPrompter) {
+                    Ok(exit) => report(WorkerEvent::Driven {
+                        holder: holder.clone(),
+                        run,
+                        exit,
+                    }),
+                    Err(e) => report(WorkerEvent::Failed {
+                        holder: holder.clone(),
+                        run,
+                        error: e.message,
+                    }),
+                }
+            }
+        })
+    }
+
+    /// Cancels a run: recorded for whoever drives it, and stopped here and now when nobody does
+    /// (queued, parked, abandoned).
+    pub fn cancel(&self, run: &RunId, reason: &str) -> Result<Cancelled> {
+        let who = self.identity.principal.actor.clone();
+        self.inst
+            .store
+            .request_cancel(run, &who, reason)
+            .map_err(|e| HostError::bad_input(&e))?;
+        self.with_ring(&warrant_kernel::Silent, |ring| {
+            match drive::lease_here(self.inst.store.as_ref(), run, self.inst.notices.as_ref()) {
+                Ok(lease) => {
+                    ring.fence.set(Some(lease.token));
+                    let result = install::load_run(&self.inst, ring, run, Class::Failed).and_then(
+                        |mut state| {
+                            let reason = ring
+                                .stop_reason(&state, SystemClock.now())
+                                .map_err(|e| HostError::failed(&e))?
+                                .unwrap_or_else(|| reason.to_owned());
+                            ring.end(&mut state, warrant_kernel::Outcome::Stopped { reason })
+                                .map_err(|e| HostError::failed(&e))
+                        },
+                    );
+                    let _ = self.inst.store.release(&lease);
+                    self.deliver();
+                    result.map(|()| Cancelled::Stopped)
+                }
+                Err(warrant_store::StoreError::Leased { holder, .. }) => {
+                    Ok(Cancelled::Recorded { holder })
+                }
+                Err(e) => Err(HostError::bad_input(&e)),
+            }
+        })
+    }
+
+    /// A person says what became of an effect in doubt. Never from a process a run started.
+    pub fn resolve(&self, run: &RunId, step: &str, resolution: Resolution) -> Result<()> {
+        self.with_ring(&warrant_kernel::Silent, |ring| {
+            let mut state = install::load_run(&self.inst, ring, run, Class::Usage)?;
+            crate::origin::refuse_from_command("resolve an effect in doubt")?;
+            let result = ring.resolve(&mut state, step, &self.identity.principal, resolution);
+            self.deliver();
+            result.map_err(|e| HostError::bad_input(&e))
+        })
+    }
+}

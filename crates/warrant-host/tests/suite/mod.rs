@@ -1,0 +1,2 @@
+mod construction;
+mod operations;
