@@ -517,16 +517,7 @@ impl warrant_agent::Backpressure for OutboxBound<'_> {
                 let head = self.inst.store.audit_head().map(|h| h.seq).unwrap_or(0);
                 let from = head + 1 - pending;
                 self.ring
-                    .append(
-                        state,
-                        vec![warrant_kernel::RunEvent::AuditGap {
-                            sink: sink.clone(),
-                            from,
-                            to: head,
-                        }],
-                        None,
-                        vec![],
-                    )
+                    .record_audit_gap(state, &sink, from, head)
                     .map_err(|e| e.to_string())?;
                 self.inst
                     .store

@@ -109,22 +109,8 @@ pub fn refuse_recorded(
     let detail = format!(
         "this process was started by a Warrant run ({evidence}); a command can never {what}: a person does it from their own terminal"
     );
-    ring.append(
-        state,
-        vec![warrant_kernel::RunEvent::ApprovalRejected {
-            request_id: request.clone(),
-            reason: warrant_kernel::RejectReason::FromCommand,
-            detail: detail.clone(),
-            approver: Some(warrant_kernel::Approver {
-                tenant: who.tenant.clone(),
-                actor: who.actor.clone(),
-                via: "command".to_owned(),
-            }),
-        }],
-        None,
-        vec![],
-    )
-    .map_err(|e| HostError::bad_input(&e))?;
+    ring.record_answer_from_command(state, request, who, detail.clone())
+        .map_err(|e| HostError::bad_input(&e))?;
     Err(HostError::usage("W-APPROVAL-026", detail))
 }
 

@@ -217,8 +217,70 @@ impl Ring<'_> {
         RunState::fold(&events)
     }
 
-    /// Appends events atomically (with their audit records) and advances `state`.
-    pub fn append(
+    /// Records that audit records `from..=to` will never reach `sink` (the bounded outbox's
+    /// `on_full = drop`): the gap is part of the run's record, and verification reports it.
+    pub fn record_audit_gap(
+        &self,
+        state: &mut RunState,
+        sink: &str,
+        from: u64,
+        to: u64,
+    ) -> Result<(), KernelError> {
+        self.append(
+            state,
+            vec![RunEvent::AuditGap {
+                sink: sink.to_owned(),
+                from,
+                to,
+            }],
+            None,
+            vec![],
+        )
+    }
+
+    /// Records that a process a run started tried to answer `request` (which stays open): the
+    /// trail shows the attempt, and nothing changes in the fold.
+    pub fn record_answer_from_command(
+        &self,
+        state: &mut RunState,
+        request: &RequestId,
+        who: &Principal,
+        detail: String,
+    ) -> Result<(), KernelError> {
+        self.append(
+            state,
+            vec![RunEvent::ApprovalRejected {
+                request_id: request.clone(),
+                reason: crate::RejectReason::FromCommand,
+                detail,
+                approver: Some(crate::Approver {
+                    tenant: who.tenant.clone(),
+                    actor: who.actor.clone(),
+                    via: "command".to_owned(),
+                }),
+            }],
+            None,
+            vec![],
+        )
+    }
+
+    /// Appends arbitrary events: only for the kernel's own tests and benches, which build
+    /// journals by hand (behind the `testing` feature no production crate enables).
+    #[cfg(feature = "testing")]
+    #[doc(hidden)]
+    pub fn append_for_tests(
+        &self,
+        state: &mut RunState,
+        events: Vec<RunEvent>,
+        status: Option<RunStatus>,
+        requests: Vec<RequestUpdate>,
+    ) -> Result<(), KernelError> {
+        self.append(state, events, status, requests)
+    }
+
+    /// Appends events atomically (with their audit records) and advances `state`. Not public:
+    /// every event a front end causes has its own typed method.
+    pub(crate) fn append(
         &self,
         state: &mut RunState,
         events: Vec<RunEvent>,

@@ -68,7 +68,7 @@ fn plant(ring: &Ring<'_>, state: &mut RunState, request: &RequestId, like: RunEv
     else {
         panic!("not a grant")
     };
-    ring.append(
+    ring.append_for_tests(
         state,
         vec![RunEvent::ApprovalGranted {
             request_id: request.clone(),

@@ -680,7 +680,7 @@ fn a_registered_approver_key_must_sign_the_approval() {
         // Appended over the genuine answer, as an attacker with store access would.
         let pdp = Pdp(&w.engine);
         w.ring(&pdp, SECRET)
-            .append(&mut state, vec![grant], None, vec![])
+            .append_for_tests(&mut state, vec![grant], None, vec![])
             .unwrap();
         set_checks_for_this_thread(checks);
         let step = process(&w, &mut state, &call);

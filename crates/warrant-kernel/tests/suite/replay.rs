@@ -89,7 +89,7 @@ fn started(
     call: &str,
     approval: Option<RequestId>,
 ) {
-    ring.append(
+    ring.append_for_tests(
         state,
         vec![RunEvent::EffectStarted {
             call_id: call.to_owned(),
@@ -181,7 +181,7 @@ fn a_started_read_is_run_again_and_completed() {
         .normalize(&args, &w.env)
         .unwrap();
     let v = pdp.decide(&state.principal, &actions[0], &state.workspace);
-    ring.append(
+    ring.append_for_tests(
         &mut state,
         vec![
             RunEvent::ActionProposed {
