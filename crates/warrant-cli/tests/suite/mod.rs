@@ -20,4 +20,5 @@ mod recognizers;
 mod requests;
 mod secrets;
 mod spoofing;
+mod views;
 mod workers;
