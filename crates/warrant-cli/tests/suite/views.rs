@@ -22,7 +22,7 @@ fn filtered(sb: &Sandbox, models: &[&str]) -> insta::Settings {
     // Columns padded to the temporary directory's length.
     settings.add_filter(r"(\[ws\]\S*) +", "$1 ");
     for (i, m) in models.iter().enumerate() {
-        settings.add_filter(&regex_escape(m), &format!("scripted:[transcript {i}]"));
+        settings.add_filter(&regex_escape(m), format!("scripted:[transcript {i}]"));
     }
     settings
 }
