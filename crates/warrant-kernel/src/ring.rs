@@ -247,17 +247,30 @@ impl Ring<'_> {
         who: &Principal,
         detail: String,
     ) -> Result<(), KernelError> {
+        let approver = Approver {
+            tenant: who.tenant.clone(),
+            actor: who.actor.clone(),
+            via: "command".to_owned(),
+        };
+        self.record_rejection(state, request, RejectReason::FromCommand, detail, approver)
+    }
+
+    /// Records a refused answer; the request stays as it was.
+    fn record_rejection(
+        &self,
+        state: &mut RunState,
+        request: &RequestId,
+        reason: RejectReason,
+        detail: String,
+        approver: Approver,
+    ) -> Result<(), KernelError> {
         self.append(
             state,
             vec![RunEvent::ApprovalRejected {
                 request_id: request.clone(),
-                reason: crate::RejectReason::FromCommand,
+                reason,
                 detail,
-                approver: Some(crate::Approver {
-                    tenant: who.tenant.clone(),
-                    actor: who.actor.clone(),
-                    via: "command".to_owned(),
-                }),
+                approver: Some(approver),
             }],
             None,
             vec![],
@@ -522,25 +535,14 @@ impl Ring<'_> {
             },
         });
         if let Err((reason, detail)) = check {
-            let request_id = request.clone();
-            self.append(
-                state,
-                vec![RunEvent::ApprovalRejected {
-                    request_id: request_id.clone(),
-                    reason,
-                    detail: detail.clone(),
-                    approver: Some(who),
-                }],
-                None,
-                vec![],
-            )?;
+            self.record_rejection(state, request, reason, detail.clone(), who)?;
             if approver.kind == PrincipalKind::Agent {
                 return Err(KernelError::AgentCannotApprove {
                     actor: approver.actor.clone(),
                 });
             }
             return Err(KernelError::ApprovalRefused {
-                id: request_id.to_string(),
+                id: request.to_string(),
                 reason,
                 detail,
             });
@@ -1171,17 +1173,7 @@ impl Ring<'_> {
         ) else {
             return Ok(false);
         };
-        self.append(
-            state,
-            vec![RunEvent::ApprovalRejected {
-                request_id: req.id.clone(),
-                reason,
-                detail,
-                approver: Some(approver.clone()),
-            }],
-            None,
-            vec![],
-        )?;
+        self.record_rejection(state, &req.id, reason, detail, approver.clone())?;
         Ok(true)
     }
 

@@ -5,7 +5,7 @@
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use super::harness::{Sandbox, kinds, parked_request, stderr, stdout};
+use super::harness::{Sandbox, kinds, parked_request, regex_escape, stderr, stdout};
 
 fn strs(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| (*s).to_owned()).collect()
@@ -200,16 +200,4 @@ fn too_many_denials_stop_the_run_with_exit_3() {
     assert_eq!(end["kind"], "run_ended");
     assert_eq!(end["payload"]["outcome"]["status"], "stopped");
     assert!(stdout(&out).contains("stopped by governance"));
-}
-
-fn regex_escape(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            if "\\.+*?()|[]{}^$".contains(c) {
-                vec!['\\', c]
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
 }

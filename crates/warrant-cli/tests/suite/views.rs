@@ -4,10 +4,10 @@
 
 use std::process::Output;
 
-use super::harness::{Sandbox, stderr, stdout};
+use super::harness::{Sandbox, regex_escape, stderr, stdout};
 
 /// The parts of the output that change from run to run: ids, times, digests, paths.
-fn filtered(sb: &Sandbox, models: &[&str]) -> insta::Settings {
+fn filtered(sb: &Sandbox, models: &[String]) -> insta::Settings {
     let mut settings = insta::Settings::clone_current();
     settings.add_filter(r"run-[0-9a-f]{12}-[0-9a-f]{12}", "[run]");
     settings.add_filter(r"req-[0-9a-f]{12}-[0-9a-f]{12}", "[req]");
@@ -25,18 +25,6 @@ fn filtered(sb: &Sandbox, models: &[&str]) -> insta::Settings {
         settings.add_filter(&regex_escape(m), format!("scripted:[transcript {i}]"));
     }
     settings
-}
-
-fn regex_escape(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            if "\\.+*?()|[]{}^$".contains(c) {
-                vec!['\\', c]
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
 }
 
 /// Three runs parked on the three kinds of request a person answers: the quickstart's
@@ -61,6 +49,20 @@ fn three_parked() -> (Sandbox, Vec<String>) {
     (sb, vec![quick, question, secret])
 }
 
+/// The id of the open request of `kind` (`approval`, `question`, `secret`).
+fn request_of_kind(sb: &Sandbox, kind: &str) -> String {
+    let requests = sb.json(&["requests", "list", "--json"]);
+    requests["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == kind)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 fn shown(out: &Output) -> String {
     format!(
         "exit {:?}\n--- stdout\n{}--- stderr\n{}",
@@ -73,20 +75,10 @@ fn shown(out: &Output) -> String {
 #[test]
 fn listings_and_status_read_the_same_before_and_after_the_move() {
     let (sb, models) = three_parked();
-    let model_refs: Vec<&str> = models.iter().map(String::as_str).collect();
     let runs = sb.json(&["runs", "list", "--json"]);
     let first = runs["runs"][0]["run"].as_str().unwrap().to_owned();
-    let requests = sb.json(&["requests", "list", "--json"]);
-    let question = requests["requests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["kind"] == "question")
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let settings = filtered(&sb, &model_refs);
+    let question = request_of_kind(&sb, "question");
+    let settings = filtered(&sb, &models);
     settings.bind(|| {
         for (name, args) in [
             ("runs_list", vec!["runs", "list"]),
@@ -120,10 +112,9 @@ fn listings_and_status_read_the_same_before_and_after_the_move() {
 #[test]
 fn runs_show_reads_the_same_before_and_after_the_move() {
     let (sb, models) = three_parked();
-    let model_refs: Vec<&str> = models.iter().map(String::as_str).collect();
     let runs = sb.json(&["runs", "list", "--json"]);
     let question = runs["runs"][1]["run"].as_str().unwrap().to_owned();
-    let mut settings = filtered(&sb, &model_refs);
+    let mut settings = filtered(&sb, &models);
     // The `ls -la` listing shows the machine's owners and times.
     settings.add_filter(
         r"(?m)^               \| (total|[dl-][rwx-]{9}).*$",
@@ -166,24 +157,11 @@ fn doctor_reads_the_same_before_and_after_the_move() {
 #[test]
 fn error_messages_read_the_same_before_and_after_the_move() {
     let (sb, models) = three_parked();
-    let model_refs: Vec<&str> = models.iter().map(String::as_str).collect();
     let runs = sb.json(&["runs", "list", "--json"]);
     let parked = runs["runs"][0]["run"].as_str().unwrap().to_owned();
-    let requests = sb.json(&["requests", "list", "--json"]);
-    let of_kind = |kind: &str| {
-        requests["requests"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["kind"] == kind)
-            .unwrap()["id"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
-    let (approval, question, secret) =
-        (of_kind("approval"), of_kind("question"), of_kind("secret"));
-    let settings = filtered(&sb, &model_refs);
+    let [approval, question, secret] =
+        ["approval", "question", "secret"].map(|kind| request_of_kind(&sb, kind));
+    let settings = filtered(&sb, &models);
     settings.bind(|| {
         for (name, args) in [
             (
