@@ -3,10 +3,12 @@
 //! the sealed lines out (rotating its files); `verify_*` checks any copy, one file or several;
 //! keys rotate without orphaning old records; [`verify_run`] checks a run's journal against
 //! its signed records; a [`Checkpoint`] beside a sink's copy proves it complete up to a signed
-//! record. No policy decisions live here.
+//! record; [`Sinks`] delivers the outbox to every sink and reports each one's [`SinkHealth`].
+//! No policy decisions live here.
 
 mod binding;
 mod checkpoint;
+mod delivery;
 mod error;
 mod http;
 mod keys;
@@ -22,6 +24,7 @@ pub use checkpoint::{
     CHECKPOINT_SUFFIX, CHECKPOINT_TYPE, CHECKPOINT_VERSION, Checkpoint, CheckpointError,
     CheckpointRule, Checkpointer, CopyReport, checkpoint_path, read_checkpoint, verify_copy,
 };
+pub use delivery::{Delivered, JSONL_SINK, Patience, SinkHealth, Sinks};
 pub use error::AuditError;
 pub use http::{CLOUDEVENTS_BATCH, HttpDeliveryReport, HttpSink, HttpSinkConfig};
 pub use keys::{

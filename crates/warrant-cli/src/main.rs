@@ -24,17 +24,20 @@ pub(crate) fn shown(text: &str) -> std::borrow::Cow<'_, str> {
     warrant_core::render::lines(text)
 }
 
+/// A view as `--json` prints it: pretty, in the order the view declares its fields.
+pub(crate) fn pretty(v: &impl serde::Serialize) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default()
+}
+
 /// One value shown inside a line: as [`shown`], and line feeds escaped too, so a value cannot
 /// begin a line that looks like Warrant's own.
 pub(crate) fn shown_inline(text: &str) -> std::borrow::Cow<'_, str> {
-    if warrant_host::controls::disabled("render") {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    warrant_core::render::inline(text)
+    warrant_host::narrate::inline(text)
 }
 
+mod audit_cmd;
 mod commands;
-mod fault;
+mod inspect;
 mod output;
 mod prompt;
 mod requests;
@@ -371,11 +374,40 @@ impl Failure {
 
 impl From<warrant_host::HostError> for Failure {
     fn from(e: warrant_host::HostError) -> Self {
+        let words = e.hint.as_ref().map(hint_words).unwrap_or_default();
         Self {
             code: e.code,
-            message: e.message,
+            message: format!("{}{words}", e.message),
             exit: exit_of(e.class),
         }
+    }
+}
+
+/// The terminal's words for what a person can do, joined to the message they follow.
+fn hint_words(hint: &warrant_core::Hint) -> String {
+    use warrant_core::Hint;
+    match hint {
+        Hint::Init => "; run `warrant init` in the workspace first".to_owned(),
+        Hint::AuditStatus => "; `warrant audit status` shows what is delivered".to_owned(),
+        Hint::ListRuns => "; `warrant runs list` shows the runs there are".to_owned(),
+        Hint::ListApprovals => "; `warrant approvals list` shows open requests".to_owned(),
+        Hint::ListRequests => "; `warrant requests list` shows open requests".to_owned(),
+        Hint::ShowRun { run } => format!("; `warrant runs show {run}` lists its steps"),
+        Hint::ShowRequest { request } => {
+            format!("; `warrant requests show {request}` says how to answer it")
+        }
+        Hint::Resume { run } => format!(" (`warrant resume {run}`)"),
+        Hint::ApproveOrDeny => {
+            "; approvals are answered with `warrant approve` / `warrant deny`".to_owned()
+        }
+        Hint::AnswerQuestion => {
+            "; answer it with `warrant requests answer REQ --option N | --text TEXT`".to_owned()
+        }
+        Hint::ProvideSecret => "; provide it with `warrant requests provide REQ` (the value is read from standard input)".to_owned(),
+        Hint::ConnectResource => "; connect it with `warrant requests connect REQ --url URL | --command PROGRAM ARGS... | --use-proposed`".to_owned(),
+        Hint::ResolveInDoubt { run, step } => format!(
+            "; answer with `warrant runs resolve {run} --step {step} --as completed|retry|failed`"
+        ),
     }
 }
 

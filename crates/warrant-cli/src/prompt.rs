@@ -8,7 +8,7 @@ use std::io::{BufRead, Write};
 use warrant_core::Principal;
 use warrant_kernel::{Answer, PromptView, Prompter, Scope};
 
-use crate::output::reasons_text;
+use warrant_host::narrate::reasons_text;
 
 pub struct TerminalPrompter<R: BufRead> {
     pub input: R,

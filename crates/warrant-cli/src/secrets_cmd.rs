@@ -7,10 +7,6 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use warrant_secrets::report::{Baseline, scan_paths};
-use warrant_secrets::{RuleSet, Scanner};
-
-use warrant_host::controls::configured_scanner;
-use warrant_host::install;
 
 use crate::{EXIT_USAGE, Failure};
 
@@ -68,18 +64,7 @@ fn scan(
     baseline: Option<&Path>,
     rules: Option<&Path>,
 ) -> Result<u8, Failure> {
-    let scanner = match rules {
-        Some(file) => RuleSet::load(file)
-            .and_then(|set| Scanner::new(&set))
-            .map_err(|e| Failure::coded(&e, EXIT_USAGE))?,
-        None => {
-            // Outside a workspace the managed and user layers still count.
-            let p = install::paths(&crate::at(ws), false)
-                .or_else(|_| install::paths(&crate::at(ws), true))?;
-            let layers = install::read_layers(&p)?;
-            configured_scanner(&install::settings(&layers)?)?
-        }
-    };
+    let scanner = warrant_host::controls::scanner_at(&crate::at(ws), rules)?;
     let baseline = baseline
         .map(Baseline::load)
         .transpose()

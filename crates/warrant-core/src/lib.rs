@@ -18,7 +18,7 @@ pub mod tool;
 pub use action::{Action, ResourceKind, RiskClass, Verb};
 pub use clock::{Clock, FixedClock, SystemClock, Timestamp};
 pub use digest::{Digest, canonical_json, digest_of};
-pub use error::Coded;
+pub use error::{Coded, Hint};
 pub use ids::{IdSource, RandomIds, RequestId, RunId, SequentialIds};
 pub use path::{CanonicalPath, LinkResolver, PathError};
 pub use principal::{Principal, PrincipalKind};

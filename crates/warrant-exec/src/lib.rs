@@ -4,6 +4,7 @@
 
 pub mod cgroup;
 pub mod changeset;
+pub mod child;
 pub mod egress;
 pub mod env;
 pub mod error;
@@ -13,6 +14,7 @@ pub mod judged;
 pub mod netns;
 pub mod output;
 pub mod program;
+pub mod resource;
 pub mod sandbox;
 pub mod spawn;
 pub mod vault;

@@ -19,6 +19,26 @@ pub struct Answered {
     pub by: String,
 }
 
+/// An approval, for this one action or for the rest of the run (`session`).
+pub fn approval(session: bool) -> Answer {
+    Answer::Approve(if session {
+        warrant_kernel::Scope::Session
+    } else {
+        warrant_kernel::Scope::Once
+    })
+}
+
+/// A denial; it must say why, because the agent is told.
+pub fn denial(reason: String) -> Result<Answer> {
+    if reason.trim().is_empty() {
+        return Err(HostError::usage(
+            "W-APPROVAL-004",
+            "--reason must say why; the agent is told",
+        ));
+    }
+    Ok(Answer::Deny { reason })
+}
+
 /// Parses a request id, or says what one looks like.
 pub fn parse_request(id: &str) -> Result<RequestId> {
     RequestId::parse(id).ok_or_else(|| {
@@ -40,20 +60,20 @@ impl Host {
             .ok_or_else(|| {
                 HostError::usage(
                     "W-APPROVAL-001",
-                    format!(
-                        "request {request} does not exist; `warrant approvals list` shows open requests"
-                    ),
+                    format!("request {request} does not exist"),
                 )
+                .with_hint(crate::Hint::ListApprovals)
             })?;
         self.with_ring(&warrant_kernel::Silent, |ring| {
             let mut state = install::load_run(&self.inst, ring, &row.run, Class::Failed)?;
             if state.asks.contains_key(request) {
                 return Err(HostError::usage(
                     "W-REQUEST-001",
-                    format!(
-                        "request {request} was raised by the agent, it is not an approval; `warrant requests show {request}` says how to answer it"
-                    ),
-                ));
+                    format!("request {request} was raised by the agent, it is not an approval"),
+                )
+                .with_hint(crate::Hint::ShowRequest {
+                    request: request.clone(),
+                }));
             }
             let key = crate::approver_key::load(&self.paths)?;
             let via = crate::origin::via();

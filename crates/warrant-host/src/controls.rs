@@ -108,3 +108,17 @@ pub fn configured_scanner(settings: &Settings) -> Result<Scanner, HostError> {
         .collect();
     scanner_for_layers(&layers).map_err(|e| HostError::bad_input(&e))
 }
+
+/// The scanner `secrets scan` uses: the gitleaks configuration in `rules` when given, else the
+/// configured rules of the installation at `at` (outside a workspace the managed and user
+/// layers still count).
+pub fn scanner_at(at: &crate::Where, rules: Option<&Path>) -> Result<Scanner, HostError> {
+    if let Some(file) = rules {
+        return warrant_secrets::RuleSet::load(file)
+            .and_then(|set| Scanner::new(&set))
+            .map_err(|e| HostError::bad_input(&e));
+    }
+    let paths = crate::install::paths(at, false).or_else(|_| crate::install::paths(at, true))?;
+    let layers = crate::install::read_layers(&paths)?;
+    configured_scanner(&crate::install::settings(&layers)?)
+}

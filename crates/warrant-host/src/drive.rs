@@ -119,6 +119,16 @@ impl Drive<'_> {
     }
 }
 
+/// The duration given to option `--flag`, or an error that shows an `example` of one.
+pub fn duration_arg(flag: &str, value: &str, example: &str) -> crate::Result<Duration> {
+    parse_duration(value).ok_or_else(|| {
+        crate::HostError::usage(
+            "W-CLI-003",
+            format!("--{flag} {value:?} is not a duration; use e.g. {example}"),
+        )
+    })
+}
+
 /// Parses `500ms`, `90s`, `10m`, `2h`.
 pub fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();

@@ -18,15 +18,7 @@ pub enum Class {
     Refused,
 }
 
-/// What a person can do about a failure, named by the operation rather than by a command line.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "do", rename_all = "snake_case")]
-pub enum Hint {
-    /// Create the installation in this workspace.
-    Init,
-    /// See what is delivered and what is not.
-    AuditStatus,
-}
+pub use warrant_core::Hint;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct HostError {
@@ -47,12 +39,13 @@ impl HostError {
         }
     }
 
+    /// An error of a library room, with its code and its hint.
     pub fn coded(e: &(impl Coded + std::fmt::Display), class: Class) -> Self {
         Self {
             code: e.code().to_owned(),
             message: e.to_string(),
             class,
-            hint: None,
+            hint: e.hint(),
         }
     }
 

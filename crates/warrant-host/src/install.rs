@@ -11,7 +11,7 @@ use warrant_audit::{AuditKey, Checkpointer, InstallationSealer, JsonlSink, Publi
 use warrant_core::config::{
     Layer, LayerKind, ResolvedIdentity, Settings, merge_settings, resolve_identity,
 };
-use warrant_core::{CanonicalPath, Coded, IdSource, RandomIds, SystemClock};
+use warrant_core::{CanonicalPath, IdSource, RandomIds, SystemClock};
 use warrant_policy::{PolicyEngine, PolicySource};
 use warrant_store::EventStore;
 
@@ -245,6 +245,16 @@ pub struct Installation {
     pub notices: Arc<dyn Notices + Send>,
 }
 
+impl Installation {
+    /// The JSONL file and the configured sinks, for delivery and health.
+    pub fn sinks(&self) -> warrant_audit::Sinks<'_> {
+        warrant_audit::Sinks {
+            jsonl: &self.sink,
+            others: &self.sinks,
+        }
+    }
+}
+
 impl std::fmt::Debug for Installation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Installation")
@@ -330,125 +340,15 @@ pub fn installation(
     })
 }
 
-/// The name the JSONL file sink has in `audit status`.
-pub const JSONL_SINK: &str = "jsonl";
-
-/// How hard a delivery tries: after every command a little, `audit flush` until it is done.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Patience {
-    Quick,
-    Flush,
-}
-
-/// What one sink's delivery came to: the acknowledged cursor, or why it stopped.
-#[derive(Debug)]
-pub struct Delivered {
-    pub sink: String,
-    pub outcome: Result<u64, String>,
-}
-
-/// `env:NAME` header values are secret references, read now and never written anywhere.
-fn resolve_headers(
-    headers: &std::collections::BTreeMap<String, String>,
-) -> Result<Vec<(String, String)>, String> {
-    headers
-        .iter()
-        .map(|(k, v)| match v.strip_prefix("env:") {
-            Some(var) => std::env::var(var)
-                .map(|value| (k.clone(), value))
-                .map_err(|_| {
-                    format!("header {k} refers to the environment variable {var}, which is not set")
-                }),
-            None => Ok((k.clone(), v.clone())),
-        })
-        .collect()
-}
-
-/// Delivers the outbox to every sink and records each sink's state in the store. Nothing
-/// leaves the outbox: a sink that fails catches up on a later delivery.
-pub fn deliver_all(inst: &Installation, patience: Patience) -> Vec<Delivered> {
-    let mut out = Vec::new();
-    let outcome = inst
-        .sink
-        .deliver(inst.store.as_ref())
-        .map(|r| (r.to_seq, r.delivered))
-        .map_err(|e| format!("[{}] {e}", e.code()));
-    out.push(record(inst, JSONL_SINK, outcome));
-    for (name, config) in &inst.sinks {
-        let outcome = match config {
-            warrant_core::config::SinkConfig::Http {
-                url,
-                headers,
-                batch,
-                timeout_ms,
-            } => match resolve_headers(headers) {
-                Err(e) => Err(e),
-                Ok(headers) => {
-                    let mut cfg = warrant_audit::HttpSinkConfig::new(url.clone());
-                    cfg.headers = headers;
-                    if let Some(b) = batch {
-                        cfg.batch = *b;
-                    }
-                    if let Some(t) = timeout_ms {
-                        cfg.timeout = std::time::Duration::from_millis(*t);
-                    }
-                    if patience == Patience::Quick {
-                        // After a command, don't hold the person up: the next one retries.
-                        cfg.max_attempts = 2;
-                    }
-                    let acknowledged = inst
-                        .store
-                        .sink_state(name)
-                        .map(|s| s.acknowledged)
-                        .unwrap_or(0);
-                    warrant_audit::HttpSink::new(name, cfg)
-                        .deliver(inst.store.as_ref(), acknowledged)
-                        .map(|r| (r.acknowledged, r.delivered))
-                        .map_err(|e| {
-                            let acked = e.acknowledged().unwrap_or(acknowledged);
-                            let _ = inst
-                                .store
-                                .record_delivery_failure(name, acked, &e.to_string());
-                            format!("[{}] {e}", e.code())
-                        })
-                }
-            },
-        };
-        out.push(record(inst, name, outcome));
-    }
-    out
-}
-
-fn record(inst: &Installation, sink: &str, outcome: Result<(u64, u64), String>) -> Delivered {
-    match outcome {
-        Ok((acknowledged, delivered)) => {
-            let _ = inst.store.record_delivery(sink, acknowledged, delivered);
-            Delivered {
-                sink: sink.to_owned(),
-                outcome: Ok(acknowledged),
-            }
-        }
-        Err(message) => {
-            if sink == JSONL_SINK {
-                let acked = inst
-                    .store
-                    .sink_state(sink)
-                    .map(|s| s.acknowledged)
-                    .unwrap_or(0);
-                let _ = inst.store.record_delivery_failure(sink, acked, &message);
-            }
-            Delivered {
-                sink: sink.to_owned(),
-                outcome: Err(message),
-            }
-        }
-    }
-}
+pub use warrant_audit::{Delivered, JSONL_SINK, Patience};
 
 /// Copies new audit records to every sink after a command. A failure is reported but does not
 /// undo the command: the records stay in the store's outbox and a later delivery sends them.
 pub fn deliver(inst: &Installation) {
-    for d in deliver_all(inst, Patience::Quick) {
+    for d in inst
+        .sinks()
+        .deliver_all(inst.store.as_ref(), Patience::Quick)
+    {
         if let Err(error) = d.outcome {
             inst.notices.notice(Notice::DeliveryFailed {
                 sink: d.sink,
@@ -456,6 +356,13 @@ pub fn deliver(inst: &Installation) {
             });
         }
     }
+}
+
+/// Whether the current directory is inside a workspace (some ancestor holds `.warrant/`).
+pub fn in_a_workspace() -> bool {
+    std::env::current_dir()
+        .map(|d| d.ancestors().any(|a| a.join(DOT).is_dir()))
+        .unwrap_or(false)
 }
 
 pub fn parent_env() -> Vec<(String, String)> {
@@ -474,23 +381,6 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
-/// The sink furthest behind, and how many records it lacks.
-pub fn worst_pending(inst: &Installation) -> (String, u64) {
-    let head = inst.store.audit_head().map(|h| h.seq).unwrap_or(0);
-    std::iter::once(JSONL_SINK.to_owned())
-        .chain(inst.sinks.keys().cloned())
-        .map(|sink| {
-            let acked = inst
-                .store
-                .sink_state(&sink)
-                .map(|s| s.acknowledged)
-                .unwrap_or(0);
-            (sink, head.saturating_sub(acked))
-        })
-        .max_by_key(|(_, pending)| *pending)
-        .unwrap_or_else(|| (JSONL_SINK.to_owned(), 0))
-}
-
 /// The bounded outbox: before each effect, while some sink lacks `max_pending` records or
 /// more, deliver and wait, saying why; stop if the run is cancelled or passes its deadline.
 pub(crate) struct OutboxBound<'a> {
@@ -503,11 +393,12 @@ impl warrant_agent::Backpressure for OutboxBound<'_> {
         let max = self.inst.max_pending.max(1);
         let mut told = false;
         loop {
-            if worst_pending(self.inst).1 < max {
+            if self.inst.sinks().worst_pending(self.inst.store.as_ref()).1 < max {
                 return Ok(());
             }
-            let results = deliver_all(self.inst, Patience::Quick);
-            let (sink, pending) = worst_pending(self.inst);
+            let sinks = self.inst.sinks();
+            let results = sinks.deliver_all(self.inst.store.as_ref(), Patience::Quick);
+            let (sink, pending) = sinks.worst_pending(self.inst.store.as_ref());
             if pending < max {
                 return Ok(());
             }

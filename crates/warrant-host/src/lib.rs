@@ -6,17 +6,27 @@
 //! writes to a terminal: operations return typed views (`Serialize`) and tell the person what
 //! goes on through [`Notices`].
 
+pub mod aais;
 pub mod approvals;
 pub mod approver_key;
 pub mod controls;
+pub mod doctor;
 pub mod drive;
 mod error;
+pub mod explain;
+pub mod fault;
+pub mod identity;
 pub mod init;
 pub mod install;
+pub mod narrate;
 mod notice;
 pub mod origin;
+pub mod records;
+pub mod request_views;
 pub mod requests;
 pub mod runs;
+pub mod touched;
+pub mod verify;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -109,6 +119,14 @@ impl Host {
             request_ttls,
             rules,
         })
+    }
+
+    /// The read operations over this installation.
+    pub fn records(&self) -> records::Records<'_> {
+        records::Records {
+            paths: &self.paths,
+            inst: &self.inst,
+        }
     }
 
     /// The run's tools: the configured menu, every result through the redactor. The only way a

@@ -1,8 +1,12 @@
 //! Requests the agent raised (questions, secrets, resources): folding their run to read them,
 //! and recording a person's reply, never from a process a run started.
 
+use serde::Serialize;
 use warrant_core::{RequestId, RunId};
-use warrant_kernel::{Reply, RunState};
+use warrant_exec::resource;
+use warrant_exec::vault::Vault;
+use warrant_kernel::asks::secret_handle;
+use warrant_kernel::{Ask, AskState, Reply, ResourceKind, RunState};
 
 use crate::{Class, Host, HostError, Result, install};
 
@@ -46,4 +50,202 @@ impl Host {
             result.map_err(|e| HostError::bad_input(&e))
         })
     }
+}
+
+/// A reply recorded to a request the agent raised.
+#[derive(Clone, Debug, Serialize)]
+pub struct Replied {
+    pub request: RequestId,
+    pub run: RunId,
+    /// `answered`, `declined`, `provided` or `connected`.
+    pub reply: &'static str,
+    pub by: String,
+}
+
+/// What a person connects to a resource request: their own URL or command, or (only when
+/// they say so) what the agent proposed.
+#[derive(Clone, Debug, Default)]
+pub struct Connection {
+    pub url: Option<String>,
+    pub command: Option<Vec<String>>,
+    pub use_proposed: bool,
+    pub timeout: std::time::Duration,
+}
+
+impl Host {
+    /// Loads the run of a request the agent raised, with the request as folded.
+    pub fn ask_of(&self, request: &RequestId) -> Result<(RunState, AskState)> {
+        let row = self.records().request_row(request)?;
+        let state = self.load_run(&row.run, Class::Failed)?;
+        let Some(ask) = state.asks.get(request).cloned() else {
+            return Err(HostError::usage(
+                "W-REQUEST-008",
+                format!("request {request} is not a request raised by the agent"),
+            )
+            .with_hint(crate::Hint::ApproveOrDeny));
+        };
+        Ok((state, ask))
+    }
+
+    /// Refuses a reply from a process a run started, then records `reply` as this person.
+    fn replied(&self, state: &mut RunState, request: &RequestId, reply: Reply) -> Result<Replied> {
+        let label = reply.label();
+        self.refuse_from_command(state, request, "answer a request")?;
+        self.reply(state, request, reply)?;
+        Ok(Replied {
+            request: request.clone(),
+            run: state.run.clone(),
+            reply: label,
+            by: self.identity.principal.actor.clone(),
+        })
+    }
+
+    /// Answers a question: option `n` (1 = the first), or free text.
+    pub fn answer_question(
+        &self,
+        request: &RequestId,
+        option: Option<u32>,
+        text: Option<String>,
+    ) -> Result<Replied> {
+        let (mut state, ask) = self.ask_of(request)?;
+        let reply = match (option, text) {
+            (Some(n), _) => {
+                let chosen = match &ask.ask {
+                    Ask::Question { options, .. } => usize::try_from(n)
+                        .ok()
+                        .and_then(|i| i.checked_sub(1))
+                        .and_then(|i| options.get(i))
+                        .cloned(),
+                    Ask::Secret { .. } | Ask::Resource { .. } => None,
+                };
+                Reply::Answered {
+                    option: Some(n),
+                    text: chosen.unwrap_or_default(),
+                }
+            }
+            (None, Some(text)) => Reply::Answered { option: None, text },
+            (None, None) => {
+                return Err(HostError::usage(
+                    "W-REQUEST-002",
+                    format!("answer {request} with --option N or --text TEXT"),
+                ));
+            }
+        };
+        self.replied(&mut state, request, reply)
+    }
+
+    pub fn decline(&self, request: &RequestId, reason: String) -> Result<Replied> {
+        let (mut state, _) = self.ask_of(request)?;
+        self.replied(&mut state, request, Reply::Declined { reason })
+    }
+
+    /// Provides a requested secret: `read` gets the value from the person (never from an
+    /// argument); it is stored encrypted in the installation's vault and the agent sees only
+    /// its handle. A reply that could not be recorded anyway is refused before `read` is asked.
+    pub fn provide_secret(
+        &self,
+        request: &RequestId,
+        read: impl FnOnce(&str) -> Result<Vec<u8>>,
+    ) -> Result<Replied> {
+        let (mut state, ask) = self.ask_of(request)?;
+        let Ask::Secret { name, .. } = &ask.ask else {
+            return Err(not_asked(request, &ask, "a secret"));
+        };
+        let handle = || Reply::SecretProvided {
+            handle: secret_handle(name),
+        };
+        self.refuse_from_command(&mut state, request, "provide a secret")?;
+        if ask.reply.is_some() || ask.expired.is_some() || state.ended.is_some() {
+            self.reply(&mut state, request, handle())?;
+        }
+        let mut value = read(name)?;
+        let vault = Vault::open(&self.paths.dot, &self.inst.secret);
+        let stored = vault.put(name, &value);
+        value.iter_mut().for_each(|b| *b = 0);
+        stored.map_err(|e| HostError::failed(&e))?;
+        self.replied(&mut state, request, handle())
+    }
+
+    /// Connects a resource after confirming it answers: an endpoint must answer HTTP, an MCP
+    /// server must answer `initialize`. What the agent proposed is the model's choice, and
+    /// checking it starts a command or sends a request from this machine, outside the ring:
+    /// it is used only when the person says so.
+    pub fn connect(&self, request: &RequestId, with: Connection) -> Result<Replied> {
+        let (mut state, ask) = self.ask_of(request)?;
+        let Ask::Resource {
+            resource,
+            url: proposed_url,
+            command: proposed_command,
+            ..
+        } = &ask.ask
+        else {
+            return Err(not_asked(request, &ask, "a resource"));
+        };
+        let refuse_implied = |proposal: String, flag: &str| {
+            HostError::usage(
+                "W-REQUEST-013",
+                format!(
+                    "request {request}: name the {} to check with {flag}, or take the agent's proposal ({proposal}) with --use-proposed; Warrant does not check what the agent chose unless you say so",
+                    resource.as_str()
+                ),
+            )
+        };
+        let checked = match resource {
+            ResourceKind::Endpoint => {
+                let url = match (with.url, with.use_proposed) {
+                    (Some(u), _) => u,
+                    (None, true) => proposed_url.clone().unwrap_or_default(),
+                    (None, false) => {
+                        let shown = proposed_url.clone().unwrap_or_else(|| "none".into());
+                        return Err(refuse_implied(shown, "--url URL"));
+                    }
+                };
+                resource::check_endpoint(&url, with.timeout)
+            }
+            ResourceKind::Mcp => {
+                let argv = match (with.command, with.use_proposed) {
+                    (Some(c), _) => c,
+                    (None, true) => proposed_command.clone().unwrap_or_default(),
+                    (None, false) => {
+                        let shown = proposed_command
+                            .as_ref()
+                            .map(|c| format!("`{}`", c.join(" ")))
+                            .unwrap_or_else(|| "none".into());
+                        return Err(refuse_implied(shown, "--command PROGRAM ARGS..."));
+                    }
+                };
+                let workspace = self.paths.workspace_canonical()?;
+                resource::check_mcp_server(
+                    &argv,
+                    &self.settings.profiles,
+                    install::parent_env(),
+                    &workspace,
+                    with.timeout,
+                )
+            }
+        };
+        let check = checked.map_err(|why| {
+            HostError::usage(
+                "W-REQUEST-007",
+                format!(
+                    "the {} of request {request} could not be confirmed, so it is not connected: {why}",
+                    resource.as_str()
+                ),
+            )
+        })?;
+        self.replied(&mut state, request, Reply::Connected { check })
+    }
+}
+
+fn not_asked(request: &RequestId, ask: &AskState, what: &str) -> HostError {
+    HostError::usage(
+        "W-REQUEST-001",
+        format!(
+            "request {request} asks for {}, not {what}",
+            ask.ask.kind().as_str()
+        ),
+    )
+    .with_hint(crate::Hint::ShowRequest {
+        request: request.clone(),
+    })
 }

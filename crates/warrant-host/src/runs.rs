@@ -100,6 +100,15 @@ pub fn parse_run(id: &str) -> Result<RunId> {
     })
 }
 
+/// A run's deadline from a duration such as `90s`, `10m` or `2h`, counted from now.
+pub fn deadline_from(text: Option<&str>) -> Result<Option<warrant_core::Timestamp>> {
+    let Some(d) = text else {
+        return Ok(None);
+    };
+    let after = crate::drive::duration_arg("deadline", d, "500ms, 90s, 10m or 2h")?;
+    Ok(crate::deadline_after(after))
+}
+
 /// The tools, their environment and the ring's other inputs for one drive.
 struct Parts<'a> {
     host: &'a Host,

@@ -331,12 +331,8 @@ pub fn is_asked_of(asked_of: &[String], me: &Principal, directory: Option<&Direc
 pub enum AskError {
     #[error(transparent)]
     Kernel(#[from] KernelError),
-    #[error("request {id} asks for {asked}; {hint}")]
-    WrongReply {
-        id: String,
-        asked: String,
-        hint: String,
-    },
+    #[error("request {id} asks for {}", asked_for(.asked))]
+    WrongReply { id: String, asked: AskKind },
     #[error("request {id}: {message}")]
     BadOption { id: String, message: String },
     #[error(
@@ -347,17 +343,17 @@ pub enum AskError {
         actor: String,
         asked_of: String,
     },
-    #[error(
-        "request {id} expired at {at}; the agent is told it expired when the run continues (`warrant resume {run}`)"
-    )]
-    Expired { id: String, at: String, run: String },
+    #[error("request {id} expired at {at}; the agent is told it expired when the run continues")]
+    Expired {
+        id: String,
+        at: String,
+        run: warrant_core::RunId,
+    },
     #[error("request {id} was already answered ({answer}); a request is answered once")]
     AlreadyReplied { id: String, answer: String },
     #[error("{actor} is an agent; an agent can never answer a request")]
     AgentCannotAnswer { actor: String },
-    #[error(
-        "request {0} is not a request raised by the agent; approvals are answered with `warrant approve` / `warrant deny`"
-    )]
+    #[error("request {0} is not a request raised by the agent")]
     NotAnAsk(String),
 }
 
@@ -374,22 +370,32 @@ impl Coded for AskError {
             Self::NotAsked { .. } => "W-REQUEST-012",
         }
     }
+
+    fn hint(&self) -> Option<warrant_core::Hint> {
+        use warrant_core::Hint;
+        match self {
+            Self::Kernel(e) => e.hint(),
+            Self::WrongReply { asked, .. } => Some(match asked {
+                AskKind::Question => Hint::AnswerQuestion,
+                AskKind::Secret => Hint::ProvideSecret,
+                AskKind::Resource => Hint::ConnectResource,
+            }),
+            Self::Expired { run, .. } => Some(Hint::Resume { run: run.clone() }),
+            Self::NotAnAsk(_) => Some(Hint::ApproveOrDeny),
+            Self::BadOption { .. }
+            | Self::AlreadyReplied { .. }
+            | Self::AgentCannotAnswer { .. }
+            | Self::NotAsked { .. } => None,
+        }
+    }
 }
 
-fn expected_reply(ask: &Ask) -> (&'static str, &'static str) {
-    match ask {
-        Ask::Question { .. } => (
-            "an answer",
-            "answer it with `warrant requests answer REQ --option N | --text TEXT`",
-        ),
-        Ask::Secret { .. } => (
-            "a secret",
-            "provide it with `warrant requests provide REQ` (the value is read from standard input)",
-        ),
-        Ask::Resource { .. } => (
-            "a resource",
-            "connect it with `warrant requests connect REQ --url URL | --command PROGRAM ARGS... | --use-proposed`",
-        ),
+/// What a request of `kind` asks for, in words.
+fn asked_for(kind: &AskKind) -> &'static str {
+    match kind {
+        AskKind::Question => "an answer",
+        AskKind::Secret => "a secret",
+        AskKind::Resource => "a resource",
     }
 }
 
@@ -554,7 +560,7 @@ impl Ring<'_> {
         let expired = || AskError::Expired {
             id: request.to_string(),
             at: ask.expires_at.rfc3339(),
-            run: state.run.to_string(),
+            run: state.run.clone(),
         };
         if ask.expired.is_some() {
             return Err(expired());
@@ -601,13 +607,9 @@ impl Ring<'_> {
 
 /// A reply must be of the kind asked (a decline fits every kind).
 fn check_fits(ask: &AskState, reply: &Reply) -> Result<(), AskError> {
-    let wrong = || {
-        let (asked, hint) = expected_reply(&ask.ask);
-        AskError::WrongReply {
-            id: ask.id.to_string(),
-            asked: asked.to_owned(),
-            hint: hint.to_owned(),
-        }
+    let wrong = || AskError::WrongReply {
+        id: ask.id.to_string(),
+        asked: ask.ask.kind(),
     };
     match (&ask.ask, reply) {
         (_, Reply::Declined { reason }) => {

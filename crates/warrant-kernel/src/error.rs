@@ -23,9 +23,9 @@ pub enum KernelError {
         seq: u64,
         message: String,
     },
-    #[error("run {0} does not exist; `warrant runs list` shows the runs there are")]
+    #[error("run {0} does not exist")]
     UnknownRun(String),
-    #[error("request {0} does not exist; `warrant approvals list` shows open requests")]
+    #[error("request {0} does not exist")]
     UnknownRequest(String),
     #[error("request {id} was already answered ({answer}); a request is answered once")]
     AlreadyAnswered { id: String, answer: String },
@@ -33,8 +33,15 @@ pub enum KernelError {
     AgentCannotApprove { actor: String },
     #[error("run {run} has already ended ({outcome}); there is nothing to resume")]
     RunEnded { run: String, outcome: String },
-    #[error("request {id} cannot be answered this way: {hint}")]
-    WrongRequestKind { id: String, hint: String },
+    /// An in-doubt request, answered as if it were an approval.
+    #[error(
+        "request {id} cannot be answered this way: it asks whether an interrupted effect happened"
+    )]
+    WrongRequestKind {
+        id: String,
+        run: warrant_core::RunId,
+        step: String,
+    },
     #[error(
         "run {run} completed step {call} with tool `{tool}`, which this warrant no longer offers; it cannot be resumed safely with this tool catalogue"
     )]
@@ -43,9 +50,7 @@ pub enum KernelError {
         call: String,
         tool: String,
     },
-    #[error(
-        "run {run} has no effect in doubt at step `{step}`; `warrant runs show {run}` lists its steps"
-    )]
+    #[error("run {run} has no effect in doubt at step `{step}`")]
     NotInDoubt { run: String, step: String },
     #[error("approval of request {id} refused ({}): {detail}", reason.as_str())]
     ApprovalRefused {
@@ -98,6 +103,32 @@ impl Coded for KernelError {
                 | crate::authority::RejectReason::ActionChanged
                 | crate::authority::RejectReason::Expired => "W-APPROVAL-020",
             },
+        }
+    }
+
+    fn hint(&self) -> Option<warrant_core::Hint> {
+        use warrant_core::Hint;
+        match self {
+            Self::Store(e) => e.hint(),
+            Self::UnknownRun(_) => Some(Hint::ListRuns),
+            Self::UnknownRequest(_) => Some(Hint::ListApprovals),
+            Self::WrongRequestKind { run, step, .. } => Some(Hint::ResolveInDoubt {
+                run: run.clone(),
+                step: step.clone(),
+            }),
+            Self::NotInDoubt { run, .. } => {
+                warrant_core::RunId::parse(run).map(|run| Hint::ShowRun { run })
+            }
+            Self::Journal { .. }
+            | Self::Encode(_)
+            | Self::NewerEvent { .. }
+            | Self::BadEvent { .. }
+            | Self::AlreadyAnswered { .. }
+            | Self::AgentCannotApprove { .. }
+            | Self::RunEnded { .. }
+            | Self::ToolMissing { .. }
+            | Self::ApprovalRefused { .. }
+            | Self::Inconsistent { .. } => None,
         }
     }
 }

@@ -448,10 +448,8 @@ impl Ring<'_> {
         if req.kind == RequestKind::InDoubt {
             return Err(KernelError::WrongRequestKind {
                 id: request.to_string(),
-                hint: format!(
-                    "it asks whether an interrupted effect happened; answer with `warrant runs resolve {} --step {} --as completed|retry|failed`",
-                    state.run, req.call_id
-                ),
+                run: state.run.clone(),
+                step: req.call_id.clone(),
             });
         }
         if let Some(previous) = &req.answer {

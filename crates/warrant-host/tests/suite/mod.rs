@@ -1,2 +1,3 @@
 mod construction;
 mod operations;
+mod views;

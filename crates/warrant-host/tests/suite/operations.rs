@@ -20,15 +20,15 @@ impl Notices for Told {
     }
 }
 
-struct Place {
+pub(super) struct Place {
     _dir: tempfile::TempDir,
-    root: PathBuf,
-    at: Where,
+    pub(super) root: PathBuf,
+    pub(super) at: Where,
 }
 
 /// A fresh workspace with its installation, and configuration directories of its own (never
 /// this machine's `/etc/warrant` or the user's home).
-fn place() -> Place {
+pub(super) fn place() -> Place {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     let ws = root.join("ws");
@@ -49,18 +49,18 @@ fn place() -> Place {
     }
 }
 
-fn transcript(place: &Place, name: &str, text: &str) -> String {
+pub(super) fn transcript(place: &Place, name: &str, text: &str) -> String {
     let path = place.root.join(name);
     std::fs::write(&path, text).unwrap();
     format!("scripted:{}", path.display())
 }
 
-fn open(place: &Place) -> Host {
+pub(super) fn open(place: &Place) -> Host {
     Host::open(&place.at, Arc::new(Told::default())).unwrap()
 }
 
 /// Starts a run of `model` driven here with nobody to prompt, and returns it parked.
-fn parked(host: &Host, model: String) -> (warrant_core::RunId, warrant_core::RequestId) {
+pub(super) fn parked(host: &Host, model: String) -> (warrant_core::RunId, warrant_core::RequestId) {
     let driven = host
         .run(
             RunRequest {
@@ -78,7 +78,7 @@ fn parked(host: &Host, model: String) -> (warrant_core::RunId, warrant_core::Req
     (driven.run, request)
 }
 
-fn ws(place: &Place) -> &Path {
+pub(super) fn ws(place: &Place) -> &Path {
     place.at.workspace.as_deref().unwrap()
 }
 

@@ -66,7 +66,15 @@ fn crash_after_start_of_approved_command(
             Answer::Approve(Scope::Once),
         )
         .unwrap_err();
-    assert!(wrong.to_string().contains("runs resolve"), "{wrong}");
+    // The error says what it asks, and hints (typed) how it is answered: by resolving.
+    assert!(wrong.to_string().contains("interrupted effect"), "{wrong}");
+    assert!(
+        matches!(
+            warrant_core::Coded::hint(&wrong),
+            Some(warrant_core::Hint::ResolveInDoubt { ref step, .. }) if *step == call
+        ),
+        "{wrong:?}"
+    );
     if let Some(resolution) = resolution {
         ring.resolve(&mut resumed, &call, &bob(), resolution)
             .unwrap();

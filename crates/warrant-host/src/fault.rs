@@ -1,4 +1,4 @@
-//! Fault injection for the crash tests: `WARRANT_FAULT=after:N` kills this process (SIGKILL)
+//! Fault injection for the crash tests, for every front end that drives runs: `WARRANT_FAULT=after:N` kills this process (SIGKILL)
 //! right after the N-th event it commits; `WARRANT_FAULT=before:KIND:N` kills it just before
 //! the N-th append of an event of KIND (e.g. `before:effect_completed:1`: the effect ran, its
 //! result is not journaled). It can only make the process die, never skip a control; unset, it
@@ -15,10 +15,20 @@ enum Plan {
     Before { kind: String, nth: u64 },
 }
 
+/// An observer that passes every event on to `inner`, and kills the process where
+/// `WARRANT_FAULT` says.
 pub struct Faulty<'a> {
     inner: &'a dyn Observer,
     plan: Option<Plan>,
     seen: Cell<u64>,
+}
+
+impl std::fmt::Debug for Faulty<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Faulty")
+            .field("plan", &self.plan)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> Faulty<'a> {

@@ -1,0 +1,150 @@
+//! `policy explain`: what policy decides for one action on one target, as this person or as
+//! another actor, with every policy that matched and why. The target is canonicalized and a
+//! program resolved exactly as a run would, so the explanation is of the action a run makes.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use warrant_core::path::canonicalize;
+use warrant_core::risk::Needs;
+use warrant_core::{Action, Principal, PrincipalKind, RiskClass, Verb};
+use warrant_exec::OsLinks;
+use warrant_llm::ModelSpec;
+use warrant_policy::{DecisionRequest, Explanation, Verdict};
+
+use crate::install;
+use crate::{HostError, Notice, Notices, Result, Where};
+
+#[derive(Debug, Serialize)]
+pub struct Explained {
+    pub explanation: Explanation,
+    /// Set when policy allows but the configuration's `[risk.<class>] needs = "person"` asks a
+    /// person anyway: policy alone does not tell the whole story.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub person_needed: Option<RiskClass>,
+}
+
+/// Explains `action` (a verb such as `fs.write`) on `target` (a path, a command line, or a
+/// model as `--model` names it), as `as_actor` when given.
+pub fn explain(
+    at: &Where,
+    notices: Arc<dyn Notices + Send>,
+    action: &str,
+    target: &str,
+    as_actor: Option<&str>,
+) -> Result<Explained> {
+    let paths = install::paths(at, false)?;
+    let layers = install::read_layers(&paths)?;
+    let mut principal = install::identity(&layers)?.principal;
+    if let Some(actor) = as_actor {
+        principal = Principal {
+            actor: actor.to_owned(),
+            kind: PrincipalKind::User,
+            on_behalf_of: None,
+            roles: Vec::new(),
+            teams: Vec::new(),
+            ..principal
+        };
+    }
+    let policy = install::policy(&paths)?;
+    for warning in policy.warnings() {
+        notices.notice(Notice::PolicyWarning {
+            text: warning.to_string(),
+        });
+    }
+    let workspace = paths.workspace_canonical()?;
+    let verb = Verb::parse(action).ok_or_else(|| {
+        let known: Vec<&str> = Verb::ALL.iter().map(|v| v.as_str()).collect();
+        HostError::usage(
+            "W-POLICY-011",
+            format!(
+                "unknown action `{action}`; known actions: {}",
+                known.join(", ")
+            ),
+        )
+    })?;
+    let path = || canonicalize(&workspace, target, &OsLinks).map_err(|e| HostError::bad_input(&e));
+    let action = match verb {
+        Verb::FsRead => Action::FsRead { path: path()? },
+        Verb::FsList => Action::FsList { path: path()? },
+        Verb::FsSearch => Action::FsSearch {
+            path: path()?,
+            pattern: String::new(),
+        },
+        Verb::FsWrite => Action::FsWrite {
+            path: path()?,
+            content: String::new(),
+        },
+        Verb::FsCreate => Action::FsCreate {
+            path: path()?,
+            content: String::new(),
+        },
+        Verb::FsDelete => Action::FsDelete {
+            path: path()?,
+            recursive: true,
+        },
+        Verb::ShellExec => {
+            let argv: Vec<String> = target.split_whitespace().map(str::to_owned).collect();
+            // As a run would: the program argv[0] names on the PATH a command inherits.
+            let parent = install::parent_env();
+            let program = argv.first().and_then(|a| {
+                warrant_exec::program::resolve(
+                    a,
+                    workspace.as_path(),
+                    warrant_exec::program::path_of(&parent),
+                )
+            });
+            let contained = warrant_core::config::merge_settings(&layers)
+                .profiles
+                .get("default")
+                .is_some_and(warrant_core::config::ProfileConfig::is_contained);
+            Action::ShellExec {
+                argv,
+                cwd: workspace.clone(),
+                profile: "default".into(),
+                timeout_ms: 30_000,
+                program,
+                contained,
+            }
+        }
+        // The target is a model as `--model` names it, e.g. `openai:gpt-4.1`.
+        Verb::ProviderCall => {
+            ModelSpec::parse(target).map_err(|e| HostError::bad_input(&e))?;
+            let (provider, model) = target.split_once(':').unwrap_or((target, ""));
+            Action::ProviderCall {
+                provider: provider.to_owned(),
+                model: model.to_owned(),
+            }
+        }
+        Verb::GitCommit
+        | Verb::GitPush
+        | Verb::MemoryRead
+        | Verb::MemoryPropose
+        | Verb::MemoryPublish
+        | Verb::CatalogList
+        | Verb::CatalogRead
+        | Verb::McpCall
+        | Verb::MessageSend => {
+            return Err(HostError::usage(
+                "W-POLICY-012",
+                format!(
+                    "`{action}` is a known action, but no tool performs it yet, so it cannot be explained on a target; fs.*, shell.exec and provider.call can"
+                ),
+            ));
+        }
+    };
+    let explanation = policy.explain(&DecisionRequest {
+        principal: &principal,
+        action: &action,
+        workspace: &workspace,
+    });
+    let rules = install::approval_rules(&paths, &layers)?;
+    let class = explanation.decision.risk;
+    let person_needed = (matches!(explanation.decision.verdict, Verdict::Allow)
+        && rules.risk.rule(class).needs == Needs::Person)
+        .then_some(class);
+    Ok(Explained {
+        explanation,
+        person_needed,
+    })
+}

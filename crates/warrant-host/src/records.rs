@@ -1,0 +1,276 @@
+//! The read side of an installation: its runs, requests and audit trail, opened without the
+//! identity or policy a run needs (so a listing works while a policy file is being fixed).
+//! Every operation returns a typed view with `Serialize`: the `--json` output of the binary,
+//! a web API and a gateway reply are the same struct.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use warrant_core::{Clock as _, RunId, SystemClock, Timestamp};
+use warrant_store::{FenceRejection, RequestRow, RequestStatus, RunRow, SealedRecord};
+
+use crate::install::{self, Installation, Paths};
+use crate::{Class, HostError, Notices, Result, Where};
+
+/// An installation opened to read: paths, store, keys and sinks.
+#[derive(Debug)]
+pub struct Opened {
+    pub paths: Paths,
+    pub inst: Installation,
+}
+
+impl Opened {
+    pub fn records(&self) -> Records<'_> {
+        Records {
+            paths: &self.paths,
+            inst: &self.inst,
+        }
+    }
+}
+
+/// The read operations over an opened installation (one opened to read, or a [`crate::Host`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Records<'a> {
+    pub paths: &'a Paths,
+    pub inst: &'a Installation,
+}
+
+/// Opens the installation at `at` to read it.
+pub fn open(at: &Where, notices: Arc<dyn Notices + Send>) -> Result<Opened> {
+    let paths = install::paths(at, false)?;
+    let layers = install::read_layers(&paths)?;
+    let settings = install::settings(&layers)?;
+    let inst = install::installation(&paths, &settings, notices)?;
+    Ok(Opened { paths, inst })
+}
+
+/// One run in full: its row, its events as stored, and the appends refused for a stale lease.
+#[derive(Debug, Serialize)]
+pub struct RunView {
+    pub run: RunRow,
+    pub events: Vec<EventView>,
+    pub fence_rejections: Vec<FenceRejection>,
+}
+
+/// One stored event, serialized as `runs show --json` prints it.
+#[derive(Debug)]
+pub struct EventView(pub warrant_store::StoredEvent);
+
+impl Serialize for EventView {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let e = &self.0;
+        let mut out = s.serialize_struct("EventView", 6)?;
+        out.serialize_field("run", &e.run)?;
+        out.serialize_field("seq", &e.seq)?;
+        out.serialize_field("kind", &e.kind)?;
+        out.serialize_field("version", &e.version)?;
+        out.serialize_field("recorded_at", &e.recorded_at)?;
+        out.serialize_field("payload", &e.payload)?;
+        out.end()
+    }
+}
+
+/// The chain head and every sink's health (`audit status`).
+#[derive(Debug, Serialize)]
+pub struct AuditStatus {
+    pub head: u64,
+    pub sinks: Vec<warrant_audit::SinkHealth>,
+}
+
+/// What a flush came to: every sink has every record, or which are stuck and why.
+#[derive(Debug, Serialize)]
+pub struct Flushed {
+    pub flushed: bool,
+    pub head: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stuck: Vec<Stuck>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Stuck {
+    pub sink: String,
+    pub error: String,
+}
+
+pub(crate) fn run_missing(run: &RunId) -> HostError {
+    HostError::usage("W-KERNEL-004", format!("run {run} does not exist"))
+        .with_hint(crate::Hint::ListRuns)
+}
+
+impl Records<'_> {
+    pub fn runs(&self) -> Result<Vec<RunRow>> {
+        self.inst.store.runs().map_err(|e| HostError::failed(&e))
+    }
+
+    pub fn run(&self, run: &RunId) -> Result<RunView> {
+        let store = self.inst.store.as_ref();
+        let row = store
+            .run(run)
+            .map_err(|e| HostError::failed(&e))?
+            .ok_or_else(|| run_missing(run))?;
+        let events = store.events(run).map_err(|e| HostError::failed(&e))?;
+        let fence_rejections = store
+            .fence_rejections(run)
+            .map_err(|e| HostError::failed(&e))?;
+        Ok(RunView {
+            run: row,
+            events: events.into_iter().map(EventView).collect(),
+            fence_rejections,
+        })
+    }
+
+    /// The request index: the open requests, or every one with `all`.
+    pub fn requests(&self, all: bool) -> Result<Vec<RequestRow>> {
+        self.inst
+            .store
+            .requests(if all { None } else { Some(RequestStatus::Open) })
+            .map_err(|e| HostError::failed(&e))
+    }
+
+    pub fn audit_head(&self) -> Result<u64> {
+        Ok(self
+            .inst
+            .store
+            .audit_head()
+            .map_err(|e| HostError::failed(&e))?
+            .seq)
+    }
+
+    /// The last `lines` records of the chain, after delivering what is new.
+    pub fn tail(&self, lines: usize) -> Result<Vec<SealedRecord>> {
+        install::deliver(self.inst);
+        let after = self.audit_head()?.saturating_sub(lines as u64);
+        self.inst
+            .store
+            .audit_records(after, lines)
+            .map_err(|e| HostError::failed(&e))
+    }
+
+    pub fn query(&self, query: &warrant_store::AuditQuery) -> Result<Vec<SealedRecord>> {
+        self.inst
+            .store
+            .query_audit(query)
+            .map_err(|e| HostError::failed(&e))
+    }
+
+    /// The store's whole audit trail, read in batches.
+    pub fn all_records(&self) -> Result<Vec<SealedRecord>, warrant_store::StoreError> {
+        let mut records: Vec<SealedRecord> = Vec::new();
+        loop {
+            let after = records.last().map_or(0, |r| r.seq);
+            let batch = self.inst.store.audit_records(after, 1000)?;
+            if batch.is_empty() {
+                return Ok(records);
+            }
+            records.extend(batch);
+        }
+    }
+
+    pub fn audit_status(&self) -> Result<AuditStatus> {
+        let head = self.audit_head()?;
+        let now = SystemClock.now();
+        let sinks = self
+            .inst
+            .sinks()
+            .names()
+            .iter()
+            .map(|s| self.sink_health(s, head, now))
+            .collect::<Result<_>>()?;
+        Ok(AuditStatus { head, sinks })
+    }
+
+    pub fn sink_health(
+        &self,
+        sink: &str,
+        head: u64,
+        now: Timestamp,
+    ) -> Result<warrant_audit::SinkHealth> {
+        warrant_audit::SinkHealth::of(
+            self.inst.store.as_ref(),
+            sink,
+            head,
+            now,
+            std::time::Duration::from_millis(self.inst.fail_after_ms),
+        )
+        .map_err(|e| HostError::failed(&e))
+    }
+
+    /// One delivery to every sink, trying as hard as a flush does.
+    pub fn deliver_once(&self) -> Result<(u64, Vec<warrant_audit::Delivered>)> {
+        let head = self.audit_head()?;
+        let delivered = self
+            .inst
+            .sinks()
+            .deliver_all(self.inst.store.as_ref(), warrant_audit::Patience::Flush);
+        Ok((head, delivered))
+    }
+
+    /// Delivers until every sink has every record or `limit` has passed; half a second between
+    /// tries. A flush that gives up is not an error here: the view says which sinks are stuck.
+    pub fn flush(&self, limit: std::time::Duration) -> Result<Flushed> {
+        let started = std::time::Instant::now();
+        loop {
+            let (head, results) = self.deliver_once()?;
+            let stuck: Vec<Stuck> = results
+                .into_iter()
+                .filter_map(|d| match d.outcome {
+                    Ok(acked) if acked >= head => None,
+                    Ok(acked) => Some(Stuck {
+                        sink: d.sink,
+                        error: format!("{} record(s) still pending", head - acked),
+                    }),
+                    Err(error) => Some(Stuck {
+                        sink: d.sink,
+                        error,
+                    }),
+                })
+                .collect();
+            if stuck.is_empty() || started.elapsed() >= limit {
+                return Ok(Flushed {
+                    flushed: stuck.is_empty(),
+                    head,
+                    stuck,
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+    }
+
+    /// Loads a run's events, refusing when its journal differs from what was signed (a view:
+    /// the refusal is the operation's error, nothing is appended).
+    pub(crate) fn checked_events(&self, run: &RunId) -> Result<Vec<warrant_store::StoredEvent>> {
+        let events = self
+            .inst
+            .store
+            .events(run)
+            .map_err(|e| HostError::failed(&e))?;
+        if events.is_empty() {
+            return Err(run_missing(run));
+        }
+        if !crate::controls::disabled("binding") {
+            warrant_kernel::journal::check(
+                self.inst.store.as_ref(),
+                &self.inst.public_keys,
+                run,
+                &events,
+            )
+            .map_err(|e| HostError::failed(&e))?
+            .map_err(|e| HostError::coded(&e, Class::Failed))?;
+        }
+        Ok(events)
+    }
+}
+
+/// Rotates the audit signing key of the installation at `at`; records signed by the old key
+/// still verify (its public key is kept among the retired ones).
+pub fn rotate_audit_key(at: &Where) -> Result<warrant_audit::Rotation> {
+    let paths = install::paths(at, false)?;
+    warrant_audit::AuditKey::rotate(&paths.keys()).map_err(|e| HostError::failed(&e))
+}
+
+/// The public keys an outside auditor needs to verify a copy of the trail.
+pub fn audit_public_keys(at: &Where) -> Result<warrant_audit::PublicKeys> {
+    let paths = install::paths(at, false)?;
+    warrant_audit::PublicKeys::load_dir(&paths.keys()).map_err(|e| HostError::failed(&e))
+}

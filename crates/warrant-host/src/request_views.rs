@@ -1,0 +1,304 @@
+//! What is asked of people, as views: the request index listed (all, open, or only what is
+//! asked of me, my teams or the administrators), and one request in full, read from its run
+//! after the run's journal has been checked against the signed chain.
+
+use serde::Serialize;
+use serde_json::Value;
+use warrant_core::{Clock as _, Principal, RequestId, RunId, SystemClock};
+use warrant_kernel::asks::is_asked_of;
+use warrant_kernel::{Approver, Ask, AskState, Reply, RequestAnswer, RequestKind, RunState};
+use warrant_store::{RequestRow, RequestStatus};
+
+use crate::records::Records;
+use crate::{Class, Host, HostError, Result};
+
+/// One row of `requests list`.
+#[derive(Debug, Serialize)]
+pub struct RequestItem {
+    pub id: RequestId,
+    pub run: RunId,
+    /// `approval`, `question`, `secret`, `resource`, `in_doubt`.
+    pub kind: String,
+    /// `open`, `expired` or `answered`.
+    pub status: &'static str,
+    pub created_at: String,
+    pub expires_at: Option<Value>,
+    pub title: Option<Value>,
+    pub requested_by: Option<Value>,
+    pub asked_of: Vec<String>,
+}
+
+impl RequestItem {
+    pub fn of(row: &RequestRow, now: i64) -> Self {
+        let s = &row.summary;
+        Self {
+            id: row.id.clone(),
+            run: row.run.clone(),
+            kind: kind_of_row(row),
+            status: status_of_row(row, now),
+            created_at: row.created_at.rfc3339(),
+            expires_at: s.get("expires_at").cloned(),
+            title: s.get("title").cloned(),
+            requested_by: s.get("requested_by").cloned(),
+            asked_of: asked_of_row(row),
+        }
+    }
+
+    fn text(v: &Option<Value>) -> &str {
+        v.as_ref().and_then(Value::as_str).unwrap_or("?")
+    }
+
+    pub fn title_text(&self) -> &str {
+        Self::text(&self.title)
+    }
+
+    pub fn requested_by_text(&self) -> &str {
+        Self::text(&self.requested_by)
+    }
+}
+
+/// Who a request is asked of, for listing: what the ring recorded for an agent's request;
+/// for an approval, the people it was put to, its team or the administrators (anyone who is
+/// not an agent when there was no identity directory).
+pub fn asked_of_row(row: &RequestRow) -> Vec<String> {
+    let s = &row.summary;
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|l| {
+                l.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    if let Some(list) = s.get("asked_of").filter(|v| v.is_array()) {
+        return strings(list);
+    }
+    let mut out: Vec<String> = s
+        .get("approvers")
+        .map(strings)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| format!("user:{p}"))
+        .collect();
+    if let Some(team) = s.get("team").and_then(Value::as_str) {
+        out.push(format!("team:{team}"));
+    }
+    if s.get("admins").and_then(Value::as_bool) == Some(true) {
+        out.push("admins".to_owned());
+    }
+    if out.is_empty() {
+        match s.get("asked_of") {
+            // Recorded under a directory-less installation: any person may answer.
+            Some(Value::String(_)) => out.push("anyone".to_owned()),
+            _ => {
+                if let Some(p) = s.get("requested_by").and_then(Value::as_str) {
+                    out.push(format!("user:{p}"));
+                }
+            }
+        }
+    }
+    out
+}
+
+pub fn kind_of_row(row: &RequestRow) -> String {
+    row.summary
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("approval")
+        .to_owned()
+}
+
+fn status_of_row(row: &RequestRow, now: i64) -> &'static str {
+    match row.status {
+        RequestStatus::Answered => "answered",
+        RequestStatus::Open => {
+            let expired = row
+                .summary
+                .get("expires_at")
+                .and_then(Value::as_str)
+                .and_then(warrant_core::Timestamp::parse)
+                .is_some_and(|t| t.millis() <= now);
+            if expired { "expired" } else { "open" }
+        }
+    }
+}
+
+pub(crate) fn request_missing(request: &RequestId) -> HostError {
+    HostError::usage(
+        "W-APPROVAL-001",
+        format!("request {request} does not exist"),
+    )
+    .with_hint(crate::Hint::ListRequests)
+}
+
+impl Records<'_> {
+    pub fn request_row(&self, request: &RequestId) -> Result<RequestRow> {
+        self.inst
+            .store
+            .request(request)
+            .map_err(|e| HostError::failed(&e))?
+            .ok_or_else(|| request_missing(request))
+    }
+
+    /// The requests (open ones, or every one with `all`), only those asked of `me` when given.
+    pub fn request_items(
+        &self,
+        all: bool,
+        me: Option<(&Principal, &warrant_kernel::ApprovalRules)>,
+    ) -> Result<Vec<RequestItem>> {
+        let now = SystemClock.now().millis();
+        Ok(self
+            .requests(all)?
+            .iter()
+            .map(|r| RequestItem::of(r, now))
+            .filter(|item| {
+                me.is_none_or(|(me, rules)| {
+                    is_asked_of(&item.asked_of, me, rules.directory.as_ref())
+                })
+            })
+            .collect())
+    }
+}
+
+/// The requests at `at` (open ones, or every one with `all`), only those asked of this
+/// process's person, their teams or (with the `admin` role) the administrators with `mine`;
+/// with the person's name.
+pub fn list(
+    at: &crate::Where,
+    notices: std::sync::Arc<dyn crate::Notices + Send>,
+    all: bool,
+    mine: bool,
+) -> Result<(String, Vec<RequestItem>)> {
+    let paths = crate::install::paths(at, false)?;
+    let layers = crate::install::read_layers(&paths)?;
+    let me = crate::install::identity(&layers)?.principal;
+    let settings = crate::install::settings(&layers)?;
+    let inst = crate::install::installation(&paths, &settings, notices)?;
+    let rules = crate::install::approval_rules(&paths, &layers)?;
+    let records = Records {
+        paths: &paths,
+        inst: &inst,
+    };
+    let items = records.request_items(all, mine.then_some((&me, &rules)))?;
+    Ok((me.actor, items))
+}
+
+/// One request in full, as `requests show` reads it.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum RequestView {
+    /// A question, secret or resource the agent raised.
+    Asked(AskView),
+    /// An approval of an action, or an in-doubt step to resolve.
+    Approval(ApprovalView),
+    /// A request the run no longer knows of: the index's summary as recorded.
+    Summary(Value),
+}
+
+#[derive(Debug, Serialize)]
+pub struct AskView {
+    pub id: RequestId,
+    pub kind: &'static str,
+    pub status: &'static str,
+    pub call: String,
+    pub ask: Ask,
+    pub title: String,
+    pub asked_of: Vec<String>,
+    pub expires_at: String,
+    pub reply: Option<ReplyView>,
+    pub expired: Option<String>,
+    pub run: RunId,
+    pub requested_by: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ReplyView {
+    pub reply: Reply,
+    pub by: Approver,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ApprovalView {
+    pub id: RequestId,
+    pub run: RunId,
+    pub kind: &'static str,
+    pub status: &'static str,
+    pub call: String,
+    pub risk: warrant_core::RiskClass,
+    pub title: String,
+    pub body: String,
+    pub digest: warrant_core::Digest,
+    pub requested_by: String,
+}
+
+impl AskView {
+    pub fn of(a: &AskState, state: &RunState) -> Self {
+        Self {
+            id: a.id.clone(),
+            kind: a.ask.kind().as_str(),
+            status: a.status(),
+            call: a.call_id.clone(),
+            ask: a.ask.clone(),
+            title: a.ask.title(),
+            asked_of: a.asked_of.clone(),
+            expires_at: a.expires_at.rfc3339(),
+            reply: a.reply.as_ref().map(|(r, by)| ReplyView {
+                reply: r.clone(),
+                by: by.clone(),
+            }),
+            expired: a.expired.map(|t| t.rfc3339()),
+            run: state.run.clone(),
+            requested_by: state.principal.actor.clone(),
+        }
+    }
+}
+
+/// A request with the run it belongs to, folded.
+#[derive(Debug)]
+pub struct Shown {
+    pub view: RequestView,
+    pub state: RunState,
+}
+
+impl RequestView {
+    /// A text field of the view (empty when it has none), for a front end's words.
+    pub fn field(&self, key: &str) -> String {
+        let v = serde_json::to_value(self).unwrap_or(Value::Null);
+        v.get(key).and_then(Value::as_str).unwrap_or("").to_owned()
+    }
+}
+
+impl Host {
+    /// One request in full, from its run.
+    pub fn show_request(&self, request: &RequestId) -> Result<Shown> {
+        let row = self.records().request_row(request)?;
+        let state = self.load_run(&row.run, Class::Failed)?;
+        let view = match (state.asks.get(request), state.requests.get(request)) {
+            (Some(a), _) => RequestView::Asked(AskView::of(a, &state)),
+            (None, Some(r)) => RequestView::Approval(ApprovalView {
+                id: r.id.clone(),
+                run: state.run.clone(),
+                kind: match r.kind {
+                    RequestKind::Approval => "approval",
+                    RequestKind::InDoubt => "in_doubt",
+                },
+                status: match (&r.answer, &r.resolution) {
+                    (Some(RequestAnswer::Granted { .. }), _) => "approved",
+                    (Some(RequestAnswer::Denied { .. }), _) => "denied",
+                    (None, Some(_)) => "resolved",
+                    (None, None) => "open",
+                },
+                call: r.call_id.clone(),
+                risk: r.risk,
+                title: r.presentation.title.clone(),
+                body: r.presentation.body.clone(),
+                digest: r.digest.clone(),
+                requested_by: state.principal.actor.clone(),
+            }),
+            (None, None) => RequestView::Summary(row.summary),
+        };
+        Ok(Shown { view, state })
+    }
+}

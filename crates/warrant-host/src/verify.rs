@@ -1,0 +1,219 @@
+//! `audit verify`: the store's chain, every run's journal against its signed records, and the
+//! sink's files against the checkpoint beside them; or one file alone, for an auditor who has
+//! only the file and the public keys.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde::Serialize;
+use warrant_audit::{
+    Checkpoint, CheckpointError, CheckpointRule, JournalReport, PublicKeys, VerifyReport,
+    checkpoint_path, verify_copy, verify_file, verify_sealed,
+};
+use warrant_core::{Coded as _, RunId};
+
+use crate::records::Records;
+use crate::{HostError, Result};
+
+/// Everything `audit verify` checked, and whether all of it holds.
+#[derive(Debug, Serialize)]
+pub struct Verified {
+    pub ok: bool,
+    pub checked: Vec<Source>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub journal: Option<JournalCheck>,
+}
+
+/// One source checked: the store, a sink's files, a file given.
+#[derive(Debug, Serialize)]
+pub struct Source {
+    pub source: String,
+    pub ok: bool,
+    pub report: VerifyReport,
+    /// The checkpoint beside the source and what it proved; absent when not checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<CheckpointCheck>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CheckpointCheck {
+    pub path: String,
+    pub ok: bool,
+    /// The signed checkpoint; `None` with `ok` when there is none to check.
+    pub checkpoint: Option<Checkpoint>,
+    pub code: Option<&'static str>,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct JournalCheck {
+    pub ok: bool,
+    pub report: JournalReport,
+}
+
+impl Source {
+    fn chain(source: String, report: VerifyReport) -> Self {
+        Self {
+            source,
+            ok: report.is_ok(),
+            report,
+            checkpoint: None,
+        }
+    }
+
+    fn copy(source: String, path: String, copy: warrant_audit::CopyReport) -> Self {
+        let checkpoint = CheckpointCheck::of(path, copy.checkpoint);
+        Self {
+            source,
+            ok: copy.chain.is_ok() && checkpoint.ok,
+            report: copy.chain,
+            checkpoint: Some(checkpoint),
+        }
+    }
+}
+
+impl CheckpointCheck {
+    fn of(path: String, outcome: std::result::Result<Option<Checkpoint>, CheckpointError>) -> Self {
+        match outcome {
+            Ok(checkpoint) => Self {
+                path,
+                ok: true,
+                checkpoint,
+                code: None,
+                message: None,
+            },
+            Err(e) => Self {
+                path,
+                ok: false,
+                checkpoint: None,
+                code: Some(e.code()),
+                message: Some(e.to_string()),
+            },
+        }
+    }
+}
+
+impl Verified {
+    fn of(checked: Vec<Source>, journal: Option<JournalReport>) -> Self {
+        let journal = journal.map(|report| JournalCheck {
+            ok: report.is_ok(),
+            report,
+        });
+        Self {
+            ok: checked.iter().all(|c| c.ok) && journal.as_ref().is_none_or(|j| j.ok),
+            checked,
+            journal,
+        }
+    }
+}
+
+fn usage(e: &(impl warrant_core::Coded + std::fmt::Display)) -> HostError {
+    HostError::bad_input(e)
+}
+
+/// One file with the public keys it was signed with: its chain, and the checkpoint beside it
+/// when there is one (a rotated file or a receiver's copy has none). No installation needed.
+pub fn verify_alone(file: &Path, pubkeys: &Path) -> Result<Verified> {
+    let keys = PublicKeys::load(pubkeys).map_err(|e| usage(&e))?;
+    let source = one_file(file, &keys, file.display().to_string())?;
+    Ok(Verified::of(vec![source], None))
+}
+
+fn one_file(file: &Path, keys: &PublicKeys, checkpoint_shown: String) -> Result<Source> {
+    let name = file.display().to_string();
+    if crate::controls::disabled("checkpoint") {
+        let report = verify_file(file, keys).map_err(|e| usage(&e))?;
+        return Ok(Source::chain(name, report));
+    }
+    let copy = verify_copy(
+        &[file.to_path_buf()],
+        false,
+        &checkpoint_path(file),
+        keys,
+        CheckpointRule::IfPresent,
+    )
+    .map_err(|e| usage(&e))?;
+    Ok(Source::copy(name, checkpoint_shown, copy))
+}
+
+impl Records<'_> {
+    /// Verifies the installation's trail (after delivering what is new), or only `file` when
+    /// given, with the installation's keys or `pubkeys`.
+    pub fn verify(&self, file: Option<&Path>, pubkeys: Option<&Path>) -> Result<Verified> {
+        crate::install::deliver(self.inst);
+        let keys = match pubkeys {
+            Some(p) => PublicKeys::load(p).map_err(|e| usage(&e))?,
+            None => self.inst.public_keys.clone(),
+        };
+        let shown = |p: &Path| {
+            p.strip_prefix(&self.paths.workspace)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| p.display().to_string())
+        };
+        if let Some(f) = file {
+            let source = one_file(f, &keys, shown(&checkpoint_path(f)))?;
+            return Ok(Verified::of(vec![source], None));
+        }
+        let records = self.all_records().map_err(|e| HostError::failed(&e))?;
+        let mut checked = vec![Source::chain(
+            "store".to_owned(),
+            verify_sealed(&records, &keys),
+        )];
+        let journal = if crate::controls::disabled("binding") {
+            None
+        } else {
+            Some(self.journal_report(&records, &keys)?)
+        };
+        // The sink's rotated files and its current one, as one chain, against the checkpoint
+        // the sink writes after every delivery.
+        let sink = &self.inst.sink;
+        let files = sink.files().map_err(|e| usage(&e))?;
+        let name = shown(sink.path());
+        checked.push(if sink.has_checkpoint() {
+            let at = sink.checkpoint_path();
+            let copy = verify_copy(&files, true, &at, &keys, CheckpointRule::Required)
+                .map_err(|e| usage(&e))?;
+            Source::copy(name, shown(&at), copy)
+        } else {
+            Source::chain(
+                name,
+                warrant_audit::verify_files(&files, &keys).map_err(|e| usage(&e))?,
+            )
+        });
+        Ok(Verified::of(checked, journal))
+    }
+
+    /// Every run's events against the records the chain holds for it: the runs the store lists
+    /// and every run a record names (so a run whose rows were deleted is still checked).
+    fn journal_report(
+        &self,
+        records: &[warrant_store::SealedRecord],
+        keys: &PublicKeys,
+    ) -> Result<JournalReport> {
+        let mut by_run = warrant_audit::records_by_run(records);
+        let mut runs: BTreeSet<String> = self
+            .runs()?
+            .into_iter()
+            .map(|r| r.run.to_string())
+            .collect();
+        runs.extend(by_run.keys().cloned());
+        let mut report = JournalReport::default();
+        for name in runs {
+            // A subject that is not a run id is a malformed record, which the chain report names.
+            let Some(run) = RunId::parse(&name) else {
+                continue;
+            };
+            let events = self
+                .inst
+                .store
+                .events(&run)
+                .map_err(|e| HostError::failed(&e))?;
+            let records = by_run.remove(&name).unwrap_or_default();
+            report.add(
+                &run,
+                warrant_audit::verify_run(&run, &events, &records, keys),
+            );
+        }
+        Ok(report)
+    }
+}
