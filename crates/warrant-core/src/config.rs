@@ -1280,4 +1280,207 @@ mod tests {
         assert_eq!(opted_out.profiles["wide"].sandbox, None);
         assert!(!opted_out.profiles["wide"].is_contained());
     }
+
+    /// Every part of `Settings` from three layers given out of order, asserted whole: a field
+    /// comes from the highest layer that sets it, a named entry (profile, menu, sink, price, a
+    /// profile's secrets) whole from the highest layer that has it, budgets are the tightest of
+    /// every layer, and every layer's scanner rules count, highest first.
+    #[test]
+    fn settings_merge_each_part_by_its_rule() {
+        let managed = layer(
+            LayerKind::Managed,
+            r#"
+[run]
+max_turns = 10
+[providers.openai]
+base_url = "https://managed.example/v1"
+[audit]
+on_full = "drop"
+[audit.sinks.siem]
+type = "http"
+url = "https://siem.example/in"
+[budgets.run]
+tokens = 1000
+[prices."openai:m"]
+input_per_million = 1.0
+output_per_million = 2.0
+[requests]
+question_ttl = "1h"
+[secret_env.build]
+TOKEN = "secret:managed"
+[secrets]
+rules = "/etc/warrant/gitleaks.toml"
+"#,
+        );
+        let user = layer(
+            LayerKind::User,
+            r#"
+[run]
+max_turns = 20
+menu = "small"
+[menus.small]
+tools = ["read_file"]
+[providers.openai]
+base_url = "https://user.example/v1"
+api_key_env = "USER_KEY"
+[providers.anthropic]
+max_tokens = 100
+[audit]
+jsonl_max_bytes = 5000
+[budgets.run]
+tokens = 5000
+cost_usd = 1.5
+[store]
+url = "postgres://user@db/warrant"
+"#,
+        );
+        let project = layer(
+            LayerKind::Project,
+            r#"
+[run]
+max_denials = 7
+max_tool_calls = 9
+[menus.small]
+tools = ["read_file", "write_file"]
+[menus.wide]
+tools = ["run_command"]
+[profiles.build]
+timeout_ms = 5
+unconfined = true
+[audit]
+jsonl_path = "mine.jsonl"
+on_full = "wait"
+[audit.sinks.siem]
+type = "http"
+url = "https://project.example/in"
+batch = 3
+[audit.sinks.local]
+type = "http"
+url = "http://127.0.0.1:9/in"
+[budgets.actor]
+cost_usd = 0.5
+[prices."openai:m"]
+input_per_million = 9.0
+output_per_million = 9.0
+[prices."openai:n"]
+input_per_million = 3.0
+output_per_million = 4.0
+[requests]
+question_ttl = "5m"
+secret_ttl = "10m"
+[secret_env.build]
+OTHER = "secret:project"
+[secret_env.test]
+TOKEN = "secret:test"
+[secrets]
+rules = ".gitleaks.toml"
+"#,
+        );
+        let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let sink = |url: &str, batch: Option<usize>| SinkConfig::Http {
+            url: url.to_owned(),
+            headers: BTreeMap::new(),
+            batch,
+            timeout_ms: None,
+        };
+        let price = |input_per_million, output_per_million| PriceConfig {
+            input_per_million,
+            output_per_million,
+        };
+        let menu = |tools: &[&str]| MenuConfig {
+            tools: tools.iter().map(|t| (*t).to_owned()).collect(),
+        };
+        assert_eq!(
+            merge_settings(&[project, managed, user]),
+            Settings {
+                max_denials: 7,
+                max_turns: 10,
+                max_tool_calls: Some(9),
+                menu: Some("small".to_owned()),
+                menus: BTreeMap::from([
+                    ("small".to_owned(), menu(&["read_file"])),
+                    ("wide".to_owned(), menu(&["run_command"])),
+                ]),
+                profiles: BTreeMap::from([
+                    (
+                        "build".to_owned(),
+                        ProfileConfig {
+                            timeout_ms: 5,
+                            unconfined: true,
+                            ..ProfileConfig::default()
+                        }
+                    ),
+                    (
+                        "default".to_owned(),
+                        ProfileConfig {
+                            sandbox: Some(SandboxConfig::default()),
+                            ..ProfileConfig::default()
+                        }
+                    ),
+                ]),
+                openai: OpenAiConfig {
+                    base_url: Some("https://managed.example/v1".to_owned()),
+                    api_key_env: Some("USER_KEY".to_owned()),
+                    ..OpenAiConfig::default()
+                },
+                anthropic: AnthropicConfig {
+                    max_tokens: Some(100),
+                    ..AnthropicConfig::default()
+                },
+                audit_jsonl_path: "mine.jsonl".to_owned(),
+                audit_jsonl_max_bytes: Some(5000),
+                audit_jsonl_max_age_ms: None,
+                audit_jsonl_fsync: JsonlFsync::Batch,
+                audit_fail_after_ms: 3_600_000,
+                audit_max_pending: 10_000,
+                audit_on_full: OnFull::Drop,
+                audit_sinks: BTreeMap::from([
+                    ("local".to_owned(), sink("http://127.0.0.1:9/in", None)),
+                    ("siem".to_owned(), sink("https://siem.example/in", None)),
+                ]),
+                store_url: Some("postgres://user@db/warrant".to_owned()),
+                budgets: BudgetsConfig {
+                    run: BudgetLimit {
+                        tokens: Some(1000),
+                        cost_usd: Some(1.5),
+                    },
+                    actor: BudgetLimit {
+                        tokens: None,
+                        cost_usd: Some(0.5),
+                    },
+                    tenant: BudgetLimit::default(),
+                },
+                prices: BTreeMap::from([
+                    ("openai:m".to_owned(), price(1.0, 2.0)),
+                    ("openai:n".to_owned(), price(3.0, 4.0)),
+                ]),
+                requests: RequestsConfig {
+                    question_ttl: Some("1h".to_owned()),
+                    secret_ttl: Some("10m".to_owned()),
+                    resource_ttl: None,
+                },
+                secret_env: BTreeMap::from([
+                    ("build".to_owned(), map(&[("TOKEN", "secret:managed")])),
+                    ("test".to_owned(), map(&[("TOKEN", "secret:test")])),
+                ]),
+                secrets_rules: vec![
+                    SecretRulesRef {
+                        kind: LayerKind::Managed,
+                        rules: "/etc/warrant/gitleaks.toml".to_owned(),
+                        layer_path: "/managed/config.toml".to_owned(),
+                    },
+                    SecretRulesRef {
+                        kind: LayerKind::Project,
+                        rules: ".gitleaks.toml".to_owned(),
+                        layer_path: "/project/config.toml".to_owned(),
+                    },
+                ],
+            }
+        );
+    }
 }
