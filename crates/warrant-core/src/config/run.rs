@@ -1,0 +1,103 @@
+//! What a run may do and consume: `[run]` limits and tool menu, `[menus]`, `[budgets]` and
+//! `[prices]` for model calls, `[requests]` expiry, and `[secrets]` scanner rules.
+
+use serde::{Deserialize, Serialize};
+
+use super::LayerKind;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// Denials in one run after which the run stops (default 3).
+    pub max_denials: Option<u32>,
+    /// Model turns after which the run stops (default 50).
+    pub max_turns: Option<u32>,
+    /// Tool calls after which the run stops (default 200).
+    pub max_tool_calls: Option<u32>,
+    /// The tool menu (a `[menus.NAME]`) the model is offered; default: every tool.
+    pub menu: Option<String>,
+}
+
+/// The tools a model may see and call (by model-facing name).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MenuConfig {
+    pub tools: Vec<String>,
+}
+
+/// Limits on what model calls may consume. Each scope is checked before every model call and
+/// during a streamed answer; the most restrictive wins. Actor and tenant totals are summed
+/// over all their runs in the store.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetsConfig {
+    #[serde(default)]
+    pub run: BudgetLimit,
+    #[serde(default)]
+    pub actor: BudgetLimit,
+    #[serde(default)]
+    pub tenant: BudgetLimit,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetLimit {
+    /// Input plus output tokens.
+    pub tokens: Option<u64>,
+    /// US dollars, priced with `[prices]`.
+    pub cost_usd: Option<f64>,
+}
+
+impl BudgetLimit {
+    /// The stricter of two limits, field by field.
+    pub fn tightest(self, other: Self) -> Self {
+        fn min<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(if b < a { b } else { a }),
+                (a, None) => a,
+                (None, b) => b,
+            }
+        }
+        Self {
+            tokens: min(self.tokens, other.tokens),
+            cost_usd: min(self.cost_usd, other.cost_usd),
+        }
+    }
+}
+
+/// US dollars per million tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriceConfig {
+    pub input_per_million: f64,
+    pub output_per_million: f64,
+}
+
+/// `[requests]`: how long a request raised by the agent waits for a person before it is
+/// answered as expired (durations such as `90s`, `30m`, `24h`; default 24 h for each kind).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestsConfig {
+    pub question_ttl: Option<String>,
+    pub secret_ttl: Option<String>,
+    pub resource_ttl: Option<String>,
+}
+
+/// `[secrets] rules = ".gitleaks.toml"`: a rules file in gitleaks' format. Relative paths are
+/// resolved by the CLI (the project layer: against the workspace root; the others: against
+/// the directory of their `config.toml`). Every layer's file counts; lower layers only add.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretsConfig {
+    pub rules: Option<String>,
+}
+
+/// One layer's `[secrets] rules`, with where it was set.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SecretRulesRef {
+    pub kind: LayerKind,
+    /// The path as written.
+    pub rules: String,
+    /// The `config.toml` that set it.
+    pub layer_path: String,
+}

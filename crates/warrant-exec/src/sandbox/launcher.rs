@@ -1,0 +1,382 @@
+//! The launcher: the separate process that applies a plan to itself, in the order of
+//! [`SandboxPlan::requested`], and then `exec`s the target. Under a view it hands over to the
+//! first process of the command's PID namespace, which applies the mechanisms after the view.
+
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Command;
+
+use rustix::process::{Resource, Rlimit};
+use warrant_core::config::{Enforcement, NetworkPolicy, ResourceLimits};
+
+use super::landlock::apply_landlock;
+use super::probe::{probe_egress, probe_socket};
+use super::seccomp::{AF_INET, AF_INET6, AF_UNIX, apply_seccomp};
+use super::{
+    FAILURE_PREFIX, Mechanism, NotApplied, PROBE_EGRESS, PROBE_SOCKET, PROXY_VARS, REPORT_PREFIX,
+    SANDBOX_FAILED_EXIT, SandboxPlan, SandboxReport, VIEW_INIT, mechanism_name,
+};
+use crate::error::ExecError;
+
+/// The program that applies a plan: `program prefix_args… <plan-json> -- <argv…>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Launcher {
+    pub program: PathBuf,
+    pub prefix_args: Vec<String>,
+}
+
+impl Launcher {
+    /// The running `warrant` binary with its hidden `__sandbox` subcommand.
+    pub fn current_exe() -> Result<Self, ExecError> {
+        let program = std::env::current_exe().map_err(|e| ExecError::SandboxFailed {
+            program: "warrant".to_owned(),
+            message: format!("cannot locate the warrant binary to launch the sandbox: {e}"),
+        })?;
+        Ok(Self {
+            program,
+            prefix_args: vec!["__sandbox".to_owned()],
+        })
+    }
+
+    /// The argv (after `program`) that runs `argv` under `plan`.
+    pub fn args(&self, plan: &SandboxPlan, argv: &[String]) -> Result<Vec<String>, ExecError> {
+        let json = serde_json::to_string(plan).map_err(|e| ExecError::SandboxFailed {
+            program: argv.first().cloned().unwrap_or_default(),
+            message: format!("cannot encode the sandbox plan: {e}"),
+        })?;
+        let mut out = self.prefix_args.clone();
+        out.push(json);
+        out.push("--".to_owned());
+        out.extend(argv.iter().cloned());
+        Ok(out)
+    }
+}
+
+/// The launcher: `args` is `<plan-json> -- <argv…>`. Applies the plan, reports on stderr, and
+/// `exec`s the target; returns (an exit status) only when it did not run the target.
+pub fn sandbox_main(args: &[String]) -> i32 {
+    match args.first().map(String::as_str) {
+        Some(VIEW_INIT) => return view_init_main(args.get(1..).unwrap_or_default()),
+        Some(PROBE_SOCKET) => return probe_socket(),
+        Some(PROBE_EGRESS) => return probe_egress(args.get(1..).unwrap_or_default()),
+        Some(crate::netns::FORWARD) => {
+            return crate::netns::forwarder_main(args.get(1..).unwrap_or_default());
+        }
+        Some(_) | None => {}
+    }
+    // What came before `args` on the command line (`__sandbox` for `warrant`): the forwarder is
+    // started the same way.
+    let full: Vec<String> = std::env::args().skip(1).collect();
+    let prefix = full
+        .get(..full.len().saturating_sub(args.len()))
+        .unwrap_or_default()
+        .to_vec();
+    let (plan_json, plan, argv) = match parse_args(args) {
+        Ok(parsed) => parsed,
+        Err(message) => return fail(&message),
+    };
+    let mut report = SandboxReport {
+        enforcement: plan.enforcement,
+        applied: Vec::new(),
+        not_applied: Vec::new(),
+        landlock_abi: 0,
+        tracked: false,
+    };
+    // Tracking, not a limit: a command with no process limit still joins a cgroup when it can,
+    // so nothing it starts outlives it. Not requested, so its absence refuses nothing.
+    if plan.limits.processes.is_none() && crate::cgroup::available() {
+        report.tracked = crate::cgroup::enter_unlimited().is_ok();
+    }
+    let mut env = Vec::new();
+    match apply(&plan, &prefix, &mut report, &mut env, Stage::Launcher) {
+        Ok(Next::Exec) => exec_target(&report, &argv, env),
+        Ok(Next::HandOver) => hand_over(&prefix, &report, plan_json, &argv),
+        Err(message) => fail(&message),
+    }
+}
+
+fn view_init_main(args: &[String]) -> i32 {
+    // Dies with the launcher that waits for it (a timeout's signal reaches the launcher first).
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    let Some((report_json, rest)) = args.split_first() else {
+        return fail("usage: __view-init <report-json> <plan-json> -- <argv…>");
+    };
+    let mut report: SandboxReport = match serde_json::from_str(report_json) {
+        Ok(r) => r,
+        Err(e) => return fail(&format!("unreadable sandbox report: {e}")),
+    };
+    let (_, plan, argv) = match parse_args(rest) {
+        Ok(parsed) => parsed,
+        Err(message) => return fail(&message),
+    };
+    let full: Vec<String> = std::env::args().skip(1).collect();
+    let prefix = full
+        .get(..full.len().saturating_sub(args.len() + 1))
+        .unwrap_or_default()
+        .to_vec();
+    let cwd = match std::env::current_dir() {
+        Ok(c) => c,
+        Err(e) => return fail(&format!("cannot read the working directory: {e}")),
+    };
+    if let Err(message) = crate::view::build(&plan, plan.home.as_deref(), &cwd) {
+        return fail(&format!(
+            "the command's view could not be built ({message})"
+        ));
+    }
+    let mut env = vec![("TMPDIR".to_owned(), "/tmp".to_owned())];
+    match apply(&plan, &prefix, &mut report, &mut env, Stage::Init) {
+        Ok(_) => {}
+        Err(message) => return fail(&message),
+    }
+    if let Err(message) = crate::view::drop_capabilities() {
+        return fail(&message);
+    }
+    exec_target(&report, &argv, env)
+}
+
+/// Start this program again as the PID namespace's first process, wait for it and leave as
+/// it did (the same exit status, or the same signal).
+fn hand_over(prefix: &[String], report: &SandboxReport, plan_json: &str, argv: &[String]) -> i32 {
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return fail(&format!("cannot locate the launcher: {e}")),
+    };
+    let report_json = match serde_json::to_string(report) {
+        Ok(j) => j,
+        Err(e) => return fail(&format!("cannot encode the report: {e}")),
+    };
+    let status = Command::new(exe)
+        .args(prefix)
+        .arg(VIEW_INIT)
+        .arg(report_json)
+        .arg(plan_json)
+        .arg("--")
+        .args(argv)
+        .status();
+    match status {
+        Err(e) => fail(&format!("cannot start the command's first process: {e}")),
+        Ok(status) => {
+            use std::os::unix::process::ExitStatusExt;
+            if let Some(code) = status.code() {
+                return code;
+            }
+            let signal = status
+                .signal()
+                .unwrap_or(rustix::process::Signal::KILL.as_raw());
+            if let Some(sig) = rustix::process::Signal::from_named_raw(signal) {
+                let _ = rustix::process::kill_process(rustix::process::getpid(), sig);
+            }
+            128 + signal
+        }
+    }
+}
+
+fn exec_target(report: &SandboxReport, argv: &[String], env: Vec<(String, String)>) -> i32 {
+    let Some((program, rest)) = argv.split_first() else {
+        return fail("no command given after `--`");
+    };
+    let line = match serde_json::to_string(report) {
+        Ok(line) => line,
+        Err(e) => return fail(&format!("cannot encode the report: {e}")),
+    };
+    let mut err = std::io::stderr();
+    if writeln!(err, "{REPORT_PREFIX} {line}")
+        .and_then(|()| err.flush())
+        .is_err()
+    {
+        return fail("cannot write the report to stderr");
+    }
+    let e = Command::new(program).args(rest).envs(env).exec();
+    // After the report: the target's own "could not start" is not a sandbox failure.
+    let _ = writeln!(
+        std::io::stderr(),
+        "{FAILURE_PREFIX} cannot run `{program}`: {e}"
+    );
+    127
+}
+
+fn fail(message: &str) -> i32 {
+    let _ = writeln!(
+        std::io::stderr(),
+        "{FAILURE_PREFIX} {message}; the command was not run"
+    );
+    SANDBOX_FAILED_EXIT
+}
+
+fn parse_args(args: &[String]) -> Result<(&str, SandboxPlan, Vec<String>), String> {
+    let (plan_json, rest) = args
+        .split_first()
+        .ok_or_else(|| "usage: <plan-json> -- <argv…>".to_owned())?;
+    let argv = match rest.split_first() {
+        Some((sep, argv)) if sep == "--" && !argv.is_empty() => argv.to_vec(),
+        Some(_) | None => return Err("usage: <plan-json> -- <argv…>".to_owned()),
+    };
+    let plan: SandboxPlan =
+        serde_json::from_str(plan_json).map_err(|e| format!("unreadable sandbox plan: {e}"))?;
+    Ok((plan_json, plan, argv))
+}
+
+/// Which process applies a mechanism: the launcher itself, or (under a view) the first
+/// process of the command's PID namespace, which applies everything after the view.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Launcher,
+    Init,
+}
+
+/// What the launcher does once its part is applied.
+enum Next {
+    Exec,
+    HandOver,
+}
+
+/// Apply the mechanisms of `plan` that belong to `stage` to this process, in order, recording
+/// them in `report`; `env` gets the variables to add to the command's environment.
+fn apply(
+    plan: &SandboxPlan,
+    prefix: &[String],
+    report: &mut SandboxReport,
+    env: &mut Vec<(String, String)>,
+    stage: Stage,
+) -> Result<Next, String> {
+    let mut in_view = stage == Stage::Init;
+    for mechanism in plan.requested() {
+        let launcher_part = matches!(
+            mechanism,
+            Mechanism::Session | Mechanism::ProcessLimit | Mechanism::View
+        );
+        match (stage, launcher_part) {
+            (Stage::Launcher, false) if in_view => return Ok(Next::HandOver),
+            (Stage::Init, true) => continue,
+            _ => {}
+        }
+        let result = if plan.simulate_unavailable == Some(mechanism) {
+            Err("unavailable on this kernel (simulated by the plan)".to_owned())
+        } else {
+            match mechanism {
+                Mechanism::Session => rustix::process::setsid()
+                    .map(|_| ())
+                    .map_err(|e| format!("setsid failed: {e}")),
+                Mechanism::ProcessLimit => apply_process_limit(&plan.limits),
+                Mechanism::View => crate::view::enter(),
+                Mechanism::Rlimits => apply_rlimits(&plan.limits),
+                Mechanism::NetworkNamespace => crate::netns::enter(),
+                Mechanism::EgressProxy => start_egress(plan, prefix, &report.applied).map(|port| {
+                    let url = format!("http://127.0.0.1:{port}");
+                    for name in PROXY_VARS {
+                        env.push(((*name).to_owned(), url.clone()));
+                    }
+                }),
+                Mechanism::NoNewPrivs => rustix::thread::set_no_new_privs(true)
+                    .map_err(|e| format!("PR_SET_NO_NEW_PRIVS failed: {e}")),
+                Mechanism::Landlock => apply_landlock(plan, &mut report.landlock_abi, in_view),
+                Mechanism::Seccomp => apply_seccomp(match plan.network {
+                    NetworkPolicy::Host => None,
+                    NetworkPolicy::Allow(_)
+                        if report.applied.contains(&Mechanism::NetworkNamespace) =>
+                    {
+                        Some(&[AF_UNIX, AF_INET, AF_INET6])
+                    }
+                    NetworkPolicy::Allow(_) | NetworkPolicy::None => Some(&[AF_UNIX]),
+                }),
+            }
+        };
+        match result {
+            Ok(()) => {
+                report.applied.push(mechanism);
+                if mechanism == Mechanism::View {
+                    in_view = true;
+                }
+            }
+            Err(reason) => match plan.enforcement {
+                Enforcement::Required => {
+                    return Err(format!(
+                        "{} could not be applied ({reason}) and the profile requires it",
+                        mechanism_name(mechanism)
+                    ));
+                }
+                Enforcement::BestEffort => {
+                    report.not_applied.push(NotApplied { mechanism, reason })
+                }
+            },
+        }
+    }
+    // A view with nothing after it (never the case today: Landlock and seccomp follow).
+    Ok(if stage == Stage::Launcher && in_view {
+        Next::HandOver
+    } else {
+        Next::Exec
+    })
+}
+
+fn start_egress(
+    plan: &SandboxPlan,
+    prefix: &[String],
+    applied: &[Mechanism],
+) -> Result<u16, String> {
+    if !applied.contains(&Mechanism::NetworkNamespace) {
+        return Err(
+            "the egress proxy needs the network namespace, which is not in force".to_owned(),
+        );
+    }
+    let socket = plan
+        .egress_socket
+        .as_ref()
+        .ok_or_else(|| "the plan names no egress proxy socket".to_owned())?;
+    crate::netns::start_forwarder(prefix, socket)
+}
+
+fn apply_process_limit(limits: &ResourceLimits) -> Result<(), String> {
+    let Some(max) = limits.processes else {
+        return Ok(());
+    };
+    let cgroup = if crate::cgroup::available() {
+        crate::cgroup::enter(max)
+    } else {
+        Err("no cgroup pids controller".to_owned())
+    };
+    match cgroup {
+        Ok(()) => Ok(()),
+        Err(e) if rustix::process::getuid().is_root() => Err(format!(
+            "{e}, and the kernel does not enforce RLIMIT_NPROC for root"
+        )),
+        Err(_) => rustix::process::setrlimit(
+            Resource::Nproc,
+            Rlimit {
+                current: Some(max),
+                maximum: Some(max),
+            },
+        )
+        .map_err(|e| format!("setrlimit processes = {max} failed: {e}")),
+    }
+}
+
+fn apply_rlimits(limits: &ResourceLimits) -> Result<(), String> {
+    let ResourceLimits {
+        processes: _,
+        memory_bytes,
+        cpu_seconds,
+        file_size_bytes,
+        open_files,
+    } = limits;
+    let set = [
+        (Resource::As, *memory_bytes, "memory_bytes"),
+        (Resource::Cpu, *cpu_seconds, "cpu_seconds"),
+        (Resource::Fsize, *file_size_bytes, "file_size_bytes"),
+        (Resource::Nofile, *open_files, "open_files"),
+    ];
+    for (resource, value, name) in set {
+        if let Some(v) = value {
+            rustix::process::setrlimit(
+                resource,
+                Rlimit {
+                    current: Some(v),
+                    maximum: Some(v),
+                },
+            )
+            .map_err(|e| format!("setrlimit {name} = {v} failed: {e}"))?;
+        }
+    }
+    Ok(())
+}
