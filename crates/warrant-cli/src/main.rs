@@ -387,7 +387,7 @@ impl From<warrant_host::HostError> for Failure {
 fn hint_words(hint: &warrant_core::Hint) -> String {
     use warrant_core::Hint;
     match hint {
-        Hint::Init => "; run `warrant init` in the workspace first".to_owned(),
+        Hint::Init => "; run `warrant init --yes` in the workspace first".to_owned(),
         Hint::AuditStatus => "; `warrant audit status` shows what is delivered".to_owned(),
         Hint::ListRuns => "; `warrant runs list` shows the runs there are".to_owned(),
         Hint::ListApprovals => "; `warrant approvals list` shows open requests".to_owned(),

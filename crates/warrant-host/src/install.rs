@@ -91,21 +91,17 @@ pub fn paths(at: &crate::Where, for_init: bool) -> Result<Paths, HostError> {
             .ok_or_else(|| {
                 HostError::usage(
                     "W-CLI-002",
-                    format!(
-                        "no .warrant/ in {} or any parent; run `warrant init --yes` in the workspace first",
-                        start.display()
-                    ),
+                    format!("no .warrant/ in {} or any parent", start.display()),
                 )
+                .with_hint(crate::Hint::Init)
             })?
     };
     if !for_init && !workspace.join(DOT).is_dir() {
         return Err(HostError::usage(
             "W-CLI-002",
-            format!(
-                "{} has no .warrant/; run `warrant init --yes` there first",
-                workspace.display()
-            ),
-        ));
+            format!("{} has no .warrant/", workspace.display()),
+        )
+        .with_hint(crate::Hint::Init));
     }
     let managed = at
         .managed_dir

@@ -6,7 +6,9 @@ use serde::Serialize;
 use serde_json::Value;
 use warrant_core::{Clock as _, Principal, RequestId, RunId, SystemClock};
 use warrant_kernel::asks::is_asked_of;
-use warrant_kernel::{Approver, Ask, AskState, Reply, RequestAnswer, RequestKind, RunState};
+use warrant_kernel::{
+    Approver, Ask, AskState, Reply, RequestAnswer, RequestKind, RequestSummary, RunState,
+};
 use warrant_store::{RequestRow, RequestStatus};
 
 use crate::records::Records;
@@ -17,112 +19,66 @@ use crate::{Class, Host, HostError, Result};
 pub struct RequestItem {
     pub id: RequestId,
     pub run: RunId,
-    /// `approval`, `question`, `secret`, `resource`, `in_doubt`.
+    /// `approval`, `question`, `secret`, `resource`, `in_doubt` (`unreadable` for a summary no
+    /// version of the ring wrote).
     pub kind: String,
     /// `open`, `expired` or `answered`.
     pub status: &'static str,
     pub created_at: String,
-    pub expires_at: Option<Value>,
-    pub title: Option<Value>,
-    pub requested_by: Option<Value>,
+    pub expires_at: Option<String>,
+    pub title: Option<String>,
+    pub requested_by: Option<String>,
     pub asked_of: Vec<String>,
 }
 
 impl RequestItem {
     pub fn of(row: &RequestRow, now: i64) -> Self {
-        let s = &row.summary;
+        let summary = RequestSummary::from_value(&row.summary);
+        let expires_at = summary
+            .as_ref()
+            .and_then(|s| s.expires_at().map(str::to_owned));
+        let status = match row.status {
+            RequestStatus::Answered => "answered",
+            RequestStatus::Open => {
+                let expired = expires_at
+                    .as_deref()
+                    .and_then(warrant_core::Timestamp::parse)
+                    .is_some_and(|t| t.millis() <= now);
+                if expired { "expired" } else { "open" }
+            }
+        };
         Self {
             id: row.id.clone(),
             run: row.run.clone(),
-            kind: kind_of_row(row),
-            status: status_of_row(row, now),
+            kind: summary
+                .as_ref()
+                .map_or("unreadable", RequestSummary::kind)
+                .to_owned(),
+            status,
             created_at: row.created_at.rfc3339(),
-            expires_at: s.get("expires_at").cloned(),
-            title: s.get("title").cloned(),
-            requested_by: s.get("requested_by").cloned(),
-            asked_of: asked_of_row(row),
+            expires_at,
+            title: summary.as_ref().map(|s| s.title().to_owned()),
+            requested_by: summary.as_ref().map(|s| s.requested_by().to_owned()),
+            asked_of: summary
+                .as_ref()
+                .map(RequestSummary::asked_of)
+                .unwrap_or_default(),
         }
-    }
-
-    fn text(v: &Option<Value>) -> &str {
-        v.as_ref().and_then(Value::as_str).unwrap_or("?")
     }
 
     pub fn title_text(&self) -> &str {
-        Self::text(&self.title)
+        self.title.as_deref().unwrap_or("?")
     }
 
     pub fn requested_by_text(&self) -> &str {
-        Self::text(&self.requested_by)
+        self.requested_by.as_deref().unwrap_or("?")
     }
 }
 
-/// Who a request is asked of, for listing: what the ring recorded for an agent's request;
-/// for an approval, the people it was put to, its team or the administrators (anyone who is
-/// not an agent when there was no identity directory).
-pub fn asked_of_row(row: &RequestRow) -> Vec<String> {
-    let s = &row.summary;
-    let strings = |v: &Value| -> Vec<String> {
-        v.as_array()
-            .map(|l| {
-                l.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    if let Some(list) = s.get("asked_of").filter(|v| v.is_array()) {
-        return strings(list);
-    }
-    let mut out: Vec<String> = s
-        .get("approvers")
-        .map(strings)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|p| format!("user:{p}"))
-        .collect();
-    if let Some(team) = s.get("team").and_then(Value::as_str) {
-        out.push(format!("team:{team}"));
-    }
-    if s.get("admins").and_then(Value::as_bool) == Some(true) {
-        out.push("admins".to_owned());
-    }
-    if out.is_empty() {
-        match s.get("asked_of") {
-            // Recorded under a directory-less installation: any person may answer.
-            Some(Value::String(_)) => out.push("anyone".to_owned()),
-            _ => {
-                if let Some(p) = s.get("requested_by").and_then(Value::as_str) {
-                    out.push(format!("user:{p}"));
-                }
-            }
-        }
-    }
-    out
-}
-
+/// A request's kind as the index recorded it.
 pub fn kind_of_row(row: &RequestRow) -> String {
-    row.summary
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or("approval")
-        .to_owned()
-}
-
-fn status_of_row(row: &RequestRow, now: i64) -> &'static str {
-    match row.status {
-        RequestStatus::Answered => "answered",
-        RequestStatus::Open => {
-            let expired = row
-                .summary
-                .get("expires_at")
-                .and_then(Value::as_str)
-                .and_then(warrant_core::Timestamp::parse)
-                .is_some_and(|t| t.millis() <= now);
-            if expired { "expired" } else { "open" }
-        }
-    }
+    RequestSummary::from_value(&row.summary)
+        .map_or_else(|| "unreadable".to_owned(), |s| s.kind().to_owned())
 }
 
 pub(crate) fn request_missing(request: &RequestId) -> HostError {

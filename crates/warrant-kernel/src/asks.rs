@@ -452,17 +452,18 @@ impl Ring<'_> {
             )
             .unwrap_or(now);
             let asked_of = asked_of_with(&self.rules(), &state.principal, ask.kind());
-            let summary = json!({
-                "kind": ask.kind().as_str(),
-                "run": state.run,
-                "call": call_id,
-                "tool": call.record.tool,
-                "title": ask.title(),
-                "ask": ask,
-                "requested_by": state.principal.actor,
-                "asked_of": asked_of,
-                "expires_at": expires_at.rfc3339(),
-            });
+            let summary = crate::RequestSummary::Asked(crate::AskedSummary {
+                kind: ask.kind().as_str().to_owned(),
+                run: state.run.clone(),
+                call: call_id.to_owned(),
+                tool: call.record.tool.clone(),
+                title: ask.title(),
+                ask: ask.clone(),
+                requested_by: state.principal.actor.clone(),
+                asked_of: asked_of.clone(),
+                expires_at: expires_at.rfc3339(),
+            })
+            .to_value();
             self.append(
                 state,
                 vec![

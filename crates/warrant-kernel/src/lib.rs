@@ -12,6 +12,7 @@ pub mod model_gate;
 pub mod pdp;
 pub mod ring;
 pub mod state;
+pub mod summary;
 pub mod tool;
 
 pub use asks::{Ask, AskError, AskKind, AskState, Reply, RequestTtls, ResourceKind, SecretSource};
@@ -29,6 +30,7 @@ pub use ring::{
     Prompter, Ring, Silent,
 };
 pub use state::{CallResult, CallState, RequestAnswer, RequestKind, RequestState, RunState};
+pub use summary::{ApprovalSummary, AskedSummary, InDoubtSummary, RequestSummary};
 pub use tool::{
     EffectResult, PENDING_JUDGEMENT, ReadFilter, Refusal, StopCheck, Tool, ToolEnv, ToolRegistry,
 };
