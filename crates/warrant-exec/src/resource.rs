@@ -28,13 +28,31 @@ pub fn check_endpoint(url: &str, timeout: Duration) -> Result<String, String> {
         .build();
     let agent = ureq::Agent::new_with_config(config);
     let started = Instant::now();
+    // What is said of it (and journaled) never carries the URL's credentials.
+    let shown = without_userinfo(url);
     match agent.get(url).call() {
         Ok(resp) => Ok(format!(
-            "GET {url} answered HTTP {} in {} ms",
+            "GET {shown} answered HTTP {} in {} ms",
             resp.status().as_u16(),
             started.elapsed().as_millis()
         )),
-        Err(e) => Err(format!("GET {url} failed: {e}")),
+        Err(e) => Err(format!(
+            "GET {shown} failed: {}",
+            e.to_string().replace(url, &shown)
+        )),
+    }
+}
+
+/// `http://user:secret@host/p` → `http://host/p`.
+fn without_userinfo(url: &str) -> String {
+    let Some(scheme) = url.find("://") else {
+        return url.to_owned();
+    };
+    let rest = &url[scheme + 3..];
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{}{}", &url[..scheme + 3], &rest[at + 1..]),
+        None => url.to_owned(),
     }
 }
 
@@ -146,6 +164,21 @@ mod tests {
         ] {
             assert!(initialize_result(&argv(), "srv", line).is_err(), "{line}");
         }
+    }
+
+    #[test]
+    fn a_urls_credentials_are_never_said() {
+        assert_eq!(
+            without_userinfo("http://ops:hunter2-long@127.0.0.1:9/api?q=a@b"),
+            "http://127.0.0.1:9/api?q=a@b"
+        );
+        assert_eq!(without_userinfo("https://host/x"), "https://host/x");
+        let e = check_endpoint(
+            "http://ops:hunter2-long@127.0.0.1:9/",
+            Duration::from_millis(200),
+        )
+        .unwrap_err();
+        assert!(!e.contains("hunter2"), "{e}");
     }
 
     #[test]

@@ -73,11 +73,21 @@ pub fn tools(settings: &Settings) -> Result<BuiltinTools, HostError> {
     )
     .map_err(|e| HostError::bad_input(&e))?;
     let tools = tools.with_menu(menu);
+    Ok(match redactor(settings)? {
+        Some(redactor) => tools.with_redactor(Arc::new(redactor)),
+        None => tools,
+    })
+}
+
+/// The redactor for everything written from outside the tools (a person's replies): the
+/// configured scanner and the known secret values. `None` only for a debug build's negative
+/// control (`WARRANT_TEST_DISABLE=redact`).
+pub fn redactor(settings: &Settings) -> Result<Option<Redactor>, HostError> {
     if disabled("redact") {
-        return Ok(tools);
+        return Ok(None);
     }
-    let scanner = crate::controls::configured_scanner(settings)?;
-    Ok(tools.with_redactor(Arc::new(Redactor::new(scanner, known_secrets(settings)))))
+    let scanner = configured_scanner(settings)?;
+    Ok(Some(Redactor::new(scanner, known_secrets(settings))))
 }
 
 /// Where a layer's `[secrets] rules` points: absolute as written; relative, against the

@@ -42,8 +42,14 @@ impl Host {
         })
     }
 
-    /// Records `reply` to `request` as this process's person, then delivers the trail.
+    /// Records `reply` to `request` as this process's person, then delivers the trail. The
+    /// reply's text passes the redactor first: a secret pasted into an answer, a decline or a
+    /// resource check reaches neither the journal, the audit trail nor the model.
     pub fn reply(&self, state: &mut RunState, request: &RequestId, reply: Reply) -> Result<()> {
+        let reply = match crate::controls::redactor(&self.settings)? {
+            Some(redactor) => redacted(&redactor, reply),
+            None => reply,
+        };
         self.with_ring(&warrant_kernel::Silent, |ring| {
             let result = ring.reply(state, request, &self.identity.principal, "cli", reply);
             self.deliver();
@@ -234,6 +240,24 @@ impl Host {
             )
         })?;
         self.replied(&mut state, request, Reply::Connected { check })
+    }
+}
+
+/// `reply` with its free text redacted (an option's text is the agent's own, redacted too).
+fn redacted(redactor: &warrant_secrets::Redactor, reply: Reply) -> Reply {
+    let clean = |text: String| redactor.redact(&text).0;
+    match reply {
+        Reply::Answered { option, text } => Reply::Answered {
+            option,
+            text: clean(text),
+        },
+        Reply::Declined { reason } => Reply::Declined {
+            reason: clean(reason),
+        },
+        Reply::Connected { check } => Reply::Connected {
+            check: clean(check),
+        },
+        Reply::SecretProvided { handle } => Reply::SecretProvided { handle },
     }
 }
 

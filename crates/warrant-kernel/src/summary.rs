@@ -156,7 +156,7 @@ impl RequestSummary {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(clippy::unwrap_used, clippy::panic)]
     use serde_json::json;
 
     use super::*;
@@ -182,14 +182,21 @@ mod tests {
             "kind": "in_doubt", "run": RUN, "call": "c3", "tool": null,
             "title": "did it happen?", "requested_by": "alice",
         });
-        for (v, kind) in [(&approval, "approval"), (&asked, "question"), (&in_doubt, "in_doubt")] {
+        for (v, kind) in [
+            (&approval, "approval"),
+            (&asked, "question"),
+            (&in_doubt, "in_doubt"),
+        ] {
             let s = RequestSummary::from_value(v).unwrap_or_else(|| panic!("{v}"));
             assert_eq!(s.kind(), kind);
             assert_eq!(&s.to_value(), v, "{kind} writes out as it was stored");
         }
         let s = RequestSummary::from_value(&approval).unwrap();
         assert_eq!(s.asked_of(), ["anyone"]);
-        assert_eq!(RequestSummary::from_value(&in_doubt).unwrap().asked_of(), ["user:alice"]);
+        assert_eq!(
+            RequestSummary::from_value(&in_doubt).unwrap().asked_of(),
+            ["user:alice"]
+        );
     }
 
     #[test]
@@ -199,7 +206,11 @@ mod tests {
             "digest": format!("sha256:{}", "1".repeat(64)), "requested_by": "bob",
         });
         let s = RequestSummary::from_value(&old).unwrap();
-        assert_eq!(s.asked_of(), ["user:bob"], "the run's person, as listed before");
+        assert_eq!(
+            s.asked_of(),
+            ["user:bob"],
+            "the run's person, as listed before"
+        );
         assert!(RequestSummary::from_value(&json!({"kind": "question"})).is_none());
     }
 }

@@ -1062,3 +1062,91 @@ fn a_reply_requeues_the_run_for_a_worker_on_postgres() {
         json!({"reply": "answered", "option": 1, "text": "main"})
     );
 }
+
+/// Issue 12 part 4: what a person types into a reply (an answer, a resource's URL with its
+/// credentials) is redacted before the journal, the audit trail, the model or any output
+/// holds it; the negative control turns the redactor off and finds the answer in the store.
+#[test]
+fn secrets_typed_into_replies_are_redacted_everywhere_they_are_written_control_unredacted() {
+    const TOKEN: &str = "ghp_8f3KqL0vX2mB9nR4tY7wZ1cD6hJ5sP3aE2gU";
+    const PASSWORD: &str = "pw-Hq7Zx2Lm9Vr4";
+    let attempt = |redact: bool| -> (Vec<String>, Vec<String>, usize) {
+        let mut sb = Sandbox::init();
+        if !redact {
+            sb.extra_env
+                .push(("WARRANT_TEST_DISABLE".into(), "redact".into()));
+        }
+        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+        let port = server.server_addr().to_ip().unwrap().port();
+        let serving = thread::spawn(move || {
+            if let Ok(Some(req)) = server.recv_timeout(std::time::Duration::from_secs(30)) {
+                let _ = req.respond(tiny_http::Response::from_string("ok"));
+            }
+        });
+        let model = sb.transcript(
+            "version: 1\nturns:\n  - calls:\n      - tool: ask_question\n        args: { question: \"Which token?\" }\n  - calls:\n      - tool: request_resource\n        args: { kind: endpoint, name: api, url: \"http://127.0.0.1:9/\" }\n  - say: done\n",
+        );
+        let mut outputs: Vec<Vec<u8>> = Vec::new();
+        let mut keep = |o: &std::process::Output| {
+            outputs.push(o.stdout.clone());
+            outputs.push(o.stderr.clone());
+        };
+        let out = sb.run(&["run", "--model", &model, "go"]);
+        keep(&out);
+        let (run, _) = sb.last_run();
+        let question = parked_request(&out);
+        let answered = sb.run(&[
+            "requests",
+            "answer",
+            &question,
+            "--text",
+            &format!("use {TOKEN}"),
+        ]);
+        keep(&answered);
+        assert_eq!(answered.status.code(), Some(0), "{}", stderr(&answered));
+        let resumed = sb.run(&["resume", &run]);
+        keep(&resumed);
+        let resource = parked_request(&resumed);
+        let url = format!("http://ops:{PASSWORD}@127.0.0.1:{port}/");
+        let connected = sb.run(&["requests", "connect", &resource, "--url", &url]);
+        keep(&connected);
+        assert_eq!(connected.status.code(), Some(0), "{}", stderr(&connected));
+        serving.join().unwrap();
+        let done = sb.run(&["resume", &run]);
+        keep(&done);
+        assert_eq!(done.status.code(), Some(0), "{}", stderr(&done));
+        for args in [
+            vec!["runs", "show", run.as_str(), "--json"],
+            vec!["requests", "list", "--all", "--json"],
+            vec!["requests", "show", question.as_str(), "--json"],
+            vec!["requests", "show", resource.as_str(), "--json"],
+            vec!["audit", "tail", "-n", "200", "--json"],
+        ] {
+            keep(&sb.run(&args));
+        }
+        let token = files_holding(sb.dir.path(), TOKEN.as_bytes());
+        let password = files_holding(sb.dir.path(), PASSWORD.as_bytes());
+        let leaked = outputs
+            .iter()
+            .filter(|o| contains(o, TOKEN.as_bytes()) || contains(o, PASSWORD.as_bytes()))
+            .count();
+        (token, password, leaked)
+    };
+    let (token, password, leaked) = attempt(true);
+    assert_eq!(
+        token,
+        Vec::<String>::new(),
+        "the answer's token is written nowhere"
+    );
+    assert_eq!(
+        password,
+        Vec::<String>::new(),
+        "the URL's password is written nowhere"
+    );
+    assert_eq!(leaked, 0, "and printed nowhere");
+    let (token, _, _) = attempt(false);
+    assert!(
+        token.iter().any(|p| p.contains("store.db")),
+        "without the redactor the answer is stored as typed: {token:?}"
+    );
+}
