@@ -1,6 +1,10 @@
 //! The cost of governance, each figure against its bare baseline in the same run:
 //! `governed_exec` drives one `run_command ["/bin/true"]` call through `Ring::process_call`
-//! (policy, four journaled and sealed appends, the spawn) against `Command::status()`;
+//! (policy, two journaled transactions of sealed records, the contained spawn) against
+//! `Command::status()`/`output()` and against a bare spawn plus the two fsyncs durability
+//! needs (one before the effect, one after: the same bytes written to a plain file). Commands
+//! are confined by default, so a person approves `/bin/true` for the session once per run,
+//! untimed; the timed calls run under that grant, as in a session that approved it;
 //! `journal_append` appends one small event through `Ring::append` (one SQLite transaction,
 //! `synchronous=FULL`, with its sealed and signed audit record) against `write_all` +
 //! `sync_data` of the same bytes to a plain file. The store lives under `TMPDIR`, so the
@@ -28,8 +32,8 @@ use warrant_core::config::{LayerKind, ProfileConfig};
 use warrant_core::{CanonicalPath, IdSource, Principal, PrincipalKind, RandomIds, SystemClock};
 use warrant_kernel::pdp::Pdp;
 use warrant_kernel::{
-    CallRecord, CallResult, CallStep, NewRunSpec, NoPrompter, Ring, RunEvent, RunSettings,
-    RunState, Silent, ToolEnv, ToolRegistry,
+    Answer, CallRecord, CallResult, CallStep, NewRunSpec, NoPrompter, PromptView, Prompter, Ring,
+    RunEvent, RunSettings, RunState, Scope, Silent, ToolEnv, ToolRegistry,
 };
 use warrant_policy::{PolicyEngine, PolicySource, default_pack};
 use warrant_store::{AuditOutbox, EventStore, SqliteStore};
@@ -137,6 +141,34 @@ fn propose_true(ring: &Ring<'_>, state: &mut RunState, n: u64) -> String {
     id
 }
 
+/// The person at the run's terminal, approving what they are asked for the session.
+struct ApprovesForSession(Principal);
+
+impl Prompter for ApprovesForSession {
+    fn ask(&mut self, _view: &PromptView<'_>) -> Option<(Answer, Principal)> {
+        Some((Answer::Approve(Scope::Session), self.0.clone()))
+    }
+}
+
+/// A fresh run in which `/bin/true` was asked once and approved for the session (untimed
+/// set-up of the timed calls).
+fn approved_run(ring: &Ring<'_>, fx: &Fixture, n: &mut u64) -> RunState {
+    let mut state = ring.start(fx.spec.clone()).unwrap();
+    let id = propose_true(ring, &mut state, *n);
+    *n += 1;
+    let mut person = ApprovesForSession(fx.spec.principal.clone());
+    let step = ring
+        .process_call(&mut state, &id, &fx.tools, &fx.env, &mut person)
+        .unwrap();
+    assert_eq!(step, CallStep::Done);
+    assert!(
+        !state.session_grants.is_empty(),
+        "no session grant: {:?}",
+        state.call(&id)
+    );
+    state
+}
+
 fn governed_exec(c: &mut Criterion) {
     let fx = Fixture::new();
     let pdp = Pdp(&fx.engine);
@@ -151,31 +183,39 @@ fn governed_exec(c: &mut Criterion) {
         fence: Default::default(),
         keys: &fx.keys,
     };
-    let mut state = ring.start(fx.spec.clone()).unwrap();
+    let mut n = 0u64;
+    let mut state = approved_run(&ring, &fx, &mut n);
 
-    // Check the path measured is the one meant: allowed by policy, spawned, exit 0.
-    let id = propose_true(&ring, &mut state, 0);
+    // Check the path measured is the one meant: under the session grant, no one asked,
+    // spawned, exit 0, its events in the journal.
+    let from = state.next_seq;
+    let id = propose_true(&ring, &mut state, n);
+    n += 1;
     let step = ring
         .process_call(&mut state, &id, &fx.tools, &fx.env, &mut NoPrompter)
         .unwrap();
     assert_eq!(step, CallStep::Done);
-    let kinds: Vec<String> = fx
+    let events: Vec<_> = fx
         .store
         .events(&state.run)
         .unwrap()
         .into_iter()
-        .map(|e| e.kind)
+        .filter(|e| e.seq > from)
         .collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(
         kinds,
         [
-            "run_started",
-            "model_responded",
             "action_proposed",
             "policy_decided",
             "effect_started",
             "effect_completed"
         ]
+    );
+    assert!(
+        events[2].payload["session_grant"].is_string(),
+        "{}",
+        events[2].payload
     );
     match &state.call(&id).unwrap().result {
         Some(CallResult::Completed { ok: true, result }) => {
@@ -183,6 +223,27 @@ fn governed_exec(c: &mut Criterion) {
         }
         other => panic!("/bin/true did not complete: {other:?}"),
     }
+    // The baseline makes the same bytes durable in the same two steps: the events up to the
+    // start with their audit lines, then the completion with its line.
+    let head = fx.store.audit_head().unwrap();
+    let lines = fx.store.audit_records(head.seq - 4, 4).unwrap();
+    assert_eq!(lines.len(), 4);
+    let bytes = |range: std::ops::Range<usize>| {
+        let mut out = Vec::new();
+        for i in range {
+            out.extend_from_slice(events[i].payload.to_string().as_bytes());
+            out.push(b'\n');
+            out.extend_from_slice(lines[i].line.as_bytes());
+            out.push(b'\n');
+        }
+        out
+    };
+    let (before, after) = (bytes(0..3), bytes(3..4));
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(fx.dir.path().join("baseline.log"))
+        .unwrap();
 
     let mut group = c.benchmark_group("governed_exec");
     group
@@ -203,14 +264,28 @@ fn governed_exec(c: &mut Criterion) {
             )
         })
     });
-    let mut n = 1u64;
+    // What durability alone costs around a spawn: a durable write before and after it.
+    group.bench_function("bare_spawn_two_fsyncs", |b| {
+        b.iter(|| {
+            file.write_all(&before).unwrap();
+            file.sync_data().unwrap();
+            let out = Command::new("/bin/true")
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            file.write_all(&after).unwrap();
+            file.sync_data().unwrap();
+            black_box(out)
+        })
+    });
     group.bench_function("ring_process_call", |b| {
         b.iter_custom(|iters| {
             let mut timed = Duration::ZERO;
             for _ in 0..iters {
-                // Untimed: a fresh run now and then, and the model turn that proposes the call.
+                // Untimed: a fresh (approved) run now and then, and the model turn that
+                // proposes the call.
                 if state.calls.len() >= CALLS_PER_RUN {
-                    state = ring.start(fx.spec.clone()).unwrap();
+                    state = approved_run(&ring, &fx, &mut n);
                 }
                 let id = propose_true(&ring, &mut state, n);
                 n += 1;

@@ -26,7 +26,7 @@ use crate::events::{
     Approver, Binding, CallRecord, DeniedBy, EVENT_VERSION, ModelRequest, Outcome, ReasonRecord,
     Resolution, RunEvent, RunLimit, RunSettings, Scope, Verdict, Via,
 };
-use crate::state::{RequestAnswer, RequestKind, RequestState, RunState};
+use crate::state::{CallState, RequestAnswer, RequestKind, RequestState, RunState};
 use crate::tool::{EffectResult, PENDING_JUDGEMENT, ToolEnv, ToolRegistry};
 
 /// What the policy decision point says about one action.
@@ -292,7 +292,8 @@ impl Ring<'_> {
     }
 
     /// Appends events atomically (with their audit records) and advances `state`. Not public:
-    /// every event a front end causes has its own typed method.
+    /// every event a front end causes has its own typed method. Steps of a call staged before
+    /// (see [`Ring::stage`]) are committed first, in the same transaction: one durable point.
     pub(crate) fn append(
         &self,
         state: &mut RunState,
@@ -300,34 +301,117 @@ impl Ring<'_> {
         status: Option<RunStatus>,
         requests: Vec<RequestUpdate>,
     ) -> Result<(), KernelError> {
-        self.observer.before_append(&events);
-        let mut drafts = Vec::with_capacity(events.len());
-        for (i, event) in events.iter().enumerate() {
-            let seq = state.next_seq + i as u64;
-            drafts.push(EventDraft {
-                kind: event.kind().to_owned(),
-                version: EVENT_VERSION,
-                payload: event.payload()?,
-                audit: audit_facts(&state.principal, &state.run, seq, event, Some(state)),
-            });
-        }
-        let stored = self.store.append(
-            Append {
-                run: state.run.clone(),
-                expected_seq: state.next_seq,
-                events: drafts,
-                status,
-                requests,
-                fence: self.fence.get(),
-            },
-            self.sealer,
-        )?;
-        for (s, event) in stored.iter().zip(events) {
+        let staged = std::mem::take(&mut state.staged);
+        let held = staged.events.len();
+        let (mut batch, mut drafts): (Vec<RunEvent>, Vec<EventDraft>) =
+            staged.events.into_iter().unzip();
+        let expected_seq = staged
+            .undo
+            .as_ref()
+            .map_or(state.next_seq, |(_, _, first)| *first);
+        let committed = self.draft_all(state, &events).and_then(|fresh| {
+            drafts.extend(fresh);
+            batch.extend(events);
+            self.observer.before_append(&batch);
+            Ok(self.store.append(
+                Append {
+                    run: state.run.clone(),
+                    expected_seq,
+                    events: drafts,
+                    status,
+                    requests,
+                    fence: self.fence.get(),
+                },
+                self.sealer,
+            )?)
+        });
+        let stored = match committed {
+            Ok(stored) => stored,
+            Err(e) => {
+                // Nothing was written: the state goes back to what the journal holds.
+                put_back(state, staged.undo);
+                return Err(e);
+            }
+        };
+        for (i, (s, event)) in stored.iter().zip(batch).enumerate() {
             self.observer.committed(s, &event);
-            state.apply(s.seq, event)?;
+            if i >= held {
+                state.apply(s.seq, event)?;
+            }
             state.next_seq = s.seq + 1;
         }
         Ok(())
+    }
+
+    /// The drafts of `events`, numbered from `state.next_seq`.
+    fn draft_all(
+        &self,
+        state: &RunState,
+        events: &[RunEvent],
+    ) -> Result<Vec<EventDraft>, KernelError> {
+        events
+            .iter()
+            .enumerate()
+            .map(|(i, event)| {
+                let seq = state.next_seq + i as u64;
+                Ok(EventDraft {
+                    kind: event.kind().to_owned(),
+                    version: EVENT_VERSION,
+                    payload: event.payload()?,
+                    audit: audit_facts(&state.principal, &state.run, seq, event, Some(state)),
+                })
+            })
+            .collect()
+    }
+
+    /// Applies a step of call `call_id` (its proposal or its policy decisions) to `state`
+    /// without committing it: the next append commits it in the same transaction, together
+    /// with the event that acts on it. Durability needs a point before an effect starts, not
+    /// one per step; a crash before that point loses the staged steps, and a resume decides
+    /// them again, since nothing was acted on.
+    fn stage(
+        &self,
+        state: &mut RunState,
+        call_id: &str,
+        events: Vec<RunEvent>,
+    ) -> Result<(), KernelError> {
+        if state.staged.undo.is_none() {
+            let index = state
+                .calls
+                .iter()
+                .position(|c| c.record.id == call_id)
+                .ok_or_else(|| KernelError::Inconsistent {
+                    run: state.run.to_string(),
+                    message: format!("no call {call_id} to stage"),
+                })?;
+            state.staged.undo = Some((index, state.calls[index].clone(), state.next_seq));
+        }
+        for event in events {
+            let staged_kind = matches!(
+                &event,
+                RunEvent::ActionProposed { call_id: c, .. } | RunEvent::PolicyDecided { call_id: c, .. }
+                    if c == call_id
+            );
+            if !staged_kind {
+                return Err(KernelError::Inconsistent {
+                    run: state.run.to_string(),
+                    message: format!("{} of another call cannot be staged", event.kind()),
+                });
+            }
+            let seq = state.next_seq;
+            for draft in self.draft_all(state, std::slice::from_ref(&event))? {
+                state.staged.events.push((event.clone(), draft));
+            }
+            state.apply(seq, event)?;
+            state.next_seq = seq + 1;
+        }
+        Ok(())
+    }
+
+    /// Drops what is staged and puts the state back to what the journal holds.
+    fn unstage(&self, state: &mut RunState) {
+        let staged = std::mem::take(&mut state.staged);
+        put_back(state, staged.undo);
     }
 
     /// Journals a model's answer, with the guarded request it answers (`None` only where no
@@ -774,6 +858,33 @@ impl Ring<'_> {
         env: &ToolEnv,
         prompter: &mut dyn Prompter,
     ) -> Result<CallStep, KernelError> {
+        match self.call_steps(state, call_id, tools, env, prompter) {
+            Ok(step) => {
+                if !state.staged.is_empty() {
+                    // Every path ends in an append today; this keeps a new one from losing
+                    // what it decided.
+                    self.append(state, vec![], None, vec![])?;
+                }
+                Ok(step)
+            }
+            Err(e) => {
+                self.unstage(state);
+                Err(e)
+            }
+        }
+    }
+
+    /// The steps of one call, up to its result or a park. A call's proposal and decisions
+    /// are staged and committed with what acts on them, so an effect costs two transactions:
+    /// one before it starts, one after it ends.
+    fn call_steps(
+        &self,
+        state: &mut RunState,
+        call_id: &str,
+        tools: &dyn ToolRegistry,
+        env: &ToolEnv,
+        prompter: &mut dyn Prompter,
+    ) -> Result<CallStep, KernelError> {
         // An effect that ran may leave part of what it did to a person (a changeset): then the
         // call goes on to that judgement instead of being done.
         macro_rules! ran {
@@ -874,16 +985,15 @@ impl Ring<'_> {
                         Ok(actions) => {
                             let digest = digest_of(&actions)
                                 .map_err(|e| KernelError::Encode(e.to_string()))?;
-                            self.append(
+                            self.stage(
                                 state,
+                                call_id,
                                 vec![RunEvent::ActionProposed {
                                     call_id: call_id.to_owned(),
                                     tool: name.clone(),
                                     actions,
                                     digest,
                                 }],
-                                None,
-                                vec![],
                             )?;
                             None
                         }
@@ -926,7 +1036,7 @@ impl Ring<'_> {
                         }
                     })
                     .collect();
-                self.append(state, events, None, vec![])?;
+                self.stage(state, call_id, events)?;
                 continue;
             }
             // An effect that already started went through the gate then; what remains is to
@@ -1545,6 +1655,14 @@ impl Ring<'_> {
 }
 
 /// What a request listing shows of an approval request.
+/// Undoes staged steps: their call as it was before them, and the sequence number they took.
+fn put_back(state: &mut RunState, undo: Option<(usize, CallState, u64)>) {
+    if let Some((index, call, first)) = undo {
+        state.calls[index] = call;
+        state.next_seq = first;
+    }
+}
+
 fn request_summary(
     state: &RunState,
     call_id: &str,

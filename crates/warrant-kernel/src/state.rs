@@ -8,7 +8,7 @@ use serde_json::Value;
 use warrant_core::{
     Action, CanonicalPath, Digest, Principal, RequestId, RiskClass, RunId, Timestamp, Verb,
 };
-use warrant_store::StoredEvent;
+use warrant_store::{EventDraft, StoredEvent};
 
 use crate::asks::AskState;
 use crate::authority::{AskedOf, RejectReason, session_pattern};
@@ -145,6 +145,27 @@ pub struct RunState {
     /// What this run's model calls have consumed, from `model_responded` and
     /// `budget_exceeded` usage.
     pub usage: crate::model_gate::ModelUsage,
+    /// Steps of a call the ring decided and applied here but has not committed yet: they go
+    /// to the store with its next append, in the same transaction. Empty whenever the ring
+    /// hands the state back.
+    pub(crate) staged: Staged,
+}
+
+/// A call's proposal and policy decisions, applied to the state and waiting to be committed
+/// with the event that acts on them (its effect's start, its denial, its approval request).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Staged {
+    /// Each event with the draft (payload and audit facts) it is appended as.
+    pub events: Vec<(RunEvent, EventDraft)>,
+    /// What the staged events changed, to put back if their commit fails: the index of their
+    /// call with its state before them, and the sequence number the first one took.
+    pub undo: Option<(usize, CallState, u64)>,
+}
+
+impl Staged {
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
 }
 
 impl RunState {
@@ -254,6 +275,7 @@ impl RunState {
                 ended: None,
                 asks: BTreeMap::new(),
                 usage: Default::default(),
+                staged: Staged::default(),
             },
             other @ (RunEvent::ModelResponded { .. }
             | RunEvent::PolicyChanged { .. }

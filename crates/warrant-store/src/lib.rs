@@ -1,11 +1,12 @@
 //! The event store: append-only run logs, the run and request indexes derived from them, and
 //! the audit outbox, committed together in one transaction per append. SQLite is the embedded
-//! default; the trait is what a shared PostgreSQL store implements later.
+//! default, PostgreSQL the shared store; both are one algorithm (`sql`) over a small dialect.
 //!
 //! The store knows run events only as `(kind, version, payload)`; it never interprets them.
 
 mod error;
 mod postgres;
+mod sql;
 mod sqlite;
 
 use std::path::Path;
@@ -17,8 +18,9 @@ use serde_json::Value;
 use warrant_core::{Clock, RequestId, RunId, Timestamp};
 
 pub use crate::error::StoreError;
-pub use crate::postgres::PostgresStore;
-pub use crate::sqlite::{SCHEMA_VERSION, SqliteStore};
+pub use crate::postgres::{Postgres, PostgresStore};
+pub use crate::sql::Store;
+pub use crate::sqlite::{SCHEMA_VERSION, Sqlite, SqliteStore};
 
 /// Opens the store at `location`: a `postgres://` or `postgresql://` URL is the shared
 /// PostgreSQL store (its schema created on first use), anything else the path of an existing

@@ -1,24 +1,22 @@
 //! The shared store: one PostgreSQL database that several machines work from. Every append is
 //! one transaction that first takes an installation-wide advisory lock, so the audit chain is
 //! sealed in commit order across writers; workers lease runs with `FOR UPDATE SKIP LOCKED`.
-//! Synchronous on purpose (the `postgres` crate), over plain TCP: TLS is not wired yet.
+//! Synchronous on purpose (the `postgres` crate), over plain TCP: TLS is not wired yet. The
+//! algorithm is the shared one of [`crate::sql`]; this file holds what is PostgreSQL's own:
+//! connecting, its schema steps, locks, prepared statements and how its errors read.
 
+use std::collections::HashMap;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use postgres::error::SqlState;
-use postgres::{Client, Config, NoTls, Row, Transaction};
-use serde_json::Value;
-use warrant_core::{Clock, RequestId, RunId, Timestamp};
+use postgres::types::{ToSql, Type};
+use postgres::{Client, Config, NoTls, Statement};
+use warrant_core::Clock;
 
-use crate::{
-    Append, AuditIndex, AuditOutbox, AuditQuery, CancelRequest, ChainHead, EventDraft, EventStore,
-    FenceRejection, Lease, NewRun, RequestRow, RequestStatus, RequestUpdate, RunRow, RunStatus,
-    SCHEMA_VERSION, SealedRecord, Sealer, SinkState, StoreError, StoredEvent,
-};
-
-const GENESIS: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+use crate::sql::{Dialect, Row, Store, TxKind, Val, numbered_dollars};
+use crate::{SCHEMA_VERSION, StoreError};
 
 /// Advisory lock keys (arbitrary, fixed): one serializes appends (the audit chain), one
 /// serializes schema migrations of concurrently starting processes.
@@ -135,27 +133,46 @@ CREATE INDEX audit_by_at ON audit(at);
 /// Each step takes the schema from version `i` to `i + 1`.
 const MIGRATIONS: [&str; 3] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
 
-const RUN_COLUMNS: &str = "run_id, created_at, updated_at, actor, task, status, events";
-const REQUEST_COLUMNS: &str = "request_id, run_id, status, created_at, summary";
+/// Prepared statements kept per connection before the cache starts over (audit queries are
+/// built from their filters, so their texts vary).
+const STATEMENT_CACHE: usize = 128;
 
-pub struct PostgresStore {
+/// The shared PostgreSQL store: the shared algorithm over one connection.
+pub type PostgresStore = Store<Postgres>;
+
+/// PostgreSQL's side of the store: where the server is, and how statements and errors are
+/// spelled.
+#[derive(Debug)]
+pub struct Postgres {
     /// The URL as given, password included: only ever used to reconnect, never shown.
     config: Config,
     /// The URL without its password, for messages.
     shown: String,
-    client: Mutex<Client>,
-    clock: Arc<dyn Clock>,
 }
 
-impl std::fmt::Debug for PostgresStore {
+/// A connection and the statements prepared on it.
+pub struct PgConn {
+    client: Client,
+    statements: HashMap<String, Statement>,
+}
+
+impl std::fmt::Debug for PgConn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PostgresStore")
-            .field("url", &self.shown)
+        f.debug_struct("PgConn")
+            .field("statements", &self.statements.len())
             .finish()
     }
 }
 
-impl PostgresStore {
+impl std::fmt::Debug for Store<Postgres> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("url", &self.dialect.shown)
+            .finish()
+    }
+}
+
+impl Store<Postgres> {
     /// Connects (retrying with backoff while the server cannot be reached), creates the schema
     /// in a fresh database, migrates an older one forward and refuses a newer one.
     pub fn connect(url: &str, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
@@ -168,24 +185,24 @@ impl PostgresStore {
             // A blackholed host would otherwise hang each attempt for the OS's TCP timeout.
             config.connect_timeout(Duration::from_secs(5));
         }
-        let client = connect_with_backoff(&config, &shown)?;
-        let store = Self {
-            config,
-            shown,
-            client: Mutex::new(client),
-            clock,
+        let mut client = connect_with_backoff(&config, &shown)?;
+        let dialect = Postgres { config, shown };
+        dialect.migrate(&mut client)?;
+        let conn = PgConn {
+            client,
+            statements: HashMap::new(),
         };
-        store.migrate()?;
-        Ok(store)
+        Ok(Self::new(dialect, conn, clock))
     }
 
     /// The store's URL, without its password.
     pub fn url(&self) -> &str {
-        &self.shown
+        &self.dialect.shown
     }
+}
 
-    fn migrate(&self) -> Result<(), StoreError> {
-        let mut client = self.lock()?;
+impl Postgres {
+    fn migrate(&self, client: &mut Client) -> Result<(), StoreError> {
         let mut tx = client.transaction().map_err(|e| self.err(&e))?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
             .map_err(|e| self.err(&e))?;
@@ -250,17 +267,6 @@ impl PostgresStore {
         tx.commit().map_err(|e| self.err(&e))
     }
 
-    /// The connection, reconnected first if the server closed it (a restart, a failover).
-    fn lock(&self) -> Result<MutexGuard<'_, Client>, StoreError> {
-        // A poisoned lock only means another thread panicked mid-call; the server rolled back
-        // its transaction when the `Transaction` was dropped.
-        let mut client = self.client.lock().unwrap_or_else(|p| p.into_inner());
-        if client.is_closed() {
-            *client = connect_with_backoff(&self.config, &self.shown)?;
-        }
-        Ok(client)
-    }
-
     fn err(&self, e: &postgres::Error) -> StoreError {
         StoreError::Query(format!("{} (store {})", describe(e), self.shown))
     }
@@ -272,225 +278,118 @@ impl PostgresStore {
         }
     }
 
-    fn bad_row(&self, what: String) -> StoreError {
-        StoreError::Query(format!("{what} (store {})", self.shown))
-    }
-
-    /// Takes the lease of `run` inside `tx`: refused while another holder's lease is live.
-    fn take_lease(
-        &self,
-        tx: &mut Transaction<'_>,
-        run: &RunId,
-        holder: &str,
-        ttl: Duration,
-        now: Timestamp,
-    ) -> Result<Lease, StoreError> {
-        let row = tx
-            .query_opt(
-                "SELECT status, lease_holder, lease_token, lease_expires FROM runs WHERE run_id = $1 FOR UPDATE",
-                &[&run.as_str()],
-            )
-            .map_err(|e| self.err(&e))?
-            .ok_or_else(|| StoreError::UnknownRun(run.to_string()))?;
-        let status: String = row.try_get(0).map_err(|e| self.err(&e))?;
-        let current_holder: Option<String> = row.try_get(1).map_err(|e| self.err(&e))?;
-        let expires: Option<i64> = row.try_get(3).map_err(|e| self.err(&e))?;
-        let status = RunStatus::parse(&status).unwrap_or(RunStatus::Failed);
-        if status.is_final() {
-            return Err(StoreError::Final {
-                run: run.to_string(),
-                status: status.as_str().to_owned(),
-            });
+    /// The statement for `sql` (written with `?N` placeholders), prepared once per connection.
+    fn statement(&self, conn: &mut PgConn, sql: &str) -> Result<Statement, StoreError> {
+        if let Some(statement) = conn.statements.get(sql) {
+            return Ok(statement.clone());
         }
-        if let (Some(other), Some(until)) = (current_holder, expires)
-            && until > now.millis()
-        {
-            return Err(StoreError::Leased {
-                run: run.to_string(),
-                holder: other,
-                until: Timestamp::from_millis(until)
-                    .map(|t| t.rfc3339())
-                    .unwrap_or_default(),
-            });
+        let statement = conn
+            .client
+            .prepare(&numbered_dollars(sql))
+            .map_err(|e| self.err(&e))?;
+        if conn.statements.len() >= STATEMENT_CACHE {
+            conn.statements.clear();
         }
-        // Tokens come from one sequence for the whole store, so a token of one run never
-        // passes for another run's.
-        let token: i64 = tx
-            .query_one("SELECT nextval('lease_tokens')", &[])
-            .and_then(|r| r.try_get(0))
-            .map_err(|e| self.err(&e))?;
-        let expires = now.millis() + ttl_millis(ttl);
-        tx.execute(
-            "UPDATE runs SET lease_holder = $2, lease_token = $3, lease_expires = $4, status = CASE status WHEN 'queued' THEN 'running' ELSE status END WHERE run_id = $1",
-            &[&run.as_str(), &holder, &token, &expires],
-        )
-        .map_err(|e| self.err(&e))?;
-        Ok(Lease {
-            run: run.clone(),
-            holder: holder.to_owned(),
-            token: token as u64,
-            expires_at: Timestamp::from_millis(expires).unwrap_or(now),
-        })
-    }
-
-    /// Inserts the events and their audit records. The caller holds `CHAIN_LOCK`, so the head
-    /// read here is the head this transaction commits after.
-    fn insert_events(
-        &self,
-        tx: &mut Transaction<'_>,
-        run: &RunId,
-        first_seq: u64,
-        events: Vec<EventDraft>,
-        sealer: &dyn Sealer,
-        now: Timestamp,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
-        let mut stored = Vec::with_capacity(events.len());
-        let mut head = self.head(tx)?;
-        let insert_event = tx
-            .prepare(
-                "INSERT INTO events (run_id, seq, kind, version, recorded_at, payload) VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .map_err(|e| self.err(&e))?;
-        let insert_record = tx
-            .prepare("INSERT INTO audit (seq, record_id, hash, line, at, run_id, actor, on_behalf_of, event, verb, resource, decision) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)")
-            .map_err(|e| self.err(&e))?;
-        for (i, draft) in events.into_iter().enumerate() {
-            let event = StoredEvent {
-                run: run.clone(),
-                seq: first_seq + i as u64,
-                kind: draft.kind,
-                version: draft.version,
-                recorded_at: now,
-                payload: draft.payload,
-            };
-            tx.execute(
-                &insert_event,
-                &[
-                    &run.as_str(),
-                    &(event.seq as i64),
-                    &event.kind,
-                    &i64::from(event.version),
-                    &now.millis(),
-                    &event.payload.to_string(),
-                ],
-            )
-            .map_err(|e| self.err(&e))?;
-            let record = sealer
-                .seal(&head, &event, &draft.audit)
-                .map_err(StoreError::Seal)?;
-            if record.seq != head.seq + 1 {
-                return Err(StoreError::Seal(format!(
-                    "sealer returned seq {} after head {}",
-                    record.seq, head.seq
-                )));
-            }
-            let ix = AuditIndex::of(&record.line);
-            tx.execute(
-                &insert_record,
-                &[
-                    &(record.seq as i64),
-                    &record.id,
-                    &record.hash,
-                    &record.line,
-                    &ix.at,
-                    &ix.run,
-                    &ix.actor,
-                    &ix.on_behalf_of,
-                    &ix.event,
-                    &ix.verb,
-                    &ix.resource,
-                    &ix.decision,
-                ],
-            )
-            .map_err(|e| self.err(&e))?;
-            head = ChainHead {
-                seq: record.seq,
-                hash: record.hash,
-            };
-            stored.push(event);
-        }
-        Ok(stored)
-    }
-
-    fn head<C: postgres::GenericClient>(&self, client: &mut C) -> Result<ChainHead, StoreError> {
-        let row = client
-            .query_opt("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1", &[])
-            .map_err(|e| self.err(&e))?;
-        match row {
-            None => Ok(ChainHead {
-                seq: 0,
-                hash: GENESIS.to_owned(),
-            }),
-            Some(r) => Ok(ChainHead {
-                seq: r.try_get::<_, i64>(0).map_err(|e| self.err(&e))? as u64,
-                hash: r.try_get(1).map_err(|e| self.err(&e))?,
-            }),
-        }
-    }
-
-    fn row_to_event(&self, r: &Row) -> Result<StoredEvent, StoreError> {
-        let e = |e: postgres::Error| self.err(&e);
-        let version: i64 = r.try_get(3).map_err(e)?;
-        Ok(StoredEvent {
-            run: self.run_id(&r.try_get::<_, String>(0).map_err(e)?)?,
-            seq: r.try_get::<_, i64>(1).map_err(e)? as u64,
-            kind: r.try_get(2).map_err(e)?,
-            version: u32::try_from(version)
-                .map_err(|_| self.bad_row(format!("event version {version} out of range")))?,
-            recorded_at: self.ts(r.try_get(4).map_err(e)?)?,
-            payload: self.json(&r.try_get::<_, String>(5).map_err(e)?)?,
-        })
-    }
-
-    fn row_to_run(&self, r: &Row) -> Result<RunRow, StoreError> {
-        let e = |e: postgres::Error| self.err(&e);
-        let status: String = r.try_get(5).map_err(e)?;
-        Ok(RunRow {
-            run: self.run_id(&r.try_get::<_, String>(0).map_err(e)?)?,
-            created_at: self.ts(r.try_get(1).map_err(e)?)?,
-            updated_at: self.ts(r.try_get(2).map_err(e)?)?,
-            actor: r.try_get(3).map_err(e)?,
-            task: r.try_get(4).map_err(e)?,
-            status: RunStatus::parse(&status)
-                .ok_or_else(|| self.bad_row(format!("unknown status {status:?}")))?,
-            events: r.try_get::<_, i64>(6).map_err(e)? as u64,
-        })
-    }
-
-    fn row_to_request(&self, r: &Row) -> Result<RequestRow, StoreError> {
-        let e = |e: postgres::Error| self.err(&e);
-        let id: String = r.try_get(0).map_err(e)?;
-        let status: String = r.try_get(2).map_err(e)?;
-        Ok(RequestRow {
-            id: RequestId::parse(&id)
-                .ok_or_else(|| self.bad_row(format!("malformed request id {id:?}")))?,
-            run: self.run_id(&r.try_get::<_, String>(1).map_err(e)?)?,
-            status: match status.as_str() {
-                "open" => RequestStatus::Open,
-                "answered" => RequestStatus::Answered,
-                other => return Err(self.bad_row(format!("unknown request status {other:?}"))),
-            },
-            created_at: self.ts(r.try_get(3).map_err(e)?)?,
-            summary: self.json(&r.try_get::<_, String>(4).map_err(e)?)?,
-        })
-    }
-
-    fn ts(&self, ms: i64) -> Result<Timestamp, StoreError> {
-        Timestamp::from_millis(ms)
-            .ok_or_else(|| self.bad_row(format!("timestamp {ms} out of range")))
-    }
-
-    fn run_id(&self, s: &str) -> Result<RunId, StoreError> {
-        RunId::parse(s).ok_or_else(|| self.bad_row(format!("malformed run id {s:?}")))
-    }
-
-    fn json(&self, s: &str) -> Result<Value, StoreError> {
-        serde_json::from_str(s).map_err(|e| self.bad_row(format!("malformed JSON: {e}")))
+        conn.statements.insert(sql.to_owned(), statement.clone());
+        Ok(statement)
     }
 }
 
-fn ttl_millis(ttl: Duration) -> i64 {
-    i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 2)
+/// The parameters as the driver takes them: a NULL keeps its type.
+fn params(params: &[Val]) -> Vec<&(dyn ToSql + Sync)> {
+    params
+        .iter()
+        .map(|v| match v {
+            Val::Int(v) => v as &(dyn ToSql + Sync),
+            Val::Text(v) => v as &(dyn ToSql + Sync),
+        })
+        .collect()
+}
+
+fn read_row(row: &postgres::Row) -> Result<Row, postgres::Error> {
+    let mut out = Vec::with_capacity(row.len());
+    for (i, column) in row.columns().iter().enumerate() {
+        let ty = column.type_();
+        out.push(if *ty == Type::INT8 {
+            Val::Int(row.try_get::<_, Option<i64>>(i)?)
+        } else if *ty == Type::INT4 {
+            Val::Int(row.try_get::<_, Option<i32>>(i)?.map(i64::from))
+        } else if *ty == Type::INT2 {
+            Val::Int(row.try_get::<_, Option<i16>>(i)?.map(i64::from))
+        } else if *ty == Type::BOOL {
+            Val::Int(row.try_get::<_, Option<bool>>(i)?.map(i64::from))
+        } else {
+            // Text columns; any other type fails here with the driver's own words.
+            Val::Text(row.try_get::<_, Option<String>>(i)?)
+        });
+    }
+    Ok(Row(out))
+}
+
+impl Dialect for Postgres {
+    type Conn = PgConn;
+
+    const FOR_UPDATE: &'static str = " FOR UPDATE";
+    const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+    /// One sequence for the whole store, so a token of one run never passes for another's.
+    const NEXT_TOKEN: &'static str = "SELECT nextval('lease_tokens')";
+    const GREATEST: &'static str = "greatest";
+    const FENCE_CURRENT: &'static str = "current_token";
+    const FENCE_ORDER: &'static str = "id";
+
+    /// Reconnects first if the server closed the connection (a restart, a failover); the
+    /// statements prepared on the old one are gone with it.
+    fn ready(&self, conn: &mut PgConn) -> Result<(), StoreError> {
+        if conn.client.is_closed() {
+            conn.client = connect_with_backoff(&self.config, &self.shown)?;
+            conn.statements.clear();
+        }
+        Ok(())
+    }
+
+    fn begin(&self, conn: &mut PgConn, kind: TxKind) -> Result<(), StoreError> {
+        let sql = match kind {
+            // Appends wait for each other: the audit chain is sealed in commit order.
+            TxKind::Chain => format!("BEGIN; SELECT pg_advisory_xact_lock({CHAIN_LOCK})"),
+            TxKind::Lease => "BEGIN".to_owned(),
+        };
+        conn.client.batch_execute(&sql).map_err(|e| self.err(&e))
+    }
+
+    fn commit(&self, conn: &mut PgConn) -> Result<(), StoreError> {
+        conn.client
+            .batch_execute("COMMIT")
+            .map_err(|e| self.err(&e))
+    }
+
+    fn rollback(&self, conn: &mut PgConn) -> Result<(), StoreError> {
+        conn.client
+            .batch_execute("ROLLBACK")
+            .map_err(|e| self.err(&e))
+    }
+
+    fn execute(&self, conn: &mut PgConn, sql: &str, values: &[Val]) -> Result<u64, StoreError> {
+        let statement = self.statement(conn, sql)?;
+        conn.client
+            .execute(&statement, &params(values))
+            .map_err(|e| self.err(&e))
+    }
+
+    fn query(&self, conn: &mut PgConn, sql: &str, values: &[Val]) -> Result<Vec<Row>, StoreError> {
+        let statement = self.statement(conn, sql)?;
+        let rows = conn
+            .client
+            .query(&statement, &params(values))
+            .map_err(|e| self.err(&e))?;
+        rows.iter()
+            .map(read_row)
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.err(&e))
+    }
+
+    fn bad_row(&self, what: String) -> StoreError {
+        StoreError::Query(format!("{what} (store {})", self.shown))
+    }
 }
 
 /// Connects, retrying with exponential backoff while the server cannot be reached. A server
@@ -565,459 +464,6 @@ pub(crate) fn redact(url: &str) -> String {
         out.replace_range(start..end, "password-removed");
     }
     out
-}
-
-impl EventStore for PostgresStore {
-    fn create_run(
-        &self,
-        run: &NewRun,
-        events: Vec<EventDraft>,
-        sealer: &dyn Sealer,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
-        let now = self.clock.now();
-        let mut client = self.lock()?;
-        let mut tx = client.transaction().map_err(|e| self.err(&e))?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CHAIN_LOCK])
-            .map_err(|e| self.err(&e))?;
-        let exists = tx
-            .query_opt("SELECT 1 FROM runs WHERE run_id = $1", &[&run.run.as_str()])
-            .map_err(|e| self.err(&e))?
-            .is_some();
-        if exists {
-            return Err(StoreError::RunExists {
-                run: run.run.to_string(),
-            });
-        }
-        let count = events.len() as i64;
-        tx.execute(
-            "INSERT INTO runs (run_id, created_at, updated_at, actor, task, status, events) VALUES ($1, $2, $2, $3, $4, $5, $6)",
-            &[&run.run.as_str(), &now.millis(), &run.actor, &run.task, &run.status.as_str(), &count],
-        )
-        .map_err(|e| self.err(&e))?;
-        let stored = self.insert_events(&mut tx, &run.run, 1, events, sealer, now)?;
-        tx.commit().map_err(|e| self.err(&e))?;
-        Ok(stored)
-    }
-
-    fn append(&self, append: Append, sealer: &dyn Sealer) -> Result<Vec<StoredEvent>, StoreError> {
-        let Append {
-            run,
-            expected_seq,
-            events,
-            status,
-            requests,
-            fence,
-        } = append;
-        let now = self.clock.now();
-        let mut client = self.lock()?;
-        let mut tx = client.transaction().map_err(|e| self.err(&e))?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CHAIN_LOCK])
-            .map_err(|e| self.err(&e))?;
-        // The row lock orders this append against a concurrent lease: a new lease commits
-        // either before (and this append is fenced) or after it.
-        let row = tx
-            .query_opt(
-                "SELECT events, lease_token FROM runs WHERE run_id = $1 FOR UPDATE",
-                &[&run.as_str()],
-            )
-            .map_err(|e| self.err(&e))?
-            .ok_or_else(|| StoreError::UnknownRun(run.to_string()))?;
-        let current = row.try_get::<_, i64>(0).map_err(|e| self.err(&e))? as u64;
-        let token = row.try_get::<_, i64>(1).map_err(|e| self.err(&e))? as u64;
-        if let Some(presented) = fence
-            && presented != token
-        {
-            tx.rollback().map_err(|e| self.err(&e))?;
-            let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
-            client
-                .execute(
-                    "INSERT INTO fence_rejections (run_id, presented, current_token, at, kinds) VALUES ($1, $2, $3, $4, $5)",
-                    &[
-                        &run.as_str(),
-                        &(presented as i64),
-                        &(token as i64),
-                        &now.millis(),
-                        &serde_json::to_string(&kinds).unwrap_or_default(),
-                    ],
-                )
-                .map_err(|e| self.err(&e))?;
-            return Err(StoreError::Fenced {
-                run: run.to_string(),
-                presented,
-                current: token,
-            });
-        }
-        if expected_seq != current + 1 {
-            return Err(StoreError::Conflict {
-                run: run.to_string(),
-                expected: expected_seq,
-                found: current + 1,
-            });
-        }
-        let added = events.len() as u64;
-        let stored = self.insert_events(&mut tx, &run, expected_seq, events, sealer, now)?;
-        tx.execute(
-            "UPDATE runs SET events = $2, updated_at = $3, status = COALESCE($4, status) WHERE run_id = $1",
-            &[
-                &run.as_str(),
-                &((current + added) as i64),
-                &now.millis(),
-                &status.map(RunStatus::as_str),
-            ],
-        )
-        .map_err(|e| self.err(&e))?;
-        for update in requests {
-            match update {
-                RequestUpdate::Open { id, summary } => tx.execute(
-                    "INSERT INTO requests (request_id, run_id, status, created_at, summary) VALUES ($1, $2, 'open', $3, $4)",
-                    &[&id.as_str(), &run.as_str(), &now.millis(), &summary.to_string()],
-                ),
-                RequestUpdate::Answered { id } => tx.execute(
-                    "UPDATE requests SET status = 'answered' WHERE request_id = $1",
-                    &[&id.as_str()],
-                ),
-            }
-            .map_err(|e| self.err(&e))?;
-        }
-        tx.commit().map_err(|e| self.err(&e))?;
-        Ok(stored)
-    }
-
-    fn events(&self, run: &RunId) -> Result<Vec<StoredEvent>, StoreError> {
-        let rows = self
-            .lock()?
-            .query(
-                "SELECT run_id, seq, kind, version, recorded_at, payload FROM events WHERE run_id = $1 ORDER BY seq",
-                &[&run.as_str()],
-            )
-            .map_err(|e| self.err(&e))?;
-        rows.iter().map(|r| self.row_to_event(r)).collect()
-    }
-
-    fn run(&self, run: &RunId) -> Result<Option<RunRow>, StoreError> {
-        let row = self
-            .lock()?
-            .query_opt(
-                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = $1"),
-                &[&run.as_str()],
-            )
-            .map_err(|e| self.err(&e))?;
-        row.map(|r| self.row_to_run(&r)).transpose()
-    }
-
-    fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
-        let rows = self
-            .lock()?
-            .query(
-                &format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at, run_id"),
-                &[],
-            )
-            .map_err(|e| self.err(&e))?;
-        rows.iter().map(|r| self.row_to_run(r)).collect()
-    }
-
-    fn request(&self, id: &RequestId) -> Result<Option<RequestRow>, StoreError> {
-        let row = self
-            .lock()?
-            .query_opt(
-                &format!("SELECT {REQUEST_COLUMNS} FROM requests WHERE request_id = $1"),
-                &[&id.as_str()],
-            )
-            .map_err(|e| self.err(&e))?;
-        row.map(|r| self.row_to_request(&r)).transpose()
-    }
-
-    fn requests(&self, status: Option<RequestStatus>) -> Result<Vec<RequestRow>, StoreError> {
-        let filter = status.map(|s| match s {
-            RequestStatus::Open => "open",
-            RequestStatus::Answered => "answered",
-        });
-        let rows = self
-            .lock()?
-            .query(
-                &format!(
-                    "SELECT {REQUEST_COLUMNS} FROM requests WHERE $1::text IS NULL OR status = $1 ORDER BY created_at, request_id"
-                ),
-                &[&filter],
-            )
-            .map_err(|e| self.err(&e))?;
-        rows.iter().map(|r| self.row_to_request(r)).collect()
-    }
-
-    fn lease_run(&self, run: &RunId, holder: &str, ttl: Duration) -> Result<Lease, StoreError> {
-        let now = self.clock.now();
-        let mut client = self.lock()?;
-        let mut tx = client.transaction().map_err(|e| self.err(&e))?;
-        let lease = self.take_lease(&mut tx, run, holder, ttl, now)?;
-        tx.commit().map_err(|e| self.err(&e))?;
-        Ok(lease)
-    }
-
-    fn lease_next(&self, holder: &str, ttl: Duration) -> Result<Option<Lease>, StoreError> {
-        let now = self.clock.now();
-        let mut client = self.lock()?;
-        let mut tx = client.transaction().map_err(|e| self.err(&e))?;
-        // SKIP LOCKED: workers polling at once each get a different run instead of queueing
-        // behind the first one's row lock.
-        let next = tx
-            .query_opt(
-                "SELECT run_id FROM runs WHERE status = 'queued' OR (status = 'running' AND lease_expires IS NOT NULL AND lease_expires <= $1) ORDER BY created_at, run_id LIMIT 1 FOR UPDATE SKIP LOCKED",
-                &[&now.millis()],
-            )
-            .map_err(|e| self.err(&e))?;
-        let Some(next) = next else {
-            return Ok(None);
-        };
-        let run = self.run_id(&next.try_get::<_, String>(0).map_err(|e| self.err(&e))?)?;
-        let lease = self.take_lease(&mut tx, &run, holder, ttl, now)?;
-        tx.commit().map_err(|e| self.err(&e))?;
-        Ok(Some(lease))
-    }
-
-    fn heartbeat(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {
-        let now = self.clock.now();
-        let expires = now.millis() + ttl_millis(ttl);
-        let mut client = self.lock()?;
-        let changed = client
-            .execute(
-                "UPDATE runs SET lease_expires = $4 WHERE run_id = $1 AND lease_token = $2 AND lease_holder = $3",
-                &[&lease.run.as_str(), &(lease.token as i64), &lease.holder, &expires],
-            )
-            .map_err(|e| self.err(&e))?;
-        if changed == 0 {
-            let current: i64 = client
-                .query_opt(
-                    "SELECT lease_token FROM runs WHERE run_id = $1",
-                    &[&lease.run.as_str()],
-                )
-                .map_err(|e| self.err(&e))?
-                .ok_or_else(|| StoreError::UnknownRun(lease.run.to_string()))?
-                .try_get(0)
-                .map_err(|e| self.err(&e))?;
-            return Err(StoreError::Fenced {
-                run: lease.run.to_string(),
-                presented: lease.token,
-                current: current as u64,
-            });
-        }
-        Ok(Lease {
-            expires_at: Timestamp::from_millis(expires).unwrap_or(now),
-            ..lease.clone()
-        })
-    }
-
-    fn release(&self, lease: &Lease) -> Result<(), StoreError> {
-        self.lock()?
-            .execute(
-                "UPDATE runs SET lease_holder = NULL, lease_expires = 0 WHERE run_id = $1 AND lease_token = $2",
-                &[&lease.run.as_str(), &(lease.token as i64)],
-            )
-            .map_err(|e| self.err(&e))?;
-        Ok(())
-    }
-
-    fn break_lease(&self, run: &RunId, holder: &str) -> Result<bool, StoreError> {
-        let changed = self
-            .lock()?
-            .execute(
-                "UPDATE runs SET lease_expires = 0 WHERE run_id = $1 AND lease_holder = $2",
-                &[&run.as_str(), &holder],
-            )
-            .map_err(|e| self.err(&e))?;
-        Ok(changed > 0)
-    }
-
-    fn sink_state(&self, sink: &str) -> Result<SinkState, StoreError> {
-        let row = self
-            .lock()?
-            .query_opt(
-                "SELECT acknowledged, delivered_total, last_success, last_error, last_error_at, failing_since, first_success FROM sink_state WHERE sink = $1",
-                &[&sink],
-            )
-            .map_err(|e| self.err(&e))?;
-        let Some(row) = row else {
-            return Ok(SinkState {
-                sink: sink.to_owned(),
-                ..SinkState::default()
-            });
-        };
-        let get_i64 =
-            |i: usize| -> Result<i64, StoreError> { row.try_get(i).map_err(|e| self.err(&e)) };
-        let get_opt = |i: usize| -> Result<Option<i64>, StoreError> {
-            row.try_get(i).map_err(|e| self.err(&e))
-        };
-        let opt_ts = |i: usize| -> Result<Option<Timestamp>, StoreError> {
-            get_opt(i)?.map(|ms| self.ts(ms)).transpose()
-        };
-        Ok(SinkState {
-            sink: sink.to_owned(),
-            acknowledged: get_i64(0)? as u64,
-            delivered_total: get_i64(1)? as u64,
-            last_success: opt_ts(2)?,
-            last_error: row.try_get(3).map_err(|e| self.err(&e))?,
-            last_error_at: opt_ts(4)?,
-            failing_since: opt_ts(5)?,
-            first_success: opt_ts(6)?,
-        })
-    }
-
-    fn record_delivery(
-        &self,
-        sink: &str,
-        acknowledged: u64,
-        delivered: u64,
-    ) -> Result<(), StoreError> {
-        let now = self.clock.now().millis();
-        self.lock()?
-            .execute(
-                "INSERT INTO sink_state (sink, acknowledged, delivered_total, first_success, last_success) VALUES ($1, $2, $3, $4, $4)
-                 ON CONFLICT (sink) DO UPDATE SET acknowledged = greatest(sink_state.acknowledged, $2), delivered_total = sink_state.delivered_total + $3, first_success = coalesce(sink_state.first_success, $4), last_success = $4, failing_since = NULL",
-                &[&sink, &(acknowledged as i64), &(delivered as i64), &now],
-            )
-            .map_err(|e| self.err(&e))?;
-        Ok(())
-    }
-
-    fn record_delivery_failure(
-        &self,
-        sink: &str,
-        acknowledged: u64,
-        error: &str,
-    ) -> Result<(), StoreError> {
-        let now = self.clock.now().millis();
-        self.lock()?
-            .execute(
-                "INSERT INTO sink_state (sink, acknowledged, last_error, last_error_at, failing_since) VALUES ($1, $2, $3, $4, $4)
-                 ON CONFLICT (sink) DO UPDATE SET acknowledged = greatest(sink_state.acknowledged, $2), last_error = $3, last_error_at = $4, failing_since = coalesce(sink_state.failing_since, $4)",
-                &[&sink, &(acknowledged as i64), &error, &now],
-            )
-            .map_err(|e| self.err(&e))?;
-        Ok(())
-    }
-
-    fn query_audit(&self, q: &AuditQuery) -> Result<Vec<SealedRecord>, StoreError> {
-        let limit = if q.limit == 0 {
-            i64::MAX
-        } else {
-            q.limit as i64
-        };
-        let (texts, times) = q.values();
-        let sql = format!(
-            "SELECT seq, record_id, hash, line FROM audit {} ORDER BY seq LIMIT {limit}",
-            q.clause(|n| format!("${n}"))
-        );
-        let mut values: Vec<&(dyn postgres::types::ToSql + Sync)> = Vec::new();
-        for t in &texts {
-            values.push(t);
-        }
-        for t in &times {
-            values.push(t);
-        }
-        let rows = self
-            .lock()?
-            .query(sql.as_str(), &values)
-            .map_err(|e| self.err(&e))?;
-        rows.iter()
-            .map(|r| {
-                Ok(SealedRecord {
-                    seq: r.try_get::<_, i64>(0).map_err(|e| self.err(&e))? as u64,
-                    id: r.try_get(1).map_err(|e| self.err(&e))?,
-                    hash: r.try_get(2).map_err(|e| self.err(&e))?,
-                    line: r.try_get(3).map_err(|e| self.err(&e))?,
-                })
-            })
-            .collect()
-    }
-
-    fn fence_rejections(&self, run: &RunId) -> Result<Vec<FenceRejection>, StoreError> {
-        let rows = self
-            .lock()?
-            .query(
-                "SELECT run_id, presented, current_token, at, kinds FROM fence_rejections WHERE run_id = $1 ORDER BY at, id",
-                &[&run.as_str()],
-            )
-            .map_err(|e| self.err(&e))?;
-        rows.iter()
-            .map(|r| {
-                let e = |e: postgres::Error| self.err(&e);
-                Ok(FenceRejection {
-                    run: self.run_id(&r.try_get::<_, String>(0).map_err(e)?)?,
-                    presented: r.try_get::<_, i64>(1).map_err(e)? as u64,
-                    current: r.try_get::<_, i64>(2).map_err(e)? as u64,
-                    at: self.ts(r.try_get(3).map_err(e)?)?,
-                    kinds: serde_json::from_str(&r.try_get::<_, String>(4).map_err(e)?)
-                        .map_err(|e| self.bad_row(format!("malformed kinds: {e}")))?,
-                })
-            })
-            .collect()
-    }
-
-    fn request_cancel(&self, run: &RunId, by: &str, reason: &str) -> Result<(), StoreError> {
-        let now = self.clock.now();
-        let found = self
-            .lock()?
-            .execute(
-                "UPDATE runs SET cancel_by = COALESCE(cancel_by, $2), cancel_reason = COALESCE(cancel_reason, $3), cancel_at = COALESCE(cancel_at, $4) WHERE run_id = $1",
-                &[&run.as_str(), &by, &reason, &now.millis()],
-            )
-            .map_err(|e| self.err(&e))?;
-        if found == 0 {
-            return Err(StoreError::UnknownRun(run.to_string()));
-        }
-        Ok(())
-    }
-
-    fn cancel_request(&self, run: &RunId) -> Result<Option<CancelRequest>, StoreError> {
-        let row = self
-            .lock()?
-            .query_opt(
-                "SELECT cancel_by, cancel_reason, cancel_at FROM runs WHERE run_id = $1",
-                &[&run.as_str()],
-            )
-            .map_err(|e| self.err(&e))?
-            .ok_or_else(|| StoreError::UnknownRun(run.to_string()))?;
-        let e = |e: postgres::Error| self.err(&e);
-        let by: Option<String> = row.try_get(0).map_err(e)?;
-        let reason: Option<String> = row.try_get(1).map_err(e)?;
-        let at: Option<i64> = row.try_get(2).map_err(e)?;
-        match (by, reason, at) {
-            (Some(by), Some(reason), Some(at)) => Ok(Some(CancelRequest {
-                by,
-                reason,
-                at: self.ts(at)?,
-            })),
-            _ => Ok(None),
-        }
-    }
-}
-
-impl AuditOutbox for PostgresStore {
-    fn audit_records(&self, after: u64, limit: usize) -> Result<Vec<SealedRecord>, StoreError> {
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = self
-            .lock()?
-            .query(
-                "SELECT seq, record_id, hash, line FROM audit WHERE seq > $1 ORDER BY seq LIMIT $2",
-                &[&(after as i64), &limit],
-            )
-            .map_err(|e| self.err(&e))?;
-        rows.iter()
-            .map(|r| {
-                let e = |e: postgres::Error| self.err(&e);
-                Ok(SealedRecord {
-                    seq: r.try_get::<_, i64>(0).map_err(e)? as u64,
-                    id: r.try_get(1).map_err(e)?,
-                    hash: r.try_get(2).map_err(e)?,
-                    line: r.try_get(3).map_err(e)?,
-                })
-            })
-            .collect()
-    }
-
-    fn audit_head(&self) -> Result<ChainHead, StoreError> {
-        let mut client = self.lock()?;
-        self.head(&mut *client)
-    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,16 @@
-//! The crash matrix: the process is killed (SIGKILL) after every event it commits, and just
-//! before each effect's result is journaled (the effect ran; nobody wrote it down). `resume`
-//! then finishes the run, a person resolving each effect that is in doubt. Whatever the
-//! crash point: no completed effect ran twice, the model was never asked again for a turn it
-//! answered, nothing was lost, and the audit chain verifies. On SQLite and on PostgreSQL.
+//! The crash matrix: the process is killed (SIGKILL) after every event it commits, just
+//! before each effect's result is journaled (the effect ran; nobody wrote it down), and just
+//! before the transaction that starts each effect. `resume` then finishes the run, a person
+//! resolving each effect that is in doubt. Whatever the crash point: no completed effect ran
+//! twice, the model was never asked again for a turn it answered, nothing was lost, and the
+//! audit chain verifies. On SQLite and on PostgreSQL.
+//!
+//! Events are committed in batches (group commit): a call's `action_proposed`,
+//! `policy_decided` and `effect_started` (or its denial, or its approval request) are one
+//! transaction, its `effect_completed` another. So a crash point inside a batch means the
+//! whole batch: killed after any of its events, the batch is durable as a whole; killed before
+//! it, all of it is lost, its proposal and decisions too. After every kill the journal holds
+//! only whole batches.
 
 use std::process::Output;
 
@@ -32,6 +40,9 @@ enum Fault {
     After(u64),
     /// Killed just before the n-th `effect_completed` is appended: that effect ran.
     BeforeCompleted(u64),
+    /// Killed just before the batch holding the n-th event of this kind is committed: the
+    /// whole batch is lost (with `policy_decided`, the call's proposal too), nothing ran.
+    BeforeBatch(&'static str, u64),
 }
 
 impl Fault {
@@ -39,14 +50,16 @@ impl Fault {
         match self {
             Self::After(n) => format!("after:{n}"),
             Self::BeforeCompleted(n) => format!("before:effect_completed:{n}"),
+            Self::BeforeBatch(kind, n) => format!("before:{kind}:{n}"),
         }
     }
 
     /// What a person who knows where the process died says about the effect in doubt.
     fn resolution(self) -> &'static str {
         match self {
-            // Died right after `effect_started` was committed: the executor never ran.
-            Self::After(_) => "retry",
+            // Died right after `effect_started` was committed: the executor never ran. (Before
+            // its batch, nothing started: no effect is in doubt.)
+            Self::After(_) | Self::BeforeBatch(..) => "retry",
             // Died after the executor, before its result was journaled: it happened.
             Self::BeforeCompleted(_) => "completed",
         }
@@ -100,6 +113,29 @@ fn finish(sb: &Sandbox, fault: Fault, run_id: &str) {
 
 fn count(events: &[Value], kind: &str) -> usize {
     events.iter().filter(|e| e["kind"] == kind).count()
+}
+
+/// The journal holds only whole batches: every call that has a proposal has its decisions,
+/// and every call with decisions has what acted on them (its start, denial or request).
+fn assert_whole_batches(events: &[Value], label: &str) {
+    let of_call = |kind: &str, call: &Value| {
+        events
+            .iter()
+            .any(|e| e["kind"] == kind && &e["payload"]["call_id"] == call)
+    };
+    for proposed in events.iter().filter(|e| e["kind"] == "action_proposed") {
+        let call = &proposed["payload"]["call_id"];
+        assert!(
+            of_call("policy_decided", call),
+            "{label}: call {call} was proposed without its decisions"
+        );
+        assert!(
+            ["effect_started", "effect_denied", "approval_requested"]
+                .iter()
+                .any(|k| of_call(k, call)),
+            "{label}: call {call} was decided with nothing acting on it"
+        );
+    }
 }
 
 /// Everything that must hold after a run, however often it was interrupted.
@@ -157,7 +193,9 @@ fn matrix(pg: bool) {
 
     let faults = (1..total)
         .map(Fault::After)
-        .chain((1..=4).map(Fault::BeforeCompleted));
+        .chain((1..=4).map(Fault::BeforeCompleted))
+        .chain((1..=4).map(|n| Fault::BeforeBatch("policy_decided", n)))
+        .chain((1..=4).map(|n| Fault::BeforeBatch("effect_started", n)));
     for fault in faults {
         let db = pg.then(TestDb::new);
         let sb = sandbox(db.as_ref());
@@ -169,7 +207,15 @@ fn matrix(pg: bool) {
             "{label}: the fault did not fire: {}",
             stderr(&out)
         );
-        let (run_id, _) = sb.last_run();
+        let (run_id, died_with) = sb.last_run();
+        assert_whole_batches(&died_with, &label);
+        if let Fault::BeforeBatch(kind, n) = fault {
+            assert_eq!(
+                count(&died_with, kind) as u64,
+                n - 1,
+                "{label}: the batch holding it was lost with it"
+            );
+        }
         finish(&sb, fault, &run_id);
         check(&sb, &label);
     }
@@ -210,7 +256,8 @@ fn quickstart_matrix(pg: bool) {
             Some(9),
             "after:{n}"
         );
-        let (run_id, _) = sb.last_run();
+        let (run_id, died_with) = sb.last_run();
+        assert_whole_batches(&died_with, &format!("after:{n}"));
         let mut done = false;
         for _ in 0..6 {
             let out = sb.run_stdin(&["resume", "--prompt", "always", &run_id], deny);

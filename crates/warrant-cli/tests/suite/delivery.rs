@@ -413,13 +413,15 @@ fn records_committed_before_a_crash_are_delivered_after_it() {
         .find(|s| s["sink"] == "jsonl")
         .unwrap()
         .clone();
+    // Event 4 (`policy_decided`) is committed in one batch with `action_proposed` and
+    // `effect_started` (group commit): killed after it, the whole batch, 5 records, is there.
     assert_eq!(
         (status["head"].clone(), jsonl["pending"].clone()),
-        (json!(4), json!(4))
+        (json!(5), json!(5))
     );
     let flushed = sb.run(&["audit", "flush"]);
     assert_eq!(flushed.status.code(), Some(0), "{}", stderr(&flushed));
-    assert_eq!(std::fs::read_to_string(&sink).unwrap().lines().count(), 4);
+    assert_eq!(std::fs::read_to_string(&sink).unwrap().lines().count(), 5);
     assert_eq!(sb.run(&["audit", "verify"]).status.code(), Some(0));
 }
 

@@ -2,6 +2,7 @@ mod approvals;
 mod authority;
 mod denials;
 mod fold;
+mod group_commit;
 mod harness;
 mod journal;
 mod replay;

@@ -1,0 +1,894 @@
+//! The store's algorithm, written once for every SQL database: appending events with their
+//! index updates and chained audit records in one transaction, fencing, leases, reads, sink
+//! state and cancellation. What really differs between databases (placeholder syntax, a few
+//! spellings, how a connection and a transaction are handled, how errors read) is a
+//! [`Dialect`]; `SqliteStore` and `PostgresStore` are this [`Store`] over theirs.
+//!
+//! Statements are written with numbered `?N` placeholders; a dialect that spells them
+//! otherwise rewrites them (see [`numbered_dollars`]).
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::Value;
+use warrant_core::{Clock, RequestId, RunId, Timestamp};
+
+use crate::{
+    Append, AuditIndex, AuditOutbox, AuditQuery, CancelRequest, ChainHead, EventDraft, EventStore,
+    FenceRejection, Lease, NewRun, RequestRow, RequestStatus, RequestUpdate, RunRow, RunStatus,
+    SealedRecord, Sealer, SinkState, StoreError, StoredEvent,
+};
+
+/// The hash the first audit record chains to.
+pub(crate) const GENESIS: &str =
+    "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+
+/// A statement parameter or a column value. Every column the algorithm touches is an integer
+/// or a text; the type travels with a NULL, because PostgreSQL checks it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Val {
+    Int(Option<i64>),
+    Text(Option<String>),
+}
+
+impl From<i64> for Val {
+    fn from(v: i64) -> Self {
+        Self::Int(Some(v))
+    }
+}
+
+impl From<u64> for Val {
+    /// Sequence numbers, counts and tokens: stored as `i64`, as they always were.
+    fn from(v: u64) -> Self {
+        Self::Int(Some(v as i64))
+    }
+}
+
+impl From<Option<i64>> for Val {
+    fn from(v: Option<i64>) -> Self {
+        Self::Int(v)
+    }
+}
+
+impl From<&str> for Val {
+    fn from(v: &str) -> Self {
+        Self::Text(Some(v.to_owned()))
+    }
+}
+
+impl From<String> for Val {
+    fn from(v: String) -> Self {
+        Self::Text(Some(v))
+    }
+}
+
+impl From<&String> for Val {
+    fn from(v: &String) -> Self {
+        Self::Text(Some(v.clone()))
+    }
+}
+
+impl From<Option<String>> for Val {
+    fn from(v: Option<String>) -> Self {
+        Self::Text(v)
+    }
+}
+
+impl From<Option<&str>> for Val {
+    fn from(v: Option<&str>) -> Self {
+        Self::Text(v.map(str::to_owned))
+    }
+}
+
+/// The parameters of one statement.
+macro_rules! vals {
+    ($($v:expr),* $(,)?) => { [$(Val::from($v)),*] };
+}
+
+/// One result row. Accessors name what was wrong in words; the store adds which store.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Row(pub(crate) Vec<Val>);
+
+impl Row {
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, String> {
+        match self.0.get(i) {
+            Some(Val::Int(v)) => Ok(*v),
+            Some(Val::Text(Some(s))) => s
+                .parse()
+                .map(Some)
+                .map_err(|_| format!("column {i} holds {s:?}, not an integer")),
+            Some(Val::Text(None)) => Ok(None),
+            None => Err(format!("no column {i}")),
+        }
+    }
+
+    fn int(&self, i: usize) -> Result<i64, String> {
+        self.opt_int(i)?
+            .ok_or_else(|| format!("column {i} is NULL, not an integer"))
+    }
+
+    fn u64(&self, i: usize) -> Result<u64, String> {
+        Ok(self.int(i)? as u64)
+    }
+
+    fn opt_text(&self, i: usize) -> Result<Option<String>, String> {
+        match self.0.get(i) {
+            Some(Val::Text(v)) => Ok(v.clone()),
+            Some(Val::Int(None)) => Ok(None),
+            Some(Val::Int(Some(_))) => Err(format!("column {i} holds an integer, not a text")),
+            None => Err(format!("no column {i}")),
+        }
+    }
+
+    fn text(&self, i: usize) -> Result<String, String> {
+        self.opt_text(i)?
+            .ok_or_else(|| format!("column {i} is NULL, not a text"))
+    }
+
+    fn ts(&self, i: usize) -> Result<Timestamp, String> {
+        millis(self.int(i)?)
+    }
+
+    fn opt_ts(&self, i: usize) -> Result<Option<Timestamp>, String> {
+        self.opt_int(i)?.map(millis).transpose()
+    }
+
+    fn run_id(&self, i: usize) -> Result<RunId, String> {
+        let s = self.text(i)?;
+        RunId::parse(&s).ok_or_else(|| format!("malformed run id {s:?}"))
+    }
+
+    fn json(&self, i: usize) -> Result<Value, String> {
+        serde_json::from_str(&self.text(i)?).map_err(|e| format!("malformed JSON: {e}"))
+    }
+}
+
+fn millis(ms: i64) -> Result<Timestamp, String> {
+    Timestamp::from_millis(ms).ok_or_else(|| format!("timestamp {ms} out of range"))
+}
+
+/// What a transaction is for, so a dialect can take the locks it needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxKind {
+    /// Appends events and seals audit records: writers must commit in chain order.
+    Chain,
+    /// Changes leases only.
+    Lease,
+}
+
+/// What differs between SQL databases. Everything else is [`Store`].
+pub trait Dialect: Send + Sync + 'static {
+    type Conn: Send;
+
+    /// Appended to a `SELECT` of the run row the transaction is about to change.
+    const FOR_UPDATE: &'static str;
+    /// Appended to the worker's pick of the next run: workers polling at once skip each
+    /// other's picks instead of queueing behind them.
+    const SKIP_LOCKED: &'static str;
+    /// One row, one column: the next fencing token, unique across the store.
+    const NEXT_TOKEN: &'static str;
+    /// The two-argument maximum function.
+    const GREATEST: &'static str;
+    /// The column of `fence_rejections` holding the run's token at the refusal.
+    const FENCE_CURRENT: &'static str;
+    /// The column that orders `fence_rejections` rows of one instant.
+    const FENCE_ORDER: &'static str;
+
+    /// Makes the connection usable (reconnecting one the server closed).
+    fn ready(&self, conn: &mut Self::Conn) -> Result<(), StoreError>;
+    fn begin(&self, conn: &mut Self::Conn, kind: TxKind) -> Result<(), StoreError>;
+    fn commit(&self, conn: &mut Self::Conn) -> Result<(), StoreError>;
+    fn rollback(&self, conn: &mut Self::Conn) -> Result<(), StoreError>;
+    /// Runs a statement; the number of rows it changed.
+    fn execute(&self, conn: &mut Self::Conn, sql: &str, params: &[Val]) -> Result<u64, StoreError>;
+    fn query(
+        &self,
+        conn: &mut Self::Conn,
+        sql: &str,
+        params: &[Val],
+    ) -> Result<Vec<Row>, StoreError>;
+    /// A row that does not hold what the schema says, worded with the store's name.
+    fn bad_row(&self, what: String) -> StoreError;
+}
+
+/// Rewrites `?N` placeholders as `$N`, for databases that number them that way. A `?` in a
+/// string literal would be rewritten too; the store's statements have none.
+pub(crate) fn numbered_dollars(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '?' && chars.peek().is_some_and(char::is_ascii_digit) {
+            out.push('$');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// An event store over one connection of dialect `D`.
+pub struct Store<D: Dialect> {
+    pub(crate) dialect: D,
+    conn: Mutex<D::Conn>,
+    clock: Arc<dyn Clock>,
+}
+
+/// An open transaction: rolled back when dropped uncommitted (an error, a panic).
+struct Tx<'a, D: Dialect> {
+    dialect: &'a D,
+    conn: MutexGuard<'a, D::Conn>,
+    open: bool,
+}
+
+impl<D: Dialect> Drop for Tx<'_, D> {
+    fn drop(&mut self) {
+        if self.open {
+            // Best effort: a connection that broke mid-transaction was rolled back by the
+            // server, and the next call reconnects.
+            let _ = self.dialect.rollback(&mut self.conn);
+        }
+    }
+}
+
+impl<D: Dialect> Tx<'_, D> {
+    fn execute(&mut self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
+        self.dialect.execute(&mut self.conn, sql, params)
+    }
+
+    fn rows<T>(
+        &mut self,
+        sql: &str,
+        params: &[Val],
+        read: impl Fn(&Row) -> Result<T, String>,
+    ) -> Result<Vec<T>, StoreError> {
+        let rows = self.dialect.query(&mut self.conn, sql, params)?;
+        rows.iter()
+            .map(|r| read(r).map_err(|e| self.dialect.bad_row(e)))
+            .collect()
+    }
+
+    fn row<T>(
+        &mut self,
+        sql: &str,
+        params: &[Val],
+        read: impl Fn(&Row) -> Result<T, String>,
+    ) -> Result<Option<T>, StoreError> {
+        Ok(self.rows(sql, params, read)?.into_iter().next())
+    }
+
+    fn commit(mut self) -> Result<(), StoreError> {
+        self.open = false;
+        self.dialect.commit(&mut self.conn)
+    }
+}
+
+impl<D: Dialect> Store<D> {
+    pub(crate) fn new(dialect: D, conn: D::Conn, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            dialect,
+            conn: Mutex::new(conn),
+            clock,
+        }
+    }
+
+    /// The connection, made ready, for the dialect's own work (migrations).
+    pub(crate) fn conn(&self) -> Result<MutexGuard<'_, D::Conn>, StoreError> {
+        // A poisoned lock only means another thread panicked mid-call; its transaction was
+        // rolled back when its `Tx` was dropped, so the connection is still consistent.
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        self.dialect.ready(&mut conn)?;
+        Ok(conn)
+    }
+
+    /// One statement outside any explicit transaction.
+    fn single(&self) -> Result<Tx<'_, D>, StoreError> {
+        Ok(Tx {
+            dialect: &self.dialect,
+            conn: self.conn()?,
+            open: false,
+        })
+    }
+
+    fn begin(&self, kind: TxKind) -> Result<Tx<'_, D>, StoreError> {
+        let mut conn = self.conn()?;
+        self.dialect.begin(&mut conn, kind)?;
+        Ok(Tx {
+            dialect: &self.dialect,
+            conn,
+            open: true,
+        })
+    }
+
+    fn head(tx: &mut Tx<'_, D>) -> Result<ChainHead, StoreError> {
+        let head = tx.row(
+            "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
+            &[],
+            |r| {
+                Ok(ChainHead {
+                    seq: r.u64(0)?,
+                    hash: r.text(1)?,
+                })
+            },
+        )?;
+        Ok(head.unwrap_or_else(|| ChainHead {
+            seq: 0,
+            hash: GENESIS.to_owned(),
+        }))
+    }
+
+    /// Inserts the events and their audit records. The transaction is a [`TxKind::Chain`]
+    /// one, so the head read here is the head it commits after.
+    fn insert_events(
+        tx: &mut Tx<'_, D>,
+        run: &RunId,
+        first_seq: u64,
+        events: Vec<EventDraft>,
+        sealer: &dyn Sealer,
+        now: Timestamp,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let mut stored = Vec::with_capacity(events.len());
+        let mut head = Self::head(tx)?;
+        for (i, draft) in events.into_iter().enumerate() {
+            let event = StoredEvent {
+                run: run.clone(),
+                seq: first_seq + i as u64,
+                kind: draft.kind,
+                version: draft.version,
+                recorded_at: now,
+                payload: draft.payload,
+            };
+            tx.execute(
+                "INSERT INTO events (run_id, seq, kind, version, recorded_at, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                &vals![
+                    run.as_str(),
+                    event.seq,
+                    event.kind.as_str(),
+                    i64::from(event.version),
+                    now.millis(),
+                    event.payload.to_string(),
+                ],
+            )?;
+            let record = sealer
+                .seal(&head, &event, &draft.audit)
+                .map_err(StoreError::Seal)?;
+            if record.seq != head.seq + 1 {
+                return Err(StoreError::Seal(format!(
+                    "sealer returned seq {} after head {}",
+                    record.seq, head.seq
+                )));
+            }
+            let ix = AuditIndex::of(&record.line);
+            tx.execute(
+                "INSERT INTO audit (seq, record_id, hash, line, at, run_id, actor, on_behalf_of, event, verb, resource, decision) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                &vals![
+                    record.seq,
+                    record.id,
+                    &record.hash,
+                    record.line,
+                    ix.at,
+                    ix.run,
+                    ix.actor,
+                    ix.on_behalf_of,
+                    ix.event,
+                    ix.verb,
+                    ix.resource,
+                    ix.decision,
+                ],
+            )?;
+            head = ChainHead {
+                seq: record.seq,
+                hash: record.hash,
+            };
+            stored.push(event);
+        }
+        Ok(stored)
+    }
+
+    /// Takes the lease of `run` inside `tx`: refused while another holder's lease is live.
+    fn take_lease(
+        tx: &mut Tx<'_, D>,
+        run: &RunId,
+        holder: &str,
+        ttl: Duration,
+        now: Timestamp,
+    ) -> Result<Lease, StoreError> {
+        let row = tx.row(
+            &format!(
+                "SELECT status, lease_holder, lease_expires FROM runs WHERE run_id = ?1{}",
+                D::FOR_UPDATE
+            ),
+            &vals![run.as_str()],
+            |r| Ok((r.text(0)?, r.opt_text(1)?, r.opt_int(2)?)),
+        )?;
+        let (status, current_holder, expires) =
+            row.ok_or_else(|| StoreError::UnknownRun(run.to_string()))?;
+        let status = RunStatus::parse(&status).unwrap_or(RunStatus::Failed);
+        if status.is_final() {
+            return Err(StoreError::Final {
+                run: run.to_string(),
+                status: status.as_str().to_owned(),
+            });
+        }
+        if let (Some(other), Some(until)) = (current_holder, expires)
+            && until > now.millis()
+        {
+            return Err(StoreError::Leased {
+                run: run.to_string(),
+                holder: other,
+                until: Timestamp::from_millis(until)
+                    .map(|t| t.rfc3339())
+                    .unwrap_or_default(),
+            });
+        }
+        let token = tx
+            .row(D::NEXT_TOKEN, &[], |r| r.u64(0))?
+            .ok_or_else(|| tx.dialect.bad_row("no next lease token".into()))?;
+        let expires = now.millis() + ttl_millis(ttl);
+        tx.execute(
+            "UPDATE runs SET lease_holder = ?2, lease_token = ?3, lease_expires = ?4, status = CASE status WHEN 'queued' THEN 'running' ELSE status END WHERE run_id = ?1",
+            &vals![run.as_str(), holder, token, expires],
+        )?;
+        Ok(Lease {
+            run: run.clone(),
+            holder: holder.to_owned(),
+            token,
+            expires_at: Timestamp::from_millis(expires).unwrap_or(now),
+        })
+    }
+}
+
+fn ttl_millis(ttl: Duration) -> i64 {
+    i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 2)
+}
+
+const RUN_COLUMNS: &str = "run_id, created_at, updated_at, actor, task, status, events";
+const REQUEST_COLUMNS: &str = "request_id, run_id, status, created_at, summary";
+const EVENT_COLUMNS: &str = "run_id, seq, kind, version, recorded_at, payload";
+
+fn read_event(r: &Row) -> Result<StoredEvent, String> {
+    let version = r.int(3)?;
+    Ok(StoredEvent {
+        run: r.run_id(0)?,
+        seq: r.u64(1)?,
+        kind: r.text(2)?,
+        version: u32::try_from(version)
+            .map_err(|_| format!("event version {version} out of range"))?,
+        recorded_at: r.ts(4)?,
+        payload: r.json(5)?,
+    })
+}
+
+fn read_run(r: &Row) -> Result<RunRow, String> {
+    let status = r.text(5)?;
+    Ok(RunRow {
+        run: r.run_id(0)?,
+        created_at: r.ts(1)?,
+        updated_at: r.ts(2)?,
+        actor: r.text(3)?,
+        task: r.text(4)?,
+        status: RunStatus::parse(&status).ok_or_else(|| format!("unknown status {status:?}"))?,
+        events: r.u64(6)?,
+    })
+}
+
+fn read_request(r: &Row) -> Result<RequestRow, String> {
+    let id = r.text(0)?;
+    let status = r.text(2)?;
+    Ok(RequestRow {
+        id: RequestId::parse(&id).ok_or_else(|| format!("malformed request id {id:?}"))?,
+        run: r.run_id(1)?,
+        status: match status.as_str() {
+            "open" => RequestStatus::Open,
+            "answered" => RequestStatus::Answered,
+            other => return Err(format!("unknown request status {other:?}")),
+        },
+        created_at: r.ts(3)?,
+        summary: r.json(4)?,
+    })
+}
+
+fn read_record(r: &Row) -> Result<SealedRecord, String> {
+    Ok(SealedRecord {
+        seq: r.u64(0)?,
+        id: r.text(1)?,
+        hash: r.text(2)?,
+        line: r.text(3)?,
+    })
+}
+
+impl<D: Dialect> EventStore for Store<D> {
+    fn create_run(
+        &self,
+        run: &NewRun,
+        events: Vec<EventDraft>,
+        sealer: &dyn Sealer,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let now = self.clock.now();
+        let mut tx = self.begin(TxKind::Chain)?;
+        let exists = tx
+            .row(
+                "SELECT run_id FROM runs WHERE run_id = ?1",
+                &vals![run.run.as_str()],
+                |_| Ok(()),
+            )?
+            .is_some();
+        if exists {
+            return Err(StoreError::RunExists {
+                run: run.run.to_string(),
+            });
+        }
+        tx.execute(
+            "INSERT INTO runs (run_id, created_at, updated_at, actor, task, status, events) VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6)",
+            &vals![
+                run.run.as_str(),
+                now.millis(),
+                run.actor.as_str(),
+                run.task.as_str(),
+                run.status.as_str(),
+                events.len() as u64,
+            ],
+        )?;
+        let stored = Self::insert_events(&mut tx, &run.run, 1, events, sealer, now)?;
+        tx.commit()?;
+        Ok(stored)
+    }
+
+    fn append(&self, append: Append, sealer: &dyn Sealer) -> Result<Vec<StoredEvent>, StoreError> {
+        let Append {
+            run,
+            expected_seq,
+            events,
+            status,
+            requests,
+            fence,
+        } = append;
+        let now = self.clock.now();
+        let mut tx = self.begin(TxKind::Chain)?;
+        // The row lock (where the dialect has one) orders this append against a concurrent
+        // lease: a new lease commits either before (and this append is fenced) or after it.
+        let (current, token) = tx
+            .row(
+                &format!(
+                    "SELECT events, lease_token FROM runs WHERE run_id = ?1{}",
+                    D::FOR_UPDATE
+                ),
+                &vals![run.as_str()],
+                |r| Ok((r.u64(0)?, r.u64(1)?)),
+            )?
+            .ok_or_else(|| StoreError::UnknownRun(run.to_string()))?;
+        if let Some(presented) = fence
+            && presented != token
+        {
+            // Nothing else was written in this transaction: committing it keeps only the
+            // refusal, as a durable fact.
+            let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+            tx.execute(
+                &format!(
+                    "INSERT INTO fence_rejections (run_id, presented, {}, at, kinds) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    D::FENCE_CURRENT
+                ),
+                &vals![
+                    run.as_str(),
+                    presented,
+                    token,
+                    now.millis(),
+                    serde_json::to_string(&kinds).unwrap_or_default(),
+                ],
+            )?;
+            tx.commit()?;
+            return Err(StoreError::Fenced {
+                run: run.to_string(),
+                presented,
+                current: token,
+            });
+        }
+        if expected_seq != current + 1 {
+            return Err(StoreError::Conflict {
+                run: run.to_string(),
+                expected: expected_seq,
+                found: current + 1,
+            });
+        }
+        let added = events.len() as u64;
+        let stored = Self::insert_events(&mut tx, &run, expected_seq, events, sealer, now)?;
+        tx.execute(
+            "UPDATE runs SET events = ?2, updated_at = ?3, status = COALESCE(?4, status) WHERE run_id = ?1",
+            &vals![
+                run.as_str(),
+                current + added,
+                now.millis(),
+                status.map(RunStatus::as_str),
+            ],
+        )?;
+        for update in requests {
+            match update {
+                RequestUpdate::Open { id, summary } => tx.execute(
+                    "INSERT INTO requests (request_id, run_id, status, created_at, summary) VALUES (?1, ?2, 'open', ?3, ?4)",
+                    &vals![id.as_str(), run.as_str(), now.millis(), summary.to_string()],
+                ),
+                RequestUpdate::Answered { id } => tx.execute(
+                    "UPDATE requests SET status = 'answered' WHERE request_id = ?1",
+                    &vals![id.as_str()],
+                ),
+            }?;
+        }
+        tx.commit()?;
+        Ok(stored)
+    }
+
+    fn events(&self, run: &RunId) -> Result<Vec<StoredEvent>, StoreError> {
+        self.single()?.rows(
+            &format!("SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ?1 ORDER BY seq"),
+            &vals![run.as_str()],
+            read_event,
+        )
+    }
+
+    fn run(&self, run: &RunId) -> Result<Option<RunRow>, StoreError> {
+        self.single()?.row(
+            &format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?1"),
+            &vals![run.as_str()],
+            read_run,
+        )
+    }
+
+    fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
+        self.single()?.rows(
+            &format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at, run_id"),
+            &[],
+            read_run,
+        )
+    }
+
+    fn request(&self, id: &RequestId) -> Result<Option<RequestRow>, StoreError> {
+        self.single()?.row(
+            &format!("SELECT {REQUEST_COLUMNS} FROM requests WHERE request_id = ?1"),
+            &vals![id.as_str()],
+            read_request,
+        )
+    }
+
+    fn requests(&self, status: Option<RequestStatus>) -> Result<Vec<RequestRow>, StoreError> {
+        let mut tx = self.single()?;
+        let order = "ORDER BY created_at, request_id";
+        match status {
+            None => tx.rows(
+                &format!("SELECT {REQUEST_COLUMNS} FROM requests {order}"),
+                &[],
+                read_request,
+            ),
+            Some(s) => tx.rows(
+                &format!("SELECT {REQUEST_COLUMNS} FROM requests WHERE status = ?1 {order}"),
+                &vals![match s {
+                    RequestStatus::Open => "open",
+                    RequestStatus::Answered => "answered",
+                }],
+                read_request,
+            ),
+        }
+    }
+
+    fn lease_run(&self, run: &RunId, holder: &str, ttl: Duration) -> Result<Lease, StoreError> {
+        let now = self.clock.now();
+        let mut tx = self.begin(TxKind::Lease)?;
+        let lease = Self::take_lease(&mut tx, run, holder, ttl, now)?;
+        tx.commit()?;
+        Ok(lease)
+    }
+
+    fn lease_next(&self, holder: &str, ttl: Duration) -> Result<Option<Lease>, StoreError> {
+        let now = self.clock.now();
+        let mut tx = self.begin(TxKind::Lease)?;
+        let next = tx.row(
+            &format!(
+                "SELECT run_id FROM runs WHERE status = 'queued' OR (status = 'running' AND lease_expires IS NOT NULL AND lease_expires <= ?1) ORDER BY created_at, run_id LIMIT 1{}",
+                D::SKIP_LOCKED
+            ),
+            &vals![now.millis()],
+            |r| r.run_id(0),
+        )?;
+        let Some(run) = next else {
+            return Ok(None);
+        };
+        let lease = Self::take_lease(&mut tx, &run, holder, ttl, now)?;
+        tx.commit()?;
+        Ok(Some(lease))
+    }
+
+    fn heartbeat(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {
+        let now = self.clock.now();
+        let expires = now.millis() + ttl_millis(ttl);
+        let mut tx = self.single()?;
+        let changed = tx.execute(
+            "UPDATE runs SET lease_expires = ?4 WHERE run_id = ?1 AND lease_token = ?2 AND lease_holder = ?3",
+            &vals![lease.run.as_str(), lease.token, lease.holder.as_str(), expires],
+        )?;
+        if changed == 0 {
+            let current = tx
+                .row(
+                    "SELECT lease_token FROM runs WHERE run_id = ?1",
+                    &vals![lease.run.as_str()],
+                    |r| r.u64(0),
+                )?
+                .ok_or_else(|| StoreError::UnknownRun(lease.run.to_string()))?;
+            return Err(StoreError::Fenced {
+                run: lease.run.to_string(),
+                presented: lease.token,
+                current,
+            });
+        }
+        Ok(Lease {
+            expires_at: Timestamp::from_millis(expires).unwrap_or(now),
+            ..lease.clone()
+        })
+    }
+
+    fn release(&self, lease: &Lease) -> Result<(), StoreError> {
+        self.single()?.execute(
+            "UPDATE runs SET lease_holder = NULL, lease_expires = 0 WHERE run_id = ?1 AND lease_token = ?2",
+            &vals![lease.run.as_str(), lease.token],
+        )?;
+        Ok(())
+    }
+
+    fn break_lease(&self, run: &RunId, holder: &str) -> Result<bool, StoreError> {
+        let changed = self.single()?.execute(
+            "UPDATE runs SET lease_expires = 0 WHERE run_id = ?1 AND lease_holder = ?2",
+            &vals![run.as_str(), holder],
+        )?;
+        Ok(changed > 0)
+    }
+
+    fn sink_state(&self, sink: &str) -> Result<SinkState, StoreError> {
+        let row = self.single()?.row(
+            "SELECT acknowledged, delivered_total, last_success, last_error, last_error_at, failing_since, first_success FROM sink_state WHERE sink = ?1",
+            &vals![sink],
+            |r| {
+                Ok(SinkState {
+                    sink: sink.to_owned(),
+                    acknowledged: r.u64(0)?,
+                    delivered_total: r.u64(1)?,
+                    last_success: r.opt_ts(2)?,
+                    last_error: r.opt_text(3)?,
+                    last_error_at: r.opt_ts(4)?,
+                    failing_since: r.opt_ts(5)?,
+                    first_success: r.opt_ts(6)?,
+                })
+            },
+        )?;
+        Ok(row.unwrap_or_else(|| SinkState {
+            sink: sink.to_owned(),
+            ..SinkState::default()
+        }))
+    }
+
+    fn record_delivery(
+        &self,
+        sink: &str,
+        acknowledged: u64,
+        delivered: u64,
+    ) -> Result<(), StoreError> {
+        let now = self.clock.now().millis();
+        self.single()?.execute(
+            &format!(
+                "INSERT INTO sink_state (sink, acknowledged, delivered_total, first_success, last_success) VALUES (?1, ?2, ?3, ?4, ?4)
+                 ON CONFLICT (sink) DO UPDATE SET acknowledged = {}(sink_state.acknowledged, ?2), delivered_total = sink_state.delivered_total + ?3, first_success = coalesce(sink_state.first_success, ?4), last_success = ?4, failing_since = NULL",
+                D::GREATEST
+            ),
+            &vals![sink, acknowledged, delivered, now],
+        )?;
+        Ok(())
+    }
+
+    fn record_delivery_failure(
+        &self,
+        sink: &str,
+        acknowledged: u64,
+        error: &str,
+    ) -> Result<(), StoreError> {
+        let now = self.clock.now().millis();
+        self.single()?.execute(
+            &format!(
+                "INSERT INTO sink_state (sink, acknowledged, last_error, last_error_at, failing_since) VALUES (?1, ?2, ?3, ?4, ?4)
+                 ON CONFLICT (sink) DO UPDATE SET acknowledged = {}(sink_state.acknowledged, ?2), last_error = ?3, last_error_at = ?4, failing_since = coalesce(sink_state.failing_since, ?4)",
+                D::GREATEST
+            ),
+            &vals![sink, acknowledged, error, now],
+        )?;
+        Ok(())
+    }
+
+    fn query_audit(&self, q: &AuditQuery) -> Result<Vec<SealedRecord>, StoreError> {
+        let limit = if q.limit == 0 {
+            i64::MAX
+        } else {
+            q.limit as i64
+        };
+        let (texts, times) = q.values();
+        let sql = format!(
+            "SELECT seq, record_id, hash, line FROM audit {} ORDER BY seq LIMIT {limit}",
+            q.clause(|n| format!("?{n}"))
+        );
+        let params: Vec<Val> = texts
+            .into_iter()
+            .map(Val::from)
+            .chain(times.into_iter().map(Val::from))
+            .collect();
+        self.single()?.rows(&sql, &params, read_record)
+    }
+
+    fn fence_rejections(&self, run: &RunId) -> Result<Vec<FenceRejection>, StoreError> {
+        self.single()?.rows(
+            &format!(
+                "SELECT run_id, presented, {}, at, kinds FROM fence_rejections WHERE run_id = ?1 ORDER BY at, {}",
+                D::FENCE_CURRENT,
+                D::FENCE_ORDER
+            ),
+            &vals![run.as_str()],
+            |r| {
+                Ok(FenceRejection {
+                    run: r.run_id(0)?,
+                    presented: r.u64(1)?,
+                    current: r.u64(2)?,
+                    at: r.ts(3)?,
+                    kinds: serde_json::from_str(&r.text(4)?)
+                        .map_err(|e| format!("malformed kinds: {e}"))?,
+                })
+            },
+        )
+    }
+
+    fn request_cancel(&self, run: &RunId, by: &str, reason: &str) -> Result<(), StoreError> {
+        let now = self.clock.now();
+        let found = self.single()?.execute(
+            "UPDATE runs SET cancel_by = COALESCE(cancel_by, ?2), cancel_reason = COALESCE(cancel_reason, ?3), cancel_at = COALESCE(cancel_at, ?4) WHERE run_id = ?1",
+            &vals![run.as_str(), by, reason, now.millis()],
+        )?;
+        if found == 0 {
+            return Err(StoreError::UnknownRun(run.to_string()));
+        }
+        Ok(())
+    }
+
+    fn cancel_request(&self, run: &RunId) -> Result<Option<CancelRequest>, StoreError> {
+        let row = self
+            .single()?
+            .row(
+                "SELECT cancel_by, cancel_reason, cancel_at FROM runs WHERE run_id = ?1",
+                &vals![run.as_str()],
+                |r| Ok((r.opt_text(0)?, r.opt_text(1)?, r.opt_ts(2)?)),
+            )?
+            .ok_or_else(|| StoreError::UnknownRun(run.to_string()))?;
+        match row {
+            (Some(by), Some(reason), Some(at)) => Ok(Some(CancelRequest { by, reason, at })),
+            _ => Ok(None),
+        }
+    }
+}
+
+impl<D: Dialect> AuditOutbox for Store<D> {
+    fn audit_records(&self, after: u64, limit: usize) -> Result<Vec<SealedRecord>, StoreError> {
+        self.single()?.rows(
+            "SELECT seq, record_id, hash, line FROM audit WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+            &vals![after, i64::try_from(limit).unwrap_or(i64::MAX)],
+            read_record,
+        )
+    }
+
+    fn audit_head(&self) -> Result<ChainHead, StoreError> {
+        Self::head(&mut self.single()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::numbered_dollars;
+
+    #[test]
+    fn numbered_placeholders_become_dollars_and_nothing_else_changes() {
+        assert_eq!(
+            numbered_dollars("SELECT a FROM t WHERE b = ?1 AND c = ?12 AND d LIKE ?2 || '.%' ?"),
+            "SELECT a FROM t WHERE b = $1 AND c = $12 AND d LIKE $2 || '.%' ?"
+        );
+    }
+}
