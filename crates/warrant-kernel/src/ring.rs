@@ -1414,14 +1414,18 @@ impl Ring<'_> {
         if already.is_some() && !actions.iter().all(|a| a.verb().idempotent()) {
             // Started before a crash, result unknown, and not safe to repeat: a person decides.
             let request = self.ids.request_id();
-            let summary = json!({
-                "kind": "in_doubt",
-                "run": state.run,
-                "call": call_id,
-                "tool": state.call(call_id).map(|c| c.record.tool.clone()),
-                "title": format!("did {} happen? it started before an interruption", actions.iter().map(describe).collect::<Vec<_>>().join("; ")),
-                "requested_by": state.principal.actor,
-            });
+            let summary = crate::RequestSummary::InDoubt(crate::InDoubtSummary {
+                kind: "in_doubt".to_owned(),
+                run: state.run.clone(),
+                call: call_id.to_owned(),
+                tool: state.call(call_id).map(|c| c.record.tool.clone()),
+                title: format!(
+                    "did {} happen? it started before an interruption",
+                    actions.iter().map(describe).collect::<Vec<_>>().join("; ")
+                ),
+                requested_by: state.principal.actor.clone(),
+            })
+            .to_value();
             self.append(
                 state,
                 vec![
@@ -1672,21 +1676,22 @@ fn request_summary(
     digest: &Digest,
     asked: &crate::AskedOf,
 ) -> Value {
-    json!({
-        "run": state.run,
-        "call": call_id,
-        "tool": tool,
-        "risk": risk,
-        "title": title,
-        "digest": digest,
-        "requested_by": state.principal.actor,
-        "requester": asked.requester,
-        "asked_of": asked.describe(),
-        "approvers": asked.people,
-        "team": asked.team,
-        "admins": asked.admins,
-        "fell_through": asked.fell_through,
+    crate::RequestSummary::Approval(crate::ApprovalSummary {
+        run: state.run.clone(),
+        call: call_id.to_owned(),
+        tool: tool.to_owned(),
+        risk,
+        title: title.to_owned(),
+        digest: digest.clone(),
+        requested_by: state.principal.actor.clone(),
+        requester: asked.requester.clone(),
+        asked_of: Some(asked.describe()),
+        approvers: asked.people.clone(),
+        team: asked.team.clone(),
+        admins: asked.admins,
+        fell_through: asked.fell_through.clone(),
     })
+    .to_value()
 }
 
 /// How the prompt words a `session` answer: the class, exactly what it covers (verb, recursive
