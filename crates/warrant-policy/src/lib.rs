@@ -14,7 +14,7 @@ pub use decision::{Decision, DecisionRequest, PolicyEffect, PolicyLayer, PolicyR
 pub use engine::{ALWAYS_ASK_ID, JUDGED_AFTER_ID, PolicyEngine, PolicySource, judged_after};
 pub use error::PolicyError;
 pub use explain::{CedarDecision, CedarRequest, EvaluatedAs, Evaluation, Explanation};
-pub use schema::{NAMESPACE, SCHEMA_TEXT};
+pub use schema::{NAMESPACE, SCHEMA_JSON, SCHEMA_TEXT};
 
 /// The policy pack `warrant init` writes to `.warrant/policy/default.cedar`.
 pub fn default_pack() -> &'static str {

@@ -39,12 +39,12 @@ fn bench(c: &mut Criterion) {
     });
     c.bench_function(
         "startup: Redactor::new over the process's default scanner",
-        |b| b.iter(|| black_box(Redactor::new(Scanner::default_rules().unwrap(), Vec::new()))),
+        |b| b.iter(|| black_box(Redactor::new(Scanner::default_rules(), Vec::new()))),
     );
     c.bench_function("first scan of 20 KB (compiles the rules it needs)", |b| {
         b.iter_batched(fresh, |s| black_box(s.scan(&text)), BatchSize::SmallInput)
     });
-    let warm = Scanner::default_rules().unwrap();
+    let warm = Scanner::default_rules();
     let _ = warm.scan(&text);
     c.bench_function("scan of 20 KB, rules compiled", |b| {
         b.iter(|| black_box(warm.scan(&text)))

@@ -35,7 +35,7 @@ fn describe(kind: Option<LayerKind>) -> &'static str {
 /// The scanner for these layers (no layer: gitleaks' default rules).
 pub fn scanner_for_layers(layers: &[LayerRules]) -> Result<Scanner, RulesError> {
     if layers.is_empty() {
-        return Scanner::default_rules();
+        return Ok(Scanner::default_rules());
     }
     let mut layers = layers.to_vec();
     layers.sort_by_key(|l| l.kind);

@@ -22,7 +22,10 @@ pub use redact::{
     cut_spans,
 };
 pub use rules::{Allowlist, Condition, MAX_EXTEND_DEPTH, RegexTarget, Rule, RuleSet, RulesError};
-pub use scan::{ALLOW_COMMENT, Finding, RuleGroup, ScanOptions, Scanner, shannon_entropy};
+pub use scan::{
+    ALLOW_COMMENT, Finding, RULES_UNAVAILABLE_RULE, RuleGroup, ScanOptions, Scanner,
+    shannon_entropy,
+};
 
 /// gitleaks' default configuration (v8.30.1, MIT; the licence is in the file's header).
 pub const DEFAULT_RULES: &str = include_str!("../rules/gitleaks-8.30.1.toml");

@@ -4,9 +4,12 @@
 //! then bounded decoding rounds; last, a `generic*` finding is dropped when a specific rule
 //! found the same secret on the same line.
 //!
-//! Nothing is compiled up front: each rule's regex is compiled the first time a text holds one
-//! of its keywords (a rule without keywords: on the first scan), once per process, and shared
-//! by every clone of the scanner. Rules that come from a user's file are compiled when loaded
+//! Nothing is done up front for gitleaks' default rules: they are parsed and translated on the
+//! first scan (once per process), and each rule's regex is compiled the first time a text holds
+//! one of its keywords (a rule without keywords: on the first scan), once per process, and
+//! shared by every clone of the scanner. Should the default rules fail to build, every scan
+//! reports the whole text as one secret ([`RULES_UNAVAILABLE_RULE`]), so nothing passes
+//! unscanned. Rules that come from a user's file are parsed, checked and compiled when loaded
 //! instead, so a pattern that does not compile fails the load and names the rule.
 
 use std::sync::{Arc, OnceLock};
@@ -21,6 +24,10 @@ use crate::rules::{Allowlist, Condition, RegexTarget, Rule, RuleSet, RulesError}
 /// The comment that marks a line as accepted (honoured by `warrant secrets scan`, as gitleaks
 /// does; never by redaction, where the text may come from whoever wants a secret through).
 pub const ALLOW_COMMENT: &str = "gitleaks:allow";
+
+/// The rule id of the finding a scan reports, covering the whole text, when the rules it
+/// should scan with could not be built: the text cannot be shown to be free of secrets.
+pub const RULES_UNAVAILABLE_RULE: &str = "secret-rules-unavailable";
 
 /// A secret found in a text.
 #[derive(Clone, PartialEq)]
@@ -247,16 +254,35 @@ pub struct ScanOptions {
     pub honour_allow_comment: bool,
 }
 
+/// Where a scanner's compiled rules come from.
+enum Rules {
+    /// Built when the scanner was made.
+    Built(Inner),
+    /// Built by `load` on the first use (gitleaks' default rules); if that fails, every scan
+    /// reports the whole text (see [`RULES_UNAVAILABLE_RULE`]).
+    OnFirstUse {
+        load: fn() -> Result<RuleSet, RulesError>,
+        cell: OnceLock<Result<Inner, RulesError>>,
+    },
+}
+
 #[derive(Clone)]
 pub struct Scanner {
-    inner: Arc<Inner>,
+    rules: Arc<Rules>,
 }
 
 impl std::fmt::Debug for Scanner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Scanner")
-            .field("rules", &self.inner.rules.len())
-            .finish_non_exhaustive()
+        let mut d = f.debug_struct("Scanner");
+        match &*self.rules {
+            Rules::Built(inner) => d.field("rules", &inner.rules.len()),
+            Rules::OnFirstUse { cell, .. } => match cell.get() {
+                None => d.field("rules", &"built on first use"),
+                Some(Ok(inner)) => d.field("rules", &inner.rules.len()),
+                Some(Err(e)) => d.field("unavailable", e),
+            },
+        };
+        d.finish_non_exhaustive()
     }
 }
 
@@ -301,17 +327,44 @@ fn line_around(text: &str, a: usize, b: usize) -> &str {
 }
 
 impl Scanner {
-    /// The scanner over gitleaks' default rules, built once per process (later calls share it).
-    pub fn default_rules() -> Result<Self, RulesError> {
-        static DEFAULT: OnceLock<Result<Scanner, RulesError>> = OnceLock::new();
+    /// The scanner over gitleaks' default rules, one per process (later calls share it). The
+    /// rules are parsed on its first scan, not here: a process that never scans (a run whose
+    /// tools return nothing) does not pay for them. If they cannot be built, every scan
+    /// reports the whole text as a secret ([`RULES_UNAVAILABLE_RULE`]): never fail open.
+    pub fn default_rules() -> Self {
+        static DEFAULT: OnceLock<Scanner> = OnceLock::new();
         DEFAULT
-            .get_or_init(|| {
-                Self::from_groups(vec![RuleGroup {
-                    set: crate::rules::default_set()?.clone(),
-                    eager: false,
-                }])
-            })
+            .get_or_init(|| Self::on_first_use(|| crate::rules::default_set().cloned()))
             .clone()
+    }
+
+    /// A scanner whose rules `load` gives, built on the first scan.
+    fn on_first_use(load: fn() -> Result<RuleSet, RulesError>) -> Self {
+        Self {
+            rules: Arc::new(Rules::OnFirstUse {
+                load,
+                cell: OnceLock::new(),
+            }),
+        }
+    }
+
+    /// The compiled rules, built now if this is their first use.
+    fn inner(&self) -> Result<&Inner, &RulesError> {
+        match &*self.rules {
+            Rules::Built(inner) => Ok(inner),
+            Rules::OnFirstUse { load, cell } => cell
+                .get_or_init(|| {
+                    let set = load()?;
+                    Inner::from_groups(vec![RuleGroup { set, eager: false }])
+                })
+                .as_ref(),
+        }
+    }
+
+    /// Why this scanner cannot scan (its rules could not be built), if it cannot; builds them
+    /// now if this is their first use.
+    pub fn unavailable(&self) -> Option<&RulesError> {
+        self.inner().err()
     }
 
     /// One rule set, compiled now (every pattern checked).
@@ -323,6 +376,14 @@ impl Scanner {
     }
 
     pub fn from_groups(groups: Vec<RuleGroup>) -> Result<Self, RulesError> {
+        Ok(Self {
+            rules: Arc::new(Rules::Built(Inner::from_groups(groups)?)),
+        })
+    }
+}
+
+impl Inner {
+    fn from_groups(groups: Vec<RuleGroup>) -> Result<Self, RulesError> {
         let mut words: Vec<String> = Vec::new();
         let mut rules = Vec::new();
         let mut globals = Vec::new();
@@ -339,13 +400,11 @@ impl Scanner {
             }
         }
         Ok(Self {
-            inner: Arc::new(Inner {
-                rules,
-                globals,
-                words,
-                prefilter: OnceLock::new(),
-                max_decode_depth: MAX_DECODE_DEPTH,
-            }),
+            rules,
+            globals,
+            words,
+            prefilter: OnceLock::new(),
+            max_decode_depth: MAX_DECODE_DEPTH,
         })
     }
 
@@ -400,29 +459,44 @@ impl Scanner {
             allow,
         })
     }
+}
 
+impl Scanner {
     /// The rule's description (empty for an unknown id).
     pub fn describe(&self, id: &str) -> &str {
-        self.inner
-            .rules
-            .iter()
-            .find(|r| r.id == id)
+        if id == RULES_UNAVAILABLE_RULE {
+            return "the secret-scanning rules could not be built, so the whole text is held back";
+        }
+        self.inner()
+            .ok()
+            .and_then(|inner| inner.rules.iter().find(|r| r.id == id))
             .map_or("", |r| r.description.as_str())
     }
 
+    /// The rules' ids (none if they could not be built).
     pub fn rule_ids(&self) -> impl Iterator<Item = &str> {
-        self.inner.rules.iter().map(|r| r.id.as_str())
+        self.inner()
+            .ok()
+            .into_iter()
+            .flat_map(|inner| inner.rules.iter().map(|r| r.id.as_str()))
     }
 
-    /// How many rules have compiled their pattern so far (what laziness saves).
+    /// How many rules have compiled their pattern so far (what laziness saves); 0 while the
+    /// rules themselves are not built yet (this does not build them).
     pub fn compiled_rules(&self) -> usize {
-        self.inner
+        let inner = match &*self.rules {
+            Rules::Built(inner) => inner,
+            Rules::OnFirstUse { cell, .. } => match cell.get() {
+                Some(Ok(inner)) => inner,
+                Some(Err(_)) | None => return 0,
+            },
+        };
+        inner
             .rules
             .iter()
             .filter(|r| r.regex.as_ref().is_some_and(|l| l.cell.get().is_some()))
             .count()
     }
-
     /// Every secret in `text` (no path; `gitleaks:allow` not honoured), ordered by position.
     pub fn scan(&self, text: &str) -> Vec<Finding> {
         self.scan_with(
@@ -445,8 +519,29 @@ impl Scanner {
         )
     }
 
+    /// Every secret in `text`, ordered by position. If the rules could not be built, one
+    /// finding ([`RULES_UNAVAILABLE_RULE`]) covers the whole text.
     pub fn scan_with(&self, text: &str, path: Option<&str>, opts: ScanOptions) -> Vec<Finding> {
-        let inner = &self.inner;
+        match self.inner() {
+            Ok(inner) => inner.scan_with(text, path, opts),
+            Err(_) => vec![Finding {
+                rule: RULES_UNAVAILABLE_RULE.to_owned(),
+                start: 0,
+                end: text.len(),
+                match_start: 0,
+                match_end: text.len(),
+                entropy: shannon_entropy(text),
+                decode_depth: 0,
+                whole_file: false,
+                secret: text.to_owned(),
+            }],
+        }
+    }
+}
+
+impl Inner {
+    fn scan_with(&self, text: &str, path: Option<&str>, opts: ScanOptions) -> Vec<Finding> {
+        let inner = self;
         let skipped: Vec<bool> = inner
             .globals
             .iter()
@@ -519,7 +614,6 @@ impl Scanner {
     ) -> Finding {
         Finding {
             rule: self
-                .inner
                 .rules
                 .get(h.rule)
                 .map(|r| r.id.clone())
@@ -536,12 +630,11 @@ impl Scanner {
     }
 
     fn prefilter(&self) -> Option<&AhoCorasick> {
-        self.inner
-            .prefilter
+        self.prefilter
             .get_or_init(|| {
                 AhoCorasick::builder()
                     .ascii_case_insensitive(true)
-                    .build(&self.inner.words)
+                    .build(&self.words)
                     .ok()
             })
             .as_ref()
@@ -556,7 +649,7 @@ impl Scanner {
         skipped: &[bool],
         opts: ScanOptions,
     ) -> Vec<Hit> {
-        let inner = &self.inner;
+        let inner = self;
         let mut present = vec![false; inner.words.len()];
         if let Some(ac) = self.prefilter() {
             for m in ac.find_overlapping_iter(text) {
@@ -715,4 +808,71 @@ fn drop_generic_duplicates(text: &str, findings: Vec<Finding>) -> Vec<Finding> {
         .zip(keep)
         .filter_map(|(f, k)| k.then_some(f))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::Redactor;
+
+    fn broken() -> Result<RuleSet, RulesError> {
+        Err(RulesError::Parse(
+            "the default rules: simulated damage".into(),
+        ))
+    }
+
+    #[test]
+    fn rules_that_cannot_be_built_hold_back_the_whole_text() {
+        let s = Scanner::on_first_use(broken);
+        let text = "nothing secret here, but it cannot be checked\nsecond line";
+        for found in [s.scan(text), s.scan_file("notes.txt", text)] {
+            assert_eq!(found.len(), 1, "{found:?}");
+            let f = &found[0];
+            assert_eq!(f.rule, RULES_UNAVAILABLE_RULE);
+            assert_eq!((f.start, f.end), (0, text.len()));
+            assert!(!f.whole_file);
+            assert_eq!(f.secret_len(), text.len());
+        }
+        assert!(s.unavailable().is_some());
+        assert_eq!(s.rule_ids().count(), 0);
+        assert!(!s.describe(RULES_UNAVAILABLE_RULE).is_empty());
+        let (out, report) = Redactor::new(s.clone(), Vec::new()).redact(text);
+        assert_eq!(out, "[REDACTED:secret-rules-unavailable]");
+        assert_eq!(report.counts.get(RULES_UNAVAILABLE_RULE), Some(&1));
+        // A JSON result: every string is held back, keys and numbers stay.
+        let (v, _) = Redactor::new(s, Vec::new())
+            .redact_json(&serde_json::json!({"stdout": "ok", "exit_code": 0}));
+        assert_eq!(
+            v,
+            serde_json::json!({"stdout": "[REDACTED:secret-rules-unavailable]", "exit_code": 0})
+        );
+    }
+
+    static LOADS: AtomicUsize = AtomicUsize::new(0);
+
+    fn counted() -> Result<RuleSet, RulesError> {
+        LOADS.fetch_add(1, Ordering::SeqCst);
+        crate::rules::default_set().cloned()
+    }
+
+    #[test]
+    fn the_default_rules_are_built_on_the_first_scan_once_for_every_clone() {
+        let s = Scanner::on_first_use(counted);
+        let twin = s.clone();
+        assert_eq!(
+            LOADS.load(Ordering::SeqCst),
+            0,
+            "nothing built at construction"
+        );
+        assert_eq!(s.compiled_rules(), 0);
+        let gh = "token ghp_4Jx9ZkQ2mW7rT1vB8nL3cY6pH0sD5fG2aE9u";
+        assert!(s.scan(gh).iter().any(|f| f.rule == "github-pat"));
+        assert!(twin.scan(gh).iter().any(|f| f.rule == "github-pat"));
+        assert_eq!(LOADS.load(Ordering::SeqCst), 1);
+        assert!(s.unavailable().is_none());
+        assert!(twin.compiled_rules() >= 1);
+    }
 }

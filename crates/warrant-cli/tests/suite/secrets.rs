@@ -183,7 +183,7 @@ fn a_project_cannot_disable_a_managed_rule_and_bad_rules_stop_the_run() {
 }
 
 fn redactor() -> Redactor {
-    Redactor::new(Scanner::default_rules().unwrap(), Vec::new())
+    Redactor::new(Scanner::default_rules(), Vec::new())
 }
 
 /// The output a command printed, captured as `run_command` captures it.

@@ -6,7 +6,7 @@ use warrant_secrets::{Redactor, Scanner};
 use super::scan::{ALNUM, noise};
 
 fn redactor() -> Redactor {
-    Redactor::new(Scanner::default_rules().unwrap(), Vec::new())
+    Redactor::new(Scanner::default_rules(), Vec::new())
 }
 
 fn pat() -> String {

@@ -253,9 +253,20 @@ fn a_pattern_too_big_to_compile_fails_the_load_of_a_user_file() {
 fn every_default_rule_translates_and_compiles() {
     let set = RuleSet::default_rules().unwrap();
     assert_eq!(set.rules.len(), 222);
+    // The load skips its syntax and `secretGroup` checks for these rules: this is that check.
     for r in &set.rules {
         if let Some(p) = &r.regex {
-            regex::Regex::new(p).unwrap_or_else(|e| panic!("{}: {e}", r.id));
+            let re = regex::Regex::new(p).unwrap_or_else(|e| panic!("{}: {e}", r.id));
+            assert!(
+                r.secret_group < re.captures_len(),
+                "{}: secretGroup {} but {} groups",
+                r.id,
+                r.secret_group,
+                re.captures_len() - 1
+            );
+        }
+        if let Some(p) = &r.path {
+            regex::Regex::new(p).unwrap_or_else(|e| panic!("{} path: {e}", r.id));
         }
         for a in &r.allowlists {
             for p in a.regexes.iter().chain(&a.paths) {

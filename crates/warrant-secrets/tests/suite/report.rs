@@ -30,7 +30,7 @@ fn tree(dir: &Path) -> (String, String) {
 fn ignored_files_are_skipped_findings_never_hold_the_secret() {
     let dir = tempfile::tempdir().unwrap();
     let (pat, aws) = tree(dir.path());
-    let s = Scanner::default_rules().unwrap();
+    let s = Scanner::default_rules();
     let r = scan_paths(&s, &[dir.path().to_owned()], None).unwrap();
     let got: Vec<(String, String, usize, usize)> = r
         .findings
@@ -62,7 +62,7 @@ fn ignored_files_are_skipped_findings_never_hold_the_secret() {
 fn a_baseline_accepts_known_findings_by_fingerprint_and_nothing_else() {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path());
-    let s = Scanner::default_rules().unwrap();
+    let s = Scanner::default_rules();
     let roots: Vec<PathBuf> = vec![dir.path().to_owned()];
     let first = scan_paths(&s, &roots, None).unwrap();
     let base = dir.path().join("baseline.json");
@@ -136,7 +136,7 @@ pub fn assert_sarif_shape(v: &Value) {
 fn the_sarif_report_has_the_required_shape() {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path());
-    let s = Scanner::default_rules().unwrap();
+    let s = Scanner::default_rules();
     let r = scan_paths(&s, &[dir.path().to_owned()], None).unwrap();
     let v = r.sarif("0.1.0");
     assert_sarif_shape(&v);
@@ -152,7 +152,7 @@ fn the_sarif_report_has_the_required_shape() {
 
 #[test]
 fn a_missing_path_is_an_error() {
-    let s = Scanner::default_rules().unwrap();
+    let s = Scanner::default_rules();
     let e = scan_paths(&s, &[PathBuf::from("/nonexistent/warrant-secrets")], None).unwrap_err();
     assert_eq!(warrant_core::Coded::code(&e), "W-SECRETS-017");
 }

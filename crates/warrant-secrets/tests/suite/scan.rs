@@ -81,7 +81,7 @@ fn samples() -> Vec<(&'static str, String)> {
 
 #[test]
 fn the_shipped_rules_compile_and_every_sample_is_found_by_its_rule() {
-    let scanner = Scanner::default_rules().unwrap();
+    let scanner = Scanner::default_rules();
     assert!(scanner.rule_ids().count() >= 40);
     for (rule, text) in samples() {
         let line = format!("output: {text}\n");
@@ -95,7 +95,7 @@ fn the_shipped_rules_compile_and_every_sample_is_found_by_its_rule() {
 
 #[test]
 fn ordinary_text_and_placeholders_are_not_secrets() {
-    let scanner = Scanner::default_rules().unwrap();
+    let scanner = Scanner::default_rules();
     let benign = [
         "fn main() { let key = config.get(\"api_key\"); }",
         "API_KEY=${API_KEY}",
@@ -118,10 +118,7 @@ fn ordinary_text_and_placeholders_are_not_secrets() {
 fn redaction_replaces_the_secret_and_reports_rule_ids_and_counts_only() {
     let known = format!("kn0wn-{}", noise(20, 20, ALNUM));
     let gh = format!("ghp_{}", noise(21, 36, ALNUM));
-    let redactor = Redactor::new(
-        Scanner::default_rules().unwrap(),
-        [known.clone(), "short".into()],
-    );
+    let redactor = Redactor::new(Scanner::default_rules(), [known.clone(), "short".into()]);
     let text = format!("A={known}\nB={gh}\nC={gh}\nshort stays");
     let (out, report) = redactor.redact(&text);
     assert_eq!(
@@ -142,7 +139,7 @@ fn redaction_replaces_the_secret_and_reports_rule_ids_and_counts_only() {
 #[test]
 fn json_redaction_walks_every_string() {
     let gh = format!("ghp_{}", noise(22, 36, ALNUM));
-    let redactor = Redactor::new(Scanner::default_rules().unwrap(), Vec::new());
+    let redactor = Redactor::new(Scanner::default_rules(), Vec::new());
     let (v, report) =
         redactor.redact_json(&json!({"content": format!("x {gh}"), "lines": [gh, 3], "ok": true}));
     assert_eq!(
