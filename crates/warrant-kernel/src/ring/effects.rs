@@ -1,0 +1,418 @@
+//! The effect itself: grants checked at time of use, the executor reached with `Authorized`
+//! values, and changes that wait for a person's judgement.
+
+use super::*;
+
+impl Ring<'_> {
+    /// Check a granted answer at time of use against `now_digest`; when it may not be used, the
+    /// refusal is recorded (`approval_rejected`) and `true` returned.
+    pub(super) fn refuse_grant(
+        &self,
+        state: &mut RunState,
+        req: &RequestState,
+        answer: &RequestAnswer,
+        now_digest: &Digest,
+    ) -> Result<bool, KernelError> {
+        let RequestAnswer::Granted {
+            approver,
+            scope,
+            digest: granted,
+            proof,
+            binding,
+            signature,
+        } = answer
+        else {
+            return Ok(false);
+        };
+        if !approval::checks_enabled() {
+            return Ok(false);
+        }
+        let Some((reason, detail)) = self.check_grant(
+            state,
+            req,
+            approver,
+            *scope,
+            granted,
+            proof,
+            binding.as_ref(),
+            signature.as_deref(),
+            now_digest,
+        ) else {
+            return Ok(false);
+        };
+        self.record_rejection(state, &req.id, reason, detail, approver.clone())?;
+        Ok(true)
+    }
+
+    /// Why a granted approval may not be used now, if it may not. Order matters only for the
+    /// name of the refusal: a record whose proof fails is `forged` whatever else is wrong.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn check_grant(
+        &self,
+        state: &RunState,
+        req: &RequestState,
+        approver: &Approver,
+        scope: Scope,
+        granted: &Digest,
+        proof: &str,
+        binding: Option<&Binding>,
+        signature: Option<&str>,
+        now_digest: &Digest,
+    ) -> Option<(RejectReason, String)> {
+        let rules = self.rules();
+        let registered = rules.registered_key(&approver.actor);
+        let forged = || {
+            Some((
+                RejectReason::Forged,
+                "its proof does not verify under this installation's secret".to_owned(),
+            ))
+        };
+        match binding {
+            // Records written before bindings existed are bound to this request by the proof.
+            None => {
+                let input = ProofInput {
+                    run: &state.run,
+                    request: &req.id,
+                    park_seq: req.park_seq,
+                    digest: granted,
+                    approver,
+                    scope,
+                };
+                if !approval::verify(self.secret, &input, proof) || registered.is_some() {
+                    return forged();
+                }
+            }
+            Some(b) => {
+                let input = BoundInput {
+                    base: ProofInput {
+                        run: &b.run,
+                        request: &b.request,
+                        park_seq: b.park,
+                        digest: granted,
+                        approver,
+                        scope,
+                    },
+                    expires_at: b.expires_at,
+                };
+                if !approval::verify_bound(self.secret, &input, proof) {
+                    return forged();
+                }
+                // An answer at the run's own prompt is proven by that terminal, not by a key.
+                if let Some(public) = registered
+                    && approver.via != Via::Terminal.as_str()
+                    && !signature.is_some_and(|sig| approval::verify_signature(public, &input, sig))
+                {
+                    return Some((
+                        RejectReason::Forged,
+                        format!(
+                            "it is not signed by the approver key the identity directory registers for {}",
+                            approver.actor
+                        ),
+                    ));
+                }
+                if b.run != state.run {
+                    return Some((
+                        RejectReason::OtherRun,
+                        format!("it was given in run {}, not in run {}", b.run, state.run),
+                    ));
+                }
+                if b.request != req.id || b.park != req.park_seq {
+                    if state.requests.get(&b.request).is_some_and(|r| r.used) {
+                        return Some((
+                            RejectReason::AlreadyUsed,
+                            format!(
+                                "it replays the approval of request {}, which was already used",
+                                b.request
+                            ),
+                        ));
+                    }
+                    return Some((
+                        RejectReason::OtherPark,
+                        format!(
+                            "it was given for request {} (park {}), not for {} (park {})",
+                            b.request, b.park, req.id, req.park_seq
+                        ),
+                    ));
+                }
+            }
+        }
+        if granted != now_digest {
+            return Some((
+                RejectReason::ActionChanged,
+                format!(
+                    "what would run now is not what was shown (approved {granted}, now {now_digest})"
+                ),
+            ));
+        }
+        if let Some(b) = binding
+            && self.clock.now() >= b.expires_at
+        {
+            return Some((
+                RejectReason::Expired,
+                format!("it expired at {}", b.expires_at.rfc3339()),
+            ));
+        }
+        if req.used {
+            return Some((RejectReason::AlreadyUsed, "it was already used".to_owned()));
+        }
+        None
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn execute(
+        &self,
+        state: &mut RunState,
+        call_id: &str,
+        actions: &[Action],
+        approval: Option<RequestId>,
+        session_grant: Option<RequestId>,
+        tools: &dyn ToolRegistry,
+        env: &ToolEnv,
+    ) -> Result<CallStep, KernelError> {
+        let already = state.call(call_id).and_then(|c| c.started);
+        if already.is_some() && !actions.iter().all(|a| a.verb().idempotent()) {
+            // Started before a crash, result unknown, and not safe to repeat: a person decides.
+            let request = self.ids.request_id();
+            let summary = crate::RequestSummary::InDoubt(crate::InDoubtSummary {
+                kind: "in_doubt".to_owned(),
+                run: state.run.clone(),
+                call: call_id.to_owned(),
+                tool: state.call(call_id).map(|c| c.record.tool.clone()),
+                title: format!(
+                    "did {} happen? it started before an interruption",
+                    actions.iter().map(describe).collect::<Vec<_>>().join("; ")
+                ),
+                requested_by: state.principal.actor.clone(),
+            })
+            .to_value();
+            self.append(
+                state,
+                vec![
+                    RunEvent::EffectInDoubt {
+                        call_id: call_id.to_owned(),
+                        request_id: Some(request.clone()),
+                    },
+                    RunEvent::RunParked {
+                        request_id: request.clone(),
+                    },
+                ],
+                Some(RunStatus::Parked),
+                vec![RequestUpdate::Open {
+                    id: request.clone(),
+                    summary,
+                }],
+            )?;
+            return Ok(CallStep::Parked(request));
+        }
+        let started_seq = match already {
+            Some(seq) => seq,
+            None => {
+                self.append(
+                    state,
+                    vec![RunEvent::EffectStarted {
+                        call_id: call_id.to_owned(),
+                        approval,
+                        session_grant,
+                    }],
+                    Some(RunStatus::Running),
+                    vec![],
+                )?;
+                state.next_seq - 1
+            }
+        };
+        // A person's go-ahead, as recorded in EffectStarted (also after a resume).
+        let by_person = state.call(call_id).is_some_and(|c| c.started_by_person);
+        let authorized: Vec<Authorized<Action>> = actions
+            .iter()
+            .map(|a| Authorized::new(a.clone(), state.run.clone(), started_seq, by_person))
+            .collect();
+        let tool_name = state
+            .call(call_id)
+            .map(|c| c.record.tool.clone())
+            .unwrap_or_default();
+        let tool = tools
+            .get(&tool_name)
+            .ok_or_else(|| KernelError::Inconsistent {
+                run: state.run.to_string(),
+                message: format!("tool {tool_name} vanished"),
+            })?;
+        let principal = state.principal.clone();
+        let workspace = state.workspace.clone();
+        let (run, deadline) = (state.run.clone(), state.settings.deadline);
+        let may_read = |p: &CanonicalPath| {
+            self.pdp
+                .decide(&principal, &Action::FsRead { path: p.clone() }, &workspace)
+                .verdict
+                == Verdict::Allow
+        };
+        let stop = || {
+            self.stop_reason_of(&run, deadline, self.clock.now())
+                .ok()
+                .flatten()
+        };
+        let mut outcome = tool.execute(&authorized, env, &may_read, &stop);
+        let pending = outcome
+            .result
+            .as_object_mut()
+            .and_then(|m| m.remove(PENDING_JUDGEMENT));
+        if let Some(pending) = pending {
+            return self.open_judgement(state, call_id, actions, outcome, &pending);
+        }
+        self.append(
+            state,
+            vec![RunEvent::EffectCompleted {
+                call_id: call_id.to_owned(),
+                ok: outcome.ok,
+                result: outcome.result,
+            }],
+            None,
+            vec![],
+        )?;
+        Ok(CallStep::Done)
+    }
+
+    /// Journal an effect whose result waits for a person, with the approval request that shows
+    /// what waits (bound to the actions, what is shown and the tool's digest of it).
+    pub(super) fn open_judgement(
+        &self,
+        state: &mut RunState,
+        call_id: &str,
+        actions: &[Action],
+        outcome: EffectResult,
+        pending: &Value,
+    ) -> Result<CallStep, KernelError> {
+        let text = |k: &str| pending.get(k).and_then(Value::as_str).unwrap_or_default();
+        let risk: RiskClass =
+            serde_json::from_value(pending["risk"].clone()).unwrap_or(RiskClass::Destructive);
+        let presentation = crate::Presentation {
+            title: text("title").to_owned(),
+            body: text("body").to_owned(),
+        };
+        let actions_digest =
+            digest_of(&actions.to_vec()).map_err(|e| KernelError::Encode(e.to_string()))?;
+        let bound = bound_digest(
+            &actions_digest,
+            &presentation,
+            &json!({"judged": text("digest")}),
+        );
+        let request = self.ids.request_id();
+        let asked = self.rules().asked_of(&state.principal, risk);
+        let tool = state
+            .call(call_id)
+            .map(|c| c.record.tool.clone())
+            .unwrap_or_default();
+        let summary = request_summary(
+            state,
+            call_id,
+            &tool,
+            risk,
+            &presentation.title,
+            &bound,
+            &asked,
+        );
+        self.append(
+            state,
+            vec![
+                RunEvent::EffectJudging {
+                    call_id: call_id.to_owned(),
+                    ok: outcome.ok,
+                    result: outcome.result,
+                },
+                RunEvent::ApprovalRequested {
+                    call_id: call_id.to_owned(),
+                    request_id: request.clone(),
+                    digest: bound,
+                    risk,
+                    presentation,
+                    action_digest: None,
+                    asked: Some(asked),
+                },
+            ],
+            None,
+            vec![RequestUpdate::Open {
+                id: request,
+                summary,
+            }],
+        )?;
+        Ok(CallStep::Done)
+    }
+
+    /// A call whose effect waits for a person's judgement: ask at the terminal or park; on a
+    /// denial discard what waits, on a grant (checked like any approval at time of use) let it
+    /// land; either way the effect completes. `None`: go round again.
+    pub(super) fn judge_step(
+        &self,
+        state: &mut RunState,
+        call_id: &str,
+        tools: &dyn ToolRegistry,
+        env: &ToolEnv,
+        prompter: &mut dyn Prompter,
+    ) -> Result<Option<CallStep>, KernelError> {
+        let call = state
+            .call(call_id)
+            .cloned()
+            .ok_or_else(|| KernelError::Inconsistent {
+                run: state.run.to_string(),
+                message: format!("no call {call_id}"),
+            })?;
+        let Some((_, result)) = call.judging.clone() else {
+            return Ok(None);
+        };
+        let req = call
+            .request
+            .as_ref()
+            .and_then(|id| state.requests.get(id))
+            .cloned()
+            .ok_or_else(|| KernelError::Inconsistent {
+                run: state.run.to_string(),
+                message: format!("call {call_id} waits for a judgement with no request"),
+            })?;
+        let tool = tools
+            .get(&call.record.tool)
+            .ok_or_else(|| KernelError::Inconsistent {
+                run: state.run.to_string(),
+                message: format!("tool {} vanished", call.record.tool),
+            })?;
+        let approved = match req.answer.clone() {
+            None => return self.ask_or_park(state, &req, &[], "", prompter),
+            Some(RequestAnswer::Denied { .. }) => false,
+            Some(granted @ RequestAnswer::Granted { .. }) => {
+                // What was shown is fixed in the journal: the request's own digest.
+                if self.refuse_grant(state, &req, &granted, &req.digest)? {
+                    return Ok(None);
+                }
+                true
+            }
+        };
+        // Settling acts on the workspace: only with the authorization the effect started under.
+        let started_seq = call.started.ok_or_else(|| KernelError::Inconsistent {
+            run: state.run.to_string(),
+            message: format!("call {call_id} waits for a judgement but never started"),
+        })?;
+        let authorized: Vec<Authorized<Action>> = call
+            .actions
+            .iter()
+            .flatten()
+            .map(|a| {
+                Authorized::new(
+                    a.clone(),
+                    state.run.clone(),
+                    started_seq,
+                    call.started_by_person,
+                )
+            })
+            .collect();
+        let settled = tool.settle(&authorized, &result, approved, env);
+        self.append(
+            state,
+            vec![RunEvent::EffectCompleted {
+                call_id: call_id.to_owned(),
+                ok: settled.ok,
+                result: settled.result,
+            }],
+            None,
+            vec![],
+        )?;
+        Ok(Some(CallStep::Done))
+    }
+}

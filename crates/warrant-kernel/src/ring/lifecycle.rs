@@ -1,0 +1,348 @@
+//! A run's life in the journal: start, load (checked against the signed chain), the one
+//! append every event goes through (held events of a batch, the fence, the audit facts),
+//! model responses, limits, end and resume.
+
+use super::*;
+
+impl Ring<'_> {
+    /// Starts a run: its first event fixes the principal for good.
+    pub fn start(&self, spec: NewRunSpec) -> Result<RunState, KernelError> {
+        let run = self.ids.run_id();
+        let event = RunEvent::RunStarted {
+            principal: spec.principal.clone(),
+            task: spec.task.clone(),
+            model: spec.model,
+            workspace: spec.workspace,
+            policy_digest: self.pdp.digest(),
+            settings: spec.settings,
+            tools: spec.tools,
+            tools_digest: spec.tools_digest,
+            profiles_digest: spec.profiles_digest,
+        };
+        let facts = audit_facts(&spec.principal, &run, 1, &event, None);
+        let draft = EventDraft {
+            kind: event.kind().to_owned(),
+            version: EVENT_VERSION,
+            payload: event.payload()?,
+            audit: facts,
+        };
+        let stored = self.store.create_run(
+            &NewRun {
+                run,
+                actor: spec.principal.actor.clone(),
+                task: spec.task,
+                status: if spec.queued {
+                    RunStatus::Queued
+                } else {
+                    RunStatus::Running
+                },
+            },
+            vec![draft],
+            self.sealer,
+        )?;
+        for s in &stored {
+            self.observer.committed(s, &event);
+        }
+        RunState::fold(&stored)
+    }
+
+    /// Folds a run to act on it: its events are checked against their signed audit records
+    /// first, and a mismatch is refused and recorded ([`crate::journal`]).
+    pub fn load(&self, run: &RunId) -> Result<RunState, KernelError> {
+        let events = self.verified_events(run)?;
+        if events.is_empty() {
+            return Err(KernelError::UnknownRun(run.to_string()));
+        }
+        RunState::fold(&events)
+    }
+
+    /// Folds a run without checking its journal: only for reading (listings, other runs'
+    /// budget totals), never for deciding what this run does next.
+    pub fn load_unverified(&self, run: &RunId) -> Result<RunState, KernelError> {
+        let events = self.store.events(run)?;
+        if events.is_empty() {
+            return Err(KernelError::UnknownRun(run.to_string()));
+        }
+        RunState::fold(&events)
+    }
+
+    /// Records that audit records `from..=to` will never reach `sink` (the bounded outbox's
+    /// `on_full = drop`): the gap is part of the run's record, and verification reports it.
+    pub fn record_audit_gap(
+        &self,
+        state: &mut RunState,
+        sink: &str,
+        from: u64,
+        to: u64,
+    ) -> Result<(), KernelError> {
+        self.append(
+            state,
+            vec![RunEvent::AuditGap {
+                sink: sink.to_owned(),
+                from,
+                to,
+            }],
+            None,
+            vec![],
+        )
+    }
+
+    /// Records that a process a run started tried to answer `request` (which stays open): the
+    /// trail shows the attempt, and nothing changes in the fold.
+    pub fn record_answer_from_command(
+        &self,
+        state: &mut RunState,
+        request: &RequestId,
+        who: &Principal,
+        detail: String,
+    ) -> Result<(), KernelError> {
+        let approver = Approver {
+            tenant: who.tenant.clone(),
+            actor: who.actor.clone(),
+            via: "command".to_owned(),
+        };
+        self.record_rejection(state, request, RejectReason::FromCommand, detail, approver)
+    }
+
+    /// Records a refused answer; the request stays as it was.
+    pub(super) fn record_rejection(
+        &self,
+        state: &mut RunState,
+        request: &RequestId,
+        reason: RejectReason,
+        detail: String,
+        approver: Approver,
+    ) -> Result<(), KernelError> {
+        self.append(
+            state,
+            vec![RunEvent::ApprovalRejected {
+                request_id: request.clone(),
+                reason,
+                detail,
+                approver: Some(approver),
+            }],
+            None,
+            vec![],
+        )
+    }
+
+    /// Appends arbitrary events: only for the kernel's own tests and benches, which build
+    /// journals by hand (behind the `testing` feature no production crate enables).
+    #[cfg(feature = "testing")]
+    #[doc(hidden)]
+    pub fn append_for_tests(
+        &self,
+        state: &mut RunState,
+        events: Vec<RunEvent>,
+        status: Option<RunStatus>,
+        requests: Vec<RequestUpdate>,
+    ) -> Result<(), KernelError> {
+        self.append(state, events, status, requests)
+    }
+
+    /// Appends events atomically (with their audit records) and advances `state`. Not public:
+    /// every event a front end causes has its own typed method. Steps of a call staged before
+    /// (see [`Ring::stage`]) are committed first, in the same transaction: one durable point.
+    pub(crate) fn append(
+        &self,
+        state: &mut RunState,
+        events: Vec<RunEvent>,
+        status: Option<RunStatus>,
+        requests: Vec<RequestUpdate>,
+    ) -> Result<(), KernelError> {
+        let staged = std::mem::take(&mut state.staged);
+        let held = staged.events.len();
+        let (mut batch, mut drafts): (Vec<RunEvent>, Vec<EventDraft>) =
+            staged.events.into_iter().unzip();
+        let expected_seq = staged
+            .undo
+            .as_ref()
+            .map_or(state.next_seq, |(_, _, first)| *first);
+        let committed = self.draft_all(state, &events).and_then(|fresh| {
+            drafts.extend(fresh);
+            batch.extend(events);
+            self.observer.before_append(&batch);
+            Ok(self.store.append(
+                Append {
+                    run: state.run.clone(),
+                    expected_seq,
+                    events: drafts,
+                    status,
+                    requests,
+                    fence: self.fence.get(),
+                },
+                self.sealer,
+            )?)
+        });
+        let stored = match committed {
+            Ok(stored) => stored,
+            Err(e) => {
+                // Nothing was written: the state goes back to what the journal holds.
+                put_back(state, staged.undo);
+                return Err(e);
+            }
+        };
+        for (i, (s, event)) in stored.iter().zip(batch).enumerate() {
+            self.observer.committed(s, &event);
+            if i >= held {
+                state.apply(s.seq, event)?;
+            }
+            state.next_seq = s.seq + 1;
+        }
+        Ok(())
+    }
+
+    /// The drafts of `events`, numbered from `state.next_seq`.
+    pub(super) fn draft_all(
+        &self,
+        state: &RunState,
+        events: &[RunEvent],
+    ) -> Result<Vec<EventDraft>, KernelError> {
+        events
+            .iter()
+            .enumerate()
+            .map(|(i, event)| {
+                let seq = state.next_seq + i as u64;
+                Ok(EventDraft {
+                    kind: event.kind().to_owned(),
+                    version: EVENT_VERSION,
+                    payload: event.payload()?,
+                    audit: audit_facts(&state.principal, &state.run, seq, event, Some(state)),
+                })
+            })
+            .collect()
+    }
+
+    /// Applies a step of call `call_id` (its proposal or its policy decisions) to `state`
+    /// without committing it: the next append commits it in the same transaction, together
+    /// with the event that acts on it. Durability needs a point before an effect starts, not
+    /// one per step; a crash before that point loses the staged steps, and a resume decides
+    /// them again, since nothing was acted on.
+    pub(super) fn stage(
+        &self,
+        state: &mut RunState,
+        call_id: &str,
+        events: Vec<RunEvent>,
+    ) -> Result<(), KernelError> {
+        if state.staged.undo.is_none() {
+            let index = state
+                .calls
+                .iter()
+                .position(|c| c.record.id == call_id)
+                .ok_or_else(|| KernelError::Inconsistent {
+                    run: state.run.to_string(),
+                    message: format!("no call {call_id} to stage"),
+                })?;
+            state.staged.undo = Some((index, state.calls[index].clone(), state.next_seq));
+        }
+        for event in events {
+            let staged_kind = matches!(
+                &event,
+                RunEvent::ActionProposed { call_id: c, .. } | RunEvent::PolicyDecided { call_id: c, .. }
+                    if c == call_id
+            );
+            if !staged_kind {
+                return Err(KernelError::Inconsistent {
+                    run: state.run.to_string(),
+                    message: format!("{} of another call cannot be staged", event.kind()),
+                });
+            }
+            let seq = state.next_seq;
+            for draft in self.draft_all(state, std::slice::from_ref(&event))? {
+                state.staged.events.push((event.clone(), draft));
+            }
+            state.apply(seq, event)?;
+            state.next_seq = seq + 1;
+        }
+        Ok(())
+    }
+
+    /// Drops what is staged and puts the state back to what the journal holds.
+    pub(super) fn unstage(&self, state: &mut RunState) {
+        let staged = std::mem::take(&mut state.staged);
+        put_back(state, staged.undo);
+    }
+
+    /// Journals a model's answer, with the guarded request it answers (`None` only where no
+    /// request was assembled: the kernel's tests and benches).
+    pub fn record_model_response(
+        &self,
+        state: &mut RunState,
+        request: Option<ModelRequest>,
+        text: Option<String>,
+        calls: Vec<CallRecord>,
+        usage: Option<Value>,
+        model: String,
+    ) -> Result<(), KernelError> {
+        let turn = state.turns;
+        self.append(
+            state,
+            vec![RunEvent::ModelResponded {
+                turn,
+                text,
+                calls,
+                usage,
+                model,
+                request,
+            }],
+            None,
+            vec![],
+        )
+    }
+
+    /// Stops the run at one of its caps: the typed reason and the end in one append.
+    pub fn stop_at_limit(
+        &self,
+        state: &mut RunState,
+        limit: RunLimit,
+        max: u32,
+        reason: String,
+    ) -> Result<(), KernelError> {
+        self.append(
+            state,
+            vec![
+                RunEvent::LimitReached { limit, max },
+                RunEvent::RunEnded {
+                    outcome: Outcome::Stopped { reason },
+                },
+            ],
+            Some(RunStatus::Stopped),
+            vec![],
+        )
+    }
+
+    pub fn end(&self, state: &mut RunState, outcome: Outcome) -> Result<(), KernelError> {
+        let status = match &outcome {
+            Outcome::Completed => RunStatus::Completed,
+            Outcome::Failed { .. } => RunStatus::Failed,
+            Outcome::Stopped { .. } => RunStatus::Stopped,
+        };
+        self.append(
+            state,
+            vec![RunEvent::RunEnded { outcome }],
+            Some(status),
+            vec![],
+        )
+    }
+
+    /// Marks a parked run as continuing (after its request was answered elsewhere).
+    pub fn resume(&self, state: &mut RunState, by: &Principal) -> Result<(), KernelError> {
+        if let Some(outcome) = &state.ended {
+            return Err(KernelError::RunEnded {
+                run: state.run.to_string(),
+                outcome: outcome_label(outcome),
+            });
+        }
+        if state.parked.is_some() {
+            self.append(
+                state,
+                vec![RunEvent::RunResumed {
+                    by: by.actor.clone(),
+                }],
+                Some(RunStatus::Running),
+                vec![],
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,283 @@
+//! The effect ring: the one path from a model's tool call to the world. In order: the
+//! principal comes from the log, the call is normalized into actions, the decision point
+//! rules on each, a person is asked where policy says so (parking the run durably when nobody
+//! can answer now), and only then is an executor reached, with `Authorized` values that only
+//! this module makes. Every step is journaled before the next one depends on it, and every
+//! refusal is a typed event.
+
+use std::cell::Cell;
+
+use serde_json::{Value, json};
+use warrant_core::{
+    Action, CanonicalPath, Clock, Digest, IdSource, Principal, PrincipalKind, RequestId, RiskClass,
+    RunId, Timestamp, digest_of,
+};
+use warrant_store::{
+    Append, EventDraft, EventStore, NewRun, RequestUpdate, RunStatus, Sealer, StoredEvent,
+};
+
+use warrant_audit::PublicKeys;
+
+use crate::approval::{self, ApproverKey, BoundInput, ProofInput};
+use crate::authority::{ApprovalRules, RejectReason, bound_digest, session_pattern};
+use crate::authorized::Authorized;
+use crate::error::KernelError;
+use crate::events::{
+    Approver, Binding, CallRecord, DeniedBy, EVENT_VERSION, ModelRequest, Outcome, ReasonRecord,
+    Resolution, RunEvent, RunLimit, RunSettings, Scope, Verdict, Via,
+};
+use crate::state::{CallState, RequestAnswer, RequestKind, RequestState, RunState};
+use crate::tool::{EffectResult, PENDING_JUDGEMENT, ToolEnv, ToolRegistry};
+
+/// What the policy decision point says about one action.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicyVerdict {
+    pub verdict: Verdict,
+    pub risk: RiskClass,
+    pub reasons: Vec<ReasonRecord>,
+    pub errors: Vec<String>,
+}
+
+/// The policy decision point as the ring sees it (warrant-policy implements it).
+pub trait DecisionPoint {
+    fn decide(
+        &self,
+        principal: &Principal,
+        action: &Action,
+        workspace: &CanonicalPath,
+    ) -> PolicyVerdict;
+    fn digest(&self) -> Digest;
+
+    /// Risk rules and the identity directory, when the caller has them
+    /// ([`crate::authority::Governed`]); `None` means the defaults and no directory.
+    fn approval_rules(&self) -> Option<&ApprovalRules> {
+        None
+    }
+}
+
+/// A person's answer to a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    Approve(Scope),
+    Deny { reason: String },
+}
+
+/// What the person at the run's terminal is shown.
+#[derive(Clone, Debug)]
+pub struct PromptView<'a> {
+    pub run: &'a RunId,
+    pub request: &'a RequestId,
+    pub risk: RiskClass,
+    pub title: &'a str,
+    pub body: &'a str,
+    pub digest: &'a Digest,
+    pub reasons: &'a [ReasonRecord],
+    /// What a `session` answer would cover, worded for the person: class, pattern, this run.
+    pub session: &'a str,
+    /// Who the request is put to (and why, when it fell through).
+    pub asked: &'a str,
+}
+
+/// Asks a person at the run's own terminal. Returns `None` when nobody can be asked now (no
+/// terminal): the run then parks and waits for `warrant approve` / `deny`.
+pub trait Prompter {
+    fn ask(&mut self, view: &PromptView<'_>) -> Option<(Answer, Principal)>;
+}
+
+/// Never asks: every approval parks the run.
+#[derive(Debug, Default)]
+pub struct NoPrompter;
+
+impl Prompter for NoPrompter {
+    fn ask(&mut self, _view: &PromptView<'_>) -> Option<(Answer, Principal)> {
+        None
+    }
+}
+
+/// Sees every event as it is committed (the CLI prints them).
+pub trait Observer {
+    fn committed(&self, stored: &StoredEvent, event: &RunEvent);
+
+    /// Called just before events are appended (fault injection uses it to die at that point).
+    fn before_append(&self, _events: &[RunEvent]) {}
+}
+
+#[derive(Debug, Default)]
+pub struct Silent;
+
+impl Observer for Silent {
+    fn committed(&self, _stored: &StoredEvent, _event: &RunEvent) {}
+}
+
+/// How processing one call ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CallStep {
+    /// The call has a result (completed, refused or denied).
+    Done,
+    /// Waiting for a person; the run is parked durably.
+    Parked(RequestId),
+}
+
+pub struct Ring<'a> {
+    pub store: &'a dyn EventStore,
+    pub sealer: &'a dyn Sealer,
+    pub pdp: &'a dyn DecisionPoint,
+    pub ids: &'a dyn IdSource,
+    pub clock: &'a dyn Clock,
+    /// The installation secret approvals are proven under.
+    pub secret: &'a [u8],
+    pub observer: &'a dyn Observer,
+    /// The fencing token of the lease this process holds on the run it drives; every append
+    /// presents it. `None` for writers that do not drive the run (approve, deny, cancel).
+    pub fence: Cell<Option<u64>>,
+    /// The installation's public keys (current and retired): a run is folded to be acted on
+    /// only after its events were checked against the records they signed.
+    pub keys: &'a PublicKeys,
+}
+
+impl std::fmt::Debug for Ring<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ring").finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct NewRunSpec {
+    /// Queued for a worker (`submit`) rather than driven by this process.
+    pub queued: bool,
+    pub principal: Principal,
+    pub task: String,
+    pub model: String,
+    pub workspace: CanonicalPath,
+    pub settings: RunSettings,
+    pub tools: Vec<String>,
+    pub tools_digest: Option<Digest>,
+    pub profiles_digest: Option<Digest>,
+}
+
+mod answers;
+mod calls;
+mod effects;
+mod facts;
+mod lifecycle;
+
+pub(crate) use facts::audit_facts;
+
+/// What a request listing shows of an approval request.
+/// Undoes staged steps: their call as it was before them, and the sequence number they took.
+fn put_back(state: &mut RunState, undo: Option<(usize, CallState, u64)>) {
+    if let Some((index, call, first)) = undo {
+        state.calls[index] = call;
+        state.next_seq = first;
+    }
+}
+
+fn request_summary(
+    state: &RunState,
+    call_id: &str,
+    tool: &str,
+    risk: RiskClass,
+    title: &str,
+    digest: &Digest,
+    asked: &crate::AskedOf,
+) -> Value {
+    crate::RequestSummary::Approval(crate::ApprovalSummary {
+        run: state.run.clone(),
+        call: call_id.to_owned(),
+        tool: tool.to_owned(),
+        risk,
+        title: title.to_owned(),
+        digest: digest.clone(),
+        requested_by: state.principal.actor.clone(),
+        requester: asked.requester.clone(),
+        asked_of: Some(asked.describe()),
+        approvers: asked.people.clone(),
+        team: asked.team.clone(),
+        admins: asked.admins,
+        fell_through: asked.fell_through.clone(),
+    })
+    .to_value()
+}
+
+/// How the prompt words a `session` answer: the class, exactly what it covers (verb, recursive
+/// or not, resource pattern), this run only.
+fn session_wording(risk: RiskClass, actions: &[Action], rules: &ApprovalRules) -> String {
+    let mut patterns: Vec<String> = actions.iter().map(session_pattern).collect();
+    patterns.sort();
+    patterns.dedup();
+    let secs = rules.expiry_secs(risk, true);
+    let expiry = if secs.is_multiple_of(3600) {
+        format!("{}h", secs / 3600)
+    } else if secs.is_multiple_of(60) {
+        format!("{}m", secs / 60)
+    } else {
+        format!("{secs}s")
+    };
+    format!(
+        "{} actions matching exactly {}; this run only, for at most {expiry}; never saved as policy (to allow it for good, add a permit under .warrant/policies/)",
+        risk.as_str(),
+        patterns
+            .iter()
+            .map(|p| format!("`{p}`"))
+            .collect::<Vec<_>>()
+            .join(" or ")
+    )
+}
+
+fn severity(v: Verdict) -> u8 {
+    match v {
+        Verdict::Allow => 0,
+        Verdict::Ask => 1,
+        Verdict::Deny => 2,
+    }
+}
+
+pub fn outcome_label(o: &Outcome) -> String {
+    match o {
+        Outcome::Completed => "completed".into(),
+        Outcome::Failed { code, message } => format!("failed: {code} {message}"),
+        Outcome::Stopped { reason } => format!("stopped: {reason}"),
+    }
+}
+
+/// `fs.read /w/.env` — how an action reads in messages.
+pub fn describe(a: &Action) -> String {
+    format!("{} {}", a.verb().as_str(), a.target())
+}
+
+fn denial_message(
+    actions: &[Action],
+    reasons: &[ReasonRecord],
+    workspace: &CanonicalPath,
+) -> String {
+    let what = actions.iter().map(describe).collect::<Vec<_>>().join("; ");
+    if reasons.is_empty() {
+        let outside = actions.iter().any(|a| match a {
+            Action::FsRead { path }
+            | Action::FsList { path }
+            | Action::FsSearch { path, .. }
+            | Action::FsWrite { path, .. }
+            | Action::FsCreate { path, .. }
+            | Action::FsDelete { path, .. } => !path.starts_with(workspace),
+            Action::ShellExec { cwd, .. } => !cwd.starts_with(workspace),
+            Action::ProviderCall { .. } => false,
+        });
+        if outside {
+            format!(
+                "denied: {what}: no policy permits it, and it is outside the workspace {workspace}"
+            )
+        } else {
+            format!("denied: {what}: no policy permits it")
+        }
+    } else {
+        let why = reasons
+            .iter()
+            .map(|r| match &r.reason {
+                Some(text) => format!("{} ({text})", r.policy),
+                None => r.policy.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        format!("denied: {what}: {why}")
+    }
+}
