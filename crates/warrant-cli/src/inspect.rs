@@ -52,7 +52,7 @@ pub fn runs_show(ws: Option<&Path>, run: &str, json: bool) -> Result<u8, Failure
         row.events
     );
     let printer = Printer::new(false);
-    for warrant_host::records::EventView(e) in &view.events {
+    for e in &view.events {
         match warrant_kernel::RunEvent::from_stored(e) {
             Ok(ev) => {
                 for (i, line) in printer.lines(&ev).iter().enumerate() {

@@ -51,8 +51,7 @@ impl Printer {
 
     pub fn print(&self, stored: &StoredEvent, event: &RunEvent) {
         if self.json {
-            let view = warrant_host::records::EventView(stored.clone());
-            outln!("{}", serde_json::to_string(&view).unwrap_or_default());
+            outln!("{}", serde_json::to_string(stored).unwrap_or_default());
             return;
         }
         for line in self.narrator.lines(event) {

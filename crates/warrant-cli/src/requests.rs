@@ -200,11 +200,10 @@ fn show(ws: Option<&Path>, id: &str, json: bool) -> Result<u8, Failure> {
         outln!("{}", pretty(view));
         return Ok(0);
     }
-    let get = |k: &str| view.field(k);
-    outln!("request {}  ({}, {})", request, get("kind"), get("status"));
+    outln!("request {}  ({}, {})", request, view.kind(), view.status());
     outln!("  run        {}", shown.state.run);
-    outln!("  asked by   {}", get("requested_by"));
-    outln!("  what       {}", crate::shown_inline(&get("title")));
+    outln!("  asked by   {}", view.requested_by());
+    outln!("  what       {}", crate::shown_inline(view.title()));
     let asked_of = match view {
         RequestView::Asked(a) => Some(a.asked_of.clone()),
         RequestView::Summary(v) => v.get("asked_of").and_then(|v| v.as_array()).map(|l| {
@@ -217,8 +216,8 @@ fn show(ws: Option<&Path>, id: &str, json: bool) -> Result<u8, Failure> {
     if let Some(of) = asked_of {
         outln!("  asked of   {}", of.join(", "));
     }
-    if !get("expires_at").is_empty() {
-        outln!("  expires    {}", get("expires_at"));
+    if !view.expires_at().is_empty() {
+        outln!("  expires    {}", view.expires_at());
     }
     if let RequestView::Asked(a) = view {
         if let Ask::Question { options, .. } = &a.ask {
@@ -230,8 +229,8 @@ fn show(ws: Option<&Path>, id: &str, json: bool) -> Result<u8, Failure> {
             outln!("  reply      {} by {}", r.reply.label(), r.by.actor);
         }
     }
-    if !get("body").is_empty() {
-        outln!("{}", get("body"));
+    if !view.body().is_empty() {
+        outln!("{}", view.body());
     }
     Ok(0)
 }

@@ -85,6 +85,8 @@ impl Supervised {
             &crate::fs::OsLinks,
         )?;
         let mut proxy = None;
+        // Under the launcher the group exists only after its `setsid`.
+        let signal_leader = plan.is_some();
         let mut command = match plan {
             Some(mut plan) => {
                 let launcher = launcher.ok_or_else(|| {
@@ -111,7 +113,6 @@ impl Supervised {
                 c
             }
         };
-        let confined = proxy.is_some() || spec.profile.sandbox.is_some();
         let env = crate::env::minimize_env(spec.profile, spec.parent_env.iter().cloned());
         let mut child = command
             .current_dir(spec.cwd.as_path())
@@ -123,7 +124,7 @@ impl Supervised {
             .spawn()
             .map_err(|e| ExecError::Spawn {
                 program: program.clone(),
-                message: e.to_string(),
+                message: crate::spawn::spawn_message(&e),
             })?;
         let stderr = Arc::new(Mutex::new(HeadTail::new(
             spec.profile.output_head_bytes,
@@ -145,7 +146,7 @@ impl Supervised {
         Ok(Self {
             program: program.clone(),
             group: Pid::from_child(&child),
-            signal_leader: confined,
+            signal_leader,
             stdin: child.stdin.take(),
             stdout: child.stdout.take(),
             child,
@@ -287,6 +288,22 @@ mod tests {
         }
     }
 
+    fn spec<'a>(
+        argv: &'a [String],
+        cwd: &'a CanonicalPath,
+        profile_name: &'a str,
+        profile: &'a ProfileConfig,
+        parent_env: Vec<(String, String)>,
+    ) -> ChildSpec<'a> {
+        ChildSpec {
+            argv,
+            cwd,
+            profile_name,
+            profile,
+            parent_env,
+        }
+    }
+
     fn argv(script: &str) -> Vec<String> {
         vec!["/bin/sh".into(), "-c".into(), script.into()]
     }
@@ -297,13 +314,13 @@ mod tests {
         let profile = unconfined();
         // An echo server that also leaves a grandchild running: stopping must reach it.
         let argv = argv("sleep 600 & while read l; do echo \"got $l\"; done");
-        let spec = ChildSpec {
-            argv: &argv,
-            cwd: &ws,
-            profile_name: "test",
-            profile: &profile,
-            parent_env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-        };
+        let spec = spec(
+            &argv,
+            &ws,
+            "test",
+            &profile,
+            vec![("PATH".into(), "/usr/bin:/bin".into())],
+        );
         let mut child = Supervised::start(&spec, None).unwrap();
         let (mut stdin, stdout) = child.take_io().unwrap();
         writeln!(stdin, "ping").unwrap();
@@ -327,13 +344,13 @@ mod tests {
         let (_dir, ws) = workspace();
         let profile = unconfined();
         let argv = argv("sleep 600 & exit 0");
-        let spec = ChildSpec {
-            argv: &argv,
-            cwd: &ws,
-            profile_name: "test",
-            profile: &profile,
-            parent_env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-        };
+        let spec = spec(
+            &argv,
+            &ws,
+            "test",
+            &profile,
+            vec![("PATH".into(), "/usr/bin:/bin".into())],
+        );
         let mut child = Supervised::start(&spec, None).unwrap();
         let pgid = child.group.as_raw_nonzero().get();
         while child.poll().is_none() {
@@ -355,13 +372,7 @@ mod tests {
         let (_dir, ws) = workspace();
         let profile = unconfined();
         let argv = argv("echo 'cannot start: no config' >&2; exit 3");
-        let spec = ChildSpec {
-            argv: &argv,
-            cwd: &ws,
-            profile_name: "test",
-            profile: &profile,
-            parent_env: Vec::new(),
-        };
+        let spec = spec(&argv, &ws, "test", &profile, Vec::new());
         let mut child = Supervised::start(&spec, None).unwrap();
         let ended = loop {
             if let Some(e) = child.poll() {
@@ -382,13 +393,13 @@ mod tests {
         let (_dir, ws) = workspace();
         let profile = unconfined();
         let argv = argv("echo \"key=${OPENAI_API_KEY:-none}\"");
-        let spec = ChildSpec {
-            argv: &argv,
-            cwd: &ws,
-            profile_name: "test",
-            profile: &profile,
-            parent_env: vec![("OPENAI_API_KEY".into(), "sk-test-secret".into())],
-        };
+        let spec = spec(
+            &argv,
+            &ws,
+            "test",
+            &profile,
+            vec![("OPENAI_API_KEY".into(), "sk-test-secret".into())],
+        );
         let mut child = Supervised::start(&spec, None).unwrap();
         let (_stdin, stdout) = child.take_io().unwrap();
         let mut line = String::new();
@@ -404,13 +415,7 @@ mod tests {
             ..ProfileConfig::default()
         };
         let argv = argv("true");
-        let spec = ChildSpec {
-            argv: &argv,
-            cwd: &ws,
-            profile_name: "default",
-            profile: &profile,
-            parent_env: Vec::new(),
-        };
+        let spec = spec(&argv, &ws, "default", &profile, Vec::new());
         let err = Supervised::start(&spec, None).unwrap_err();
         assert!(matches!(err, ExecError::SandboxFailed { .. }), "{err}");
     }

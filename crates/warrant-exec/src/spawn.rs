@@ -586,7 +586,7 @@ fn signal_group(group: Pid, signal: Signal) {
     let _ = kill_process_group(group, signal);
 }
 
-fn spawn_message(e: &std::io::Error) -> String {
+pub(crate) fn spawn_message(e: &std::io::Error) -> String {
     // `ErrorKind` is open-ended (std adds kinds), so compare rather than match it.
     let kind = e.kind();
     if kind == std::io::ErrorKind::NotFound {

@@ -275,7 +275,7 @@ pub fn installation(
     let store = warrant_store::open(&location, Arc::new(SystemClock))
         .map_err(|e| HostError::bad_input(&e))?;
     let store_location = if warrant_store::is_postgres_url(&location) {
-        redact_url(&location)
+        warrant_store::redact_location(&location)
     } else {
         location
     };
@@ -363,18 +363,6 @@ pub fn in_a_workspace() -> bool {
 
 pub fn parent_env() -> Vec<(String, String)> {
     std::env::vars().collect()
-}
-
-/// `postgres://user:secret@host/db` → `postgres://user@host/db`.
-pub fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            let user = userinfo.split(':').next().unwrap_or("");
-            format!("{}{user}@{}", &url[..scheme + 3], &url[at + 1..])
-        }
-        _ => url.to_owned(),
-    }
 }
 
 /// The bounded outbox: before each effect, while some sink lacks `max_pending` records or

@@ -48,27 +48,8 @@ pub fn open(at: &Where, notices: Arc<dyn Notices + Send>) -> Result<Opened> {
 #[derive(Debug, Serialize)]
 pub struct RunView {
     pub run: RunRow,
-    pub events: Vec<EventView>,
+    pub events: Vec<warrant_store::StoredEvent>,
     pub fence_rejections: Vec<FenceRejection>,
-}
-
-/// One stored event, serialized as `runs show --json` prints it.
-#[derive(Debug)]
-pub struct EventView(pub warrant_store::StoredEvent);
-
-impl Serialize for EventView {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct as _;
-        let e = &self.0;
-        let mut out = s.serialize_struct("EventView", 6)?;
-        out.serialize_field("run", &e.run)?;
-        out.serialize_field("seq", &e.seq)?;
-        out.serialize_field("kind", &e.kind)?;
-        out.serialize_field("version", &e.version)?;
-        out.serialize_field("recorded_at", &e.recorded_at)?;
-        out.serialize_field("payload", &e.payload)?;
-        out.end()
-    }
 }
 
 /// The chain head and every sink's health (`audit status`).
@@ -115,7 +96,7 @@ impl Records<'_> {
             .map_err(|e| HostError::failed(&e))?;
         Ok(RunView {
             run: row,
-            events: events.into_iter().map(EventView).collect(),
+            events,
             fence_rejections,
         })
     }

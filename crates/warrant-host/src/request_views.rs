@@ -218,11 +218,59 @@ pub struct Shown {
     pub state: RunState,
 }
 
+/// A text of the index's raw summary (empty when it has none).
+fn raw<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The texts a front end words a request with (empty where the kind has none).
 impl RequestView {
-    /// A text field of the view (empty when it has none), for a front end's words.
-    pub fn field(&self, key: &str) -> String {
-        let v = serde_json::to_value(self).unwrap_or(Value::Null);
-        v.get(key).and_then(Value::as_str).unwrap_or("").to_owned()
+    pub fn kind(&self) -> &str {
+        match self {
+            Self::Asked(a) => a.kind,
+            Self::Approval(a) => a.kind,
+            Self::Summary(v) => raw(v, "kind"),
+        }
+    }
+
+    pub fn status(&self) -> &str {
+        match self {
+            Self::Asked(a) => a.status,
+            Self::Approval(a) => a.status,
+            Self::Summary(v) => raw(v, "status"),
+        }
+    }
+
+    pub fn title(&self) -> &str {
+        match self {
+            Self::Asked(a) => &a.title,
+            Self::Approval(a) => &a.title,
+            Self::Summary(v) => raw(v, "title"),
+        }
+    }
+
+    pub fn requested_by(&self) -> &str {
+        match self {
+            Self::Asked(a) => &a.requested_by,
+            Self::Approval(a) => &a.requested_by,
+            Self::Summary(v) => raw(v, "requested_by"),
+        }
+    }
+
+    pub fn expires_at(&self) -> &str {
+        match self {
+            Self::Asked(a) => &a.expires_at,
+            Self::Approval(_) => "",
+            Self::Summary(v) => raw(v, "expires_at"),
+        }
+    }
+
+    pub fn body(&self) -> &str {
+        match self {
+            Self::Asked(_) => "",
+            Self::Approval(a) => &a.body,
+            Self::Summary(v) => raw(v, "body"),
+        }
     }
 }
 

@@ -107,14 +107,10 @@ impl Verified {
     }
 }
 
-fn usage(e: &(impl warrant_core::Coded + std::fmt::Display)) -> HostError {
-    HostError::bad_input(e)
-}
-
 /// One file with the public keys it was signed with: its chain, and the checkpoint beside it
 /// when there is one (a rotated file or a receiver's copy has none). No installation needed.
 pub fn verify_alone(file: &Path, pubkeys: &Path) -> Result<Verified> {
-    let keys = PublicKeys::load(pubkeys).map_err(|e| usage(&e))?;
+    let keys = PublicKeys::load(pubkeys).map_err(|e| HostError::bad_input(&e))?;
     let source = one_file(file, &keys, file.display().to_string())?;
     Ok(Verified::of(vec![source], None))
 }
@@ -122,7 +118,7 @@ pub fn verify_alone(file: &Path, pubkeys: &Path) -> Result<Verified> {
 fn one_file(file: &Path, keys: &PublicKeys, checkpoint_shown: String) -> Result<Source> {
     let name = file.display().to_string();
     if crate::controls::disabled("checkpoint") {
-        let report = verify_file(file, keys).map_err(|e| usage(&e))?;
+        let report = verify_file(file, keys).map_err(|e| HostError::bad_input(&e))?;
         return Ok(Source::chain(name, report));
     }
     let copy = verify_copy(
@@ -132,7 +128,7 @@ fn one_file(file: &Path, keys: &PublicKeys, checkpoint_shown: String) -> Result<
         keys,
         CheckpointRule::IfPresent,
     )
-    .map_err(|e| usage(&e))?;
+    .map_err(|e| HostError::bad_input(&e))?;
     Ok(Source::copy(name, checkpoint_shown, copy))
 }
 
@@ -142,7 +138,7 @@ impl Records<'_> {
     pub fn verify(&self, file: Option<&Path>, pubkeys: Option<&Path>) -> Result<Verified> {
         crate::install::deliver(self.inst);
         let keys = match pubkeys {
-            Some(p) => PublicKeys::load(p).map_err(|e| usage(&e))?,
+            Some(p) => PublicKeys::load(p).map_err(|e| HostError::bad_input(&e))?,
             None => self.inst.public_keys.clone(),
         };
         let shown = |p: &Path| {
@@ -167,17 +163,17 @@ impl Records<'_> {
         // The sink's rotated files and its current one, as one chain, against the checkpoint
         // the sink writes after every delivery.
         let sink = &self.inst.sink;
-        let files = sink.files().map_err(|e| usage(&e))?;
+        let files = sink.files().map_err(|e| HostError::bad_input(&e))?;
         let name = shown(sink.path());
         checked.push(if sink.has_checkpoint() {
             let at = sink.checkpoint_path();
             let copy = verify_copy(&files, true, &at, &keys, CheckpointRule::Required)
-                .map_err(|e| usage(&e))?;
+                .map_err(|e| HostError::bad_input(&e))?;
             Source::copy(name, shown(&at), copy)
         } else {
             Source::chain(
                 name,
-                warrant_audit::verify_files(&files, &keys).map_err(|e| usage(&e))?,
+                warrant_audit::verify_files(&files, &keys).map_err(|e| HostError::bad_input(&e))?,
             )
         });
         Ok(Verified::of(checked, journal))

@@ -21,6 +21,8 @@ pub use crate::error::StoreError;
 pub use crate::postgres::{Postgres, PostgresStore};
 pub use crate::sql::Store;
 pub use crate::sqlite::{SCHEMA_VERSION, Sqlite, SqliteStore};
+/// A store location as messages may show it: a URL's password and any `password=` removed.
+pub use postgres::redact as redact_location;
 
 /// Opens the store at `location`: a `postgres://` or `postgresql://` URL is the shared
 /// PostgreSQL store (its schema created on first use), anything else the path of an existing

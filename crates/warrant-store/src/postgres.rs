@@ -441,7 +441,7 @@ fn describe(e: &postgres::Error) -> String {
 
 /// The connection string without its password, for messages and `Debug`: the userinfo
 /// password of a URL, and any `password=` parameter (URL query or key-value form).
-pub(crate) fn redact(url: &str) -> String {
+pub fn redact(url: &str) -> String {
     let mut out = url.to_owned();
     if let Some(scheme_end) = out.find("://") {
         let rest_start = scheme_end + 3;

@@ -55,6 +55,18 @@ pub(super) fn transcript(place: &Place, name: &str, text: &str) -> String {
     format!("scripted:{}", path.display())
 }
 
+/// Writes `file` (holding `text`) into the workspace and returns a model that deletes it.
+pub(super) fn delete_model(place: &Place, file: &str, text: &str) -> String {
+    std::fs::write(ws(place).join(file), text).unwrap();
+    transcript(
+        place,
+        "t.yaml",
+        &format!(
+            "version: 1\nturns:\n  - calls:\n      - tool: delete_path\n        args: {{ path: {file} }}\n  - say: done\n"
+        ),
+    )
+}
+
 pub(super) fn open(place: &Place) -> Host {
     Host::open(&place.at, Arc::new(Told::default())).unwrap()
 }
@@ -85,12 +97,7 @@ pub(super) fn ws(place: &Place) -> &Path {
 #[test]
 fn a_destructive_call_parks_is_approved_and_runs_on_resume() {
     let place = place();
-    std::fs::write(ws(&place).join("old.txt"), "bye").unwrap();
-    let model = transcript(
-        &place,
-        "t.yaml",
-        "version: 1\nturns:\n  - calls:\n      - tool: delete_path\n        args: { path: old.txt }\n  - say: done\n",
-    );
+    let model = delete_model(&place, "old.txt", "bye");
     let host = open(&place);
     let (run, request) = parked(&host, model);
     assert!(
@@ -116,12 +123,7 @@ fn a_destructive_call_parks_is_approved_and_runs_on_resume() {
 #[test]
 fn a_denied_call_never_runs() {
     let place = place();
-    std::fs::write(ws(&place).join("keep.txt"), "stay").unwrap();
-    let model = transcript(
-        &place,
-        "t.yaml",
-        "version: 1\nturns:\n  - calls:\n      - tool: delete_path\n        args: { path: keep.txt }\n  - say: done\n",
-    );
+    let model = delete_model(&place, "keep.txt", "stay");
     let host = open(&place);
     let (run, request) = parked(&host, model);
     host.answer(

@@ -9,17 +9,12 @@ use warrant_host::requests::Connection;
 use warrant_host::{Quiet, records};
 use warrant_kernel::{Answer, NoPrompter, Scope, Silent};
 
-use super::operations::{open, parked, place, transcript, ws};
+use super::operations::{delete_model, open, parked, place, transcript, ws};
 
 #[test]
 fn a_run_reads_the_same_from_every_view_after_an_approval() {
     let place = place();
-    std::fs::write(ws(&place).join("old.txt"), "bye").unwrap();
-    let model = transcript(
-        &place,
-        "t.yaml",
-        "version: 1\nturns:\n  - calls:\n      - tool: delete_path\n        args: { path: old.txt }\n  - say: done\n",
-    );
+    let model = delete_model(&place, "old.txt", "bye");
     let host = open(&place);
     let (run, request) = parked(&host, model);
 
@@ -179,12 +174,7 @@ impl Words for Chat {
 #[test]
 fn the_narration_words_next_steps_in_the_front_ends_own_words() {
     let place = place();
-    std::fs::write(ws(&place).join("old.txt"), "bye").unwrap();
-    let model = transcript(
-        &place,
-        "t.yaml",
-        "version: 1\nturns:\n  - calls:\n      - tool: delete_path\n        args: { path: old.txt }\n  - say: done\n",
-    );
+    let model = delete_model(&place, "old.txt", "bye");
     let host = open(&place);
     let (run, request) = parked(&host, model);
     let narrator = Narrator::new(Box::new(Chat));
@@ -192,7 +182,7 @@ fn the_narration_words_next_steps_in_the_front_ends_own_words() {
     let lines: Vec<String> = view
         .events
         .iter()
-        .filter_map(|e| warrant_kernel::RunEvent::from_stored(&e.0).ok())
+        .filter_map(|e| warrant_kernel::RunEvent::from_stored(e).ok())
         .flat_map(|e| narrator.lines(&e))
         .collect();
     let text = lines.join("\n");
