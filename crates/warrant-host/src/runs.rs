@@ -435,7 +435,24 @@ impl Host {
     pub fn resolve(&self, run: &RunId, step: &str, resolution: Resolution) -> Result<()> {
         self.with_ring(&warrant_kernel::Silent, |ring| {
             let mut state = install::load_run(&self.inst, ring, run, Class::Usage)?;
-            crate::origin::refuse_from_command("resolve an effect in doubt")?;
+            // A command's attempt is refused and, when the step names an open in-doubt
+            // request, recorded in the run beside it (the request stays open).
+            match state.in_doubt(step).map(|r| r.id.clone()) {
+                Some(request) => {
+                    let refused = crate::origin::refuse_recorded(
+                        ring,
+                        &mut state,
+                        &request,
+                        &self.identity.principal,
+                        "resolve an effect in doubt",
+                    );
+                    if refused.is_err() {
+                        self.deliver();
+                    }
+                    refused?;
+                }
+                None => crate::origin::refuse_from_command("resolve an effect in doubt")?,
+            }
             let result = ring.resolve(&mut state, step, &self.identity.principal, resolution);
             self.deliver();
             result.map_err(|e| HostError::bad_input(&e))

@@ -173,6 +173,13 @@ impl RunState {
         self.calls.iter().find(|c| c.record.id == id)
     }
 
+    /// The in-doubt request of `step`, named by its call id or by the seq of its park.
+    pub fn in_doubt(&self, step: &str) -> Option<&RequestState> {
+        self.requests.values().find(|r| {
+            r.kind == RequestKind::InDoubt && (r.call_id == step || r.park_seq.to_string() == step)
+        })
+    }
+
     fn call_mut(&mut self, id: &str) -> Result<&mut CallState, KernelError> {
         let run = self.run.to_string();
         self.calls

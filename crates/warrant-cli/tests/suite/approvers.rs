@@ -231,3 +231,83 @@ fn a_command_cannot_reply_to_a_request_and_the_attempt_is_recorded() {
     let ok = sb.run(&["requests", "answer", &request, "--text", "yes, ship"]);
     assert_eq!(ok.status.code(), Some(0), "control: {}", stderr(&ok));
 }
+
+/// A command resolving another run's effect in doubt (`warrant runs resolve`) is refused, and
+/// the attempt is recorded in that run (`approval_rejected`, `from_command`); the step stays in
+/// doubt. Control: the same resolution from the person's own shell is taken.
+#[test]
+fn a_command_cannot_resolve_an_effect_in_doubt_and_the_attempt_is_recorded() {
+    let sb = Sandbox::init();
+    sb.add_unconfined_profile();
+    let work = sb.transcript(
+        "version: 1\nturns:\n  - calls:\n      - tool: write_file\n        args: { path: NOTE.md, content: \"n\\n\" }\n  - say: done\n",
+    );
+    // Killed after the write ran and before its result was journaled: the write is in doubt.
+    let died = sb
+        .cmd(&["run", "--model", &work, "note"])
+        .env("WARRANT_FAULT", "before:effect_completed:1")
+        .output()
+        .unwrap();
+    assert_ne!(died.status.code(), Some(0), "{}", stderr(&died));
+    let (run, _) = sb.last_run();
+    let parked = sb.run(&["resume", &run]);
+    assert_eq!(parked.status.code(), Some(10), "{}", stderr(&parked));
+    let open = sb.json(&["approvals", "list", "--json"]);
+    let step = open["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["summary"]["kind"] == "in_doubt")
+        .and_then(|r| r["summary"]["call"].as_str())
+        .unwrap_or_else(|| panic!("no in-doubt request: {open}"))
+        .to_owned();
+
+    let bin = assert_cmd::cargo::cargo_bin("warrant");
+    let argv = serde_json::to_string(&[
+        bin.display().to_string(),
+        "runs".into(),
+        "resolve".into(),
+        run.clone(),
+        "--step".into(),
+        step.clone(),
+        "--as".into(),
+        "completed".into(),
+    ])
+    .unwrap();
+    let model = sb.transcript(&format!(
+        "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: {{ argv: {argv}, profile: open }}\n  - say: done\n"
+    ));
+    let attack = sb.run_stdin(
+        &["run", "--prompt", "always", "--model", &model, "look"],
+        "o\n",
+    );
+    assert_eq!(attack.status.code(), Some(0), "{}", stderr(&attack));
+    let (_, events) = sb.last_run();
+    let result = events
+        .iter()
+        .find(|e| e["kind"] == "effect_completed")
+        .map(|e| e["payload"]["result"].to_string())
+        .unwrap();
+    assert!(result.contains("W-APPROVAL-026"), "{result}");
+    assert_eq!(rejections(&sb, &run), vec![Value::from("from_command")]);
+    let still = sb.json(&["approvals", "list", "--json"]);
+    assert!(
+        still["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["summary"]["kind"] == "in_doubt"),
+        "the step is no longer in doubt: {still}"
+    );
+
+    let ok = sb.run(&[
+        "runs",
+        "resolve",
+        &run,
+        "--step",
+        &step,
+        "--as",
+        "completed",
+    ]);
+    assert_eq!(ok.status.code(), Some(0), "control: {}", stderr(&ok));
+}

@@ -222,15 +222,7 @@ impl Ring<'_> {
             run: state.run.to_string(),
             step: step.to_owned(),
         };
-        let request = state
-            .requests
-            .values()
-            .find(|r| {
-                r.kind == RequestKind::InDoubt
-                    && (r.call_id == step || r.park_seq.to_string() == step)
-            })
-            .cloned()
-            .ok_or_else(not_in_doubt)?;
+        let request = state.in_doubt(step).cloned().ok_or_else(not_in_doubt)?;
         if let Some((previous, by)) = &request.resolution {
             return Err(KernelError::AlreadyAnswered {
                 id: request.id.to_string(),
