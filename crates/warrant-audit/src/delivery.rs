@@ -75,8 +75,12 @@ impl Sinks<'_> {
                         cfg.max_attempts = 2;
                     }
                     let acknowledged = store.sink_state(name).map(|s| s.acknowledged).unwrap_or(0);
-                    HttpSink::new(name, cfg)
-                        .deliver(store, acknowledged)
+                    let sink = HttpSink::new(name, cfg);
+                    let sink = match self.jsonl.checkpointer() {
+                        Some(c) => sink.with_checkpoint(c.clone()),
+                        None => sink,
+                    };
+                    sink.deliver(store, acknowledged)
                         .map(|r| (r.acknowledged, r.delivered))
                         .map_err(|e| {
                             let acked = e.acknowledged().unwrap_or(acknowledged);

@@ -2,17 +2,25 @@
 //! counts as delivered only when the receiver answered 2xx; a retried batch carries the same
 //! `Idempotency-Key`, so a receiver that dedups never counts it twice. Synchronous, one batch in
 //! flight; the caller keeps the acknowledged cursor (this sink holds no state between calls).
+//!
+//! With a [`Checkpointer`], every batch also carries the installation's signed checkpoint for its
+//! last record in the `Warrant-Checkpoint` header (base64 of the checkpoint's JSON): a receiver
+//! that keeps the records in order and the latest header beside them (`<copy>.checkpoint`) holds
+//! a copy that `warrant audit verify --file` proves complete up to that record, so records cut
+//! from its end are found, as for the JSONL sink.
 
 use std::fmt;
 use std::io::Read as _;
 use std::sync::Arc;
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 use warrant_store::{AuditOutbox, SealedRecord};
 
-use crate::AuditError;
+use crate::{AuditError, Checkpointer};
 
 pub const DEFAULT_HTTP_BATCH: usize = 100;
 pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -25,6 +33,8 @@ pub const CLOUDEVENTS_BATCH: &str = "application/cloudevents-batch+json";
 /// Enough of a receiver's refusal to diagnose it, not enough to flood a log.
 const BODY_EXCERPT: u64 = 500;
 const REDACTED: &str = "[redacted]";
+/// The header that carries a batch's signed checkpoint.
+pub const CHECKPOINT_HEADER: &str = "Warrant-Checkpoint";
 
 /// Where and how to POST. Header values are resolved secrets (tokens): they are sent, and never
 /// shown by `Debug` or in errors.
@@ -102,6 +112,7 @@ pub struct HttpSink {
     config: HttpSinkConfig,
     agent: ureq::Agent,
     sleep: Sleep,
+    checkpointer: Option<Arc<Checkpointer>>,
 }
 
 impl fmt::Debug for HttpSink {
@@ -139,7 +150,16 @@ impl HttpSink {
             agent: ureq::Agent::new_with_config(agent_config),
             config,
             sleep: Arc::new(std::thread::sleep),
+            checkpointer: None,
         }
+    }
+
+    /// Signs a checkpoint for each batch's last record and sends it with the batch
+    /// ([`CHECKPOINT_HEADER`]).
+    #[must_use]
+    pub fn with_checkpoint(mut self, checkpointer: Arc<Checkpointer>) -> Self {
+        self.checkpointer = Some(checkpointer);
+        self
     }
 
     /// Replace how the sink waits between attempts (tests record instead of sleeping).
@@ -200,10 +220,11 @@ impl HttpSink {
     ) -> Result<(), AuditError> {
         let body = batch_body(records);
         let key = idempotency_key(records);
+        let checkpoint = self.checkpoint_for(records, report)?;
         let max_attempts = self.config.max_attempts.max(1);
         let mut attempt = 1;
         loop {
-            let (reason, retry_after) = match self.send_once(&body, &key) {
+            let (reason, retry_after) = match self.send_once(&body, &key, checkpoint.as_deref()) {
                 Ok(()) => return Ok(()),
                 Err(Failure::Transient {
                     reason,
@@ -240,12 +261,36 @@ impl HttpSink {
         }
     }
 
-    fn send_once(&self, body: &str, key: &str) -> Result<(), Failure> {
+    /// The header value vouching for `records`' last one, when this sink signs checkpoints.
+    fn checkpoint_for(
+        &self,
+        records: &[SealedRecord],
+        report: &HttpDeliveryReport,
+    ) -> Result<Option<String>, AuditError> {
+        let (Some(checkpointer), Some(last)) = (&self.checkpointer, records.last()) else {
+            return Ok(None);
+        };
+        let unsendable = |reason: String| AuditError::SinkMisconfigured {
+            sink: self.name.clone(),
+            reason: format!("cannot sign the batch's checkpoint: {reason}"),
+            acknowledged: report.acknowledged,
+        };
+        let checkpoint = checkpointer
+            .sign(last.seq, &last.hash)
+            .map_err(|e| unsendable(e.to_string()))?;
+        let json = serde_json::to_string(&checkpoint).map_err(|e| unsendable(e.to_string()))?;
+        Ok(Some(BASE64.encode(json)))
+    }
+
+    fn send_once(&self, body: &str, key: &str, checkpoint: Option<&str>) -> Result<(), Failure> {
         let mut request = self
             .agent
             .post(&self.config.url)
             .content_type(CLOUDEVENTS_BATCH)
             .header("Idempotency-Key", key);
+        if let Some(value) = checkpoint {
+            request = request.header(CHECKPOINT_HEADER, value);
+        }
         for (name, value) in &self.config.headers {
             request = request.header(name.as_str(), value.as_str());
         }

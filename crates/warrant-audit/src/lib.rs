@@ -26,7 +26,9 @@ pub use checkpoint::{
 };
 pub use delivery::{Delivered, JSONL_SINK, Patience, SinkHealth, Sinks};
 pub use error::AuditError;
-pub use http::{CLOUDEVENTS_BATCH, HttpDeliveryReport, HttpSink, HttpSinkConfig};
+pub use http::{
+    CHECKPOINT_HEADER, CLOUDEVENTS_BATCH, HttpDeliveryReport, HttpSink, HttpSinkConfig,
+};
 pub use keys::{
     AuditKey, PRIVATE_KEY_FILE, PUBLIC_KEY_FILE, PublicKeys, RETIRED_DIR, Rotation, kid_of,
 };

@@ -134,6 +134,11 @@ impl JsonlSink {
         self
     }
 
+    /// The signer of this sink's checkpoints, which other sinks vouch for their copies with.
+    pub fn checkpointer(&self) -> Option<&Arc<Checkpointer>> {
+        self.checkpointer.as_ref()
+    }
+
     /// Whether this sink writes (and so must have) a checkpoint.
     pub fn has_checkpoint(&self) -> bool {
         self.checkpointer.is_some()

@@ -405,3 +405,84 @@ fn nothing_to_deliver_sends_nothing() {
     );
     assert!(receiver.seen().is_empty());
 }
+
+/// A receiver that keeps the records it took and the last `Warrant-Checkpoint` it was sent
+/// holds a copy that proves itself complete: cut one record from its end and verification
+/// names the cut. Negative control: a sink without a checkpointer sends none, and the same cut
+/// copy verifies as an intact chain (the cut goes unseen).
+#[test]
+fn each_batch_carries_a_signed_checkpoint_that_finds_records_cut_from_the_copy() {
+    use base64::Engine as _;
+    use warrant_audit::{CHECKPOINT_HEADER, CheckpointRule, Checkpointer, verify_copy};
+    use warrant_core::{FixedClock, Timestamp};
+
+    let keys = PublicKeys::from_keys([AuditKey::from_seed(SEED).verifying_key()]);
+    let copy_of = |signing: bool| {
+        let store = chain(25);
+        let receiver = Receiver::start(vec![], Step::Ok);
+        let (sink, _) = sink(config(&receiver.url));
+        let sink = if signing {
+            sink.with_checkpoint(Arc::new(Checkpointer::new(
+                AuditKey::from_seed(SEED),
+                super::fake::INSTALLATION,
+                Arc::new(FixedClock(
+                    Timestamp::from_millis(1_760_000_000_000).unwrap(),
+                )),
+                keys.clone(),
+            )))
+        } else {
+            sink
+        };
+        sink.deliver(&store, 0).unwrap();
+        let header = CHECKPOINT_HEADER.to_ascii_lowercase();
+        let sent: Vec<Option<String>> = receiver
+            .seen()
+            .into_iter()
+            .map(|s| s.headers.get(&header).cloned())
+            .collect();
+        (receiver.taken(), sent)
+    };
+    let check = |taken: &[String], checkpoint: Option<&String>, cut: usize| {
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join("received.jsonl");
+        let kept = &taken[..taken.len() - cut];
+        std::fs::write(
+            &copy,
+            kept.iter().map(|l| format!("{l}\n")).collect::<String>(),
+        )
+        .unwrap();
+        if let Some(value) = checkpoint {
+            let json = base64::engine::general_purpose::STANDARD
+                .decode(value)
+                .unwrap();
+            std::fs::write(warrant_audit::checkpoint_path(&copy), json).unwrap();
+        }
+        let report = verify_copy(
+            std::slice::from_ref(&copy),
+            false,
+            &warrant_audit::checkpoint_path(&copy),
+            &keys,
+            CheckpointRule::IfPresent,
+        )
+        .unwrap();
+        (
+            report.chain.records,
+            report.chain.first_problem.is_none(),
+            report
+                .checkpoint
+                .map(|c| c.map(|c| c.seq))
+                .map_err(|e| e.code()),
+        )
+    };
+
+    let (taken, sent) = copy_of(true);
+    assert_eq!(sent.len(), 3, "three batches");
+    assert!(sent.iter().all(Option::is_some), "{sent:?}");
+    let last = sent.last().unwrap().as_ref();
+    assert_eq!(check(&taken, last, 0), (25, true, Ok(Some(25))));
+    assert_eq!(check(&taken, last, 1), (24, true, Err("W-AUDIT-032")));
+
+    let (taken, sent) = copy_of(false);
+    assert!(sent.iter().all(Option::is_none), "{sent:?}");
+    assert_eq!(check(&taken, None, 1), (24, true, Ok(None)));
+}
