@@ -105,10 +105,43 @@ fn hmac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
     out
 }
 
-/// HKDF-SHA256 (RFC 5869) for one 32-byte output block.
-fn derive_key(installation_secret: &[u8]) -> [u8; 32] {
-    let prk = hmac(b"warrant-vault-salt-v1", &[installation_secret]);
-    hmac(&prk, &[b"warrant secrets v1", &[1u8]])
+/// HKDF-SHA256 (RFC 5869) for one 32-byte output block: a key for one purpose (`salt`,
+/// `info`), derived from the installation secret, so the vault's key and the journal's never
+/// coincide.
+pub fn derive_key(installation_secret: &[u8], salt: &[u8], info: &[u8]) -> [u8; 32] {
+    let prk = hmac(salt, &[installation_secret]);
+    hmac(&prk, &[info, &[1u8]])
+}
+
+/// `msg` encrypted with ChaCha20-Poly1305 under `key`, bound to `aad`, as nonce (12 bytes,
+/// random) followed by the ciphertext and its tag. `None` only if the cipher refuses the key.
+pub fn seal_bytes(key: &[u8; 32], aad: &[u8], msg: &[u8]) -> Option<Vec<u8>> {
+    let cipher = ChaCha20Poly1305::new_from_slice(key).ok()?;
+    let mut nonce = [0u8; 12];
+    rand::fill(&mut nonce);
+    let ciphertext = cipher
+        .encrypt(&Nonce::from(nonce), Payload { msg, aad })
+        .ok()?;
+    let mut out = nonce.to_vec();
+    out.extend(ciphertext);
+    Some(out)
+}
+
+/// What [`seal_bytes`] sealed, when `key` and `aad` are the ones it was sealed under and
+/// nothing of it changed; `None` otherwise.
+pub fn open_bytes(key: &[u8; 32], aad: &[u8], sealed: &[u8]) -> Option<Vec<u8>> {
+    let (nonce, ciphertext) = sealed.split_at_checked(12)?;
+    let nonce: [u8; 12] = nonce.try_into().ok()?;
+    ChaCha20Poly1305::new_from_slice(key)
+        .ok()?
+        .decrypt(
+            &Nonce::from(nonce),
+            Payload {
+                msg: ciphertext,
+                aad,
+            },
+        )
+        .ok()
 }
 
 impl Vault {
@@ -116,7 +149,11 @@ impl Vault {
     pub fn open(warrant_dir: &Path, installation_secret: &[u8]) -> Self {
         Self {
             path: warrant_dir.join(VAULT_FILE),
-            key: derive_key(installation_secret),
+            key: derive_key(
+                installation_secret,
+                b"warrant-vault-salt-v1",
+                b"warrant secrets v1",
+            ),
         }
     }
 

@@ -9,6 +9,7 @@
 pub mod aais;
 pub mod approvals;
 pub mod approver_key;
+pub mod confidential;
 pub mod controls;
 pub mod doctor;
 pub mod drive;

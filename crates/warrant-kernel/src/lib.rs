@@ -5,6 +5,7 @@ pub mod approval;
 pub mod asks;
 pub mod authority;
 pub mod authorized;
+pub mod confidential;
 pub mod error;
 pub mod events;
 pub mod journal;
@@ -18,6 +19,7 @@ pub mod tool;
 pub use asks::{Ask, AskError, AskKind, AskState, Reply, RequestTtls, ResourceKind, SecretSource};
 pub use authority::{ApprovalRules, Governed};
 pub use authorized::Authorized;
+pub use confidential::{Confidential, InTheClear};
 pub use error::KernelError;
 pub use events::{
     Approver, AskedOf, Binding, BudgetMetric, BudgetScope, CallRecord, DeniedBy, FenceRecord,

@@ -154,14 +154,29 @@ impl Redactor {
     /// every rule (secrets inside base64, hex or percent-encoded stretches too: the whole
     /// encoded stretch is replaced), then what a capture cut in two (see [`cut_spans`]).
     pub fn redact(&self, text: &str) -> (String, Redaction) {
+        self.replace_secrets(text, |_, rule| placeholder(rule))
+    }
+
+    /// `text` with every secret the redactor finds (as [`Redactor::redact`] finds them)
+    /// replaced by what `replace` makes of it, given the secret's text and the rule that found
+    /// it: the journal seals instead of dropping. What `replace` returns is never scanned again.
+    pub fn replace_secrets(
+        &self,
+        text: &str,
+        mut replace: impl FnMut(&str, &str) -> String,
+    ) -> (String, Redaction) {
         let mut report = Redaction::default();
+        // Where the known values' replacements sit in the text the rules then scan.
+        let mut replaced: Vec<(usize, usize)> = Vec::new();
         let text = match &self.known {
             Some(ac) => {
                 let mut out = String::with_capacity(text.len());
                 let mut last = 0;
                 for m in ac.find_iter(text) {
                     out.push_str(&text[last..m.start()]);
-                    out.push_str(&placeholder(KNOWN_SECRET_RULE));
+                    let start = out.len();
+                    out.push_str(&replace(&text[m.start()..m.end()], KNOWN_SECRET_RULE));
+                    replaced.push((start, out.len()));
                     report.add(KNOWN_SECRET_RULE);
                     last = m.end();
                 }
@@ -170,16 +185,18 @@ impl Redactor {
             }
             None => text.to_owned(),
         };
+        let outside = |a: usize, b: usize| replaced.iter().all(|&(x, y)| b <= x || a >= y);
         let mut spans: Vec<(usize, usize, String)> = self
             .scanner
             .scan(&text)
             .into_iter()
-            .filter(|f| !f.whole_file && f.start < f.end)
+            .filter(|f| !f.whole_file && f.start < f.end && outside(f.start, f.end))
             .map(|f| (f.start, f.end, f.rule))
             .collect();
         spans.extend(
             cut_spans(&text)
                 .into_iter()
+                .filter(|&(a, b)| outside(a, b))
                 .map(|(a, b)| (a, b, CUT_SECRET_RULE.to_owned())),
         );
         if spans.is_empty() {
@@ -203,7 +220,7 @@ impl Redactor {
             let a = floor_boundary(&text, a.max(last));
             let b = ceil_boundary(&text, b);
             out.push_str(text.get(last..a).unwrap_or(""));
-            out.push_str(&placeholder(&rule));
+            out.push_str(&replace(text.get(a..b).unwrap_or(""), &rule));
             report.add(&rule);
             last = b;
         }
