@@ -378,3 +378,204 @@ pub(crate) fn audit_facts(
     }
     facts
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use serde_json::json;
+    use warrant_audit::AuditData;
+    use warrant_core::Timestamp;
+    use warrant_store::StoredEvent;
+
+    use super::*;
+
+    const W: &str = "/w";
+
+    fn d(c: char) -> String {
+        format!("sha256:{}", c.to_string().repeat(64))
+    }
+
+    fn at(ms: i64) -> Timestamp {
+        Timestamp::from_millis(ms).unwrap()
+    }
+
+    fn event(v: Value) -> RunEvent {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn principal() -> Value {
+        json!({"tenant": "acme", "actor": "agent:helper", "kind": "agent",
+               "on_behalf_of": "alice", "roles": ["dev"]})
+    }
+
+    fn write_action(path: &str, content: &str) -> Value {
+        json!({"verb": "fs.write", "path": path, "content": content})
+    }
+
+    fn exec_action() -> Value {
+        json!({"verb": "shell.exec", "argv": ["rm", "-rf", "build"], "cwd": W,
+               "profile": "default", "timeout_ms": 30000})
+    }
+
+    /// A run whose calls and requests the facts read back: `c1` writes one file and was
+    /// approved (`r1`), `c2` proposes two actions.
+    fn state() -> RunState {
+        let run = RunId::parse("run-01").unwrap();
+        let prefix = [
+            json!({"type": "run_started", "principal": principal(), "task": "tidy up",
+                   "model": "scripted", "workspace": W, "policy_digest": d('a'),
+                   "settings": {"max_denials": 3, "max_turns": 10}, "tools": ["write_file"]}),
+            json!({"type": "model_responded", "turn": 0, "model": "scripted", "calls": [
+                {"id": "c1", "tool": "write_file", "args": {}},
+                {"id": "c2", "tool": "run_command", "args": {}}]}),
+            json!({"type": "action_proposed", "call_id": "c1", "tool": "write_file",
+                   "actions": [write_action("/w/a.txt", "hello")], "digest": d('b')}),
+            json!({"type": "action_proposed", "call_id": "c2", "tool": "run_command",
+                   "actions": [exec_action(), write_action("/w/b.txt", "x")], "digest": d('c')}),
+            json!({"type": "policy_decided", "call_id": "c1", "index": 0, "action_digest": d('b'),
+                   "verdict": "ask", "risk": "change", "reasons": []}),
+            json!({"type": "approval_requested", "call_id": "c1", "request_id": "req-1",
+                   "digest": d('b'), "risk": "change",
+                   "presentation": {"title": "write a.txt", "body": "+hello"}}),
+            json!({"type": "approval_granted", "request_id": "req-1",
+                   "approver": {"tenant": "acme", "actor": "bob", "via": "cli"},
+                   "scope": "once", "digest": d('b'), "proof": "00"}),
+        ];
+        let stored: Vec<StoredEvent> = prefix
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let e = event(v);
+                StoredEvent {
+                    run: run.clone(),
+                    seq: i as u64 + 1,
+                    kind: e.kind().to_owned(),
+                    version: EVENT_VERSION,
+                    recorded_at: at(1_000),
+                    payload: e.payload().unwrap(),
+                }
+            })
+            .collect();
+        RunState::fold(&stored).unwrap()
+    }
+
+    /// One event of every kind (two where a kind's facts branch), in the order of the enum.
+    fn every_kind() -> Vec<Value> {
+        let bob = json!({"tenant": "acme", "actor": "bob", "via": "cli"});
+        vec![
+            json!({"type": "run_started", "principal": principal(), "task": "tidy up",
+                   "model": "scripted", "workspace": W, "policy_digest": d('a'),
+                   "settings": {"max_denials": 3, "max_turns": 10}, "tools": ["write_file"]}),
+            json!({"type": "policy_changed", "from": d('a'), "to": d('d'), "reevaluated": ["c2"]}),
+            json!({"type": "tools_changed", "to": d('e')}),
+            json!({"type": "tools_changed", "from": d('e'), "to": d('f')}),
+            json!({"type": "model_responded", "turn": 2, "model": "scripted",
+                   "calls": [{"id": "c3", "tool": "nope", "args": {}}],
+                   "request": {"digest": d('1'), "fences": [
+                       {"source": "tool:read_file c1", "digest": d('2')}]}}),
+            json!({"type": "model_responded", "turn": 3, "model": "scripted", "calls": []}),
+            json!({"type": "call_refused", "call_id": "c3", "tool": "nope",
+                   "code": "W-TOOL-001", "message": "no tool named nope"}),
+            json!({"type": "action_proposed", "call_id": "c2", "tool": "run_command",
+                   "actions": [exec_action(), write_action("/w/b.txt", "x")], "digest": d('c')}),
+            json!({"type": "action_proposed", "call_id": "c1", "tool": "write_file",
+                   "actions": [write_action("/w/a.txt", "hello")], "digest": d('b')}),
+            json!({"type": "policy_decided", "call_id": "c2", "index": 1, "action_digest": d('c'),
+                   "verdict": "deny", "risk": "destructive",
+                   "reasons": [{"policy": "no-rm", "reason": "never"}], "errors": ["late"]}),
+            json!({"type": "approval_requested", "call_id": "c1", "request_id": "req-1",
+                   "digest": d('b'), "risk": "change",
+                   "presentation": {"title": "write a.txt", "body": "+hello"},
+                   "asked": {"people": ["bob", "carol"], "requester": "alice",
+                             "fell_through": "no team reviews fs"}}),
+            json!({"type": "approval_requested", "call_id": "c2", "request_id": "req-2",
+                   "digest": d('c'), "risk": "destructive",
+                   "presentation": {"title": "rm", "body": "rm -rf build"}}),
+            json!({"type": "approval_granted", "request_id": "req-1", "approver": bob,
+                   "scope": "session", "digest": d('b'), "proof": "00",
+                   "binding": {"run": "run-01", "request": "req-1", "park": 6,
+                               "expires_at": "2026-12-04T20:00:00Z"},
+                   "signature": "ab"}),
+            json!({"type": "approval_granted", "request_id": "req-1", "approver": bob,
+                   "scope": "once", "digest": d('b'), "proof": "00"}),
+            json!({"type": "approval_rejected", "request_id": "req-1", "reason": "expired",
+                   "detail": "the approval expired", "approver": bob}),
+            json!({"type": "approval_rejected", "request_id": "req-1", "reason": "forged",
+                   "detail": "bad proof"}),
+            json!({"type": "approval_denied", "request_id": "req-2", "approver": bob,
+                   "reason": "not today"}),
+            json!({"type": "run_parked", "request_id": "req-1"}),
+            json!({"type": "run_resumed", "by": "alice"}),
+            json!({"type": "effect_started", "call_id": "c1", "approval": "req-1"}),
+            json!({"type": "effect_started", "call_id": "c2", "session_grant": "req-9"}),
+            json!({"type": "effect_started", "call_id": "c2"}),
+            json!({"type": "effect_completed", "call_id": "c1", "ok": true,
+                   "result": {"written": 5, "redacted": {"aws-key": 2, "token": 1}}}),
+            json!({"type": "effect_completed", "call_id": "c2", "ok": false,
+                   "result": {"error": "exit 1"}}),
+            json!({"type": "effect_denied", "call_id": "c2", "message": "denied",
+                   "denied": {"by": "policy", "reasons": [{"policy": "no-rm"}]}}),
+            json!({"type": "effect_denied", "call_id": "c1", "message": "denied",
+                   "denied": {"by": "person", "approver": bob, "reason": "no"}}),
+            json!({"type": "effect_judging", "call_id": "c2", "ok": true,
+                   "result": {"changes": 3}}),
+            json!({"type": "effect_in_doubt", "call_id": "c2", "request_id": "req-3"}),
+            json!({"type": "effect_in_doubt", "call_id": "c2"}),
+            json!({"type": "in_doubt_resolved", "call_id": "c2", "request_id": "req-3",
+                   "resolution": "retry", "by": bob, "proof": "00"}),
+            json!({"type": "audit_gap", "sink": "http", "from": 4, "to": 9}),
+            json!({"type": "limit_reached", "limit": "tool_calls", "max": 20}),
+            json!({"type": "run_ended", "outcome": {"status": "completed"}}),
+            json!({"type": "run_ended",
+                   "outcome": {"status": "failed", "code": "W-X-001", "message": "boom"}}),
+            json!({"type": "request_raised", "call_id": "c4", "request_id": "req-4",
+                   "ask": {"type": "secret", "name": "GH_TOKEN", "purpose": "push",
+                           "used_by": "git"},
+                   "expires_at": "2026-12-05T20:00:00Z", "asked_of": ["user:alice", "admins"]}),
+            json!({"type": "request_replied", "call_id": "c4", "request_id": "req-4", "by": bob,
+                   "reply": {"reply": "declined", "reason": "use the bot"}}),
+            json!({"type": "request_replied", "call_id": "c4", "request_id": "req-4", "by": bob,
+                   "reply": {"reply": "secret_provided", "handle": "secret:GH_TOKEN"}}),
+            json!({"type": "request_replied", "call_id": "c4", "request_id": "req-4", "by": bob,
+                   "reply": {"reply": "answered", "option": 2, "text": "yes"}}),
+            json!({"type": "request_expired", "call_id": "c4", "request_id": "req-4",
+                   "expires_at": "2026-12-05T20:00:00Z"}),
+            json!({"type": "model_call_denied", "turn": 4,
+                   "action": {"verb": "provider.call", "provider": "openai", "model": "gpt"},
+                   "verdict": "deny", "reasons": [{"policy": "no-openai"}], "errors": ["e"],
+                   "message": "denied"}),
+            json!({"type": "budget_exceeded", "turn": 4, "scope": "actor", "metric": "cost_usd",
+                   "limit": 1.5, "used": 1.75, "message": "over budget"}),
+            json!({"type": "journal_rejected", "code": "W-AUDIT-027", "seq": 5,
+                   "problem": "edited", "detail": "payload differs"}),
+        ]
+    }
+
+    /// The record form of facts: what the sealer makes of them (it parses them as
+    /// [`AuditData`]) and what a record line holds.
+    fn record_form(facts: &impl serde::Serialize) -> String {
+        let value = serde_json::to_value(facts).unwrap();
+        let data: AuditData = serde_json::from_value(value).unwrap();
+        serde_json::to_string(&data).unwrap()
+    }
+
+    /// The facts of one event of every kind, byte for byte as they land in a record: audit
+    /// snapshots, `audit query` and `touched` read exactly these.
+    #[test]
+    fn the_facts_of_every_event_kind_are_pinned() {
+        let state = state();
+        let principal: Principal = serde_json::from_value(principal()).unwrap();
+        let run = state.run.clone();
+        let mut lines = vec![format!(
+            "run_started (no state): {}",
+            record_form(&audit_facts(&principal, &run, 1, &event(every_kind()[0].clone()), None))
+        )];
+        for (i, v) in every_kind().into_iter().enumerate() {
+            let e = event(v);
+            let facts = audit_facts(&principal, &run, 10 + i as u64, &e, Some(&state));
+            lines.push(format!("{}: {}", e.kind(), record_form(&facts)));
+        }
+        insta::assert_snapshot!(lines.join("\n"));
+    }
+}
