@@ -27,7 +27,7 @@ use crate::events::{
     Resolution, RunEvent, RunLimit, RunSettings, Scope, Verdict, Via,
 };
 use crate::state::{CallState, RequestAnswer, RequestKind, RequestState, RunState};
-use crate::tool::{EffectResult, PENDING_JUDGEMENT, ToolEnv, ToolRegistry};
+use crate::tool::{EffectResult, PENDING_JUDGEMENT, PendingJudgement, ToolEnv, ToolRegistry};
 
 /// What the policy decision point says about one action.
 #[derive(Clone, Debug, PartialEq)]
