@@ -34,7 +34,7 @@ use std::sync::Arc;
 use warrant_core::config::{ResolvedIdentity, Settings};
 use warrant_core::{Clock, Digest, SystemClock, digest_of};
 use warrant_kernel::{
-    DecisionPoint, NewRunSpec, Observer, Ring, RunSettings, ToolEnv, ToolRegistry as _,
+    DecisionPoint, NewRunSpec, Observer, Ring, RingParts, RunSettings, ToolEnv, ToolRegistry as _,
 };
 use warrant_llm::{
     AnthropicProvider, ModelProvider, ModelSpec, OpenAiProvider, ScriptedProvider,
@@ -145,7 +145,7 @@ impl Host {
             inner: &base,
             rules: self.rules.clone(),
         };
-        let ring = Ring {
+        let ring = Ring::new(RingParts {
             store: self.inst.store.as_ref(),
             sealer: &self.inst.sealer,
             pdp: &pdp as &dyn DecisionPoint,
@@ -153,9 +153,8 @@ impl Host {
             clock: &SystemClock,
             secret: &self.inst.secret,
             observer,
-            fence: Default::default(),
             keys: &self.inst.public_keys,
-        };
+        });
         f(&ring)
     }
 

@@ -27,7 +27,7 @@ pub use events::{
 pub use model_gate::{Crossing, Headroom, ModelGate, ModelRules, ModelUsage};
 pub use ring::{
     Answer, CallStep, DecisionPoint, NewRunSpec, NoPrompter, Observer, PolicyVerdict, PromptView,
-    Prompter, Ring, Silent,
+    Prompter, Ring, RingParts, Silent,
 };
 pub use state::{CallResult, CallState, RequestAnswer, RequestKind, RequestState, RunState};
 pub use summary::{ApprovalSummary, AskedSummary, InDoubtSummary, RequestSummary};
