@@ -33,7 +33,7 @@ use warrant_core::{CanonicalPath, IdSource, Principal, PrincipalKind, RandomIds,
 use warrant_kernel::pdp::Pdp;
 use warrant_kernel::{
     Answer, CallRecord, CallResult, CallStep, NewRunSpec, NoPrompter, PromptView, Prompter, Ring,
-    RunEvent, RunSettings, RunState, Scope, Silent, ToolEnv, ToolRegistry,
+    RingParts, RunEvent, RunSettings, RunState, Scope, Silent, ToolEnv, ToolRegistry,
 };
 use warrant_policy::{PolicyEngine, PolicySource, default_pack};
 use warrant_store::{AuditOutbox, EventStore, SqliteStore};
@@ -172,7 +172,7 @@ fn approved_run(ring: &Ring<'_>, fx: &Fixture, n: &mut u64) -> RunState {
 fn governed_exec(c: &mut Criterion) {
     let fx = Fixture::new();
     let pdp = Pdp(&fx.engine);
-    let ring = Ring {
+    let ring = Ring::new(RingParts {
         store: &fx.store,
         sealer: &fx.sealer,
         pdp: &pdp,
@@ -180,9 +180,8 @@ fn governed_exec(c: &mut Criterion) {
         clock: &SystemClock,
         secret: &[7u8; 32],
         observer: &Silent,
-        fence: Default::default(),
         keys: &fx.keys,
-    };
+    });
     let mut n = 0u64;
     let mut state = approved_run(&ring, &fx, &mut n);
 
@@ -305,7 +304,7 @@ fn governed_exec(c: &mut Criterion) {
 fn journal_append(c: &mut Criterion) {
     let fx = Fixture::new();
     let pdp = Pdp(&fx.engine);
-    let ring = Ring {
+    let ring = Ring::new(RingParts {
         store: &fx.store,
         sealer: &fx.sealer,
         pdp: &pdp,
@@ -313,9 +312,8 @@ fn journal_append(c: &mut Criterion) {
         clock: &SystemClock,
         secret: &[7u8; 32],
         observer: &Silent,
-        fence: Default::default(),
         keys: &fx.keys,
-    };
+    });
     let mut state = ring.start(fx.spec.clone()).unwrap();
     let event = || RunEvent::RunResumed { by: "alice".into() };
 

@@ -156,7 +156,7 @@ impl Agent<'_> {
                 }));
             }
             // Each step is an effect boundary: a cancellation or a passed deadline stops here.
-            if let Some(reason) = self.ring.stop_reason(state, self.ring.clock.now())? {
+            if let Some(reason) = self.ring.stop_reason(state, self.ring.clock().now())? {
                 self.ring.end(state, Outcome::Stopped { reason })?;
                 return Ok(None);
             }

@@ -44,18 +44,17 @@ pub struct AuditData {
     /// The event kind, e.g. `policy_decided`.
     pub event: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub action: Option<Value>,
+    pub action: Option<AuditAction>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource: Option<String>,
-    /// `allow`, `ask` or `deny`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decision: Option<String>,
+    pub decision: Option<Decision>,
     /// Policy ids and human reasons.
     #[serde(default)]
     pub reasons: Vec<String>,
     /// Request id, approver, scope.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approval: Option<Value>,
+    pub approval: Option<AuditApproval>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
     /// The risk class policy assigned (on decisions).
@@ -71,6 +70,124 @@ pub struct AuditData {
     /// the signed chain. Set by the sealer; absent only in v1 records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_digest: Option<String>,
+}
+
+impl AuditData {
+    /// The facts every record carries, for the event `event` (its kind) at `event_seq` of
+    /// `run`, done by `actor` of `tenant`, for `on_behalf_of`; the rest is filled per kind.
+    pub fn new(
+        actor: &str,
+        on_behalf_of: Option<&str>,
+        tenant: &str,
+        run: &str,
+        event_seq: u64,
+        event: &str,
+    ) -> Self {
+        Self {
+            actor: actor.to_owned(),
+            on_behalf_of: on_behalf_of.map(str::to_owned),
+            tenant: tenant.to_owned(),
+            run: run.to_owned(),
+            event_seq,
+            event: event.to_owned(),
+            action: None,
+            resource: None,
+            decision: None,
+            reasons: Vec::new(),
+            approval: None,
+            outcome: None,
+            risk: None,
+            input_digest: None,
+            output_digest: None,
+            event_digest: None,
+        }
+    }
+}
+
+/// What a record says was decided about its action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Allow,
+    Ask,
+    Deny,
+}
+
+/// The action(s) a record is about, as their audit views (never content): one object for a
+/// single action, an array when a call proposed several.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AuditAction {
+    Many(Vec<Value>),
+    One(Value),
+}
+
+impl AuditAction {
+    /// The audit views, one per action.
+    pub fn views(&self) -> &[Value] {
+        match self {
+            Self::Many(views) => views,
+            Self::One(view) => std::slice::from_ref(view),
+        }
+    }
+}
+
+/// Who was asked or who answered, and for which request. Which fields a record holds depends
+/// on its event; the field order is the one every event writes them in, so a record line reads
+/// as it always has.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditApproval {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
+    /// The person who answered, as Warrant established them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
+    /// Where the answer came from: `terminal`, `cli`, `command`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// `once` or `session`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// What the approval binds to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<String>,
+    /// The kind of request a run raised (`question`, `secret`, `resource`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Who the request is put to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_of: Option<Vec<String>>,
+    /// The park an approval is bound to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub park: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// Whether the approver signed with their own key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed: Option<bool>,
+}
+
+impl AuditApproval {
+    /// The request alone.
+    pub fn request(id: &str) -> Self {
+        Self {
+            request: Some(id.to_owned()),
+            ..Self::default()
+        }
+    }
+
+    /// A person's answer to `request` (when named): who and where from.
+    pub fn answer(request: Option<&str>, approver: &str, via: &str) -> Self {
+        Self {
+            request: request.map(str::to_owned),
+            approver: Some(approver.to_owned()),
+            via: Some(via.to_owned()),
+            ..Self::default()
+        }
+    }
 }
 
 /// One record as it appears on a line. Field order here is the order on the line; the

@@ -171,26 +171,30 @@ fn audit_data(event: &StoredEvent, audit: &Value) -> Result<AuditData, AuditErro
             }
         }
     }
-    let data: AuditData = serde_json::from_value(Value::Object(map)).map_err(|e| {
-        AuditError::Seal(format!(
-            "the audit facts of {} event {} are not AuditData v2: {e}",
-            event.run, event.seq
-        ))
-    })?;
-    if let Some(approval) = &data.approval
+    // Checked before the typed parse, so the message names the format rather than a type.
+    if let Some(approval) = map.get("approval")
         && !approval.is_object()
     {
         return Err(AuditError::Seal(format!(
             "audit approval must be an object (request id, approver, scope), got {approval}"
         )));
     }
-    if let Some(decision) = &data.decision
-        && !matches!(decision.as_str(), "allow" | "ask" | "deny")
+    if let Some(decision) = map.get("decision")
+        && !matches!(decision.as_str(), Some("allow" | "ask" | "deny"))
     {
+        let shown = decision
+            .as_str()
+            .map_or_else(|| decision.to_string(), |d| format!("{d:?}"));
         return Err(AuditError::Seal(format!(
-            "audit decision {decision:?} is not allow, ask or deny"
+            "audit decision {shown} is not allow, ask or deny"
         )));
     }
+    let data: AuditData = serde_json::from_value(Value::Object(map)).map_err(|e| {
+        AuditError::Seal(format!(
+            "the audit facts of {} event {} are not AuditData v2: {e}",
+            event.run, event.seq
+        ))
+    })?;
     Ok(data)
 }
 

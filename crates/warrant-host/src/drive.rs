@@ -75,7 +75,7 @@ impl Drive<'_> {
         lease: Lease,
         prompter: &mut dyn Prompter,
     ) -> Result<RunExit, AgentError> {
-        self.ring.fence.set(Some(lease.token));
+        self.ring.hold_fence(Some(lease.token));
         // Dropping `done` wakes the heartbeat at once, so a run's end never waits for its tick.
         let (done, ended) = std::sync::mpsc::channel::<()>();
         let store = self.store;
@@ -114,7 +114,7 @@ impl Drive<'_> {
             result
         });
         let _ = self.store.release(&lease);
-        self.ring.fence.set(None);
+        self.ring.hold_fence(None);
         result
     }
 }

@@ -420,7 +420,7 @@ impl warrant_agent::Backpressure for OutboxBound<'_> {
                 });
                 told = true;
             }
-            if let Ok(Some(reason)) = self.ring.stop_reason(state, self.ring.clock.now()) {
+            if let Ok(Some(reason)) = self.ring.stop_reason(state, self.ring.clock().now()) {
                 return Err(reason);
             }
             std::thread::sleep(std::time::Duration::from_millis(500));

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use warrant_core::config::{ResolvedIdentity, Settings};
 use warrant_core::{Clock, Digest, SystemClock, digest_of};
 use warrant_kernel::{
-    DecisionPoint, NewRunSpec, Observer, Ring, RunSettings, ToolEnv, ToolRegistry as _,
+    DecisionPoint, NewRunSpec, Observer, Ring, RingParts, RunSettings, ToolEnv, ToolRegistry as _,
 };
 use warrant_llm::{
     AnthropicProvider, ModelProvider, ModelSpec, OpenAiProvider, ScriptedProvider,
@@ -146,7 +146,7 @@ impl Host {
             inner: &base,
             rules: self.rules.clone(),
         };
-        let ring = Ring {
+        let ring = Ring::new(RingParts {
             store: self.inst.store.as_ref(),
             sealer: &self.inst.sealer,
             pdp: &pdp as &dyn DecisionPoint,
@@ -154,9 +154,8 @@ impl Host {
             clock: &SystemClock,
             secret: &self.inst.secret,
             observer,
-            fence: Default::default(),
             keys: &self.inst.public_keys,
-        };
+        });
         f(&ring)
     }
 

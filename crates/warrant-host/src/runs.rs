@@ -279,7 +279,7 @@ impl Host {
             let lease =
                 drive::lease_here(self.inst.store.as_ref(), run, self.inst.notices.as_ref())
                     .map_err(|e| HostError::bad_input(&e))?;
-            ring.fence.set(Some(lease.token));
+            ring.hold_fence(Some(lease.token));
             let digest = tools_digest(&tools)?;
             let prepared = ring
                 .check_replay(&mut state, &tools, &digest)
@@ -356,7 +356,7 @@ impl Host {
                         continue;
                     }
                 };
-                ring.fence.set(Some(lease.token));
+                ring.hold_fence(Some(lease.token));
                 let prepared = self.provider(&state.model, &tools).and_then(|p| {
                     ring.check_replay(&mut state, &tools, &digest)
                         .and_then(|()| ring.resume(&mut state, &self.identity.principal))
@@ -408,7 +408,7 @@ impl Host {
         self.with_ring(&warrant_kernel::Silent, |ring| {
             match drive::lease_here(self.inst.store.as_ref(), run, self.inst.notices.as_ref()) {
                 Ok(lease) => {
-                    ring.fence.set(Some(lease.token));
+                    ring.hold_fence(Some(lease.token));
                     let result = install::load_run(&self.inst, ring, run, Class::Failed).and_then(
                         |mut state| {
                             let reason = ring

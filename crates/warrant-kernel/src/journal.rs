@@ -109,7 +109,7 @@ impl Ring<'_> {
                 kind: event.kind().to_owned(),
                 version: EVENT_VERSION,
                 payload: payload.clone(),
-                audit: audit_facts(&principal, run, expected, &event, None),
+                audit: audit_facts(&principal, run, expected, &event, None)?,
             };
             let append = Append {
                 run: run.clone(),

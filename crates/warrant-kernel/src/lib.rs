@@ -29,10 +29,11 @@ pub use events::{
 pub use model_gate::{Crossing, Headroom, ModelGate, ModelRules, ModelUsage};
 pub use ring::{
     Answer, CallStep, DecisionPoint, NewRunSpec, NoPrompter, Observer, PolicyVerdict, PromptView,
-    Prompter, Ring, Silent,
+    Prompter, Ring, RingParts, Silent,
 };
 pub use state::{CallResult, CallState, RequestAnswer, RequestKind, RequestState, RunState};
 pub use summary::{ApprovalSummary, AskedSummary, InDoubtSummary, RequestSummary};
 pub use tool::{
-    EffectResult, PENDING_JUDGEMENT, ReadFilter, Refusal, StopCheck, Tool, ToolEnv, ToolRegistry,
+    EffectResult, PENDING_JUDGEMENT, PendingJudgement, ReadFilter, Refusal, StopCheck, Tool,
+    ToolEnv, ToolRegistry,
 };

@@ -3,9 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use warrant_core::config::ProfileConfig;
-use warrant_core::{Action, CanonicalPath, ToolSpec};
+use warrant_core::{Action, CanonicalPath, RiskClass, ToolSpec};
 
 use crate::asks::Ask;
 use crate::authorized::Authorized;
@@ -102,6 +103,32 @@ pub trait Tool: Send + Sync {
 /// The ring takes it out of the result, journals the effect as `effect_judging` with an
 /// approval request bound to `digest`, and calls [`Tool::settle`] once a person answered.
 pub const PENDING_JUDGEMENT: &str = "pending_judgement";
+
+/// What a tool puts under [`PENDING_JUDGEMENT`]: the class of what waits, what the person is
+/// shown, and the tool's digest of it (which the approval binds to).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingJudgement {
+    /// A class the tool did not name is asked as `destructive`.
+    #[serde(default = "destructive")]
+    pub risk: RiskClass,
+    #[serde(default)]
+    pub title: String,
+    #[serde(default)]
+    pub body: String,
+    #[serde(default)]
+    pub digest: String,
+}
+
+fn destructive() -> RiskClass {
+    RiskClass::Destructive
+}
+
+impl PendingJudgement {
+    /// As the result carries it.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
 
 /// The tools of a run, by model-facing name.
 pub trait ToolRegistry {

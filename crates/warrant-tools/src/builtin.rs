@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use similar::TextDiff;
 use warrant_core::path::canonicalize;
-use warrant_core::{Action, CanonicalPath, Coded, ToolSpec};
+use warrant_core::{Action, CanonicalPath, Coded, RiskClass, ToolSpec};
 use warrant_exec::OsLinks;
 use warrant_kernel::{
     Authorized, EffectResult, Presentation, ReadFilter, Refusal, StopCheck, Tool, ToolEnv,
@@ -555,14 +555,19 @@ impl Tool for RunCommand {
             let shown = changes.get("shown").and_then(Value::as_str).unwrap_or("");
             map.insert(
                 warrant_kernel::PENDING_JUDGEMENT.to_owned(),
-                serde_json::json!({
-                    "risk": "destructive",
-                    "title": format!("let the changes of `{argv}` land"),
-                    "body": format!(
+                warrant_kernel::PendingJudgement {
+                    risk: RiskClass::Destructive,
+                    title: format!("let the changes of `{argv}` land"),
+                    body: format!(
                         "The command ran contained; what it changed is held apart and reaches the workspace only if you approve.\nIt deletes or shortens files that existed:\n\n{shown}"
                     ),
-                    "digest": changes.get("digest").cloned().unwrap_or(Value::Null),
-                }),
+                    digest: changes
+                        .get("digest")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                }
+                .to_value(),
             );
         }
         result

@@ -51,7 +51,7 @@ fn sealed_record_is_the_cloudevent_the_format_describes() {
                 event: "policy_decided".into(),
                 action: None,
                 resource: None,
-                decision: Some("ask".into()),
+                decision: Some(warrant_audit::Decision::Ask),
                 reasons: vec!["policy:writes-need-review".into()],
                 approval: None,
                 outcome: None,

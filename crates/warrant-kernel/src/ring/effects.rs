@@ -281,19 +281,25 @@ impl Ring<'_> {
         outcome: EffectResult,
         pending: &Value,
     ) -> Result<CallStep, KernelError> {
-        let text = |k: &str| pending.get(k).and_then(Value::as_str).unwrap_or_default();
-        let risk: RiskClass =
-            serde_json::from_value(pending["risk"].clone()).unwrap_or(RiskClass::Destructive);
+        // A judgement that does not parse is still asked, as destructive, showing nothing.
+        let pending: PendingJudgement =
+            serde_json::from_value(pending.clone()).unwrap_or(PendingJudgement {
+                risk: RiskClass::Destructive,
+                title: String::new(),
+                body: String::new(),
+                digest: String::new(),
+            });
+        let risk = pending.risk;
         let presentation = crate::Presentation {
-            title: text("title").to_owned(),
-            body: text("body").to_owned(),
+            title: pending.title.clone(),
+            body: pending.body.clone(),
         };
         let actions_digest =
             digest_of(&actions.to_vec()).map_err(|e| KernelError::Encode(e.to_string()))?;
         let bound = bound_digest(
             &actions_digest,
             &presentation,
-            &json!({"judged": text("digest")}),
+            &json!({"judged": pending.digest}),
         );
         let request = self.ids.request_id();
         let asked = self.rules().asked_of(&state.principal, risk);

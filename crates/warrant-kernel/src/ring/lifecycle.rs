@@ -19,7 +19,7 @@ impl Ring<'_> {
             tools_digest: spec.tools_digest,
             profiles_digest: spec.profiles_digest,
         };
-        let facts = audit_facts(&spec.principal, &run, 1, &event, None);
+        let facts = audit_facts(&spec.principal, &run, 1, &event, None)?;
         let draft = EventDraft {
             kind: event.kind().to_owned(),
             version: EVENT_VERSION,
@@ -207,7 +207,7 @@ impl Ring<'_> {
                     kind: event.kind().to_owned(),
                     version: EVENT_VERSION,
                     payload: event.payload()?,
-                    audit: audit_facts(&state.principal, &state.run, seq, event, Some(state)),
+                    audit: audit_facts(&state.principal, &state.run, seq, event, Some(state))?,
                 })
             })
             .collect()

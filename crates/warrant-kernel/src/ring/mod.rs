@@ -27,7 +27,7 @@ use crate::events::{
     Resolution, RunEvent, RunLimit, RunSettings, Scope, Verdict, Via,
 };
 use crate::state::{CallState, RequestAnswer, RequestKind, RequestState, RunState};
-use crate::tool::{EffectResult, PENDING_JUDGEMENT, ToolEnv, ToolRegistry};
+use crate::tool::{EffectResult, PENDING_JUDGEMENT, PendingJudgement, ToolEnv, ToolRegistry};
 
 /// What the policy decision point says about one action.
 #[derive(Clone, Debug, PartialEq)]
@@ -118,21 +118,105 @@ pub enum CallStep {
     Parked(RequestId),
 }
 
+/// The effect ring. Built only by [`Ring::new`] from [`RingParts`], which names every control;
+/// its fields are the kernel's own.
 pub struct Ring<'a> {
+    pub(crate) store: &'a dyn EventStore,
+    pub(crate) sealer: &'a dyn Sealer,
+    pub(crate) pdp: &'a dyn DecisionPoint,
+    pub(crate) ids: &'a dyn IdSource,
+    pub(crate) clock: &'a dyn Clock,
+    /// The installation secret approvals are proven under.
+    pub(crate) secret: &'a [u8],
+    pub(crate) observer: &'a dyn Observer,
+    /// The fencing token of the lease this process holds on the run it drives; every append
+    /// presents it. `None` for writers that do not drive the run (approve, deny, cancel).
+    pub(crate) fence: Cell<Option<u64>>,
+    /// The installation's public keys (current and retired): a run is folded to be acted on
+    /// only after its events were checked against the records they signed.
+    pub(crate) keys: &'a PublicKeys,
+}
+
+/// Everything a ring is made of. It has no `Default` and every field is required, so whoever
+/// builds a ring names each control: a new one added here breaks every construction until it
+/// is wired.
+#[derive(Clone, Copy)]
+pub struct RingParts<'a> {
+    /// The journal; every append is one transaction with its audit records.
     pub store: &'a dyn EventStore,
+    /// Audit delivery's first step: seals each event's record into the outbox, in the
+    /// transaction of the event.
     pub sealer: &'a dyn Sealer,
+    /// The decision point every action passes (the host's is the governed one: policy, risk
+    /// rules and the identity directory).
     pub pdp: &'a dyn DecisionPoint,
     pub ids: &'a dyn IdSource,
     pub clock: &'a dyn Clock,
     /// The installation secret approvals are proven under.
     pub secret: &'a [u8],
     pub observer: &'a dyn Observer,
-    /// The fencing token of the lease this process holds on the run it drives; every append
-    /// presents it. `None` for writers that do not drive the run (approve, deny, cancel).
-    pub fence: Cell<Option<u64>>,
-    /// The installation's public keys (current and retired): a run is folded to be acted on
-    /// only after its events were checked against the records they signed.
+    /// The keys a run's journal is checked against before a fold that feeds the ring.
     pub keys: &'a PublicKeys,
+}
+
+impl std::fmt::Debug for RingParts<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RingParts").finish_non_exhaustive()
+    }
+}
+
+impl<'a> Ring<'a> {
+    /// The one way to build a ring (a test scans the workspace for a second one).
+    pub fn new(parts: RingParts<'a>) -> Self {
+        let RingParts {
+            store,
+            sealer,
+            pdp,
+            ids,
+            clock,
+            secret,
+            observer,
+            keys,
+        } = parts;
+        Ring {
+            store,
+            sealer,
+            pdp,
+            ids,
+            clock,
+            secret,
+            observer,
+            fence: Cell::new(None),
+            keys,
+        }
+    }
+
+    /// The parts this ring was built from, for tests that build a variant of it (another clock,
+    /// another decision point).
+    #[cfg(feature = "testing")]
+    pub fn parts(&self) -> RingParts<'a> {
+        RingParts {
+            store: self.store,
+            sealer: self.sealer,
+            pdp: self.pdp,
+            ids: self.ids,
+            clock: self.clock,
+            secret: self.secret,
+            observer: self.observer,
+            keys: self.keys,
+        }
+    }
+
+    /// The ring's clock: deadlines and expiry are read from it.
+    pub fn clock(&self) -> &'a dyn Clock {
+        self.clock
+    }
+
+    /// Presents `token` (the lease this process holds on the run it drives) on every append
+    /// from now on; `None` once the lease is given back.
+    pub fn hold_fence(&self, token: Option<u64>) {
+        self.fence.set(token);
+    }
 }
 
 impl std::fmt::Debug for Ring<'_> {

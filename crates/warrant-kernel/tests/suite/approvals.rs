@@ -10,7 +10,8 @@ use warrant_core::{Coded, Digest, FixedClock, PrincipalKind, RequestId, Timestam
 use warrant_kernel::approval::{BoundInput, ProofInput, prove_bound, set_checks_for_this_thread};
 use warrant_kernel::pdp::Pdp;
 use warrant_kernel::{
-    Answer, Approver, Binding, CallStep, KernelError, NoPrompter, Ring, RunEvent, RunState, Scope,
+    Answer, Approver, Binding, CallStep, KernelError, NoPrompter, Ring, RingParts, RunEvent,
+    RunState, Scope,
 };
 use warrant_store::{AuditOutbox, EventStore, RequestUpdate};
 
@@ -304,10 +305,10 @@ fn expired(w: &World, ring: &Ring<'_>) -> (RunState, String) {
     // Answered by a ring whose clock reads 2001: a one-hour approval long expired now.
     let pdp = Pdp(&w.engine);
     let then = FixedClock(Timestamp::from_millis(978_307_200_000).unwrap());
-    let past = Ring {
+    let past = Ring::new(RingParts {
         clock: &then,
-        ..w.ring(&pdp, SECRET)
-    };
+        ..w.ring(&pdp, SECRET).parts()
+    });
     approve(&past, &mut state, &request);
     (state, call)
 }
@@ -439,10 +440,10 @@ fn a_changed_file_under_an_approved_diff_is_asked_again() {
         ..Default::default()
     };
     let governed = warrant_kernel::Governed { inner: &pdp, rules };
-    let ring = Ring {
+    let ring = Ring::new(RingParts {
         pdp: &governed,
-        ..ring
-    };
+        ..ring.parts()
+    });
     let call = w.propose(
         &ring,
         &mut state,

@@ -13,7 +13,8 @@ use warrant_core::{FixedClock, Principal, PrincipalKind, RequestId, RiskClass, T
 use warrant_kernel::approval::{ApproverKey, Ed25519ApproverKey};
 use warrant_kernel::pdp::Pdp;
 use warrant_kernel::{
-    Answer, ApprovalRules, CallStep, Governed, KernelError, NoPrompter, Ring, RunState, Scope, Via,
+    Answer, ApprovalRules, CallStep, Governed, KernelError, NoPrompter, Ring, RingParts, RunState,
+    Scope, Via,
 };
 use warrant_store::EventStore;
 
@@ -149,10 +150,10 @@ fn attempt_with(
     let w = World::new();
     let pdp = Pdp(&w.engine);
     let governed = Governed { inner: &pdp, rules };
-    let ring = Ring {
+    let ring = Ring::new(RingParts {
         pdp: &governed,
-        ..w.ring(&pdp, SECRET)
-    };
+        ..w.ring(&pdp, SECRET).parts()
+    });
     let (mut state, call, request) = parked_for(&w, &ring, class, requester);
     match ring.answer_signed(
         &mut state,
@@ -435,10 +436,10 @@ fn a_request_falls_through_to_the_administrators_with_the_reason() {
         inner: &pdp,
         rules: rules(None),
     };
-    let ring = Ring {
+    let ring = Ring::new(RingParts {
         pdp: &governed,
-        ..w.ring(&pdp, SECRET)
-    };
+        ..w.ring(&pdp, SECRET).parts()
+    });
     let (mut state, _, request) = parked_on(&w, &ring, RiskClass::Change);
     let asked = state.requests[&request].asked.clone().unwrap();
     assert_eq!(asked.people, vec!["root".to_owned()]);
@@ -474,10 +475,10 @@ fn a_session_approval_covers_the_same_class_and_pattern_in_this_run_until_it_exp
     let pdp = Pdp(&w.engine);
     let start = Timestamp::from_millis(1_767_225_600_000).unwrap();
     let t0 = FixedClock(start);
-    let ring = Ring {
+    let ring = Ring::new(RingParts {
         clock: &t0,
-        ..w.ring(&pdp, SECRET)
-    };
+        ..w.ring(&pdp, SECRET).parts()
+    });
     let mut state = w.start(&ring, settings());
     let first = w.propose(
         &ring,
@@ -530,10 +531,10 @@ fn a_session_approval_covers_the_same_class_and_pattern_in_this_run_until_it_exp
     ));
     // After the session expiry (8 h by default): the same pattern is asked again.
     let later = FixedClock(Timestamp::from_millis(start.millis() + 9 * 3_600_000).unwrap());
-    let ring = Ring {
+    let ring = Ring::new(RingParts {
         clock: &later,
-        ..ring
-    };
+        ..ring.parts()
+    });
     let expired = w.propose(
         &ring,
         &mut state,
@@ -547,7 +548,10 @@ fn a_session_approval_covers_the_same_class_and_pattern_in_this_run_until_it_exp
     assert!(w.exists("build/obj/d.o"));
 
     // Another run of the same person is never covered: the grant lives in this run's log.
-    let ring = Ring { clock: &t0, ..ring };
+    let ring = Ring::new(RingParts {
+        clock: &t0,
+        ..ring.parts()
+    });
     let mut other = w.start(&ring, settings());
     let call = w.propose(
         &ring,
@@ -585,10 +589,10 @@ fn a_registered_approver_key_must_sign_the_approval() {
             inner: &pdp,
             rules: with_key(w),
         };
-        let ring = Ring {
+        let ring = Ring::new(RingParts {
             pdp: &governed,
-            ..w.ring(&pdp, SECRET)
-        };
+            ..w.ring(&pdp, SECRET).parts()
+        });
         let (mut state, call, request) = parked_on(w, &ring, RiskClass::Change);
         let ok = ring
             .answer_signed(
@@ -608,10 +612,10 @@ fn a_registered_approver_key_must_sign_the_approval() {
             inner: &pdp,
             rules: with_key(w),
         };
-        let ring = Ring {
+        let ring = Ring::new(RingParts {
             pdp: &governed,
-            ..w.ring(&pdp, SECRET)
-        };
+            ..w.ring(&pdp, SECRET).parts()
+        });
         ring.resume(state, &user("bob")).unwrap();
         w.process(&ring, state, call, &mut NoPrompter)
     };

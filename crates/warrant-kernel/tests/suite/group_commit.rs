@@ -13,7 +13,7 @@ use serde_json::json;
 use warrant_audit::verify_sealed;
 use warrant_core::{RequestId, RunId};
 use warrant_kernel::pdp::Pdp;
-use warrant_kernel::{CallResult, CallStep, KernelError, NoPrompter, Ring, RunState};
+use warrant_kernel::{CallResult, CallStep, KernelError, NoPrompter, Ring, RingParts, RunState};
 use warrant_store::{
     Append, AuditOutbox, AuditQuery, CancelRequest, ChainHead, EventDraft, EventStore,
     FenceRejection, Lease, NewRun, RequestRow, RequestStatus, RunRow, SealedRecord, Sealer,
@@ -157,10 +157,10 @@ fn kinds(list: &[&str]) -> Vec<String> {
 
 /// The ring of `w` writing through `store`.
 fn ring<'a>(w: &'a World, pdp: &'a Pdp<'a>, store: &'a Counting<'a>) -> Ring<'a> {
-    Ring {
+    Ring::new(RingParts {
         store,
-        ..w.ring(pdp, SECRET)
-    }
+        ..w.ring(pdp, SECRET).parts()
+    })
 }
 
 /// Every event of the world's store has its own audit record, and the chain verifies.

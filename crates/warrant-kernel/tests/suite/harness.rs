@@ -13,8 +13,8 @@ use warrant_core::{
 };
 use warrant_kernel::pdp::Pdp;
 use warrant_kernel::{
-    Answer, CallRecord, CallStep, NewRunSpec, PromptView, Prompter, Ring, RunSettings, RunState,
-    Silent, ToolEnv,
+    Answer, CallRecord, CallStep, NewRunSpec, PromptView, Prompter, Ring, RingParts, RunSettings,
+    RunState, Silent, ToolEnv,
 };
 use warrant_policy::{PolicyEngine, PolicySource, default_pack};
 use warrant_store::{EventStore, SqliteStore};
@@ -111,7 +111,7 @@ impl World {
     }
 
     pub fn ring<'a>(&'a self, pdp: &'a Pdp<'a>, secret: &'a [u8]) -> Ring<'a> {
-        Ring {
+        Ring::new(RingParts {
             store: &self.store,
             sealer: &self.sealer,
             pdp,
@@ -119,9 +119,8 @@ impl World {
             clock: &warrant_core::SystemClock,
             secret,
             observer: &Silent,
-            fence: Default::default(),
             keys: &self.keys,
-        }
+        })
     }
 
     pub fn start(&self, ring: &Ring<'_>, settings: RunSettings) -> RunState {
