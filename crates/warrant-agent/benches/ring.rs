@@ -181,6 +181,7 @@ fn governed_exec(c: &mut Criterion) {
         secret: &[7u8; 32],
         observer: &Silent,
         keys: &fx.keys,
+        confidential: &warrant_kernel::InTheClear,
     });
     let mut n = 0u64;
     let mut state = approved_run(&ring, &fx, &mut n);
@@ -313,6 +314,7 @@ fn journal_append(c: &mut Criterion) {
         secret: &[7u8; 32],
         observer: &Silent,
         keys: &fx.keys,
+        confidential: &warrant_kernel::InTheClear,
     });
     let mut state = ring.start(fx.spec.clone()).unwrap();
     let event = || RunEvent::RunResumed { by: "alice".into() };

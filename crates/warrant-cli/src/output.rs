@@ -54,7 +54,9 @@ impl Printer {
             outln!("{}", serde_json::to_string(stored).unwrap_or_default());
             return;
         }
-        for line in self.narrator.lines(event) {
+        // Narrated as stored: what the journal holds sealed is shown sealed here too.
+        let as_stored = RunEvent::from_stored(stored);
+        for line in self.narrator.lines(as_stored.as_ref().unwrap_or(event)) {
             outln!("{line}");
         }
     }

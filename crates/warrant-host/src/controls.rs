@@ -1,7 +1,7 @@
 //! Wiring of the untrusted-content controls: the tools a run offers (menu) and the redactor
 //! every result passes through (known secret values from Warrant's environment, plus the
 //! scanner), and the prompt guard's switches. The switches can be turned off only in debug
-//! builds, through `WARRANT_TEST_DISABLE=fence,escape,guard,redact,render,origin,authenticate,follow,binding,checkpoint`,
+//! builds, through `WARRANT_TEST_DISABLE=fence,escape,guard,redact,render,origin,authenticate,follow,binding,checkpoint,seal`,
 //! for the negative controls of the security tests; a release build ignores the variable.
 //! (`follow` switches off the risk recognizers' following of wrappers, shells and inline code;
 //! `binding` is read by [`crate::install::load_run`]: the journal check before a fold that feeds
@@ -88,6 +88,24 @@ pub fn redactor(settings: &Settings) -> Result<Option<Redactor>, HostError> {
     }
     let scanner = configured_scanner(settings)?;
     Ok(Some(Redactor::new(scanner, known_secrets(settings))))
+}
+
+/// How the journal keeps what the redactor finds out of the store: sealed under a key derived
+/// from the installation secret (`crate::confidential`). In the clear only for a debug build's
+/// negative control (`WARRANT_TEST_DISABLE=seal`).
+pub fn journal_seal(
+    settings: &Settings,
+    installation_secret: &[u8],
+) -> Result<Box<dyn warrant_kernel::Confidential + Send + Sync>, HostError> {
+    if disabled("seal") {
+        return Ok(Box::new(warrant_kernel::InTheClear));
+    }
+    let scanner = configured_scanner(settings)?;
+    let redactor = Redactor::new(scanner, known_secrets(settings));
+    Ok(Box::new(crate::confidential::JournalSeal::new(
+        redactor,
+        installation_secret,
+    )))
 }
 
 /// Where a layer's `[secrets] rules` points: absolute as written; relative, against the

@@ -78,6 +78,8 @@ pub struct Host {
     /// `[requests]` expiry per kind, checked at open.
     pub request_ttls: warrant_kernel::RequestTtls,
     pub rules: warrant_kernel::ApprovalRules,
+    /// How the journal keeps secrets out of the store: sealed under the installation's key.
+    confidential: Box<dyn warrant_kernel::Confidential + Send + Sync>,
 }
 
 impl std::fmt::Debug for Host {
@@ -111,6 +113,7 @@ impl Host {
         let rules = install::approval_rules(&paths, &layers)?;
         let inst = install::installation(&paths, &settings, notices)?;
         let request_ttls = install::ttls(&settings.requests)?;
+        let confidential = controls::journal_seal(&settings, &inst.secret)?;
         Ok(Host {
             paths,
             identity,
@@ -119,6 +122,7 @@ impl Host {
             inst,
             request_ttls,
             rules,
+            confidential,
         })
     }
 
@@ -155,6 +159,7 @@ impl Host {
             secret: &self.inst.secret,
             observer,
             keys: &self.inst.public_keys,
+            confidential: self.confidential.as_ref(),
         });
         f(&ring)
     }

@@ -12,12 +12,12 @@
 use warrant_audit::{AuditRecord, BindingError, PublicKeys, RunBinding, verify_run};
 use warrant_core::{Coded as _, Principal, PrincipalKind, RunId};
 use warrant_store::{
-    Append, AuditQuery, EventDraft, EventStore, RunStatus, SealedRecord, StoreError, StoredEvent,
+    Append, AuditQuery, EventStore, RunStatus, SealedRecord, StoreError, StoredEvent,
 };
 
 use crate::error::KernelError;
-use crate::events::{EVENT_VERSION, RunEvent};
-use crate::ring::{Ring, audit_facts};
+use crate::events::RunEvent;
+use crate::ring::Ring;
 
 #[cfg(feature = "testing")]
 thread_local! {
@@ -98,19 +98,13 @@ impl Ring<'_> {
             detail: error.detail().to_owned(),
         };
         let principal = signed_principal(records);
-        let payload = event.payload()?;
         let mut expected = self
             .store
             .run(run)?
             .map_or(1, |row| row.events.saturating_add(1));
         // One retry: a writer that appended in between moves the position on.
         for _ in 0..2 {
-            let draft = EventDraft {
-                kind: event.kind().to_owned(),
-                version: EVENT_VERSION,
-                payload: payload.clone(),
-                audit: audit_facts(&principal, run, expected, &event, None)?,
-            };
+            let draft = self.draft(&principal, run, expected, &event, None)?;
             let append = Append {
                 run: run.clone(),
                 expected_seq: expected,

@@ -85,11 +85,12 @@ fn reading_env_is_denied_and_the_token_never_reaches_the_log_control_without_the
     let log = serde_json::to_string(&events).unwrap();
     assert!(!log.contains(TOKEN) && log.contains("[REDACTED:"), "{log}");
 
-    // ...and with redaction off too (a debug-build test switch), the token is in the log.
+    // ...and with redaction and the journal's sealing off too (debug-build test switches),
+    // the token is in the log.
     let mut control = Sandbox::init();
     control
         .extra_env
-        .push(("WARRANT_TEST_DISABLE".into(), "redact".into()));
+        .push(("WARRANT_TEST_DISABLE".into(), "redact,seal".into()));
     without_policy(&control, "no-secret-files");
     let events = run_events_approving(&control, attack);
     assert_eq!(count(&events, "effect_denied"), 0);

@@ -18,6 +18,7 @@ mod policy;
 mod quickstart;
 mod recognizers;
 mod requests;
+mod sealing;
 mod secrets;
 mod spoofing;
 mod views;

@@ -1074,7 +1074,7 @@ fn secrets_typed_into_replies_are_redacted_everywhere_they_are_written_control_u
         let mut sb = Sandbox::init();
         if !redact {
             sb.extra_env
-                .push(("WARRANT_TEST_DISABLE".into(), "redact".into()));
+                .push(("WARRANT_TEST_DISABLE".into(), "redact,seal".into()));
         }
         let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
         let port = server.server_addr().to_ip().unwrap().port();

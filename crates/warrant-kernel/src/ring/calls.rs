@@ -365,12 +365,19 @@ impl Ring<'_> {
             .as_ref()
             .map(|a| a.describe())
             .unwrap_or_else(|| "any person".into());
+        // The person is shown what the journal keeps: secrets named, never printed.
+        let mut shown = serde_json::json!([req.presentation.title, req.presentation.body]);
+        self.confidential.redact(&mut shown);
+        let (title, body) = (
+            shown[0].as_str().unwrap_or_default(),
+            shown[1].as_str().unwrap_or_default(),
+        );
         let view = PromptView {
             run: &state.run,
             request: &req.id,
             risk: req.risk,
-            title: &req.presentation.title,
-            body: &req.presentation.body,
+            title,
+            body,
             digest: &req.digest,
             reasons,
             session,

@@ -19,13 +19,7 @@ impl Ring<'_> {
             tools_digest: spec.tools_digest,
             profiles_digest: spec.profiles_digest,
         };
-        let facts = audit_facts(&spec.principal, &run, 1, &event, None)?;
-        let draft = EventDraft {
-            kind: event.kind().to_owned(),
-            version: EVENT_VERSION,
-            payload: event.payload()?,
-            audit: facts,
-        };
+        let draft = self.draft(&spec.principal, &run, 1, &event, None)?;
         let stored = self.store.create_run(
             &NewRun {
                 run,
@@ -43,7 +37,7 @@ impl Ring<'_> {
         for s in &stored {
             self.observer.committed(s, &event);
         }
-        RunState::fold(&stored)
+        self.fold_opened(stored)
     }
 
     /// Folds a run to act on it: its events are checked against their signed audit records
@@ -53,7 +47,7 @@ impl Ring<'_> {
         if events.is_empty() {
             return Err(KernelError::UnknownRun(run.to_string()));
         }
-        RunState::fold(&events)
+        self.fold_opened(events)
     }
 
     /// Folds a run without checking its journal: only for reading (listings, other runs'
@@ -63,7 +57,38 @@ impl Ring<'_> {
         if events.is_empty() {
             return Err(KernelError::UnknownRun(run.to_string()));
         }
+        self.fold_opened(events)
+    }
+
+    /// Folds stored events after opening what the journal holds sealed: the ring acts on what
+    /// was decided, secrets included; the store keeps only their sealed form.
+    fn fold_opened(&self, mut events: Vec<StoredEvent>) -> Result<RunState, KernelError> {
+        for e in &mut events {
+            self.confidential.open(&e.run, &mut e.payload);
+        }
         RunState::fold(&events)
+    }
+
+    /// The stored form of `event` at `seq`: its payload with every secret sealed, and its
+    /// audit facts with every secret named, never shown.
+    pub(crate) fn draft(
+        &self,
+        principal: &Principal,
+        run: &RunId,
+        seq: u64,
+        event: &RunEvent,
+        state: Option<&RunState>,
+    ) -> Result<EventDraft, KernelError> {
+        let mut payload = event.payload()?;
+        self.confidential.seal(run, &mut payload);
+        let mut audit = audit_facts(principal, run, seq, event, state)?;
+        self.confidential.redact(&mut audit);
+        Ok(EventDraft {
+            kind: event.kind().to_owned(),
+            version: EVENT_VERSION,
+            payload,
+            audit,
+        })
     }
 
     /// Records that audit records `from..=to` will never reach `sink` (the bounded outbox's
@@ -152,6 +177,17 @@ impl Ring<'_> {
     ) -> Result<(), KernelError> {
         let staged = std::mem::take(&mut state.staged);
         let held = staged.events.len();
+        // A request's summary is what listings show: its secrets are named, never kept.
+        let requests = requests
+            .into_iter()
+            .map(|update| match update {
+                RequestUpdate::Open { id, mut summary } => {
+                    self.confidential.redact(&mut summary);
+                    RequestUpdate::Open { id, summary }
+                }
+                answered @ RequestUpdate::Answered { .. } => answered,
+            })
+            .collect();
         let (mut batch, mut drafts): (Vec<RunEvent>, Vec<EventDraft>) =
             staged.events.into_iter().unzip();
         let expected_seq = staged
@@ -203,12 +239,7 @@ impl Ring<'_> {
             .enumerate()
             .map(|(i, event)| {
                 let seq = state.next_seq + i as u64;
-                Ok(EventDraft {
-                    kind: event.kind().to_owned(),
-                    version: EVENT_VERSION,
-                    payload: event.payload()?,
-                    audit: audit_facts(&state.principal, &state.run, seq, event, Some(state))?,
-                })
+                self.draft(&state.principal, &state.run, seq, event, Some(state))
             })
             .collect()
     }

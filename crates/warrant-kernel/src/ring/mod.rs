@@ -21,6 +21,7 @@ use warrant_audit::PublicKeys;
 use crate::approval::{self, ApproverKey, BoundInput, ProofInput};
 use crate::authority::{ApprovalRules, RejectReason, bound_digest, session_pattern};
 use crate::authorized::Authorized;
+use crate::confidential::Confidential;
 use crate::error::KernelError;
 use crate::events::{
     Approver, Binding, CallRecord, DeniedBy, EVENT_VERSION, ModelRequest, Outcome, ReasonRecord,
@@ -135,6 +136,7 @@ pub struct Ring<'a> {
     /// The installation's public keys (current and retired): a run is folded to be acted on
     /// only after its events were checked against the records they signed.
     pub(crate) keys: &'a PublicKeys,
+    pub(crate) confidential: &'a dyn Confidential,
 }
 
 /// Everything a ring is made of. It has no `Default` and every field is required, so whoever
@@ -157,6 +159,9 @@ pub struct RingParts<'a> {
     pub observer: &'a dyn Observer,
     /// The keys a run's journal is checked against before a fold that feeds the ring.
     pub keys: &'a PublicKeys,
+    /// What the journal must not hold in the clear: every event is sealed by it before it is
+    /// stored and opened by it when the ring folds a run ([`crate::confidential`]).
+    pub confidential: &'a dyn Confidential,
 }
 
 impl std::fmt::Debug for RingParts<'_> {
@@ -177,6 +182,7 @@ impl<'a> Ring<'a> {
             secret,
             observer,
             keys,
+            confidential,
         } = parts;
         Ring {
             store,
@@ -188,6 +194,7 @@ impl<'a> Ring<'a> {
             observer,
             fence: Cell::new(None),
             keys,
+            confidential,
         }
     }
 
@@ -204,6 +211,7 @@ impl<'a> Ring<'a> {
             secret: self.secret,
             observer: self.observer,
             keys: self.keys,
+            confidential: self.confidential,
         }
     }
 

@@ -120,6 +120,7 @@ impl World {
             secret,
             observer: &Silent,
             keys: &self.keys,
+            confidential: &warrant_kernel::InTheClear,
         })
     }
 
