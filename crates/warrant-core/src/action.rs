@@ -361,6 +361,41 @@ impl Action {
     }
 }
 
+/// What the file-write executor receives: a whole-file write (`fs.write`), or a create that
+/// refuses an existing file (`fs.create`). Made from an action by [`Action::as_fs_write`], so it
+/// never says more than the action that was decided.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsWrite {
+    pub path: CanonicalPath,
+    pub content: String,
+    /// `fs.create`: fail rather than replace a file that exists.
+    pub create_only: bool,
+}
+
+impl Action {
+    /// The write this action is, when it is one (`fs.write`, `fs.create`).
+    pub fn as_fs_write(&self) -> Option<FsWrite> {
+        match self {
+            Self::FsWrite { path, content } => Some(FsWrite {
+                path: path.clone(),
+                content: content.clone(),
+                create_only: false,
+            }),
+            Self::FsCreate { path, content } => Some(FsWrite {
+                path: path.clone(),
+                content: content.clone(),
+                create_only: true,
+            }),
+            Self::FsRead { .. }
+            | Self::FsList { .. }
+            | Self::FsSearch { .. }
+            | Self::FsDelete { .. }
+            | Self::ShellExec { .. }
+            | Self::ProviderCall { .. } => None,
+        }
+    }
+}
+
 /// The verb and target of an action read back from its [`Action::audit_view`], as a reader of
 /// the audit trail names it. A write's view holds no content, so it is read by its path; every
 /// other view is the action itself. `None` for a view that is neither.

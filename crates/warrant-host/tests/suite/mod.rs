@@ -1,4 +1,4 @@
 mod construction;
 mod operations;
-mod views;
 mod toolbox;
+mod views;
