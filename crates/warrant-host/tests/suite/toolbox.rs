@@ -151,7 +151,7 @@ fn a_second_source_is_offered_governed_and_redacted_without_the_cli() {
         &[
             &Builtin,
             &Notes {
-                executed: executed.clone(),
+                executed,
             },
         ],
         Controls {
