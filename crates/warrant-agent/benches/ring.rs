@@ -37,7 +37,7 @@ use warrant_kernel::{
 };
 use warrant_policy::{PolicyEngine, PolicySource, default_pack};
 use warrant_store::{AuditOutbox, EventStore, SqliteStore};
-use warrant_tools::BuiltinTools;
+use warrant_tools::{Builtin, Controls, Toolbox};
 
 /// Calls per run before the bench starts a fresh one (untimed), so the run state a call is
 /// looked up in stays small and every sample sees the same shape.
@@ -51,7 +51,7 @@ struct Fixture {
     keys: PublicKeys,
     engine: PolicyEngine,
     ids: Arc<dyn IdSource>,
-    tools: BuiltinTools,
+    tools: Toolbox,
     env: ToolEnv,
     spec: NewRunSpec,
 }
@@ -76,7 +76,15 @@ impl Fixture {
             text: default_pack().into(),
         }])
         .unwrap();
-        let tools = BuiltinTools::new().unwrap();
+        let tools = Toolbox::new(
+            &[&Builtin],
+            Controls {
+                menu: None,
+                menus: &Default::default(),
+                redactor: None,
+            },
+        )
+        .unwrap();
         let env = ToolEnv {
             workspace: workspace.clone(),
             profiles: BTreeMap::from([("default".to_owned(), ProfileConfig::default())]),

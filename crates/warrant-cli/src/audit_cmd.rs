@@ -318,8 +318,13 @@ fn touched(ws: Option<&Path>, run: &str, json: bool) -> Result<u8, Failure> {
     for (kind, rows) in &t.touched {
         outln!("{kind}");
         for r in rows {
+            // Said per action only where it differs from the run's.
+            let whom = match &r.on_behalf_of {
+                Some(w) if r.on_behalf_of != t.on_behalf_of => format!(" (on behalf of {w})"),
+                Some(_) | None => String::new(),
+            };
             outln!(
-                "  {:<8} {:<11} {:<40} {}",
+                "  {:<8} {:<11} {:<40} {}{whom}",
                 r.status,
                 r.verb,
                 r.resource,

@@ -408,6 +408,12 @@ fn hint_words(hint: &warrant_core::Hint) -> String {
         Hint::ResolveInDoubt { run, step } => format!(
             "; answer with `warrant runs resolve {run} --step {step} --as completed|retry|failed`"
         ),
+        Hint::CheckInit => "; was `warrant init` run?".to_owned(),
+        Hint::InitAnew => " and run `warrant init` to start a new one".to_owned(),
+        Hint::NewApproverKey => {
+            "; make a new one with `warrant approvals keygen --force`".to_owned()
+        }
+        Hint::EnrollApproverKey => ", then `warrant approvals keygen` enrolls your key again".to_owned(),
     }
 }
 

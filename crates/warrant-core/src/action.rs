@@ -361,6 +361,53 @@ impl Action {
     }
 }
 
+/// What the file-write executor receives: a whole-file write (`fs.write`), or a create that
+/// refuses an existing file (`fs.create`). Made from an action by [`Action::as_fs_write`], so it
+/// never says more than the action that was decided.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsWrite {
+    pub path: CanonicalPath,
+    pub content: String,
+    /// `fs.create`: fail rather than replace a file that exists.
+    pub create_only: bool,
+}
+
+impl Action {
+    /// The write this action is, when it is one (`fs.write`, `fs.create`).
+    pub fn as_fs_write(&self) -> Option<FsWrite> {
+        match self {
+            Self::FsWrite { path, content } => Some(FsWrite {
+                path: path.clone(),
+                content: content.clone(),
+                create_only: false,
+            }),
+            Self::FsCreate { path, content } => Some(FsWrite {
+                path: path.clone(),
+                content: content.clone(),
+                create_only: true,
+            }),
+            Self::FsRead { .. }
+            | Self::FsList { .. }
+            | Self::FsSearch { .. }
+            | Self::FsDelete { .. }
+            | Self::ShellExec { .. }
+            | Self::ProviderCall { .. } => None,
+        }
+    }
+}
+
+/// The verb and target of an action read back from its [`Action::audit_view`], as a reader of
+/// the audit trail names it. A write's view holds no content, so it is read by its path; every
+/// other view is the action itself. `None` for a view that is neither.
+pub fn audit_view_target(view: &Value) -> Option<(Verb, String)> {
+    let verb = Verb::parse(view.get("verb")?.as_str()?)?;
+    if matches!(verb, Verb::FsWrite | Verb::FsCreate) {
+        return Some((verb, view.get("path")?.as_str()?.to_owned()));
+    }
+    let action: Action = serde_json::from_value(view.clone()).ok()?;
+    Some((action.verb(), action.target()))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -398,6 +445,35 @@ mod tests {
             })
         );
         assert!(!view.to_string().contains("hunter2"));
+    }
+
+    #[test]
+    fn an_audit_view_names_the_verb_and_target_of_its_action() {
+        let path = CanonicalPath::from_normalized("/w/a").unwrap();
+        let actions = [
+            Action::FsWrite {
+                path: path.clone(),
+                content: "secret".into(),
+            },
+            Action::FsDelete {
+                path,
+                recursive: true,
+            },
+            Action::ProviderCall {
+                provider: "openai".into(),
+                model: "gpt".into(),
+            },
+        ];
+        let read: Vec<Option<(Verb, String)>> = actions
+            .iter()
+            .map(|a| audit_view_target(&a.audit_view()))
+            .collect();
+        let expected: Vec<Option<(Verb, String)>> = actions
+            .iter()
+            .map(|a| Some((a.verb(), a.target())))
+            .collect();
+        assert_eq!(read, expected);
+        assert_eq!(audit_view_target(&json!({"verb": "fs.nope"})), None);
     }
 
     #[test]

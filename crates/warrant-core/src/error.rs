@@ -49,4 +49,12 @@ pub enum Hint {
     ConnectResource,
     /// Resolve an effect in doubt: it completed, should be retried, or failed.
     ResolveInDoubt { run: RunId, step: String },
+    /// The installation may never have been created here (its files are missing).
+    CheckInit,
+    /// Start a new store where an unusable one was moved aside.
+    InitAnew,
+    /// Make a new approver key, replacing the one there.
+    NewApproverKey,
+    /// Enroll this person's approver key again once the file is fixed.
+    EnrollApproverKey,
 }

@@ -17,7 +17,7 @@ use rustix::fs::{
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 use warrant_core::path::canonicalize;
-use warrant_core::{Action, CanonicalPath, Digest, LinkResolver};
+use warrant_core::{Action, CanonicalPath, Digest, FsWrite, LinkResolver};
 use warrant_kernel::Authorized;
 
 use crate::error::ExecError;
@@ -261,17 +261,13 @@ pub fn list_dir(action: &Authorized<Action>) -> Result<DirListing, ExecError> {
 /// `fs.write` / `fs.create`: write the whole content atomically (temp file in the same
 /// directory, fsync, rename), creating missing parent directories. `fs.create` refuses an
 /// existing file, atomically (`RENAME_NOREPLACE`), so a file that appears meanwhile survives.
-pub fn write_file(action: &Authorized<Action>) -> Result<WriteReceipt, ExecError> {
-    let (path, content, create_only) = match action.get() {
-        Action::FsWrite { path, content } => (path, content, false),
-        Action::FsCreate { path, content } => (path, content, true),
-        other @ (Action::FsRead { .. }
-        | Action::FsList { .. }
-        | Action::FsSearch { .. }
-        | Action::FsDelete { .. }
-        | Action::ShellExec { .. }
-        | Action::ProviderCall { .. }) => return Err(wrong("write_file", other)),
-    };
+pub fn write_file(action: &Authorized<FsWrite>) -> Result<WriteReceipt, ExecError> {
+    let FsWrite {
+        path,
+        content,
+        create_only,
+    } = action.get();
+    let create_only = *create_only;
     recheck(path)?;
     let (parent, name) =
         split_parent(path).ok_or_else(|| ExecError::IsDirectory { path: path.clone() })?;

@@ -46,11 +46,9 @@ pub fn load(paths: &Paths) -> Result<Option<Ed25519ApproverKey>, HostError> {
         .ok_or_else(|| {
             HostError::usage(
                 "W-APPROVAL-024",
-                format!(
-                    "the approver key {} is not 64 hex digits; make a new one with `warrant approvals keygen --force`",
-                    path.display()
-                ),
+                format!("the approver key {} is not 64 hex digits", path.display()),
             )
+            .with_hint(crate::Hint::NewApproverKey)
         })?;
     Ok(Some(Ed25519ApproverKey::from_seed(&seed)))
 }
@@ -89,11 +87,12 @@ pub fn enrolled(paths: &Paths) -> Result<std::collections::BTreeMap<String, Stri
                 return Err(HostError::usage(
                     "W-APPROVAL-024",
                     format!(
-                        "{} line {}: expected `<actor> <64 hex digits>`; fix or remove it, then `warrant approvals keygen` enrolls your key again",
+                        "{} line {}: expected `<actor> <64 hex digits>`; fix or remove it",
                         path.display(),
                         n + 1
                     ),
-                ));
+                )
+                .with_hint(crate::Hint::EnrollApproverKey));
             }
         }
     }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use warrant_agent::GuardSettings;
 use warrant_core::config::{LayerKind, SecretRulesRef, Settings};
 use warrant_secrets::{LayerRules, Redactor, Scanner, scanner_for_layers};
-use warrant_tools::BuiltinTools;
+use warrant_tools::{Controls, ToolSource, Toolbox, ToolboxError};
 
 use crate::HostError;
 
@@ -63,19 +63,21 @@ pub fn known_secrets(settings: &Settings) -> Vec<String> {
     out
 }
 
-/// The run's tools: the configured menu, results redacted.
-pub fn tools(settings: &Settings) -> Result<BuiltinTools, HostError> {
-    let tools = BuiltinTools::new().map_err(|e| HostError::usage("W-TOOL-006", e))?;
-    let menu = warrant_tools::resolve_menu(
-        settings.menu.as_deref(),
-        &settings.menus,
-        &tools.catalogue_specs(),
+/// The run's tools: every source composed into one toolbox, behind the configured menu, every
+/// result through the redactor.
+pub fn tools(settings: &Settings, sources: &[&dyn ToolSource]) -> Result<Toolbox, HostError> {
+    let redactor = redactor(settings)?.map(Arc::new);
+    Toolbox::new(
+        sources,
+        Controls {
+            menu: settings.menu.as_deref(),
+            menus: &settings.menus,
+            redactor,
+        },
     )
-    .map_err(|e| HostError::bad_input(&e))?;
-    let tools = tools.with_menu(menu);
-    Ok(match redactor(settings)? {
-        Some(redactor) => tools.with_redactor(Arc::new(redactor)),
-        None => tools,
+    .map_err(|e| match e {
+        ToolboxError::Duplicate { .. } => HostError::usage("W-TOOL-006", e.to_string()),
+        ToolboxError::Menu(menu) => HostError::bad_input(&menu),
     })
 }
 

@@ -285,8 +285,9 @@ pub fn installation(
     let secret_hex = fs::read_to_string(paths.keys().join(SECRET_FILE)).map_err(|e| {
         HostError::usage(
             "W-INIT-003",
-            format!("cannot read the installation secret: {e}; was `warrant init` run?"),
+            format!("cannot read the installation secret: {e}"),
         )
+        .with_hint(crate::Hint::CheckInit)
     })?;
     let secret = hex::decode(secret_hex.trim()).map_err(|e| {
         HostError::usage(

@@ -42,7 +42,7 @@ use warrant_llm::{
     anthropic_settings_from, ollama_settings_from, openai_settings_from,
 };
 use warrant_policy::PolicyEngine;
-use warrant_tools::BuiltinTools;
+use warrant_tools::{Builtin, ToolSource, Toolbox};
 
 pub use error::{Class, Hint, HostError, Result};
 pub use install::{Installation, Paths};
@@ -80,6 +80,8 @@ pub struct Host {
     pub rules: warrant_kernel::ApprovalRules,
     /// How the journal keeps secrets out of the store: sealed under the installation's key.
     confidential: Box<dyn warrant_kernel::Confidential + Send + Sync>,
+    /// Tool sources beyond the built-in set ([`Host::with_source`]), composed after it.
+    sources: Vec<Arc<dyn ToolSource + Send + Sync>>,
 }
 
 impl std::fmt::Debug for Host {
@@ -123,7 +125,16 @@ impl Host {
             request_ttls,
             rules,
             confidential,
+            sources: Vec::new(),
         })
+    }
+
+    /// Adds a source of tools (an MCP server, memory, a catalog, …) to every run this host
+    /// drives. Its tools are offered, menu-checked, governed by the ring and redacted like the
+    /// built-in ones; a name that clashes with another tool fails [`Host::tools`].
+    pub fn with_source(mut self, source: Arc<dyn ToolSource + Send + Sync>) -> Self {
+        self.sources.push(source);
+        self
     }
 
     /// The read operations over this installation.
@@ -134,10 +145,13 @@ impl Host {
         }
     }
 
-    /// The run's tools: the configured menu, every result through the redactor. The only way a
-    /// front end gets the tools a ring runs.
-    pub fn tools(&self) -> Result<BuiltinTools> {
-        controls::tools(&self.settings)
+    /// The run's tools: the built-in set and every added source in one [`Toolbox`], behind the
+    /// configured menu, every result through the redactor. The only way a front end gets the
+    /// tools a ring runs.
+    pub fn tools(&self) -> Result<Toolbox> {
+        let mut sources: Vec<&dyn ToolSource> = vec![&Builtin];
+        sources.extend(self.sources.iter().map(|s| s.as_ref() as &dyn ToolSource));
+        controls::tools(&self.settings, &sources)
     }
 
     /// Builds the ring for one operation, with the governed decision point (Cedar, then the
@@ -166,7 +180,7 @@ impl Host {
 
     /// The model a run talks to, from its spec (`scripted:PATH`, `openai:MODEL`, …). A
     /// transcript is checked whole, against every tool, before anything starts.
-    pub fn provider(&self, spec: &str, tools: &BuiltinTools) -> Result<Box<dyn ModelProvider>> {
+    pub fn provider(&self, spec: &str, tools: &Toolbox) -> Result<Box<dyn ModelProvider>> {
         let spec = ModelSpec::parse(spec).map_err(|e| HostError::bad_input(&e))?;
         match spec {
             ModelSpec::Scripted { path } => {
@@ -231,7 +245,7 @@ impl Host {
 
     fn new_run_spec(
         &self,
-        tools: &BuiltinTools,
+        tools: &Toolbox,
         env: &ToolEnv,
         model: &str,
         task: String,
@@ -260,7 +274,7 @@ impl Host {
 }
 
 /// The digest of the tools a run offers, as its first event recorded it.
-fn tools_digest(tools: &BuiltinTools) -> Result<Digest> {
+fn tools_digest(tools: &Toolbox) -> Result<Digest> {
     digest_of(&tools.specs()).map_err(|e| HostError::usage("W-KERNEL-001", e.to_string()))
 }
 

@@ -218,28 +218,24 @@ impl Records<'_> {
         }
     }
 
-    /// Loads a run's events, refusing when its journal differs from what was signed (a view:
-    /// the refusal is the operation's error, nothing is appended).
-    pub(crate) fn checked_events(&self, run: &RunId) -> Result<Vec<warrant_store::StoredEvent>> {
-        let events = self
-            .inst
-            .store
-            .events(run)
-            .map_err(|e| HostError::failed(&e))?;
+    /// A run's events and its signed audit records (in chain order), after checking that the
+    /// records are authentic and each binds its event.
+    pub(crate) fn checked_journal(
+        &self,
+        run: &RunId,
+    ) -> Result<(Vec<warrant_store::StoredEvent>, Vec<SealedRecord>)> {
+        let store = self.inst.store.as_ref();
+        let events = store.events(run).map_err(|e| HostError::failed(&e))?;
         if events.is_empty() {
             return Err(run_missing(run));
         }
+        let records =
+            warrant_kernel::journal::run_records(store, run).map_err(|e| HostError::failed(&e))?;
         if !crate::controls::disabled("binding") {
-            warrant_kernel::journal::check(
-                self.inst.store.as_ref(),
-                &self.inst.public_keys,
-                run,
-                &events,
-            )
-            .map_err(|e| HostError::failed(&e))?
-            .map_err(|e| HostError::coded(&e, Class::Failed))?;
+            warrant_audit::verify_run(run, &events, &records, &self.inst.public_keys)
+                .map_err(|e| HostError::coded(&e, Class::Failed))?;
         }
-        Ok(events)
+        Ok((events, records))
     }
 }
 

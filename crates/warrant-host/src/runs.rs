@@ -8,7 +8,7 @@ use warrant_kernel::{
     NoPrompter, Observer, Prompter, RequestKind, Resolution, Ring, RunState, ToolEnv,
 };
 use warrant_llm::ModelProvider;
-use warrant_tools::BuiltinTools;
+use warrant_tools::Toolbox;
 
 use crate::drive::{self, Drive};
 use crate::{Class, Host, HostError, Result, install, tools_digest};
@@ -113,12 +113,12 @@ pub fn deadline_from(text: Option<&str>) -> Result<Option<warrant_core::Timestam
 struct Parts<'a> {
     host: &'a Host,
     ring: &'a Ring<'a>,
-    tools: &'a BuiltinTools,
+    tools: &'a Toolbox,
     env: &'a ToolEnv,
 }
 
 impl<'a> Parts<'a> {
-    fn new(host: &'a Host, ring: &'a Ring<'a>, tools: &'a BuiltinTools, env: &'a ToolEnv) -> Self {
+    fn new(host: &'a Host, ring: &'a Ring<'a>, tools: &'a Toolbox, env: &'a ToolEnv) -> Self {
         Self {
             host,
             ring,

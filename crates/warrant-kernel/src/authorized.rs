@@ -4,7 +4,7 @@
 
 #[cfg(feature = "testing")]
 use warrant_core::IdSource as _;
-use warrant_core::RunId;
+use warrant_core::{Action, FsWrite, RunId};
 
 /// A value the ring has authorized, with the place in the run log where that was recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,5 +59,19 @@ impl<T> Authorized<T> {
         let mut a = Self::for_tests(inner);
         a.by_person = true;
         a
+    }
+}
+
+impl Authorized<Action> {
+    /// The authorized write this action is (`fs.write`, `fs.create`), for the file-write
+    /// executor, which then needs no match on every kind of action. Made only from the action
+    /// itself, so it authorizes nothing the ring did not.
+    pub fn fs_write(&self) -> Option<Authorized<FsWrite>> {
+        self.inner.as_fs_write().map(|w| Authorized {
+            inner: w,
+            run: self.run.clone(),
+            started_seq: self.started_seq,
+            by_person: self.by_person,
+        })
     }
 }

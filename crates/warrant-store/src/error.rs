@@ -5,8 +5,11 @@ use warrant_core::Coded;
 pub enum StoreError {
     #[error("cannot open the store at {path}: {message}")]
     Open { path: String, message: String },
+    /// There is no store at `path` (the installation was never created there).
+    #[error("cannot open the store at {path}: no store there")]
+    Missing { path: String },
     #[error(
-        "the store at {path} is not a Warrant store or is corrupt ({message}); nothing was changed. Move it aside and run `warrant init` to start a new one"
+        "the store at {path} is not a Warrant store or is corrupt ({message}); nothing was changed. Move it aside"
     )]
     Corrupt { path: String, message: String },
     #[error(
@@ -62,7 +65,7 @@ pub enum StoreError {
 impl Coded for StoreError {
     fn code(&self) -> &'static str {
         match self {
-            Self::Open { .. } => "W-STORE-001",
+            Self::Open { .. } | Self::Missing { .. } => "W-STORE-001",
             Self::Corrupt { .. } => "W-STORE-002",
             Self::NewerSchema { .. } => "W-STORE-003",
             Self::UnknownRun(_) => "W-STORE-004",
@@ -74,6 +77,25 @@ impl Coded for StoreError {
             Self::Fenced { .. } => "W-STORE-010",
             Self::Final { .. } => "W-STORE-011",
             Self::Unreachable { .. } => "W-STORE-012",
+        }
+    }
+
+    fn hint(&self) -> Option<warrant_core::Hint> {
+        use warrant_core::Hint;
+        match self {
+            Self::Missing { .. } => Some(Hint::Init),
+            Self::Corrupt { .. } => Some(Hint::InitAnew),
+            Self::Open { .. }
+            | Self::NewerSchema { .. }
+            | Self::UnknownRun(_)
+            | Self::RunExists { .. }
+            | Self::Conflict { .. }
+            | Self::Seal(_)
+            | Self::Query(_)
+            | Self::Leased { .. }
+            | Self::Fenced { .. }
+            | Self::Final { .. }
+            | Self::Unreachable { .. } => None,
         }
     }
 }

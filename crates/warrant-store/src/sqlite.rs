@@ -147,9 +147,8 @@ impl Store<Sqlite> {
     /// Opens an existing store, migrating an older schema forward and refusing a newer one.
     pub fn open(path: &Path, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
         if !path.exists() {
-            return Err(StoreError::Open {
+            return Err(StoreError::Missing {
                 path: path.display().to_string(),
-                message: "no store there; run `warrant init` in the workspace first".into(),
             });
         }
         let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE)

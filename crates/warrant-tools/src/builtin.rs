@@ -272,7 +272,13 @@ impl Tool for WriteFile {
         _may_read: ReadFilter<'_>,
         _stop: StopCheck<'_>,
     ) -> EffectResult {
-        single(actions, warrant_exec::fs::write_file)
+        single(actions, |a| match a.fs_write() {
+            Some(write) => warrant_exec::fs::write_file(&write),
+            None => Err(warrant_exec::ExecError::WrongAction {
+                executor: "write_file",
+                verb: a.get().verb(),
+            }),
+        })
     }
 }
 

@@ -2,7 +2,7 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 
 use pretty_assertions::assert_eq;
 use warrant_core::path::canonicalize;
-use warrant_core::{Action, CanonicalPath, Coded, Digest};
+use warrant_core::{Action, CanonicalPath, Coded, Digest, FsWrite};
 use warrant_exec::fs::{MAX_READ_BYTES, MAX_SEARCH_MATCHES};
 use warrant_exec::{
     DeleteReceipt, DirEntry, DirListing, EntryKind, ExecError, FileContent, OsLinks, SearchResult,
@@ -12,16 +12,18 @@ use warrant_exec::{
 use super::{authorized, tempdir};
 
 fn write(path: &CanonicalPath, content: &str) -> Result<WriteReceipt, ExecError> {
-    write_file(&authorized(Action::FsWrite {
+    write_file(&authorized(FsWrite {
         path: path.clone(),
         content: content.into(),
+        create_only: false,
     }))
 }
 
 fn create(path: &CanonicalPath, content: &str) -> Result<WriteReceipt, ExecError> {
-    write_file(&authorized(Action::FsCreate {
+    write_file(&authorized(FsWrite {
         path: path.clone(),
         content: content.into(),
+        create_only: true,
     }))
 }
 
@@ -337,11 +339,21 @@ fn wrong_action_is_an_error_and_os_links_resolve() {
     let (_d, root) = tempdir();
     let err = read_file(&authorized(Action::FsList { path: root.clone() }), &root).unwrap_err();
     assert_eq!(err.code(), "W-EXEC-001");
+    // The write executor takes an authorized write only: no other action can reach it, and
+    // only a write narrows to one.
+    let read = authorized(Action::FsRead { path: root.clone() });
+    assert_eq!(read.fs_write(), None);
+    let write = authorized(Action::FsCreate {
+        path: root.join_component("n"),
+        content: "x".into(),
+    });
     assert_eq!(
-        write_file(&authorized(Action::FsRead { path: root.clone() }))
-            .unwrap_err()
-            .code(),
-        "W-EXEC-001"
+        write.fs_write().map(|w| w.get().clone()),
+        Some(FsWrite {
+            path: root.join_component("n"),
+            content: "x".into(),
+            create_only: true,
+        })
     );
 
     std::fs::create_dir(root.as_path().join("real")).unwrap();

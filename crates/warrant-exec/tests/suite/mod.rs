@@ -4,7 +4,7 @@ mod sandbox;
 mod spawn;
 mod view;
 
-use warrant_core::{Action, CanonicalPath};
+use warrant_core::CanonicalPath;
 use warrant_kernel::Authorized;
 
 /// A temp dir whose path is canonical (the test runner's TMPDIR may itself be a link).
@@ -15,6 +15,6 @@ pub fn tempdir() -> (tempfile::TempDir, CanonicalPath) {
     (dir, path)
 }
 
-pub fn authorized(action: Action) -> Authorized<Action> {
+pub fn authorized<T>(action: T) -> Authorized<T> {
     Authorized::for_tests(action)
 }

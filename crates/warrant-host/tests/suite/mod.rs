@@ -1,3 +1,4 @@
 mod construction;
 mod operations;
+mod toolbox;
 mod views;

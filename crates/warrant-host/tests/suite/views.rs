@@ -228,7 +228,20 @@ fn touched_says_on_whose_behalf_the_run_acted() {
     let touched = host.records().touched(&driven.run).unwrap();
     assert_eq!(touched.actor, "build-bot");
     assert_eq!(touched.on_behalf_of.as_deref(), Some("alice"));
-    assert_eq!(touched.touched["fs"][0].status, "read");
+    // Each action says on whose behalf it ran, as its own signed record says.
+    let notes = ws(&place).canonicalize().unwrap().join("notes.txt");
+    assert_eq!(
+        touched.touched["fs"],
+        vec![warrant_host::touched::TouchedRow {
+            resource: notes.display().to_string(),
+            verb: "fs.read".into(),
+            status: "read".into(),
+            by: "policy project:workspace-read".into(),
+            call: "call-0-0".into(),
+            on_behalf_of: Some("alice".into()),
+        }]
+    );
     let json = serde_json::to_value(&touched).unwrap();
     assert_eq!(json["on_behalf_of"], "alice");
+    assert_eq!(json["touched"]["fs"][0]["on_behalf_of"], "alice");
 }

@@ -573,7 +573,7 @@ mod tests {
             json!({"type": "limit_reached", "limit": "tool_calls", "max": 20}),
             json!({"type": "run_ended", "outcome": {"status": "completed"}}),
             json!({"type": "run_ended",
-                   "outcome": {"status": "failed", "code": "W-X-001", "message": "boom"}}),
+                   "outcome": {"status": "failed", "code": "W-TOOL-004", "message": "boom"}}),
             json!({"type": "request_raised", "call_id": "c4", "request_id": "req-4",
                    "ask": {"type": "secret", "name": "GH_TOKEN", "purpose": "push",
                            "used_by": "git"},

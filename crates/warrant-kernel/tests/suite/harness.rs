@@ -18,7 +18,7 @@ use warrant_kernel::{
 };
 use warrant_policy::{PolicyEngine, PolicySource, default_pack};
 use warrant_store::{EventStore, SqliteStore};
-use warrant_tools::BuiltinTools;
+use warrant_tools::{Builtin, Controls, Toolbox};
 
 pub const SECRET: &[u8] = b"installation secret of the test world";
 
@@ -32,7 +32,7 @@ pub struct World {
     pub keys: PublicKeys,
     pub engine: PolicyEngine,
     pub ids: SequentialIds,
-    pub tools: BuiltinTools,
+    pub tools: Toolbox,
     pub env: ToolEnv,
 }
 
@@ -101,7 +101,15 @@ impl World {
             keys,
             engine,
             ids: SequentialIds::default(),
-            tools: BuiltinTools::new().unwrap(),
+            tools: Toolbox::new(
+                &[&Builtin],
+                Controls {
+                    menu: None,
+                    menus: &Default::default(),
+                    redactor: None,
+                },
+            )
+            .unwrap(),
             env,
         }
     }

@@ -8,13 +8,13 @@ use tempfile::TempDir;
 use warrant_core::config::ProfileConfig;
 use warrant_core::{Action, CanonicalPath};
 use warrant_kernel::{Refusal, ToolEnv, ToolRegistry};
-use warrant_tools::BuiltinTools;
+use warrant_tools::{Builtin, Controls, Toolbox};
 
 pub struct Env {
     _dir: TempDir,
     pub root: String,
     pub env: ToolEnv,
-    pub tools: BuiltinTools,
+    pub tools: Toolbox,
 }
 
 impl Env {
@@ -67,7 +67,15 @@ impl Env {
                 parent_env: vec![("PATH".into(), bin)],
                 secrets: None,
             },
-            tools: BuiltinTools::new().unwrap(),
+            tools: Toolbox::new(
+                &[&Builtin],
+                Controls {
+                    menu: None,
+                    menus: &Default::default(),
+                    redactor: None,
+                },
+            )
+            .unwrap(),
         }
     }
 

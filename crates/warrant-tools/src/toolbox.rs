@@ -1,22 +1,92 @@
-//! The registry of built-in tools. Each tool's JSON Schema is compiled on the tool's first
-//! call, not when the catalogue is built: a run that never calls a tool does not pay for its
-//! schema, and a schema that does not compile refuses the calls to that tool (W-TOOL-006)
-//! without running anything.
+//! The open tool catalogue: a [`Toolbox`] composes tool sources (the built-in set today; MCP
+//! servers, memory, catalog and artifacts plug in as more [`ToolSource`]s) and applies the
+//! run's menu and result redaction once, to every tool of every source, so a new source cannot
+//! bring a tool that skips them. Each tool's JSON Schema is compiled on the tool's first call,
+//! not when the catalogue is built: a run that never calls a tool does not pay for its schema,
+//! and a schema that does not compile refuses the calls to that tool (W-TOOL-006) without
+//! running anything.
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
-use warrant_core::ToolSpec;
+use thiserror::Error;
+use warrant_core::config::MenuConfig;
+use warrant_core::{Coded, ToolSpec};
 use warrant_kernel::{Refusal, Tool, ToolRegistry};
+use warrant_secrets::Redactor;
 
 use crate::builtin;
+use crate::guarded::{MenuError, Redacting, resolve_menu};
+
+/// Where tools come from. A source only describes and runs its tools; governance (the menu,
+/// redaction, and the ring's decisions around every call) is applied by the [`Toolbox`] and the
+/// ring, never by the source.
+pub trait ToolSource {
+    /// The source's name in messages (`builtin`, `mcp:github`, …).
+    fn name(&self) -> &str;
+
+    /// Its tools, taken once when a toolbox is built.
+    fn tools(&self) -> Vec<Box<dyn Tool>>;
+}
+
+/// The built-in tools of the contract.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Builtin;
+
+impl ToolSource for Builtin {
+    fn name(&self) -> &str {
+        "builtin"
+    }
+
+    fn tools(&self) -> Vec<Box<dyn Tool>> {
+        builtin::all()
+    }
+}
+
+/// What a toolbox applies to every tool. No `Default`: whoever builds a toolbox names each.
+#[derive(Clone, Debug)]
+pub struct Controls<'a> {
+    /// The menu chosen for the run (`[run] menu`), `None` for every tool.
+    pub menu: Option<&'a str>,
+    /// The menus configured (`[menus.*]`).
+    pub menus: &'a BTreeMap<String, MenuConfig>,
+    /// Every result of every tool passes through it before it is journaled or shown to the
+    /// model. `None` only where nothing secret can appear (tests, benches) or for a debug
+    /// build's negative control.
+    pub redactor: Option<Arc<Redactor>>,
+}
+
+/// Why a toolbox could not be built. Reported before anything starts.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum ToolboxError {
+    #[error(
+        "two tools are named `{name}` (from {first} and {second}); a call could not say which it means"
+    )]
+    Duplicate {
+        name: String,
+        first: String,
+        second: String,
+    },
+    #[error(transparent)]
+    Menu(#[from] MenuError),
+}
+
+impl Coded for ToolboxError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Duplicate { .. } => "W-TOOL-006",
+            Self::Menu(e) => e.code(),
+        }
+    }
+}
 
 /// A tool's input schema, compiled on first use; the error is kept so every later call is
 /// refused the same way.
 type LazyValidator = OnceLock<Result<jsonschema::Validator, String>>;
 
-pub struct BuiltinTools {
+/// The tools of a run, from every source, behind the run's menu and redaction.
+pub struct Toolbox {
     tools: Vec<Box<dyn Tool>>,
     /// By tool name; filled on the tool's first call.
     validators: BTreeMap<String, LazyValidator>,
@@ -25,34 +95,64 @@ pub struct BuiltinTools {
     menu: Option<(String, Vec<String>)>,
 }
 
-impl std::fmt::Debug for BuiltinTools {
+impl std::fmt::Debug for Toolbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BuiltinTools")
+        f.debug_struct("Toolbox")
             .field("tools", &self.validators.keys().collect::<Vec<_>>())
             .finish()
     }
 }
 
-impl BuiltinTools {
-    /// The catalogue. Fails only if two built-in tools share a name (a call could not say which
-    /// it means); no schema is compiled here.
-    pub fn new() -> Result<Self, String> {
-        Self::with_tools(builtin::all())
-    }
-
-    fn with_tools(tools: Vec<Box<dyn Tool>>) -> Result<Self, String> {
-        let mut validators = BTreeMap::new();
-        for tool in &tools {
-            let name = &tool.spec().name;
-            if validators.insert(name.clone(), OnceLock::new()).is_some() {
-                return Err(format!("two built-in tools are named {name}"));
+impl Toolbox {
+    /// Composes `sources` in order. Fails if two tools share a name (even across sources), or
+    /// the menu names a tool that none of them has; no schema is compiled here.
+    pub fn new(sources: &[&dyn ToolSource], controls: Controls<'_>) -> Result<Self, ToolboxError> {
+        let mut tools: Vec<Box<dyn Tool>> = Vec::new();
+        let mut origin: BTreeMap<String, String> = BTreeMap::new();
+        for source in sources {
+            for tool in source.tools() {
+                let name = tool.spec().name.clone();
+                if let Some(first) = origin.insert(name.clone(), source.name().to_owned()) {
+                    return Err(ToolboxError::Duplicate {
+                        name,
+                        first,
+                        second: source.name().to_owned(),
+                    });
+                }
+                tools.push(tool);
             }
         }
-        Ok(Self {
+        let specs: Vec<ToolSpec> = tools.iter().map(|t| t.spec().clone()).collect();
+        let menu = resolve_menu(controls.menu, controls.menus, &specs)?;
+        Ok(Self::assemble(tools, menu, controls.redactor))
+    }
+
+    fn assemble(
+        tools: Vec<Box<dyn Tool>>,
+        menu: Option<(String, Vec<String>)>,
+        redactor: Option<Arc<Redactor>>,
+    ) -> Self {
+        let validators = tools
+            .iter()
+            .map(|t| (t.spec().name.clone(), OnceLock::new()))
+            .collect();
+        let tools = match redactor {
+            Some(redactor) => tools
+                .into_iter()
+                .map(|inner| {
+                    Box::new(Redacting {
+                        inner,
+                        redactor: redactor.clone(),
+                    }) as Box<dyn Tool>
+                })
+                .collect(),
+            None => tools,
+        };
+        Self {
             tools,
             validators,
-            menu: None,
-        })
+            menu,
+        }
     }
 
     /// The compiled schema of `name` (compiled now if this is its first call).
@@ -67,7 +167,7 @@ impl BuiltinTools {
                 .iter()
                 .map(|t| t.spec())
                 .find(|s| s.name == name)
-                .ok_or_else(|| format!("no built-in tool is named {name}"))?;
+                .ok_or_else(|| format!("no tool is named {name}"))?;
             jsonschema::validator_for(&spec.input_schema).map_err(|e| e.to_string())
         })
         .as_ref()
@@ -79,28 +179,7 @@ impl BuiltinTools {
         })
     }
 
-    /// Offers the model only the tools of `menu` (from [`crate::resolve_menu`]).
-    pub fn with_menu(mut self, menu: Option<(String, Vec<String>)>) -> Self {
-        self.menu = menu;
-        self
-    }
-
-    /// Every result is redacted before it is journaled or shown to the model.
-    pub fn with_redactor(mut self, redactor: std::sync::Arc<warrant_secrets::Redactor>) -> Self {
-        self.tools = self
-            .tools
-            .into_iter()
-            .map(|inner| {
-                Box::new(crate::guarded::Redacting {
-                    inner,
-                    redactor: redactor.clone(),
-                }) as Box<dyn Tool>
-            })
-            .collect();
-        self
-    }
-
-    /// Every built-in tool, whatever the menu: what a transcript may name.
+    /// Every tool of every source, whatever the menu: what a transcript may name.
     pub fn catalogue_specs(&self) -> Vec<ToolSpec> {
         self.tools.iter().map(|t| t.spec().clone()).collect()
     }
@@ -112,7 +191,7 @@ impl BuiltinTools {
     }
 }
 
-impl ToolRegistry for BuiltinTools {
+impl ToolRegistry for Toolbox {
     fn get(&self, name: &str) -> Option<&dyn Tool> {
         self.tools
             .iter()
@@ -221,7 +300,7 @@ mod tests {
             .collect()
     }
 
-    fn compiled(tools: &BuiltinTools) -> Vec<&str> {
+    fn compiled(tools: &Toolbox) -> Vec<&str> {
         tools
             .validators
             .iter()
@@ -232,7 +311,7 @@ mod tests {
 
     #[test]
     fn a_schema_is_compiled_on_its_tools_first_call_only() {
-        let tools = BuiltinTools::new().unwrap();
+        let tools = Toolbox::new(&[&Builtin], unguarded(&BTreeMap::new())).unwrap();
         assert!(compiled(&tools).is_empty(), "nothing compiled at build");
         tools.validate("read_file", &json!({"path": "a"})).unwrap();
         assert_eq!(compiled(&tools), vec!["read_file"]);
@@ -245,9 +324,11 @@ mod tests {
 
     #[test]
     fn a_schema_that_does_not_compile_refuses_every_call_to_its_tool_and_only_to_it() {
-        let tools =
-            BuiltinTools::with_tools(with_schema("read_file", json!({"type": "no-such-type"})))
-                .unwrap();
+        let tools = Toolbox::assemble(
+            with_schema("read_file", json!({"type": "no-such-type"})),
+            None,
+            None,
+        );
         // Arguments the real schema accepts are refused too: the check never fails open.
         for _ in 0..2 {
             let e = tools
@@ -260,24 +341,48 @@ mod tests {
         tools.validate("list_dir", &json!({"path": "."})).unwrap();
         // The menu is checked first: a tool off the menu is refused as such.
         let menu = Some(("small".to_owned(), vec!["list_dir".to_owned()]));
-        let tools = BuiltinTools::with_tools(with_schema("read_file", json!({"type": 1})))
-            .unwrap()
-            .with_menu(menu);
+        let tools = Toolbox::assemble(with_schema("read_file", json!({"type": 1})), menu, None);
         let e = tools
             .validate("read_file", &json!({"path": "a"}))
             .unwrap_err();
         assert_eq!(e.code, "W-TOOL-007", "{e:?}");
     }
 
-    #[test]
-    fn two_tools_with_one_name_are_refused_when_the_catalogue_is_built() {
-        let mut tools = builtin::all();
-        tools.extend(
+    /// A source that brings a second `list_dir`.
+    struct Twin;
+
+    impl ToolSource for Twin {
+        fn name(&self) -> &str {
+            "twin"
+        }
+        fn tools(&self) -> Vec<Box<dyn Tool>> {
             builtin::all()
                 .into_iter()
-                .filter(|t| t.spec().name == "list_dir"),
+                .filter(|t| t.spec().name == "list_dir")
+                .collect()
+        }
+    }
+
+    fn unguarded(menus: &BTreeMap<String, MenuConfig>) -> Controls<'_> {
+        Controls {
+            menu: None,
+            menus,
+            redactor: None,
+        }
+    }
+
+    #[test]
+    fn two_tools_with_one_name_are_refused_when_the_catalogue_is_built() {
+        let menus = BTreeMap::new();
+        let e = Toolbox::new(&[&Builtin, &Twin], unguarded(&menus)).unwrap_err();
+        assert_eq!(
+            e,
+            ToolboxError::Duplicate {
+                name: "list_dir".into(),
+                first: "builtin".into(),
+                second: "twin".into(),
+            }
         );
-        let e = BuiltinTools::with_tools(tools).unwrap_err();
-        assert!(e.contains("list_dir"), "{e}");
+        assert_eq!(e.code(), "W-TOOL-006");
     }
 }
