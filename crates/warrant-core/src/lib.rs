@@ -15,7 +15,7 @@ pub mod render;
 pub mod risk;
 pub mod tool;
 
-pub use action::{Action, ResourceKind, RiskClass, Verb};
+pub use action::{Action, Judging, ResourceKind, RiskClass, Verb};
 pub use clock::{Clock, FixedClock, SystemClock, Timestamp};
 pub use digest::{Digest, canonical_json, digest_of};
 pub use error::{Coded, Hint};

@@ -107,6 +107,7 @@ impl Mode {
             timeout_ms: 30_000,
             program: None,
             contained: self.contained,
+            judged: warrant_core::Judging::Changeset,
         };
         run_command_confined(
             &Authorized::for_tests(action),

@@ -89,6 +89,11 @@ impl Drop for Layer {
     }
 }
 
+/// Where layers live: `$XDG_STATE_HOME/warrant/layers`, else `~/.local/state/warrant/layers`.
+pub fn layers_dir() -> Option<PathBuf> {
+    state_dir()
+}
+
 fn state_dir() -> Option<PathBuf> {
     let from = |var: &str| {
         std::env::var_os(var)

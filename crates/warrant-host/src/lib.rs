@@ -216,6 +216,7 @@ impl Host {
             profiles: self.settings.profiles.clone(),
             parent_env: install::parent_env(),
             secrets: install::secret_source(&self.paths, &self.inst.secret, &self.settings)?,
+            no_overlays: controls::disabled("overlay"),
         })
     }
 

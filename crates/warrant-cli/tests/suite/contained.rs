@@ -275,3 +275,113 @@ fn configuration_the_agent_wrote_runs_only_inside_the_view() {
     assert!(!text.contains("NET-OK"), "{text}");
     assert!(!policy && !hook, "{text}");
 }
+
+/// Where overlays are unavailable (this machine has them; `WARRANT_TEST_DISABLE=overlay` makes
+/// Warrant believe it has none) a contained command still runs in its own view, writes to the
+/// workspace directly, and is judged by its argv before it runs: `touch` runs without anyone
+/// asked, `find -delete` asks a person first and nothing is deleted before the answer (denied,
+/// the files stay). The journal, `runs show`, the request and `doctor` say so. Control: the
+/// same `find -delete` with overlays runs first and parks with its changeset
+/// (`find_delete_waits_for_a_person_and_lands_only_when_approved`).
+#[test]
+fn without_overlays_commands_are_judged_by_their_argv_before_they_run() {
+    let mut sb = Sandbox::init();
+    sb.extra_env
+        .push(("WARRANT_TEST_DISABLE".into(), "overlay".into()));
+    sb.write(".env", "GREETING=marker-in-dotenv\n");
+    sb.write("peek.sh", "cat .env\n");
+
+    let doctor = sb.run(&["doctor", "--json"]);
+    let report: Value = serde_json::from_slice(&doctor.stdout).unwrap();
+    let check = |name: &str| {
+        report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} row: {report:#}"))
+    };
+    let overlay = check("sandbox overlay observed");
+    assert_eq!(overlay["ok"], true, "{overlay}");
+    assert!(
+        overlay["detail"]
+            .as_str()
+            .unwrap()
+            .contains("not available: switched off (WARRANT_TEST_DISABLE=overlay); contained commands write to the workspace directly and are judged by their argv"),
+        "{overlay}"
+    );
+    let default = check("default profile");
+    assert_eq!(default["ok"], true, "{default}");
+    assert!(
+        default["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("enforced here, but WITHOUT OVERLAYS"),
+        "{default}"
+    );
+
+    let out = run_commands(&sb, &[&["touch", "made.txt"], &["sh", "peek.sh"]]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (run, events) = sb.last_run();
+    assert!(
+        !kinds(&events).contains(&"approval_requested".to_owned()),
+        "{:?}",
+        kinds(&events)
+    );
+    assert!(sb.exists("made.txt"), "it wrote to the workspace directly");
+    let results = results(&events);
+    assert_eq!(results[0]["judged"], "argv", "{results:#?}");
+    assert!(results[0].get("changes").is_none(), "{results:#?}");
+    assert!(
+        results[0]["sandbox"]["applied"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("view")),
+        "still in its own view: {results:#?}"
+    );
+    assert!(
+        !results[1]["stdout"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("marker-in-dotenv"),
+        ".env stays masked: {results:#?}"
+    );
+    let proposed: Vec<Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "action_proposed")
+        .map(|e| e["payload"].clone())
+        .collect();
+    assert!(
+        proposed
+            .iter()
+            .all(|p| p.to_string().contains(r#""judged":"argv""#)),
+        "the action says so, so the approval digest covers it: {proposed:#?}"
+    );
+    let shown = stdout(&sb.run(&["runs", "show", &run]));
+    assert!(
+        shown.contains("judged   by its argv before it ran (no overlays on this machine)"),
+        "{shown}"
+    );
+
+    let md = [
+        "README.md",
+        "notes/meeting-2026-11-20.md",
+        "notes/meeting-2026-11-27.md",
+    ];
+    let out = run_commands(&sb, &[&["find", ".", "-name", "*.md", "-delete"]]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let request = parked_request(&out);
+    let (run, events) = sb.last_run();
+    assert!(md.iter().all(|f| sb.exists(f)), "asked before it ran");
+    let kinds = kinds(&events);
+    assert!(!kinds.contains(&"effect_started".to_owned()), "{kinds:?}");
+    assert!(!kinds.contains(&"effect_judging".to_owned()), "{kinds:?}");
+    let asked = stdout(&sb.run(&["requests", "show", &request]));
+    assert!(asked.contains("NO OVERLAYS on this machine"), "{asked}");
+    let denied = sb.run(&["deny", &request, "--reason", "keep the notes"]);
+    assert_eq!(denied.status.code(), Some(0), "{}", stderr(&denied));
+    let resumed = sb.run(&["resume", &run]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert!(md.iter().all(|f| sb.exists(f)), "denied, nothing ran");
+}

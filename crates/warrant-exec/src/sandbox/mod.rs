@@ -36,7 +36,7 @@ use warrant_core::{CanonicalPath, LinkResolver};
 use crate::error::ExecError;
 
 pub use launcher::{Launcher, sandbox_main};
-pub use probe::{ProbeRow, probe, profile_verdict, rows_needed};
+pub use probe::{Overlays, ProbeRow, overlays, overlays_in, probe, profile_verdict, rows_needed};
 
 /// Exit status of the launcher when the sandbox could not be applied (the target never ran).
 pub const SANDBOX_FAILED_EXIT: i32 = 125;

@@ -57,6 +57,7 @@ fn run_in(
         timeout_ms: 20_000,
         program: None,
         contained: false,
+        judged: warrant_core::Judging::Changeset,
     };
     run_command_confined(
         &authorized(action),
@@ -397,6 +398,7 @@ fn a_sandboxed_profile_is_never_run_without_a_launcher() {
         timeout_ms: 1_000,
         program: None,
         contained: false,
+        judged: warrant_core::Judging::Changeset,
     };
     let err = warrant_exec::run_command(&authorized(action), &profile(on()), &[]).unwrap_err();
     assert_eq!(err.code(), "W-EXEC-021");
@@ -453,6 +455,7 @@ fn run_profile(
         timeout_ms,
         program: None,
         contained: false,
+        judged: warrant_core::Judging::Changeset,
     };
     run_command_confined(
         &authorized(action),
@@ -726,6 +729,7 @@ fn egress_needs_the_namespace_or_is_refused() {
         timeout_ms: 10_000,
         program: None,
         contained: false,
+        judged: warrant_core::Judging::Changeset,
     };
     let run = |simulate| {
         let mut plan = plan.clone();

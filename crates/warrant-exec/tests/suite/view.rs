@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use pretty_assertions::assert_eq;
 use warrant_core::config::{ProfileConfig, SandboxConfig};
-use warrant_core::{Action, CanonicalPath};
+use warrant_core::{Action, CanonicalPath, Judging};
 use warrant_exec::fs::OsLinks;
 use warrant_exec::{
     Confinement, ExecOutcome, Launcher, Mechanism, SandboxPlan, run_command_confined,
@@ -44,6 +44,10 @@ struct Case {
 
 impl Case {
     fn run(&self, confined: bool, script: &str) -> ExecOutcome {
+        self.run_judged(confined, Judging::Changeset, script)
+    }
+
+    fn run_judged(&self, confined: bool, judged: Judging, script: &str) -> ExecOutcome {
         let profile = ProfileConfig {
             sandbox: confined.then(SandboxConfig::default),
             unconfined: !confined,
@@ -66,6 +70,7 @@ impl Case {
             timeout_ms: 20_000,
             program: None,
             contained: confined,
+            judged,
         };
         run_command_confined(
             &authorized(action),
@@ -388,6 +393,7 @@ fn deleting_build_output_is_a_change_and_deleting_sources_waits() {
         timeout_ms: 20_000,
         program: None,
         contained: true,
+        judged: warrant_core::Judging::Changeset,
     });
     let settled = warrant_exec::judged::settle(&action, &changes, &c.ws, false).unwrap();
     assert!(!settled.applied && settled.pending.is_none());
@@ -408,4 +414,58 @@ fn scratch_names_match_directories_not_files() {
     assert!(!in_scratch("target", &scratch));
     assert!(!in_scratch("src/target.rs", &scratch));
     assert!(!in_scratch("lib/node_modules/x", &scratch));
+}
+
+/// Where overlays are unavailable a contained command judged by its argv runs in the same view
+/// without a layer: its writes (a deletion too) land in the workspace at once, and the view's
+/// protections stay (`.env` masked, `.git` read-only).
+#[test]
+fn judged_by_argv_a_contained_command_writes_directly_in_its_view() {
+    let (_d, c) = case();
+    write(format!("{}/.env", c.ws), "marker-in-dotenv\n");
+    write(format!("{}/gone.txt", c.ws), "old\n");
+    std::fs::create_dir_all(format!("{}/.git", c.ws)).unwrap();
+    let out = c.run_judged(
+        true,
+        Judging::Argv,
+        "echo new > top.txt; rm gone.txt; cat .env; echo x > .git/planted; true",
+    );
+    assert_eq!(out.exit_code, Some(0), "{out:?}");
+    assert_eq!(
+        (out.judged, out.changes.is_none()),
+        (Some(Judging::Argv), true),
+        "{out:?}"
+    );
+    assert!(Path::new(&format!("{}/top.txt", c.ws)).exists());
+    assert!(!Path::new(&format!("{}/gone.txt", c.ws)).exists());
+    assert!(!out.stdout.text.contains("marker-in-dotenv"), "{out:?}");
+    assert!(!Path::new(&format!("{}/.git/planted", c.ws)).exists());
+    assert!(
+        out.sandbox.unwrap().applied.contains(&Mechanism::View),
+        "still in its own view"
+    );
+}
+
+/// The probe tells a machine without overlays (here: a layer path overlayfs' options cannot
+/// carry, so the view is built but the overlay is not) from one without a view (a launcher
+/// that does not exist), and from one with both.
+#[test]
+fn overlays_are_probed_under_the_view() {
+    use warrant_exec::sandbox::{Overlays, overlays_in};
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(
+        overlays_in(&launcher(), &dir.path().join("plain")),
+        Overlays::Available
+    );
+    let colon = overlays_in(&launcher(), &dir.path().join("with:colon"));
+    assert!(
+        matches!(&colon, Overlays::Unavailable(why) if why.contains("overlayfs options cannot carry")),
+        "{colon:?}"
+    );
+    let missing = Launcher {
+        program: dir.path().join("no-such-launcher"),
+        prefix_args: Vec::new(),
+    };
+    let none = overlays_in(&missing, &dir.path().join("none"));
+    assert!(matches!(none, Overlays::NoView(_)), "{none:?}");
 }
