@@ -445,7 +445,12 @@ pub fn overlays_in(launcher: &Launcher, dir: &Path) -> Overlays {
         Ok(plan) => plan,
         Err(e) => return Overlays::NoView(e),
     };
-    // The view alone first: without it there is nothing to fall back to.
+    // The usual answer in one launch; only a failure needs telling apart.
+    let layered = probe_overlay(launcher, &plan, &ws, dir);
+    if layered == Ok(true) {
+        return Overlays::Available;
+    }
+    // The view alone: without it there is nothing to fall back to.
     let argv = ["sh", "-c", "true"].map(str::to_owned);
     match run_probe(launcher, &plan, &ws, &argv) {
         Ok((report, _, _)) if report.applied.contains(&Mechanism::View) => {}
@@ -460,13 +465,10 @@ pub fn overlays_in(launcher: &Launcher, dir: &Path) -> Overlays {
         }
         Err(e) => return Overlays::NoView(e),
     }
-    match probe_overlay(launcher, &plan, &ws, dir) {
-        Ok(true) => Overlays::Available,
-        Ok(false) => Overlays::Unavailable(
-            "a write under the view did not land in the copy-on-write layer".to_owned(),
-        ),
-        Err(e) => Overlays::Unavailable(e),
-    }
+    Overlays::Unavailable(match layered {
+        Ok(_) => "a write under the view did not land in the copy-on-write layer".to_owned(),
+        Err(e) => e,
+    })
 }
 
 fn probe_egress_run(
