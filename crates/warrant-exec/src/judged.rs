@@ -89,6 +89,64 @@ impl Drop for Layer {
     }
 }
 
+/// The per-workspace layers over toolchain caches (`~/.cargo/registry` …): for each cache, an
+/// upper and a work directory under `<state>/warrant/caches/<workspace>/<cache>/`, created when
+/// missing and kept, so what one command wrote there the next command in the same workspace
+/// finds, another workspace does not, and the real cache is never written.
+pub fn cache_layers(
+    workspace: &CanonicalPath,
+    caches: &[CanonicalPath],
+) -> Result<Vec<OverlaySpec>, ExecError> {
+    if caches.is_empty() {
+        return Ok(Vec::new());
+    }
+    let base = cache_dir(workspace).ok_or_else(|| ExecError::Io {
+        op: "find a place for the workspace's toolchain caches (no HOME or XDG_STATE_HOME)",
+        path: workspace.clone(),
+        message: "set HOME".to_owned(),
+    })?;
+    let mut out = Vec::new();
+    for cache in caches {
+        let name = cache.as_path().file_name().map_or_else(
+            || "cache".to_owned(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let dir = base.join(format!("{}-{name}", short_digest(cache.as_str())));
+        let (upper, work) = (dir.join("upper"), dir.join("work"));
+        std::fs::create_dir_all(&upper)
+            .and_then(|()| std::fs::create_dir_all(&work))
+            .map_err(|e| ExecError::Io {
+                op: "create the workspace's layer over a toolchain cache",
+                path: cache.clone(),
+                message: e.to_string(),
+            })?;
+        out.push(OverlaySpec {
+            lower: cache.clone(),
+            upper,
+            work,
+        });
+    }
+    Ok(out)
+}
+
+/// Where the toolchain-cache layers of `workspace` live:
+/// `<state>/warrant/caches/<16 hex digits of the workspace path's SHA-256>`.
+pub fn cache_dir(workspace: &CanonicalPath) -> Option<PathBuf> {
+    let layers = state_dir()?;
+    let warrant = layers.parent()?;
+    Some(
+        warrant
+            .join("caches")
+            .join(short_digest(workspace.as_str())),
+    )
+}
+
+fn short_digest(text: &str) -> String {
+    use sha2::Digest as _;
+    let full = hex::encode(sha2::Sha256::digest(text.as_bytes()));
+    full[..16].to_owned()
+}
+
 /// Where layers live: `$XDG_STATE_HOME/warrant/layers`, else `~/.local/state/warrant/layers`.
 pub fn layers_dir() -> Option<PathBuf> {
     state_dir()

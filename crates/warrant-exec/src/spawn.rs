@@ -213,17 +213,22 @@ pub fn run_command_with_secrets(
         Some(_) | None => None,
     };
     let with_layer;
-    let confinement = match (&layer, confinement) {
-        (Some(layer), Some(c)) => {
+    let confinement = match confinement {
+        Some(c) if layer.is_some() || (c.plan.view && !c.plan.caches.is_empty()) => {
             let mut plan = c.plan.clone();
-            plan.overlay = Some(layer.spec.clone());
+            plan.overlay = layer.as_ref().map(|l| l.spec.clone());
+            // Toolchain caches the command may fill, kept per workspace.
+            if plan.view {
+                plan.cache_layers =
+                    crate::judged::cache_layers(cwd_workspace(Some(c), cwd), &plan.caches)?;
+            }
             with_layer = Confinement {
                 plan,
                 launcher: c.launcher.clone(),
             };
             Some(&with_layer)
         }
-        (_, c) => c,
+        c => c,
     };
     let mut env = minimize_env(profile, parent_env.iter().cloned());
     env.extend(secrets.iter().cloned());

@@ -24,6 +24,8 @@ use rustix::fs::StatVfsMountFlags;
 use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
 use rustix::thread::{CapabilitySet, UnshareFlags};
 
+use warrant_core::CanonicalPath;
+
 use crate::sandbox::SandboxPlan;
 
 /// Where the new root is assembled (inside the new mount namespace, on a fresh tmpfs).
@@ -41,6 +43,34 @@ pub const TOOLCHAIN_SECRETS: &[(&str, &[&str])] = &[
     (".cargo", &["credentials", "credentials.toml"]),
     (".config", &["gh", "hub"]),
 ];
+
+/// Caches inside toolchain trees that builds must write to, by the tree's name (or the variable
+/// that names it): each gets a per-workspace copy-on-write layer in the view (the real cache
+/// below it stays read-only and unchanged). Caches kept in the home itself (`~/.cache/pip`,
+/// `~/.npm`, `~/.cache/go-build`) are in the private HOME already: writable, not kept.
+pub const TOOLCHAIN_CACHES: &[(&str, &str, &[&str])] = &[
+    (".cargo", "$CARGO_HOME", &["registry", "git"]),
+    ("go", "$GOPATH", &["pkg/mod"]),
+];
+
+/// The caches of [`TOOLCHAIN_CACHES`] under a toolchain root configured as `written` (`~/.cargo`,
+/// `$CARGO_HOME`) and resolved to `root`, where they exist as directories.
+pub fn toolchain_caches(written: &str, root: &CanonicalPath) -> Vec<CanonicalPath> {
+    let name = written.rsplit('/').next().unwrap_or(written);
+    TOOLCHAIN_CACHES
+        .iter()
+        .filter(|(tree, var, _)| name == *tree || written == *var)
+        .flat_map(|(_, _, dirs)| dirs.iter())
+        .filter_map(|dir| {
+            let path = root.as_path().join(dir);
+            let meta = std::fs::symlink_metadata(&path).ok()?;
+            if !meta.is_dir() {
+                return None;
+            }
+            CanonicalPath::from_normalized(path.to_str()?).ok()
+        })
+        .collect()
+}
 
 /// Unshare the user, mount and PID namespaces and map this process's ids onto themselves. The
 /// next process this one starts is the first (PID 1) of the new PID namespace.
@@ -170,6 +200,29 @@ pub fn build(plan: &SandboxPlan, home: Option<&Path>, cwd: &Path) -> Result<(), 
         if !writable {
             remount_read_only(&target)?;
         }
+    }
+    // Toolchain caches: a layer of this workspace's own over the real (read-only) cache.
+    for cache in &plan.cache_layers {
+        let target = new(cache.lower.as_path());
+        if !target.is_dir() {
+            continue;
+        }
+        let options = overlay_options(
+            &old(cache.lower.as_path()),
+            &old(&cache.upper),
+            &old(&cache.work),
+        )?;
+        rustix::mount::mount(
+            "overlay",
+            &target,
+            "overlay",
+            MountFlags::NOSUID | MountFlags::NODEV,
+            Some(options.as_c_str()),
+        )
+        .map_err(io(format!(
+            "cannot mount the workspace's layer over the cache {}",
+            cache.lower
+        )))?;
     }
     for path in &layout.protected {
         let target = new(path);

@@ -133,6 +133,16 @@ pub struct SandboxPlan {
     /// Build-output directories whose deletions are a `change` (`SandboxConfig::scratch`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scratch: Vec<String>,
+    /// Caches inside read-only toolchain trees that builds write to (`~/.cargo/registry`,
+    /// `~/.cargo/git`, `~/go/pkg/mod`, see [`crate::view::TOOLCHAIN_CACHES`]), where they exist:
+    /// in the view each is a copy-on-write layer of its own ([`Self::cache_layers`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caches: Vec<CanonicalPath>,
+    /// The layers over `caches`, set by the executor: the real cache below (never written), a
+    /// directory per workspace above (see [`crate::judged::cache_layers`]), so what one
+    /// command fetched the next one in the same workspace finds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cache_layers: Vec<OverlaySpec>,
     /// Test knob: the launcher behaves as if this mechanism were unavailable on this kernel.
     /// [`SandboxPlan::from_profile`] never sets it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -194,12 +204,14 @@ impl SandboxPlan {
         };
         let mut aliases = Vec::new();
         let mut toolchains = Vec::new();
+        let mut caches = Vec::new();
         let mut resolve_all = |list: &[String]| -> Result<Vec<CanonicalPath>, ExecError> {
             let mut out = Vec::new();
             for (written, p) in list.iter().filter_map(|w| expand(w).map(|p| (w, p))) {
                 let resolved = resolve(&p)?;
                 if written.starts_with("~/") || written.starts_with('$') {
                     toolchains.push(resolved.clone());
+                    caches.extend(crate::view::toolchain_caches(written, &resolved));
                 }
                 if Path::new(&p).is_absolute() && Path::new(&p) != resolved.as_path() {
                     aliases.push((PathBuf::from(&p), resolved.clone()));
@@ -270,6 +282,12 @@ impl SandboxPlan {
             home,
             toolchains,
             scratch: config.scratch.clone(),
+            caches: {
+                caches.sort();
+                caches.dedup();
+                caches
+            },
+            cache_layers: Vec::new(),
             simulate_unavailable: None,
         }))
     }
@@ -429,6 +447,8 @@ mod tests {
                 home: plan.home.clone(),
                 toolchains: plan.toolchains.clone(),
                 scratch: plan.scratch.clone(),
+                caches: plan.caches.clone(),
+                cache_layers: Vec::new(),
                 simulate_unavailable: None,
             }
         );

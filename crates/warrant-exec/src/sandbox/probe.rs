@@ -539,6 +539,8 @@ fn probe_plan(launcher: &Launcher, ws: &Path) -> Result<SandboxPlan, String> {
         home: None,
         toolchains: Vec::new(),
         scratch: Vec::new(),
+        caches: Vec::new(),
+        cache_layers: Vec::new(),
         simulate_unavailable: None,
     })
 }

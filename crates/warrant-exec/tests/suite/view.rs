@@ -40,6 +40,8 @@ struct Case {
     ws: CanonicalPath,
     home: PathBuf,
     extra_read: Vec<CanonicalPath>,
+    /// Toolchain caches given a per-workspace layer (none unless a test names them).
+    caches: Vec<CanonicalPath>,
 }
 
 impl Case {
@@ -58,6 +60,7 @@ impl Case {
             .map(|mut plan| {
                 plan.home = Some(self.home.clone());
                 plan.read_roots.extend(self.extra_read.iter().cloned());
+                plan.caches = self.caches.clone();
                 Confinement {
                     plan,
                     launcher: launcher(),
@@ -93,6 +96,7 @@ fn case() -> (Vec<tempfile::TempDir>, Case) {
             ws,
             home,
             extra_read: Vec::new(),
+        caches: Vec::new(),
         },
     )
 }
@@ -347,6 +351,7 @@ fn toolchains_in_the_home_run_inside_the_view() {
         ws,
         home: home.clone(),
         extra_read: Vec::new(),
+        caches: Vec::new(),
     };
     write(format!("{}/script.py", c.ws), "print('py', 6 * 7)\n");
     let mut script = String::from("python3 script.py");
@@ -468,4 +473,105 @@ fn overlays_are_probed_under_the_view() {
     };
     let none = overlays_in(&missing, &dir.path().join("none"));
     assert!(matches!(none, Overlays::NoView(_)), "{none:?}");
+}
+
+/// Toolchain caches under the read-only home trees (`~/.cargo/registry`) get a layer per
+/// workspace: what a command fetched there the next command in the same workspace reads, the
+/// real cache is unchanged, another workspace does not see it. Control: without the layer the
+/// same write is refused (the tree is read-only).
+#[test]
+fn toolchain_caches_are_writable_per_workspace_and_the_real_one_is_unchanged() {
+    let cp = |p: &Path| CanonicalPath::from_normalized(p.to_str().unwrap()).unwrap();
+    let (_d, mut c) = case();
+    let cargo = c.home.join(".cargo");
+    let registry = cargo.join("registry");
+    write(registry.join("index/present.txt"), "cached\n");
+    c.extra_read = vec![cp(&cargo)];
+    let fetch = format!(
+        "cat {r}/index/present.txt && mkdir -p {r}/cache/x && echo fetched > {r}/cache/x/crate.tgz && echo more >> {r}/index/present.txt",
+        r = registry.display()
+    );
+    let read = format!(
+        "cat {r}/cache/x/crate.tgz {r}/index/present.txt",
+        r = registry.display()
+    );
+
+    let control = c.run(true, &fetch);
+    assert_ne!(control.exit_code, Some(0), "control: read-only without a layer: {control:?}");
+
+    c.caches = vec![cp(&registry)];
+    let first = c.run(true, &fetch);
+    assert_eq!(
+        (first.exit_code, first.stdout.text.as_str()),
+        (Some(0), "cached\n"),
+        "{first:?}"
+    );
+    let second = c.run(true, &read);
+    assert_eq!(
+        (second.exit_code, second.stdout.text.as_str()),
+        (Some(0), "fetched\ncached\nmore\n"),
+        "{second:?}"
+    );
+    assert!(!registry.join("cache").exists(), "the real cache is unchanged");
+    assert_eq!(
+        std::fs::read_to_string(registry.join("index/present.txt")).unwrap(),
+        "cached\n"
+    );
+    assert!(
+        second.changes.as_ref().is_some_and(|ch| ch.entries == 0),
+        "cache writes are not workspace changes: {second:?}"
+    );
+
+    let (_d2, other_ws) = tempdir();
+    let other = Case {
+        ws: other_ws,
+        home: c.home.clone(),
+        extra_read: c.extra_read.clone(),
+        caches: c.caches.clone(),
+    };
+    let elsewhere = other.run(true, &read);
+    assert_ne!(elsewhere.exit_code, Some(0), "{elsewhere:?}");
+    assert!(!elsewhere.stdout.text.contains("fetched"), "{elsewhere:?}");
+
+    for ws in [&c.ws, &other.ws] {
+        let dir = warrant_exec::judged::cache_dir(ws).unwrap();
+        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let _ = std::fs::set_permissions(
+                entry.path().join("work/work"),
+                std::fs::Permissions::from_mode(0o700),
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// Which toolchain trees have caches to layer: by the tree's name or the variable that named
+/// it, only where the cache exists.
+#[test]
+fn toolchain_caches_are_found_by_tree_or_variable() {
+    let (_d, root) = tempdir();
+    let cp = |p: &str| CanonicalPath::from_normalized(p).unwrap();
+    for dir in [".cargo/registry", "cargo-home/git", "go/pkg/mod", ".rustup/tmp"] {
+        std::fs::create_dir_all(format!("{root}/{dir}")).unwrap();
+    }
+    let found = |written: &str, tree: &str| {
+        warrant_exec::view::toolchain_caches(written, &cp(&format!("{root}/{tree}")))
+    };
+    assert_eq!(
+        (
+            found("~/.cargo", ".cargo"),
+            found("$CARGO_HOME", "cargo-home"),
+            found("~/go", "go"),
+            found("~/.rustup", ".rustup"),
+            found("$RUSTUP_HOME", "cargo-home"),
+        ),
+        (
+            vec![cp(&format!("{root}/.cargo/registry"))],
+            vec![cp(&format!("{root}/cargo-home/git"))],
+            vec![cp(&format!("{root}/go/pkg/mod"))],
+            vec![],
+            vec![],
+        )
+    );
 }
