@@ -107,10 +107,10 @@ pub fn cache_layers(
     })?;
     let mut out = Vec::new();
     for cache in caches {
-        let name = cache.as_path().file_name().map_or_else(
-            || "cache".to_owned(),
-            |n| n.to_string_lossy().into_owned(),
-        );
+        let name = cache
+            .as_path()
+            .file_name()
+            .map_or_else(|| "cache".to_owned(), |n| n.to_string_lossy().into_owned());
         let dir = base.join(format!("{}-{name}", short_digest(cache.as_str())));
         let (upper, work) = (dir.join("upper"), dir.join("work"));
         std::fs::create_dir_all(&upper)

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 use serde::{Deserialize, Serialize};
-use warrant_core::{Action, Judging};
 use warrant_core::config::{NetworkPolicy, ProfileConfig};
+use warrant_core::{Action, Judging};
 use warrant_kernel::Authorized;
 
 use crate::egress::{Allowlist, EgressProxy};
@@ -206,10 +206,9 @@ pub fn run_command_with_secrets(
     // A contained command writes through a copy-on-write layer; its changes are judged after.
     // Judged by its argv (no overlays here), it writes to the workspace directly, in its view.
     let mut layer = match confinement {
-        Some(_) if contained && judged == Judging::Changeset => Some(crate::judged::Layer::create(cwd_workspace(
-            confinement,
-            cwd,
-        ))?),
+        Some(_) if contained && judged == Judging::Changeset => Some(crate::judged::Layer::create(
+            cwd_workspace(confinement, cwd),
+        )?),
         Some(_) | None => None,
     };
     let with_layer;

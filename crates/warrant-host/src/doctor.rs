@@ -221,7 +221,10 @@ fn sandbox_checks(profiles: &BTreeMap<String, ProfileConfig>, checks: &mut Check
     let _ = std::fs::remove_dir_all(&scratch);
     // A debug build's test switch: this machine as one without overlays.
     if crate::controls::disabled("overlay") {
-        for row in rows.iter_mut().filter(|r| r.mechanism == "overlay observed") {
+        for row in rows
+            .iter_mut()
+            .filter(|r| r.mechanism == "overlay observed")
+        {
             row.available = false;
             row.detail = "switched off (WARRANT_TEST_DISABLE=overlay)".to_owned();
         }

@@ -460,7 +460,10 @@ pub fn overlays_in(launcher: &Launcher, dir: &Path) -> Overlays {
                     .not_applied
                     .iter()
                     .find(|n| n.mechanism == Mechanism::View)
-                    .map_or_else(|| "the view was not applied".to_owned(), |n| n.reason.clone()),
+                    .map_or_else(
+                        || "the view was not applied".to_owned(),
+                        |n| n.reason.clone(),
+                    ),
             );
         }
         Err(e) => return Overlays::NoView(e),
@@ -682,7 +685,10 @@ mod tests {
             detail: String::new(),
         });
         let (ok, said) = profile_verdict(&none, &no_overlay);
-        assert!(ok && said.starts_with("enforced here, but WITHOUT OVERLAYS"), "{said}");
+        assert!(
+            ok && said.starts_with("enforced here, but WITHOUT OVERLAYS"),
+            "{said}"
+        );
         assert_eq!(profile_verdict(&allow, &no_overlay), fully());
     }
 }

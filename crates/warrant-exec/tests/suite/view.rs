@@ -96,7 +96,7 @@ fn case() -> (Vec<tempfile::TempDir>, Case) {
             ws,
             home,
             extra_read: Vec::new(),
-        caches: Vec::new(),
+            caches: Vec::new(),
         },
     )
 }
@@ -497,7 +497,11 @@ fn toolchain_caches_are_writable_per_workspace_and_the_real_one_is_unchanged() {
     );
 
     let control = c.run(true, &fetch);
-    assert_ne!(control.exit_code, Some(0), "control: read-only without a layer: {control:?}");
+    assert_ne!(
+        control.exit_code,
+        Some(0),
+        "control: read-only without a layer: {control:?}"
+    );
 
     c.caches = vec![cp(&registry)];
     let first = c.run(true, &fetch);
@@ -512,7 +516,10 @@ fn toolchain_caches_are_writable_per_workspace_and_the_real_one_is_unchanged() {
         (Some(0), "fetched\ncached\nmore\n"),
         "{second:?}"
     );
-    assert!(!registry.join("cache").exists(), "the real cache is unchanged");
+    assert!(
+        !registry.join("cache").exists(),
+        "the real cache is unchanged"
+    );
     assert_eq!(
         std::fs::read_to_string(registry.join("index/present.txt")).unwrap(),
         "cached\n"
@@ -552,7 +559,12 @@ fn toolchain_caches_are_writable_per_workspace_and_the_real_one_is_unchanged() {
 fn toolchain_caches_are_found_by_tree_or_variable() {
     let (_d, root) = tempdir();
     let cp = |p: &str| CanonicalPath::from_normalized(p).unwrap();
-    for dir in [".cargo/registry", "cargo-home/git", "go/pkg/mod", ".rustup/tmp"] {
+    for dir in [
+        ".cargo/registry",
+        "cargo-home/git",
+        "go/pkg/mod",
+        ".rustup/tmp",
+    ] {
         std::fs::create_dir_all(format!("{root}/{dir}")).unwrap();
     }
     let found = |written: &str, tree: &str| {
