@@ -208,6 +208,7 @@ pub fn run_command_with_secrets(
     let mut layer = match confinement {
         Some(_) if contained && judged == Judging::Changeset => Some(crate::judged::Layer::create(
             cwd_workspace(confinement, cwd),
+            action.run().as_str(),
         )?),
         Some(_) | None => None,
     };

@@ -159,6 +159,17 @@ fn store_checks(checks: &mut Checks, records: Records<'_>) {
             inst.sealer.key().kid()
         )),
     );
+    if let Ok(ws) = records.paths.workspace_canonical() {
+        let swept = crate::layers::sweep(inst.store.as_ref(), &ws);
+        checks.add(
+            "judgement layers",
+            Ok(format!(
+                "{} kept for a person's judgement, {} abandoned removed",
+                swept.kept.len(),
+                swept.removed.len()
+            )),
+        );
+    }
     let head = inst.store.audit_head().map(|h| h.seq).unwrap_or(0);
     let all = records.all_records().unwrap_or_default();
     let keys = warrant_audit::PublicKeys::load_dir(&records.paths.keys())

@@ -18,6 +18,7 @@ pub mod fault;
 pub mod identity;
 pub mod init;
 pub mod install;
+pub mod layers;
 pub mod narrate;
 mod notice;
 pub mod origin;

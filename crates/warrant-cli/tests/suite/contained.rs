@@ -526,3 +526,85 @@ fn without_overlays_commands_are_judged_by_their_argv_before_they_run() {
     assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
     assert!(md.iter().all(|f| sb.exists(f)), "denied, nothing ran");
 }
+
+/// The layer a withheld changeset is kept in goes once nothing can settle it: when the request
+/// is denied, when the run is cancelled, and when `doctor` (or the start of a run) finds a
+/// layer of this workspace that no waiting run names. The layer of a run still waiting stays.
+#[test]
+fn layers_of_abandoned_judgements_are_removed() {
+    let layers_of = |sb: &Sandbox| -> Vec<std::path::PathBuf> {
+        let dir = sb.home.join("state/warrant/layers");
+        let mut out: Vec<_> = std::fs::read_dir(&dir)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        out.retain(|p: &std::path::PathBuf| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("layer-")
+        });
+        out.sort();
+        out
+    };
+    let find: &[&str] = &["find", ".", "-name", "*.md", "-delete"];
+    let mut sb = Sandbox::init();
+    let state = sb.home.join("state");
+    sb.extra_env
+        .push(("XDG_STATE_HOME".into(), state.display().to_string()));
+
+    // Denied: removed at the answer.
+    let out = run_commands(&sb, &[find]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert_eq!(layers_of(&sb).len(), 1, "kept while it waits");
+    let request = parked_request(&out);
+    let denied = sb.run(&["deny", &request, "--reason", "keep them"]);
+    assert_eq!(denied.status.code(), Some(0), "{}", stderr(&denied));
+    assert_eq!(layers_of(&sb), Vec::<std::path::PathBuf>::new());
+
+    // Cancelled: removed with the run.
+    let out = run_commands(&sb, &[find]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let (run, _) = sb.last_run();
+    assert_eq!(layers_of(&sb).len(), 1);
+    let cancelled = sb.run(&["runs", "cancel", &run]);
+    assert_eq!(cancelled.status.code(), Some(0), "{}", stderr(&cancelled));
+    assert_eq!(layers_of(&sb), Vec::<std::path::PathBuf>::new());
+
+    // A waiting run's layer stays; a copy no journal names (a crash between the command and
+    // its judgement) is swept by doctor.
+    let out = run_commands(&sb, &[find]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let waiting = layers_of(&sb);
+    assert_eq!(waiting.len(), 1);
+    let stray = waiting[0].with_file_name("layer-00000000deadbeef");
+    std::fs::create_dir_all(stray.join("upper")).unwrap();
+    std::fs::copy(waiting[0].join("owner"), stray.join("owner")).unwrap();
+    let doctor = sb.run(&["doctor", "--json"]);
+    let report: Value = serde_json::from_slice(&doctor.stdout).unwrap();
+    let row = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "judgement layers")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        row["detail"], "1 kept for a person's judgement, 1 abandoned removed",
+        "{row}"
+    );
+    assert_eq!(layers_of(&sb), waiting);
+    // A layer left by a run that has ended is swept when the next run starts.
+    let done = run_commands(&sb, &[&["true"]]);
+    assert_eq!(done.status.code(), Some(0), "{}", stderr(&done));
+    let (ended, _) = sb.last_run();
+    std::fs::create_dir_all(stray.join("upper")).unwrap();
+    std::fs::write(
+        stray.join("owner"),
+        serde_json::json!({"workspace": sb.ws.to_str().unwrap(), "run": ended}).to_string(),
+    )
+    .unwrap();
+    assert_eq!(layers_of(&sb).len(), 2);
+    let next = run_commands(&sb, &[&["true"]]);
+    assert_eq!(next.status.code(), Some(0), "{}", stderr(&next));
+    assert_eq!(layers_of(&sb), waiting, "the waiting run's layer stays");
+}
