@@ -26,6 +26,8 @@ use rustix::thread::{CapabilitySet, UnshareFlags};
 
 use warrant_core::CanonicalPath;
 
+use warrant_core::config::OutsideLinks;
+
 use crate::sandbox::SandboxPlan;
 
 /// Where the new root is assembled (inside the new mount namespace, on a fresh tmpfs).
@@ -394,9 +396,15 @@ fn layout(plan: &SandboxPlan, home: Option<&Path>) -> Result<Layout, String> {
         .filter(|m| m.is_file() && m.nlink() > 1)
         .map(|m| (m.dev(), m.ino()))
         .collect();
-    if !inodes.is_empty() {
-        for link in hard_links(&scan, &inodes)? {
-            layout.masked.insert(link);
+    let mask_outside = plan.outside_links == OutsideLinks::Mask;
+    if !inodes.is_empty() || mask_outside {
+        for (inode, (links, names)) in crate::grants::link_census(&scan)? {
+            // Another name of a denied file, or a name outside the scanned roots (the home
+            // directory's secret under a harmless name in the workspace).
+            let outside = usize::try_from(links).map_or(true, |n| n > names.len());
+            if inodes.contains(&inode) || (mask_outside && outside) {
+                layout.masked.extend(names);
+            }
         }
     }
     layout.masked.extend(denied);
@@ -415,46 +423,6 @@ fn needed_link(link: &Path, to: &Path, layout: &Layout) -> bool {
         .iter()
         .chain(&layout.writable)
         .any(|p| p.starts_with(&target) || target.starts_with(p))
-}
-
-/// Regular files under `roots` (not following links) whose inode is one of `inodes`.
-fn hard_links(roots: &[&Path], inodes: &BTreeSet<(u64, u64)>) -> Result<Vec<PathBuf>, String> {
-    let mut out = Vec::new();
-    let mut budget = crate::grants::SCAN_BUDGET;
-    let mut stack: Vec<PathBuf> = roots
-        .iter()
-        .filter(|r| !crate::grants::UNSCANNED.iter().any(|u| r.starts_with(u)))
-        .map(|r| r.to_path_buf())
-        .collect();
-    let mut seen = BTreeSet::new();
-    while let Some(dir) = stack.pop() {
-        if !seen.insert(dir.clone()) {
-            continue;
-        }
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            budget = budget.checked_sub(1).ok_or_else(|| {
-                format!(
-                    "more than {} entries under the roots while looking for hard links to denied files",
-                    crate::grants::SCAN_BUDGET
-                )
-            })?;
-            let Ok(meta) = entry.metadata() else {
-                continue;
-            };
-            if meta.is_dir() {
-                stack.push(entry.path());
-            } else if meta.is_file()
-                && meta.nlink() > 1
-                && inodes.contains(&(meta.dev(), meta.ino()))
-            {
-                out.push(entry.path());
-            }
-        }
-    }
-    Ok(out)
 }
 
 fn devices(old: &dyn Fn(&Path) -> PathBuf, new: &dyn Fn(&Path) -> PathBuf) -> Result<(), String> {

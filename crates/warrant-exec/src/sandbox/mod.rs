@@ -29,7 +29,9 @@ mod seccomp;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use warrant_core::config::{Enforcement, Isolation, NetworkPolicy, ProfileConfig, ResourceLimits};
+use warrant_core::config::{
+    Enforcement, Isolation, NetworkPolicy, OutsideLinks, ProfileConfig, ResourceLimits,
+};
 use warrant_core::path::canonicalize;
 use warrant_core::{CanonicalPath, LinkResolver};
 
@@ -143,6 +145,10 @@ pub struct SandboxPlan {
     /// command fetched the next one in the same workspace finds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cache_layers: Vec<OverlaySpec>,
+    /// Whether workspace files that have a name outside the workspace are masked in the view
+    /// (`SandboxConfig::outside_links`).
+    #[serde(default, skip_serializing_if = "OutsideLinks::is_mask")]
+    pub outside_links: OutsideLinks,
     /// Test knob: the launcher behaves as if this mechanism were unavailable on this kernel.
     /// [`SandboxPlan::from_profile`] never sets it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -288,6 +294,7 @@ impl SandboxPlan {
                 caches
             },
             cache_layers: Vec::new(),
+            outside_links: config.outside_links,
             simulate_unavailable: None,
         }))
     }
@@ -449,6 +456,7 @@ mod tests {
                 scratch: plan.scratch.clone(),
                 caches: plan.caches.clone(),
                 cache_layers: Vec::new(),
+                outside_links: OutsideLinks::Mask,
                 simulate_unavailable: None,
             }
         );

@@ -50,8 +50,18 @@ impl Case {
     }
 
     fn run_judged(&self, confined: bool, judged: Judging, script: &str) -> ExecOutcome {
+        self.run_config(confined, judged, SandboxConfig::default(), script)
+    }
+
+    fn run_config(
+        &self,
+        confined: bool,
+        judged: Judging,
+        config: SandboxConfig,
+        script: &str,
+    ) -> ExecOutcome {
         let profile = ProfileConfig {
-            sandbox: confined.then(SandboxConfig::default),
+            sandbox: confined.then_some(config),
             unconfined: !confined,
             ..ProfileConfig::default()
         };
@@ -586,4 +596,48 @@ fn toolchain_caches_are_found_by_tree_or_variable() {
             vec![],
         )
     );
+}
+
+/// A file of the person's home hard-linked into the workspace (same file system) is the home's
+/// secret under a harmless name: masked in the view. Hard links whose every name is in the
+/// workspace (cargo's `target/`) stay readable. Controls: unconfined, and under
+/// `outside_links = "allow"`, the secret is read.
+#[test]
+fn a_hard_link_from_outside_the_workspace_is_masked() {
+    let (_d, c) = case();
+    write(c.home.join(".ssh/config"), "IdentityFile home-secret\n");
+    std::fs::create_dir_all(format!("{}/notes", c.ws)).unwrap();
+    std::fs::hard_link(
+        c.home.join(".ssh/config"),
+        format!("{}/notes/readme.txt", c.ws),
+    )
+    .unwrap();
+    write(format!("{}/target/debug/deps/app-1234", c.ws), "built\n");
+    std::fs::hard_link(
+        format!("{}/target/debug/deps/app-1234", c.ws),
+        format!("{}/target/debug/app", c.ws),
+    )
+    .unwrap();
+    let script = "cat notes/readme.txt; cat target/debug/app";
+    let control = c.run(false, script);
+    assert_eq!(
+        control.stdout.text, "IdentityFile home-secret\nbuilt\n",
+        "{control:?}"
+    );
+    let allowed = c.run_config(
+        true,
+        Judging::Changeset,
+        SandboxConfig {
+            outside_links: warrant_core::config::OutsideLinks::Allow,
+            ..SandboxConfig::default()
+        },
+        script,
+    );
+    assert_eq!(
+        allowed.stdout.text, "IdentityFile home-secret\nbuilt\n",
+        "{allowed:?}"
+    );
+    let out = c.run(true, script);
+    assert_eq!(out.stdout.text, "built\n", "{out:?}");
+    assert!(out.stderr.text.contains("Permission denied"), "{out:?}");
 }
