@@ -136,8 +136,10 @@ fn wrong(executor: &'static str, action: &Action) -> ExecError {
 }
 
 /// `fs.read`: a text file's content, up to [`MAX_READ_BYTES`]. A file with more than one name
-/// is refused when another of its names in `workspace` is a denied one (`.env`, a key file):
-/// policy judges a read by the name asked for, and a hard link would give the secret another.
+/// is refused when another of its names in `workspace` is a denied one (`.env`, a key file), or
+/// when it has a name outside `workspace` (its link count is higher than the names found
+/// there): policy judges a read by the name asked for, and a hard link would give the secret
+/// another.
 pub fn read_file(
     action: &Authorized<Action>,
     workspace: &CanonicalPath,

@@ -12,9 +12,9 @@
 //!
 //! Limits: paths named by the plan are bound at their own path (symlinked roots are recreated as
 //! the same links); a denied entry is masked where it is when the command starts (a hard link
-//! to it inside a scanned root too), so a file the command itself renames to a denied name is
-//! not masked (its writes are judged afterwards); files hard-linked from outside every scanned
-//! root are not recognized.
+//! to it inside a scanned root too, and any file with a name outside the scanned roots), so a
+//! file the command itself renames to a denied name is not masked (its writes are judged
+//! afterwards). Toolchain caches get a per-workspace overlay ([`TOOLCHAIN_CACHES`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
