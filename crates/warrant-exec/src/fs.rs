@@ -195,13 +195,12 @@ fn refuse_link_to_denied(
         return Ok(());
     }
     // Every name of this file in the workspace.
-    let census = crate::grants::link_census(&[workspace.as_path()]).map_err(|message| {
-        ExecError::Io {
+    let census =
+        crate::grants::link_census(&[workspace.as_path()]).map_err(|message| ExecError::Io {
             op: "look for other names of a hard-linked file",
             path: path.clone(),
             message,
-        }
-    })?;
+        })?;
     let names = census
         .get(&(meta.dev(), meta.ino()))
         .map(|(_, names)| names.as_slice())

@@ -94,14 +94,16 @@ pub fn find_denied(
     Ok(found)
 }
 
+/// Regular files with more than one name, by (device, inode): the link count the file system
+/// gives, and the names found (see [`link_census`]).
+pub type LinkCensus = BTreeMap<(u64, u64), (u64, Vec<PathBuf>)>;
+
 /// Regular files with more than one name under `roots` (not following links), by device and
 /// inode: the link count the file system gives, and the names found under the roots. A file
 /// whose count is higher than the names found has a name elsewhere.
-pub fn link_census(
-    roots: &[&Path],
-) -> Result<BTreeMap<(u64, u64), (u64, Vec<PathBuf>)>, String> {
+pub fn link_census(roots: &[&Path]) -> Result<LinkCensus, String> {
     use std::os::unix::fs::MetadataExt;
-    let mut out: BTreeMap<(u64, u64), (u64, Vec<PathBuf>)> = BTreeMap::new();
+    let mut out = LinkCensus::new();
     let mut budget = SCAN_BUDGET;
     let mut stack: Vec<PathBuf> = roots
         .iter()
