@@ -203,6 +203,16 @@ pub fn build(plan: &SandboxPlan, home: Option<&Path>, cwd: &Path) -> Result<(), 
             remount_read_only(&target)?;
         }
     }
+    // An allowlist's way out: the egress proxy's socket, for the forwarder (the command may
+    // reach it too; the proxy checks every request against the list).
+    if let Some(socket) = &plan.egress_socket {
+        let target = new(socket);
+        make_mount_point(&target, false)?;
+        rustix::mount::mount_bind(old(socket), &target).map_err(io(format!(
+            "cannot bind the egress proxy's socket {}",
+            socket.display()
+        )))?;
+    }
     // Toolchain caches: a layer of this workspace's own over the real (read-only) cache.
     for cache in &plan.cache_layers {
         let target = new(cache.lower.as_path());

@@ -660,10 +660,10 @@ pub fn confinement_words(profile: &warrant_core::config::ProfileConfig, containe
         NetworkPolicy::Allow(list) => format!("network only to {}", list.join(", ")),
     };
     let view = match sandbox.isolation {
-        Isolation::Namespaces if !matches!(sandbox.network, NetworkPolicy::Allow(_)) => {
+        Isolation::Namespaces => {
             "writes only inside the workspace; .git read-only; .warrant, .env and key files hidden; a private home and /tmp"
         }
-        Isolation::Namespaces | Isolation::Landlock => {
+        Isolation::Landlock => {
             "Landlock rules over the host's view: writes only inside the workspace; .git read-only; denied names unreadable"
         }
     };

@@ -281,9 +281,8 @@ impl SandboxPlan {
             denied_paths,
             egress_socket: None,
             overlay: None,
-            // An allowlist's forwarder still runs in the host's view (see docs/STATUS.md).
-            view: config.isolation == Isolation::Namespaces
-                && !matches!(config.network, NetworkPolicy::Allow(_)),
+            // An allowlist too: the proxy's socket is bound into the view for its forwarder.
+            view: config.isolation == Isolation::Namespaces,
             aliases,
             home,
             toolchains,
@@ -494,6 +493,7 @@ mod tests {
             vec![
                 Mechanism::Session,
                 Mechanism::ProcessLimit,
+                Mechanism::View,
                 Mechanism::NetworkNamespace,
                 Mechanism::EgressProxy,
                 Mechanism::NoNewPrivs,

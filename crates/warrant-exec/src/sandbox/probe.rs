@@ -72,9 +72,7 @@ pub fn rows_needed(config: &warrant_core::config::SandboxConfig) -> Vec<&'static
         "seccomp",
         "landlock observed",
     ];
-    if config.isolation == Isolation::Namespaces
-        && !matches!(config.network, NetworkPolicy::Allow(_))
-    {
+    if config.isolation == Isolation::Namespaces {
         // Not "overlay observed": without overlays contained commands fall back to being
         // judged by their argv (see [`profile_verdict`]), they are not refused.
         out.extend(["view", "view observed"]);
@@ -113,9 +111,13 @@ pub fn profile_verdict(
         .filter(|r| !r.available && needed.contains(&r.mechanism))
         .map(|r| r.mechanism)
         .collect();
-    let viewed = config.isolation == Isolation::Namespaces
-        && !matches!(config.network, NetworkPolicy::Allow(_));
-    let no_overlay = viewed
+    // Only a contained profile's commands are layered (and judged by their changeset).
+    let contained = warrant_core::config::ProfileConfig {
+        sandbox: Some(config.clone()),
+        ..warrant_core::config::ProfileConfig::default()
+    }
+    .is_contained();
+    let no_overlay = contained
         && rows
             .iter()
             .any(|r| r.mechanism == "overlay observed" && !r.available);
@@ -491,8 +493,6 @@ fn probe_egress_run(
     let plan = SandboxPlan {
         network: NetworkPolicy::Allow(Vec::new()),
         egress_socket: Some(proxy.socket().to_path_buf()),
-        // As for a configured allowlist: the forwarder runs in the host's view.
-        view: false,
         ..plan.clone()
     };
     let argv = [
