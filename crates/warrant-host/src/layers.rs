@@ -56,7 +56,13 @@ fn needed(store: &dyn EventStore, run: &str, dir: &std::path::Path) -> bool {
             .ok()
             .and_then(|events| RunState::fold(&events).ok())
         {
-            Some(state) => waiting(&state).contains(dir),
+            // Compared as the same directory, however HOME spelled it (a symlinked home).
+            Some(state) => {
+                let here = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+                waiting(&state)
+                    .iter()
+                    .any(|p| p == dir || std::fs::canonicalize(p).is_ok_and(|p| p == here))
+            }
             None => true,
         },
     }
