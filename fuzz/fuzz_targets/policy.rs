@@ -30,6 +30,8 @@ fn actions(ws: &CanonicalPath) -> Option<Vec<Action>> {
         profile: "default".to_owned(),
         timeout_ms: 1000,
         program: None,
+        contained: false,
+        judged: warrant_core::Judging::Changeset,
     };
     Some(vec![
         Action::FsRead { path: path("/w/src/main.rs")? },

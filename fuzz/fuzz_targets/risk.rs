@@ -22,6 +22,8 @@ fn exec(argv: Vec<String>) -> Action {
         profile: "default".to_owned(),
         timeout_ms: 1000,
         program: None,
+        contained: false,
+        judged: warrant_core::Judging::Changeset,
     }
 }
 

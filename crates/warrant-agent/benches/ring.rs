@@ -90,6 +90,7 @@ impl Fixture {
             profiles: BTreeMap::from([("default".to_owned(), ProfileConfig::default())]),
             parent_env: std::env::vars().collect(),
             secrets: None,
+            no_overlays: false,
         };
         let spec = NewRunSpec {
             queued: false,

@@ -290,11 +290,42 @@ pub enum Action {
         /// executor refuses to run it under a profile that no longer does.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         contained: bool,
+        /// How a contained command's effects on the workspace are judged: from the changeset
+        /// it leaves in a copy-on-write layer (the default), or, on a machine without
+        /// overlays, from its argv before it runs (its writes then land directly).
+        #[serde(default, skip_serializing_if = "Judging::is_changeset")]
+        judged: Judging,
     },
     /// One model call: `provider` as in `--model` (`openai`, `anthropic`, `scripted`) and the
     /// model asked for.
     #[serde(rename = "provider.call")]
     ProviderCall { provider: String, model: String },
+}
+
+/// What a contained command is judged by (see `Action::ShellExec::judged`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Judging {
+    /// What it actually changed: its writes land in a copy-on-write layer, read and classified
+    /// after it ran.
+    #[default]
+    Changeset,
+    /// Its argv, by the recognizers, before it runs: overlays are unavailable here, so it writes
+    /// to the workspace directly (still in its own view) and a destructive argv asks first.
+    Argv,
+}
+
+impl Judging {
+    pub fn is_changeset(&self) -> bool {
+        *self == Self::Changeset
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Changeset => "changeset",
+            Self::Argv => "argv",
+        }
+    }
 }
 
 impl Action {

@@ -291,6 +291,7 @@ mod tests {
             timeout_ms: 1000,
             program: None,
             contained: false,
+            judged: crate::Judging::Changeset,
         }
     }
 

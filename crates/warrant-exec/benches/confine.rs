@@ -107,6 +107,7 @@ impl Mode {
             timeout_ms: 30_000,
             program: None,
             contained: self.contained,
+            judged: warrant_core::Judging::Changeset,
         };
         run_command_confined(
             &Authorized::for_tests(action),
@@ -416,7 +417,7 @@ fn time_write(mode: Write1000, env: &[(String, String)], judging: &Judging) -> (
         Write1000::ViewNoOverlay => run(Mode::default_profile(&ws, false)),
         Write1000::Contained => run(Mode::default_profile(&ws, true)),
         Write1000::JudgeOnly => {
-            let mut layer = Layer::create(&ws).unwrap();
+            let mut layer = Layer::create(&ws, "bench").unwrap();
             write_files(&layer.spec.upper, false);
             let started = Instant::now();
             let judged =

@@ -142,6 +142,14 @@ pub enum ExecError {
         "{path} is a hard link to {denied}, which holds secrets no tool may read; it was not read — use a secret handle from the broker instead"
     )]
     HardLinkToDenied { path: CanonicalPath, denied: String },
+    #[error(
+        "{path} has {links} names but only {found} of them are in the workspace: it is also a file outside the workspace (a hard link), which may hold a secret under a harmless name; it was not read"
+    )]
+    HardLinkOutside {
+        path: CanonicalPath,
+        links: u64,
+        found: usize,
+    },
 }
 
 impl Coded for ExecError {
@@ -175,6 +183,7 @@ impl Coded for ExecError {
             Self::ChangesetUpperChanged { .. } => "W-EXEC-026",
             Self::ChangesetBadPath { .. } => "W-EXEC-027",
             Self::HardLinkToDenied { .. } => "W-EXEC-028",
+            Self::HardLinkOutside { .. } => "W-EXEC-029",
         }
     }
 }

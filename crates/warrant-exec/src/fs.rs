@@ -136,8 +136,10 @@ fn wrong(executor: &'static str, action: &Action) -> ExecError {
 }
 
 /// `fs.read`: a text file's content, up to [`MAX_READ_BYTES`]. A file with more than one name
-/// is refused when another of its names in `workspace` is a denied one (`.env`, a key file):
-/// policy judges a read by the name asked for, and a hard link would give the secret another.
+/// is refused when another of its names in `workspace` is a denied one (`.env`, a key file), or
+/// when it has a name outside `workspace` (its link count is higher than the names found
+/// there): policy judges a read by the name asked for, and a hard link would give the secret
+/// another.
 pub fn read_file(
     action: &Authorized<Action>,
     workspace: &CanonicalPath,
@@ -192,31 +194,40 @@ fn refuse_link_to_denied(
     if meta.nlink() <= 1 {
         return Ok(());
     }
+    // Every name of this file in the workspace.
+    let census =
+        crate::grants::link_census(&[workspace.as_path()]).map_err(|message| ExecError::Io {
+            op: "look for other names of a hard-linked file",
+            path: path.clone(),
+            message,
+        })?;
+    let names = census
+        .get(&(meta.dev(), meta.ino()))
+        .map(|(_, names)| names.as_slice())
+        .unwrap_or_default();
     let patterns: Vec<String> = warrant_core::config::DEFAULT_DENIED
         .iter()
         .map(|p| (*p).to_owned())
         .collect();
-    let denied =
-        crate::grants::find_denied(&[workspace.as_path()], &patterns, &[]).map_err(|message| {
-            ExecError::Io {
-                op: "look for other names of a hard-linked file",
-                path: path.clone(),
-                message,
-            }
-        })?;
-    for other in denied {
-        if other == path.as_path() {
-            continue;
-        }
-        if let Ok(m) = std::fs::symlink_metadata(&other)
-            && m.is_file()
-            && (m.dev(), m.ino()) == (meta.dev(), meta.ino())
-        {
-            return Err(ExecError::HardLinkToDenied {
-                path: path.clone(),
-                denied: other.display().to_string(),
-            });
-        }
+    if let Some(other) = names.iter().find(|n| {
+        n.as_path() != path.as_path()
+            && n.file_name().is_some_and(|f| {
+                let f = f.to_string_lossy();
+                patterns.iter().any(|p| crate::grants::name_matches(p, &f))
+            })
+    }) {
+        return Err(ExecError::HardLinkToDenied {
+            path: path.clone(),
+            denied: other.display().to_string(),
+        });
+    }
+    // A name outside the workspace: the file may be the home directory's secret.
+    if usize::try_from(meta.nlink()).map_or(true, |n| n > names.len()) {
+        return Err(ExecError::HardLinkOutside {
+            path: path.clone(),
+            links: meta.nlink(),
+            found: names.len(),
+        });
     }
     Ok(())
 }

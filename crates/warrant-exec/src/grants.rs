@@ -94,6 +94,59 @@ pub fn find_denied(
     Ok(found)
 }
 
+/// Regular files with more than one name, by (device, inode): the link count the file system
+/// gives, and the names found (see [`link_census`]).
+pub type LinkCensus = BTreeMap<(u64, u64), (u64, Vec<PathBuf>)>;
+
+/// Regular files with more than one name under `roots` (not following links), by device and
+/// inode: the link count the file system gives, and the names found under the roots. A file
+/// whose count is higher than the names found has a name elsewhere.
+pub fn link_census(roots: &[&Path]) -> Result<LinkCensus, String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = LinkCensus::new();
+    let mut budget = SCAN_BUDGET;
+    let mut stack: Vec<PathBuf> = roots
+        .iter()
+        .filter(|r| scanned(r) && r.is_dir())
+        .map(|r| r.to_path_buf())
+        .collect();
+    stack.sort();
+    stack.dedup();
+    let outer: Vec<PathBuf> = stack.clone();
+    stack.retain(|r| !outer.iter().any(|o| o != r && r.starts_with(o)));
+    while let Some(dir) = stack.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(format!("cannot list {}: {e}", dir.display())),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+            budget = budget.checked_sub(1).ok_or_else(|| {
+                format!(
+                    "more than {SCAN_BUDGET} entries under the roots while counting hard links; narrow the read and write roots"
+                )
+            })?;
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                stack.push(entry.path());
+            } else if kind.is_file()
+                && let Ok(meta) = entry.metadata()
+                && meta.nlink() > 1
+            {
+                out.entry((meta.dev(), meta.ino()))
+                    .or_insert_with(|| (meta.nlink(), Vec::new()))
+                    .1
+                    .push(entry.path());
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The rules for one root with `access`, given the special entries and what each may do
 /// (empty: nothing).
 pub fn root_grants(

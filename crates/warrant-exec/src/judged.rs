@@ -29,8 +29,9 @@ pub struct Layer {
 }
 
 impl Layer {
-    /// A fresh layer over `workspace`.
-    pub fn create(workspace: &CanonicalPath) -> Result<Self, ExecError> {
+    /// A fresh layer over `workspace` for a command of `run` (recorded in the layer's `owner`
+    /// file, so a sweep can tell whether anything still needs it; see [`owned_by`]).
+    pub fn create(workspace: &CanonicalPath, run: &str) -> Result<Self, ExecError> {
         let base = state_dir().ok_or_else(|| ExecError::Io {
             op: "find a place for the command's copy-on-write layer (no HOME or XDG_STATE_HOME)",
             path: workspace.clone(),
@@ -46,8 +47,10 @@ impl Layer {
         std::fs::create_dir(&dir).map_err(|e| io("create the command's copy-on-write layer", e))?;
         let upper = dir.join("upper");
         let work = dir.join("work");
+        let owner = serde_json::json!({"workspace": workspace.as_str(), "run": run}).to_string();
         std::fs::create_dir(&upper)
             .and_then(|()| std::fs::create_dir(&work))
+            .and_then(|()| std::fs::write(dir.join(OWNER), owner))
             .map_err(|e| io("create the command's copy-on-write layer", e))?;
         Ok(Self {
             spec: OverlaySpec {
@@ -79,14 +82,130 @@ impl Drop for Layer {
         if self.kept {
             return;
         }
-        // overlayfs leaves `work/work` with mode 000; open it up so it can be removed.
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(
-            self.spec.work.join("work"),
-            std::fs::Permissions::from_mode(0o700),
-        );
-        let _ = std::fs::remove_dir_all(&self.dir);
+        remove_layer(&self.dir);
     }
+}
+
+/// The file in a layer naming the workspace and run it was made for.
+const OWNER: &str = "owner";
+
+fn remove_layer(dir: &Path) {
+    // overlayfs leaves `work/work` with mode 000; open it up so it can be removed.
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(
+        dir.join("work/work"),
+        std::fs::Permissions::from_mode(0o700),
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A layer on disk and the run it was made for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KeptLayer {
+    pub dir: PathBuf,
+    pub run: String,
+}
+
+/// The layers on disk made for commands in `workspace` (by their `owner` file; layers of other
+/// workspaces, and any without one, are not listed).
+pub fn owned_by(workspace: &CanonicalPath) -> Vec<KeptLayer> {
+    let Some(base) = state_dir() else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(&base) else {
+        return Vec::new();
+    };
+    let mut out: Vec<KeptLayer> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("layer-"))
+        .filter_map(|e| {
+            let text = std::fs::read_to_string(e.path().join(OWNER)).ok()?;
+            let owner: serde_json::Value = serde_json::from_str(&text).ok()?;
+            (owner["workspace"].as_str() == Some(workspace.as_str())).then(|| KeptLayer {
+                dir: e.path(),
+                run: owner["run"].as_str().unwrap_or_default().to_owned(),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.dir.cmp(&b.dir));
+    out
+}
+
+/// Remove a kept layer nothing needs any more. Only a `layer-*` directory directly in the
+/// layers directory is removed (a path read from a journal names nothing else); `false` when
+/// `dir` is not one.
+pub fn discard(dir: &Path) -> bool {
+    let is_layer = state_dir().is_some_and(|base| dir.parent() == Some(base.as_path()))
+        && dir
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("layer-"));
+    if is_layer {
+        remove_layer(dir);
+    }
+    is_layer
+}
+
+/// The per-workspace layers over toolchain caches (`~/.cargo/registry` …): for each cache, an
+/// upper and a work directory under `<state>/warrant/caches/<workspace>/<cache>/`, created when
+/// missing and kept, so what one command wrote there the next command in the same workspace
+/// finds, another workspace does not, and the real cache is never written.
+pub fn cache_layers(
+    workspace: &CanonicalPath,
+    caches: &[CanonicalPath],
+) -> Result<Vec<OverlaySpec>, ExecError> {
+    if caches.is_empty() {
+        return Ok(Vec::new());
+    }
+    let base = cache_dir(workspace).ok_or_else(|| ExecError::Io {
+        op: "find a place for the workspace's toolchain caches (no HOME or XDG_STATE_HOME)",
+        path: workspace.clone(),
+        message: "set HOME".to_owned(),
+    })?;
+    let mut out = Vec::new();
+    for cache in caches {
+        let name = cache
+            .as_path()
+            .file_name()
+            .map_or_else(|| "cache".to_owned(), |n| n.to_string_lossy().into_owned());
+        let dir = base.join(format!("{}-{name}", short_digest(cache.as_str())));
+        let (upper, work) = (dir.join("upper"), dir.join("work"));
+        std::fs::create_dir_all(&upper)
+            .and_then(|()| std::fs::create_dir_all(&work))
+            .map_err(|e| ExecError::Io {
+                op: "create the workspace's layer over a toolchain cache",
+                path: cache.clone(),
+                message: e.to_string(),
+            })?;
+        out.push(OverlaySpec {
+            lower: cache.clone(),
+            upper,
+            work,
+        });
+    }
+    Ok(out)
+}
+
+/// Where the toolchain-cache layers of `workspace` live:
+/// `<state>/warrant/caches/<16 hex digits of the workspace path's SHA-256>`.
+pub fn cache_dir(workspace: &CanonicalPath) -> Option<PathBuf> {
+    let layers = state_dir()?;
+    let warrant = layers.parent()?;
+    Some(
+        warrant
+            .join("caches")
+            .join(short_digest(workspace.as_str())),
+    )
+}
+
+fn short_digest(text: &str) -> String {
+    use sha2::Digest as _;
+    let full = hex::encode(sha2::Sha256::digest(text.as_bytes()));
+    full[..16].to_owned()
+}
+
+/// Where layers live: `$XDG_STATE_HOME/warrant/layers`, else `~/.local/state/warrant/layers`.
+pub fn layers_dir() -> Option<PathBuf> {
+    state_dir()
 }
 
 fn state_dir() -> Option<PathBuf> {

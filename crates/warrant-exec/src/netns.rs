@@ -102,10 +102,23 @@ fn loopback_up() -> Result<(), String> {
 /// How often the forwarder checks that the command it serves is still running.
 const PARENT_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
+/// The launcher's own file, opened before a view made its path unreachable.
+static LAUNCHER: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
+
+/// Keep the launcher's file open for [`start_forwarder`] (in the view, its path is not there).
+pub fn keep_launcher(exe: std::fs::File) {
+    let _ = LAUNCHER.set(exe);
+}
+
 /// Start the forwarder (this same program, `prefix… __forward <pid> <socket>`) inside the
 /// current namespace; returns the loopback port it listens on.
 pub fn start_forwarder(prefix: &[String], socket: &Path) -> Result<u16, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot locate the launcher: {e}"))?;
+    use std::os::fd::AsRawFd;
+    // Executed through its descriptor (an ELF file, so close-on-exec does not stop it).
+    let exe = match LAUNCHER.get() {
+        Some(file) => std::path::PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd())),
+        None => std::env::current_exe().map_err(|e| format!("cannot locate the launcher: {e}"))?,
+    };
     let mut child = Command::new(exe)
         .args(prefix)
         .arg(FORWARD)

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 use serde::{Deserialize, Serialize};
-use warrant_core::Action;
 use warrant_core::config::{NetworkPolicy, ProfileConfig};
+use warrant_core::{Action, Judging};
 use warrant_kernel::Authorized;
 
 use crate::egress::{Allowlist, EgressProxy};
@@ -76,6 +76,10 @@ pub struct ExecOutcome {
     /// [`crate::judged`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<crate::judged::Judgement>,
+    /// `argv` when a contained command ran without a copy-on-write layer (overlays are
+    /// unavailable here): it wrote to the workspace directly, judged by its argv before it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged: Option<warrant_core::Judging>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -134,15 +138,16 @@ pub fn run_command_with_secrets(
     confinement: Option<&Confinement>,
     secrets: &[(String, String)],
 ) -> Result<ExecOutcome, ExecError> {
-    let (argv, cwd, profile_name, timeout_ms, contained) = match action.get() {
+    let (argv, cwd, profile_name, timeout_ms, contained, judged) = match action.get() {
         Action::ShellExec {
             argv,
             cwd,
             profile,
             timeout_ms,
             contained,
+            judged,
             ..
-        } => (argv, cwd, profile, *timeout_ms, *contained),
+        } => (argv, cwd, profile, *timeout_ms, *contained, *judged),
         other @ (Action::FsRead { .. }
         | Action::FsList { .. }
         | Action::FsSearch { .. }
@@ -199,25 +204,31 @@ pub fn run_command_with_secrets(
         });
     }
     // A contained command writes through a copy-on-write layer; its changes are judged after.
+    // Judged by its argv (no overlays here), it writes to the workspace directly, in its view.
     let mut layer = match confinement {
-        Some(_) if contained => Some(crate::judged::Layer::create(cwd_workspace(
-            confinement,
-            cwd,
-        ))?),
+        Some(_) if contained && judged == Judging::Changeset => Some(crate::judged::Layer::create(
+            cwd_workspace(confinement, cwd),
+            action.run().as_str(),
+        )?),
         Some(_) | None => None,
     };
     let with_layer;
-    let confinement = match (&layer, confinement) {
-        (Some(layer), Some(c)) => {
+    let confinement = match confinement {
+        Some(c) if layer.is_some() || (c.plan.view && !c.plan.caches.is_empty()) => {
             let mut plan = c.plan.clone();
-            plan.overlay = Some(layer.spec.clone());
+            plan.overlay = layer.as_ref().map(|l| l.spec.clone());
+            // Toolchain caches the command may fill, kept per workspace.
+            if plan.view {
+                plan.cache_layers =
+                    crate::judged::cache_layers(cwd_workspace(Some(c), cwd), &plan.caches)?;
+            }
             with_layer = Confinement {
                 plan,
                 launcher: c.launcher.clone(),
             };
             Some(&with_layer)
         }
-        (_, c) => c,
+        c => c,
     };
     let mut env = minimize_env(profile, parent_env.iter().cloned());
     env.extend(secrets.iter().cloned());
@@ -419,6 +430,7 @@ pub fn run_command_with_secrets(
         egress,
         leftover_killed,
         changes,
+        judged: (contained && judged == Judging::Argv).then_some(Judging::Argv),
     })
 }
 

@@ -12,9 +12,9 @@
 //!
 //! Limits: paths named by the plan are bound at their own path (symlinked roots are recreated as
 //! the same links); a denied entry is masked where it is when the command starts (a hard link
-//! to it inside a scanned root too), so a file the command itself renames to a denied name is
-//! not masked (its writes are judged afterwards); files hard-linked from outside every scanned
-//! root are not recognized.
+//! to it inside a scanned root too, and any file with a name outside the scanned roots), so a
+//! file the command itself renames to a denied name is not masked (its writes are judged
+//! afterwards). Toolchain caches get a per-workspace overlay ([`TOOLCHAIN_CACHES`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -23,6 +23,10 @@ use std::path::{Component, Path, PathBuf};
 use rustix::fs::StatVfsMountFlags;
 use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
 use rustix::thread::{CapabilitySet, UnshareFlags};
+
+use warrant_core::CanonicalPath;
+
+use warrant_core::config::OutsideLinks;
 
 use crate::sandbox::SandboxPlan;
 
@@ -41,6 +45,34 @@ pub const TOOLCHAIN_SECRETS: &[(&str, &[&str])] = &[
     (".cargo", &["credentials", "credentials.toml"]),
     (".config", &["gh", "hub"]),
 ];
+
+/// Caches inside toolchain trees that builds must write to, by the tree's name (or the variable
+/// that names it): each gets a per-workspace copy-on-write layer in the view (the real cache
+/// below it stays read-only and unchanged). Caches kept in the home itself (`~/.cache/pip`,
+/// `~/.npm`, `~/.cache/go-build`) are in the private HOME already: writable, not kept.
+pub const TOOLCHAIN_CACHES: &[(&str, &str, &[&str])] = &[
+    (".cargo", "$CARGO_HOME", &["registry", "git"]),
+    ("go", "$GOPATH", &["pkg/mod"]),
+];
+
+/// The caches of [`TOOLCHAIN_CACHES`] under a toolchain root configured as `written` (`~/.cargo`,
+/// `$CARGO_HOME`) and resolved to `root`, where they exist as directories.
+pub fn toolchain_caches(written: &str, root: &CanonicalPath) -> Vec<CanonicalPath> {
+    let name = written.rsplit('/').next().unwrap_or(written);
+    TOOLCHAIN_CACHES
+        .iter()
+        .filter(|(tree, var, _)| name == *tree || written == *var)
+        .flat_map(|(_, _, dirs)| dirs.iter())
+        .filter_map(|dir| {
+            let path = root.as_path().join(dir);
+            let meta = std::fs::symlink_metadata(&path).ok()?;
+            if !meta.is_dir() {
+                return None;
+            }
+            CanonicalPath::from_normalized(path.to_str()?).ok()
+        })
+        .collect()
+}
 
 /// Unshare the user, mount and PID namespaces and map this process's ids onto themselves. The
 /// next process this one starts is the first (PID 1) of the new PID namespace.
@@ -170,6 +202,39 @@ pub fn build(plan: &SandboxPlan, home: Option<&Path>, cwd: &Path) -> Result<(), 
         if !writable {
             remount_read_only(&target)?;
         }
+    }
+    // An allowlist's way out: the egress proxy's socket, for the forwarder (the command may
+    // reach it too; the proxy checks every request against the list).
+    if let Some(socket) = &plan.egress_socket {
+        let target = new(socket);
+        make_mount_point(&target, false)?;
+        rustix::mount::mount_bind(old(socket), &target).map_err(io(format!(
+            "cannot bind the egress proxy's socket {}",
+            socket.display()
+        )))?;
+    }
+    // Toolchain caches: a layer of this workspace's own over the real (read-only) cache.
+    for cache in &plan.cache_layers {
+        let target = new(cache.lower.as_path());
+        if !target.is_dir() {
+            continue;
+        }
+        let options = overlay_options(
+            &old(cache.lower.as_path()),
+            &old(&cache.upper),
+            &old(&cache.work),
+        )?;
+        rustix::mount::mount(
+            "overlay",
+            &target,
+            "overlay",
+            MountFlags::NOSUID | MountFlags::NODEV,
+            Some(options.as_c_str()),
+        )
+        .map_err(io(format!(
+            "cannot mount the workspace's layer over the cache {}",
+            cache.lower
+        )))?;
     }
     for path in &layout.protected {
         let target = new(path);
@@ -341,9 +406,15 @@ fn layout(plan: &SandboxPlan, home: Option<&Path>) -> Result<Layout, String> {
         .filter(|m| m.is_file() && m.nlink() > 1)
         .map(|m| (m.dev(), m.ino()))
         .collect();
-    if !inodes.is_empty() {
-        for link in hard_links(&scan, &inodes)? {
-            layout.masked.insert(link);
+    let mask_outside = plan.outside_links == OutsideLinks::Mask;
+    if !inodes.is_empty() || mask_outside {
+        for (inode, (links, names)) in crate::grants::link_census(&scan)? {
+            // Another name of a denied file, or a name outside the scanned roots (the home
+            // directory's secret under a harmless name in the workspace).
+            let outside = usize::try_from(links).map_or(true, |n| n > names.len());
+            if inodes.contains(&inode) || (mask_outside && outside) {
+                layout.masked.extend(names);
+            }
         }
     }
     layout.masked.extend(denied);
@@ -362,46 +433,6 @@ fn needed_link(link: &Path, to: &Path, layout: &Layout) -> bool {
         .iter()
         .chain(&layout.writable)
         .any(|p| p.starts_with(&target) || target.starts_with(p))
-}
-
-/// Regular files under `roots` (not following links) whose inode is one of `inodes`.
-fn hard_links(roots: &[&Path], inodes: &BTreeSet<(u64, u64)>) -> Result<Vec<PathBuf>, String> {
-    let mut out = Vec::new();
-    let mut budget = crate::grants::SCAN_BUDGET;
-    let mut stack: Vec<PathBuf> = roots
-        .iter()
-        .filter(|r| !crate::grants::UNSCANNED.iter().any(|u| r.starts_with(u)))
-        .map(|r| r.to_path_buf())
-        .collect();
-    let mut seen = BTreeSet::new();
-    while let Some(dir) = stack.pop() {
-        if !seen.insert(dir.clone()) {
-            continue;
-        }
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            budget = budget.checked_sub(1).ok_or_else(|| {
-                format!(
-                    "more than {} entries under the roots while looking for hard links to denied files",
-                    crate::grants::SCAN_BUDGET
-                )
-            })?;
-            let Ok(meta) = entry.metadata() else {
-                continue;
-            };
-            if meta.is_dir() {
-                stack.push(entry.path());
-            } else if meta.is_file()
-                && meta.nlink() > 1
-                && inodes.contains(&(meta.dev(), meta.ino()))
-            {
-                out.push(entry.path());
-            }
-        }
-    }
-    Ok(out)
 }
 
 fn devices(old: &dyn Fn(&Path) -> PathBuf, new: &dyn Fn(&Path) -> PathBuf) -> Result<(), String> {

@@ -88,6 +88,12 @@ impl Host {
             );
             self.deliver();
             result.map_err(|e| HostError::bad_input(&e))?;
+            // A denied judgement's layer is not needed any more.
+            if matches!(answer, Answer::Deny { .. })
+                && let Ok(ws) = self.paths.workspace_canonical()
+            {
+                crate::layers::sweep(self.inst.store.as_ref(), &ws);
+            }
             let (verb, scope) = match &answer {
                 Answer::Approve(s) => ("approved", Some(s.as_str().to_owned())),
                 Answer::Deny { .. } => ("denied", None),

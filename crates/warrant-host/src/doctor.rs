@@ -159,6 +159,17 @@ fn store_checks(checks: &mut Checks, records: Records<'_>) {
             inst.sealer.key().kid()
         )),
     );
+    if let Ok(ws) = records.paths.workspace_canonical() {
+        let swept = crate::layers::sweep(inst.store.as_ref(), &ws);
+        checks.add(
+            "judgement layers",
+            Ok(format!(
+                "{} kept for a person's judgement, {} abandoned removed",
+                swept.kept.len(),
+                swept.removed.len()
+            )),
+        );
+    }
     let head = inst.store.audit_head().map(|h| h.seq).unwrap_or(0);
     let all = records.all_records().unwrap_or_default();
     let keys = warrant_audit::PublicKeys::load_dir(&records.paths.keys())
@@ -217,17 +228,32 @@ fn sandbox_checks(profiles: &BTreeMap<String, ProfileConfig>, checks: &mut Check
         }
     };
     let scratch = std::env::temp_dir().join(format!("warrant-doctor-{}", std::process::id()));
-    let rows = warrant_exec::sandbox::probe(&launcher, &scratch);
+    let mut rows = warrant_exec::sandbox::probe(&launcher, &scratch);
     let _ = std::fs::remove_dir_all(&scratch);
+    // A debug build's test switch: this machine as one without overlays.
+    if crate::controls::disabled("overlay") {
+        for row in rows
+            .iter_mut()
+            .filter(|r| r.mechanism == "overlay observed")
+        {
+            row.available = false;
+            row.detail = "switched off (WARRANT_TEST_DISABLE=overlay)".to_owned();
+        }
+    }
     for row in &rows {
-        let detail = if row.available {
-            row.detail.clone()
-        } else {
-            format!("not available: {}", row.detail)
+        // Without overlays contained commands still run, judged by their argv: said, not failed.
+        let overlay = row.mechanism == "overlay observed";
+        let detail = match (row.available, overlay) {
+            (true, _) => row.detail.clone(),
+            (false, true) => format!(
+                "not available: {}; contained commands write to the workspace directly and are judged by their argv before they run (a destructive argv asks a person first), not by what they changed",
+                row.detail
+            ),
+            (false, false) => format!("not available: {}", row.detail),
         };
         checks.0.push(Check {
             check: format!("sandbox {}", row.mechanism),
-            ok: row.available || !wanted,
+            ok: row.available || !wanted || overlay,
             detail,
         });
     }

@@ -105,6 +105,7 @@ pub fn explain(
                 timeout_ms: 30_000,
                 program,
                 contained,
+                judged: warrant_core::Judging::Changeset,
             }
         }
         // The target is a model as `--model` names it, e.g. `openai:gpt-4.1`.

@@ -19,6 +19,7 @@ pub mod fault;
 pub mod identity;
 pub mod init;
 pub mod install;
+pub mod layers;
 pub mod narrate;
 mod notice;
 pub mod origin;
@@ -235,6 +236,7 @@ impl Host {
             profiles: self.settings.profiles.clone(),
             parent_env: install::parent_env(),
             secrets: install::secret_source(&self.paths, &self.inst.secret, &self.settings)?,
+            no_overlays: controls::disabled("overlay"),
         })
     }
 

@@ -471,6 +471,13 @@ impl Narrator {
                         None => {}
                     }
                 }
+                // No overlays here: it wrote to the workspace directly, judged by its argv.
+                if result.get("judged").and_then(Value::as_str) == Some("argv") {
+                    v.push(
+                        "judged   by its argv before it ran (no overlays on this machine): its writes went to the workspace directly"
+                            .to_owned(),
+                    );
+                }
                 // What the sandbox's egress proxy refused is worth a line of its own.
                 for refused in result
                     .pointer("/egress/refused")

@@ -166,6 +166,8 @@ impl Host {
         let tools = self.tools()?;
         let model = self.provider(&request.model, &tools)?;
         let env = self.tool_env()?;
+        // Layers of abandoned judgements (denied, cancelled, ended) go before new ones come.
+        crate::layers::sweep(self.inst.store.as_ref(), &env.workspace);
         self.with_ring(observer, |ring| {
             let mut state = ring
                 .start(self.new_run_spec(
@@ -421,6 +423,10 @@ impl Host {
                     );
                     let _ = self.inst.store.release(&lease);
                     self.deliver();
+                    // What the run kept for a judgement nobody will settle now.
+                    if let Ok(ws) = self.paths.workspace_canonical() {
+                        crate::layers::sweep(self.inst.store.as_ref(), &ws);
+                    }
                     result.map(|()| Cancelled::Stopped)
                 }
                 Err(warrant_store::StoreError::Leased { holder, .. }) => {

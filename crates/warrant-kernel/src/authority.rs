@@ -503,6 +503,7 @@ mod tests {
             timeout_ms: 1000,
             program: None,
             contained: false,
+            judged: warrant_core::Judging::Changeset,
         };
         assert_eq!(governed.decide(&p, &push, &ws).verdict, Verdict::Ask);
         let call = Action::ProviderCall {

@@ -28,6 +28,10 @@ pub struct ToolEnv {
     pub parent_env: Vec<(String, String)>,
     /// Secrets a profile's commands receive (`[secret_env]`), from the vault; `None`: none.
     pub secrets: Option<std::sync::Arc<dyn crate::asks::SecretSource>>,
+    /// Behave as if this machine had no overlays: contained commands are judged by their argv
+    /// and write to the workspace directly. Set only by a debug build's test switch
+    /// (`WARRANT_TEST_DISABLE=overlay`); otherwise the executor finds out by trying.
+    pub no_overlays: bool,
 }
 
 /// A tool's result as journaled and shown to the model.

@@ -303,13 +303,16 @@ pub const JUDGED_AFTER_ID: &str = "builtin:judged-after";
 
 /// A contained command (its own view, writes only through the judged layer over the workspace)
 /// whose worst effect is destructive: a person is asked after it ran, with its changeset, not
-/// before from its argv. Secret and irreversible classes still ask before.
+/// before from its argv. Secret and irreversible classes still ask before. A contained command
+/// judged by its argv (no overlays on this machine: its writes land directly) is not: its
+/// destructive argv asks before it runs, as before confinement.
 pub fn judged_after(action: &Action, risk: RiskClass) -> bool {
     risk == RiskClass::Destructive
         && matches!(
             action,
             Action::ShellExec {
                 contained: true,
+                judged: warrant_core::Judging::Changeset,
                 ..
             }
         )

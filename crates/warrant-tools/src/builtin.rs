@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use similar::TextDiff;
 use warrant_core::path::canonicalize;
-use warrant_core::{Action, CanonicalPath, Coded, RiskClass, ToolSpec};
+use warrant_core::{Action, CanonicalPath, Coded, Judging, RiskClass, ToolSpec};
 use warrant_exec::OsLinks;
 use warrant_kernel::{
     Authorized, EffectResult, Presentation, ReadFilter, Refusal, StopCheck, Tool, ToolEnv,
@@ -428,6 +428,7 @@ impl Tool for RunCommand {
             timeout_ms,
             program,
             contained: profile.is_contained(),
+            judged: judging(profile, env),
         }])
     }
     fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation {
@@ -442,6 +443,7 @@ impl Tool for RunCommand {
                     timeout_ms,
                     program,
                     contained,
+                    judged,
                 } => {
                     title.push(format!("run {}", shown_argv(argv)));
                     let found = match program {
@@ -454,11 +456,14 @@ impl Tool for RunCommand {
                         .map(|p| format!("{:?}", p.inherit_env).to_lowercase())
                         .unwrap_or_else(|| "?".into());
                     let given = crate::secrets::shown(profile, env);
-                    let confinement = env
+                    let mut confinement = env
                         .profiles
                         .get(profile)
                         .map(|p| confinement_words(p, *contained))
                         .unwrap_or_else(|| "unknown profile".into());
+                    if *contained && *judged == Judging::Argv {
+                        confinement.push_str(JUDGED_BY_ARGV);
+                    }
                     body.push_str(&format!(
                         "argv:    {}\nprogram: {found}\ncwd:     {cwd}\nprofile: {profile} (timeout {timeout_ms} ms, environment: {inherit} + profile settings, secrets {})\nconfinement: {confinement}\n",
                         serde_json::to_string(argv).unwrap_or_default(),
@@ -623,6 +628,37 @@ impl Tool for RunCommand {
     }
 }
 
+/// How a command of `profile` is judged here: a contained one by its changeset, unless this
+/// machine builds the view but cannot layer the workspace (no overlays), in which case by its
+/// argv before it runs. Where even the view cannot be built, by its changeset still: the
+/// executor then refuses it, as the default confinement requires.
+fn judging(profile: &warrant_core::config::ProfileConfig, env: &ToolEnv) -> Judging {
+    if !profile.is_contained() {
+        return Judging::Changeset;
+    }
+    if env.no_overlays {
+        return Judging::Argv;
+    }
+    let (Ok(launcher), Some(scratch)) = (
+        warrant_exec::Launcher::current_exe(),
+        warrant_exec::judged::layers_dir(),
+    ) else {
+        return Judging::Changeset;
+    };
+    if std::fs::create_dir_all(&scratch).is_err() {
+        return Judging::Changeset;
+    }
+    match warrant_exec::sandbox::overlays(&launcher, &scratch) {
+        warrant_exec::sandbox::Overlays::Unavailable(_) => Judging::Argv,
+        warrant_exec::sandbox::Overlays::Available | warrant_exec::sandbox::Overlays::NoView(_) => {
+            Judging::Changeset
+        }
+    }
+}
+
+/// Added to a contained command's confinement words where overlays are unavailable.
+pub const JUDGED_BY_ARGV: &str = "; NO OVERLAYS on this machine: its writes land in the workspace directly, so it was judged by its argv before it ran, not by what it changed";
+
 /// What confines a profile's commands, in the words an approval prompt shows.
 pub fn confinement_words(profile: &warrant_core::config::ProfileConfig, contained: bool) -> String {
     use warrant_core::config::{Enforcement, Isolation, NetworkPolicy};
@@ -635,10 +671,10 @@ pub fn confinement_words(profile: &warrant_core::config::ProfileConfig, containe
         NetworkPolicy::Allow(list) => format!("network only to {}", list.join(", ")),
     };
     let view = match sandbox.isolation {
-        Isolation::Namespaces if !matches!(sandbox.network, NetworkPolicy::Allow(_)) => {
+        Isolation::Namespaces => {
             "writes only inside the workspace; .git read-only; .warrant, .env and key files hidden; a private home and /tmp"
         }
-        Isolation::Namespaces | Isolation::Landlock => {
+        Isolation::Landlock => {
             "Landlock rules over the host's view: writes only inside the workspace; .git read-only; denied names unreadable"
         }
     };

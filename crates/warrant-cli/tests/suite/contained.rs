@@ -222,56 +222,389 @@ fn a_deletion_waits_for_a_person_who_sees_the_files() {
     );
 }
 
-/// The agent first writes configuration (a git alias, a Python site file, a Makefile), then
-/// asks for a harmless-looking command that runs it: whatever that code does stays in the
-/// view (no secrets, no network, no .git, no .warrant).
-#[test]
-fn configuration_the_agent_wrote_runs_only_inside_the_view() {
-    let payload = "cat .env 2>/dev/null; ls .warrant/keys 2>/dev/null; echo pwned > .warrant/policies/zz.cedar; echo hook > .git/hooks/post-checkout; python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", PORT), 1); print(\"NET-OK\")'";
+/// What a payload the agent planted got when a harmless-looking command ran it.
+#[derive(Debug, PartialEq, Eq)]
+struct Loot {
+    ran: bool,
+    home_secret: bool,
+    dotenv: bool,
+    approver_key: bool,
+    network: bool,
+    wrote_warrant: bool,
+    wrote_git: bool,
+}
+
+impl Loot {
+    /// The payload ran and reached nothing.
+    const CONTAINED: Loot = Loot {
+        ran: true,
+        home_secret: false,
+        dotenv: false,
+        approver_key: false,
+        network: false,
+        wrote_warrant: false,
+        wrote_git: false,
+    };
+    /// The payload ran and reached everything.
+    const EVERYTHING: Loot = Loot {
+        ran: true,
+        home_secret: true,
+        dotenv: true,
+        approver_key: true,
+        network: true,
+        wrote_warrant: true,
+        wrote_git: true,
+    };
+}
+
+/// The agent wrote `payload.sh` and a configuration (`plant`) that makes `argv` run it; a
+/// careless person approves it (every command is asked here; `--prompt always`, once). The payload
+/// reads a home secret, `.env` and the person's approver key, connects to a listener on the
+/// host's 127.0.0.1, and writes `.warrant/policies/` and `.git/hooks/`. Under `profile`.
+fn planted(plant: &dyn Fn(&Sandbox), argv: &[&str], profile: &str) -> Loot {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let payload = payload.replace("PORT", &port.to_string());
-    let attempt = |profile: &str| -> (String, bool, bool) {
-        let sb = Sandbox::init();
-        std::fs::create_dir_all(sb.ws.join(".git/hooks")).unwrap();
-        sb.write(".env", "GREETING=marker-in-dotenv\n");
-        sb.write(
-            "Makefile",
-            &format!("check:\n\t@{}\n", payload.replace('$', "$$")),
-        );
-        if profile == "open" {
-            sb.add_unconfined_profile();
-        }
-        let model = sb.transcript(&format!(
-            "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: {{ argv: [make, -s, check], profile: {profile} }}\n  - say: done\n"
-        ));
-        let out = sb.run_stdin(
-            &["run", "--prompt", "always", "--model", &model, "check"],
-            "o\n",
-        );
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        let (_, events) = sb.last_run();
-        let text = results(&events)[0]["stdout"]["text"]
+    let mut sb = Sandbox::init();
+    with_toolchains(&mut sb);
+    std::fs::create_dir_all(sb.ws.join(".git/hooks")).unwrap();
+    sb.write(".env", "GREETING=marker-in-dotenv\n");
+    std::fs::create_dir_all(sb.home.join(".aws")).unwrap();
+    std::fs::write(
+        sb.home.join(".aws/credentials"),
+        "aws_secret=marker-in-home\n",
+    )
+    .unwrap();
+    assert!(sb.home.join(".config/warrant/approver.key").exists());
+    sb.write(
+        "payload.sh",
+        &format!(
+            concat!(
+                "exec 1>&2\n",
+                "echo PAYLOAD-RAN\n",
+                "cat \"$HOME/.aws/credentials\" 2>/dev/null\n",
+                "cd \"{ws}\" && cat .env 2>/dev/null\n",
+                "test -r \"$HOME/.config/warrant/approver.key\" && cat \"$HOME/.config/warrant/approver.key\" >/dev/null && echo APPROVER-KEY-READ\n",
+                "(exec 3<>/dev/tcp/127.0.0.1/{port} && echo NET-OK) 2>/dev/null\n",
+                "echo pwned > .warrant/policies/zz.cedar 2>/dev/null\n",
+                "echo hook > .git/hooks/post-checkout 2>/dev/null\n",
+                "true\n",
+            ),
+            ws = sb.ws.display(),
+            port = port
+        ),
+    );
+    plant(&sb);
+    // Every command is asked, so the careless person approves the contained one too.
+    sb.review_commands();
+    if profile == "open" {
+        sb.add_unconfined_profile();
+    }
+    let model = sb.transcript(&format!(
+        "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: {{ argv: {}, profile: {profile} }}\n  - say: done\n",
+        serde_json::to_string(argv).unwrap()
+    ));
+    let out = sb.run_stdin(
+        &["run", "--prompt", "always", "--model", &model, "check"],
+        "o\n",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (_, events) = sb.last_run();
+    assert!(
+        kinds(&events).contains(&"approval_granted".to_owned()),
+        "approved: {:?}",
+        kinds(&events)
+    );
+    let result = &results(&events)[0];
+    let text = format!(
+        "{}{}",
+        result["stdout"]["text"].as_str().unwrap_or_default(),
+        result["stderr"]["text"].as_str().unwrap_or_default()
+    );
+    drop(listener);
+    Loot {
+        ran: text.contains("PAYLOAD-RAN"),
+        home_secret: text.contains("marker-in-home"),
+        dotenv: text.contains("marker-in-dotenv"),
+        approver_key: text.contains("APPROVER-KEY-READ"),
+        network: text.contains("NET-OK"),
+        wrote_warrant: sb.exists(".warrant/policies/zz.cedar"),
+        wrote_git: sb.exists(".git/hooks/post-checkout"),
+    }
+}
+
+/// Each way of running code through configuration the agent wrote, under an unconfined
+/// profile a careless person approved (the control: the payload reaches everything) and under
+/// the default profile (it runs, and reaches nothing).
+fn contained_only_in_the_view(plant: &dyn Fn(&Sandbox), argv: &[&str]) {
+    assert_eq!(planted(plant, argv, "open"), Loot::EVERYTHING, "control");
+    assert_eq!(planted(plant, argv, "default"), Loot::CONTAINED);
+}
+
+/// make: a Makefile recipe.
+#[test]
+fn a_makefile_the_agent_wrote_runs_only_inside_the_view() {
+    contained_only_in_the_view(
+        &|sb| {
+            sb.write("Makefile", "check:\n\t@bash payload.sh\n");
+        },
+        &["make", "-s", "check"],
+    );
+}
+
+/// git: `core.fsmonitor` in the repository's configuration runs on a plain `git status`.
+/// (`.git` is read-only to commands; the agent could write it only with the file tools where
+/// policy lets it, so the test plants it.)
+#[test]
+fn a_git_configuration_the_agent_wrote_runs_only_inside_the_view() {
+    contained_only_in_the_view(
+        &|sb| {
+            let git = |args: &[&str]| {
+                let out = std::process::Command::new("git")
+                    .args(args)
+                    .current_dir(&sb.ws)
+                    .env("HOME", &sb.home)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{out:?}");
+            };
+            git(&["init", "-q", "."]);
+            git(&["config", "core.fsmonitor", "bash payload.sh #"]);
+        },
+        &["git", "status", "--short"],
+    );
+}
+
+/// npm: a `test` script in `package.json`, run by `npm test`.
+#[test]
+fn an_npm_script_the_agent_wrote_runs_only_inside_the_view() {
+    contained_only_in_the_view(
+        &|sb| {
+            sb.write(
+                "package.json",
+                r#"{"name": "notes", "version": "1.0.0", "scripts": {"test": "bash payload.sh"}}"#,
+            );
+        },
+        &["npm", "test", "--silent"],
+    );
+}
+
+/// Python: a `.pth` file in the workspace's virtual environment runs at interpreter start,
+/// before the harmless script it was asked to run.
+#[test]
+fn a_python_site_file_the_agent_wrote_runs_only_inside_the_view() {
+    contained_only_in_the_view(
+        &|sb| {
+            let out = std::process::Command::new("python3")
+                .args(["-m", "venv", "--without-pip", ".venv"])
+                .current_dir(&sb.ws)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            let lib = std::fs::read_dir(sb.ws.join(".venv/lib"))
+                .unwrap()
+                .flatten()
+                .next()
+                .unwrap()
+                .path();
+            std::fs::write(
+                lib.join("site-packages/zz-setup.pth"),
+                "import os; os.system('bash payload.sh')\n",
+            )
+            .unwrap();
+            sb.write("hello.py", "print('hello')\n");
+        },
+        &[".venv/bin/python3", "hello.py"],
+    );
+}
+
+/// Where overlays are unavailable (this machine has them; `WARRANT_TEST_DISABLE=overlay` makes
+/// Warrant believe it has none) a contained command still runs in its own view, writes to the
+/// workspace directly, and is judged by its argv before it runs: `touch` runs without anyone
+/// asked, `find -delete` asks a person first and nothing is deleted before the answer (denied,
+/// the files stay). The journal, `runs show`, the request and `doctor` say so. Control: the
+/// same `find -delete` with overlays runs first and parks with its changeset
+/// (`find_delete_waits_for_a_person_and_lands_only_when_approved`).
+#[test]
+fn without_overlays_commands_are_judged_by_their_argv_before_they_run() {
+    let mut sb = Sandbox::init();
+    sb.extra_env
+        .push(("WARRANT_TEST_DISABLE".into(), "overlay".into()));
+    sb.write(".env", "GREETING=marker-in-dotenv\n");
+    sb.write("peek.sh", "cat .env\n");
+
+    let doctor = sb.run(&["doctor", "--json"]);
+    let report: Value = serde_json::from_slice(&doctor.stdout).unwrap();
+    let check = |name: &str| {
+        report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} row: {report:#}"))
+    };
+    let overlay = check("sandbox overlay observed");
+    assert_eq!(overlay["ok"], true, "{overlay}");
+    assert!(
+        overlay["detail"]
+            .as_str()
+            .unwrap()
+            .contains("not available: switched off (WARRANT_TEST_DISABLE=overlay); contained commands write to the workspace directly and are judged by their argv"),
+        "{overlay}"
+    );
+    let default = check("default profile");
+    assert_eq!(default["ok"], true, "{default}");
+    assert!(
+        default["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("enforced here, but WITHOUT OVERLAYS"),
+        "{default}"
+    );
+
+    let out = run_commands(&sb, &[&["touch", "made.txt"], &["sh", "peek.sh"]]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (run, events) = sb.last_run();
+    assert!(
+        !kinds(&events).contains(&"approval_requested".to_owned()),
+        "{:?}",
+        kinds(&events)
+    );
+    assert!(sb.exists("made.txt"), "it wrote to the workspace directly");
+    let results = results(&events);
+    assert_eq!(results[0]["judged"], "argv", "{results:#?}");
+    assert!(results[0].get("changes").is_none(), "{results:#?}");
+    assert!(
+        results[0]["sandbox"]["applied"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("view")),
+        "still in its own view: {results:#?}"
+    );
+    assert!(
+        !results[1]["stdout"]["text"]
             .as_str()
             .unwrap_or_default()
-            .to_owned();
-        (
-            text,
-            sb.exists(".warrant/policies/zz.cedar"),
-            sb.exists(".git/hooks/post-checkout"),
-        )
-    };
-    let (text, policy, hook) = attempt("open");
-    assert!(text.contains("marker-in-dotenv"), "control: {text}");
-    assert!(
-        text.contains("approvers"),
-        "control: the keys are listed: {text}"
+            .contains("marker-in-dotenv"),
+        ".env stays masked: {results:#?}"
     );
-    assert!(text.contains("NET-OK"), "control: {text}");
-    assert!(policy && hook, "control: both written");
-    let (text, policy, hook) = attempt("default");
-    assert!(!text.contains("marker-in-dotenv"), "{text}");
-    assert!(!text.contains("approvers"), "{text}");
-    assert!(!text.contains("NET-OK"), "{text}");
-    assert!(!policy && !hook, "{text}");
+    let proposed: Vec<Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "action_proposed")
+        .map(|e| e["payload"].clone())
+        .collect();
+    assert!(
+        proposed
+            .iter()
+            .all(|p| p.to_string().contains(r#""judged":"argv""#)),
+        "the action says so, so the approval digest covers it: {proposed:#?}"
+    );
+    let shown = stdout(&sb.run(&["runs", "show", &run]));
+    assert!(
+        shown.contains("judged   by its argv before it ran (no overlays on this machine)"),
+        "{shown}"
+    );
+
+    let md = [
+        "README.md",
+        "notes/meeting-2026-11-20.md",
+        "notes/meeting-2026-11-27.md",
+    ];
+    let out = run_commands(&sb, &[&["find", ".", "-name", "*.md", "-delete"]]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let request = parked_request(&out);
+    let (run, events) = sb.last_run();
+    assert!(md.iter().all(|f| sb.exists(f)), "asked before it ran");
+    let kinds = kinds(&events);
+    assert!(!kinds.contains(&"effect_started".to_owned()), "{kinds:?}");
+    assert!(!kinds.contains(&"effect_judging".to_owned()), "{kinds:?}");
+    let asked = stdout(&sb.run(&["requests", "show", &request]));
+    assert!(asked.contains("NO OVERLAYS on this machine"), "{asked}");
+    let denied = sb.run(&["deny", &request, "--reason", "keep the notes"]);
+    assert_eq!(denied.status.code(), Some(0), "{}", stderr(&denied));
+    let resumed = sb.run(&["resume", &run]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert!(md.iter().all(|f| sb.exists(f)), "denied, nothing ran");
+}
+
+/// The layer a withheld changeset is kept in goes once nothing can settle it: when the request
+/// is denied, when the run is cancelled, and when `doctor` (or the start of a run) finds a
+/// layer of this workspace that no waiting run names. The layer of a run still waiting stays.
+#[test]
+fn layers_of_abandoned_judgements_are_removed() {
+    let layers_of = |sb: &Sandbox| -> Vec<std::path::PathBuf> {
+        let dir = sb.home.join("state/warrant/layers");
+        let mut out: Vec<_> = std::fs::read_dir(&dir)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        out.retain(|p: &std::path::PathBuf| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("layer-")
+        });
+        out.sort();
+        out
+    };
+    let find: &[&str] = &["find", ".", "-name", "*.md", "-delete"];
+    let mut sb = Sandbox::init();
+    let state = sb.home.join("state");
+    sb.extra_env
+        .push(("XDG_STATE_HOME".into(), state.display().to_string()));
+
+    // Denied: removed at the answer.
+    let out = run_commands(&sb, &[find]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert_eq!(layers_of(&sb).len(), 1, "kept while it waits");
+    let request = parked_request(&out);
+    let denied = sb.run(&["deny", &request, "--reason", "keep them"]);
+    assert_eq!(denied.status.code(), Some(0), "{}", stderr(&denied));
+    assert_eq!(layers_of(&sb), Vec::<std::path::PathBuf>::new());
+
+    // Cancelled: removed with the run.
+    let out = run_commands(&sb, &[find]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let (run, _) = sb.last_run();
+    assert_eq!(layers_of(&sb).len(), 1);
+    let cancelled = sb.run(&["runs", "cancel", &run]);
+    assert_eq!(cancelled.status.code(), Some(0), "{}", stderr(&cancelled));
+    assert_eq!(layers_of(&sb), Vec::<std::path::PathBuf>::new());
+
+    // A waiting run's layer stays; a copy no journal names (a crash between the command and
+    // its judgement) is swept by doctor.
+    let out = run_commands(&sb, &[find]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let waiting = layers_of(&sb);
+    assert_eq!(waiting.len(), 1);
+    let stray = waiting[0].with_file_name("layer-00000000deadbeef");
+    std::fs::create_dir_all(stray.join("upper")).unwrap();
+    std::fs::copy(waiting[0].join("owner"), stray.join("owner")).unwrap();
+    let doctor = sb.run(&["doctor", "--json"]);
+    let report: Value = serde_json::from_slice(&doctor.stdout).unwrap();
+    let row = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "judgement layers")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        row["detail"], "1 kept for a person's judgement, 1 abandoned removed",
+        "{row}"
+    );
+    assert_eq!(layers_of(&sb), waiting);
+    // A layer left by a run that has ended is swept when the next run starts.
+    let done = run_commands(&sb, &[&["true"]]);
+    assert_eq!(done.status.code(), Some(0), "{}", stderr(&done));
+    let (ended, _) = sb.last_run();
+    std::fs::create_dir_all(stray.join("upper")).unwrap();
+    std::fs::write(
+        stray.join("owner"),
+        serde_json::json!({"workspace": sb.ws.to_str().unwrap(), "run": ended}).to_string(),
+    )
+    .unwrap();
+    assert_eq!(layers_of(&sb).len(), 2);
+    let next = run_commands(&sb, &[&["true"]]);
+    assert_eq!(next.status.code(), Some(0), "{}", stderr(&next));
+    assert_eq!(layers_of(&sb), waiting, "the waiting run's layer stays");
 }

@@ -29,7 +29,7 @@ pub use identity::{
 pub use merge::{Settings, merge_settings};
 pub use profiles::{
     DEFAULT_DENIED, DEFAULT_READ_ROOTS, DEFAULT_SCRATCH, Enforcement, EnvInherit, Isolation,
-    NetworkPolicy, ProfileConfig, ResourceLimits, SandboxConfig,
+    NetworkPolicy, OutsideLinks, ProfileConfig, ResourceLimits, SandboxConfig,
 };
 pub use providers::{AnthropicConfig, OpenAiConfig, ProvidersConfig};
 pub use run::{

@@ -100,6 +100,28 @@ pub struct SandboxConfig {
     /// `change`, not `destructive`, so an incremental build does not wait for a person.
     #[serde(default = "default_scratch")]
     pub scratch: Vec<String>,
+    /// A file in the workspace that also has a name outside it (a hard link from the home
+    /// directory, a local `git clone`'s objects, a pnpm store): `mask` (the default) hides it
+    /// from commands, as it may be a secret under a harmless name; `allow` leaves it readable.
+    #[serde(default, skip_serializing_if = "OutsideLinks::is_mask")]
+    pub outside_links: OutsideLinks,
+}
+
+/// What a command sees of a workspace file that has a name outside the workspace too.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutsideLinks {
+    /// Masked, like a denied name.
+    #[default]
+    Mask,
+    /// Left as it is.
+    Allow,
+}
+
+impl OutsideLinks {
+    pub fn is_mask(&self) -> bool {
+        *self == Self::Mask
+    }
 }
 
 /// Directories of regenerable build output and caches (see [`SandboxConfig::scratch`]).
@@ -159,6 +181,7 @@ impl Default for SandboxConfig {
             denied: default_denied(),
             isolation: Isolation::default(),
             scratch: default_scratch(),
+            outside_links: OutsideLinks::default(),
         }
     }
 }

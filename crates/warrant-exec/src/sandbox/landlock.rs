@@ -39,6 +39,10 @@ pub(super) fn apply_landlock(
         if let Some(home) = &plan.home {
             grants.push((home.clone(), all));
         }
+        // Toolchain caches, each a layer of the workspace's own over the real cache.
+        for cache in &plan.cache_layers {
+            grants.push((cache.lower.as_path().to_path_buf(), all));
+        }
     } else {
         // Toolchain trees in the home directory are too large to search per command.
         let home = plan.home.as_ref();

@@ -119,6 +119,14 @@ fn view_init_main(args: &[String]) -> i32 {
         Ok(c) => c,
         Err(e) => return fail(&format!("cannot read the working directory: {e}")),
     };
+    // The launcher is not in the view: an allowlist's forwarder is started from this
+    // descriptor (close-on-exec, so the command never holds it).
+    if plan.egress_socket.is_some() {
+        match std::fs::File::open("/proc/self/exe") {
+            Ok(exe) => crate::netns::keep_launcher(exe),
+            Err(e) => return fail(&format!("cannot open the launcher for the forwarder: {e}")),
+        }
+    }
     if let Err(message) = crate::view::build(&plan, plan.home.as_deref(), &cwd) {
         return fail(&format!(
             "the command's view could not be built ({message})"

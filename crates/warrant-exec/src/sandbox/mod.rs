@@ -29,14 +29,16 @@ mod seccomp;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use warrant_core::config::{Enforcement, Isolation, NetworkPolicy, ProfileConfig, ResourceLimits};
+use warrant_core::config::{
+    Enforcement, Isolation, NetworkPolicy, OutsideLinks, ProfileConfig, ResourceLimits,
+};
 use warrant_core::path::canonicalize;
 use warrant_core::{CanonicalPath, LinkResolver};
 
 use crate::error::ExecError;
 
 pub use launcher::{Launcher, sandbox_main};
-pub use probe::{ProbeRow, probe, profile_verdict, rows_needed};
+pub use probe::{Overlays, ProbeRow, overlays, overlays_in, probe, profile_verdict, rows_needed};
 
 /// Exit status of the launcher when the sandbox could not be applied (the target never ran).
 pub const SANDBOX_FAILED_EXIT: i32 = 125;
@@ -133,6 +135,20 @@ pub struct SandboxPlan {
     /// Build-output directories whose deletions are a `change` (`SandboxConfig::scratch`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scratch: Vec<String>,
+    /// Caches inside read-only toolchain trees that builds write to (`~/.cargo/registry`,
+    /// `~/.cargo/git`, `~/go/pkg/mod`, see [`crate::view::TOOLCHAIN_CACHES`]), where they exist:
+    /// in the view each is a copy-on-write layer of its own ([`Self::cache_layers`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caches: Vec<CanonicalPath>,
+    /// The layers over `caches`, set by the executor: the real cache below (never written), a
+    /// directory per workspace above (see [`crate::judged::cache_layers`]), so what one
+    /// command fetched the next one in the same workspace finds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cache_layers: Vec<OverlaySpec>,
+    /// Whether workspace files that have a name outside the workspace are masked in the view
+    /// (`SandboxConfig::outside_links`).
+    #[serde(default, skip_serializing_if = "OutsideLinks::is_mask")]
+    pub outside_links: OutsideLinks,
     /// Test knob: the launcher behaves as if this mechanism were unavailable on this kernel.
     /// [`SandboxPlan::from_profile`] never sets it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -194,12 +210,14 @@ impl SandboxPlan {
         };
         let mut aliases = Vec::new();
         let mut toolchains = Vec::new();
+        let mut caches = Vec::new();
         let mut resolve_all = |list: &[String]| -> Result<Vec<CanonicalPath>, ExecError> {
             let mut out = Vec::new();
             for (written, p) in list.iter().filter_map(|w| expand(w).map(|p| (w, p))) {
                 let resolved = resolve(&p)?;
                 if written.starts_with("~/") || written.starts_with('$') {
                     toolchains.push(resolved.clone());
+                    caches.extend(crate::view::toolchain_caches(written, &resolved));
                 }
                 if Path::new(&p).is_absolute() && Path::new(&p) != resolved.as_path() {
                     aliases.push((PathBuf::from(&p), resolved.clone()));
@@ -263,13 +281,19 @@ impl SandboxPlan {
             denied_paths,
             egress_socket: None,
             overlay: None,
-            // An allowlist's forwarder still runs in the host's view (see docs/STATUS.md).
-            view: config.isolation == Isolation::Namespaces
-                && !matches!(config.network, NetworkPolicy::Allow(_)),
+            // An allowlist too: the proxy's socket is bound into the view for its forwarder.
+            view: config.isolation == Isolation::Namespaces,
             aliases,
             home,
             toolchains,
             scratch: config.scratch.clone(),
+            caches: {
+                caches.sort();
+                caches.dedup();
+                caches
+            },
+            cache_layers: Vec::new(),
+            outside_links: config.outside_links,
             simulate_unavailable: None,
         }))
     }
@@ -429,6 +453,9 @@ mod tests {
                 home: plan.home.clone(),
                 toolchains: plan.toolchains.clone(),
                 scratch: plan.scratch.clone(),
+                caches: plan.caches.clone(),
+                cache_layers: Vec::new(),
+                outside_links: OutsideLinks::Mask,
                 simulate_unavailable: None,
             }
         );
@@ -466,6 +493,7 @@ mod tests {
             vec![
                 Mechanism::Session,
                 Mechanism::ProcessLimit,
+                Mechanism::View,
                 Mechanism::NetworkNamespace,
                 Mechanism::EgressProxy,
                 Mechanism::NoNewPrivs,

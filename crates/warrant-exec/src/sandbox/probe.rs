@@ -72,10 +72,10 @@ pub fn rows_needed(config: &warrant_core::config::SandboxConfig) -> Vec<&'static
         "seccomp",
         "landlock observed",
     ];
-    if config.isolation == Isolation::Namespaces
-        && !matches!(config.network, NetworkPolicy::Allow(_))
-    {
-        out.extend(["view", "view observed", "overlay observed"]);
+    if config.isolation == Isolation::Namespaces {
+        // Not "overlay observed": without overlays contained commands fall back to being
+        // judged by their argv (see [`profile_verdict`]), they are not refused.
+        out.extend(["view", "view observed"]);
     }
     if !config.denied.is_empty() {
         out.push("denied observed");
@@ -111,7 +111,21 @@ pub fn profile_verdict(
         .filter(|r| !r.available && needed.contains(&r.mechanism))
         .map(|r| r.mechanism)
         .collect();
+    // Only a contained profile's commands are layered (and judged by their changeset).
+    let contained = warrant_core::config::ProfileConfig {
+        sandbox: Some(config.clone()),
+        ..warrant_core::config::ProfileConfig::default()
+    }
+    .is_contained();
+    let no_overlay = contained
+        && rows
+            .iter()
+            .any(|r| r.mechanism == "overlay observed" && !r.available);
     match (config.enforcement, lacking.is_empty()) {
+        (_, true) if no_overlay => (
+            true,
+            "enforced here, but WITHOUT OVERLAYS: its commands write to the workspace directly and are judged by their argv before they run (a destructive argv asks a person first), not by what they changed".to_owned(),
+        ),
         (_, true) => (true, "fully enforced here".to_owned()),
         (Enforcement::BestEffort, false) => (
             true,
@@ -390,6 +404,78 @@ fn probe_overlay(
         && !ws.join("probe-layer.txt").exists())
 }
 
+/// Whether this machine can hold a contained command's writes in a copy-on-write layer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Overlays {
+    /// A write under the view landed in the layer, not in the workspace.
+    Available,
+    /// The view could be built but not the overlay in it (why): contained commands are judged
+    /// by their argv and write to the workspace directly.
+    Unavailable(String),
+    /// The view itself could not be built (why): contained commands are refused, as the
+    /// default confinement requires; nothing to fall back to.
+    NoView(String),
+}
+
+/// Try once per process (the answer is cached): a view over a scratch workspace under
+/// `scratch` (created and removed here) whose writes go to a layer beside it, as a contained
+/// command's would.
+pub fn overlays(launcher: &Launcher, scratch: &Path) -> Overlays {
+    static ONCE: std::sync::OnceLock<Overlays> = std::sync::OnceLock::new();
+    ONCE.get_or_init(|| {
+        let dir = scratch.join(format!("overlay-probe-{:016x}", rand::random::<u64>()));
+        let answer = overlays_in(launcher, &dir);
+        // overlayfs leaves `work/work` with mode 000.
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(
+            dir.join("layer/work/work"),
+            std::fs::Permissions::from_mode(0o700),
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        answer
+    })
+    .clone()
+}
+
+/// [`overlays`] in `dir`, uncached.
+pub fn overlays_in(launcher: &Launcher, dir: &Path) -> Overlays {
+    let ws = dir.join("ws");
+    if let Err(e) = std::fs::create_dir_all(&ws) {
+        return Overlays::NoView(format!("cannot prepare {}: {e}", ws.display()));
+    }
+    let plan = match probe_plan(launcher, &ws) {
+        Ok(plan) => plan,
+        Err(e) => return Overlays::NoView(e),
+    };
+    // The usual answer in one launch; only a failure needs telling apart.
+    let layered = probe_overlay(launcher, &plan, &ws, dir);
+    if layered == Ok(true) {
+        return Overlays::Available;
+    }
+    // The view alone: without it there is nothing to fall back to.
+    let argv = ["sh", "-c", "true"].map(str::to_owned);
+    match run_probe(launcher, &plan, &ws, &argv) {
+        Ok((report, _, _)) if report.applied.contains(&Mechanism::View) => {}
+        Ok((report, _, _)) => {
+            return Overlays::NoView(
+                report
+                    .not_applied
+                    .iter()
+                    .find(|n| n.mechanism == Mechanism::View)
+                    .map_or_else(
+                        || "the view was not applied".to_owned(),
+                        |n| n.reason.clone(),
+                    ),
+            );
+        }
+        Err(e) => return Overlays::NoView(e),
+    }
+    Overlays::Unavailable(match layered {
+        Ok(_) => "a write under the view did not land in the copy-on-write layer".to_owned(),
+        Err(e) => e,
+    })
+}
+
 fn probe_egress_run(
     launcher: &Launcher,
     plan: &SandboxPlan,
@@ -407,8 +493,6 @@ fn probe_egress_run(
     let plan = SandboxPlan {
         network: NetworkPolicy::Allow(Vec::new()),
         egress_socket: Some(proxy.socket().to_path_buf()),
-        // As for a configured allowlist: the forwarder runs in the host's view.
-        view: false,
         ..plan.clone()
     };
     let argv = [
@@ -458,6 +542,9 @@ fn probe_plan(launcher: &Launcher, ws: &Path) -> Result<SandboxPlan, String> {
         home: None,
         toolchains: Vec::new(),
         scratch: Vec::new(),
+        caches: Vec::new(),
+        cache_layers: Vec::new(),
+        outside_links: warrant_core::config::OutsideLinks::Mask,
         simulate_unavailable: None,
     })
 }
@@ -590,5 +677,19 @@ mod tests {
                 refused("landlock observed"),
             ]
         );
+        // Without overlays a viewed profile still runs, judged by argv, and says so; a profile
+        // outside the view (an allowlist) is not concerned.
+        let mut no_overlay = rows(&[]);
+        no_overlay.push(ProbeRow {
+            mechanism: "overlay observed",
+            available: false,
+            detail: String::new(),
+        });
+        let (ok, said) = profile_verdict(&none, &no_overlay);
+        assert!(
+            ok && said.starts_with("enforced here, but WITHOUT OVERLAYS"),
+            "{said}"
+        );
+        assert_eq!(profile_verdict(&allow, &no_overlay), fully());
     }
 }

@@ -394,3 +394,48 @@ fn a_hard_link_to_a_denied_file_is_not_read() {
     assert!(!err.to_string().contains("linked-secret"));
     assert_eq!(read_in(&at("copy.txt")).unwrap().content, "plain");
 }
+
+/// A file of the person's home hard-linked into the workspace has a name outside it: refused
+/// (the home's secret under a harmless name). A file whose names are all in the workspace is
+/// read, and so is the same content copied rather than linked (the controls).
+#[test]
+fn a_hard_link_from_outside_the_workspace_is_not_read() {
+    let (_d, ws) = tempdir();
+    let (_h, home) = tempdir();
+    std::fs::create_dir(home.as_path().join(".aws")).unwrap();
+    std::fs::write(
+        home.as_path().join(".aws/credentials"),
+        "aws_secret=home-secret",
+    )
+    .unwrap();
+    std::fs::hard_link(
+        home.as_path().join(".aws/credentials"),
+        ws.as_path().join("notes.txt"),
+    )
+    .unwrap();
+    std::fs::copy(
+        home.as_path().join(".aws/credentials"),
+        ws.as_path().join("copied.txt"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(ws.as_path().join("target/debug/deps")).unwrap();
+    std::fs::write(ws.as_path().join("target/debug/deps/app-1"), "built").unwrap();
+    std::fs::hard_link(
+        ws.as_path().join("target/debug/deps/app-1"),
+        ws.as_path().join("target/debug/app"),
+    )
+    .unwrap();
+    let at = |rel: &str| {
+        CanonicalPath::from_normalized(ws.as_path().join(rel).to_str().unwrap()).unwrap()
+    };
+    let read_in =
+        |p: &CanonicalPath| read_file(&authorized(Action::FsRead { path: p.clone() }), &ws);
+    let err = read_in(&at("notes.txt")).unwrap_err();
+    assert_eq!(err.code(), "W-EXEC-029", "{err}");
+    assert!(!err.to_string().contains("home-secret"));
+    assert_eq!(
+        read_in(&at("copied.txt")).unwrap().content,
+        "aws_secret=home-secret"
+    );
+    assert_eq!(read_in(&at("target/debug/app")).unwrap().content, "built");
+}

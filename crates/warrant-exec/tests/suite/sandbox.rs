@@ -57,6 +57,7 @@ fn run_in(
         timeout_ms: 20_000,
         program: None,
         contained: false,
+        judged: warrant_core::Judging::Changeset,
     };
     run_command_confined(
         &authorized(action),
@@ -397,6 +398,7 @@ fn a_sandboxed_profile_is_never_run_without_a_launcher() {
         timeout_ms: 1_000,
         program: None,
         contained: false,
+        judged: warrant_core::Judging::Changeset,
     };
     let err = warrant_exec::run_command(&authorized(action), &profile(on()), &[]).unwrap_err();
     assert_eq!(err.code(), "W-EXEC-021");
@@ -453,6 +455,7 @@ fn run_profile(
         timeout_ms,
         program: None,
         contained: false,
+        judged: warrant_core::Judging::Changeset,
     };
     run_command_confined(
         &authorized(action),
@@ -726,6 +729,7 @@ fn egress_needs_the_namespace_or_is_refused() {
         timeout_ms: 10_000,
         program: None,
         contained: false,
+        judged: warrant_core::Judging::Changeset,
     };
     let run = |simulate| {
         let mut plan = plan.clone();
@@ -1091,4 +1095,71 @@ fn the_egress_forwarder_does_not_outlive_the_command() {
     }
     warrant_exec::cgroup::release(pid.parse().unwrap());
     assert_eq!(left, 0, "the forwarder of launcher {pid} outlived it");
+}
+
+/// An allowlist profile under the default isolation runs in the command's own view: the egress
+/// proxy's socket is bound into it for the forwarder, so a listed host is reached through the
+/// proxy and nothing else is, while the view holds (a file can be created at a workspace root
+/// that has `.git`, `/proc` shows only the command's processes, `.env` is masked). Control:
+/// the same allowlist under `isolation = "landlock"` (the host's view) cannot create the file.
+#[test]
+fn an_allowlist_runs_in_the_view_with_the_proxy_socket_bound_in() {
+    let (_d, ws) = tempdir();
+    std::fs::create_dir(ws.as_path().join(".git")).unwrap();
+    std::fs::write(ws.as_path().join(".env"), "marker-in-dotenv").unwrap();
+    let port = http_server();
+    let env = [("PATH".to_owned(), PATH.to_owned())];
+    let script = format!(
+        concat!(
+            "curl -s --max-time 10 http://localhost:{p}/listed; echo; ",
+            "curl -s --max-time 5 --noproxy '*' http://127.0.0.1:{p}/direct || echo direct-refused; ",
+            "cat .env 2>/dev/null; ",
+            "echo root > new.txt && echo root-written; ",
+            "echo procs $(ls /proc | grep -c '^[0-9]')"
+        ),
+        p = port
+    );
+    let argv = ["sh", "-c", script.as_str()];
+    let viewed = profile(Some(SandboxConfig {
+        network: NetworkPolicy::Allow(vec![format!("localhost:{port}")]),
+        ..SandboxConfig::default()
+    }));
+    let out = run_profile(&ws, &viewed, &argv, 60_000, &env).unwrap();
+    let report = out.sandbox.clone().unwrap();
+    assert!(
+        report.applied.contains(&Mechanism::View)
+            && report.applied.contains(&Mechanism::EgressProxy),
+        "{report:?}"
+    );
+    let text = &out.stdout.text;
+    assert!(text.contains("hello via GET /listed"), "{out:?}");
+    assert!(text.contains("direct-refused"), "{out:?}");
+    assert!(!text.contains("marker-in-dotenv"), "{out:?}");
+    assert!(text.contains("root-written"), "{out:?}");
+    let procs: usize = text
+        .rsplit("procs ")
+        .next()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap();
+    assert!(procs <= 6, "only the command's own processes: {out:?}");
+    assert_eq!(
+        out.egress.unwrap().allowed.len(),
+        1,
+        "the listed request went through the proxy"
+    );
+    std::fs::remove_file(ws.as_path().join("new.txt")).unwrap();
+
+    let control = run_profile(
+        &ws,
+        &allow(&[format!("localhost:{port}")]),
+        &argv,
+        60_000,
+        &env,
+    )
+    .unwrap();
+    assert!(
+        control.stdout.text.contains("hello via GET /listed"),
+        "{control:?}"
+    );
+    assert!(!control.stdout.text.contains("root-written"), "{control:?}");
 }

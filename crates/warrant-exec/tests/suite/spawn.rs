@@ -15,6 +15,7 @@ fn shell(cwd: &CanonicalPath, argv: &[&str], timeout_ms: u64) -> Action {
         timeout_ms,
         program: None,
         contained: false,
+        judged: warrant_core::Judging::Changeset,
     }
 }
 
@@ -91,6 +92,7 @@ fn echo_and_exit_codes() {
             egress: None,
             leftover_killed: 0,
             changes: None,
+            judged: None,
         }
     );
     let out = run(shell(&cwd, &["sh", "-c", "exit 3"], 10_000)).unwrap();

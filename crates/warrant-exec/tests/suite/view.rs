@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use pretty_assertions::assert_eq;
 use warrant_core::config::{ProfileConfig, SandboxConfig};
-use warrant_core::{Action, CanonicalPath};
+use warrant_core::{Action, CanonicalPath, Judging};
 use warrant_exec::fs::OsLinks;
 use warrant_exec::{
     Confinement, ExecOutcome, Launcher, Mechanism, SandboxPlan, run_command_confined,
@@ -40,12 +40,28 @@ struct Case {
     ws: CanonicalPath,
     home: PathBuf,
     extra_read: Vec<CanonicalPath>,
+    /// Toolchain caches given a per-workspace layer (none unless a test names them).
+    caches: Vec<CanonicalPath>,
 }
 
 impl Case {
     fn run(&self, confined: bool, script: &str) -> ExecOutcome {
+        self.run_judged(confined, Judging::Changeset, script)
+    }
+
+    fn run_judged(&self, confined: bool, judged: Judging, script: &str) -> ExecOutcome {
+        self.run_config(confined, judged, SandboxConfig::default(), script)
+    }
+
+    fn run_config(
+        &self,
+        confined: bool,
+        judged: Judging,
+        config: SandboxConfig,
+        script: &str,
+    ) -> ExecOutcome {
         let profile = ProfileConfig {
-            sandbox: confined.then(SandboxConfig::default),
+            sandbox: confined.then_some(config),
             unconfined: !confined,
             ..ProfileConfig::default()
         };
@@ -54,6 +70,7 @@ impl Case {
             .map(|mut plan| {
                 plan.home = Some(self.home.clone());
                 plan.read_roots.extend(self.extra_read.iter().cloned());
+                plan.caches = self.caches.clone();
                 Confinement {
                     plan,
                     launcher: launcher(),
@@ -66,6 +83,7 @@ impl Case {
             timeout_ms: 20_000,
             program: None,
             contained: confined,
+            judged,
         };
         run_command_confined(
             &authorized(action),
@@ -88,6 +106,7 @@ fn case() -> (Vec<tempfile::TempDir>, Case) {
             ws,
             home,
             extra_read: Vec::new(),
+            caches: Vec::new(),
         },
     )
 }
@@ -342,6 +361,7 @@ fn toolchains_in_the_home_run_inside_the_view() {
         ws,
         home: home.clone(),
         extra_read: Vec::new(),
+        caches: Vec::new(),
     };
     write(format!("{}/script.py", c.ws), "print('py', 6 * 7)\n");
     let mut script = String::from("python3 script.py");
@@ -388,6 +408,7 @@ fn deleting_build_output_is_a_change_and_deleting_sources_waits() {
         timeout_ms: 20_000,
         program: None,
         contained: true,
+        judged: warrant_core::Judging::Changeset,
     });
     let settled = warrant_exec::judged::settle(&action, &changes, &c.ws, false).unwrap();
     assert!(!settled.applied && settled.pending.is_none());
@@ -408,4 +429,215 @@ fn scratch_names_match_directories_not_files() {
     assert!(!in_scratch("target", &scratch));
     assert!(!in_scratch("src/target.rs", &scratch));
     assert!(!in_scratch("lib/node_modules/x", &scratch));
+}
+
+/// Where overlays are unavailable a contained command judged by its argv runs in the same view
+/// without a layer: its writes (a deletion too) land in the workspace at once, and the view's
+/// protections stay (`.env` masked, `.git` read-only).
+#[test]
+fn judged_by_argv_a_contained_command_writes_directly_in_its_view() {
+    let (_d, c) = case();
+    write(format!("{}/.env", c.ws), "marker-in-dotenv\n");
+    write(format!("{}/gone.txt", c.ws), "old\n");
+    std::fs::create_dir_all(format!("{}/.git", c.ws)).unwrap();
+    let out = c.run_judged(
+        true,
+        Judging::Argv,
+        "echo new > top.txt; rm gone.txt; cat .env; echo x > .git/planted; true",
+    );
+    assert_eq!(out.exit_code, Some(0), "{out:?}");
+    assert_eq!(
+        (out.judged, out.changes.is_none()),
+        (Some(Judging::Argv), true),
+        "{out:?}"
+    );
+    assert!(Path::new(&format!("{}/top.txt", c.ws)).exists());
+    assert!(!Path::new(&format!("{}/gone.txt", c.ws)).exists());
+    assert!(!out.stdout.text.contains("marker-in-dotenv"), "{out:?}");
+    assert!(!Path::new(&format!("{}/.git/planted", c.ws)).exists());
+    assert!(
+        out.sandbox.unwrap().applied.contains(&Mechanism::View),
+        "still in its own view"
+    );
+}
+
+/// The probe tells a machine without overlays (here: a layer path overlayfs' options cannot
+/// carry, so the view is built but the overlay is not) from one without a view (a launcher
+/// that does not exist), and from one with both.
+#[test]
+fn overlays_are_probed_under_the_view() {
+    use warrant_exec::sandbox::{Overlays, overlays_in};
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(
+        overlays_in(&launcher(), &dir.path().join("plain")),
+        Overlays::Available
+    );
+    let colon = overlays_in(&launcher(), &dir.path().join("with:colon"));
+    assert!(
+        matches!(&colon, Overlays::Unavailable(why) if why.contains("overlayfs options cannot carry")),
+        "{colon:?}"
+    );
+    let missing = Launcher {
+        program: dir.path().join("no-such-launcher"),
+        prefix_args: Vec::new(),
+    };
+    let none = overlays_in(&missing, &dir.path().join("none"));
+    assert!(matches!(none, Overlays::NoView(_)), "{none:?}");
+}
+
+/// Toolchain caches under the read-only home trees (`~/.cargo/registry`) get a layer per
+/// workspace: what a command fetched there the next command in the same workspace reads, the
+/// real cache is unchanged, another workspace does not see it. Control: without the layer the
+/// same write is refused (the tree is read-only).
+#[test]
+fn toolchain_caches_are_writable_per_workspace_and_the_real_one_is_unchanged() {
+    let cp = |p: &Path| CanonicalPath::from_normalized(p.to_str().unwrap()).unwrap();
+    let (_d, mut c) = case();
+    let cargo = c.home.join(".cargo");
+    let registry = cargo.join("registry");
+    write(registry.join("index/present.txt"), "cached\n");
+    c.extra_read = vec![cp(&cargo)];
+    let fetch = format!(
+        "cat {r}/index/present.txt && mkdir -p {r}/cache/x && echo fetched > {r}/cache/x/crate.tgz && echo more >> {r}/index/present.txt",
+        r = registry.display()
+    );
+    let read = format!(
+        "cat {r}/cache/x/crate.tgz {r}/index/present.txt",
+        r = registry.display()
+    );
+
+    let control = c.run(true, &fetch);
+    assert_ne!(
+        control.exit_code,
+        Some(0),
+        "control: read-only without a layer: {control:?}"
+    );
+
+    c.caches = vec![cp(&registry)];
+    let first = c.run(true, &fetch);
+    assert_eq!(
+        (first.exit_code, first.stdout.text.as_str()),
+        (Some(0), "cached\n"),
+        "{first:?}"
+    );
+    let second = c.run(true, &read);
+    assert_eq!(
+        (second.exit_code, second.stdout.text.as_str()),
+        (Some(0), "fetched\ncached\nmore\n"),
+        "{second:?}"
+    );
+    assert!(
+        !registry.join("cache").exists(),
+        "the real cache is unchanged"
+    );
+    assert_eq!(
+        std::fs::read_to_string(registry.join("index/present.txt")).unwrap(),
+        "cached\n"
+    );
+    assert!(
+        second.changes.as_ref().is_some_and(|ch| ch.entries == 0),
+        "cache writes are not workspace changes: {second:?}"
+    );
+
+    let (_d2, other_ws) = tempdir();
+    let other = Case {
+        ws: other_ws,
+        home: c.home.clone(),
+        extra_read: c.extra_read.clone(),
+        caches: c.caches.clone(),
+    };
+    let elsewhere = other.run(true, &read);
+    assert_ne!(elsewhere.exit_code, Some(0), "{elsewhere:?}");
+    assert!(!elsewhere.stdout.text.contains("fetched"), "{elsewhere:?}");
+
+    for ws in [&c.ws, &other.ws] {
+        let dir = warrant_exec::judged::cache_dir(ws).unwrap();
+        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let _ = std::fs::set_permissions(
+                entry.path().join("work/work"),
+                std::fs::Permissions::from_mode(0o700),
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// Which toolchain trees have caches to layer: by the tree's name or the variable that named
+/// it, only where the cache exists.
+#[test]
+fn toolchain_caches_are_found_by_tree_or_variable() {
+    let (_d, root) = tempdir();
+    let cp = |p: &str| CanonicalPath::from_normalized(p).unwrap();
+    for dir in [
+        ".cargo/registry",
+        "cargo-home/git",
+        "go/pkg/mod",
+        ".rustup/tmp",
+    ] {
+        std::fs::create_dir_all(format!("{root}/{dir}")).unwrap();
+    }
+    let found = |written: &str, tree: &str| {
+        warrant_exec::view::toolchain_caches(written, &cp(&format!("{root}/{tree}")))
+    };
+    assert_eq!(
+        (
+            found("~/.cargo", ".cargo"),
+            found("$CARGO_HOME", "cargo-home"),
+            found("~/go", "go"),
+            found("~/.rustup", ".rustup"),
+            found("$RUSTUP_HOME", "cargo-home"),
+        ),
+        (
+            vec![cp(&format!("{root}/.cargo/registry"))],
+            vec![cp(&format!("{root}/cargo-home/git"))],
+            vec![cp(&format!("{root}/go/pkg/mod"))],
+            vec![],
+            vec![],
+        )
+    );
+}
+
+/// A file of the person's home hard-linked into the workspace (same file system) is the home's
+/// secret under a harmless name: masked in the view. Hard links whose every name is in the
+/// workspace (cargo's `target/`) stay readable. Controls: unconfined, and under
+/// `outside_links = "allow"`, the secret is read.
+#[test]
+fn a_hard_link_from_outside_the_workspace_is_masked() {
+    let (_d, c) = case();
+    write(c.home.join(".ssh/config"), "IdentityFile home-secret\n");
+    std::fs::create_dir_all(format!("{}/notes", c.ws)).unwrap();
+    std::fs::hard_link(
+        c.home.join(".ssh/config"),
+        format!("{}/notes/readme.txt", c.ws),
+    )
+    .unwrap();
+    write(format!("{}/target/debug/deps/app-1234", c.ws), "built\n");
+    std::fs::hard_link(
+        format!("{}/target/debug/deps/app-1234", c.ws),
+        format!("{}/target/debug/app", c.ws),
+    )
+    .unwrap();
+    let script = "cat notes/readme.txt; cat target/debug/app";
+    let control = c.run(false, script);
+    assert_eq!(
+        control.stdout.text, "IdentityFile home-secret\nbuilt\n",
+        "{control:?}"
+    );
+    let allowed = c.run_config(
+        true,
+        Judging::Changeset,
+        SandboxConfig {
+            outside_links: warrant_core::config::OutsideLinks::Allow,
+            ..SandboxConfig::default()
+        },
+        script,
+    );
+    assert_eq!(
+        allowed.stdout.text, "IdentityFile home-secret\nbuilt\n",
+        "{allowed:?}"
+    );
+    let out = c.run(true, script);
+    assert_eq!(out.stdout.text, "built\n", "{out:?}");
+    assert!(out.stderr.text.contains("Permission denied"), "{out:?}");
 }

@@ -169,6 +169,7 @@ fn a_second_source_is_offered_governed_and_redacted_without_the_cli() {
         profiles: Default::default(),
         parent_env: vec![],
         secrets: None,
+        no_overlays: false,
     };
     let actions = bare
         .get("recall_note")

@@ -92,6 +92,7 @@ impl World {
             profiles: BTreeMap::from([("default".to_owned(), ProfileConfig::default())]),
             parent_env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
             secrets: None,
+            no_overlays: false,
         };
         Self {
             dir,

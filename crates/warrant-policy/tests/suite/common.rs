@@ -65,6 +65,7 @@ pub fn exec(argv: &[&str], cwd: &str) -> Action {
         timeout_ms: 10_000,
         program: None,
         contained: false,
+        judged: warrant_core::Judging::Changeset,
     }
 }
 

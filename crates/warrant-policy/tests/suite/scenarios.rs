@@ -244,6 +244,7 @@ fn resolved(argv: &[&str], cwd: &str, program: &str) -> Action {
         timeout_ms: 10_000,
         program: Some(path(program)),
         contained: false,
+        judged: warrant_core::Judging::Changeset,
     }
 }
 

@@ -66,6 +66,7 @@ impl Env {
                 profiles,
                 parent_env: vec![("PATH".into(), bin)],
                 secrets: None,
+                no_overlays: false,
             },
             tools: Toolbox::new(
                 &[&Builtin],

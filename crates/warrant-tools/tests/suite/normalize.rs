@@ -92,6 +92,7 @@ fn commands_get_a_cwd_inside_and_at_most_the_profiles_time() {
             timeout_ms,
             program: Some(e.path("bin/make")),
             contained: false,
+            judged: warrant_core::Judging::Changeset,
         }])
     };
     // argv[0] is looked up with the command's PATH and cwd, symlinks followed; a name that
