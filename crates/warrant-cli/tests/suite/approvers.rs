@@ -72,6 +72,29 @@ fn a_command_approves_in(
     )
 }
 
+/// A second run whose one command (approved at its prompt, under the unconfined `open`
+/// profile) runs `warrant` with `args`; the command's result as the journal holds it.
+fn a_command_runs_warrant(sb: &Sandbox, args: &[&str]) -> String {
+    let bin = assert_cmd::cargo::cargo_bin("warrant");
+    let mut argv = vec![bin.display().to_string()];
+    argv.extend(args.iter().map(|a| (*a).to_owned()));
+    let argv = serde_json::to_string(&argv).unwrap();
+    let model = sb.transcript(&format!(
+        "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: {{ argv: {argv}, profile: open }}\n  - say: done\n"
+    ));
+    let attack = sb.run_stdin(
+        &["run", "--prompt", "always", "--model", &model, "look"],
+        "o\n",
+    );
+    assert_eq!(attack.status.code(), Some(0), "{}", stderr(&attack));
+    let (_, events) = sb.last_run();
+    events
+        .iter()
+        .find(|e| e["kind"] == "effect_completed")
+        .map(|e| e["payload"]["result"].to_string())
+        .unwrap()
+}
+
 #[test]
 fn a_command_cannot_answer_a_request() {
     let sb = Sandbox::init();
@@ -197,30 +220,10 @@ fn a_command_cannot_reply_to_a_request_and_the_attempt_is_recorded() {
     assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
     let request = parked_request(&out);
     let (run, _) = sb.last_run();
-    let bin = assert_cmd::cargo::cargo_bin("warrant");
-    let argv = serde_json::to_string(&[
-        bin.display().to_string(),
-        "requests".into(),
-        "answer".into(),
-        request.clone(),
-        "--text".into(),
-        "yes, ship".into(),
-    ])
-    .unwrap();
-    let model = sb.transcript(&format!(
-        "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: {{ argv: {argv}, profile: open }}\n  - say: done\n"
-    ));
-    let attack = sb.run_stdin(
-        &["run", "--prompt", "always", "--model", &model, "look"],
-        "o\n",
+    let result = a_command_runs_warrant(
+        &sb,
+        &["requests", "answer", &request, "--text", "yes, ship"],
     );
-    assert_eq!(attack.status.code(), Some(0), "{}", stderr(&attack));
-    let (_, events) = sb.last_run();
-    let result = events
-        .iter()
-        .find(|e| e["kind"] == "effect_completed")
-        .map(|e| e["payload"]["result"].to_string())
-        .unwrap();
     assert!(result.contains("W-APPROVAL-026"), "{result}");
     assert_eq!(rejections(&sb, &run), vec![Value::from("from_command")]);
     let still = sb.json(&["requests", "show", &request, "--json"]);
@@ -262,32 +265,18 @@ fn a_command_cannot_resolve_an_effect_in_doubt_and_the_attempt_is_recorded() {
         .unwrap_or_else(|| panic!("no in-doubt request: {open}"))
         .to_owned();
 
-    let bin = assert_cmd::cargo::cargo_bin("warrant");
-    let argv = serde_json::to_string(&[
-        bin.display().to_string(),
-        "runs".into(),
-        "resolve".into(),
-        run.clone(),
-        "--step".into(),
-        step.clone(),
-        "--as".into(),
-        "completed".into(),
-    ])
-    .unwrap();
-    let model = sb.transcript(&format!(
-        "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: {{ argv: {argv}, profile: open }}\n  - say: done\n"
-    ));
-    let attack = sb.run_stdin(
-        &["run", "--prompt", "always", "--model", &model, "look"],
-        "o\n",
+    let result = a_command_runs_warrant(
+        &sb,
+        &[
+            "runs",
+            "resolve",
+            &run,
+            "--step",
+            &step,
+            "--as",
+            "completed",
+        ],
     );
-    assert_eq!(attack.status.code(), Some(0), "{}", stderr(&attack));
-    let (_, events) = sb.last_run();
-    let result = events
-        .iter()
-        .find(|e| e["kind"] == "effect_completed")
-        .map(|e| e["payload"]["result"].to_string())
-        .unwrap();
     assert!(result.contains("W-APPROVAL-026"), "{result}");
     assert_eq!(rejections(&sb, &run), vec![Value::from("from_command")]);
     let still = sb.json(&["approvals", "list", "--json"]);

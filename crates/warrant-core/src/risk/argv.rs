@@ -1260,7 +1260,9 @@ fn split_words(s: &str) -> Vec<String> {
 /// The simple commands of a shell script, each as its words, read two ways: by a quote-aware
 /// tokenizer, and by splitting at every separator regardless of quotes (which finds commands in
 /// `"$(…)"` that the first reading keeps inside a word). Leading keywords (`if`, `then`, `{` …)
-/// and assignments (`A=1 rm x`) are dropped.
+/// are dropped; leading assignments (`A=1 rm x`) move behind the command's words, so the
+/// command is still found by its first word while a value naming a file (`K=~/.ssh/id_rsa cmd`,
+/// which hands the command that path) is read like any other word of it.
 fn script_commands(script: &str) -> Vec<Vec<String>> {
     let mut cmds = tokenize(script);
     cmds.extend(
@@ -1278,7 +1280,13 @@ fn script_commands(script: &str) -> Vec<Vec<String>> {
                 .iter()
                 .take_while(|w| KEYWORDS.contains(&w.as_str()) || is_assignment(w))
                 .count();
-            words[skip..].to_vec()
+            let (lead, command) = words.split_at(skip);
+            let assignments = lead.iter().filter(|w| is_assignment(w)).cloned();
+            command
+                .iter()
+                .cloned()
+                .chain(assignments)
+                .collect::<Vec<String>>()
         })
         .filter(|words| !words.is_empty())
         .collect()
@@ -1425,6 +1433,15 @@ mod tests {
             (
                 &["xargs", "rm"],
                 Some((D, "`rm` deletes data (run through `xargs`)")),
+            ),
+            // Found by the risk fuzz target: a leading assignment in a script hands its
+            // command a credential file's path.
+            (
+                &["sh", "-c", "K=/home/me/certs/site.pfx openssl pkcs12 -info"],
+                Some((
+                    S,
+                    "the command reads or sets credentials (run through `sh`)",
+                )),
             ),
             (
                 &["xargs", "-0", "-I", "{}", "rm", "{}"],
