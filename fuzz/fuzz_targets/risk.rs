@@ -1,6 +1,7 @@
 //! The risk recognizers over arbitrary command lines and paths. `classify` never panics, is
 //! deterministic, never lowers a verb's default class (and gives a reason exactly when it
-//! raises it), and `sh -c S` is classified at least as high as each command visible in `S`.
+//! raises it), and `sh -c S` is classified at least as high as each command visible in `S`
+//! (read as the shell reads it: a leading `NAME=value` is an assignment, not the program).
 //!
 //! Input: argv words separated by NUL bytes; a 0x01 byte splits them into a second command.
 #![no_main]
@@ -52,6 +53,22 @@ fn literal(argv: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// `NAME=value`, which a shell reads as an assignment when it leads a command.
+fn assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+    })
+}
+
+/// The command a shell runs for `words`: what follows the leading assignments, which hand it
+/// their values (so they count as words of it). In argv a leading `NAME=value` is the program.
+fn as_shell_runs(words: &[String]) -> Vec<String> {
+    let k = words.iter().take_while(|w| assignment(w)).count();
+    words[k..].iter().chain(&words[..k]).cloned().collect()
+}
+
 fn sh_c(script: String) -> Action {
     exec(vec!["sh".to_owned(), "-c".to_owned(), script])
 }
@@ -81,7 +98,7 @@ fuzz_target!(|data: &[u8]| {
     if a.is_empty() {
         return;
     }
-    let class_a = check(&exec(a.clone()));
+    let class_a = check(&exec(as_shell_runs(&a)));
     let script_a = a.join(" ");
     let alone = check(&sh_c(script_a.clone()));
     assert!(alone >= class_a, "sh -c {script_a:?} is {alone:?}, the command itself {class_a:?}");
@@ -90,7 +107,7 @@ fuzz_target!(|data: &[u8]| {
     if b.is_empty() {
         return;
     }
-    let class_b = check(&exec(b.clone()));
+    let class_b = check(&exec(as_shell_runs(&b)));
     let script_b = b.join(" ");
     for sep in ["; ", " && ", " || ", " | ", "\n", " & "] {
         let script = format!("{script_a}{sep}{script_b}");
