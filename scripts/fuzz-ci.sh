@@ -9,7 +9,9 @@
 #
 # Environment: FUZZ_SECONDS (per target), FUZZ_TARGET_DIR (default fuzz/target),
 # FUZZ_SANITIZER (address, or none where ASAN is unavailable), FUZZ_TARGETS (space-separated
-# subset, default all).
+# subset, default all), FUZZ_SEED (libFuzzer's -seed: with it a run repeats the same inputs in the
+# same order, so CI explores a prefix of what a longer local run with that seed explored; unset,
+# every run explores anew).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -32,6 +34,10 @@ echo "-- building fuzz targets ($(cargo fuzz --version), sanitizer $sanitizer)"
 cargo fuzz build "${flags[@]}"
 
 targets=${FUZZ_TARGETS:-$(cargo fuzz list)}
+seed_args=()
+if [ -n "${FUZZ_SEED:-}" ]; then
+  seed_args=(-seed="$FUZZ_SEED")
+fi
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 for t in $targets; do
@@ -47,7 +53,7 @@ for t in $targets; do
   fi
   echo "-- fuzzing $t for ${seconds}s"
   if ! cargo fuzz run "${flags[@]}" "$t" "${dirs[@]}" -- \
-      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "${seed_args[@]}" \
       -artifact_prefix="$artifacts" >"$scratch/log-$t" 2>&1; then
     # The panic message (the broken invariant) comes before libFuzzer's backtrace.
     grep -E -A3 "panicked at|ERROR: libFuzzer|ERROR: AddressSanitizer" "$scratch/log-$t" | head -n 20 >&2 || true
