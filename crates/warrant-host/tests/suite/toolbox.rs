@@ -148,12 +148,7 @@ fn a_second_source_is_offered_governed_and_redacted_without_the_cli() {
 
     // Negative control: the same tool through a toolbox without the redactor gives the token.
     let bare = Toolbox::new(
-        &[
-            &Builtin,
-            &Notes {
-                executed,
-            },
-        ],
+        &[&Builtin, &Notes { executed }],
         Controls {
             menu: None,
             menus: &Default::default(),
