@@ -8,7 +8,6 @@ use warrant_kernel::{
     NoPrompter, Observer, Prompter, RequestKind, Resolution, Ring, RunState, ToolEnv,
 };
 use warrant_llm::ModelProvider;
-use warrant_tools::Toolbox;
 
 use crate::drive::{self, Drive};
 use crate::{Class, Host, HostError, Result, install, tools_digest};
@@ -109,22 +108,17 @@ pub fn deadline_from(text: Option<&str>) -> Result<Option<warrant_core::Timestam
     Ok(crate::deadline_after(after))
 }
 
-/// The tools, their environment and the ring's other inputs for one drive.
+/// The ring (with its tools, budgets and guard), the tools' environment and the host for one
+/// drive.
 struct Parts<'a> {
     host: &'a Host,
     ring: &'a Ring<'a>,
-    tools: &'a Toolbox,
     env: &'a ToolEnv,
 }
 
 impl<'a> Parts<'a> {
-    fn new(host: &'a Host, ring: &'a Ring<'a>, tools: &'a Toolbox, env: &'a ToolEnv) -> Self {
-        Self {
-            host,
-            ring,
-            tools,
-            env,
-        }
+    fn new(host: &'a Host, ring: &'a Ring<'a>, env: &'a ToolEnv) -> Self {
+        Self { host, ring, env }
     }
 
     /// Drives `state` under `lease` with the bounded outbox, then delivers the audit trail.
@@ -139,7 +133,6 @@ impl<'a> Parts<'a> {
         let driver = Drive {
             store: self.host.inst.store.as_ref(),
             ring: self.ring,
-            tools: self.tools,
             env: self.env,
             model,
             ttl,
@@ -147,7 +140,6 @@ impl<'a> Parts<'a> {
                 inst: &self.host.inst,
                 ring: self.ring,
             },
-            rules: &self.host.model_rules(),
         };
         let exit = driver.run(state, lease, prompter);
         self.host.deliver();
@@ -166,7 +158,7 @@ impl Host {
         let tools = self.tools()?;
         let model = self.provider(&request.model, &tools)?;
         let env = self.tool_env()?;
-        self.with_ring(observer, |ring| {
+        self.with_ring(&tools, observer, |ring| {
             let mut state = ring
                 .start(self.new_run_spec(
                     &tools,
@@ -182,7 +174,7 @@ impl Host {
                 .store
                 .lease_run(&state.run, &drive::holder(), drive::LEASE_TTL)
                 .map_err(|e| HostError::failed(&e))?;
-            let parts = Parts::new(self, ring, &tools, &env);
+            let parts = Parts::new(self, ring, &env);
             let exit = parts.drive(
                 &mut state,
                 lease,
@@ -203,7 +195,7 @@ impl Host {
         let tools = self.tools()?;
         self.provider(&request.model, &tools)?;
         let env = self.tool_env()?;
-        let state = self.with_ring(&warrant_kernel::Silent, |ring| {
+        let state = self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
             ring.start(self.new_run_spec(
                 &tools,
                 &env,
@@ -229,7 +221,7 @@ impl Host {
     ) -> Result<Resumed> {
         let tools = self.tools()?;
         let env = self.tool_env()?;
-        self.with_ring(observer, |ring| {
+        self.with_ring(&tools, observer, |ring| {
             let mut state = install::load_run(&self.inst, ring, run, Class::Usage)?;
             if let Some(outcome) = &state.ended {
                 return Err(HostError::usage(
@@ -289,7 +281,7 @@ impl Host {
                 self.deliver();
                 return Err(HostError::bad_input(&e));
             }
-            let parts = Parts::new(self, ring, &tools, &env);
+            let parts = Parts::new(self, ring, &env);
             let exit = parts.drive(
                 &mut state,
                 lease,
@@ -319,7 +311,7 @@ impl Host {
         let env = self.tool_env()?;
         let digest = tools_digest(&tools)?;
         let holder = holder.unwrap_or_else(drive::holder);
-        self.with_ring(observer, |ring| {
+        self.with_ring(&tools, observer, |ring| {
             report(WorkerEvent::Polling {
                 holder: holder.clone(),
                 store: self.inst.store_location.clone(),
@@ -379,7 +371,7 @@ impl Host {
                         continue;
                     }
                 };
-                let parts = Parts::new(self, ring, &tools, &env);
+                let parts = Parts::new(self, ring, &env);
                 let run = state.run.clone();
                 match parts.drive(&mut state, lease, model.as_ref(), ttl, &mut NoPrompter) {
                     Ok(exit) => report(WorkerEvent::Driven {
@@ -405,8 +397,15 @@ impl Host {
             .store
             .request_cancel(run, &who, reason)
             .map_err(|e| HostError::bad_input(&e))?;
-        self.with_ring(&warrant_kernel::Silent, |ring| {
-            match drive::lease_here(self.inst.store.as_ref(), run, self.inst.notices.as_ref()) {
+        let tools = self.tools()?;
+        self.with_ring(
+            &tools,
+            &warrant_kernel::Silent,
+            |ring| match drive::lease_here(
+                self.inst.store.as_ref(),
+                run,
+                self.inst.notices.as_ref(),
+            ) {
                 Ok(lease) => {
                     ring.hold_fence(Some(lease.token));
                     let result = install::load_run(&self.inst, ring, run, Class::Failed).and_then(
@@ -427,13 +426,14 @@ impl Host {
                     Ok(Cancelled::Recorded { holder })
                 }
                 Err(e) => Err(HostError::bad_input(&e)),
-            }
-        })
+            },
+        )
     }
 
     /// A person says what became of an effect in doubt. Never from a process a run started.
     pub fn resolve(&self, run: &RunId, step: &str, resolution: Resolution) -> Result<()> {
-        self.with_ring(&warrant_kernel::Silent, |ring| {
+        let tools = self.tools()?;
+        self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
             let mut state = install::load_run(&self.inst, ring, run, Class::Usage)?;
             crate::origin::refuse_from_command("resolve an effect in doubt")?;
             let result = ring.resolve(&mut state, step, &self.identity.principal, resolution);

@@ -135,6 +135,9 @@ pub struct Ring<'a> {
     /// The installation's public keys (current and retired): a run is folded to be acted on
     /// only after its events were checked against the records they signed.
     pub(crate) keys: &'a PublicKeys,
+    pub(crate) tools: &'a dyn ToolRegistry,
+    pub(crate) budgets: &'a crate::ModelRules,
+    pub(crate) guard: crate::GuardSettings,
 }
 
 /// Everything a ring is made of. It has no `Default` and every field is required, so whoever
@@ -157,6 +160,12 @@ pub struct RingParts<'a> {
     pub observer: &'a dyn Observer,
     /// The keys a run's journal is checked against before a fold that feeds the ring.
     pub keys: &'a PublicKeys,
+    /// The run's tools, behind its menu and result redaction (the host's `Toolbox`).
+    pub tools: &'a dyn ToolRegistry,
+    /// Budgets and prices every model call is gated by.
+    pub budgets: &'a crate::ModelRules,
+    /// The prompt guard's switches for every model request.
+    pub guard: crate::GuardSettings,
 }
 
 impl std::fmt::Debug for RingParts<'_> {
@@ -177,6 +186,9 @@ impl<'a> Ring<'a> {
             secret,
             observer,
             keys,
+            tools,
+            budgets,
+            guard,
         } = parts;
         Ring {
             store,
@@ -188,6 +200,9 @@ impl<'a> Ring<'a> {
             observer,
             fence: Cell::new(None),
             keys,
+            tools,
+            budgets,
+            guard,
         }
     }
 
@@ -204,7 +219,25 @@ impl<'a> Ring<'a> {
             secret: self.secret,
             observer: self.observer,
             keys: self.keys,
+            tools: self.tools,
+            budgets: self.budgets,
+            guard: self.guard,
         }
+    }
+
+    /// The run's tools (what the model is offered and what a call runs).
+    pub fn tools(&self) -> &'a dyn ToolRegistry {
+        self.tools
+    }
+
+    /// Budgets and prices of model calls.
+    pub fn budgets(&self) -> &'a crate::ModelRules {
+        self.budgets
+    }
+
+    /// The prompt guard's switches.
+    pub fn guard(&self) -> crate::GuardSettings {
+        self.guard
     }
 
     /// The ring's clock: deadlines and expiry are read from it.
