@@ -32,8 +32,9 @@ use warrant_core::config::{LayerKind, ProfileConfig};
 use warrant_core::{CanonicalPath, IdSource, Principal, PrincipalKind, RandomIds, SystemClock};
 use warrant_kernel::pdp::Pdp;
 use warrant_kernel::{
-    Answer, CallRecord, CallResult, CallStep, NewRunSpec, NoPrompter, PromptView, Prompter, Ring,
-    RingParts, RunEvent, RunSettings, RunState, Scope, Silent, ToolEnv, ToolRegistry,
+    Answer, CallRecord, CallResult, CallStep, GuardSettings, ModelRules, NewRunSpec, NoPrompter,
+    PromptView, Prompter, Ring, RingParts, RunEvent, RunSettings, RunState, Scope, Silent, ToolEnv,
+    ToolRegistry,
 };
 use warrant_policy::{PolicyEngine, PolicySource, default_pack};
 use warrant_store::{AuditOutbox, EventStore, SqliteStore};
@@ -167,7 +168,7 @@ fn approved_run(ring: &Ring<'_>, fx: &Fixture, n: &mut u64) -> RunState {
     *n += 1;
     let mut person = ApprovesForSession(fx.spec.principal.clone());
     let step = ring
-        .process_call(&mut state, &id, &fx.tools, &fx.env, &mut person)
+        .process_call(&mut state, &id, &fx.env, &mut person)
         .unwrap();
     assert_eq!(step, CallStep::Done);
     assert!(
@@ -181,6 +182,7 @@ fn approved_run(ring: &Ring<'_>, fx: &Fixture, n: &mut u64) -> RunState {
 fn governed_exec(c: &mut Criterion) {
     let fx = Fixture::new();
     let pdp = Pdp(&fx.engine);
+    let budgets = ModelRules::default();
     let ring = Ring::new(RingParts {
         store: &fx.store,
         sealer: &fx.sealer,
@@ -191,6 +193,9 @@ fn governed_exec(c: &mut Criterion) {
         observer: &Silent,
         keys: &fx.keys,
         confidential: &warrant_kernel::InTheClear,
+        tools: &fx.tools,
+        budgets: &budgets,
+        guard: GuardSettings::default(),
     });
     let mut n = 0u64;
     let mut state = approved_run(&ring, &fx, &mut n);
@@ -201,7 +206,7 @@ fn governed_exec(c: &mut Criterion) {
     let id = propose_true(&ring, &mut state, n);
     n += 1;
     let step = ring
-        .process_call(&mut state, &id, &fx.tools, &fx.env, &mut NoPrompter)
+        .process_call(&mut state, &id, &fx.env, &mut NoPrompter)
         .unwrap();
     assert_eq!(step, CallStep::Done);
     let events: Vec<_> = fx
@@ -300,7 +305,7 @@ fn governed_exec(c: &mut Criterion) {
                 n += 1;
                 let start = Instant::now();
                 let step = ring
-                    .process_call(&mut state, &id, &fx.tools, &fx.env, &mut NoPrompter)
+                    .process_call(&mut state, &id, &fx.env, &mut NoPrompter)
                     .unwrap();
                 timed += start.elapsed();
                 assert_eq!(step, CallStep::Done);
@@ -314,6 +319,7 @@ fn governed_exec(c: &mut Criterion) {
 fn journal_append(c: &mut Criterion) {
     let fx = Fixture::new();
     let pdp = Pdp(&fx.engine);
+    let budgets = ModelRules::default();
     let ring = Ring::new(RingParts {
         store: &fx.store,
         sealer: &fx.sealer,
@@ -324,6 +330,9 @@ fn journal_append(c: &mut Criterion) {
         observer: &Silent,
         keys: &fx.keys,
         confidential: &warrant_kernel::InTheClear,
+        tools: &fx.tools,
+        budgets: &budgets,
+        guard: GuardSettings::default(),
     });
     let mut state = ring.start(fx.spec.clone()).unwrap();
     let event = || RunEvent::RunResumed { by: "alice".into() };

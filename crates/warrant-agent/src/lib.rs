@@ -10,8 +10,8 @@ use thiserror::Error;
 use warrant_core::Coded;
 use warrant_kernel::model_gate::split_model;
 use warrant_kernel::{
-    CallRecord, CallResult, CallStep, KernelError, ModelGate, ModelRules, Outcome, Prompter, Ring,
-    RunState, ToolEnv, ToolRegistry,
+    CallRecord, CallResult, CallStep, KernelError, ModelGate, Outcome, Prompter, Ring, RunState,
+    ToolEnv,
 };
 use warrant_kernel::{ModelRequest, RunLimit};
 use warrant_llm::{Conversation, Flow, GuardedRequest, ModelError, ModelProvider, StreamProgress};
@@ -90,17 +90,14 @@ impl Backpressure for Unbounded {
     }
 }
 
+/// The loop over one run. Its controls (the tools behind their menu and redaction, the budgets,
+/// the prompt guard's switches) are the ring's, so a loop cannot run without them.
 pub struct Agent<'a> {
     pub ring: &'a Ring<'a>,
-    pub tools: &'a dyn ToolRegistry,
     pub env: &'a ToolEnv,
     pub model: &'a dyn ModelProvider,
     pub prompter: &'a mut dyn Prompter,
     pub backpressure: &'a dyn Backpressure,
-    /// Budgets and prices for model calls.
-    pub rules: &'a ModelRules,
-    /// Fencing and the request check; both on outside the security tests' negative controls.
-    pub guard: GuardSettings,
 }
 
 impl std::fmt::Debug for Agent<'_> {
@@ -188,7 +185,7 @@ impl Agent<'_> {
                 }
                 match self
                     .ring
-                    .process_call(state, &id, self.tools, self.env, self.prompter)?
+                    .process_call(state, &id, self.env, self.prompter)?
                 {
                     CallStep::Done => return Ok(None),
                     CallStep::Parked(request) => return Ok(Some(RunExit::Parked { request })),
@@ -207,13 +204,13 @@ impl Agent<'_> {
             }
             // The request is assembled and checked in one place for every provider: untrusted
             // content only fenced in tool messages, never in the system prompt or a tool spec.
-            let prompt = untrusted::prompt(state, self.guard);
-            let specs = self.tools.specs();
+            let prompt = untrusted::prompt(state, self.ring.guard());
+            let specs = self.ring.tools().specs();
             let request = match GuardedRequest::assemble(
                 &prompt.conversation,
                 &specs,
                 &prompt.taint,
-                self.guard.check,
+                self.ring.guard().check,
             ) {
                 Ok(r) => r,
                 Err(e) => {
@@ -233,13 +230,13 @@ impl Agent<'_> {
             };
             // A model call is an effect: the ring decides `provider.call` and checks every
             // budget first, and the answer is measured as it streams in.
-            let headroom = match self.ring.gate_model_call(state, self.rules)? {
+            let headroom = match self.ring.gate_model_call(state)? {
                 ModelGate::Go(headroom) => headroom,
                 ModelGate::Refused => return Ok(None),
             };
             let (provider, model) = split_model(&state.model);
             let (provider, model) = (provider.to_owned(), model.to_owned());
-            let rules = self.rules;
+            let rules = self.ring.budgets();
             let mut last = StreamProgress::default();
             let mut crossing = None;
             let result = request.send_metered(self.model, state.turns, &mut |progress| {

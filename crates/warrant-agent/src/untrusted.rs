@@ -13,27 +13,7 @@ use warrant_llm::{Conversation, Message, Source, Taint, ToolCall, Untrusted};
 
 use crate::{SYSTEM_PROMPT, result_for_model};
 
-/// The guard's switches. Production runs have both on; turning one off exists only for the
-/// negative controls of the security tests (the CLI honours it in debug builds only).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GuardSettings {
-    /// Fence untrusted content (off: raw text in the tool message).
-    pub fence: bool,
-    /// Neutralise fence tags inside fenced content (off: a forged end tag closes the fence).
-    pub escape: bool,
-    /// Check the assembled request before it is sent (off: send whatever was assembled).
-    pub check: bool,
-}
-
-impl Default for GuardSettings {
-    fn default() -> Self {
-        Self {
-            fence: true,
-            escape: true,
-            check: true,
-        }
-    }
-}
+pub use warrant_kernel::GuardSettings;
 
 /// A prompt as sent: the conversation, the untrusted content in it, and the journal view of
 /// its fences.

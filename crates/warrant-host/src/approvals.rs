@@ -64,7 +64,8 @@ impl Host {
                 )
                 .with_hint(crate::Hint::ListApprovals)
             })?;
-        self.with_ring(&warrant_kernel::Silent, |ring| {
+        let tools = self.tools()?;
+        self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
             let mut state = install::load_run(&self.inst, ring, &row.run, Class::Failed)?;
             if state.asks.contains_key(request) {
                 return Err(HostError::usage(

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use warrant_agent::{Agent, AgentError, RunExit};
-use warrant_kernel::{Prompter, Ring, RunState, ToolEnv, ToolRegistry};
+use warrant_kernel::{Prompter, Ring, RunState, ToolEnv};
 use warrant_llm::ModelProvider;
 use warrant_store::{EventStore, Lease, StoreError};
 
@@ -59,12 +59,10 @@ pub fn lease_here(
 pub(crate) struct Drive<'a> {
     pub store: &'a (dyn EventStore + Sync),
     pub ring: &'a Ring<'a>,
-    pub tools: &'a dyn ToolRegistry,
     pub env: &'a ToolEnv,
     pub model: &'a dyn ModelProvider,
     pub ttl: Duration,
     pub backpressure: &'a dyn warrant_agent::Backpressure,
-    pub rules: &'a warrant_kernel::ModelRules,
 }
 
 impl Drive<'_> {
@@ -101,13 +99,10 @@ impl Drive<'_> {
             });
             let mut agent = Agent {
                 ring: self.ring,
-                tools: self.tools,
                 env: self.env,
                 model: self.model,
                 prompter,
                 backpressure: self.backpressure,
-                rules: self.rules,
-                guard: crate::controls::guard_settings(),
             };
             let result = agent.drive(state);
             drop(done);

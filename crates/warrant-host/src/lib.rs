@@ -156,10 +156,18 @@ impl Host {
     }
 
     /// Builds the ring for one operation, with the governed decision point (Cedar, then the
-    /// `[risk.*]` rules and the identity directory) and the installation's store, keys and
-    /// clock, and hands it to `f`. This is the one place a ring is constructed outside the
-    /// kernel's own tests (a test of this crate fails if a second one appears).
-    pub fn with_ring<R>(&self, observer: &dyn Observer, f: impl FnOnce(&Ring<'_>) -> R) -> R {
+    /// `[risk.*]` rules and the identity directory), the installation's store, sealer, keys and
+    /// clock, the run's `tools` (from [`Host::tools`]: menu and redaction), the configured
+    /// budgets and the prompt guard's switches, and hands it to `f`. This is the one place that
+    /// names a ring's parts outside the kernel (a test of this crate fails if a second one
+    /// appears).
+    pub fn with_ring<R>(
+        &self,
+        tools: &Toolbox,
+        observer: &dyn Observer,
+        f: impl FnOnce(&Ring<'_>) -> R,
+    ) -> R {
+        let budgets = self.model_rules();
         let base = warrant_kernel::pdp::Pdp(&self.policy);
         let pdp = warrant_kernel::Governed {
             inner: &base,
@@ -175,6 +183,9 @@ impl Host {
             observer,
             keys: &self.inst.public_keys,
             confidential: self.confidential.as_ref(),
+            tools,
+            budgets: &budgets,
+            guard: controls::guard_settings(),
         });
         f(&ring)
     }

@@ -14,7 +14,8 @@ impl Host {
     /// Folds `run` after checking its journal against the signed chain (a mismatch is refused,
     /// recorded and delivered, and fails as [`Class::Refused`]); other errors are of `class`.
     pub fn load_run(&self, run: &RunId, class: Class) -> Result<RunState> {
-        self.with_ring(&warrant_kernel::Silent, |ring| {
+        let tools = self.tools()?;
+        self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
             install::load_run(&self.inst, ring, run, class)
         })
     }
@@ -27,7 +28,8 @@ impl Host {
         request: &RequestId,
         what: &str,
     ) -> Result<()> {
-        self.with_ring(&warrant_kernel::Silent, |ring| {
+        let tools = self.tools()?;
+        self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
             let refused = crate::origin::refuse_recorded(
                 ring,
                 state,
@@ -50,7 +52,8 @@ impl Host {
             Some(redactor) => redacted(&redactor, reply),
             None => reply,
         };
-        self.with_ring(&warrant_kernel::Silent, |ring| {
+        let tools = self.tools()?;
+        self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
             let result = ring.reply(state, request, &self.identity.principal, "cli", reply);
             self.deliver();
             result.map_err(|e| HostError::bad_input(&e))

@@ -8,7 +8,6 @@ use warrant_kernel::{
     NoPrompter, Observer, Prompter, RequestKind, Resolution, Ring, RunState, ToolEnv,
 };
 use warrant_llm::ModelProvider;
-use warrant_tools::Toolbox;
 
 use crate::drive::{self, Drive};
 use crate::{Class, Host, HostError, Result, install, tools_digest};
@@ -109,22 +108,17 @@ pub fn deadline_from(text: Option<&str>) -> Result<Option<warrant_core::Timestam
     Ok(crate::deadline_after(after))
 }
 
-/// The tools, their environment and the ring's other inputs for one drive.
+/// The ring (with its tools, budgets and guard), the tools' environment and the host for one
+/// drive.
 struct Parts<'a> {
     host: &'a Host,
     ring: &'a Ring<'a>,
-    tools: &'a Toolbox,
     env: &'a ToolEnv,
 }
 
 impl<'a> Parts<'a> {
-    fn new(host: &'a Host, ring: &'a Ring<'a>, tools: &'a Toolbox, env: &'a ToolEnv) -> Self {
-        Self {
-            host,
-            ring,
-            tools,
-            env,
-        }
+    fn new(host: &'a Host, ring: &'a Ring<'a>, env: &'a ToolEnv) -> Self {
+        Self { host, ring, env }
     }
 
     /// Drives `state` under `lease` with the bounded outbox, then delivers the audit trail.
@@ -139,7 +133,6 @@ impl<'a> Parts<'a> {
         let driver = Drive {
             store: self.host.inst.store.as_ref(),
             ring: self.ring,
-            tools: self.tools,
             env: self.env,
             model,
             ttl,
@@ -147,7 +140,6 @@ impl<'a> Parts<'a> {
                 inst: &self.host.inst,
                 ring: self.ring,
             },
-            rules: &self.host.model_rules(),
         };
         let exit = driver.run(state, lease, prompter);
         self.host.deliver();
@@ -168,7 +160,7 @@ impl Host {
         let env = self.tool_env()?;
         // Layers of abandoned judgements (denied, cancelled, ended) go before new ones come.
         crate::layers::sweep(self.inst.store.as_ref(), &env.workspace);
-        self.with_ring(observer, |ring| {
+        self.with_ring(&tools, observer, |ring| {
             let mut state = ring
                 .start(self.new_run_spec(
                     &tools,
@@ -184,7 +176,7 @@ impl Host {
                 .store
                 .lease_run(&state.run, &drive::holder(), drive::LEASE_TTL)
                 .map_err(|e| HostError::failed(&e))?;
-            let parts = Parts::new(self, ring, &tools, &env);
+            let parts = Parts::new(self, ring, &env);
             let exit = parts.drive(
                 &mut state,
                 lease,
@@ -205,7 +197,7 @@ impl Host {
         let tools = self.tools()?;
         self.provider(&request.model, &tools)?;
         let env = self.tool_env()?;
-        let state = self.with_ring(&warrant_kernel::Silent, |ring| {
+        let state = self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
             ring.start(self.new_run_spec(
                 &tools,
                 &env,
@@ -231,7 +223,7 @@ impl Host {
     ) -> Result<Resumed> {
         let tools = self.tools()?;
         let env = self.tool_env()?;
-        self.with_ring(observer, |ring| {
+        self.with_ring(&tools, observer, |ring| {
             let mut state = install::load_run(&self.inst, ring, run, Class::Usage)?;
             if let Some(outcome) = &state.ended {
                 return Err(HostError::usage(
@@ -291,7 +283,7 @@ impl Host {
                 self.deliver();
                 return Err(HostError::bad_input(&e));
             }
-            let parts = Parts::new(self, ring, &tools, &env);
+            let parts = Parts::new(self, ring, &env);
             let exit = parts.drive(
                 &mut state,
                 lease,
@@ -321,7 +313,7 @@ impl Host {
         let env = self.tool_env()?;
         let digest = tools_digest(&tools)?;
         let holder = holder.unwrap_or_else(drive::holder);
-        self.with_ring(observer, |ring| {
+        self.with_ring(&tools, observer, |ring| {
             report(WorkerEvent::Polling {
                 holder: holder.clone(),
                 store: self.inst.store_location.clone(),
@@ -381,7 +373,7 @@ impl Host {
                         continue;
                     }
                 };
-                let parts = Parts::new(self, ring, &tools, &env);
+                let parts = Parts::new(self, ring, &env);
                 let run = state.run.clone();
                 match parts.drive(&mut state, lease, model.as_ref(), ttl, &mut NoPrompter) {
                     Ok(exit) => report(WorkerEvent::Driven {
@@ -407,8 +399,15 @@ impl Host {
             .store
             .request_cancel(run, &who, reason)
             .map_err(|e| HostError::bad_input(&e))?;
-        self.with_ring(&warrant_kernel::Silent, |ring| {
-            match drive::lease_here(self.inst.store.as_ref(), run, self.inst.notices.as_ref()) {
+        let tools = self.tools()?;
+        self.with_ring(
+            &tools,
+            &warrant_kernel::Silent,
+            |ring| match drive::lease_here(
+                self.inst.store.as_ref(),
+                run,
+                self.inst.notices.as_ref(),
+            ) {
                 Ok(lease) => {
                     ring.hold_fence(Some(lease.token));
                     let result = install::load_run(&self.inst, ring, run, Class::Failed).and_then(
@@ -433,13 +432,14 @@ impl Host {
                     Ok(Cancelled::Recorded { holder })
                 }
                 Err(e) => Err(HostError::bad_input(&e)),
-            }
-        })
+            },
+        )
     }
 
     /// A person says what became of an effect in doubt. Never from a process a run started.
     pub fn resolve(&self, run: &RunId, step: &str, resolution: Resolution) -> Result<()> {
-        self.with_ring(&warrant_kernel::Silent, |ring| {
+        let tools = self.tools()?;
+        self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
             let mut state = install::load_run(&self.inst, ring, run, Class::Usage)?;
             // A command's attempt is refused and, when the step names an open in-doubt
             // request, recorded in the run beside it (the request stays open).

@@ -56,6 +56,8 @@ enum Step {
     Proposed,
     /// The decision on the action at this index.
     Decided(u32),
+    /// A person was asked to approve it (before it ran, or what it left to judge).
+    Asked,
     Started,
     Completed,
     Denied,
@@ -69,7 +71,10 @@ struct CallTrail {
     views: Vec<Value>,
     /// The policies that decided its actions, in order.
     policies: Vec<String>,
-    /// The request whose approval (or session grant) it ran under.
+    /// The last approval request put to a person for it (before it ran, or for what it left
+    /// to judge).
+    asked: Option<String>,
+    /// The request whose approval (or session grant) it started under.
     approval: Option<String>,
     started: bool,
     end: Option<End>,
@@ -177,6 +182,7 @@ fn call_of(event: &RunEvent) -> Option<(&str, Step)> {
         RunEvent::EffectCompleted { call_id, .. } => Some((call_id, Step::Completed)),
         RunEvent::EffectDenied { call_id, .. } => Some((call_id, Step::Denied)),
         RunEvent::EffectInDoubt { call_id, .. } => Some((call_id, Step::InDoubt)),
+        RunEvent::ApprovalRequested { call_id, .. } => Some((call_id, Step::Asked)),
         // A judged effect ends in `effect_completed`; a resolved doubt in `effect_completed`
         // or a new `effect_started`; the rest are not about one call's effect.
         RunEvent::EffectJudging { .. }
@@ -186,7 +192,6 @@ fn call_of(event: &RunEvent) -> Option<(&str, Step)> {
         | RunEvent::ToolsChanged { .. }
         | RunEvent::ModelResponded { .. }
         | RunEvent::CallRefused { .. }
-        | RunEvent::ApprovalRequested { .. }
         | RunEvent::ApprovalGranted { .. }
         | RunEvent::ApprovalRejected { .. }
         | RunEvent::ApprovalDenied { .. }
@@ -232,6 +237,7 @@ fn take(trail: &mut CallTrail, step: Step, data: &AuditData) {
             }
             trail.policies.extend(data.reasons.iter().cloned());
         }
+        Step::Asked => trail.asked = data.approval.as_ref().and_then(|a| a.request.clone()),
         Step::Started => {
             trail.started = true;
             trail.end = None;
@@ -256,7 +262,7 @@ fn take(trail: &mut CallTrail, step: Step, data: &AuditData) {
         Step::InDoubt => trail.end = Some(End::InDoubt),
     }
     match step {
-        Step::Proposed | Step::Decided(_) => {}
+        Step::Proposed | Step::Decided(_) | Step::Asked => {}
         // The records of the effect itself name its actions and on whose behalf it ran.
         Step::Started | Step::Completed | Step::Denied | Step::InDoubt => {
             if let Some(v) = views() {
@@ -275,7 +281,13 @@ fn outcome(
 ) -> Option<(Option<&'static str>, String)> {
     match &trail.end {
         Some(End::Completed { ok }) => {
-            let allowed_by = match trail.approval.as_ref().and_then(|r| grants.get(r)) {
+            // The person asked last (for what a command left to judge, or before it ran), else
+            // the approval or session grant it started under.
+            let granted = [&trail.asked, &trail.approval]
+                .into_iter()
+                .flatten()
+                .find_map(|r| grants.get(r));
+            let allowed_by = match granted {
                 Some(g) => format!("{} (approved {}, via {})", g.approver, g.scope, g.via),
                 None => format!("policy {}", trail.policies.join(", ")),
             };

@@ -26,7 +26,7 @@ pub use events::{
     ModelRequest, Outcome, Presentation, ReasonRecord, RejectReason, Resolution, RunEvent,
     RunLimit, RunSettings, Scope, Verdict, Via,
 };
-pub use model_gate::{Crossing, Headroom, ModelGate, ModelRules, ModelUsage};
+pub use model_gate::{Crossing, GuardSettings, Headroom, ModelGate, ModelRules, ModelUsage};
 pub use ring::{
     Answer, CallStep, DecisionPoint, NewRunSpec, NoPrompter, Observer, PolicyVerdict, PromptView,
     Prompter, Ring, RingParts, Silent,

@@ -48,6 +48,30 @@ impl ModelUsage {
     }
 }
 
+/// The prompt guard's switches, a control of every model call the ring lets through (the agent
+/// loop applies them when it builds a request). Production runs have all on; turning one off
+/// exists only for the negative controls of the security tests (the host honours it in debug
+/// builds only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GuardSettings {
+    /// Fence untrusted content (off: raw text in the tool message).
+    pub fence: bool,
+    /// Neutralise fence tags inside fenced content (off: a forged end tag closes the fence).
+    pub escape: bool,
+    /// Check the assembled request before it is sent (off: send whatever was assembled).
+    pub check: bool,
+}
+
+impl Default for GuardSettings {
+    fn default() -> Self {
+        Self {
+            fence: true,
+            escape: true,
+            check: true,
+        }
+    }
+}
+
 /// Budgets and prices in force for model calls (from configuration, read at each call, so a
 /// tightened budget applies to a resumed run too).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -243,11 +267,8 @@ pub fn split_model(spec: &str) -> (&str, &str) {
 
 impl Ring<'_> {
     /// Decides the next model call of the run: policy on `provider.call`, then every budget.
-    pub fn gate_model_call(
-        &self,
-        state: &mut RunState,
-        rules: &ModelRules,
-    ) -> Result<ModelGate, KernelError> {
+    pub fn gate_model_call(&self, state: &mut RunState) -> Result<ModelGate, KernelError> {
+        let rules = self.budgets;
         let (provider, model) = split_model(&state.model);
         let action = Action::ProviderCall {
             provider: provider.to_owned(),

@@ -1,7 +1,8 @@
 //! One way to build a ring: the kernel builds a `Ring` in one place, `Ring::new`, from
 //! `RingParts` that name every control; outside the kernel, only `Host::with_ring` names those
-//! parts (the governed decision point, the sealer, the installation's keys). A second
-//! construction path in any crate's `src/` fails this test.
+//! parts (the governed decision point, the sealer, the installation's keys, the toolbox, the
+//! budgets, the prompt guard). A second construction path in any crate's `src/` fails this
+//! test.
 
 use std::path::{Path, PathBuf};
 

@@ -245,3 +245,42 @@ fn touched_says_on_whose_behalf_the_run_acted() {
     assert_eq!(json["on_behalf_of"], "alice");
     assert_eq!(json["touched"]["fs"][0]["on_behalf_of"], "alice");
 }
+
+/// `touched` says who allowed each action from the signed records: a call let through by a
+/// session grant is credited to the person who granted it, like the call they were asked about.
+#[test]
+fn touched_credits_a_session_grant_to_the_person_who_gave_it() {
+    let place = place();
+    let obj = ws(&place).join("build/obj");
+    std::fs::create_dir_all(&obj).unwrap();
+    std::fs::write(obj.join("a.o"), "a").unwrap();
+    std::fs::write(obj.join("b.o"), "b").unwrap();
+    let model = transcript(
+        &place,
+        "t.yaml",
+        "version: 1\nturns:\n  - calls:\n      - tool: delete_path\n        args: { path: build/obj/a.o }\n  - calls:\n      - tool: delete_path\n        args: { path: build/obj/b.o }\n  - say: done\n",
+    );
+    let host = open(&place);
+    let (run, request) = parked(&host, model);
+    host.answer(&request, Answer::Approve(Scope::Session))
+        .unwrap();
+    host.resume(&run, &Silent, &mut NoPrompter, false).unwrap();
+    assert!(
+        !obj.join("b.o").exists(),
+        "the grant covered the second delete"
+    );
+
+    let touched = host.records().touched(&run).unwrap();
+    let by = format!("{} (approved session, via cli)", touched.actor);
+    let rows: Vec<(&str, &str, &str)> = touched.touched["fs"]
+        .iter()
+        .map(|r| (r.verb.as_str(), r.status.as_str(), r.by.as_str()))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            ("fs.delete", "changed", by.as_str()),
+            ("fs.delete", "changed", by.as_str()),
+        ]
+    );
+}

@@ -9,11 +9,10 @@ impl Ring<'_> {
         &self,
         state: &mut RunState,
         call_id: &str,
-        tools: &dyn ToolRegistry,
         env: &ToolEnv,
         prompter: &mut dyn Prompter,
     ) -> Result<CallStep, KernelError> {
-        match self.call_steps(state, call_id, tools, env, prompter) {
+        match self.call_steps(state, call_id, self.tools, env, prompter) {
             Ok(step) => {
                 if !state.staged.is_empty() {
                     // Every path ends in an append today; this keeps a new one from losing

@@ -137,6 +137,9 @@ pub struct Ring<'a> {
     /// only after its events were checked against the records they signed.
     pub(crate) keys: &'a PublicKeys,
     pub(crate) confidential: &'a dyn Confidential,
+    pub(crate) tools: &'a dyn ToolRegistry,
+    pub(crate) budgets: &'a crate::ModelRules,
+    pub(crate) guard: crate::GuardSettings,
 }
 
 /// Everything a ring is made of. It has no `Default` and every field is required, so whoever
@@ -162,6 +165,12 @@ pub struct RingParts<'a> {
     /// What the journal must not hold in the clear: every event is sealed by it before it is
     /// stored and opened by it when the ring folds a run ([`crate::confidential`]).
     pub confidential: &'a dyn Confidential,
+    /// The run's tools, behind its menu and result redaction (the host's `Toolbox`).
+    pub tools: &'a dyn ToolRegistry,
+    /// Budgets and prices every model call is gated by.
+    pub budgets: &'a crate::ModelRules,
+    /// The prompt guard's switches for every model request.
+    pub guard: crate::GuardSettings,
 }
 
 impl std::fmt::Debug for RingParts<'_> {
@@ -183,6 +192,9 @@ impl<'a> Ring<'a> {
             observer,
             keys,
             confidential,
+            tools,
+            budgets,
+            guard,
         } = parts;
         Ring {
             store,
@@ -195,6 +207,9 @@ impl<'a> Ring<'a> {
             fence: Cell::new(None),
             keys,
             confidential,
+            tools,
+            budgets,
+            guard,
         }
     }
 
@@ -212,7 +227,25 @@ impl<'a> Ring<'a> {
             observer: self.observer,
             keys: self.keys,
             confidential: self.confidential,
+            tools: self.tools,
+            budgets: self.budgets,
+            guard: self.guard,
         }
+    }
+
+    /// The run's tools (what the model is offered and what a call runs).
+    pub fn tools(&self) -> &'a dyn ToolRegistry {
+        self.tools
+    }
+
+    /// Budgets and prices of model calls.
+    pub fn budgets(&self) -> &'a crate::ModelRules {
+        self.budgets
+    }
+
+    /// The prompt guard's switches.
+    pub fn guard(&self) -> crate::GuardSettings {
+        self.guard
     }
 
     /// The ring's clock: deadlines and expiry are read from it.

@@ -244,7 +244,7 @@ fn a_crash_inside_the_first_batch_loses_all_of_it_and_the_call_runs_on_resume() 
     let ring = ring(&w, &pdp, &crashing);
 
     let err = ring
-        .process_call(&mut state, &call, &w.tools, &w.env, &mut NoPrompter)
+        .process_call(&mut state, &call, &w.env, &mut NoPrompter)
         .unwrap_err();
     assert!(matches!(err, KernelError::Store(_)), "{err:?}");
     // Nothing of the batch reached the journal (not even the proposal), nothing ran, and
@@ -299,7 +299,7 @@ fn a_crash_between_the_batches_leaves_a_consistent_journal_that_resumes() {
         let from = state.next_seq;
 
         let err = ring
-            .process_call(&mut state, &call, &w.tools, &w.env, &mut NoPrompter)
+            .process_call(&mut state, &call, &w.env, &mut NoPrompter)
             .unwrap_err();
         assert!(matches!(err, KernelError::Store(_)), "{tool}: {err:?}");
         // The first batch is durable as a whole, the second not at all; the journal

@@ -34,6 +34,8 @@ pub struct World {
     pub ids: SequentialIds,
     pub tools: Toolbox,
     pub env: ToolEnv,
+    /// No budgets configured (every model-call test sets its own).
+    pub budgets: warrant_kernel::ModelRules,
 }
 
 pub fn principal(actor: &str, kind: PrincipalKind) -> Principal {
@@ -102,6 +104,7 @@ impl World {
             keys,
             engine,
             ids: SequentialIds::default(),
+            budgets: warrant_kernel::ModelRules::default(),
             tools: Toolbox::new(
                 &[&Builtin],
                 Controls {
@@ -130,6 +133,9 @@ impl World {
             observer: &Silent,
             keys: &self.keys,
             confidential: &warrant_kernel::InTheClear,
+            tools: &self.tools,
+            budgets: &self.budgets,
+            guard: warrant_kernel::GuardSettings::default(),
         })
     }
 
@@ -180,8 +186,7 @@ impl World {
         call: &str,
         prompter: &mut dyn Prompter,
     ) -> CallStep {
-        ring.process_call(state, call, &self.tools, &self.env, prompter)
-            .unwrap()
+        ring.process_call(state, call, &self.env, prompter).unwrap()
     }
 
     /// Kinds of the stored events with `seq >= from`.

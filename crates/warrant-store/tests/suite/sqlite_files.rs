@@ -2,7 +2,7 @@
 
 use std::fs;
 
-use warrant_core::Coded;
+use warrant_core::{Coded, Hint};
 use warrant_store::{SCHEMA_VERSION, SqliteStore};
 
 use super::conformance::clock;
@@ -16,6 +16,9 @@ fn foreign_corrupt_truncated_and_newer_files_are_refused_untouched() {
     let before = fs::read(&text).unwrap();
     let err = SqliteStore::open(&text, clock()).unwrap_err();
     assert_eq!(err.code(), "W-STORE-002", "{err}");
+    // What to do next is a hint each front end words, not a command in the message.
+    assert_eq!(err.hint(), Some(Hint::InitAnew));
+    assert!(!err.to_string().contains("warrant "), "{err}");
     assert_eq!(fs::read(&text).unwrap(), before);
 
     // A real store, truncated in the middle.
@@ -45,5 +48,9 @@ fn foreign_corrupt_truncated_and_newer_files_are_refused_untouched() {
 
     let missing = SqliteStore::open(&dir.path().join("none.db"), clock()).unwrap_err();
     assert_eq!(missing.code(), "W-STORE-001");
-    assert!(missing.to_string().contains("warrant init"));
+    assert_eq!(missing.hint(), Some(Hint::Init));
+    assert!(
+        missing.to_string().contains("no store there") && !missing.to_string().contains("warrant "),
+        "{missing}"
+    );
 }
