@@ -161,3 +161,38 @@ fn negative_control_without_sealing_the_token_is_in_the_store() {
         "without sealing the journal holds the token as written: {files:?}"
     );
 }
+
+/// At the run's own terminal the approval prompt names the rule, never the value, and the
+/// write the person approved still writes the value. Control: with sealing off the screen shows
+/// the token.
+#[test]
+fn the_approval_prompt_names_the_secret_and_the_approved_write_keeps_it() {
+    let screen_of = |seal: bool| {
+        let mut sb = Sandbox::init();
+        if !seal {
+            sb.extra_env
+                .push(("WARRANT_TEST_DISABLE".into(), "seal".into()));
+        }
+        sb.write(
+            ".warrant/policies/ask-writes.cedar",
+            "@id(\"ask-writes\")\n@ask(\"change\")\n@reason(\"Writes wait for a person in this test\")\npermit(principal, action in [Warrant::Action::\"fs.write\", Warrant::Action::\"fs.create\"], resource is Warrant::Path)\nwhen { resource.in_workspace };\n",
+        );
+        let model = sb.transcript(&format!(
+            "version: 1\nturns:\n  - calls:\n      - tool: write_file\n        args: {{ path: ci.env.example, content: \"GH_TOKEN={TOKEN}\\n\" }}\n  - say: ok\n"
+        ));
+        let screen = sb.run_on_screen(
+            &["run", "--prompt", "always", "--model", &model, "write"],
+            "o\n",
+            120,
+        );
+        assert_eq!(screen.exit, 0, "{:#?}", screen.lines);
+        let written = std::fs::read_to_string(sb.ws.join("ci.env.example")).unwrap();
+        (screen.lines.join("\n"), written)
+    };
+    let (screen, written) = screen_of(true);
+    assert!(!screen.contains(TOKEN), "{screen}");
+    assert!(screen.contains("[REDACTED:github-pat]"), "{screen}");
+    assert_eq!(written, format!("GH_TOKEN={TOKEN}\n"));
+    let (screen, _) = screen_of(false);
+    assert!(screen.contains(TOKEN), "control: {screen}");
+}
