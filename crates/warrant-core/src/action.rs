@@ -392,9 +392,36 @@ impl Action {
     }
 }
 
+/// What an executor receives instead of the whole [`Action`]: the one kind it acts on, made
+/// from an action by [`Payload::of`], so it never says more than the action that was decided.
+/// The kernel narrows an authorized action to one (`Authorized<Action>::narrow`), so an
+/// executor's signature names the only kind that can reach it.
+pub trait Payload: Sized {
+    /// The payload this action is, when it is of this kind; `None` for every other kind.
+    fn of(action: &Action) -> Option<Self>;
+}
+
+/// The payload of `fs.read`: the file to read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsRead {
+    pub path: CanonicalPath,
+}
+
+/// The payload of `fs.list`: the directory to list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsList {
+    pub path: CanonicalPath,
+}
+
+/// The payload of `fs.search`: the tree (or file) to search and the text to look for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsSearch {
+    pub path: CanonicalPath,
+    pub pattern: String,
+}
+
 /// What the file-write executor receives: a whole-file write (`fs.write`), or a create that
-/// refuses an existing file (`fs.create`). Made from an action by [`Action::as_fs_write`], so it
-/// never says more than the action that was decided.
+/// refuses an existing file (`fs.create`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FsWrite {
     pub path: CanonicalPath,
@@ -403,27 +430,115 @@ pub struct FsWrite {
     pub create_only: bool,
 }
 
-impl Action {
-    /// The write this action is, when it is one (`fs.write`, `fs.create`).
-    pub fn as_fs_write(&self) -> Option<FsWrite> {
-        match self {
-            Self::FsWrite { path, content } => Some(FsWrite {
+/// The payload of `fs.delete`: the path to remove, and whether a directory goes with
+/// everything inside it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsDelete {
+    pub path: CanonicalPath,
+    pub recursive: bool,
+}
+
+/// The payload of `shell.exec`: every field of the decided command (see
+/// [`Action::ShellExec`] for what each means).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShellExec {
+    pub argv: Vec<String>,
+    pub cwd: CanonicalPath,
+    pub profile: String,
+    pub timeout_ms: u64,
+    pub program: Option<CanonicalPath>,
+    pub contained: bool,
+    pub judged: Judging,
+}
+
+impl Payload for FsRead {
+    fn of(action: &Action) -> Option<Self> {
+        let Action::FsRead { path } = action else {
+            return None;
+        };
+        Some(Self { path: path.clone() })
+    }
+}
+
+impl Payload for FsList {
+    fn of(action: &Action) -> Option<Self> {
+        let Action::FsList { path } = action else {
+            return None;
+        };
+        Some(Self { path: path.clone() })
+    }
+}
+
+impl Payload for FsSearch {
+    fn of(action: &Action) -> Option<Self> {
+        let Action::FsSearch { path, pattern } = action else {
+            return None;
+        };
+        Some(Self {
+            path: path.clone(),
+            pattern: pattern.clone(),
+        })
+    }
+}
+
+impl Payload for FsWrite {
+    fn of(action: &Action) -> Option<Self> {
+        match action {
+            Action::FsWrite { path, content } => Some(Self {
                 path: path.clone(),
                 content: content.clone(),
                 create_only: false,
             }),
-            Self::FsCreate { path, content } => Some(FsWrite {
+            Action::FsCreate { path, content } => Some(Self {
                 path: path.clone(),
                 content: content.clone(),
                 create_only: true,
             }),
-            Self::FsRead { .. }
-            | Self::FsList { .. }
-            | Self::FsSearch { .. }
-            | Self::FsDelete { .. }
-            | Self::ShellExec { .. }
-            | Self::ProviderCall { .. } => None,
+            Action::FsRead { .. }
+            | Action::FsList { .. }
+            | Action::FsSearch { .. }
+            | Action::FsDelete { .. }
+            | Action::ShellExec { .. }
+            | Action::ProviderCall { .. } => None,
         }
+    }
+}
+
+impl Payload for FsDelete {
+    fn of(action: &Action) -> Option<Self> {
+        let Action::FsDelete { path, recursive } = action else {
+            return None;
+        };
+        Some(Self {
+            path: path.clone(),
+            recursive: *recursive,
+        })
+    }
+}
+
+impl Payload for ShellExec {
+    fn of(action: &Action) -> Option<Self> {
+        let Action::ShellExec {
+            argv,
+            cwd,
+            profile,
+            timeout_ms,
+            program,
+            contained,
+            judged,
+        } = action
+        else {
+            return None;
+        };
+        Some(Self {
+            argv: argv.clone(),
+            cwd: cwd.clone(),
+            profile: profile.clone(),
+            timeout_ms: *timeout_ms,
+            program: program.clone(),
+            contained: *contained,
+            judged: *judged,
+        })
     }
 }
 

@@ -15,7 +15,10 @@ pub mod render;
 pub mod risk;
 pub mod tool;
 
-pub use action::{Action, FsWrite, Judging, ResourceKind, RiskClass, Verb, audit_view_target};
+pub use action::{
+    Action, FsDelete, FsList, FsRead, FsSearch, FsWrite, Judging, Payload, ResourceKind, RiskClass,
+    ShellExec, Verb, audit_view_target,
+};
 pub use clock::{Clock, FixedClock, SystemClock, Timestamp};
 pub use digest::{Digest, canonical_json, digest_of};
 pub use error::{Coded, Hint};

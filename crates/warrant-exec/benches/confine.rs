@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use tempfile::TempDir;
 use warrant_core::config::{ProfileConfig, SandboxConfig};
-use warrant_core::{Action, CanonicalPath};
+use warrant_core::{CanonicalPath, ShellExec};
 use warrant_exec::fs::OsLinks;
 use warrant_exec::judged::{Layer, judge, relative_names};
 use warrant_exec::{
@@ -100,7 +100,7 @@ impl Mode {
     }
 
     fn run(&self, ws: &CanonicalPath, argv: &[&str], env: &[(String, String)]) -> ExecOutcome {
-        let action = Action::ShellExec {
+        let action = ShellExec {
             argv: argv.iter().map(|a| (*a).to_owned()).collect(),
             cwd: ws.clone(),
             profile: "default".into(),

@@ -17,7 +17,9 @@ use rustix::fs::{
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 use warrant_core::path::canonicalize;
-use warrant_core::{Action, CanonicalPath, Digest, FsWrite, LinkResolver};
+use warrant_core::{
+    CanonicalPath, Digest, FsDelete, FsList, FsRead, FsSearch, FsWrite, LinkResolver,
+};
 use warrant_kernel::Authorized;
 
 use crate::error::ExecError;
@@ -128,32 +130,16 @@ pub struct SearchResult {
     pub skipped: SkipCounts,
 }
 
-fn wrong(executor: &'static str, action: &Action) -> ExecError {
-    ExecError::WrongAction {
-        executor,
-        verb: action.verb(),
-    }
-}
-
 /// `fs.read`: a text file's content, up to [`MAX_READ_BYTES`]. A file with more than one name
 /// is refused when another of its names in `workspace` is a denied one (`.env`, a key file), or
 /// when it has a name outside `workspace` (its link count is higher than the names found
 /// there): policy judges a read by the name asked for, and a hard link would give the secret
 /// another.
 pub fn read_file(
-    action: &Authorized<Action>,
+    action: &Authorized<FsRead>,
     workspace: &CanonicalPath,
 ) -> Result<FileContent, ExecError> {
-    let path = match action.get() {
-        Action::FsRead { path } => path,
-        other @ (Action::FsList { .. }
-        | Action::FsSearch { .. }
-        | Action::FsWrite { .. }
-        | Action::FsCreate { .. }
-        | Action::FsDelete { .. }
-        | Action::ShellExec { .. }
-        | Action::ProviderCall { .. }) => return Err(wrong("read_file", other)),
-    };
+    let FsRead { path } = action.get();
     recheck(path)?;
     let (parent, name) =
         split_parent(path).ok_or_else(|| ExecError::IsDirectory { path: path.clone() })?;
@@ -233,17 +219,8 @@ fn refuse_link_to_denied(
 }
 
 /// `fs.list`: the entries of a directory, sorted, with kind and size. Links are not followed.
-pub fn list_dir(action: &Authorized<Action>) -> Result<DirListing, ExecError> {
-    let path = match action.get() {
-        Action::FsList { path } => path,
-        other @ (Action::FsRead { .. }
-        | Action::FsSearch { .. }
-        | Action::FsWrite { .. }
-        | Action::FsCreate { .. }
-        | Action::FsDelete { .. }
-        | Action::ShellExec { .. }
-        | Action::ProviderCall { .. }) => return Err(wrong("list_dir", other)),
-    };
+pub fn list_dir(action: &Authorized<FsList>) -> Result<DirListing, ExecError> {
+    let FsList { path } = action.get();
     recheck(path)?;
     let dir = walk_dirs(path, &components(path), false)?;
     let dir = reopen_readable(&dir, path)?;
@@ -366,17 +343,9 @@ fn publish_new(
 
 /// `fs.delete`: remove a file, a link-free directory tree (only when `recursive`), or an empty
 /// directory. Links inside a tree are removed, never followed.
-pub fn delete_path(action: &Authorized<Action>) -> Result<DeleteReceipt, ExecError> {
-    let (path, recursive) = match action.get() {
-        Action::FsDelete { path, recursive } => (path, *recursive),
-        other @ (Action::FsRead { .. }
-        | Action::FsList { .. }
-        | Action::FsSearch { .. }
-        | Action::FsWrite { .. }
-        | Action::FsCreate { .. }
-        | Action::ShellExec { .. }
-        | Action::ProviderCall { .. }) => return Err(wrong("delete_path", other)),
-    };
+pub fn delete_path(action: &Authorized<FsDelete>) -> Result<DeleteReceipt, ExecError> {
+    let FsDelete { path, recursive } = action.get();
+    let recursive = *recursive;
     recheck(path)?;
     let (parent, name) = split_parent(path).ok_or_else(|| ExecError::Io {
         op: "delete",
@@ -454,19 +423,13 @@ fn remove_tree<P: rustix::path::Arg + Copy>(
 /// Links are not followed and `.git` is skipped. `may_read` is asked for every file, so files
 /// the caller's policy would not let the agent read are never opened; they are counted.
 pub fn search(
-    action: &Authorized<Action>,
+    action: &Authorized<FsSearch>,
     may_read: &dyn Fn(&CanonicalPath) -> bool,
 ) -> Result<SearchResult, ExecError> {
-    let (root, pattern) = match action.get() {
-        Action::FsSearch { path, pattern } => (path, pattern),
-        other @ (Action::FsRead { .. }
-        | Action::FsList { .. }
-        | Action::FsWrite { .. }
-        | Action::FsCreate { .. }
-        | Action::FsDelete { .. }
-        | Action::ShellExec { .. }
-        | Action::ProviderCall { .. }) => return Err(wrong("search", other)),
-    };
+    let FsSearch {
+        path: root,
+        pattern,
+    } = action.get();
     if pattern.is_empty() {
         return Err(ExecError::EmptyPattern);
     }

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use warrant_core::{Action, CanonicalPath};
+use warrant_core::{CanonicalPath, ShellExec, Verb};
 use warrant_kernel::Authorized;
 
 use crate::changeset::{Changeset, EffectClass, Finding};
@@ -305,21 +305,16 @@ pub fn judge(
 /// holds exactly the changeset that was shown (its digest), apply it when `approved`, and
 /// discard the layer either way. Returns the judgement as it now stands.
 pub fn settle(
-    action: &Authorized<Action>,
+    action: &Authorized<ShellExec>,
     judgement: &Judgement,
     workspace: &CanonicalPath,
     approved: bool,
 ) -> Result<Judgement, ExecError> {
-    if !matches!(
-        action.get(),
-        Action::ShellExec {
-            contained: true,
-            ..
-        }
-    ) {
+    // Only a command decided as contained left a layer to settle.
+    if !action.get().contained {
         return Err(ExecError::WrongAction {
             executor: "settle",
-            verb: action.get().verb(),
+            verb: Verb::ShellExec,
         });
     }
     let mut out = judgement.clone();

@@ -1,6 +1,8 @@
 //! Executors behind the effect ring (Linux): subprocess profiles (env minimization, process
-//! groups, timeouts, output caps) and the filesystem. Every executor takes an
-//! `Authorized<Action>` and reads every target from it, so what runs is exactly what was decided.
+//! groups, timeouts, output caps) and the filesystem. Every executor takes the authorized payload
+//! of its one kind (`Authorized<FsRead>`, `Authorized<ShellExec>`, …, narrowed by the kernel from
+//! an authorized action) and reads every target from it, so what runs is exactly what was
+//! decided.
 
 pub mod cgroup;
 pub mod changeset;

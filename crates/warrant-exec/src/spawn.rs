@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 use serde::{Deserialize, Serialize};
 use warrant_core::config::{NetworkPolicy, ProfileConfig};
-use warrant_core::{Action, Judging};
+use warrant_core::{Judging, ShellExec};
 use warrant_kernel::Authorized;
 
 use crate::egress::{Allowlist, EgressProxy};
@@ -94,7 +94,7 @@ enum Event {
 /// Run the `shell.exec` action under `profile`. `parent_env` is Warrant's own environment;
 /// only what [`minimize_env`] lets through reaches the command.
 pub fn run_command(
-    action: &Authorized<Action>,
+    action: &Authorized<ShellExec>,
     profile: &ProfileConfig,
     parent_env: &[(String, String)],
 ) -> Result<ExecOutcome, ExecError> {
@@ -107,7 +107,7 @@ pub const STOP_POLL: Duration = Duration::from_millis(200);
 /// [`run_command`], also stopping the whole process group as soon as `stop` returns a reason
 /// (asked every [`STOP_POLL`]); the outcome then carries that reason in `stopped`.
 pub fn run_command_until(
-    action: &Authorized<Action>,
+    action: &Authorized<ShellExec>,
     profile: &ProfileConfig,
     parent_env: &[(String, String)],
     stop: &dyn Fn() -> Option<String>,
@@ -118,7 +118,7 @@ pub fn run_command_until(
 /// [`run_command_until`] under `confinement`. A profile with a sandbox must be given one: it is
 /// never run unconfined.
 pub fn run_command_confined(
-    action: &Authorized<Action>,
+    action: &Authorized<ShellExec>,
     profile: &ProfileConfig,
     parent_env: &[(String, String)],
     stop: &dyn Fn() -> Option<String>,
@@ -131,36 +131,23 @@ pub fn run_command_confined(
 /// after minimization: the secrets the configuration gives this profile (`[secret_env]`),
 /// resolved from the vault by the caller. Nothing else may add a secret-looking name.
 pub fn run_command_with_secrets(
-    action: &Authorized<Action>,
+    action: &Authorized<ShellExec>,
     profile: &ProfileConfig,
     parent_env: &[(String, String)],
     stop: &dyn Fn() -> Option<String>,
     confinement: Option<&Confinement>,
     secrets: &[(String, String)],
 ) -> Result<ExecOutcome, ExecError> {
-    let (argv, cwd, profile_name, timeout_ms, contained, judged) = match action.get() {
-        Action::ShellExec {
-            argv,
-            cwd,
-            profile,
-            timeout_ms,
-            contained,
-            judged,
-            ..
-        } => (argv, cwd, profile, *timeout_ms, *contained, *judged),
-        other @ (Action::FsRead { .. }
-        | Action::FsList { .. }
-        | Action::FsSearch { .. }
-        | Action::FsWrite { .. }
-        | Action::FsCreate { .. }
-        | Action::FsDelete { .. }
-        | Action::ProviderCall { .. }) => {
-            return Err(ExecError::WrongAction {
-                executor: "run_command",
-                verb: other.verb(),
-            });
-        }
-    };
+    let ShellExec {
+        argv,
+        cwd,
+        profile: profile_name,
+        timeout_ms,
+        contained,
+        judged,
+        ..
+    } = action.get();
+    let (timeout_ms, contained, judged) = (*timeout_ms, *contained, *judged);
     validate_profile(profile_name, profile)?;
     let (program, args) = argv.split_first().ok_or(ExecError::EmptyArgv)?;
     if timeout_ms == 0 {

@@ -4,7 +4,7 @@
 
 #[cfg(feature = "testing")]
 use warrant_core::IdSource as _;
-use warrant_core::{Action, FsWrite, RunId};
+use warrant_core::{Action, Payload, RunId};
 
 /// A value the ring has authorized, with the place in the run log where that was recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,12 +63,13 @@ impl<T> Authorized<T> {
 }
 
 impl Authorized<Action> {
-    /// The authorized write this action is (`fs.write`, `fs.create`), for the file-write
-    /// executor, which then needs no match on every kind of action. Made only from the action
-    /// itself, so it authorizes nothing the ring did not.
-    pub fn fs_write(&self) -> Option<Authorized<FsWrite>> {
-        self.inner.as_fs_write().map(|w| Authorized {
-            inner: w,
+    /// The authorized payload this action is (`Authorized<FsWrite>` from an `fs.write` or
+    /// `fs.create`, `Authorized<ShellExec>` from a `shell.exec`, …), for the executor of that
+    /// kind, which then needs no match on every kind of action; `None` when the action is of
+    /// another kind. Made only from the action itself, so it authorizes nothing the ring did not.
+    pub fn narrow<T: Payload>(&self) -> Option<Authorized<T>> {
+        T::of(&self.inner).map(|payload| Authorized {
+            inner: payload,
             run: self.run.clone(),
             started_seq: self.started_seq,
             by_person: self.by_person,

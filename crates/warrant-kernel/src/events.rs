@@ -98,6 +98,25 @@ impl Resolution {
     }
 }
 
+/// The result an in-doubt effect completes with once a person resolved it, journaled as its
+/// `effect_completed` result for the model to read: how it was resolved, by whom, and what that
+/// means for the model (the output of an effect nobody saw finish was never recorded).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InDoubtOutcome {
+    pub resolved: Resolution,
+    /// The actor who resolved it; `None` (serialized `null`) when the request holds no
+    /// resolution.
+    pub by: Option<String>,
+    pub note: String,
+}
+
+impl InDoubtOutcome {
+    /// As the `effect_completed` result carries it.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CallRecord {
     pub id: String,
@@ -560,5 +579,45 @@ impl RunEvent {
             seq: e.seq,
             message: format!("{} event: {err}", e.kind),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::{InDoubtOutcome, Resolution};
+
+    /// The typed result is serialized exactly as the `json!` block it replaced: same keys, same
+    /// order, `by` as `null` when nobody is named.
+    #[test]
+    fn an_in_doubt_outcome_is_serialized_as_before() {
+        let cases = [
+            (Resolution::Completed, Some("alice"), "done"),
+            (Resolution::Failed, None, "failed"),
+            (Resolution::Retry, Some("bob"), "not applied"),
+        ];
+        for (resolved, by, note) in cases {
+            let typed = InDoubtOutcome {
+                resolved,
+                by: by.map(str::to_owned),
+                note: note.to_owned(),
+            }
+            .to_value();
+            let before =
+                serde_json::json!({"resolved": Some(resolved.as_str()), "by": by, "note": note});
+            assert_eq!(
+                serde_json::to_string(&typed).unwrap(),
+                serde_json::to_string(&before).unwrap()
+            );
+        }
+        let one = InDoubtOutcome {
+            resolved: Resolution::Failed,
+            by: None,
+            note: "n".to_owned(),
+        };
+        assert_eq!(
+            serde_json::to_string(&one.to_value()).unwrap(),
+            r#"{"resolved":"failed","by":null,"note":"n"}"#
+        );
     }
 }

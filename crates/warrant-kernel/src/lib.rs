@@ -23,8 +23,8 @@ pub use confidential::{Confidential, InTheClear};
 pub use error::KernelError;
 pub use events::{
     Approver, AskedOf, Binding, BudgetMetric, BudgetScope, CallRecord, DeniedBy, FenceRecord,
-    ModelRequest, Outcome, Presentation, ReasonRecord, RejectReason, Resolution, RunEvent,
-    RunLimit, RunSettings, Scope, Verdict, Via,
+    InDoubtOutcome, ModelRequest, Outcome, Presentation, ReasonRecord, RejectReason, Resolution,
+    RunEvent, RunLimit, RunSettings, Scope, Verdict, Via,
 };
 pub use model_gate::{Crossing, GuardSettings, Headroom, ModelGate, ModelRules, ModelUsage};
 pub use ring::{

@@ -5,7 +5,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use similar::TextDiff;
 use warrant_core::path::canonicalize;
-use warrant_core::{Action, CanonicalPath, Coded, Judging, RiskClass, ToolSpec};
+use warrant_core::{
+    Action, CanonicalPath, Coded, Judging, Payload, RiskClass, ShellExec, ToolSpec,
+};
 use warrant_exec::OsLinks;
 use warrant_kernel::{
     Authorized, EffectResult, Presentation, ReadFilter, Refusal, StopCheck, Tool, ToolEnv,
@@ -133,13 +135,22 @@ fn from_exec<T: Serialize>(r: Result<T, warrant_exec::ExecError>) -> EffectResul
     }
 }
 
-/// Runs an executor over exactly one authorized action (the built-ins normalize to one).
-fn single<T: Serialize>(
+/// Runs an executor over exactly one authorized action (the built-ins normalize to one),
+/// narrowed to the payload the executor takes; an action of another kind reaches no executor
+/// (`W-EXEC-001`, a wiring bug: each tool normalizes to its own kind).
+fn single<P: Payload, T: Serialize>(
     actions: &[Authorized<Action>],
-    run: impl Fn(&Authorized<Action>) -> Result<T, warrant_exec::ExecError>,
+    executor: &'static str,
+    run: impl Fn(&Authorized<P>) -> Result<T, warrant_exec::ExecError>,
 ) -> EffectResult {
     match actions {
-        [one] => from_exec(run(one)),
+        [one] => from_exec(match one.narrow::<P>() {
+            Some(payload) => run(&payload),
+            None => Err(warrant_exec::ExecError::WrongAction {
+                executor,
+                verb: one.get().verb(),
+            }),
+        }),
         [] | [_, _, ..] => fail(
             "W-TOOL-004",
             &format!("expected one authorized action, got {}", actions.len()),
@@ -204,7 +215,9 @@ impl Tool for ReadFile {
         _may_read: ReadFilter<'_>,
         _stop: StopCheck<'_>,
     ) -> EffectResult {
-        single(actions, |a| warrant_exec::fs::read_file(a, &env.workspace))
+        single(actions, "read_file", |a| {
+            warrant_exec::fs::read_file(a, &env.workspace)
+        })
     }
 }
 
@@ -272,13 +285,7 @@ impl Tool for WriteFile {
         _may_read: ReadFilter<'_>,
         _stop: StopCheck<'_>,
     ) -> EffectResult {
-        single(actions, |a| match a.fs_write() {
-            Some(write) => warrant_exec::fs::write_file(&write),
-            None => Err(warrant_exec::ExecError::WrongAction {
-                executor: "write_file",
-                verb: a.get().verb(),
-            }),
-        })
+        single(actions, "write_file", warrant_exec::fs::write_file)
     }
 }
 
@@ -301,7 +308,7 @@ impl Tool for ListDir {
         _may_read: ReadFilter<'_>,
         _stop: StopCheck<'_>,
     ) -> EffectResult {
-        single(actions, warrant_exec::fs::list_dir)
+        single(actions, "list_dir", warrant_exec::fs::list_dir)
     }
 }
 
@@ -329,7 +336,7 @@ impl Tool for SearchFiles {
         may_read: ReadFilter<'_>,
         _stop: StopCheck<'_>,
     ) -> EffectResult {
-        single(actions, |a| warrant_exec::fs::search(a, may_read))
+        single(actions, "search", |a| warrant_exec::fs::search(a, may_read))
     }
 }
 
@@ -371,7 +378,7 @@ impl Tool for DeletePath {
         _may_read: ReadFilter<'_>,
         _stop: StopCheck<'_>,
     ) -> EffectResult {
-        single(actions, warrant_exec::fs::delete_path)
+        single(actions, "delete_path", warrant_exec::fs::delete_path)
     }
 }
 
@@ -496,29 +503,9 @@ impl Tool for RunCommand {
             Ok(s) => s,
             Err((code, message)) => return fail(&code, &message),
         };
-        let outcome = single(actions, |a| {
-            let profile = match a.get() {
-                Action::ShellExec { profile, .. } => {
-                    env.profiles.get(profile).cloned().unwrap_or_default()
-                }
-                Action::FsRead { .. }
-                | Action::FsList { .. }
-                | Action::FsSearch { .. }
-                | Action::FsWrite { .. }
-                | Action::FsCreate { .. }
-                | Action::FsDelete { .. }
-                | Action::ProviderCall { .. } => Default::default(),
-            };
-            let profile_name = match a.get() {
-                Action::ShellExec { profile, .. } => profile.as_str(),
-                Action::FsRead { .. }
-                | Action::FsList { .. }
-                | Action::FsSearch { .. }
-                | Action::FsWrite { .. }
-                | Action::FsCreate { .. }
-                | Action::FsDelete { .. }
-                | Action::ProviderCall { .. } => "",
-            };
+        let outcome = single(actions, "run_command", |a: &Authorized<ShellExec>| {
+            let profile_name = a.get().profile.as_str();
+            let profile = env.profiles.get(profile_name).cloned().unwrap_or_default();
             // A sandboxed profile runs through this same binary's hidden `__sandbox` entry point.
             let confinement = match warrant_exec::SandboxPlan::from_profile(
                 profile_name,
@@ -597,6 +584,7 @@ impl Tool for RunCommand {
                 &format!("expected one authorized action, got {}", actions.len()),
             );
         };
+
         let judgement = result
             .get("changes")
             .cloned()
@@ -608,7 +596,14 @@ impl Tool for RunCommand {
             };
         };
         let mut out = result.clone();
-        match warrant_exec::judged::settle(action, &judgement, &env.workspace, approved) {
+        let settled = match action.narrow::<ShellExec>() {
+            Some(exec) => warrant_exec::judged::settle(&exec, &judgement, &env.workspace, approved),
+            None => Err(warrant_exec::ExecError::WrongAction {
+                executor: "settle",
+                verb: action.get().verb(),
+            }),
+        };
+        match settled {
             Ok(settled) => {
                 out["changes"] = serde_json::to_value(&settled).unwrap_or(Value::Null);
                 EffectResult {
@@ -716,7 +711,34 @@ fn describe_paths(verb: &str, actions: &[Action], env: &ToolEnv) -> Presentation
 
 #[cfg(test)]
 mod tests {
-    use super::shown_argv;
+    #![allow(clippy::unwrap_used)]
+    use super::{shown_argv, single};
+    use warrant_core::{Action, CanonicalPath};
+    use warrant_kernel::Authorized;
+
+    #[test]
+    fn an_action_of_another_kind_reaches_no_executor() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        let ws = CanonicalPath::from_normalized(real.to_str().unwrap()).unwrap();
+        let file = ws.join_component("f");
+        std::fs::write(file.as_path(), "x").unwrap();
+        let actions = [Authorized::for_tests(Action::FsDelete {
+            path: file.clone(),
+            recursive: false,
+        })];
+        // A delete routed to the read executor narrows to no read: refused, nothing touched.
+        let refused = single(&actions, "read_file", |a| {
+            warrant_exec::fs::read_file(a, &ws)
+        });
+        assert!(!refused.ok);
+        assert_eq!(refused.result["code"], "W-EXEC-001");
+        assert!(file.as_path().exists());
+        // Routed to its own executor, the same action runs.
+        let done = single(&actions, "delete_path", warrant_exec::fs::delete_path);
+        assert!(done.ok, "{}", done.result);
+        assert!(!file.as_path().exists());
+    }
 
     fn argv(words: &[&str]) -> Vec<String> {
         words.iter().map(|w| (*w).to_owned()).collect()

@@ -2,28 +2,29 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 
 use pretty_assertions::assert_eq;
 use warrant_core::path::canonicalize;
-use warrant_core::{Action, CanonicalPath, Coded, Digest, FsWrite};
+use warrant_core::{
+    Action, CanonicalPath, Coded, Digest, FsDelete, FsList, FsRead, FsSearch, FsWrite, ShellExec,
+};
 use warrant_exec::fs::{MAX_READ_BYTES, MAX_SEARCH_MATCHES};
 use warrant_exec::{
     DeleteReceipt, DirEntry, DirListing, EntryKind, ExecError, FileContent, OsLinks, SearchResult,
     SkipCounts, WriteReceipt, delete_path, list_dir, read_file, search, write_file,
 };
+use warrant_kernel::Authorized;
 
 use super::{authorized, tempdir};
 
 fn write(path: &CanonicalPath, content: &str) -> Result<WriteReceipt, ExecError> {
-    write_file(&authorized(FsWrite {
+    write_file(&authorized(Action::FsWrite {
         path: path.clone(),
         content: content.into(),
-        create_only: false,
     }))
 }
 
 fn create(path: &CanonicalPath, content: &str) -> Result<WriteReceipt, ExecError> {
-    write_file(&authorized(FsWrite {
+    write_file(&authorized(Action::FsCreate {
         path: path.clone(),
         content: content.into(),
-        create_only: true,
     }))
 }
 
@@ -335,26 +336,77 @@ fn symlink_swapped_in_after_the_decision_is_refused() {
 }
 
 #[test]
-fn wrong_action_is_an_error_and_os_links_resolve() {
+fn each_action_narrows_to_its_own_payload_only_and_os_links_resolve() {
     let (_d, root) = tempdir();
-    let err = read_file(&authorized(Action::FsList { path: root.clone() }), &root).unwrap_err();
-    assert_eq!(err.code(), "W-EXEC-001");
-    // The write executor takes an authorized write only: no other action can reach it, and
-    // only a write narrows to one.
-    let read = authorized(Action::FsRead { path: root.clone() });
-    assert_eq!(read.fs_write(), None);
-    let write = authorized(Action::FsCreate {
-        path: root.join_component("n"),
-        content: "x".into(),
-    });
-    assert_eq!(
-        write.fs_write().map(|w| w.get().clone()),
-        Some(FsWrite {
-            path: root.join_component("n"),
+    // An executor takes the payload of its one kind, so no other action can reach it: an
+    // authorized action narrows to its own payload and to no other.
+    let path = root.join_component("n");
+    let every = [
+        Action::FsRead { path: path.clone() },
+        Action::FsList { path: path.clone() },
+        Action::FsSearch {
+            path: path.clone(),
+            pattern: "p".into(),
+        },
+        Action::FsWrite {
+            path: path.clone(),
             content: "x".into(),
-            create_only: true,
-        })
-    );
+        },
+        Action::FsCreate {
+            path: path.clone(),
+            content: "x".into(),
+        },
+        Action::FsDelete {
+            path: path.clone(),
+            recursive: true,
+        },
+        Action::ShellExec {
+            argv: vec!["true".into()],
+            cwd: root.clone(),
+            profile: "default".into(),
+            timeout_ms: 5,
+            program: Some(path.clone()),
+            contained: true,
+            judged: warrant_core::Judging::Argv,
+        },
+        Action::ProviderCall {
+            provider: "scripted".into(),
+            model: "m".into(),
+        },
+    ];
+    for action in every {
+        let a = Authorized::for_tests(action.clone());
+        let narrowed = [
+            a.narrow::<FsRead>().map(|p| format!("{:?}", p.get())),
+            a.narrow::<FsList>().map(|p| format!("{:?}", p.get())),
+            a.narrow::<FsSearch>().map(|p| format!("{:?}", p.get())),
+            a.narrow::<FsWrite>().map(|p| format!("{:?}", p.get())),
+            a.narrow::<FsDelete>().map(|p| format!("{:?}", p.get())),
+            a.narrow::<ShellExec>().map(|p| format!("{:?}", p.get())),
+        ];
+        let got: Vec<&String> = narrowed.iter().flatten().collect();
+        let expected: Vec<String> = match &action {
+            Action::FsRead { .. } => vec![format!("FsRead {{ path: {path:?} }}")],
+            Action::FsList { .. } => vec![format!("FsList {{ path: {path:?} }}")],
+            Action::FsSearch { .. } => {
+                vec![format!("FsSearch {{ path: {path:?}, pattern: \"p\" }}")]
+            }
+            Action::FsWrite { .. } => vec![format!(
+                "FsWrite {{ path: {path:?}, content: \"x\", create_only: false }}"
+            )],
+            Action::FsCreate { .. } => vec![format!(
+                "FsWrite {{ path: {path:?}, content: \"x\", create_only: true }}"
+            )],
+            Action::FsDelete { .. } => {
+                vec![format!("FsDelete {{ path: {path:?}, recursive: true }}")]
+            }
+            Action::ShellExec { .. } => vec![format!(
+                "ShellExec {{ argv: [\"true\"], cwd: {root:?}, profile: \"default\", timeout_ms: 5, program: Some({path:?}), contained: true, judged: Argv }}"
+            )],
+            Action::ProviderCall { .. } => vec![],
+        };
+        assert_eq!(got, expected.iter().collect::<Vec<_>>(), "{action:?}");
+    }
 
     std::fs::create_dir(root.as_path().join("real")).unwrap();
     symlink("real", root.as_path().join("alias")).unwrap();

@@ -4,7 +4,7 @@ mod sandbox;
 mod spawn;
 mod view;
 
-use warrant_core::CanonicalPath;
+use warrant_core::{Action, CanonicalPath, Payload};
 use warrant_kernel::Authorized;
 
 /// A temp dir whose path is canonical (the test runner's TMPDIR may itself be a link).
@@ -15,6 +15,9 @@ pub fn tempdir() -> (tempfile::TempDir, CanonicalPath) {
     (dir, path)
 }
 
-pub fn authorized<T>(action: T) -> Authorized<T> {
+/// `action` as the ring would authorize it, narrowed to the payload the executor takes.
+pub fn authorized<T: Payload>(action: Action) -> Authorized<T> {
     Authorized::for_tests(action)
+        .narrow()
+        .expect("the action is of the kind the executor takes")
 }

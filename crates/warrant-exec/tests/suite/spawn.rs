@@ -138,10 +138,8 @@ fn missing_program_is_a_spawn_error() {
 }
 
 #[test]
-fn wrong_action_and_bad_profile_are_errors() {
+fn a_bad_profile_is_an_error() {
     let (_d, cwd) = tempdir();
-    let err = run(Action::FsRead { path: cwd.clone() }).unwrap_err();
-    assert_eq!(err.code(), "W-EXEC-001");
     let leaky = ProfileConfig {
         pass_env: vec!["GITHUB_TOKEN".into()],
         ..ProfileConfig::default()

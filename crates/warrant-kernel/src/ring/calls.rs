@@ -82,7 +82,7 @@ impl Ring<'_> {
                     .get(&request)
                     .and_then(|r| r.resolution.clone())
                     .map(|(_, by)| by.actor);
-                let (ok, note) = match call.resolution {
+                let resolution = match call.resolution {
                     None => {
                         if state.parked.as_ref() != Some(&request) {
                             self.append(
@@ -96,20 +96,28 @@ impl Ring<'_> {
                         }
                         return Ok(CallStep::Parked(request));
                     }
-                    Some(Resolution::Completed) => (
+                    Some(resolution) => resolution,
+                };
+                let (ok, note) = match resolution {
+                    Resolution::Completed => (
                         true,
                         "a person confirmed this effect happened; its output was not recorded",
                     ),
-                    Some(Resolution::Failed) => (false, "a person recorded this effect as failed"),
+                    Resolution::Failed => (false, "a person recorded this effect as failed"),
                     // A retry clears the doubt when folded, so it never reaches here.
-                    Some(Resolution::Retry) => (false, "retry was not applied"),
+                    Resolution::Retry => (false, "retry was not applied"),
                 };
                 self.append(
                     state,
                     vec![RunEvent::EffectCompleted {
                         call_id: call_id.to_owned(),
                         ok,
-                        result: json!({"resolved": call.resolution.map(Resolution::as_str), "by": resolved_by, "note": note}),
+                        result: InDoubtOutcome {
+                            resolved: resolution,
+                            by: resolved_by,
+                            note: note.to_owned(),
+                        }
+                        .to_value(),
                     }],
                     Some(RunStatus::Running),
                     vec![],

@@ -24,8 +24,8 @@ use crate::authorized::Authorized;
 use crate::confidential::Confidential;
 use crate::error::KernelError;
 use crate::events::{
-    Approver, Binding, CallRecord, DeniedBy, EVENT_VERSION, ModelRequest, Outcome, ReasonRecord,
-    Resolution, RunEvent, RunLimit, RunSettings, Scope, Verdict, Via,
+    Approver, Binding, CallRecord, DeniedBy, EVENT_VERSION, InDoubtOutcome, ModelRequest, Outcome,
+    ReasonRecord, Resolution, RunEvent, RunLimit, RunSettings, Scope, Verdict, Via,
 };
 use crate::state::{CallState, RequestAnswer, RequestKind, RequestState, RunState};
 use crate::tool::{EffectResult, PENDING_JUDGEMENT, PendingJudgement, ToolEnv, ToolRegistry};
