@@ -7,10 +7,15 @@
 # Needs: hyperfine, bwrap, root (or unprivileged user namespaces) and a release build:
 #   CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target} cargo build --release -p warrant-cli
 # Usage: scripts/bench-governed.sh [runs]   (JSON + markdown in $OUT, default /tmp/warrant-bench-governed)
+#   WARRANT=path    the binary to measure (default $CARGO_TARGET_DIR/release/warrant)
+#   BASELINE=path   a second binary (e.g. an older build) measured in the same hyperfine run, in
+#                   the same workspace; its runs carry the task `baseline` so the journal part
+#                   tells them apart
 set -euo pipefail
 RUNS=${1:-60}
 TARGET=${CARGO_TARGET_DIR:-target}
-WARRANT=$(realpath "$TARGET/release/warrant")
+WARRANT=$(realpath "${WARRANT:-$TARGET/release/warrant}")
+BASELINE=${BASELINE:+$(realpath "$BASELINE")}
 OUT=${OUT:-/tmp/warrant-bench-governed}
 REPO=$(realpath "$(dirname "$0")/..")
 mkdir -p "$OUT"
@@ -40,6 +45,11 @@ printf 'version: 1\nturns:\n  - say: done\n' > "$TMP/none.yaml"
 printf 'version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: { argv: ["/bin/true"] }\n  - say: done\n' > "$TMP/call.yaml"
 RUN_NONE="$WARRANT run --prompt never --model scripted:$TMP/none.yaml work"
 RUN_CALL="$WARRANT run --prompt never --model scripted:$TMP/call.yaml work"
+BASE=()
+if [ -n "$BASELINE" ]; then
+  BASE=(-n "baseline: warrant run, no call" "$BASELINE run --prompt never --model scripted:$TMP/none.yaml baseline"
+    -n "baseline: warrant run, one run_command /bin/true" "$BASELINE run --prompt never --model scripted:$TMP/call.yaml baseline")
+fi
 
 # The call must run, contained, without anyone asked, and end with exit code 0.
 $RUN_CALL --json > "$TMP/check.jsonl"
@@ -88,19 +98,61 @@ hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$OUT/governed.json" --expo
   -n "bare /bin/true" "/bin/true" \
   -n "bwrap view /bin/true" "$BWRAP/bin/true" \
   -n "warrant run, no call" "$RUN_NONE" \
-  -n "warrant run, one run_command /bin/true" "$RUN_CALL"
+  -n "warrant run, one run_command /bin/true" "$RUN_CALL" "${BASE[@]}"
 cat "$OUT/governed.md"
 python3 - "$OUT/governed.json" <<'EOF'
 import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
 med = lambda n: r[n]["median"] * 1e3
 mn = lambda n: r[n]["min"] * 1e3
-bw, none, call = "bwrap view /bin/true", "warrant run, no call", "warrant run, one run_command /bin/true"
+bw = "bwrap view /bin/true"
 for n in r: print(f"{n}: median {med(n):.2f} ms, min {mn(n):.2f} ms")
-print(f"governed call (median difference): {med(call) - med(none):.2f} ms = {(med(call) - med(none)) / med(bw):.2f}x bwrap")
-print(f"governed call (min difference): {mn(call) - mn(none):.2f} ms = {(mn(call) - mn(none)) / mn(bw):.2f}x bwrap")
-print(f"whole run with the call / bwrap (median): {med(call) / med(bw):.1f}x")
+for tag in ("", "baseline: "):
+    none, call = f"{tag}warrant run, no call", f"{tag}warrant run, one run_command /bin/true"
+    if none not in r:
+        continue
+    print(f"{tag}governed call (median difference): {med(call) - med(none):.2f} ms = {(med(call) - med(none)) / med(bw):.2f}x bwrap")
+    print(f"{tag}governed call (min difference): {mn(call) - mn(none):.2f} ms = {(mn(call) - mn(none)) / mn(bw):.2f}x bwrap")
+    print(f"{tag}whole run with the call / bwrap (median): {med(call) / med(bw):.1f}x")
 EOF
+
+# With a baseline, hyperfine's one-command-after-another order lets the machine's load drift
+# between the two binaries; this loop runs every command once per round, in an order rotated
+# each round, and reports per-round (paired) differences against the bwrap spawn of that round.
+rm -f "$OUT/interleaved.start"
+if [ -n "$BASELINE" ]; then
+  date -u +%Y-%m-%dT%H:%M:%S.%3NZ > "$OUT/interleaved.start"
+  python3 - "$RUNS" "$OUT" "$BWRAP/bin/true" "$RUN_NONE" "$RUN_CALL" \
+    "$BASELINE run --prompt never --model scripted:$TMP/none.yaml baseline" \
+    "$BASELINE run --prompt never --model scripted:$TMP/call.yaml baseline" <<'EOF'
+import json, os, shlex, statistics, subprocess, sys, time
+rounds, out = int(sys.argv[1]), sys.argv[2]
+names = ["bwrap view /bin/true", "warrant run, no call", "warrant run, one call",
+         "baseline: warrant run, no call", "baseline: warrant run, one call"]
+cmds = list(zip(names, [shlex.split(c) for c in sys.argv[3:8]]))
+def once(argv):
+    t0 = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return (time.perf_counter() - t0) * 1e3
+for _ in range(3):
+    for _, argv in cmds:
+        once(argv)
+samples = {n: [] for n in names}
+for r in range(rounds):
+    for name, argv in cmds[r % len(cmds):] + cmds[:r % len(cmds)]:
+        samples[name].append(once(argv))
+json.dump(samples, open(f"{out}/interleaved.json", "w"))
+med = statistics.median
+print(f"interleaved: {rounds} rounds, load average {os.getloadavg()[0]:.2f} at the end")
+for n in names:
+    print(f"interleaved: {n}: median {med(samples[n]):.2f} ms")
+for tag in ("", "baseline: "):
+    call = [c - n for c, n in zip(samples[f"{tag}warrant run, one call"], samples[f"{tag}warrant run, no call"])]
+    ratio = [x / b for x, b in zip(call, samples["bwrap view /bin/true"])]
+    print(f"interleaved: {tag}governed call (median of per-round differences) {med(call):.2f} ms; "
+          f"median per-round ratio to that round's bwrap spawn {med(ratio):.2f}x")
+EOF
+fi
 
 # Inside the process: every `warrant run` waits, at its end, for the lease heartbeat thread's
 # current 50 ms sleep (crates/warrant-cli/src/drive.rs), so whole-process times move in 50 ms
@@ -109,26 +161,36 @@ EOF
 # action_proposed to effect_completed, over every run hyperfine made.
 "$WARRANT" runs list --json > "$OUT/runs.json"
 python3 - "$WARRANT" "$OUT/runs.json" "$OUT/governed.json" <<'EOF'
-import json, subprocess, sys
+import json, statistics, subprocess, sys
 from datetime import datetime
 warrant, runs, hf = sys.argv[1], json.load(open(sys.argv[2]))["runs"], json.load(open(sys.argv[3]))
+# With a baseline, only the interleaved rounds' runs: both binaries under the same load.
+try:
+    since = open(sys.argv[2].rsplit("/", 1)[0] + "/interleaved.start").read().strip()
+    runs = [r for r in runs if r["created_at"] >= since]
+    print(f"journal: the runs of the interleaved rounds only (created from {since})")
+    hf = {"results": [{"command": "bwrap view /bin/true", "median": statistics.median(json.load(open(sys.argv[2].rsplit("/", 1)[0] + "/interleaved.json"))["bwrap view /bin/true"]) / 1e3}]}
+except FileNotFoundError:
+    pass
 t = lambda e: datetime.fromisoformat(e["recorded_at"].replace("Z", "+00:00")).timestamp() * 1e3
-spans = {"none": [], "call": []}
-calls = []
+spans = {}
+calls = {}
 for r in runs:
     events = json.loads(subprocess.run([warrant, "runs", "show", r["run"], "--json"], check=True, capture_output=True).stdout)["events"]
     at = {}
     for e in events:
         at.setdefault(e["kind"], t(e))
+    tag = "baseline: " if r.get("task") == "baseline" else ""
     kind = "call" if "effect_completed" in at else "none"
-    spans[kind].append(at["run_ended"] - at["run_started"])
+    spans.setdefault(tag, {"none": [], "call": []})[kind].append(at["run_ended"] - at["run_started"])
     if kind == "call":
-        calls.append(at["effect_completed"] - at["action_proposed"])
+        calls.setdefault(tag, []).append(at["effect_completed"] - at["action_proposed"])
 med = lambda xs: sorted(xs)[len(xs) // 2]
 bw = {x["command"]: x for x in hf["results"]}["bwrap view /bin/true"]["median"] * 1e3
-n, c = med(spans["none"]), med(spans["call"])
-print(f"journal: {len(spans['none'])} runs without a call, {len(spans['call'])} with one")
-print(f"journal: run_started -> run_ended median {n:.1f} ms without the call, {c:.1f} ms with it")
-print(f"journal: the governed call (difference of medians) {c - n:.1f} ms = {(c - n) / bw:.2f}x the bwrap spawn ({bw:.2f} ms)")
-print(f"journal: action_proposed -> effect_completed median {med(calls):.1f} ms = {med(calls) / bw:.2f}x the bwrap spawn")
+for tag in sorted(spans):
+    n, c = med(spans[tag]["none"]), med(spans[tag]["call"])
+    print(f"{tag}journal: {len(spans[tag]['none'])} runs without a call, {len(spans[tag]['call'])} with one")
+    print(f"{tag}journal: run_started -> run_ended median {n:.1f} ms without the call, {c:.1f} ms with it")
+    print(f"{tag}journal: the governed call (difference of medians) {c - n:.1f} ms = {(c - n) / bw:.2f}x the bwrap spawn ({bw:.2f} ms)")
+    print(f"{tag}journal: action_proposed -> effect_completed median {med(calls[tag]):.1f} ms = {med(calls[tag]) / bw:.2f}x the bwrap spawn")
 EOF

@@ -258,7 +258,7 @@ impl Agent<'_> {
             });
             match (result, crossing) {
                 (Ok(response), _) => {
-                    let calls = response
+                    let calls: Vec<CallRecord> = response
                         .calls
                         .into_iter()
                         .map(|c| CallRecord {
@@ -288,14 +288,26 @@ impl Agent<'_> {
                         }
                         None => None,
                     };
-                    self.ring.record_model_response(
-                        state,
-                        Some(journaled),
-                        response.text,
-                        calls,
-                        usage,
-                        response.model,
-                    )?;
+                    // A final answer and the run's end: one transaction, unless the run
+                    // must stop instead (then the answer is recorded alone, as before).
+                    if calls.is_empty() && self.ring.may_complete(state)? {
+                        self.ring.record_final_response(
+                            state,
+                            Some(journaled),
+                            response.text,
+                            usage,
+                            response.model,
+                        )?;
+                    } else {
+                        self.ring.record_model_response(
+                            state,
+                            Some(journaled),
+                            response.text,
+                            calls,
+                            usage,
+                            response.model,
+                        )?;
+                    }
                 }
                 (
                     Err(ModelError::Stopped {

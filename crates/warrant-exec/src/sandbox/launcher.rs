@@ -84,13 +84,28 @@ pub fn sandbox_main(args: &[String]) -> i32 {
         tracked: false,
     };
     // Tracking, not a limit: a command with no process limit still joins a cgroup when it can,
-    // so nothing it starts outlives it. Not requested, so its absence refuses nothing.
-    if plan.limits.processes.is_none() && crate::cgroup::available() {
-        report.tracked = crate::cgroup::enter_unlimited().is_ok();
+    // so nothing it starts outlives it. Not requested, so its absence refuses nothing. A view
+    // needs none: the command's first process is the init of its own PID namespace, so the
+    // kernel kills everything the command started when that process ends, and it dies with
+    // this launcher (which the executor kills on a timeout). Joining costs a cgroup migration
+    // (~10 ms here, an RCU grace period), so it is made only where the view is not in force.
+    let track = |report: &mut SandboxReport| {
+        if plan.limits.processes.is_none() && crate::cgroup::available() {
+            report.tracked = crate::cgroup::enter_unlimited().is_ok();
+        }
+    };
+    if !plan.view {
+        track(&mut report);
     }
     let mut env = Vec::new();
     match apply(&plan, &prefix, &mut report, &mut env, Stage::Launcher) {
-        Ok(Next::Exec) => exec_target(&report, &argv, env),
+        Ok(Next::Exec) => {
+            // A view that was requested but not applied (best effort): track as without one.
+            if plan.view {
+                track(&mut report);
+            }
+            exec_target(&report, &argv, env)
+        }
         Ok(Next::HandOver) => hand_over(&prefix, &report, plan_json, &argv),
         Err(message) => fail(&message),
     }

@@ -321,6 +321,46 @@ impl Ring<'_> {
         )
     }
 
+    /// Whether a final answer arriving now would end the run completed: no cancellation, no
+    /// passed deadline, the denials under their cap (what the next step checks first).
+    pub fn may_complete(&self, state: &RunState) -> Result<bool, KernelError> {
+        Ok(self.stop_reason(state, self.clock.now())?.is_none()
+            && state.denials < state.settings.max_denials)
+    }
+
+    /// Journals a model's final answer (one that asks for no call) and the run's completed end
+    /// in one transaction: nothing acts between them, so durability needs one point, not two.
+    /// A crash before it loses the answer, and a resume asks the model again, as it would if
+    /// the answer had never arrived. Call it only where [`Ring::may_complete`] holds.
+    pub fn record_final_response(
+        &self,
+        state: &mut RunState,
+        request: Option<ModelRequest>,
+        text: Option<String>,
+        usage: Option<Value>,
+        model: String,
+    ) -> Result<(), KernelError> {
+        let turn = state.turns;
+        self.append(
+            state,
+            vec![
+                RunEvent::ModelResponded {
+                    turn,
+                    text,
+                    calls: vec![],
+                    usage,
+                    model,
+                    request,
+                },
+                RunEvent::RunEnded {
+                    outcome: Outcome::Completed,
+                },
+            ],
+            Some(RunStatus::Completed),
+            vec![],
+        )
+    }
+
     /// Stops the run at one of its caps: the typed reason and the end in one append.
     pub fn stop_at_limit(
         &self,

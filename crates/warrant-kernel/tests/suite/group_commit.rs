@@ -340,3 +340,37 @@ fn a_crash_between_the_batches_leaves_a_consistent_journal_that_resumes() {
         assert_audited(&w, &resumed.run);
     }
 }
+
+#[test]
+fn a_final_answer_and_the_runs_end_are_one_transaction_unless_the_run_must_stop() {
+    let w = World::new();
+    let pdp = Pdp(&w.engine);
+    let counting = Counting::new(&w.store, None);
+    let ring = ring(&w, &pdp, &counting);
+    let mut state = w.start(&ring, settings());
+    counting.appends.borrow_mut().clear();
+
+    assert!(ring.may_complete(&state).unwrap());
+    ring.record_final_response(&mut state, None, Some("done".into()), None, "m".into())
+        .unwrap();
+    assert_eq!(
+        counting.transactions(),
+        vec![kinds(&["model_responded", "run_ended"])]
+    );
+    assert_eq!(state.ended, Some(warrant_kernel::Outcome::Completed));
+    assert_eq!(
+        w.store.run(&state.run).unwrap().unwrap().status,
+        warrant_store::RunStatus::Completed
+    );
+    assert_eq!(ring.load(&state.run).unwrap(), state);
+    assert_audited(&w, &state.run);
+
+    // A run that must stop instead (here: cancelled) is not completed by its final answer:
+    // the answer is then recorded alone and the next step ends the run stopped.
+    let cancelled = w.start(&ring, settings());
+    assert!(ring.may_complete(&cancelled).unwrap());
+    w.store
+        .request_cancel(&cancelled.run, "alice", "enough")
+        .unwrap();
+    assert!(!ring.may_complete(&cancelled).unwrap());
+}
