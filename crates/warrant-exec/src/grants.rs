@@ -46,14 +46,15 @@ fn scanned(root: &Path) -> bool {
     !UNSCANNED.iter().any(|u| root.starts_with(u))
 }
 
-/// Every entry under `roots` whose file name matches one of `patterns` (not following links,
-/// not descending into a match), plus the `paths` given literally.
-pub fn find_denied(
+/// Walks the directories under `roots` (a root inside another is walked as part of it;
+/// unreadable or vanished directories are skipped), at most [`SCAN_BUDGET`] entries, handing
+/// each entry to `visit`, which says whether to descend into it. `what` names the walk in the
+/// error for a budget spent.
+fn walk(
     roots: &[&Path],
-    patterns: &[String],
-    paths: &[PathBuf],
-) -> Result<Vec<PathBuf>, String> {
-    let mut found: Vec<PathBuf> = paths.to_vec();
+    what: &str,
+    mut visit: impl FnMut(&std::fs::DirEntry) -> bool,
+) -> Result<(), String> {
     let mut budget = SCAN_BUDGET;
     let mut stack: Vec<PathBuf> = roots
         .iter()
@@ -62,7 +63,6 @@ pub fn find_denied(
         .collect();
     stack.sort();
     stack.dedup();
-    // A root inside another root is walked as part of it.
     let outer: Vec<PathBuf> = stack.clone();
     stack.retain(|r| !outer.iter().any(|o| o != r && r.starts_with(o)));
     while let Some(dir) = stack.pop() {
@@ -76,19 +76,35 @@ pub fn find_denied(
             let entry = entry.map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
             budget = budget.checked_sub(1).ok_or_else(|| {
                 format!(
-                    "more than {SCAN_BUDGET} entries under the roots while looking for denied names; narrow the read and write roots"
+                    "more than {SCAN_BUDGET} entries under the roots while {what}; narrow the read and write roots"
                 )
             })?;
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            let path = entry.path();
-            if patterns.iter().any(|p| name_matches(p, &name)) {
-                found.push(path);
-            } else if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                stack.push(path);
+            if visit(&entry) {
+                stack.push(entry.path());
             }
         }
     }
+    Ok(())
+}
+
+/// Every entry under `roots` whose file name matches one of `patterns` (not following links,
+/// not descending into a match), plus the `paths` given literally.
+pub fn find_denied(
+    roots: &[&Path],
+    patterns: &[String],
+    paths: &[PathBuf],
+) -> Result<Vec<PathBuf>, String> {
+    let mut found: Vec<PathBuf> = paths.to_vec();
+    walk(roots, "looking for denied names", |entry| {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if patterns.iter().any(|p| name_matches(p, &name)) {
+            found.push(entry.path());
+            false
+        } else {
+            entry.file_type().map(|t| t.is_dir()).unwrap_or(false)
+        }
+    })?;
     found.sort();
     found.dedup();
     Ok(found)
@@ -104,46 +120,21 @@ pub type LinkCensus = BTreeMap<(u64, u64), (u64, Vec<PathBuf>)>;
 pub fn link_census(roots: &[&Path]) -> Result<LinkCensus, String> {
     use std::os::unix::fs::MetadataExt;
     let mut out = LinkCensus::new();
-    let mut budget = SCAN_BUDGET;
-    let mut stack: Vec<PathBuf> = roots
-        .iter()
-        .filter(|r| scanned(r) && r.is_dir())
-        .map(|r| r.to_path_buf())
-        .collect();
-    stack.sort();
-    stack.dedup();
-    let outer: Vec<PathBuf> = stack.clone();
-    stack.retain(|r| !outer.iter().any(|o| o != r && r.starts_with(o)));
-    while let Some(dir) = stack.pop() {
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(format!("cannot list {}: {e}", dir.display())),
+    walk(roots, "counting hard links", |entry| {
+        let Ok(kind) = entry.file_type() else {
+            return false;
         };
-        for entry in entries {
-            let entry = entry.map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
-            budget = budget.checked_sub(1).ok_or_else(|| {
-                format!(
-                    "more than {SCAN_BUDGET} entries under the roots while counting hard links; narrow the read and write roots"
-                )
-            })?;
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                stack.push(entry.path());
-            } else if kind.is_file()
-                && let Ok(meta) = entry.metadata()
-                && meta.nlink() > 1
-            {
-                out.entry((meta.dev(), meta.ino()))
-                    .or_insert_with(|| (meta.nlink(), Vec::new()))
-                    .1
-                    .push(entry.path());
-            }
+        if kind.is_file()
+            && let Ok(meta) = entry.metadata()
+            && meta.nlink() > 1
+        {
+            out.entry((meta.dev(), meta.ino()))
+                .or_insert_with(|| (meta.nlink(), Vec::new()))
+                .1
+                .push(entry.path());
         }
-    }
+        kind.is_dir()
+    })?;
     Ok(out)
 }
 

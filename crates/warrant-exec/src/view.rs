@@ -181,18 +181,13 @@ pub fn build(plan: &SandboxPlan, home: Option<&Path>, cwd: &Path) -> Result<(), 
             // The workspace through a copy-on-write layer: its writes land in `upper`, to be
             // judged before they reach the workspace.
             Some(overlay) if writable && overlay.lower.as_path() == path.as_path() => {
-                let options = overlay_options(&source, &old(&overlay.upper), &old(&overlay.work))?;
-                rustix::mount::mount(
-                    "overlay",
-                    &target,
-                    "overlay",
-                    MountFlags::NOSUID | MountFlags::NODEV,
-                    Some(options.as_c_str()),
-                )
-                .map_err(io(format!(
-                    "cannot mount the copy-on-write layer over {}",
-                    path.display()
-                )))?;
+                mount_overlay(&target, &source, &old(&overlay.upper), &old(&overlay.work))
+                    .map_err(|e| {
+                        format!(
+                            "cannot mount the copy-on-write layer over {}: {e}",
+                            path.display()
+                        )
+                    })?;
                 continue;
             }
             Some(_) | None => {}
@@ -219,22 +214,18 @@ pub fn build(plan: &SandboxPlan, home: Option<&Path>, cwd: &Path) -> Result<(), 
         if !target.is_dir() {
             continue;
         }
-        let options = overlay_options(
+        mount_overlay(
+            &target,
             &old(cache.lower.as_path()),
             &old(&cache.upper),
             &old(&cache.work),
-        )?;
-        rustix::mount::mount(
-            "overlay",
-            &target,
-            "overlay",
-            MountFlags::NOSUID | MountFlags::NODEV,
-            Some(options.as_c_str()),
         )
-        .map_err(io(format!(
-            "cannot mount the workspace's layer over the cache {}",
-            cache.lower
-        )))?;
+        .map_err(|e| {
+            format!(
+                "cannot mount the workspace's layer over the cache {}: {e}",
+                cache.lower
+            )
+        })?;
     }
     for path in &layout.protected {
         let target = new(path);
@@ -557,6 +548,19 @@ fn relative(path: &Path) -> PathBuf {
 /// namespace, so its bookkeeping lives in `user.overlay.*` attributes. A path holding a comma,
 /// a colon or a backslash would need escaping overlayfs does not offer for every kernel, so it
 /// is refused.
+/// An overlay at `target` of `upper` (where writes land, `work` beside it) over `lower`.
+fn mount_overlay(target: &Path, lower: &Path, upper: &Path, work: &Path) -> Result<(), String> {
+    let options = overlay_options(lower, upper, work)?;
+    rustix::mount::mount(
+        "overlay",
+        target,
+        "overlay",
+        MountFlags::NOSUID | MountFlags::NODEV,
+        Some(options.as_c_str()),
+    )
+    .map_err(|e| e.to_string())
+}
+
 fn overlay_options(lower: &Path, upper: &Path, work: &Path) -> Result<std::ffi::CString, String> {
     let mut text = String::new();
     for (key, path) in [("lowerdir", lower), ("upperdir", upper), ("workdir", work)] {
