@@ -9,9 +9,9 @@
 #
 # Environment: FUZZ_SECONDS (per target), FUZZ_TARGET_DIR (default fuzz/target),
 # FUZZ_SANITIZER (address, or none where ASAN is unavailable), FUZZ_TARGETS (space-separated
-# subset, default all), FUZZ_SEED (libFuzzer's -seed: with it a run repeats the same inputs in the
-# same order, so CI explores a prefix of what a longer local run with that seed explored; unset,
-# every run explores anew).
+# subset, default all), FUZZ_SEED (libFuzzer's -seed; two runs with the same seed and run count
+# still differ, measured here: 4,487 against 4,303 new inputs in 300,000 runs of `risk`, so a
+# seed narrows a reproduction, it does not make a run repeatable).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD

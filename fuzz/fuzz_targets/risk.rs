@@ -104,9 +104,10 @@ fuzz_target!(|data: &[u8]| {
         let class = check(&sh_c(wrapped.clone()));
         assert!(class >= class_a, "sh -c {wrapped:?} is {class:?}, the command {class_a:?}");
     }
-    // A shell reads a `-c` string that starts with `-` as options of its own (`sh -c --x` is an
-    // error, and nothing runs), so only scripts that do not are compared bare.
-    if script_a.starts_with('-') {
+    // A shell reads a `-c` string that starts with `-` or `+` as options of its own (`sh -c
+    // --x` and `sh -c +x` are errors, and nothing runs), so only scripts that do not are
+    // compared bare.
+    if script_a.starts_with(['-', '+']) {
         return;
     }
     let alone = check(&sh_c(script_a.clone()));
