@@ -20,7 +20,7 @@ pub const SEALED_PREFIX: &str = "[SEALED:";
 const SHORTEST: usize = 8;
 
 pub struct JournalSeal {
-    redactor: Redactor,
+    redactor: std::sync::Arc<Redactor>,
     key: [u8; 32],
 }
 
@@ -49,7 +49,7 @@ fn rule_name(rule: &str) -> &str {
 }
 
 impl JournalSeal {
-    pub fn new(redactor: Redactor, installation_secret: &[u8]) -> Self {
+    pub fn new(redactor: std::sync::Arc<Redactor>, installation_secret: &[u8]) -> Self {
         Self {
             redactor,
             key: derive_key(
@@ -149,7 +149,7 @@ mod tests {
 
     fn seal() -> JournalSeal {
         JournalSeal::new(
-            Redactor::new(Scanner::default_rules(), Vec::new()),
+            std::sync::Arc::new(Redactor::new(Scanner::default_rules(), Vec::new())),
             b"installation secret",
         )
     }
@@ -183,7 +183,7 @@ mod tests {
         s.open(&run("run-0002"), &mut elsewhere);
         assert_eq!(elsewhere, stored);
         let other = JournalSeal::new(
-            Redactor::new(Scanner::default_rules(), Vec::new()),
+            std::sync::Arc::new(Redactor::new(Scanner::default_rules(), Vec::new())),
             b"another installation",
         );
         let mut foreign = stored.clone();

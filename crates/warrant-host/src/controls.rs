@@ -66,9 +66,12 @@ pub fn known_secrets(settings: &Settings) -> Vec<String> {
 }
 
 /// The run's tools: every source composed into one toolbox, behind the configured menu, every
-/// result through the redactor.
-pub fn tools(settings: &Settings, sources: &[&dyn ToolSource]) -> Result<Toolbox, HostError> {
-    let redactor = redactor(settings)?.map(Arc::new);
+/// result through `redactor` (see [`redacting`]).
+pub fn tools(
+    settings: &Settings,
+    sources: &[&dyn ToolSource],
+    redactor: Option<Arc<Redactor>>,
+) -> Result<Toolbox, HostError> {
     Toolbox::new(
         sources,
         Controls {
@@ -83,33 +86,34 @@ pub fn tools(settings: &Settings, sources: &[&dyn ToolSource]) -> Result<Toolbox
     })
 }
 
-/// The redactor for everything written from outside the tools (a person's replies): the
-/// configured scanner and the known secret values. `None` only for a debug build's negative
-/// control (`WARRANT_TEST_DISABLE=redact`).
-pub fn redactor(settings: &Settings) -> Result<Option<Redactor>, HostError> {
-    if disabled("redact") {
-        return Ok(None);
-    }
+/// The installation's redactor: the configured scanner and the known secret values. Built once
+/// per [`crate::Host`] and shared by the tools' results, a person's replies and the journal's
+/// sealing, so rule files are read and compiled once.
+pub fn redactor(settings: &Settings) -> Result<Redactor, HostError> {
     let scanner = configured_scanner(settings)?;
-    Ok(Some(Redactor::new(scanner, known_secrets(settings))))
+    Ok(Redactor::new(scanner, known_secrets(settings)))
+}
+
+/// The redactor as the control over tool results and replies: `None` only for a debug build's
+/// negative control (`WARRANT_TEST_DISABLE=redact`).
+pub fn redacting(redactor: &Arc<Redactor>) -> Option<Arc<Redactor>> {
+    (!disabled("redact")).then(|| Arc::clone(redactor))
 }
 
 /// How the journal keeps what the redactor finds out of the store: sealed under a key derived
 /// from the installation secret (`crate::confidential`). In the clear only for a debug build's
 /// negative control (`WARRANT_TEST_DISABLE=seal`).
 pub fn journal_seal(
-    settings: &Settings,
+    redactor: &Arc<Redactor>,
     installation_secret: &[u8],
-) -> Result<Box<dyn warrant_kernel::Confidential + Send + Sync>, HostError> {
+) -> Box<dyn warrant_kernel::Confidential + Send + Sync> {
     if disabled("seal") {
-        return Ok(Box::new(warrant_kernel::InTheClear));
+        return Box::new(warrant_kernel::InTheClear);
     }
-    let scanner = configured_scanner(settings)?;
-    let redactor = Redactor::new(scanner, known_secrets(settings));
-    Ok(Box::new(crate::confidential::JournalSeal::new(
-        redactor,
+    Box::new(crate::confidential::JournalSeal::new(
+        Arc::clone(redactor),
         installation_secret,
-    )))
+    ))
 }
 
 /// Where a layer's `[secrets] rules` points: absolute as written; relative, against the

@@ -81,6 +81,8 @@ pub struct Host {
     pub rules: warrant_kernel::ApprovalRules,
     /// How the journal keeps secrets out of the store: sealed under the installation's key.
     confidential: Box<dyn warrant_kernel::Confidential + Send + Sync>,
+    /// The installation's redactor, built once (results, replies, sealing).
+    redactor: Arc<warrant_secrets::Redactor>,
     /// Tool sources beyond the built-in set ([`Host::with_source`]), composed after it.
     sources: Vec<Arc<dyn ToolSource + Send + Sync>>,
 }
@@ -116,7 +118,8 @@ impl Host {
         let rules = install::approval_rules(&paths, &layers)?;
         let inst = install::installation(&paths, &settings, notices)?;
         let request_ttls = install::ttls(&settings.requests)?;
-        let confidential = controls::journal_seal(&settings, &inst.secret)?;
+        let redactor = Arc::new(controls::redactor(&settings)?);
+        let confidential = controls::journal_seal(&redactor, &inst.secret);
         Ok(Host {
             paths,
             identity,
@@ -126,6 +129,7 @@ impl Host {
             request_ttls,
             rules,
             confidential,
+            redactor,
             sources: Vec::new(),
         })
     }
@@ -152,7 +156,11 @@ impl Host {
     pub fn tools(&self) -> Result<Toolbox> {
         let mut sources: Vec<&dyn ToolSource> = vec![&Builtin];
         sources.extend(self.sources.iter().map(|s| s.as_ref() as &dyn ToolSource));
-        controls::tools(&self.settings, &sources)
+        controls::tools(
+            &self.settings,
+            &sources,
+            controls::redacting(&self.redactor),
+        )
     }
 
     /// Builds the ring for one operation, with the governed decision point (Cedar, then the

@@ -48,7 +48,7 @@ impl Host {
     /// reply's text passes the redactor first: a secret pasted into an answer, a decline or a
     /// resource check reaches neither the journal, the audit trail nor the model.
     pub fn reply(&self, state: &mut RunState, request: &RequestId, reply: Reply) -> Result<()> {
-        let reply = match crate::controls::redactor(&self.settings)? {
+        let reply = match crate::controls::redacting(&self.redactor) {
             Some(redactor) => redacted(&redactor, reply),
             None => reply,
         };

@@ -173,6 +173,14 @@ impl RunState {
         self.calls.iter().find(|c| c.record.id == id)
     }
 
+    /// The call `id`, which the caller knows the run holds: its absence is an inconsistency.
+    pub(crate) fn known_call(&self, id: &str) -> Result<&CallState, KernelError> {
+        self.call(id).ok_or_else(|| KernelError::Inconsistent {
+            run: self.run.to_string(),
+            message: format!("no call {id}"),
+        })
+    }
+
     /// The in-doubt request of `step`, named by its call id or by the seq of its park.
     pub fn in_doubt(&self, step: &str) -> Option<&RequestState> {
         self.requests.values().find(|r| {

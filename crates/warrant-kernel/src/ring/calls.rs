@@ -51,13 +51,7 @@ impl Ring<'_> {
             }};
         }
         loop {
-            let call = state
-                .call(call_id)
-                .cloned()
-                .ok_or_else(|| KernelError::Inconsistent {
-                    run: state.run.to_string(),
-                    message: format!("no call {call_id}"),
-                })?;
+            let call = state.known_call(call_id)?.clone();
             if call.result.is_some() {
                 return Ok(CallStep::Done);
             }

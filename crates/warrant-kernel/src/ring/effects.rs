@@ -354,13 +354,7 @@ impl Ring<'_> {
         env: &ToolEnv,
         prompter: &mut dyn Prompter,
     ) -> Result<Option<CallStep>, KernelError> {
-        let call = state
-            .call(call_id)
-            .cloned()
-            .ok_or_else(|| KernelError::Inconsistent {
-                run: state.run.to_string(),
-                message: format!("no call {call_id}"),
-            })?;
+        let call = state.known_call(call_id)?.clone();
         let Some((_, result)) = call.judging.clone() else {
             return Ok(None);
         };
