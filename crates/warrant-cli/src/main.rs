@@ -38,6 +38,7 @@ pub(crate) fn shown_inline(text: &str) -> std::borrow::Cow<'_, str> {
 mod audit_cmd;
 mod commands;
 mod inspect;
+mod memory_cmd;
 mod output;
 mod prompt;
 mod requests;
@@ -188,6 +189,12 @@ pub enum Command {
     Secrets {
         #[command(subcommand)]
         command: secrets_cmd::SecretsCommand,
+    },
+    /// The workspace's memory: list, search, show and forget entries; review drafts proposed
+    /// for shared memory.
+    Memory {
+        #[command(subcommand)]
+        command: memory_cmd::MemoryCommand,
     },
 }
 

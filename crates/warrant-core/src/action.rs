@@ -117,6 +117,10 @@ pub enum Verb {
     GitPush,
     #[serde(rename = "memory.read")]
     MemoryRead,
+    #[serde(rename = "memory.write")]
+    MemoryWrite,
+    #[serde(rename = "memory.delete")]
+    MemoryDelete,
     #[serde(rename = "memory.propose")]
     MemoryPropose,
     #[serde(rename = "memory.publish")]
@@ -134,7 +138,7 @@ pub enum Verb {
 }
 
 impl Verb {
-    pub const ALL: [Verb; 17] = [
+    pub const ALL: [Verb; 19] = [
         Self::FsRead,
         Self::FsList,
         Self::FsSearch,
@@ -145,6 +149,8 @@ impl Verb {
         Self::GitCommit,
         Self::GitPush,
         Self::MemoryRead,
+        Self::MemoryWrite,
+        Self::MemoryDelete,
         Self::MemoryPropose,
         Self::MemoryPublish,
         Self::CatalogList,
@@ -166,6 +172,8 @@ impl Verb {
             Self::GitCommit => "git.commit",
             Self::GitPush => "git.push",
             Self::MemoryRead => "memory.read",
+            Self::MemoryWrite => "memory.write",
+            Self::MemoryDelete => "memory.delete",
             Self::MemoryPropose => "memory.propose",
             Self::MemoryPublish => "memory.publish",
             Self::CatalogList => "catalog.list",
@@ -190,7 +198,11 @@ impl Verb {
             | Self::FsDelete => ResourceKind::Fs,
             Self::ShellExec => ResourceKind::Shell,
             Self::GitCommit | Self::GitPush => ResourceKind::Git,
-            Self::MemoryRead | Self::MemoryPropose | Self::MemoryPublish => ResourceKind::Memory,
+            Self::MemoryRead
+            | Self::MemoryWrite
+            | Self::MemoryDelete
+            | Self::MemoryPropose
+            | Self::MemoryPublish => ResourceKind::Memory,
             Self::CatalogList | Self::CatalogRead => ResourceKind::Catalog,
             Self::ProviderCall => ResourceKind::Provider,
             Self::McpCall => ResourceKind::Mcp,
@@ -211,6 +223,8 @@ impl Verb {
             | Self::FsCreate
             | Self::ShellExec
             | Self::GitCommit
+            | Self::MemoryWrite
+            | Self::MemoryDelete
             | Self::MemoryPropose
             | Self::MemoryPublish => RiskClass::Change,
             Self::GitPush | Self::ProviderCall | Self::McpCall | Self::MessageSend => {
@@ -229,14 +243,18 @@ impl Verb {
             | Self::MemoryRead
             | Self::CatalogList
             | Self::CatalogRead
-            | Self::FsWrite => true,
+            | Self::FsWrite
+            // Memory entries and drafts are keyed by the effect that made them, and a publish
+            // by its draft: doing one twice leaves what doing it once did.
+            | Self::MemoryWrite
+            | Self::MemoryDelete
+            | Self::MemoryPropose
+            | Self::MemoryPublish => true,
             Self::FsCreate
             | Self::FsDelete
             | Self::ShellExec
             | Self::GitCommit
             | Self::GitPush
-            | Self::MemoryPropose
-            | Self::MemoryPublish
             | Self::ProviderCall
             | Self::McpCall
             | Self::MessageSend => false,
@@ -300,6 +318,86 @@ pub enum Action {
     /// model asked for.
     #[serde(rename = "provider.call")]
     ProviderCall { provider: String, model: String },
+    /// Keep `text` in memory: a local namespace of this workspace.
+    #[serde(rename = "memory.write")]
+    MemoryWrite {
+        scope: MemoryScope,
+        namespace: String,
+        text: String,
+        tags: Vec<String>,
+    },
+    /// Search a namespace for `query` (already bounded: distinct words, at most
+    /// [`MAX_QUERY_TERMS`]), at most `limit` entries.
+    #[serde(rename = "memory.read")]
+    MemoryRead {
+        scope: MemoryScope,
+        namespace: String,
+        query: String,
+        limit: u32,
+    },
+    /// Forget one entry (`id`) of a namespace.
+    #[serde(rename = "memory.delete")]
+    MemoryDelete {
+        scope: MemoryScope,
+        namespace: String,
+        id: String,
+    },
+    /// Propose `text` for a shared namespace: a draft that only a person may publish.
+    #[serde(rename = "memory.propose")]
+    MemoryPropose {
+        namespace: String,
+        text: String,
+        tags: Vec<String>,
+    },
+    /// A person's review of a draft for a shared namespace, bound to the draft's digest as the
+    /// reviewer saw it: publish it (`publish`), or reject it; `reason` is theirs.
+    #[serde(rename = "memory.publish")]
+    MemoryPublish {
+        namespace: String,
+        draft: String,
+        digest: Digest,
+        publish: bool,
+        reason: String,
+    },
+}
+
+/// The most words a memory query keeps (distinct, in order of first appearance).
+pub const MAX_QUERY_TERMS: usize = 32;
+
+/// Whose memory a namespace is: this workspace's agents' (`local`), or what other agents and
+/// people treat as true (`shared`, written only through a reviewed draft).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryScope {
+    Local,
+    Shared,
+}
+
+impl MemoryScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Local => "local",
+            Self::Shared => "shared",
+        }
+    }
+}
+
+/// A namespace as a person writes it (`memory/local/notes`, `local/notes`, `shared/team`):
+/// its scope and name; `None` when it names no scope.
+pub fn parse_memory_target(target: &str) -> Option<(MemoryScope, String)> {
+    let rest = target.strip_prefix("memory/").unwrap_or(target);
+    let (scope, namespace) = rest.split_once('/')?;
+    let scope = match scope {
+        "local" => MemoryScope::Local,
+        "shared" => MemoryScope::Shared,
+        _ => return None,
+    };
+    (!namespace.is_empty()).then(|| (scope, namespace.to_owned()))
+}
+
+/// The resource a memory action is on: `memory/<scope>/<namespace>`.
+pub fn memory_resource(scope: MemoryScope, namespace: &str) -> String {
+    format!("memory/{}/{namespace}", scope.as_str())
 }
 
 /// What a contained command is judged by (see `Action::ShellExec::judged`).
@@ -339,6 +437,11 @@ impl Action {
             Self::FsDelete { .. } => Verb::FsDelete,
             Self::ShellExec { .. } => Verb::ShellExec,
             Self::ProviderCall { .. } => Verb::ProviderCall,
+            Self::MemoryWrite { .. } => Verb::MemoryWrite,
+            Self::MemoryRead { .. } => Verb::MemoryRead,
+            Self::MemoryDelete { .. } => Verb::MemoryDelete,
+            Self::MemoryPropose { .. } => Verb::MemoryPropose,
+            Self::MemoryPublish { .. } => Verb::MemoryPublish,
         }
     }
 
@@ -353,6 +456,26 @@ impl Action {
             | Self::FsDelete { path, .. } => path.as_str().to_owned(),
             Self::ShellExec { argv, .. } => argv.join(" "),
             Self::ProviderCall { provider, model } => format!("{provider}:{model}"),
+            Self::MemoryWrite {
+                scope, namespace, ..
+            }
+            | Self::MemoryRead {
+                scope, namespace, ..
+            } => memory_resource(*scope, namespace),
+            Self::MemoryDelete {
+                scope,
+                namespace,
+                id,
+            } => format!("{}#{id}", memory_resource(*scope, namespace)),
+            Self::MemoryPropose { namespace, .. } => {
+                memory_resource(MemoryScope::Shared, namespace)
+            }
+            Self::MemoryPublish {
+                namespace, draft, ..
+            } => format!(
+                "{}#{draft}",
+                memory_resource(MemoryScope::Shared, namespace)
+            ),
         }
     }
 
@@ -380,7 +503,34 @@ impl Action {
                 "content_digest": Digest::of_bytes(content.as_bytes()),
                 "content_bytes": content.len(),
             }),
-            Self::FsRead { .. }
+            Self::MemoryWrite {
+                scope,
+                namespace,
+                text,
+                tags,
+            } => json!({
+                "verb": self.verb(),
+                "scope": scope,
+                "namespace": namespace,
+                "tags": tags,
+                "content_digest": Digest::of_bytes(text.as_bytes()),
+                "content_bytes": text.len(),
+            }),
+            Self::MemoryPropose {
+                namespace,
+                text,
+                tags,
+            } => json!({
+                "verb": self.verb(),
+                "namespace": namespace,
+                "tags": tags,
+                "content_digest": Digest::of_bytes(text.as_bytes()),
+                "content_bytes": text.len(),
+            }),
+            Self::MemoryRead { .. }
+            | Self::MemoryDelete { .. }
+            | Self::MemoryPublish { .. }
+            | Self::FsRead { .. }
             | Self::FsList { .. }
             | Self::FsSearch { .. }
             | Self::FsDelete { .. }
@@ -499,7 +649,12 @@ impl Payload for FsWrite {
             | Action::FsSearch { .. }
             | Action::FsDelete { .. }
             | Action::ShellExec { .. }
-            | Action::ProviderCall { .. } => None,
+            | Action::ProviderCall { .. }
+            | Action::MemoryWrite { .. }
+            | Action::MemoryRead { .. }
+            | Action::MemoryDelete { .. }
+            | Action::MemoryPropose { .. }
+            | Action::MemoryPublish { .. } => None,
         }
     }
 }
@@ -542,6 +697,116 @@ impl Payload for ShellExec {
     }
 }
 
+/// The payload of `memory.write`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryWrite {
+    pub scope: MemoryScope,
+    pub namespace: String,
+    pub text: String,
+    pub tags: Vec<String>,
+}
+
+/// The payload of `memory.read`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryRead {
+    pub scope: MemoryScope,
+    pub namespace: String,
+    pub query: String,
+    pub limit: u32,
+}
+
+/// The payload of `memory.delete`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryDelete {
+    pub scope: MemoryScope,
+    pub namespace: String,
+    pub id: String,
+}
+
+/// The payload of `memory.propose`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryPropose {
+    pub namespace: String,
+    pub text: String,
+    pub tags: Vec<String>,
+}
+
+impl Payload for MemoryWrite {
+    fn of(action: &Action) -> Option<Self> {
+        let Action::MemoryWrite {
+            scope,
+            namespace,
+            text,
+            tags,
+        } = action
+        else {
+            return None;
+        };
+        Some(Self {
+            scope: *scope,
+            namespace: namespace.clone(),
+            text: text.clone(),
+            tags: tags.clone(),
+        })
+    }
+}
+
+impl Payload for MemoryRead {
+    fn of(action: &Action) -> Option<Self> {
+        let Action::MemoryRead {
+            scope,
+            namespace,
+            query,
+            limit,
+        } = action
+        else {
+            return None;
+        };
+        Some(Self {
+            scope: *scope,
+            namespace: namespace.clone(),
+            query: query.clone(),
+            limit: *limit,
+        })
+    }
+}
+
+impl Payload for MemoryDelete {
+    fn of(action: &Action) -> Option<Self> {
+        let Action::MemoryDelete {
+            scope,
+            namespace,
+            id,
+        } = action
+        else {
+            return None;
+        };
+        Some(Self {
+            scope: *scope,
+            namespace: namespace.clone(),
+            id: id.clone(),
+        })
+    }
+}
+
+impl Payload for MemoryPropose {
+    fn of(action: &Action) -> Option<Self> {
+        let Action::MemoryPropose {
+            namespace,
+            text,
+            tags,
+        } = action
+        else {
+            return None;
+        };
+        Some(Self {
+            namespace: namespace.clone(),
+            text: text.clone(),
+            tags: tags.clone(),
+        })
+    }
+}
+
 /// The verb and target of an action read back from its [`Action::audit_view`], as a reader of
 /// the audit trail names it. A write's view holds no content, so it is read by its path; every
 /// other view is the action itself. `None` for a view that is neither.
@@ -549,6 +814,15 @@ pub fn audit_view_target(view: &Value) -> Option<(Verb, String)> {
     let verb = Verb::parse(view.get("verb")?.as_str()?)?;
     if matches!(verb, Verb::FsWrite | Verb::FsCreate) {
         return Some((verb, view.get("path")?.as_str()?.to_owned()));
+    }
+    if matches!(verb, Verb::MemoryWrite | Verb::MemoryPropose) {
+        let scope = if verb == Verb::MemoryPropose {
+            MemoryScope::Shared
+        } else {
+            serde_json::from_value(view.get("scope")?.clone()).ok()?
+        };
+        let namespace = view.get("namespace")?.as_str()?;
+        return Some((verb, memory_resource(scope, namespace)));
     }
     let action: Action = serde_json::from_value(view.clone()).ok()?;
     Some((action.verb(), action.target()))

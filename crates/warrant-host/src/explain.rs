@@ -117,11 +117,24 @@ pub fn explain(
                 model: model.to_owned(),
             }
         }
+        // The target is a namespace: `memory/local/notes`, `local/notes` or `shared/team`.
+        Verb::MemoryRead
+        | Verb::MemoryWrite
+        | Verb::MemoryDelete
+        | Verb::MemoryPropose
+        | Verb::MemoryPublish => {
+            let (scope, namespace) = warrant_core::parse_memory_target(target).ok_or_else(|| {
+                HostError::usage(
+                    "W-POLICY-013",
+                    format!(
+                        "`{target}` is not a memory namespace; write it as memory/local/NAME or memory/shared/NAME"
+                    ),
+                )
+            })?;
+            memory_action(verb, scope, namespace)
+        }
         Verb::GitCommit
         | Verb::GitPush
-        | Verb::MemoryRead
-        | Verb::MemoryPropose
-        | Verb::MemoryPublish
         | Verb::CatalogList
         | Verb::CatalogRead
         | Verb::McpCall
@@ -129,7 +142,7 @@ pub fn explain(
             return Err(HostError::usage(
                 "W-POLICY-012",
                 format!(
-                    "`{action}` is a known action, but no tool performs it yet, so it cannot be explained on a target; fs.*, shell.exec and provider.call can"
+                    "`{action}` is a known action, but no tool performs it yet, so it cannot be explained on a target; fs.*, shell.exec, provider.call and memory.* can"
                 ),
             ));
         }
@@ -148,4 +161,53 @@ pub fn explain(
         explanation,
         person_needed,
     })
+}
+
+/// A memory action of `verb` on a namespace, as explain weighs it: no text, no entry.
+fn memory_action(verb: Verb, scope: warrant_core::MemoryScope, namespace: String) -> Action {
+    match verb {
+        Verb::MemoryWrite => Action::MemoryWrite {
+            scope,
+            namespace,
+            text: String::new(),
+            tags: Vec::new(),
+        },
+        Verb::MemoryDelete => Action::MemoryDelete {
+            scope,
+            namespace,
+            id: String::new(),
+        },
+        Verb::MemoryPropose => Action::MemoryPropose {
+            namespace,
+            text: String::new(),
+            tags: Vec::new(),
+        },
+        Verb::MemoryPublish => Action::MemoryPublish {
+            namespace,
+            draft: String::new(),
+            digest: warrant_core::Digest::of_bytes(b""),
+            publish: true,
+            reason: String::new(),
+        },
+        Verb::MemoryRead
+        | Verb::FsRead
+        | Verb::FsList
+        | Verb::FsSearch
+        | Verb::FsWrite
+        | Verb::FsCreate
+        | Verb::FsDelete
+        | Verb::ShellExec
+        | Verb::GitCommit
+        | Verb::GitPush
+        | Verb::CatalogList
+        | Verb::CatalogRead
+        | Verb::ProviderCall
+        | Verb::McpCall
+        | Verb::MessageSend => Action::MemoryRead {
+            scope,
+            namespace,
+            query: String::new(),
+            limit: 0,
+        },
+    }
 }

@@ -20,6 +20,7 @@ pub mod identity;
 pub mod init;
 pub mod install;
 pub mod layers;
+pub mod memory;
 pub mod narrate;
 mod notice;
 pub mod origin;
@@ -85,6 +86,8 @@ pub struct Host {
     redactor: Arc<warrant_secrets::Redactor>,
     /// Tool sources beyond the built-in set ([`Host::with_source`]), composed after it.
     sources: Vec<Arc<dyn ToolSource + Send + Sync>>,
+    /// The workspace's memory (`.warrant/memory.db`), opened on first use.
+    memory: Arc<warrant_memory::MemoryStore>,
 }
 
 impl std::fmt::Debug for Host {
@@ -120,6 +123,9 @@ impl Host {
         let request_ttls = install::ttls(&settings.requests)?;
         let redactor = Arc::new(controls::redactor(&settings)?);
         let confidential = controls::journal_seal(&redactor, &inst.secret);
+        let memory = Arc::new(warrant_memory::MemoryStore::at(
+            &paths.dot.join(memory::MEMORY_DB),
+        ));
         Ok(Host {
             paths,
             identity,
@@ -131,6 +137,7 @@ impl Host {
             confidential,
             redactor,
             sources: Vec::new(),
+            memory,
         })
     }
 
@@ -154,7 +161,8 @@ impl Host {
     /// configured menu, every result through the redactor. The only way a front end gets the
     /// tools a ring runs.
     pub fn tools(&self) -> Result<Toolbox> {
-        let mut sources: Vec<&dyn ToolSource> = vec![&Builtin];
+        let memory = self.memory_tools();
+        let mut sources: Vec<&dyn ToolSource> = vec![&Builtin, &memory];
         sources.extend(self.sources.iter().map(|s| s.as_ref() as &dyn ToolSource));
         controls::tools(
             &self.settings,

@@ -343,6 +343,27 @@ pub fn session_pattern(action: &Action) -> String {
             }
         }
         Action::ProviderCall { provider, model } => format!("provider.call {provider}:{model}"),
+        // A session grant covers the namespace, not one entry or one text.
+        Action::MemoryWrite {
+            scope, namespace, ..
+        }
+        | Action::MemoryRead {
+            scope, namespace, ..
+        }
+        | Action::MemoryDelete {
+            scope, namespace, ..
+        } => format!(
+            "{} {}",
+            action.verb().as_str(),
+            warrant_core::memory_resource(*scope, namespace)
+        ),
+        Action::MemoryPropose { namespace, .. } | Action::MemoryPublish { namespace, .. } => {
+            format!(
+                "{} {}",
+                action.verb().as_str(),
+                warrant_core::memory_resource(warrant_core::MemoryScope::Shared, namespace)
+            )
+        }
     }
 }
 

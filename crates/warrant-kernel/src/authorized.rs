@@ -4,7 +4,7 @@
 
 #[cfg(feature = "testing")]
 use warrant_core::IdSource as _;
-use warrant_core::{Action, Payload, RunId};
+use warrant_core::{Action, Payload, Principal, RunId};
 
 /// A value the ring has authorized, with the place in the run log where that was recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,16 +15,44 @@ pub struct Authorized<T> {
     started_seq: u64,
     /// A person approved it (this call, or by a session grant), rather than policy alone.
     by_person: bool,
+    /// Who the run acts as (and for), fixed in its first event: what an effect that keeps a
+    /// record of its author (a memory entry, an artifact) names.
+    principal: Principal,
+    /// The run had been shown untrusted content (a completed tool result) before this effect:
+    /// what it makes may carry an injection, and is marked so.
+    seen_untrusted: bool,
+}
+
+/// The run facts an authorization carries besides the action (see [`Authorized::principal`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Grant {
+    pub(crate) run: RunId,
+    pub(crate) started_seq: u64,
+    pub(crate) by_person: bool,
+    pub(crate) principal: Principal,
+    pub(crate) seen_untrusted: bool,
 }
 
 impl<T> Authorized<T> {
-    pub(crate) fn new(inner: T, run: RunId, started_seq: u64, by_person: bool) -> Self {
+    pub(crate) fn new(inner: T, grant: Grant) -> Self {
         Self {
             inner,
-            run,
-            started_seq,
-            by_person,
+            run: grant.run,
+            started_seq: grant.started_seq,
+            by_person: grant.by_person,
+            principal: grant.principal,
+            seen_untrusted: grant.seen_untrusted,
         }
+    }
+
+    /// The run's principal: the actor and whom it acts for.
+    pub fn principal(&self) -> &Principal {
+        &self.principal
+    }
+
+    /// Whether the run had seen untrusted content when this was authorized.
+    pub fn seen_untrusted(&self) -> bool {
+        self.seen_untrusted
     }
 
     /// Whether a person approved this (an executor lets a destructive changeset land only then).
@@ -50,7 +78,25 @@ impl<T> Authorized<T> {
     pub fn for_tests(inner: T) -> Self {
         let run = RunId::parse("run-0")
             .unwrap_or_else(|| warrant_core::SequentialIds::default().run_id());
-        Self::new(inner, run, 0, false)
+        let principal = Principal {
+            tenant: "default".to_owned(),
+            actor: "agent:test".to_owned(),
+            kind: warrant_core::PrincipalKind::Agent,
+            on_behalf_of: Some("user:test".to_owned()),
+            roles: Vec::new(),
+            teams: Vec::new(),
+            attrs: Default::default(),
+        };
+        Self::new(
+            inner,
+            Grant {
+                run,
+                started_seq: 0,
+                by_person: false,
+                principal,
+                seen_untrusted: false,
+            },
+        )
     }
 
     /// [`Self::for_tests`], as if a person had approved it.
@@ -73,6 +119,8 @@ impl Authorized<Action> {
             run: self.run.clone(),
             started_seq: self.started_seq,
             by_person: self.by_person,
+            principal: self.principal.clone(),
+            seen_untrusted: self.seen_untrusted,
         })
     }
 }

@@ -411,12 +411,24 @@ fn default_deny_note(
     } else {
         String::new()
     };
-    // A model call has no place in the workspace to be outside of.
-    let outside = !matches!(req.action, Action::ProviderCall { .. })
-        && evaluated.first().is_some_and(|e| !e.spec.in_workspace);
+    // A model call and a memory namespace have no place in the workspace to be outside of.
+    let outside = !matches!(
+        req.action,
+        Action::ProviderCall { .. }
+            | Action::MemoryWrite { .. }
+            | Action::MemoryRead { .. }
+            | Action::MemoryDelete { .. }
+            | Action::MemoryPropose { .. }
+            | Action::MemoryPublish { .. }
+    ) && evaluated.first().is_some_and(|e| !e.spec.in_workspace);
     let place = match req.action {
         Action::ShellExec { cwd, .. } => format!(" in {cwd}"),
-        Action::ProviderCall { .. } => String::new(),
+        Action::ProviderCall { .. }
+        | Action::MemoryWrite { .. }
+        | Action::MemoryRead { .. }
+        | Action::MemoryDelete { .. }
+        | Action::MemoryPropose { .. }
+        | Action::MemoryPublish { .. } => String::new(),
         Action::FsRead { .. }
         | Action::FsList { .. }
         | Action::FsSearch { .. }

@@ -6,7 +6,9 @@ use std::collections::{HashMap, HashSet};
 
 use cedar_policy::{Context, Entities, Entity, EntityUid, Request, RestrictedExpression};
 use serde_json::{Map, Value, json};
-use warrant_core::{Action, CanonicalPath, Principal, PrincipalKind, Verb};
+use warrant_core::{
+    Action, CanonicalPath, MemoryScope, Principal, PrincipalKind, Verb, memory_resource,
+};
 
 use crate::error::PolicyError;
 use crate::schema::{CedarNames, EntityKind};
@@ -313,7 +315,29 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
             // A model call leaves the machine; it is never "in the workspace".
             (entity, false)
         }
+        Action::MemoryWrite {
+            scope, namespace, ..
+        }
+        | Action::MemoryRead {
+            scope, namespace, ..
+        }
+        | Action::MemoryDelete {
+            scope, namespace, ..
+        } => (memory_entity(*scope, namespace), false),
+        Action::MemoryPropose { namespace, .. } | Action::MemoryPublish { namespace, .. } => {
+            (memory_entity(MemoryScope::Shared, namespace), false)
+        }
     }
+}
+
+/// A memory namespace as policy sees it: `memory/<scope>/<namespace>`. Memory lives in the
+/// store, not in the workspace's files.
+fn memory_entity(scope: MemoryScope, namespace: &str) -> EntitySpec {
+    let name = memory_resource(scope, namespace);
+    EntitySpec::new(EntityKind::MemoryNamespace, name.clone())
+        .str("name", name)
+        .str("scope", scope.as_str())
+        .str("namespace", namespace)
 }
 
 /// The extension without the dot; "" when there is none. A leading dot starts a hidden name,

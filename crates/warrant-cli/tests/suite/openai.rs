@@ -83,7 +83,11 @@ fn an_openai_model_drives_a_governed_run() {
             "run_command",
             "ask_question",
             "request_secret",
-            "request_resource"
+            "request_resource",
+            "remember",
+            "recall",
+            "forget",
+            "propose_memory"
         ]
     );
     let second = requests[1]["messages"].as_array().unwrap();

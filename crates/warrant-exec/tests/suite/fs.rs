@@ -403,7 +403,12 @@ fn each_action_narrows_to_its_own_payload_only_and_os_links_resolve() {
             Action::ShellExec { .. } => vec![format!(
                 "ShellExec {{ argv: [\"true\"], cwd: {root:?}, profile: \"default\", timeout_ms: 5, program: Some({path:?}), contained: true, judged: Argv }}"
             )],
-            Action::ProviderCall { .. } => vec![],
+            Action::ProviderCall { .. }
+            | Action::MemoryWrite { .. }
+            | Action::MemoryRead { .. }
+            | Action::MemoryDelete { .. }
+            | Action::MemoryPropose { .. }
+            | Action::MemoryPublish { .. } => vec![],
         };
         assert_eq!(got, expected.iter().collect::<Vec<_>>(), "{action:?}");
     }

@@ -224,7 +224,7 @@ impl Ring<'_> {
         let by_person = state.call(call_id).is_some_and(|c| c.started_by_person);
         let authorized: Vec<Authorized<Action>> = actions
             .iter()
-            .map(|a| Authorized::new(a.clone(), state.run.clone(), started_seq, by_person))
+            .map(|a| Authorized::new(a.clone(), grant_of(state, started_seq, by_person)))
             .collect();
         let tool_name = state
             .call(call_id)
@@ -396,9 +396,7 @@ impl Ring<'_> {
             .map(|a| {
                 Authorized::new(
                     a.clone(),
-                    state.run.clone(),
-                    started_seq,
-                    call.started_by_person,
+                    grant_of(state, started_seq, call.started_by_person),
                 )
             })
             .collect();
@@ -414,5 +412,19 @@ impl Ring<'_> {
             vec![],
         )?;
         Ok(Some(CallStep::Done))
+    }
+}
+
+/// What an authorization made now carries about its run.
+fn grant_of(state: &RunState, started_seq: u64, by_person: bool) -> crate::authorized::Grant {
+    crate::authorized::Grant {
+        run: state.run.clone(),
+        started_seq,
+        by_person,
+        principal: state.principal.clone(),
+        seen_untrusted: state
+            .calls
+            .iter()
+            .any(|c| matches!(c.result, Some(crate::CallResult::Completed { .. }))),
     }
 }

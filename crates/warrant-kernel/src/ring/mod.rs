@@ -385,7 +385,12 @@ fn denial_message(
             | Action::FsCreate { path, .. }
             | Action::FsDelete { path, .. } => !path.starts_with(workspace),
             Action::ShellExec { cwd, .. } => !cwd.starts_with(workspace),
-            Action::ProviderCall { .. } => false,
+            Action::ProviderCall { .. }
+            | Action::MemoryWrite { .. }
+            | Action::MemoryRead { .. }
+            | Action::MemoryDelete { .. }
+            | Action::MemoryPropose { .. }
+            | Action::MemoryPublish { .. } => false,
         });
         if outside {
             format!(

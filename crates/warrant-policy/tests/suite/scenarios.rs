@@ -62,6 +62,8 @@ fn fs_action(verb: Verb, path: CanonicalPath) -> Option<Action> {
         | Verb::GitCommit
         | Verb::GitPush
         | Verb::MemoryRead
+        | Verb::MemoryWrite
+        | Verb::MemoryDelete
         | Verb::MemoryPropose
         | Verb::MemoryPublish
         | Verb::CatalogList
