@@ -80,6 +80,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Doctor { json } => inspect::doctor(ws, json),
         Command::Requests { command } => crate::requests::dispatch(ws, command),
         Command::Secrets { command } => crate::secrets_cmd::dispatch(ws, command),
+        Command::Mcp { command } => crate::mcp_cmd::dispatch(ws, command),
     }
 }
 

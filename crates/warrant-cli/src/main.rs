@@ -38,6 +38,7 @@ pub(crate) fn shown_inline(text: &str) -> std::borrow::Cow<'_, str> {
 mod audit_cmd;
 mod commands;
 mod inspect;
+mod mcp_cmd;
 mod output;
 mod prompt;
 mod requests;
@@ -188,6 +189,11 @@ pub enum Command {
     Secrets {
         #[command(subcommand)]
         command: secrets_cmd::SecretsCommand,
+    },
+    /// Model Context Protocol: `serve` Warrant's tools to MCP clients, every call governed.
+    Mcp {
+        #[command(subcommand)]
+        command: mcp_cmd::McpCommand,
     },
 }
 

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::{
-    AnthropicConfig, AuditConfig, BudgetsConfig, ConfigDoc, JsonlFsync, Layer, MenuConfig, OnFull,
+    AnthropicConfig, AuditConfig, BudgetsConfig, ConfigDoc, JsonlFsync, Layer, McpConfig,
+    McpServeConfig, MenuConfig, OnFull,
     OpenAiConfig, PriceConfig, ProfileConfig, ProvidersConfig, RequestsConfig, RunConfig,
     SandboxConfig, SecretRulesRef, SinkConfig, StoreConfig, ordered,
 };
@@ -46,6 +47,8 @@ pub struct Settings {
     /// Every layer's `[secrets] rules`, highest first (the scanner merges them: lower layers
     /// only add).
     pub secrets_rules: Vec<SecretRulesRef>,
+    /// `[mcp.serve]`, field by field (a token entry whole).
+    pub mcp_serve: McpServeConfig,
 }
 
 /// One part of the configuration as a layer sets it, laid over the same part of a lower layer.
@@ -93,6 +96,8 @@ merge_fields! {
     }
     StoreConfig { url }
     RequestsConfig { question_ttl, secret_ttl, resource_ttl }
+    McpConfig { serve }
+    McpServeConfig { tools, lift_ceiling, tokens, max_body_bytes, allowed_origins, allowed_hosts }
 }
 
 /// One part of every layer, merged; `layers` highest first (see `ordered`).
@@ -131,6 +136,7 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
         requests: merged(&layers, |d| &d.requests),
         secret_env: merged(&layers, |d| &d.secret_env),
         secrets_rules,
+        mcp_serve: merged(&layers, |d| &d.mcp).serve,
         max_denials: run.max_denials.unwrap_or(3),
         max_turns: run.max_turns.unwrap_or(50),
         max_tool_calls: Some(run.max_tool_calls.unwrap_or(200)),

@@ -107,6 +107,28 @@ pub(crate) fn facts_of(
                     .collect();
             }
         }
+        RunEvent::AccessRefused {
+            transport,
+            status,
+            reason,
+            suppressed,
+        } => {
+            facts.decision = Some(Decision::Deny);
+            facts.resource = Some(format!("mcp-serve:{transport}"));
+            facts.reasons = vec![reason.clone()];
+            if *suppressed > 0 {
+                facts.reasons.push(format!("and {suppressed} more refused"));
+            }
+            facts.outcome = Some(format!("refused {status}"));
+        }
+        RunEvent::CallReceived { client, call } => {
+            facts.resource = Some(format!("tool:{}", call.tool));
+            facts.reasons = vec![format!("from {client}")];
+            facts.outcome = Some(format!("received call {}", call.id));
+            facts.input_digest = digest_of(&call.args)
+                .ok()
+                .map(|d| d.as_str().to_owned());
+        }
         RunEvent::CallRefused {
             call_id,
             tool,
