@@ -20,6 +20,10 @@ use warrant_tools::{Builtin, Controls, ToolSource, Toolbox};
 
 use crate::{Class, Host, HostError, Result, install};
 
+/// The model a served run names: none (a client calls the tools itself). `resume` and the
+/// worker refuse such a run: its client continues it by calling again.
+pub const SERVED_MODEL: &str = "mcp-client";
+
 /// The menu name the served toolbox is built with (never configured by a person).
 const SERVE_MENU: &str = "mcp-serve";
 
@@ -220,7 +224,7 @@ impl Host {
                     let spec = self.new_run_spec(
                         tools,
                         &env,
-                        "mcp-client",
+                        SERVED_MODEL,
                         task.clone(),
                         None,
                         false,
@@ -276,7 +280,7 @@ impl Host {
         let spec = self.new_run_spec(
             &tools,
             &env,
-            "mcp-client",
+            SERVED_MODEL,
             format!("MCP {transport} request refused ({status})"),
             None,
             false,
@@ -297,18 +301,21 @@ impl Host {
         run
     }
 
-    /// A run of `caller` parked on the same call (same task: tool and argument digest).
+    /// A run of `caller` waiting on the same call (same task: tool and argument digest): one
+    /// whose request a person answered first (queued again), else the latest still parked.
     fn waiting_call(&self, caller: &Principal, task: &str) -> Result<Option<RunId>> {
         let runs = self
             .inst
             .store
             .runs()
             .map_err(|e| HostError::failed(&e))?;
-        Ok(runs
-            .into_iter()
-            .filter(|r| r.actor == caller.actor && r.task == task && r.status == RunStatus::Parked)
-            .map(|r| r.run)
-            .next_back())
+        let mine = |status: RunStatus| {
+            runs.iter()
+                .filter(|r| r.actor == caller.actor && r.task == task && r.status == status)
+                .map(|r| r.run.clone())
+                .next_back()
+        };
+        Ok(mine(RunStatus::Queued).or_else(|| mine(RunStatus::Parked)))
     }
 }
 

@@ -62,7 +62,8 @@ pub fn serve(
             ),
         ));
     }
-    let (worker, startup) = Worker::start(at.clone(), notices)?;
+    let (worker, startup) =
+        Worker::start(at.clone(), notices, matches!(how, Serve::Http { .. }))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

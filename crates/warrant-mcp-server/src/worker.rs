@@ -62,9 +62,12 @@ impl std::fmt::Debug for Job {
 
 impl Worker {
     /// Opens the installation at `at` on a thread of its own and reads the export and tokens.
+    /// `tokens`: read the HTTP tokens too (stdio has no use for them, and an unset one must
+    /// not keep a desktop client from starting the server).
     pub fn start(
         at: Where,
         notices: Arc<dyn Notices + Send>,
+        tokens: bool,
     ) -> Result<(Worker, Startup), HostError> {
         let (jobs, queue) = mpsc::channel::<Job>();
         let (ready, started) = mpsc::sync_channel::<Result<Startup, HostError>>(1);
@@ -73,7 +76,11 @@ impl Worker {
             .spawn(move || {
                 let opened = Host::open(&at, notices).and_then(|host| {
                     let (export, toolbox) = host.serve_export()?;
-                    let callers = host.serve_tokens()?;
+                    let callers = if tokens {
+                        host.serve_tokens()?
+                    } else {
+                        Vec::new()
+                    };
                     Ok((host, export, toolbox, callers))
                 });
                 let (host, export, toolbox, callers) = match opened {

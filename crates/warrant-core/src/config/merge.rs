@@ -236,6 +236,8 @@ question_ttl = "1h"
 TOKEN = "secret:managed"
 [secrets]
 rules = "/etc/warrant/gitleaks.toml"
+[mcp.serve]
+lift_ceiling = []
 "#,
         );
         let user = layer(
@@ -258,6 +260,9 @@ tokens = 5000
 cost_usd = 1.5
 [store]
 url = "postgres://user@db/warrant"
+[mcp.serve.tokens.ci]
+token = "env:USER_CI"
+actor = "ci-user"
 "#,
         );
         let project = layer(
@@ -300,6 +305,16 @@ OTHER = "secret:project"
 TOKEN = "secret:test"
 [secrets]
 rules = ".gitleaks.toml"
+[mcp.serve]
+tools = ["read_file", "write_file"]
+lift_ceiling = ["write_file"]
+max_body_bytes = 4096
+[mcp.serve.tokens.ci]
+token = "env:PROJECT_CI"
+actor = "ci-project"
+[mcp.serve.tokens.bot]
+token = "file:/run/bot"
+actor = "bot"
 "#,
         );
         let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
@@ -317,6 +332,11 @@ rules = ".gitleaks.toml"
         let price = |input_per_million, output_per_million| PriceConfig {
             input_per_million,
             output_per_million,
+        };
+        let token = |token: &str, actor: &str| crate::config::ServeToken {
+            token: token.to_owned(),
+            actor: actor.to_owned(),
+            ..Default::default()
         };
         let menu = |tools: &[&str]| MenuConfig {
             tools: tools.iter().map(|t| (*t).to_owned()).collect(),
@@ -406,6 +426,19 @@ rules = ".gitleaks.toml"
                         layer_path: "/project/config.toml".to_owned(),
                     },
                 ],
+                // The managed layer pins the ceiling: the project cannot lift it. A token entry
+                // of a higher layer replaces the same entry whole.
+                mcp_serve: McpServeConfig {
+                    tools: Some(vec!["read_file".to_owned(), "write_file".to_owned()]),
+                    lift_ceiling: Some(vec![]),
+                    tokens: BTreeMap::from([
+                        ("bot".to_owned(), token("file:/run/bot", "bot")),
+                        ("ci".to_owned(), token("env:USER_CI", "ci-user")),
+                    ]),
+                    max_body_bytes: Some(4096),
+                    allowed_origins: None,
+                    allowed_hosts: None,
+                },
             }
         );
     }

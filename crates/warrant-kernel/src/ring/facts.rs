@@ -616,6 +616,14 @@ mod tests {
                    "limit": 1.5, "used": 1.75, "message": "over budget"}),
             json!({"type": "journal_rejected", "code": "W-AUDIT-027", "seq": 5,
                    "problem": "edited", "detail": "payload differs"}),
+            // Served over MCP (appended last, so the rows above keep their numbers).
+            json!({"type": "call_received", "client": "mcp http (token ci)",
+                   "call": {"id": "call-1", "tool": "read_file", "args": {"path": "README.md"}}}),
+            json!({"type": "access_refused", "transport": "http", "status": 401,
+                   "reason": "W-MCPSERVE-013 no bearer token"}),
+            json!({"type": "access_refused", "transport": "http", "status": 403,
+                   "reason": "W-MCPSERVE-010 Host `evil.example` is not this server's",
+                   "suppressed": 7}),
         ]
     }
 
