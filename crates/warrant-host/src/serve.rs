@@ -84,9 +84,14 @@ pub enum CallOutcome {
         message: String,
     },
     /// A person must answer first; call again with the same arguments once they did.
-    Parked { run: RunId, request: RequestId },
+    Parked {
+        run: RunId,
+        request: RequestId,
+    },
     /// The effect started and its end is unknown; a person resolves it (`runs resolve`).
-    InDoubt { run: RunId },
+    InDoubt {
+        run: RunId,
+    },
 }
 
 impl Host {
@@ -203,8 +208,8 @@ impl Host {
         call: ServedCall,
     ) -> Result<CallOutcome> {
         let env = self.tool_env()?;
-        let args_digest = digest_of(&call.args)
-            .map_err(|e| HostError::usage("W-MCPSERVE-003", e.to_string()))?;
+        let args_digest =
+            digest_of(&call.args).map_err(|e| HostError::usage("W-MCPSERVE-003", e.to_string()))?;
         let task = task_of(&call.tool, &args_digest);
         let waiting = self.waiting_call(caller, &task)?;
         let outcome = self.with_ring(tools, &warrant_kernel::Silent, |ring| {
@@ -221,14 +226,8 @@ impl Host {
                     (state, lease)
                 }
                 None => {
-                    let spec = self.new_run_spec(
-                        tools,
-                        &env,
-                        SERVED_MODEL,
-                        task.clone(),
-                        None,
-                        false,
-                    );
+                    let spec =
+                        self.new_run_spec(tools, &env, SERVED_MODEL, task.clone(), None, false);
                     let spec = warrant_kernel::NewRunSpec {
                         principal: caller.clone(),
                         ..spec
@@ -304,11 +303,7 @@ impl Host {
     /// A run of `caller` waiting on the same call (same task: tool and argument digest): one
     /// whose request a person answered first (queued again), else the latest still parked.
     fn waiting_call(&self, caller: &Principal, task: &str) -> Result<Option<RunId>> {
-        let runs = self
-            .inst
-            .store
-            .runs()
-            .map_err(|e| HostError::failed(&e))?;
+        let runs = self.inst.store.runs().map_err(|e| HostError::failed(&e))?;
         let mine = |status: RunStatus| {
             runs.iter()
                 .filter(|r| r.actor == caller.actor && r.task == task && r.status == status)

@@ -315,7 +315,10 @@ pub enum RunEvent {
     },
     /// A tool call a client made directly, not a model: a caller of `warrant mcp serve`
     /// (`client` says which transport and client). It goes through the ring like a model's.
-    CallReceived { client: String, call: CallRecord },
+    CallReceived {
+        client: String,
+        call: CallRecord,
+    },
     /// A request to a Warrant server refused before it reached the ring (`warrant mcp serve`
     /// over HTTP: no or an unknown token, a foreign `Host` or `Origin`, a body over the limit).
     /// `status` is the HTTP status answered; `suppressed` counts like refusals not recorded

@@ -33,7 +33,11 @@ pub struct WarrantServer {
 }
 
 impl WarrantServer {
-    pub(crate) fn new(worker: Worker, specs: &[warrant_core::ToolSpec], transport: Transport) -> Self {
+    pub(crate) fn new(
+        worker: Worker,
+        specs: &[warrant_core::ToolSpec],
+        transport: Transport,
+    ) -> Self {
         let tools = specs
             .iter()
             .map(|s| {

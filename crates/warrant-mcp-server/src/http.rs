@@ -2,7 +2,8 @@
 //! order, before anything reads its body: `Host` (a name other than loopback or a configured
 //! one is 403: DNS rebinding), `Origin` (present and not allowed is 403), the declared body
 //! size (over the limit is 413; the SDK also cuts a streamed body at the same limit), and the
-//! bearer token (missing or unknown is 401). Each refusal is recorded (a burst summarized), and
+//! bearer token (missing or unknown is 401). Each refusal is recorded before it is answered (a
+//! burst summarized: one record a second per kind, with the count of those in between), and
 //! the caller a token stands for rides with the request to the handler.
 
 use std::collections::HashMap;
@@ -59,7 +60,10 @@ impl Refusal {
     pub fn reason(&self) -> String {
         match self {
             Self::ForeignHost(h) => {
-                format!("W-MCPSERVE-010 Host `{}` is not this server's (DNS rebinding)", clip(h))
+                format!(
+                    "W-MCPSERVE-010 Host `{}` is not this server's (DNS rebinding)",
+                    clip(h)
+                )
             }
             Self::ForeignOrigin(o) => {
                 format!("W-MCPSERVE-011 Origin `{}` is not allowed", clip(o))
@@ -117,7 +121,10 @@ impl Guard {
         let Some(presented) = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
             .map(str::trim)
             .filter(|t| !t.is_empty())
         else {
@@ -265,12 +272,14 @@ pub async fn serve(
                                 .ok()
                                 .and_then(|mut t| t.admit(refusal.kind()));
                             if let Some(suppressed) = admitted {
-                                worker.refused(
-                                    "http",
-                                    refusal.status().as_u16(),
-                                    refusal.reason(),
-                                    suppressed,
-                                );
+                                worker
+                                    .refused(
+                                        "http",
+                                        refusal.status().as_u16(),
+                                        refusal.reason(),
+                                        suppressed,
+                                    )
+                                    .await;
                             }
                             Ok(refusal_response(&refusal))
                         }
@@ -320,27 +329,45 @@ mod tests {
     #[test]
     fn the_guard_checks_host_origin_size_and_token_in_that_order() {
         let g = guard();
-        let ok = [("host", "127.0.0.1:8080"), ("authorization", "Bearer s3cret-token-value")];
+        let ok = [
+            ("host", "127.0.0.1:8080"),
+            ("authorization", "Bearer s3cret-token-value"),
+        ];
         let rows: Vec<(Vec<(&'static str, &str)>, Result<Caller, Refusal>)> = vec![
             (ok.to_vec(), Ok(Caller::Token("ci".into()))),
             (
-                vec![("host", "localhost"), ("authorization", "Bearer s3cret-token-value")],
+                vec![
+                    ("host", "localhost"),
+                    ("authorization", "Bearer s3cret-token-value"),
+                ],
                 Ok(Caller::Token("ci".into())),
             ),
             (
-                vec![("host", "[::1]:9"), ("authorization", "Bearer s3cret-token-value")],
+                vec![
+                    ("host", "[::1]:9"),
+                    ("authorization", "Bearer s3cret-token-value"),
+                ],
                 Ok(Caller::Token("ci".into())),
             ),
             (
-                vec![("host", "warrant.internal:443"), ("authorization", "Bearer s3cret-token-value")],
+                vec![
+                    ("host", "warrant.internal:443"),
+                    ("authorization", "Bearer s3cret-token-value"),
+                ],
                 Ok(Caller::Token("ci".into())),
             ),
             (
-                vec![("host", "evil.example:8080"), ("authorization", "Bearer s3cret-token-value")],
+                vec![
+                    ("host", "evil.example:8080"),
+                    ("authorization", "Bearer s3cret-token-value"),
+                ],
                 Err(Refusal::ForeignHost("evil.example:8080".into())),
             ),
             (
-                vec![("host", "localhost.evil.example"), ("authorization", "Bearer x")],
+                vec![
+                    ("host", "localhost.evil.example"),
+                    ("authorization", "Bearer x"),
+                ],
                 Err(Refusal::ForeignHost("localhost.evil.example".into())),
             ),
             (
@@ -365,10 +392,16 @@ mod tests {
                     ("origin", "http://localhost:3000.evil.example"),
                     ("authorization", "Bearer s3cret-token-value"),
                 ],
-                Err(Refusal::ForeignOrigin("http://localhost:3000.evil.example".into())),
+                Err(Refusal::ForeignOrigin(
+                    "http://localhost:3000.evil.example".into(),
+                )),
             ),
             (
-                vec![("host", "127.0.0.1"), ("content-length", "101"), ("authorization", "Bearer s3cret-token-value")],
+                vec![
+                    ("host", "127.0.0.1"),
+                    ("content-length", "101"),
+                    ("authorization", "Bearer s3cret-token-value"),
+                ],
                 Err(Refusal::TooLarge(101)),
             ),
             (vec![("host", "127.0.0.1")], Err(Refusal::NoToken)),
@@ -396,7 +429,10 @@ mod tests {
         assert_eq!(g.check(&headers(&foreign)), Err(Refusal::NoToken));
         let mut with_token = foreign.to_vec();
         with_token.push(("authorization", "Bearer s3cret-token-value"));
-        assert_eq!(g.check(&headers(&with_token)), Ok(Caller::Token("ci".into())));
+        assert_eq!(
+            g.check(&headers(&with_token)),
+            Ok(Caller::Token("ci".into()))
+        );
     }
 
     #[test]

@@ -62,8 +62,7 @@ pub fn serve(
             ),
         ));
     }
-    let (worker, startup) =
-        Worker::start(at.clone(), notices, matches!(how, Serve::Http { .. }))?;
+    let (worker, startup) = Worker::start(at.clone(), notices, matches!(how, Serve::Http { .. }))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -71,7 +70,12 @@ pub fn serve(
         .map_err(|e| HostError::usage("W-MCPSERVE-007", e.to_string()))?;
     let config = startup.config.clone();
     let mut serving = Serving {
-        tools: startup.export.tools.iter().map(|t| t.name.clone()).collect(),
+        tools: startup
+            .export
+            .tools
+            .iter()
+            .map(|t| t.name.clone())
+            .collect(),
         held: startup.export.held.clone(),
         http: None,
         public: false,

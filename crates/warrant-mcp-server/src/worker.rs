@@ -45,6 +45,7 @@ enum Job {
         status: u16,
         reason: String,
         suppressed: u64,
+        recorded: oneshot::Sender<()>,
     },
 }
 
@@ -136,19 +137,23 @@ impl Worker {
                             status,
                             reason,
                             suppressed,
+                            recorded,
                         } => {
-                            // The refusal was answered already; a record that cannot be
-                            // written is told to the operator through the host's notices.
-                            let _ = host.record_refused_access(
-                                transport, status, &reason, suppressed,
-                            );
+                            // Answered either way: a record that cannot be written must not
+                            // let the request through.
+                            let _ =
+                                host.record_refused_access(transport, status, &reason, suppressed);
+                            let _ = recorded.send(());
                         }
                     }
                 }
             })
             .map_err(|e| HostError::usage("W-MCPSERVE-007", e.to_string()))?;
         let startup = started.recv().map_err(|_| {
-            HostError::usage("W-MCPSERVE-007", "the serving thread ended before it started")
+            HostError::usage(
+                "W-MCPSERVE-007",
+                "the serving thread ended before it started",
+            )
         })??;
         Ok((Worker { jobs }, startup))
     }
@@ -166,14 +171,28 @@ impl Worker {
         answer.await.map_err(|_| stopped())?
     }
 
-    /// Records a refused HTTP request (does not wait for the record).
-    pub fn refused(&self, transport: &'static str, status: u16, reason: String, suppressed: u64) {
-        let _ = self.jobs.send(Job::Refused {
-            transport,
-            status,
-            reason,
-            suppressed,
-        });
+    /// Records a refused HTTP request, and returns once it is recorded (or could not be).
+    pub async fn refused(
+        &self,
+        transport: &'static str,
+        status: u16,
+        reason: String,
+        suppressed: u64,
+    ) {
+        let (recorded, done) = oneshot::channel();
+        if self
+            .jobs
+            .send(Job::Refused {
+                transport,
+                status,
+                reason,
+                suppressed,
+                recorded,
+            })
+            .is_ok()
+        {
+            let _ = done.await;
+        }
     }
 }
 

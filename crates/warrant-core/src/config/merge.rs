@@ -11,9 +11,8 @@ use serde::Serialize;
 
 use super::{
     AnthropicConfig, AuditConfig, BudgetsConfig, ConfigDoc, JsonlFsync, Layer, McpConfig,
-    McpServeConfig, MenuConfig, OnFull,
-    OpenAiConfig, PriceConfig, ProfileConfig, ProvidersConfig, RequestsConfig, RunConfig,
-    SandboxConfig, SecretRulesRef, SinkConfig, StoreConfig, ordered,
+    McpServeConfig, MenuConfig, OnFull, OpenAiConfig, PriceConfig, ProfileConfig, ProvidersConfig,
+    RequestsConfig, RunConfig, SandboxConfig, SecretRulesRef, SinkConfig, StoreConfig, ordered,
 };
 
 /// Settings other than identity, merged field by field (managed > user > project).

@@ -125,9 +125,7 @@ pub(crate) fn facts_of(
             facts.resource = Some(format!("tool:{}", call.tool));
             facts.reasons = vec![format!("from {client}")];
             facts.outcome = Some(format!("received call {}", call.id));
-            facts.input_digest = digest_of(&call.args)
-                .ok()
-                .map(|d| d.as_str().to_owned());
+            facts.input_digest = digest_of(&call.args).ok().map(|d| d.as_str().to_owned());
         }
         RunEvent::CallRefused {
             call_id,
