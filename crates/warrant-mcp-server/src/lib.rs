@@ -111,7 +111,7 @@ pub fn serve(
                 let guard = http::Guard {
                     tokens: startup.tokens.clone(),
                     allowed_hosts: config.allowed_hosts.clone().unwrap_or_default(),
-                    allowed_origins: config.allowed_origins.clone().unwrap_or_default(),
+                    allowed_origins: config.origins(),
                     max_body_bytes: config.max_body_bytes(),
                     rebinding_check: !warrant_host::controls::disabled("rebinding"),
                 };

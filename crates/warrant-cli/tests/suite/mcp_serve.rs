@@ -585,3 +585,145 @@ fn serving_http_needs_a_token_and_a_loopback_address_unless_told() {
         super::harness::stderr(&out)
     );
 }
+
+/// A loopback proxy that adds `Authorization: <auth>` to every request it forwards to
+/// `upstream`: for peers (the conformance runner) that cannot send a header of their own.
+/// Requests are framed by `Content-Length` (what the runner's HTTP client sends); responses
+/// are copied as they come, so streams stay streams.
+fn authorizing_proxy(upstream: String, auth: String) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let upstream = upstream.clone();
+            let auth = auth.clone();
+            std::thread::spawn(move || {
+                let Ok(server) = TcpStream::connect(&upstream) else {
+                    return;
+                };
+                let (Ok(mut back_from), Ok(mut back_to)) = (server.try_clone(), client.try_clone())
+                else {
+                    return;
+                };
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut back_from, &mut back_to);
+                    let _ = back_to.shutdown(std::net::Shutdown::Both);
+                });
+                let mut reader = std::io::BufReader::new(client);
+                let mut to = server;
+                loop {
+                    let mut head = Vec::new();
+                    loop {
+                        let mut line = Vec::new();
+                        match std::io::BufRead::read_until(&mut reader, b'\n', &mut line) {
+                            Ok(0) | Err(_) => {
+                                let _ = to.shutdown(std::net::Shutdown::Write);
+                                return;
+                            }
+                            Ok(_) => {}
+                        }
+                        let end = line == b"\r\n";
+                        if head.is_empty() {
+                            head.extend_from_slice(&line);
+                            head.extend_from_slice(format!("Authorization: {auth}\r\n").as_bytes());
+                        } else if !String::from_utf8_lossy(&line)
+                            .to_ascii_lowercase()
+                            .starts_with("authorization:")
+                        {
+                            head.extend_from_slice(&line);
+                        }
+                        if end {
+                            break;
+                        }
+                    }
+                    let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+                    let length: usize = text
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    let mut body = vec![0u8; length];
+                    if reader.read_exact(&mut body).is_err()
+                        || to.write_all(&head).is_err()
+                        || to.write_all(&body).is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+fn conformance_runner() -> PathBuf {
+    static READY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    READY
+        .get_or_init(|| {
+            let dir = peers_dir().join("conformance");
+            let bin = dir.join("node_modules/.bin/conformance");
+            let version = || {
+                std::process::Command::new(&bin)
+                    .arg("--version")
+                    .output()
+                    .ok()
+                    .filter(|o| o.status.success())
+                    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            };
+            if version().as_deref() == Some(CONFORMANCE_VERSION) {
+                return bin;
+            }
+            eprintln!("the MCP conformance test needs @modelcontextprotocol/conformance@{CONFORMANCE_VERSION}: installing it with npm into {}", dir.display());
+            std::fs::create_dir_all(&dir).unwrap();
+            let out = std::process::Command::new("npm")
+                .args(["install", "--silent", "--no-audit", "--no-fund"])
+                .arg(format!("@modelcontextprotocol/conformance@{CONFORMANCE_VERSION}"))
+                .current_dir(&dir)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success() && version().as_deref() == Some(CONFORMANCE_VERSION),
+                "could not install the conformance runner: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            bin
+        })
+        .clone()
+}
+
+/// The newest runner that works on Node 20.
+const CONFORMANCE_VERSION: &str = "0.1.13";
+
+/// The official conformance runner's server scenarios against `warrant mcp serve` over HTTP
+/// (through a proxy that adds the bearer token the runner cannot send). The runner fails on a
+/// scenario that fails and is not in the baseline, and on a baseline entry that now passes.
+#[test]
+fn the_conformance_runners_server_scenarios_pass_but_for_the_baseline() {
+    let runner = conformance_runner();
+    let sb = serving(false);
+    let server = HttpServer::start(&sb);
+    let proxy = authorizing_proxy(server.addr.clone(), "Bearer mcp-ci-7f3a9c2e51d04b8a".into());
+    let baseline =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/conformance-baseline.yml");
+    let results = sb.dir.path().join("conformance");
+    let out = std::process::Command::new(runner)
+        .args([
+            "server",
+            "--url",
+            &format!("http://127.0.0.1:{}/mcp", proxy.rsplit(':').next().unwrap()),
+        ])
+        .arg("--expected-failures")
+        .arg(&baseline)
+        .arg("-o")
+        .arg(&results)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    eprintln!("{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the conformance runner's verdict:\n{text}"
+    );
+}

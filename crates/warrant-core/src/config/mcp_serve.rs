@@ -16,6 +16,17 @@ pub const DEFAULT_SERVE_TOOLS: &[&str] = &["read_file", "list_dir", "search_file
 /// a command, or one Warrant does not know to be read-only) needs `lift_ceiling`.
 pub const READ_ONLY_TOOLS: &[&str] = &["read_file", "list_dir", "search_files"];
 
+/// Origins a loopback server accepts when `allowed_origins` is not set: pages of this machine
+/// (which still need a token; a rebinding page's origin is its own name, never these).
+pub const DEFAULT_ALLOWED_ORIGINS: &[&str] = &[
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
 /// Largest HTTP request body accepted by default (1 MiB).
 pub const DEFAULT_MAX_BODY_BYTES: u64 = 1024 * 1024;
 
@@ -34,8 +45,9 @@ pub struct McpServeConfig {
     /// Largest HTTP request body in bytes (default [`DEFAULT_MAX_BODY_BYTES`]); larger is 413.
     #[serde(default)]
     pub max_body_bytes: Option<u64>,
-    /// Browser origins allowed to call the HTTP server (`http://localhost:*`); any other
-    /// `Origin` is 403. Empty (the default): a request carrying any `Origin` is refused.
+    /// Browser origins allowed to call the HTTP server (`https://app.example`, or with any port
+    /// `http://localhost:*`); any other `Origin` is 403. Default: the loopback origins
+    /// ([`DEFAULT_ALLOWED_ORIGINS`]); `[]` refuses every request that carries an `Origin`.
     #[serde(default)]
     pub allowed_origins: Option<Vec<String>>,
     /// `Host` values accepted besides the loopback names (`localhost`, `127.0.0.1`, `::1`); a
@@ -81,6 +93,16 @@ impl McpServeConfig {
                 .lift_ceiling
                 .as_ref()
                 .is_some_and(|l| l.iter().any(|t| t == tool))
+    }
+
+    /// The allowed origins as configured (or the loopback ones).
+    pub fn origins(&self) -> Vec<String> {
+        self.allowed_origins.clone().unwrap_or_else(|| {
+            DEFAULT_ALLOWED_ORIGINS
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect()
+        })
     }
 
     pub fn max_body_bytes(&self) -> u64 {

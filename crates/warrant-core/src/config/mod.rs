@@ -30,7 +30,8 @@ pub use identity::{
 };
 pub use mcp::McpConfig;
 pub use mcp_serve::{
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_SERVE_TOOLS, McpServeConfig, READ_ONLY_TOOLS, ServeToken,
+    DEFAULT_ALLOWED_ORIGINS, DEFAULT_MAX_BODY_BYTES, DEFAULT_SERVE_TOOLS, McpServeConfig,
+    READ_ONLY_TOOLS, ServeToken,
 };
 pub use merge::{Settings, merge_settings};
 pub use profiles::{
