@@ -357,18 +357,10 @@ fn drive_call(
     }
     let result = state.call(CALL_ID).and_then(|c| c.result.clone());
     let outcome = match result {
-        Some(CallResult::Completed { ok, result }) => CallOutcome::Completed {
-            run: run.clone(),
-            ok,
-            result,
-        },
-        Some(CallResult::Refused { code, message }) => CallOutcome::Refused {
-            run: run.clone(),
-            code,
-            message,
-        },
+        Some(CallResult::Completed { ok, result }) => CallOutcome::Completed { run, ok, result },
+        Some(CallResult::Refused { code, message }) => CallOutcome::Refused { run, code, message },
         Some(CallResult::Denied { denied, message }) => CallOutcome::Denied {
-            run: run.clone(),
+            run,
             code: match denied {
                 DeniedBy::Policy { .. } => "W-MCPSERVE-004",
                 DeniedBy::Person { .. } => "W-MCPSERVE-005",

@@ -41,10 +41,8 @@ impl WarrantServer {
         let tools = specs
             .iter()
             .map(|s| {
-                let schema = match &s.input_schema {
-                    Value::Object(map) => map.clone(),
-                    _ => serde_json::Map::new(),
-                };
+                // Every built-in tool's schema is an object; anything else is served as `{}`.
+                let schema = s.input_schema.as_object().cloned().unwrap_or_default();
                 Tool::new(s.name.clone(), s.description.clone(), Arc::new(schema))
             })
             .collect();
@@ -117,10 +115,9 @@ impl ServerHandler for WarrantServer {
 fn worded(outcome: Result<CallOutcome, warrant_host::HostError>) -> CallToolResult {
     let (error, text, structured) = match outcome {
         Ok(CallOutcome::Completed { run, ok, result }) => {
-            let text = match &result {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
+            let text = result
+                .as_str()
+                .map_or_else(|| result.to_string(), str::to_owned);
             (
                 !ok,
                 text,

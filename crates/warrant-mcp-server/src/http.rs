@@ -333,7 +333,8 @@ mod tests {
             ("host", "127.0.0.1:8080"),
             ("authorization", "Bearer s3cret-token-value"),
         ];
-        let rows: Vec<(Vec<(&'static str, &str)>, Result<Caller, Refusal>)> = vec![
+        type Row<'a> = (Vec<(&'static str, &'a str)>, Result<Caller, Refusal>);
+        let rows: Vec<Row<'_>> = vec![
             (ok.to_vec(), Ok(Caller::Token("ci".into()))),
             (
                 vec![

@@ -109,3 +109,50 @@ impl McpServeConfig {
         self.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn only_read_tools_pass_the_ceiling_unless_one_is_lifted_by_name() {
+        let held: McpServeConfig =
+            toml::from_str(r#"tools = ["read_file", "write_file"]"#).unwrap();
+        let lifted: McpServeConfig = toml::from_str(
+            "tools = [\"read_file\", \"write_file\"]\nlift_ceiling = [\"write_file\"]",
+        )
+        .unwrap();
+        let tools = [
+            "read_file",
+            "list_dir",
+            "search_files",
+            "write_file",
+            "delete_path",
+            "run_command",
+        ];
+        let passes = |c: &McpServeConfig| -> Vec<&str> {
+            tools
+                .iter()
+                .copied()
+                .filter(|t| c.within_ceiling(t))
+                .collect()
+        };
+        assert_eq!(passes(&held), vec!["read_file", "list_dir", "search_files"]);
+        assert_eq!(
+            passes(&lifted),
+            vec!["read_file", "list_dir", "search_files", "write_file"]
+        );
+        assert_eq!(
+            McpServeConfig::default().exported(),
+            vec!["read_file", "list_dir", "search_files"]
+        );
+        assert_eq!(
+            McpServeConfig::default().origins().len(),
+            DEFAULT_ALLOWED_ORIGINS.len()
+        );
+        let closed: McpServeConfig = toml::from_str("allowed_origins = []").unwrap();
+        assert_eq!(closed.origins(), Vec::<String>::new());
+    }
+}
