@@ -328,6 +328,26 @@ fn a_write_tool_is_exported_only_when_its_ceiling_is_lifted_by_name() {
 }
 
 #[test]
+fn a_served_result_passes_the_same_redaction_as_a_models() {
+    let token = "ghp_8f3KqL0vX2mB9nR4tY7wZ1cD6hJ5sP3aE2gU";
+    let sb = serving(false);
+    sb.write("notes/deploy.md", &format!("push with {token} then tag\n"));
+    let out = over_stdio(&sb, &[("read_file", json!({"path": "notes/deploy.md"}))]);
+    let text = out["calls"][0]["text"].as_str().unwrap();
+    assert!(!text.contains(token), "{text}");
+    assert!(text.contains("[REDACTED:github-pat]"), "{text}");
+    let store = std::fs::read(sb.ws.join(".warrant/store.db")).unwrap();
+    assert!(!String::from_utf8_lossy(&store).contains(token));
+    // The control: with redaction switched off (debug builds only) the client gets the value.
+    let mut open = serving(false);
+    open.extra_env
+        .push(("WARRANT_TEST_DISABLE".into(), "redact".into()));
+    open.write("notes/deploy.md", &format!("push with {token} then tag\n"));
+    let out = over_stdio(&open, &[("read_file", json!({"path": "notes/deploy.md"}))]);
+    assert!(out["calls"][0]["text"].as_str().unwrap().contains(token));
+}
+
+#[test]
 fn a_call_that_needs_a_person_parks_and_runs_once_they_approved() {
     let sb = serving(false);
     sb.write(
