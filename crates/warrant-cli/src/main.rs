@@ -39,6 +39,7 @@ mod audit_cmd;
 mod commands;
 mod inspect;
 mod memory_cmd;
+mod mcp_cmd;
 mod output;
 mod prompt;
 mod requests;
@@ -195,6 +196,11 @@ pub enum Command {
     Memory {
         #[command(subcommand)]
         command: memory_cmd::MemoryCommand,
+    },
+    /// Model Context Protocol: `serve` Warrant's tools to MCP clients, every call governed.
+    Mcp {
+        #[command(subcommand)]
+        command: mcp_cmd::McpCommand,
     },
 }
 

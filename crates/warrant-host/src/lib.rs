@@ -28,6 +28,7 @@ pub mod records;
 pub mod request_views;
 pub mod requests;
 pub mod runs;
+pub mod serve;
 pub mod touched;
 pub mod verify;
 

@@ -117,6 +117,22 @@ impl Narrator {
                 }
                 v
             }
+            RunEvent::AccessRefused {
+                transport,
+                status,
+                reason,
+                ..
+            } => vec![format!("refused  {transport} request ({status}): {reason}")],
+            RunEvent::CallReceived { client, call } => {
+                self.tools
+                    .borrow_mut()
+                    .insert(call.id.clone(), call.tool.clone());
+                vec![format!(
+                    "call     {} {} (from {client})",
+                    call.tool,
+                    clip(&call.args.to_string(), 100)
+                )]
+            }
             RunEvent::CallRefused {
                 tool,
                 code,

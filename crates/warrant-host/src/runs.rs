@@ -234,6 +234,14 @@ impl Host {
                     ),
                 ));
             }
+            if state.model == crate::serve::SERVED_MODEL {
+                return Err(HostError::usage(
+                    "W-MCPSERVE-015",
+                    format!(
+                        "run {run} is a call served over MCP; its client continues it by making the same call again"
+                    ),
+                ));
+            }
             // The run's principal and model are the ones in its log, whoever resumes it.
             let model = self.provider(&state.model, &tools)?;
             if let Some(request) = &state.parked

@@ -191,6 +191,8 @@ fn call_of(event: &RunEvent) -> Option<(&str, Step)> {
         | RunEvent::PolicyChanged { .. }
         | RunEvent::ToolsChanged { .. }
         | RunEvent::ModelResponded { .. }
+        | RunEvent::CallReceived { .. }
+        | RunEvent::AccessRefused { .. }
         | RunEvent::CallRefused { .. }
         | RunEvent::ApprovalGranted { .. }
         | RunEvent::ApprovalRejected { .. }

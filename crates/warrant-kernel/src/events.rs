@@ -313,6 +313,23 @@ pub enum RunEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         request: Option<ModelRequest>,
     },
+    /// A tool call a client made directly, not a model: a caller of `warrant mcp serve`
+    /// (`client` says which transport and client). It goes through the ring like a model's.
+    CallReceived {
+        client: String,
+        call: CallRecord,
+    },
+    /// A request to a Warrant server refused before it reached the ring (`warrant mcp serve`
+    /// over HTTP: no or an unknown token, a foreign `Host` or `Origin`, a body over the limit).
+    /// `status` is the HTTP status answered; `suppressed` counts like refusals not recorded
+    /// one by one since the last record (a flood is summarized, not stored per request).
+    AccessRefused {
+        transport: String,
+        status: u16,
+        reason: String,
+        #[serde(default)]
+        suppressed: u64,
+    },
     /// A call that never became an action: unknown tool, arguments failing the schema, a path
     /// that cannot be resolved. Nothing ran; the model is told why.
     CallRefused {
@@ -516,6 +533,8 @@ impl RunEvent {
             Self::ToolsChanged { .. } => "tools_changed",
             Self::InDoubtResolved { .. } => "in_doubt_resolved",
             Self::ModelResponded { .. } => "model_responded",
+            Self::CallReceived { .. } => "call_received",
+            Self::AccessRefused { .. } => "access_refused",
             Self::CallRefused { .. } => "call_refused",
             Self::ActionProposed { .. } => "action_proposed",
             Self::PolicyDecided { .. } => "policy_decided",

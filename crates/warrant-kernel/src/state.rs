@@ -293,6 +293,8 @@ impl RunState {
                 staged: Staged::default(),
             },
             other @ (RunEvent::ModelResponded { .. }
+            | RunEvent::CallReceived { .. }
+            | RunEvent::AccessRefused { .. }
             | RunEvent::PolicyChanged { .. }
             | RunEvent::ToolsChanged { .. }
             | RunEvent::InDoubtResolved { .. }
@@ -376,6 +378,28 @@ impl RunState {
                 }
                 self.turn_texts.push(text);
                 self.turns += 1;
+            }
+            // A refused request changes nothing in the run that records it.
+            RunEvent::AccessRefused { .. } => {}
+            // A client's own call: no model turn passes, nothing is said.
+            RunEvent::CallReceived { call, .. } => {
+                if self.calls.iter().any(|c| c.record.id == call.id) {
+                    return Err(self.inconsistent(format!("call {} received twice", call.id)));
+                }
+                self.calls.push(CallState {
+                    record: call,
+                    turn: self.turns,
+                    actions: None,
+                    digest: None,
+                    decisions: Vec::new(),
+                    request: None,
+                    started: None,
+                    started_by_person: false,
+                    judging: None,
+                    result: None,
+                    in_doubt: None,
+                    resolution: None,
+                });
             }
             RunEvent::CallRefused {
                 call_id,

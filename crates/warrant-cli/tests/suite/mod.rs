@@ -13,6 +13,7 @@ mod harness;
 mod identity;
 mod injection;
 mod memory;
+mod mcp_serve;
 mod models;
 mod openai;
 mod policy;

@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::{
-    AnthropicConfig, AuditConfig, BudgetsConfig, ConfigDoc, JsonlFsync, Layer, MenuConfig, OnFull,
-    OpenAiConfig, PriceConfig, ProfileConfig, ProvidersConfig, RequestsConfig, RunConfig,
-    SandboxConfig, SecretRulesRef, SinkConfig, StoreConfig, ordered,
+    AnthropicConfig, AuditConfig, BudgetsConfig, ConfigDoc, JsonlFsync, Layer, McpConfig,
+    McpServeConfig, MenuConfig, OnFull, OpenAiConfig, PriceConfig, ProfileConfig, ProvidersConfig,
+    RequestsConfig, RunConfig, SandboxConfig, SecretRulesRef, SinkConfig, StoreConfig, ordered,
 };
 
 /// Settings other than identity, merged field by field (managed > user > project).
@@ -46,6 +46,8 @@ pub struct Settings {
     /// Every layer's `[secrets] rules`, highest first (the scanner merges them: lower layers
     /// only add).
     pub secrets_rules: Vec<SecretRulesRef>,
+    /// `[mcp.serve]`, field by field (a token entry whole).
+    pub mcp_serve: McpServeConfig,
 }
 
 /// One part of the configuration as a layer sets it, laid over the same part of a lower layer.
@@ -93,6 +95,8 @@ merge_fields! {
     }
     StoreConfig { url }
     RequestsConfig { question_ttl, secret_ttl, resource_ttl }
+    McpConfig { serve }
+    McpServeConfig { tools, lift_ceiling, tokens, max_body_bytes, allowed_origins, allowed_hosts }
 }
 
 /// One part of every layer, merged; `layers` highest first (see `ordered`).
@@ -131,6 +135,7 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
         requests: merged(&layers, |d| &d.requests),
         secret_env: merged(&layers, |d| &d.secret_env),
         secrets_rules,
+        mcp_serve: merged(&layers, |d| &d.mcp).serve,
         max_denials: run.max_denials.unwrap_or(3),
         max_turns: run.max_turns.unwrap_or(50),
         max_tool_calls: Some(run.max_tool_calls.unwrap_or(200)),
@@ -230,6 +235,8 @@ question_ttl = "1h"
 TOKEN = "secret:managed"
 [secrets]
 rules = "/etc/warrant/gitleaks.toml"
+[mcp.serve]
+lift_ceiling = []
 "#,
         );
         let user = layer(
@@ -252,6 +259,9 @@ tokens = 5000
 cost_usd = 1.5
 [store]
 url = "postgres://user@db/warrant"
+[mcp.serve.tokens.ci]
+token = "env:USER_CI"
+actor = "ci-user"
 "#,
         );
         let project = layer(
@@ -294,6 +304,16 @@ OTHER = "secret:project"
 TOKEN = "secret:test"
 [secrets]
 rules = ".gitleaks.toml"
+[mcp.serve]
+tools = ["read_file", "write_file"]
+lift_ceiling = ["write_file"]
+max_body_bytes = 4096
+[mcp.serve.tokens.ci]
+token = "env:PROJECT_CI"
+actor = "ci-project"
+[mcp.serve.tokens.bot]
+token = "file:/run/bot"
+actor = "bot"
 "#,
         );
         let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
@@ -311,6 +331,11 @@ rules = ".gitleaks.toml"
         let price = |input_per_million, output_per_million| PriceConfig {
             input_per_million,
             output_per_million,
+        };
+        let token = |token: &str, actor: &str| crate::config::ServeToken {
+            token: token.to_owned(),
+            actor: actor.to_owned(),
+            ..Default::default()
         };
         let menu = |tools: &[&str]| MenuConfig {
             tools: tools.iter().map(|t| (*t).to_owned()).collect(),
@@ -400,6 +425,19 @@ rules = ".gitleaks.toml"
                         layer_path: "/project/config.toml".to_owned(),
                     },
                 ],
+                // The managed layer pins the ceiling: the project cannot lift it. A token entry
+                // of a higher layer replaces the same entry whole.
+                mcp_serve: McpServeConfig {
+                    tools: Some(vec!["read_file".to_owned(), "write_file".to_owned()]),
+                    lift_ceiling: Some(vec![]),
+                    tokens: BTreeMap::from([
+                        ("bot".to_owned(), token("file:/run/bot", "bot")),
+                        ("ci".to_owned(), token("env:USER_CI", "ci-user")),
+                    ]),
+                    max_body_bytes: Some(4096),
+                    allowed_origins: None,
+                    allowed_hosts: None,
+                },
             }
         );
     }

@@ -10,6 +10,8 @@
 
 mod audit;
 mod identity;
+mod mcp;
+mod mcp_serve;
 mod merge;
 mod profiles;
 mod providers;
@@ -25,6 +27,11 @@ use crate::error::Coded;
 pub use audit::{AuditConfig, JsonlFsync, OnFull, SinkConfig, StoreConfig};
 pub use identity::{
     FieldOrigin, IdentityConfig, IdentityField, ResolvedIdentity, Source, resolve_identity,
+};
+pub use mcp::McpConfig;
+pub use mcp_serve::{
+    DEFAULT_ALLOWED_ORIGINS, DEFAULT_MAX_BODY_BYTES, DEFAULT_SERVE_TOOLS, McpServeConfig,
+    READ_ONLY_TOOLS, ServeToken,
 };
 pub use merge::{Settings, merge_settings};
 pub use profiles::{
@@ -97,6 +104,9 @@ pub struct ConfigDoc {
     /// `[secrets]`: the secret scanner's rules (a gitleaks configuration file).
     #[serde(default)]
     pub secrets: SecretsConfig,
+    /// `[mcp]`: `[mcp.serve]`, what `warrant mcp serve` exports and to whom.
+    #[serde(default)]
+    pub mcp: McpConfig,
 }
 
 /// A config file as read by the CLI.

@@ -107,6 +107,26 @@ pub(crate) fn facts_of(
                     .collect();
             }
         }
+        RunEvent::AccessRefused {
+            transport,
+            status,
+            reason,
+            suppressed,
+        } => {
+            facts.decision = Some(Decision::Deny);
+            facts.resource = Some(format!("mcp-serve:{transport}"));
+            facts.reasons = vec![reason.clone()];
+            if *suppressed > 0 {
+                facts.reasons.push(format!("and {suppressed} more refused"));
+            }
+            facts.outcome = Some(format!("refused {status}"));
+        }
+        RunEvent::CallReceived { client, call } => {
+            facts.resource = Some(format!("tool:{}", call.tool));
+            facts.reasons = vec![format!("from {client}")];
+            facts.outcome = Some(format!("received call {}", call.id));
+            facts.input_digest = digest_of(&call.args).ok().map(|d| d.as_str().to_owned());
+        }
         RunEvent::CallRefused {
             call_id,
             tool,
@@ -594,6 +614,14 @@ mod tests {
                    "limit": 1.5, "used": 1.75, "message": "over budget"}),
             json!({"type": "journal_rejected", "code": "W-AUDIT-027", "seq": 5,
                    "problem": "edited", "detail": "payload differs"}),
+            // Served over MCP (appended last, so the rows above keep their numbers).
+            json!({"type": "call_received", "client": "mcp http (token ci)",
+                   "call": {"id": "call-1", "tool": "read_file", "args": {"path": "README.md"}}}),
+            json!({"type": "access_refused", "transport": "http", "status": 401,
+                   "reason": "W-MCPSERVE-013 no bearer token"}),
+            json!({"type": "access_refused", "transport": "http", "status": 403,
+                   "reason": "W-MCPSERVE-010 Host `evil.example` is not this server's",
+                   "suppressed": 7}),
         ]
     }
 

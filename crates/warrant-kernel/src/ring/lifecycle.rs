@@ -321,6 +321,50 @@ impl Ring<'_> {
         )
     }
 
+    /// Journals a tool call a client made directly (a caller of `warrant mcp serve`), before
+    /// anything decides on it; [`Ring::process_call`] then takes it through the ring.
+    pub fn record_received_call(
+        &self,
+        state: &mut RunState,
+        client: String,
+        call: CallRecord,
+    ) -> Result<(), KernelError> {
+        self.append(
+            state,
+            vec![RunEvent::CallReceived { client, call }],
+            None,
+            vec![],
+        )
+    }
+
+    /// Records a request refused before it reached the ring and ends the run that records it
+    /// (one append: the refusal and the end).
+    pub fn record_refused_access(
+        &self,
+        state: &mut RunState,
+        transport: String,
+        status: u16,
+        reason: String,
+        suppressed: u64,
+    ) -> Result<(), KernelError> {
+        self.append(
+            state,
+            vec![
+                RunEvent::AccessRefused {
+                    transport,
+                    status,
+                    reason: reason.clone(),
+                    suppressed,
+                },
+                RunEvent::RunEnded {
+                    outcome: Outcome::Stopped { reason },
+                },
+            ],
+            Some(RunStatus::Stopped),
+            vec![],
+        )
+    }
+
     /// Whether a final answer arriving now would end the run completed: no cancellation, no
     /// passed deadline, the denials under their cap (what the next step checks first).
     pub fn may_complete(&self, state: &RunState) -> Result<bool, KernelError> {
