@@ -205,7 +205,10 @@ fn call_of(event: &RunEvent) -> Option<(&str, Step)> {
         | RunEvent::RequestExpired { .. }
         | RunEvent::ModelCallDenied { .. }
         | RunEvent::BudgetExceeded { .. }
-        | RunEvent::JournalRejected { .. } => None,
+        | RunEvent::JournalRejected { .. }
+        | RunEvent::AwaitingMessage { .. }
+        | RunEvent::MessageReceived { .. }
+        | RunEvent::HistoryCompacted { .. } => None,
     }
 }
 
