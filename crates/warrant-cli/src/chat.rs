@@ -185,7 +185,7 @@ impl Inbox for StdinInbox {
 
 /// The session's messages from the person at the terminal, through a line editor.
 struct TerminalInbox {
-    editor: rustyline::DefaultEditor,
+    history: Vec<String>,
     status: Status,
     interrupt: Arc<AtomicBool>,
 }
@@ -193,13 +193,22 @@ struct TerminalInbox {
 impl Inbox for TerminalInbox {
     fn next(&mut self, host: &Host, state: Option<&RunState>) -> Incoming {
         self.status.set(None);
+        // An editor per message: it takes SIGINT only while it reads a line and gives it back
+        // when dropped, so a Ctrl-C during a turn reaches the session's own flag.
+        let Ok(mut editor) = rustyline::DefaultEditor::new() else {
+            return Incoming::End;
+        };
+        for line in &self.history {
+            let _ = editor.add_history_entry(line.as_str());
+        }
         loop {
-            match self.editor.readline("you> ") {
+            match editor.readline("you> ") {
                 Ok(line) => {
                     if line.trim().is_empty() {
                         continue;
                     }
-                    let _ = self.editor.add_history_entry(line.as_str());
+                    let _ = editor.add_history_entry(line.as_str());
+                    self.history.push(line.clone());
                     match slash(&line, host, state, false) {
                         Slash::NotOne => {
                             self.interrupt.store(false, Ordering::SeqCst);
@@ -328,10 +337,12 @@ fn explain(state: Option<&RunState>) -> String {
 }
 
 pub fn chat(ws: Option<&Path>, args: ChatArgs) -> Result<u8, Failure> {
+    // A resumed session talks to the model its log names.
     let model = args
         .model
         .clone()
         .or_else(|| std::env::var("WARRANT_MODEL").ok())
+        .or_else(|| args.resume.as_ref().map(|_| String::new()))
         .ok_or_else(|| {
             Failure::usage(
                 "W-SESSION-004",
@@ -373,12 +384,12 @@ pub fn chat(ws: Option<&Path>, args: ChatArgs) -> Result<u8, Failure> {
     };
     let stop_spinner = Arc::new(AtomicBool::new(false));
     let chatted = if terminal {
-        let editor = rustyline::DefaultEditor::new().map_err(|e| {
-            Failure::usage(
+        if let Err(e) = rustyline::DefaultEditor::new() {
+            return Err(Failure::usage(
                 "W-SESSION-005",
                 format!("the terminal's line editor could not start: {e}"),
-            )
-        })?;
+            ));
+        }
         if !args.json {
             let spinner = {
                 let (status, stop) = (status.clone(), stop_spinner.clone());
@@ -391,7 +402,7 @@ pub fn chat(ws: Option<&Path>, args: ChatArgs) -> Result<u8, Failure> {
             request.model
         );
         let mut inbox = TerminalInbox {
-            editor,
+            history: Vec::new(),
             status: status.clone(),
             interrupt: interrupt.clone(),
         };
@@ -443,6 +454,9 @@ pub fn chat(ws: Option<&Path>, args: ChatArgs) -> Result<u8, Failure> {
     let Some(run) = chatted.run else {
         return Ok(0);
     };
+    if let RunExit::Parked { request } = &chatted.exit {
+        eprintln!("parked: {request}");
+    }
     if !args.json {
         match &chatted.exit {
             RunExit::Completed => outln!("session {run} ended"),

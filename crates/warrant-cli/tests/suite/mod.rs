@@ -5,6 +5,7 @@ mod approvers;
 mod audit;
 mod bad_input;
 mod binding;
+mod chat;
 mod contained;
 mod crash;
 mod delivery;
