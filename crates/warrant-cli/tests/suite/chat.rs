@@ -304,3 +304,59 @@ turns:
     );
     assert_eq!(kinds(&events).last().unwrap(), "run_ended");
 }
+
+/// The summaries and where they cut, from a session's events (the digest of what a summary
+/// replaced names this workspace's paths, so it is checked for its form only).
+fn compactions(events: &[Value]) -> Vec<Value> {
+    events
+        .iter()
+        .filter(|e| e["kind"] == "history_compacted")
+        .map(|e| {
+            let p = &e["payload"];
+            assert!(p["replaced"].as_str().unwrap().starts_with("sha256:"));
+            serde_json::json!([p["through_turn"], p["summary"]])
+        })
+        .collect()
+}
+
+#[test]
+fn a_long_session_is_compacted_the_same_way_every_time() {
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let sb = Sandbox::init();
+        let model = sb.transcript(TRANSCRIPT);
+        let out = sb.run_stdin(
+            &[
+                "chat",
+                "--model",
+                &model,
+                "--prompt",
+                "always",
+                "--history-tokens",
+                "150",
+            ],
+            "summarize the notes\nnow clean up build/\no\nthanks\n",
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let (_, events) = sb.last_run();
+        // Each compaction is an event of the run, before the model call it made room for.
+        let at: Vec<usize> = events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e["kind"] == "history_compacted")
+            .map(|(i, _)| i)
+            .collect();
+        assert!(!at.is_empty(), "no compaction in {:?}", kinds(&events));
+        for i in &at {
+            assert_eq!(events[i + 1]["kind"], "model_responded");
+        }
+        seen.push(compactions(&events));
+    }
+    assert_eq!(seen[0], seen[1], "the same log compacts the same way");
+    let first = &seen[0][0];
+    assert_eq!(first[0], 1);
+    assert_eq!(
+        first[1],
+        "[Earlier in this session, compacted by Warrant: 1 model turn(s) are summarized here.]\nThe person wrote: summarize the notes\nYou answered: Reading the notes.\nYou called: read_file"
+    );
+}

@@ -22,5 +22,6 @@ mod requests;
 mod sealing;
 mod secrets;
 mod spoofing;
+mod surface;
 mod views;
 mod workers;
