@@ -112,3 +112,112 @@ pub fn plan(
         budget,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use serde_json::{Value, json};
+    use warrant_core::{RunId, Timestamp};
+    use warrant_kernel::{GuardSettings, RunEvent, RunState};
+    use warrant_llm::Message;
+    use warrant_store::StoredEvent;
+
+    use super::*;
+    use crate::untrusted::prompt;
+
+    fn fold(events: Vec<Value>) -> RunState {
+        let run = RunId::parse("run-01").unwrap();
+        let stored: Vec<StoredEvent> = events
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let e: RunEvent = serde_json::from_value(v).unwrap();
+                StoredEvent {
+                    run: run.clone(),
+                    seq: i as u64 + 1,
+                    kind: e.kind().to_owned(),
+                    version: 1,
+                    recorded_at: Timestamp::from_millis(1_000).unwrap(),
+                    payload: e.payload().unwrap(),
+                }
+            })
+            .collect();
+        RunState::fold(&stored).unwrap()
+    }
+
+    /// A session of two messages and one answer between them, with an `extra` event after.
+    fn session(extra: Option<Value>) -> RunState {
+        let mut events = vec![
+            json!({"type": "run_started",
+                   "principal": {"tenant": "t", "actor": "alice", "kind": "user"},
+                   "task": "first", "model": "scripted:x", "workspace": "/w",
+                   "policy_digest": Digest::of_bytes(b"p"),
+                   "settings": {"max_denials": 3, "max_turns": 9,
+                                "session": {"history_tokens": 40}},
+                   "tools": []}),
+            json!({"type": "awaiting_message", "turn": 0}),
+            json!({"type": "message_received", "by": "alice", "text": "first"}),
+            json!({"type": "model_responded", "turn": 0, "model": "m",
+                   "text": "a long answer ".repeat(20), "calls": []}),
+            json!({"type": "awaiting_message", "turn": 1}),
+            json!({"type": "message_received", "by": "alice", "text": "second"}),
+        ];
+        events.extend(extra);
+        fold(events)
+    }
+
+    fn user(text: &str) -> Message {
+        Message::User {
+            content: text.to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_follow_up_message_comes_after_the_answer_it_follows() {
+        let state = session(None);
+        assert!(state.message_pending() && !state.awaiting);
+        let messages = prompt(&state, GuardSettings::default())
+            .conversation
+            .messages;
+        assert_eq!(
+            messages,
+            vec![
+                user("first"),
+                Message::Assistant {
+                    text: Some("a long answer ".repeat(20)),
+                    calls: vec![],
+                },
+                user("second"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_history_over_its_budget_is_compacted_the_same_way_every_time() {
+        let state = session(None);
+        let guard = GuardSettings::default();
+        let prompt_for = |c: Option<(u32, &str)>| {
+            crate::untrusted::prompt_with(&state, guard, c)
+                .conversation
+                .messages
+        };
+        let plan = super::plan(&state, 40, &prompt_for).unwrap();
+        assert_eq!(plan, super::plan(&state, 40, &prompt_for).unwrap());
+        assert_eq!(plan.through_turn, 1);
+        assert!(plan.estimated_tokens > 40);
+        // Under the budget nothing is compacted.
+        assert_eq!(super::plan(&state, 10_000, &prompt_for), None);
+
+        // Once recorded, every later prompt starts from the summary.
+        let compacted = session(Some(json!({"type": "history_compacted",
+            "through_turn": plan.through_turn, "summary": plan.summary,
+            "replaced": plan.replaced, "estimated_tokens": plan.estimated_tokens,
+            "budget": 40})));
+        let messages = prompt(&compacted, guard).conversation.messages;
+        let summary = format!(
+            "[Earlier in this session, compacted by Warrant: 1 model turn(s) are summarized here.]\nThe person wrote: first\nYou answered: {}",
+            "a long answer ".repeat(20).trim()
+        );
+        assert_eq!(messages, vec![user(&format!("{summary}\n\nsecond"))]);
+    }
+}
