@@ -15,6 +15,10 @@ const CHARS_PER_TOKEN: u64 = 4;
 /// Longest excerpt of one message kept in a summary.
 const EXCERPT: usize = 400;
 
+/// The prompt as it would be sent with the turns before `.0` replaced by the summary `.1`
+/// (`None`: as it is now).
+pub type PromptFor<'a> = &'a dyn Fn(Option<(u32, &str)>) -> Vec<Message>;
+
 /// What a compaction records.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompactionPlan {
@@ -74,11 +78,7 @@ pub fn summary(state: &RunState, through: u32) -> String {
 /// brings the prompt to three quarters of the budget or under (all of them when none does).
 /// `prompt_for(through)` is the prompt as it would be sent with turns before `through`
 /// replaced.
-pub fn plan(
-    state: &RunState,
-    budget: u64,
-    prompt_for: &dyn Fn(Option<(u32, &str)>) -> Vec<Message>,
-) -> Option<CompactionPlan> {
+pub fn plan(state: &RunState, budget: u64, prompt_for: PromptFor<'_>) -> Option<CompactionPlan> {
     let current = state.compaction.as_ref();
     let now = prompt_for(current.map(|c| (c.through_turn, c.summary.as_str())));
     let estimated_tokens = estimate(&now);

@@ -154,7 +154,30 @@ fn step_after(event: &RunEvent) -> Option<String> {
         RunEvent::EffectStarted { call_id, .. } => {
             Some(format!("running {call_id} (Ctrl-C stops)"))
         }
-        _ => None,
+        RunEvent::RunStarted { .. }
+        | RunEvent::PolicyChanged { .. }
+        | RunEvent::ToolsChanged { .. }
+        | RunEvent::ActionProposed { .. }
+        | RunEvent::PolicyDecided { .. }
+        | RunEvent::ApprovalRequested { .. }
+        | RunEvent::ApprovalGranted { .. }
+        | RunEvent::ApprovalRejected { .. }
+        | RunEvent::ApprovalDenied { .. }
+        | RunEvent::RunParked { .. }
+        | RunEvent::RunResumed { .. }
+        | RunEvent::EffectJudging { .. }
+        | RunEvent::EffectInDoubt { .. }
+        | RunEvent::InDoubtResolved { .. }
+        | RunEvent::AuditGap { .. }
+        | RunEvent::LimitReached { .. }
+        | RunEvent::RunEnded { .. }
+        | RunEvent::RequestRaised { .. }
+        | RunEvent::RequestReplied { .. }
+        | RunEvent::RequestExpired { .. }
+        | RunEvent::ModelCallDenied { .. }
+        | RunEvent::BudgetExceeded { .. }
+        | RunEvent::AwaitingMessage { .. }
+        | RunEvent::JournalRejected { .. } => None,
     }
 }
 
@@ -410,20 +433,14 @@ pub fn chat(ws: Option<&Path>, args: ChatArgs) -> Result<u8, Failure> {
             Box::new(Spinning {
                 inner: TerminalPrompter {
                     input: std::io::stdin().lock(),
-                    principal: principal.clone(),
+                    principal,
                 },
                 status: status.clone(),
             })
         } else {
             Box::new(NoPrompter)
         };
-        host.chat(
-            request,
-            &printer,
-            prompter.as_mut(),
-            &mut inbox,
-            interrupt.clone(),
-        )
+        host.chat(request, &printer, prompter.as_mut(), &mut inbox, interrupt)
     } else {
         let lines = SharedLines(Rc::new(RefCell::new(Box::new(std::io::BufReader::new(
             std::io::stdin(),
@@ -435,18 +452,12 @@ pub fn chat(ws: Option<&Path>, args: ChatArgs) -> Result<u8, Failure> {
         let mut prompter: Box<dyn Prompter> = if may_prompt {
             Box::new(TerminalPrompter {
                 input: lines,
-                principal: principal.clone(),
+                principal,
             })
         } else {
             Box::new(NoPrompter)
         };
-        host.chat(
-            request,
-            &printer,
-            prompter.as_mut(),
-            &mut inbox,
-            interrupt.clone(),
-        )
+        host.chat(request, &printer, prompter.as_mut(), &mut inbox, interrupt)
     };
     stop_spinner.store(true, Ordering::SeqCst);
     status.set(None);

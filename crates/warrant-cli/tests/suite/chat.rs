@@ -244,8 +244,7 @@ fn a_session_on_a_terminal_holds_three_turns_with_an_inline_approval() {
     let (_, events) = sb.last_run();
     let last: Value = events
         .iter()
-        .filter(|e| e["kind"] == "message_received")
-        .last()
+        .rfind(|e| e["kind"] == "message_received")
         .unwrap()["payload"]
         .clone();
     assert_eq!(
