@@ -359,3 +359,44 @@ fn a_long_session_is_compacted_the_same_way_every_time() {
         "[Earlier in this session, compacted by Warrant: 1 model turn(s) are summarized here.]\nThe person wrote: summarize the notes\nYou answered: Reading the notes.\nYou called: read_file"
     );
 }
+
+#[test]
+fn warrant_alone_is_a_session_on_a_terminal_and_the_usage_elsewhere() {
+    let mut sb = Sandbox::init();
+    let model = sb.transcript(TRANSCRIPT);
+    sb.extra_env.push(("WARRANT_MODEL".to_owned(), model));
+    let screen = sb.converse_on_screen(
+        &[],
+        &[("you> ", "summarize the notes\r"), ("you> ", "/exit\r")],
+        120,
+    );
+    assert_eq!(screen.exit, 0, "{}", screen.lines.join("\n"));
+    let text = screen.lines.join("\n");
+    assert!(
+        text.contains("model    The notes cover the tide-table import."),
+        "{text}"
+    );
+    // Not on a terminal: the usage, and nothing started.
+    let out = sb.run_stdin(&[], "summarize the notes\n");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("Usage: warrant"), "{}", stderr(&out));
+    let (_, events) = sb.last_run();
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["kind"] == "message_received")
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn a_session_without_a_model_says_how_to_name_one() {
+    let sb = Sandbox::init();
+    let out = sb.run_stdin(&["chat"], "hello\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        "error[W-SESSION-004]: no model for the session: pass --model PROVIDER:MODEL (e.g. openai:gpt-4.1) or set WARRANT_MODEL\n"
+    );
+}
