@@ -9,7 +9,8 @@ line ends) is typed once MARKER has appeared in the output, or after two quiet s
 one JSON object: {"exit": code, "screen": [lines, trailing blanks stripped]}.
 
 With --steps, JSON is a list of [MARKER, ANSWER] pairs typed in order, each once its MARKER has
-appeared after where the previous one was found (a conversation); "\u0003" types Ctrl-C. A step
+appeared after where the previous one was found and the program has gone quiet for 0.3 s (a
+conversation); "\\u0003" types Ctrl-C, at once. A step
 whose marker never appears within 60 seconds ends the script with exit code 3.
 """
 
@@ -39,9 +40,10 @@ def steps() -> int:
     seen = b""
     searched = 0
     step = 0
-    deadline = time.monotonic() + 60
+    last = time.monotonic()
+    deadline = last + 60
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.1)
+        ready, _, _ = select.select([fd], [], [], 0.05)
         if ready:
             try:
                 chunk = os.read(fd, 65536)
@@ -50,12 +52,15 @@ def steps() -> int:
             if not chunk:
                 break
             seen += chunk
+            last = time.monotonic()
         if step < len(script):
             marker, answer = script[step]
             found = seen.find(marker.encode(), searched)
-            if found >= 0:
+            # Typed once the marker is there and the program has gone quiet (it waits for
+            # input, not redrawing); a Ctrl-C is typed while the program works, so at once.
+            quiet = time.monotonic() - last >= 0.3 or answer.startswith("\u0003")
+            if found >= 0 and quiet:
                 searched = found + len(marker.encode())
-                time.sleep(0.2)
                 os.write(fd, answer.encode())
                 step += 1
                 deadline = time.monotonic() + 60
