@@ -177,6 +177,7 @@ fn step_after(event: &RunEvent) -> Option<String> {
         | RunEvent::ModelCallDenied { .. }
         | RunEvent::BudgetExceeded { .. }
         | RunEvent::AwaitingMessage { .. }
+        | RunEvent::MessageRefused { .. }
         | RunEvent::JournalRejected { .. } => None,
     }
 }

@@ -88,15 +88,9 @@ impl Host {
                             ),
                         ));
                     }
-                    if state.principal.actor != self.identity.principal.actor {
-                        return Err(HostError::coded(
-                            &warrant_kernel::KernelError::NotTheSessionsPerson {
-                                run: run.to_string(),
-                                owner: state.principal.actor.clone(),
-                                actor: self.identity.principal.actor.clone(),
-                            },
-                            Class::Refused,
-                        ));
+                    if let Err(e) = ring.refuse_unless_owner(&mut state, &self.identity.principal) {
+                        self.deliver();
+                        return Err(HostError::coded(&e, Class::Refused));
                     }
                     let model = self.provider(&state.model, &tools)?;
                     let digest = tools_digest(&tools)?;

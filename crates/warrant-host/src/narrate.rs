@@ -389,6 +389,9 @@ impl Narrator {
                 }
                 v
             }
+            RunEvent::MessageRefused { by, code, reason } => {
+                vec![format!("refused  a message from {by}: {reason} [{code}]")]
+            }
             RunEvent::HistoryCompacted {
                 through_turn,
                 estimated_tokens,

@@ -208,7 +208,8 @@ fn call_of(event: &RunEvent) -> Option<(&str, Step)> {
         | RunEvent::JournalRejected { .. }
         | RunEvent::AwaitingMessage { .. }
         | RunEvent::MessageReceived { .. }
-        | RunEvent::HistoryCompacted { .. } => None,
+        | RunEvent::HistoryCompacted { .. }
+        | RunEvent::MessageRefused { .. } => None,
     }
 }
 

@@ -546,6 +546,12 @@ pub enum RunEvent {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         neutralized: Vec<String>,
     },
+    /// Someone other than the session's person tried to continue it: nothing else changed.
+    MessageRefused {
+        by: String,
+        code: String,
+        reason: String,
+    },
     /// A session's history grew past its budget: the turns before `through_turn` (and the
     /// messages among them) are replaced, in every later prompt, by `summary`, which is
     /// computed from the log alone (the person's words, the model's words, the tools used).
@@ -604,6 +610,7 @@ impl RunEvent {
             Self::AwaitingMessage { .. } => "awaiting_message",
             Self::MessageReceived { .. } => "message_received",
             Self::HistoryCompacted { .. } => "history_compacted",
+            Self::MessageRefused { .. } => "message_refused",
         }
     }
 

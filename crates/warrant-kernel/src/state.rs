@@ -361,7 +361,8 @@ impl RunState {
             | RunEvent::BudgetExceeded { .. }
             | RunEvent::AwaitingMessage { .. }
             | RunEvent::MessageReceived { .. }
-            | RunEvent::HistoryCompacted { .. }) => {
+            | RunEvent::HistoryCompacted { .. }
+            | RunEvent::MessageRefused { .. }) => {
                 return Err(KernelError::Inconsistent {
                     run: first.run.to_string(),
                     message: format!("log starts with {} instead of run_started", other.kind()),
@@ -676,6 +677,8 @@ impl RunState {
                     text,
                 });
             }
+            // A refusal to take a message; the fold changes nothing.
+            RunEvent::MessageRefused { .. } => {}
             RunEvent::HistoryCompacted {
                 through_turn,
                 summary,

@@ -155,8 +155,18 @@ fn a_session_survives_its_process_and_continues_the_same_conversation() {
         .position(|k| *k == "approval_granted")
         .unwrap();
     expected.splice(at..at, ["run_parked"]);
-    expected.splice(at + 2..at + 2, ["run_resumed"]);
+    // Mallory's attempt is on the record, and changed nothing else.
+    expected.splice(at + 2..at + 2, ["message_refused", "run_resumed"]);
     assert_eq!(kinds(&events), expected);
+    let refused = events
+        .iter()
+        .find(|e| e["kind"] == "message_refused")
+        .unwrap();
+    assert_eq!(
+        refused["payload"],
+        serde_json::json!({"by": "mallory", "code": "W-SESSION-003",
+                           "reason": format!("{run} is tester's session; only that person continues it")})
+    );
     assert!(!sb.exists("build"));
     let turns: Vec<u64> = events
         .iter()

@@ -369,6 +369,11 @@ pub(crate) fn facts_of(
             }
             facts.outcome = Some(format!("message from {by}"));
         }
+        RunEvent::MessageRefused { by, code, reason } => {
+            facts.decision = Some(Decision::Deny);
+            facts.reasons = vec![format!("{reason} [{code}]")];
+            facts.outcome = Some(format!("message from {by} refused"));
+        }
         RunEvent::HistoryCompacted {
             through_turn,
             replaced,
@@ -639,6 +644,8 @@ mod tests {
             json!({"type": "message_received", "by": "alice", "text": "and now the tests"}),
             json!({"type": "message_received", "by": "alice", "text": "hi\\u001b[2J",
                    "neutralized": ["U+001B"]}),
+            json!({"type": "message_refused", "by": "mallory", "code": "W-SESSION-003",
+                   "reason": "run-01 is alice's session"}),
             json!({"type": "history_compacted", "through_turn": 3, "summary": "earlier",
                    "replaced": d('7'), "estimated_tokens": 9000, "budget": 8000}),
         ]

@@ -104,15 +104,9 @@ impl Ring<'_> {
         } else {
             None
         };
+        self.refuse_unless_owner(state, by)?;
         if let Some(why) = why {
             return Err(KernelError::NotAwaitingMessage { run, why });
-        }
-        if by.actor != state.principal.actor || by.tenant != state.principal.tenant {
-            return Err(KernelError::NotTheSessionsPerson {
-                run,
-                owner: state.principal.actor.clone(),
-                actor: by.actor.clone(),
-            });
         }
         let (text, neutralized) = warrant_core::render::neutralize(text);
         self.append(
@@ -125,6 +119,37 @@ impl Ring<'_> {
             Some(RunStatus::Running),
             vec![],
         )
+    }
+
+    /// A session is continued only by its own person: anyone else is refused, and the refusal
+    /// is recorded in the session (`message_refused`, audited as a denial).
+    pub fn refuse_unless_owner(
+        &self,
+        state: &mut RunState,
+        by: &Principal,
+    ) -> Result<(), KernelError> {
+        if by.actor == state.principal.actor && by.tenant == state.principal.tenant {
+            return Ok(());
+        }
+        let refusal = KernelError::NotTheSessionsPerson {
+            run: state.run.to_string(),
+            owner: state.principal.actor.clone(),
+            actor: by.actor.clone(),
+        };
+        self.append(
+            state,
+            vec![RunEvent::MessageRefused {
+                by: by.actor.clone(),
+                code: warrant_core::Coded::code(&refusal).to_owned(),
+                reason: format!(
+                    "{} is {}'s session; only that person continues it",
+                    state.run, state.principal.actor
+                ),
+            }],
+            None,
+            vec![],
+        )?;
+        Err(refusal)
     }
 
     /// Records that the turns before `through_turn` are replaced by `summary` in every later
