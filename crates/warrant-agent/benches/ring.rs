@@ -115,6 +115,7 @@ impl Fixture {
                 deadline: None,
                 requests: Default::default(),
                 max_tool_calls: None,
+                session: None,
             },
             tools: tools.specs().into_iter().map(|s| s.name).collect(),
         };

@@ -3,6 +3,7 @@
 //! the same loop started on an existing log: recorded model turns are never asked again and
 //! completed effects never re-run.
 
+pub mod session;
 pub mod untrusted;
 
 use serde_json::json;
@@ -13,7 +14,7 @@ use warrant_kernel::{
     CallRecord, CallResult, CallStep, KernelError, ModelGate, Outcome, Prompter, Ring, RunState,
     ToolEnv,
 };
-use warrant_kernel::{ModelRequest, RunLimit};
+use warrant_kernel::{Interrupted, ModelRequest, RunLimit};
 use warrant_llm::{Conversation, Flow, GuardedRequest, ModelError, ModelProvider, StreamProgress};
 
 pub use untrusted::{GuardSettings, Prompt, prompt};
@@ -45,6 +46,8 @@ pub enum RunExit {
     Superseded {
         message: String,
     },
+    /// A chat session waits for its person's next message (`awaiting_message`).
+    AwaitingMessage,
 }
 
 impl RunExit {
@@ -56,6 +59,7 @@ impl RunExit {
             Self::Stopped { .. } => 3,
             Self::Parked { .. } => 10,
             Self::Superseded { .. } => 1,
+            Self::AwaitingMessage => 0,
         }
     }
 }
@@ -157,6 +161,16 @@ impl Agent<'_> {
                 self.ring.end(state, Outcome::Stopped { reason })?;
                 return Ok(None);
             }
+            if state.is_session() {
+                if state.awaiting {
+                    return Ok(Some(RunExit::AwaitingMessage));
+                }
+                // The person's Ctrl-C: what runs was stopped; what has not run never will.
+                if self.ring.take_interrupt() {
+                    self.ring.interrupt_turn(state, Interrupted::Effect, None)?;
+                    return Ok(None);
+                }
+            }
             if state.denials >= state.settings.max_denials {
                 let reason = format!(
                     "{} denials in this run reached the limit of {}",
@@ -192,7 +206,11 @@ impl Agent<'_> {
                 }
             }
             if state.last_turn_was_final() {
-                self.ring.end(state, Outcome::Completed)?;
+                if state.is_session() {
+                    self.ring.await_message(state)?;
+                } else {
+                    self.ring.end(state, Outcome::Completed)?;
+                }
                 return Ok(None);
             }
             if state.turns >= state.settings.max_turns {
@@ -201,6 +219,26 @@ impl Agent<'_> {
                 self.ring
                     .stop_at_limit(state, RunLimit::Turns, max, reason)?;
                 return Ok(None);
+            }
+            // A session's history past its budget is compacted first (an event of its own).
+            if let Some(budget) = state.settings.session.map(|s| s.history_tokens) {
+                let guard = self.ring.guard();
+                let prompt_for = |c: Option<(u32, &str)>| {
+                    untrusted::prompt_with(state, guard, c)
+                        .conversation
+                        .messages
+                };
+                if let Some(plan) = session::plan(state, budget, &prompt_for) {
+                    self.ring.record_compaction(
+                        state,
+                        plan.through_turn,
+                        plan.summary,
+                        plan.replaced,
+                        plan.estimated_tokens,
+                        plan.budget,
+                    )?;
+                    return Ok(None);
+                }
             }
             // The request is assembled and checked in one place for every provider: untrusted
             // content only fenced in tool messages, never in the system prompt or a tool spec.
@@ -239,8 +277,14 @@ impl Agent<'_> {
             let rules = self.ring.budgets();
             let mut last = StreamProgress::default();
             let mut crossing = None;
+            let ring = self.ring;
             let result = request.send_metered(self.model, state.turns, &mut |progress| {
                 last = *progress;
+                if ring.interrupt_requested() {
+                    return Flow::Stop {
+                        reason: "stopped by the person (Ctrl-C)".to_owned(),
+                    };
+                }
                 let cost = rules.cost(
                     &provider,
                     &model,
@@ -290,7 +334,15 @@ impl Agent<'_> {
                     };
                     // A final answer and the run's end: one transaction, unless the run
                     // must stop instead (then the answer is recorded alone, as before).
-                    if calls.is_empty() && self.ring.may_complete(state)? {
+                    if calls.is_empty() && state.is_session() && self.ring.may_complete(state)? {
+                        self.ring.record_session_reply(
+                            state,
+                            Some(journaled),
+                            response.text,
+                            usage,
+                            response.model,
+                        )?;
+                    } else if calls.is_empty() && self.ring.may_complete(state)? {
                         self.ring.record_final_response(
                             state,
                             Some(journaled),
@@ -323,6 +375,22 @@ impl Agent<'_> {
                         estimated,
                     );
                     self.ring.record_budget_stop(state, &crossed, Some(usage))?;
+                }
+                (
+                    Err(ModelError::Stopped {
+                        usage, estimated, ..
+                    }),
+                    None,
+                ) if state.is_session() && self.ring.take_interrupt() => {
+                    let usage = rules.usage_record(
+                        &provider,
+                        &model,
+                        usage.input_tokens,
+                        usage.output_tokens,
+                        estimated,
+                    );
+                    self.ring
+                        .interrupt_turn(state, Interrupted::ModelCall, Some(usage))?;
                 }
                 (Err(e), _) => {
                     self.ring.end(

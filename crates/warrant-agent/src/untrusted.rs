@@ -47,12 +47,52 @@ fn leaves(v: &Value, out: &mut Vec<String>) {
 
 /// Rebuilds what the model is sent for its next turn, from the log alone.
 pub fn prompt(state: &RunState, guard: GuardSettings) -> Prompt {
+    let compaction = state
+        .compaction
+        .as_ref()
+        .map(|c| (c.through_turn, c.summary.as_str()));
+    prompt_with(state, guard, compaction)
+}
+
+/// The person's words due before turn `turn` (a session's messages), as one user message.
+fn flush_user(messages: &mut Vec<Message>, pending: &mut Vec<String>) {
+    if !pending.is_empty() {
+        messages.push(Message::User {
+            content: pending.join("\n\n"),
+        });
+        pending.clear();
+    }
+}
+
+/// [`prompt`] with the turns before `compaction.0` replaced by the summary `compaction.1`.
+pub fn prompt_with(
+    state: &RunState,
+    guard: GuardSettings,
+    compaction: Option<(u32, &str)>,
+) -> Prompt {
     let mut taint = Taint::default();
     let mut fences = Vec::new();
-    let mut messages = vec![Message::User {
-        content: state.task.clone(),
-    }];
+    let mut messages = Vec::new();
+    let through = compaction.map_or(0, |(t, _)| t);
+    // A session's first message is a message like the others (its task is only its label).
+    let mut pending = match compaction {
+        Some((_, summary)) => vec![summary.to_owned()],
+        None if state.is_session() => Vec::new(),
+        None => vec![state.task.clone()],
+    };
+    let due = |turn: u32| {
+        state
+            .messages
+            .iter()
+            .filter(move |m| m.after_turn == turn)
+            .map(|m| m.text.clone())
+    };
     for (turn, text) in state.turn_texts.iter().enumerate() {
+        if (turn as u32) < through {
+            continue;
+        }
+        pending.extend(due(turn as u32));
+        flush_user(&mut messages, &mut pending);
         let calls: Vec<_> = state
             .calls
             .iter()
@@ -112,6 +152,8 @@ pub fn prompt(state: &RunState, guard: GuardSettings) -> Prompt {
             });
         }
     }
+    pending.extend(due(state.turns));
+    flush_user(&mut messages, &mut pending);
     Prompt {
         conversation: Conversation {
             system: SYSTEM_PROMPT.to_owned(),

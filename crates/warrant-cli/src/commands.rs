@@ -82,6 +82,26 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Secrets { command } => crate::secrets_cmd::dispatch(ws, command),
         Command::Memory { command } => crate::memory_cmd::dispatch(ws, command),
         Command::Mcp { command } => crate::mcp_cmd::dispatch(ws, command),
+        Command::Chat {
+            model,
+            json,
+            prompt,
+            deadline,
+            history_tokens,
+            resume,
+        } => crate::chat::chat(
+            ws,
+            crate::chat::ChatArgs {
+                model,
+                json,
+                prompt,
+                deadline,
+                history_tokens,
+                resume,
+            },
+        ),
+        Command::Completions { shell } => crate::surface::completions(shell),
+        Command::Capabilities { json } => crate::surface::capabilities(ws, json),
     }
 }
 
@@ -192,6 +212,9 @@ fn finish(exit: RunExit, run: &RunId, json: bool) -> u8 {
                 outln!("  then continue with: warrant resume {run}");
             }
             RunExit::Superseded { message } => outln!("run {run}: {message}"),
+            RunExit::AwaitingMessage => outln!(
+                "run {run} is a chat session waiting for its person's next message: warrant chat --resume {run}"
+            ),
         }
     }
     if let RunExit::Parked { request } = &exit {

@@ -36,6 +36,7 @@ pub(crate) fn shown_inline(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 mod audit_cmd;
+mod chat;
 mod commands;
 mod inspect;
 mod memory_cmd;
@@ -44,6 +45,7 @@ mod output;
 mod prompt;
 mod requests;
 mod secrets_cmd;
+mod surface;
 
 use std::process::ExitCode;
 
@@ -202,6 +204,48 @@ pub enum Command {
         #[command(subcommand)]
         command: mcp_cmd::McpCommand,
     },
+    /// A session with the agent: each message continues the same run. Without a terminal, one
+    /// message per line of standard input, ending at its end.
+    Chat {
+        /// PROVIDER:MODEL, as for `run` (default: the WARRANT_MODEL environment variable).
+        #[arg(long)]
+        model: Option<String>,
+        /// Print events as JSON lines.
+        #[arg(long)]
+        json: bool,
+        /// When to ask for approvals here: `auto` (on a terminal), `always` (read answers from
+        /// standard input, between the messages), `never` (park and exit 10).
+        #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
+        prompt: String,
+        /// Stop the session at its next effect boundary after this long (e.g. `2h`).
+        #[arg(long, value_name = "DURATION")]
+        deadline: Option<String>,
+        /// Estimated tokens of history kept whole; beyond it the oldest turns are summarized.
+        #[arg(long, default_value_t = warrant_host::chat::DEFAULT_HISTORY_TOKENS, value_name = "TOKENS")]
+        history_tokens: u64,
+        /// Continue this session (it waits for your next message).
+        #[arg(long, value_name = "RUN")]
+        resume: Option<String>,
+    },
+    /// Print a completion script for a shell.
+    Completions {
+        #[arg(value_enum)]
+        shell: CompletionShell,
+    },
+    /// What this build and this machine support: tools, model providers, stores, sandbox
+    /// mechanisms (probed).
+    Capabilities {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The shells `warrant completions` writes a script for.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 #[derive(Subcommand, Debug)]
@@ -506,7 +550,16 @@ fn main() -> ExitCode {
         // Only reached when the command was not run (exec replaced this process otherwise).
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
-    let cli = Cli::parse();
+    // `warrant` alone on a terminal is a chat session (`warrant chat`); elsewhere, the usage.
+    let args = if args.len() == 1
+        && std::io::IsTerminal::is_terminal(&std::io::stdin())
+        && std::io::IsTerminal::is_terminal(&std::io::stdout())
+    {
+        vec![args[0].clone(), "chat".to_owned()]
+    } else {
+        args
+    };
+    let cli = Cli::parse_from(args);
     let _ = STORE.set(cli.store.clone());
     match commands::dispatch(cli) {
         Ok(code) => ExitCode::from(code),

@@ -61,6 +61,18 @@ pub fn lines(text: &str) -> Cow<'_, str> {
     render(text, |_| true)
 }
 
+/// A line a person typed, made safe to keep and to show: every character that could steer a
+/// terminal (tab kept) escaped as [`inline`] does, and each one named as `U+XXXX`, in order, so
+/// what was neutralized is on record.
+pub fn neutralize(text: &str) -> (String, Vec<String>) {
+    let found: Vec<String> = text
+        .chars()
+        .filter(|&c| hazardous(c) || c == '\n')
+        .map(|c| format!("U+{:04X}", u32::from(c)))
+        .collect();
+    (render(text, |c| c == '\t').into_owned(), found)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

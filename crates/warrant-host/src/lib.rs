@@ -9,6 +9,8 @@
 pub mod aais;
 pub mod approvals;
 pub mod approver_key;
+pub mod capabilities;
+pub mod chat;
 pub mod confidential;
 pub mod controls;
 pub mod doctor;
@@ -295,6 +297,7 @@ impl Host {
                 deadline,
                 requests: Box::new(self.request_ttls),
                 max_tool_calls: self.settings.max_tool_calls,
+                session: None,
             },
             tools: specs.iter().map(|s| s.name.clone()).collect(),
             tools_digest: digest_of(&specs).ok(),

@@ -380,6 +380,42 @@ impl Narrator {
                     warrant_kernel::ring::outcome_label(outcome)
                 )]
             }
+            RunEvent::AwaitingMessage { interrupted, .. } => vec![match interrupted {
+                Some(i) => format!(
+                    "stopped  by the person (Ctrl-C during the {}); waiting for the next message",
+                    match i {
+                        warrant_kernel::Interrupted::ModelCall => "model's answer",
+                        warrant_kernel::Interrupted::Effect => "tool calls",
+                    }
+                ),
+                None => "waiting  for the next message".to_owned(),
+            }],
+            RunEvent::MessageReceived {
+                by,
+                text,
+                neutralized,
+            } => {
+                let mut v = vec![format!("message  {by}: {}", inline(text))];
+                if !neutralized.is_empty() {
+                    v.push(format!(
+                        "         {} control character(s) neutralized: {}",
+                        neutralized.len(),
+                        neutralized.join(" ")
+                    ));
+                }
+                v
+            }
+            RunEvent::MessageRefused { by, code, reason } => {
+                vec![format!("refused  a message from {by}: {reason} [{code}]")]
+            }
+            RunEvent::HistoryCompacted {
+                through_turn,
+                estimated_tokens,
+                budget,
+                ..
+            } => vec![format!(
+                "compact  the turns before {through_turn} are summarized (history of about {estimated_tokens} tokens, budget {budget})"
+            )],
         }
     }
 

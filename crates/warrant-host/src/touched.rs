@@ -207,7 +207,11 @@ fn call_of(event: &RunEvent) -> Option<(&str, Step)> {
         | RunEvent::RequestExpired { .. }
         | RunEvent::ModelCallDenied { .. }
         | RunEvent::BudgetExceeded { .. }
-        | RunEvent::JournalRejected { .. } => None,
+        | RunEvent::JournalRejected { .. }
+        | RunEvent::AwaitingMessage { .. }
+        | RunEvent::MessageReceived { .. }
+        | RunEvent::HistoryCompacted { .. }
+        | RunEvent::MessageRefused { .. } => None,
     }
 }
 

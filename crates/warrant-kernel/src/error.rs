@@ -58,6 +58,16 @@ pub enum KernelError {
         reason: crate::authority::RejectReason,
         detail: String,
     },
+    /// A message for a run that is not a chat session waiting for one.
+    #[error("run {run} {why}; a message continues only a chat session that waits for one")]
+    NotAwaitingMessage { run: String, why: String },
+    /// A message from someone other than the session's person.
+    #[error("run {run} is {owner}'s session; {actor} cannot continue it")]
+    NotTheSessionsPerson {
+        run: String,
+        owner: String,
+        actor: String,
+    },
     #[error("the log of run {run} is inconsistent: {message}")]
     Inconsistent { run: String, message: String },
     /// The run's events are not what its signed audit records say; nothing was done.
@@ -88,6 +98,8 @@ impl Coded for KernelError {
             Self::ToolMissing { .. } => "W-KERNEL-008",
             Self::NotInDoubt { .. } => "W-KERNEL-009",
             Self::Inconsistent { .. } => "W-KERNEL-007",
+            Self::NotAwaitingMessage { .. } => "W-SESSION-001",
+            Self::NotTheSessionsPerson { .. } => "W-SESSION-003",
             Self::Journal { error, .. } => error.code(),
             Self::ApprovalRefused { reason, .. } => match reason {
                 crate::authority::RejectReason::FourEyes => "W-APPROVAL-021",
@@ -129,6 +141,9 @@ impl Coded for KernelError {
             | Self::ToolMissing { .. }
             | Self::ApprovalRefused { .. }
             | Self::Inconsistent { .. } => None,
+            Self::NotAwaitingMessage { run, .. } | Self::NotTheSessionsPerson { run, .. } => {
+                warrant_core::RunId::parse(run).map(|run| Hint::ShowRun { run })
+            }
         }
     }
 }
@@ -152,6 +167,8 @@ impl KernelError {
             | Self::ToolMissing { .. }
             | Self::NotInDoubt { .. }
             | Self::ApprovalRefused { .. }
+            | Self::NotAwaitingMessage { .. }
+            | Self::NotTheSessionsPerson { .. }
             | Self::Inconsistent { .. } => false,
         }
     }

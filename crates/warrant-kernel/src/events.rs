@@ -33,6 +33,37 @@ pub struct RunSettings {
     /// written before this cap existed read as `None` (no cap).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tool_calls: Option<u32>,
+    /// Set for a chat session: the run waits for its person's next message instead of ending
+    /// when the model answers without a call. Absent for a one-task run (and in older logs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionSettings>,
+}
+
+/// How a chat session keeps its history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionSettings {
+    /// Estimated tokens of history (about four characters each) beyond which the oldest part
+    /// is compacted into a summary before the next model call.
+    pub history_tokens: u64,
+}
+
+/// What a person's Ctrl-C stopped in a session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Interrupted {
+    /// A model answer, cut off as it streamed in.
+    ModelCall,
+    /// A running effect (its process group was stopped) or the calls of the turn not yet run.
+    Effect,
+}
+
+impl Interrupted {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ModelCall => "model_call",
+            Self::Effect => "effect",
+        }
+    }
 }
 
 fn default_ttls(t: &RequestTtls) -> bool {
@@ -513,6 +544,43 @@ pub enum RunEvent {
         usage: Option<Value>,
         message: String,
     },
+    /// A session's model answered without asking for a call (or the person stopped the turn):
+    /// the run waits for its person's next message, durably, like any park.
+    AwaitingMessage {
+        /// The model turn the next message follows.
+        turn: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        interrupted: Option<Interrupted>,
+        /// What a model answer cut off by the person had cost.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Value>,
+    },
+    /// The person's next message in a session, with every control, bidirectional and
+    /// zero-width character escaped (each listed in `neutralized` as `U+XXXX`).
+    MessageReceived {
+        by: String,
+        text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        neutralized: Vec<String>,
+    },
+    /// Someone other than the session's person tried to continue it: nothing else changed.
+    MessageRefused {
+        by: String,
+        code: String,
+        reason: String,
+    },
+    /// A session's history grew past its budget: the turns before `through_turn` (and the
+    /// messages among them) are replaced, in every later prompt, by `summary`, which is
+    /// computed from the log alone (the person's words, the model's words, the tools used).
+    HistoryCompacted {
+        through_turn: u32,
+        summary: String,
+        /// Digest of the messages the summary replaces, as they were last sent.
+        replaced: Digest,
+        /// Estimated tokens of the history before, and the budget it was over.
+        estimated_tokens: u64,
+        budget: u64,
+    },
     /// The run's journal did not match its signed audit records when it was folded to be acted
     /// on (resume, a worker's lease, an answer): nothing was done. `code` is the verifier's
     /// (`W-AUDIT-027`..`031`), `seq` the first bad event, `problem` one of `edited`,
@@ -558,6 +626,10 @@ impl RunEvent {
             Self::ModelCallDenied { .. } => "model_call_denied",
             Self::BudgetExceeded { .. } => "budget_exceeded",
             Self::JournalRejected { .. } => "journal_rejected",
+            Self::AwaitingMessage { .. } => "awaiting_message",
+            Self::MessageReceived { .. } => "message_received",
+            Self::HistoryCompacted { .. } => "history_compacted",
+            Self::MessageRefused { .. } => "message_refused",
         }
     }
 

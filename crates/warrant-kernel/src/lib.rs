@@ -23,15 +23,18 @@ pub use confidential::{Confidential, InTheClear};
 pub use error::KernelError;
 pub use events::{
     Approver, AskedOf, Binding, BudgetMetric, BudgetScope, CallRecord, DeniedBy, FenceRecord,
-    InDoubtOutcome, ModelRequest, Outcome, Presentation, ReasonRecord, RejectReason, Resolution,
-    RunEvent, RunLimit, RunSettings, Scope, Verdict, Via,
+    InDoubtOutcome, Interrupted, ModelRequest, Outcome, Presentation, ReasonRecord, RejectReason,
+    Resolution, RunEvent, RunLimit, RunSettings, Scope, SessionSettings, Verdict, Via,
 };
 pub use model_gate::{Crossing, GuardSettings, Headroom, ModelGate, ModelRules, ModelUsage};
 pub use ring::{
     Answer, CallStep, DecisionPoint, NewRunSpec, NoPrompter, Observer, PolicyVerdict, PromptView,
     Prompter, Ring, RingParts, Silent,
 };
-pub use state::{CallResult, CallState, RequestAnswer, RequestKind, RequestState, RunState};
+pub use state::{
+    CallResult, CallState, Compaction, PersonMessage, RequestAnswer, RequestKind, RequestState,
+    RunState,
+};
 pub use summary::{ApprovalSummary, AskedSummary, InDoubtSummary, RequestSummary};
 pub use tool::{
     EffectResult, PENDING_JUDGEMENT, PendingJudgement, ReadFilter, Refusal, StopCheck, Tool,

@@ -145,10 +145,32 @@ pub struct RunState {
     /// What this run's model calls have consumed, from `model_responded` and
     /// `budget_exceeded` usage.
     pub usage: crate::model_gate::ModelUsage,
+    /// A session's messages from its person after the task, each with the turn it follows.
+    pub messages: Vec<PersonMessage>,
+    /// A session waits for its person's next message (`awaiting_message`).
+    pub awaiting: bool,
+    /// The latest compaction of a session's history.
+    pub compaction: Option<Compaction>,
     /// Steps of a call the ring decided and applied here but has not committed yet: they go
     /// to the store with its next append, in the same transaction. Empty whenever the ring
     /// hands the state back.
     pub(crate) staged: Staged,
+}
+
+/// A person's message in a session: what the model reads after turn `after_turn - 1`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PersonMessage {
+    /// The number of model turns before it.
+    pub after_turn: u32,
+    pub by: String,
+    pub text: String,
+}
+
+/// The part of a session's history replaced by a summary: turns before `through_turn`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Compaction {
+    pub through_turn: u32,
+    pub summary: String,
 }
 
 /// A call's proposal and policy decisions, applied to the state and waiting to be committed
@@ -204,9 +226,24 @@ impl RunState {
         self.calls.iter().find(|c| c.result.is_none())
     }
 
-    /// Whether the last model turn asked for nothing (the model is done).
+    /// Whether the last model turn asked for nothing (the model is done) and no message of
+    /// its person came after it.
     pub fn last_turn_was_final(&self) -> bool {
-        self.turns > 0 && !self.calls.iter().any(|c| c.turn + 1 == self.turns)
+        self.turns > 0
+            && !self.calls.iter().any(|c| c.turn + 1 == self.turns)
+            && !self.message_pending()
+    }
+
+    /// Whether a session's person wrote after the latest model turn (the model answers next).
+    pub fn message_pending(&self) -> bool {
+        self.messages
+            .last()
+            .is_some_and(|m| m.after_turn == self.turns)
+    }
+
+    /// Whether this run is a chat session.
+    pub fn is_session(&self) -> bool {
+        self.settings.session.is_some()
     }
 
     pub fn session_grant_for(&self, actions: &[Action]) -> Option<&RequestId> {
@@ -290,6 +327,9 @@ impl RunState {
                 ended: None,
                 asks: BTreeMap::new(),
                 usage: Default::default(),
+                messages: Vec::new(),
+                awaiting: false,
+                compaction: None,
                 staged: Staged::default(),
             },
             other @ (RunEvent::ModelResponded { .. }
@@ -320,7 +360,11 @@ impl RunState {
             | RunEvent::RequestReplied { .. }
             | RunEvent::RequestExpired { .. }
             | RunEvent::ModelCallDenied { .. }
-            | RunEvent::BudgetExceeded { .. }) => {
+            | RunEvent::BudgetExceeded { .. }
+            | RunEvent::AwaitingMessage { .. }
+            | RunEvent::MessageReceived { .. }
+            | RunEvent::HistoryCompacted { .. }
+            | RunEvent::MessageRefused { .. }) => {
                 return Err(KernelError::Inconsistent {
                     run: first.run.to_string(),
                     message: format!("log starts with {} instead of run_started", other.kind()),
@@ -642,6 +686,33 @@ impl RunState {
             RunEvent::JournalRejected { .. } => {}
             RunEvent::LimitReached { .. } => {}
             RunEvent::RunEnded { outcome } => self.ended = Some(outcome),
+            RunEvent::AwaitingMessage { usage, .. } => {
+                self.usage.add_recorded(usage.as_ref());
+                self.awaiting = true;
+            }
+            RunEvent::MessageReceived { by, text, .. } => {
+                if !self.awaiting {
+                    return Err(self.inconsistent("a message arrived while none was awaited"));
+                }
+                self.awaiting = false;
+                self.messages.push(PersonMessage {
+                    after_turn: self.turns,
+                    by,
+                    text,
+                });
+            }
+            // A refusal to take a message; the fold changes nothing.
+            RunEvent::MessageRefused { .. } => {}
+            RunEvent::HistoryCompacted {
+                through_turn,
+                summary,
+                ..
+            } => {
+                self.compaction = Some(Compaction {
+                    through_turn,
+                    summary,
+                });
+            }
             RunEvent::RequestRaised {
                 call_id,
                 request_id,

@@ -262,6 +262,7 @@ fn replay_log(total: u64) -> Vec<EventDraft> {
             deadline: None,
             requests: Default::default(),
             max_tool_calls: None,
+            session: None,
         },
         tools: vec!["run_command".into(), "read_file".into()],
         tools_digest: None,

@@ -339,3 +339,52 @@ impl Sandbox {
         }
     }
 }
+
+impl Sandbox {
+    /// Runs warrant on a real pseudo-terminal and holds a conversation with it: each
+    /// `(marker, typed)` step is typed once its marker has appeared after the previous one's
+    /// (tests/pty/screen.py --steps). Fails the test when a marker never appears.
+    pub fn converse_on_screen(&self, args: &[&str], steps: &[(&str, &str)], cols: u16) -> Screen {
+        ensure_pyte();
+        let warrant = self.std_cmd(args);
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pty/screen.py");
+        let steps: Vec<[&str; 2]> = steps.iter().map(|(m, t)| [*m, *t]).collect();
+        let mut c = std::process::Command::new("python3");
+        c.arg(script)
+            .arg(cols.to_string())
+            .arg("200")
+            .arg("--steps")
+            .arg(serde_json::to_string(&steps).unwrap())
+            .arg("--")
+            .arg(warrant.get_program())
+            .args(warrant.get_args());
+        if let Some(dir) = warrant.get_current_dir() {
+            c.current_dir(dir);
+        }
+        for (k, v) in warrant.get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        let out = c.output().unwrap();
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        assert!(
+            out.status.success(),
+            "the conversation stopped at step {} of {}: {}\nwhat the program wrote:\n{}",
+            doc["steps"],
+            steps.len(),
+            String::from_utf8_lossy(&out.stderr),
+            doc["raw"].as_str().unwrap_or("")
+        );
+        Screen {
+            exit: i32::try_from(doc["exit"].as_i64().unwrap()).unwrap(),
+            lines: doc["screen"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l.as_str().unwrap().to_owned())
+                .collect(),
+        }
+    }
+}

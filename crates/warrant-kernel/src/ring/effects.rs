@@ -246,6 +246,9 @@ impl Ring<'_> {
                 == Verdict::Allow
         };
         let stop = || {
+            if self.interrupt_requested() {
+                return Some("stopped by the person (Ctrl-C)".to_owned());
+            }
             self.stop_reason_of(&run, deadline, self.clock.now())
                 .ok()
                 .flatten()

@@ -362,6 +362,51 @@ pub(crate) fn facts_of(
             facts.outcome = Some(format!("the run reached its {} cap", limit.as_str()));
         }
         RunEvent::RunEnded { outcome } => facts.outcome = Some(outcome_label(outcome)),
+        RunEvent::AwaitingMessage {
+            turn, interrupted, ..
+        } => {
+            facts.outcome = Some(match interrupted {
+                Some(i) => format!(
+                    "after turn {turn}: stopped by the person ({}); waiting for the next message",
+                    i.as_str()
+                ),
+                None => format!("after turn {turn}: waiting for the next message"),
+            });
+        }
+        RunEvent::MessageReceived {
+            by,
+            text,
+            neutralized,
+        } => {
+            // The message itself stays in the journal; the record holds its digest.
+            facts.input_digest = Some(Digest::of_bytes(text.as_bytes()).to_string());
+            if !neutralized.is_empty() {
+                facts.reasons = vec![format!(
+                    "{} control character(s) neutralized: {}",
+                    neutralized.len(),
+                    neutralized.join(" ")
+                )];
+            }
+            facts.outcome = Some(format!("message from {by}"));
+        }
+        RunEvent::MessageRefused { by, code, reason } => {
+            facts.decision = Some(Decision::Deny);
+            facts.reasons = vec![format!("{reason} [{code}]")];
+            facts.outcome = Some(format!("message from {by} refused"));
+        }
+        RunEvent::HistoryCompacted {
+            through_turn,
+            replaced,
+            estimated_tokens,
+            budget,
+            ..
+        } => {
+            facts.input_digest = Some(replaced.to_string());
+            facts.reasons = vec![format!(
+                "history of about {estimated_tokens} tokens over the budget of {budget}"
+            )];
+            facts.outcome = Some(format!("turns before {through_turn} replaced by a summary"));
+        }
         RunEvent::RequestRaised {
             request_id,
             ask,
@@ -622,6 +667,15 @@ mod tests {
             json!({"type": "access_refused", "transport": "http", "status": 403,
                    "reason": "W-MCPSERVE-010 Host `evil.example` is not this server's",
                    "suppressed": 7}),
+            json!({"type": "awaiting_message", "turn": 4}),
+            json!({"type": "awaiting_message", "turn": 5, "interrupted": "model_call"}),
+            json!({"type": "message_received", "by": "alice", "text": "and now the tests"}),
+            json!({"type": "message_received", "by": "alice", "text": "hi\\u001b[2J",
+                   "neutralized": ["U+001B"]}),
+            json!({"type": "message_refused", "by": "mallory", "code": "W-SESSION-003",
+                   "reason": "run-01 is alice's session"}),
+            json!({"type": "history_compacted", "through_turn": 3, "summary": "earlier",
+                   "replaced": d('7'), "estimated_tokens": 9000, "budget": 8000}),
         ]
     }
 

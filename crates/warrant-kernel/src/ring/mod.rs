@@ -133,6 +133,9 @@ pub struct Ring<'a> {
     /// The fencing token of the lease this process holds on the run it drives; every append
     /// presents it. `None` for writers that do not drive the run (approve, deny, cancel).
     pub(crate) fence: Cell<Option<u64>>,
+    /// Set by the person's Ctrl-C in a chat session: a running effect stops (its process group
+    /// is stopped) and the turn ends waiting for the next message. `None` outside a session.
+    pub(crate) interrupt: std::cell::RefCell<Option<std::sync::Arc<std::sync::atomic::AtomicBool>>>,
     /// The installation's public keys (current and retired): a run is folded to be acted on
     /// only after its events were checked against the records they signed.
     pub(crate) keys: &'a PublicKeys,
@@ -205,6 +208,7 @@ impl<'a> Ring<'a> {
             secret,
             observer,
             fence: Cell::new(None),
+            interrupt: std::cell::RefCell::new(None),
             keys,
             confidential,
             tools,
@@ -258,6 +262,28 @@ impl<'a> Ring<'a> {
     pub fn hold_fence(&self, token: Option<u64>) {
         self.fence.set(token);
     }
+
+    /// Watches `flag` (a person's Ctrl-C) while this ring drives a session.
+    pub fn watch_interrupt(&self, flag: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) {
+        *self.interrupt.borrow_mut() = flag;
+    }
+
+    /// Whether the person asked to stop the current turn (and takes the request: it is
+    /// answered once).
+    pub fn take_interrupt(&self) -> bool {
+        self.interrupt
+            .borrow()
+            .as_ref()
+            .is_some_and(|f| f.swap(false, std::sync::atomic::Ordering::SeqCst))
+    }
+
+    /// Whether the person asked to stop the current turn (without taking the request).
+    pub fn interrupt_requested(&self) -> bool {
+        self.interrupt
+            .borrow()
+            .as_ref()
+            .is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst))
+    }
 }
 
 impl std::fmt::Debug for Ring<'_> {
@@ -285,6 +311,7 @@ mod calls;
 mod effects;
 mod facts;
 mod lifecycle;
+mod session;
 
 pub(crate) use facts::audit_facts;
 

@@ -20,6 +20,7 @@ fn denials_by_policy_and_by_person_both_count() {
         deadline: None,
         requests: Default::default(),
         max_tool_calls: None,
+        session: None,
     };
     let mut state = w.start(&ring, settings.clone());
     let calls: Vec<(&str, serde_json::Value, Option<Answer>)> = vec![

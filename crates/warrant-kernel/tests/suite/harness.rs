@@ -212,6 +212,7 @@ pub fn settings() -> RunSettings {
         deadline: None,
         requests: Default::default(),
         max_tool_calls: None,
+        session: None,
     }
 }
 
