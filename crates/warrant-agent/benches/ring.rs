@@ -92,6 +92,7 @@ impl Fixture {
             parent_env: std::env::vars().collect(),
             secrets: None,
             no_overlays: false,
+            run: None,
         };
         let spec = NewRunSpec {
             queued: false,

@@ -131,10 +131,16 @@ pub enum Verb {
     McpCall,
     #[serde(rename = "message.send")]
     MessageSend,
+    #[serde(rename = "git.read")]
+    GitRead,
+    #[serde(rename = "git.branch")]
+    GitBranch,
+    #[serde(rename = "git.checkout")]
+    GitCheckout,
 }
 
 impl Verb {
-    pub const ALL: [Verb; 17] = [
+    pub const ALL: [Verb; 20] = [
         Self::FsRead,
         Self::FsList,
         Self::FsSearch,
@@ -152,6 +158,9 @@ impl Verb {
         Self::ProviderCall,
         Self::McpCall,
         Self::MessageSend,
+        Self::GitRead,
+        Self::GitBranch,
+        Self::GitCheckout,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -173,6 +182,9 @@ impl Verb {
             Self::ProviderCall => "provider.call",
             Self::McpCall => "mcp.call",
             Self::MessageSend => "message.send",
+            Self::GitRead => "git.read",
+            Self::GitBranch => "git.branch",
+            Self::GitCheckout => "git.checkout",
         }
     }
 
@@ -189,7 +201,11 @@ impl Verb {
             | Self::FsCreate
             | Self::FsDelete => ResourceKind::Fs,
             Self::ShellExec => ResourceKind::Shell,
-            Self::GitCommit | Self::GitPush => ResourceKind::Git,
+            Self::GitCommit
+            | Self::GitPush
+            | Self::GitRead
+            | Self::GitBranch
+            | Self::GitCheckout => ResourceKind::Git,
             Self::MemoryRead | Self::MemoryPropose | Self::MemoryPublish => ResourceKind::Memory,
             Self::CatalogList | Self::CatalogRead => ResourceKind::Catalog,
             Self::ProviderCall => ResourceKind::Provider,
@@ -206,11 +222,14 @@ impl Verb {
             | Self::FsSearch
             | Self::MemoryRead
             | Self::CatalogList
-            | Self::CatalogRead => RiskClass::Read,
+            | Self::CatalogRead
+            | Self::GitRead => RiskClass::Read,
             Self::FsWrite
             | Self::FsCreate
             | Self::ShellExec
             | Self::GitCommit
+            | Self::GitBranch
+            | Self::GitCheckout
             | Self::MemoryPropose
             | Self::MemoryPublish => RiskClass::Change,
             Self::GitPush | Self::ProviderCall | Self::McpCall | Self::MessageSend => {
@@ -229,6 +248,7 @@ impl Verb {
             | Self::MemoryRead
             | Self::CatalogList
             | Self::CatalogRead
+            | Self::GitRead
             | Self::FsWrite => true,
             Self::FsCreate
             | Self::FsDelete
@@ -239,7 +259,9 @@ impl Verb {
             | Self::MemoryPublish
             | Self::ProviderCall
             | Self::McpCall
-            | Self::MessageSend => false,
+            | Self::MessageSend
+            | Self::GitBranch
+            | Self::GitCheckout => false,
         }
     }
 }
@@ -300,6 +322,94 @@ pub enum Action {
     /// model asked for.
     #[serde(rename = "provider.call")]
     ProviderCall { provider: String, model: String },
+    /// A read of a repository (`status`, `diff`, `log`, `show`): `what` names the read and its
+    /// arguments as the tool ran it, e.g. `log -n 20 -- src/`.
+    #[serde(rename = "git.read")]
+    GitRead {
+        repo: CanonicalPath,
+        what: GitRead,
+    },
+    /// A commit of the index (after staging `paths`, or everything tracked and changed when
+    /// empty) on the current branch, authored by the run's principal.
+    #[serde(rename = "git.commit")]
+    GitCommit {
+        repo: CanonicalPath,
+        message: String,
+        paths: Vec<String>,
+        author: GitAuthor,
+        /// Who wrote it with the author: the `Co-authored-by` trailer.
+        coauthor: GitAuthor,
+        /// The `Warrant-Run` trailer.
+        run: String,
+    },
+    /// A new branch at `HEAD` (never moving an existing one).
+    #[serde(rename = "git.branch")]
+    GitBranch { repo: CanonicalPath, name: String },
+    /// Switching the worktree to `rev`, refused when it holds uncommitted work.
+    #[serde(rename = "git.checkout")]
+    GitCheckout { repo: CanonicalPath, rev: String },
+    /// Pushing `branch` to `remote` (fast-forward only: never forced).
+    #[serde(rename = "git.push")]
+    GitPush {
+        repo: CanonicalPath,
+        remote: String,
+        branch: String,
+    },
+}
+
+/// The read a `git.read` action performs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum GitRead {
+    Status,
+    Diff {
+        staged: bool,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        paths: Vec<String>,
+    },
+    Log {
+        max: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+    },
+    Show {
+        rev: String,
+    },
+}
+
+impl GitRead {
+    /// The read as a person names it: `status`, `diff --staged -- a b`, `log -n 20`, `show HEAD`.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Status => "status".into(),
+            Self::Diff { staged, paths } => {
+                let mut s = if *staged { "diff --staged" } else { "diff" }.to_owned();
+                if !paths.is_empty() {
+                    s.push_str(" -- ");
+                    s.push_str(&paths.join(" "));
+                }
+                s
+            }
+            Self::Log { max, path } => match path {
+                Some(p) => format!("log -n {max} -- {p}"),
+                None => format!("log -n {max}"),
+            },
+            Self::Show { rev } => format!("show {rev}"),
+        }
+    }
+}
+
+/// A commit's author or co-author, as git writes it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitAuthor {
+    pub name: String,
+    pub email: String,
+}
+
+impl std::fmt::Display for GitAuthor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} <{}>", self.name, self.email)
+    }
 }
 
 /// What a contained command is judged by (see `Action::ShellExec::judged`).
@@ -339,6 +449,11 @@ impl Action {
             Self::FsDelete { .. } => Verb::FsDelete,
             Self::ShellExec { .. } => Verb::ShellExec,
             Self::ProviderCall { .. } => Verb::ProviderCall,
+            Self::GitRead { .. } => Verb::GitRead,
+            Self::GitCommit { .. } => Verb::GitCommit,
+            Self::GitBranch { .. } => Verb::GitBranch,
+            Self::GitCheckout { .. } => Verb::GitCheckout,
+            Self::GitPush { .. } => Verb::GitPush,
         }
     }
 
@@ -353,7 +468,33 @@ impl Action {
             | Self::FsDelete { path, .. } => path.as_str().to_owned(),
             Self::ShellExec { argv, .. } => argv.join(" "),
             Self::ProviderCall { provider, model } => format!("{provider}:{model}"),
+            Self::GitRead { repo, .. }
+            | Self::GitCommit { repo, .. }
+            | Self::GitBranch { repo, .. }
+            | Self::GitCheckout { repo, .. }
+            | Self::GitPush { repo, .. } => self.git_resource(repo),
         }
+    }
+
+    /// A git action's resource, `git<repo>/<what>`: e.g. `git/w/app/commit`,
+    /// `git/w/app/branch/topic`, `git/w/app/push/origin/main`.
+    fn git_resource(&self, repo: &CanonicalPath) -> String {
+        let what = match self {
+            Self::GitRead { what, .. } => what.describe(),
+            Self::GitCommit { .. } => "commit".into(),
+            Self::GitBranch { name, .. } => format!("branch/{name}"),
+            Self::GitCheckout { rev, .. } => format!("checkout/{rev}"),
+            Self::GitPush { remote, branch, .. } => format!("push/{remote}/{branch}"),
+            Self::FsRead { .. }
+            | Self::FsList { .. }
+            | Self::FsSearch { .. }
+            | Self::FsWrite { .. }
+            | Self::FsCreate { .. }
+            | Self::FsDelete { .. }
+            | Self::ShellExec { .. }
+            | Self::ProviderCall { .. } => String::new(),
+        };
+        format!("git{}/{what}", repo.as_str().trim_end_matches('/'))
     }
 
     /// The risk class of this very action: the verb's default, raised by what the action
@@ -385,7 +526,12 @@ impl Action {
             | Self::FsSearch { .. }
             | Self::FsDelete { .. }
             | Self::ShellExec { .. }
-            | Self::ProviderCall { .. } => {
+            | Self::ProviderCall { .. }
+            | Self::GitRead { .. }
+            | Self::GitCommit { .. }
+            | Self::GitBranch { .. }
+            | Self::GitCheckout { .. }
+            | Self::GitPush { .. } => {
                 serde_json::to_value(self).unwrap_or_else(|_| json!({"verb": self.verb()}))
             }
         }
@@ -499,7 +645,12 @@ impl Payload for FsWrite {
             | Action::FsSearch { .. }
             | Action::FsDelete { .. }
             | Action::ShellExec { .. }
-            | Action::ProviderCall { .. } => None,
+            | Action::ProviderCall { .. }
+            | Action::GitRead { .. }
+            | Action::GitCommit { .. }
+            | Action::GitBranch { .. }
+            | Action::GitCheckout { .. }
+            | Action::GitPush { .. } => None,
         }
     }
 }
@@ -539,6 +690,37 @@ impl Payload for ShellExec {
             contained: *contained,
             judged: *judged,
         })
+    }
+}
+
+/// The payload of every `git.*` action: the executor of git speaks all of them, each on the
+/// one repository it names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GitOp {
+    pub repo: CanonicalPath,
+    pub action: Action,
+}
+
+impl Payload for GitOp {
+    fn of(action: &Action) -> Option<Self> {
+        match action {
+            Action::GitRead { repo, .. }
+            | Action::GitCommit { repo, .. }
+            | Action::GitBranch { repo, .. }
+            | Action::GitCheckout { repo, .. }
+            | Action::GitPush { repo, .. } => Some(Self {
+                repo: repo.clone(),
+                action: action.clone(),
+            }),
+            Action::FsRead { .. }
+            | Action::FsList { .. }
+            | Action::FsSearch { .. }
+            | Action::FsWrite { .. }
+            | Action::FsCreate { .. }
+            | Action::FsDelete { .. }
+            | Action::ShellExec { .. }
+            | Action::ProviderCall { .. } => None,
+        }
     }
 }
 

@@ -33,7 +33,12 @@ pub fn classify_with(action: &Action, rec: Recognizers) -> (RiskClass, Option<St
         | Action::FsDelete { path, .. } => argv::credential_path(path.as_str())
             .then(|| (RiskClass::Secret, format!("{path} holds credentials"))),
         Action::ShellExec { argv, program, .. } => classify_command(argv, program.as_ref(), rec),
-        Action::ProviderCall { .. } => None,
+        Action::ProviderCall { .. }
+        | Action::GitRead { .. }
+        | Action::GitCommit { .. }
+        | Action::GitBranch { .. }
+        | Action::GitCheckout { .. }
+        | Action::GitPush { .. } => None,
     };
     match raised {
         Some((class, why)) if class > default => (class, Some(why)),

@@ -117,9 +117,40 @@ pub fn explain(
                 model: model.to_owned(),
             }
         }
-        Verb::GitCommit
-        | Verb::GitPush
-        | Verb::MemoryRead
+        // The target is the repository; the rest of a git action is what a run would name
+        // by default (the current branch, `origin`).
+        Verb::GitRead => Action::GitRead {
+            repo: path()?,
+            what: warrant_core::GitRead::Status,
+        },
+        Verb::GitCommit => Action::GitCommit {
+            repo: path()?,
+            message: String::new(),
+            paths: Vec::new(),
+            author: warrant_core::GitAuthor {
+                name: String::new(),
+                email: String::new(),
+            },
+            coauthor: warrant_core::GitAuthor {
+                name: String::new(),
+                email: String::new(),
+            },
+            run: String::new(),
+        },
+        Verb::GitBranch => Action::GitBranch {
+            repo: path()?,
+            name: String::new(),
+        },
+        Verb::GitCheckout => Action::GitCheckout {
+            repo: path()?,
+            rev: String::new(),
+        },
+        Verb::GitPush => Action::GitPush {
+            repo: path()?,
+            remote: "origin".into(),
+            branch: String::new(),
+        },
+        Verb::MemoryRead
         | Verb::MemoryPropose
         | Verb::MemoryPublish
         | Verb::CatalogList

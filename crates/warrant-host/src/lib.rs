@@ -256,6 +256,7 @@ impl Host {
             parent_env: install::parent_env(),
             secrets: install::secret_source(&self.paths, &self.inst.secret, &self.settings)?,
             no_overlays: controls::disabled("overlay"),
+            run: None,
         })
     }
 

@@ -343,6 +343,11 @@ pub fn session_pattern(action: &Action) -> String {
             }
         }
         Action::ProviderCall { provider, model } => format!("provider.call {provider}:{model}"),
+        Action::GitRead { .. }
+        | Action::GitCommit { .. }
+        | Action::GitBranch { .. }
+        | Action::GitCheckout { .. }
+        | Action::GitPush { .. } => format!("{} {}", action.verb().as_str(), action.target()),
     }
 }
 

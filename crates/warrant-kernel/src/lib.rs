@@ -34,6 +34,6 @@ pub use ring::{
 pub use state::{CallResult, CallState, RequestAnswer, RequestKind, RequestState, RunState};
 pub use summary::{ApprovalSummary, AskedSummary, InDoubtSummary, RequestSummary};
 pub use tool::{
-    EffectResult, PENDING_JUDGEMENT, PendingJudgement, ReadFilter, Refusal, StopCheck, Tool,
-    ToolEnv, ToolRegistry,
+    EffectResult, PENDING_JUDGEMENT, PendingJudgement, ReadFilter, Refusal, RunContext, StopCheck,
+    Tool, ToolEnv, ToolRegistry,
 };

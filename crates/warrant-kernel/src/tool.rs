@@ -32,6 +32,18 @@ pub struct ToolEnv {
     /// and write to the workspace directly. Set only by a debug build's test switch
     /// (`WARRANT_TEST_DISABLE=overlay`); otherwise the executor finds out by trying.
     pub no_overlays: bool,
+    /// The run a call belongs to, set by the ring when it normalizes the call (git commits name
+    /// the run's principal as their author and the run in a trailer); `None` outside a run.
+    pub run: Option<RunContext>,
+}
+
+/// Who a call runs for, from the run's log (never from the caller).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunContext {
+    pub run: warrant_core::RunId,
+    pub principal: warrant_core::Principal,
+    /// The model the run was started with (`PROVIDER:MODEL`).
+    pub model: String,
 }
 
 /// A tool's result as journaled and shown to the model.

@@ -422,7 +422,12 @@ fn default_deny_note(
         | Action::FsSearch { .. }
         | Action::FsWrite { .. }
         | Action::FsCreate { .. }
-        | Action::FsDelete { .. } => String::new(),
+        | Action::FsDelete { .. }
+        | Action::GitRead { .. }
+        | Action::GitCommit { .. }
+        | Action::GitBranch { .. }
+        | Action::GitCheckout { .. }
+        | Action::GitPush { .. } => String::new(),
     };
     let place = if outside {
         format!("{place}, which is outside the workspace {}", req.workspace)

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use cedar_policy::{Context, Entities, Entity, EntityUid, Request, RestrictedExpression};
 use serde_json::{Map, Value, json};
-use warrant_core::{Action, CanonicalPath, Principal, PrincipalKind, Verb};
+use warrant_core::{Action, CanonicalPath, GitRead, Principal, PrincipalKind, Verb};
 
 use crate::error::PolicyError;
 use crate::schema::{CedarNames, EntityKind};
@@ -312,6 +312,51 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
                 .str("model", model.as_str());
             // A model call leaves the machine; it is never "in the workspace".
             (entity, false)
+        }
+        Action::GitRead { repo, .. }
+        | Action::GitCommit { repo, .. }
+        | Action::GitBranch { repo, .. }
+        | Action::GitCheckout { repo, .. }
+        | Action::GitPush { repo, .. } => {
+            let inside = repo.starts_with(workspace);
+            let (op, refname, remote) = match action {
+                Action::GitRead { what, .. } => {
+                    let op = match what {
+                        GitRead::Status => "status",
+                        GitRead::Diff { .. } => "diff",
+                        GitRead::Log { .. } => "log",
+                        GitRead::Show { .. } => "show",
+                    };
+                    let rev = match what {
+                        GitRead::Show { rev } => rev.clone(),
+                        GitRead::Status | GitRead::Diff { .. } | GitRead::Log { .. } => {
+                            String::new()
+                        }
+                    };
+                    (op, rev, String::new())
+                }
+                Action::GitCommit { .. } => ("commit", String::new(), String::new()),
+                Action::GitBranch { name, .. } => ("branch", name.clone(), String::new()),
+                Action::GitCheckout { rev, .. } => ("checkout", rev.clone(), String::new()),
+                Action::GitPush { remote, branch, .. } => ("push", branch.clone(), remote.clone()),
+                Action::FsRead { .. }
+                | Action::FsList { .. }
+                | Action::FsSearch { .. }
+                | Action::FsWrite { .. }
+                | Action::FsCreate { .. }
+                | Action::FsDelete { .. }
+                | Action::ShellExec { .. }
+                | Action::ProviderCall { .. } => ("", String::new(), String::new()),
+            };
+            let name = action.target();
+            let entity = EntitySpec::new(EntityKind::GitRef, name.clone())
+                .str("name", name)
+                .str("repo", repo.as_str())
+                .attr("in_workspace", AttrValue::Bool(inside))
+                .str("op", op)
+                .str("refname", refname)
+                .str("remote", remote);
+            (entity, inside)
         }
     }
 }

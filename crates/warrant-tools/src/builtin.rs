@@ -183,7 +183,12 @@ fn file_bases(actions: &[Action]) -> Value {
                 | Action::FsList { .. }
                 | Action::FsSearch { .. }
                 | Action::ShellExec { .. }
-                | Action::ProviderCall { .. } => Value::Null,
+                | Action::ProviderCall { .. }
+                | Action::GitRead { .. }
+                | Action::GitCommit { .. }
+                | Action::GitBranch { .. }
+                | Action::GitCheckout { .. }
+                | Action::GitPush { .. } => Value::Null,
             })
             .collect(),
     )
@@ -270,7 +275,12 @@ impl Tool for WriteFile {
                 | Action::FsSearch { .. }
                 | Action::FsDelete { .. }
                 | Action::ShellExec { .. }
-                | Action::ProviderCall { .. } => {}
+                | Action::ProviderCall { .. }
+                | Action::GitRead { .. }
+                | Action::GitCommit { .. }
+                | Action::GitBranch { .. }
+                | Action::GitCheckout { .. }
+                | Action::GitPush { .. } => {}
             }
         }
         Presentation {
@@ -483,7 +493,12 @@ impl Tool for RunCommand {
                 | Action::FsWrite { .. }
                 | Action::FsCreate { .. }
                 | Action::FsDelete { .. }
-                | Action::ProviderCall { .. } => {}
+                | Action::ProviderCall { .. }
+                | Action::GitRead { .. }
+                | Action::GitCommit { .. }
+                | Action::GitBranch { .. }
+                | Action::GitCheckout { .. }
+                | Action::GitPush { .. } => {}
             }
         }
         Presentation {
@@ -547,7 +562,12 @@ impl Tool for RunCommand {
                     | Action::FsWrite { .. }
                     | Action::FsCreate { .. }
                     | Action::FsDelete { .. }
-                    | Action::ProviderCall { .. }) => other.target(),
+                    | Action::ProviderCall { .. }
+                    | Action::GitRead { .. }
+                    | Action::GitCommit { .. }
+                    | Action::GitBranch { .. }
+                    | Action::GitCheckout { .. }
+                    | Action::GitPush { .. }) => other.target(),
                 })
                 .unwrap_or_default();
             let shown = changes.get("shown").and_then(Value::as_str).unwrap_or("");
@@ -697,7 +717,13 @@ fn describe_paths(verb: &str, actions: &[Action], env: &ToolEnv) -> Presentation
             | Action::FsWrite { path, .. }
             | Action::FsCreate { path, .. }
             | Action::FsDelete { path, .. } => shown(path, env),
-            Action::ShellExec { .. } | Action::ProviderCall { .. } => a.target(),
+            Action::ShellExec { .. }
+            | Action::ProviderCall { .. }
+            | Action::GitRead { .. }
+            | Action::GitCommit { .. }
+            | Action::GitBranch { .. }
+            | Action::GitCheckout { .. }
+            | Action::GitPush { .. } => a.target(),
         })
         .collect();
     Presentation {

@@ -32,7 +32,12 @@ pub(crate) fn for_actions(
             | Action::FsWrite { .. }
             | Action::FsCreate { .. }
             | Action::FsDelete { .. }
-            | Action::ProviderCall { .. } => continue,
+            | Action::ProviderCall { .. }
+            | Action::GitRead { .. }
+            | Action::GitCommit { .. }
+            | Action::GitBranch { .. }
+            | Action::GitCheckout { .. }
+            | Action::GitPush { .. } => continue,
         };
         for (var, name) in source.env_for(profile) {
             let value = source.value(&name)?;

@@ -165,6 +165,7 @@ fn a_second_source_is_offered_governed_and_redacted_without_the_cli() {
         parent_env: vec![],
         secrets: None,
         no_overlays: false,
+        run: None,
     };
     let actions = bare
         .get("recall_note")

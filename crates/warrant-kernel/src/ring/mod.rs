@@ -386,6 +386,11 @@ fn denial_message(
             | Action::FsDelete { path, .. } => !path.starts_with(workspace),
             Action::ShellExec { cwd, .. } => !cwd.starts_with(workspace),
             Action::ProviderCall { .. } => false,
+            Action::GitRead { repo, .. }
+            | Action::GitCommit { repo, .. }
+            | Action::GitBranch { repo, .. }
+            | Action::GitCheckout { repo, .. }
+            | Action::GitPush { repo, .. } => !repo.starts_with(workspace),
         });
         if outside {
             format!(

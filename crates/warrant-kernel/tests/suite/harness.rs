@@ -95,6 +95,7 @@ impl World {
             parent_env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
             secrets: None,
             no_overlays: false,
+            run: None,
         };
         Self {
             dir,

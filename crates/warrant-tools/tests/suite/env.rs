@@ -67,6 +67,7 @@ impl Env {
                 parent_env: vec![("PATH".into(), bin)],
                 secrets: None,
                 no_overlays: false,
+                run: None,
             },
             tools: Toolbox::new(
                 &[&Builtin],
