@@ -93,6 +93,7 @@ impl Fixture {
             secrets: None,
             no_overlays: false,
             run: None,
+            tests: Default::default(),
         };
         let spec = NewRunSpec {
             queued: false,

@@ -11,6 +11,7 @@ pub mod egress;
 pub mod env;
 pub mod error;
 pub mod fs;
+pub mod git;
 pub mod grants;
 pub mod judged;
 pub mod netns;

@@ -257,6 +257,7 @@ impl Host {
             secrets: install::secret_source(&self.paths, &self.inst.secret, &self.settings)?,
             no_overlays: controls::disabled("overlay"),
             run: None,
+            tests: self.settings.tests.clone(),
         })
     }
 

@@ -35,6 +35,8 @@ pub struct ToolEnv {
     /// The run a call belongs to, set by the ring when it normalizes the call (git commits name
     /// the run's principal as their author and the run in a trailer); `None` outside a run.
     pub run: Option<RunContext>,
+    /// `[tests.<name>]` from configuration, for `run_tests`.
+    pub tests: BTreeMap<String, warrant_core::config::TestsConfig>,
 }
 
 /// Who a call runs for, from the run's log (never from the caller).

@@ -5,9 +5,12 @@
 //! the `Authorized` actions the ring hands it. No tool touches the world any other way.
 
 mod builtin;
+mod edits;
+mod git;
 mod guarded;
 mod requests;
 mod secrets;
+mod tests;
 mod toolbox;
 
 pub use builtin::{confinement_words, normalize_path, preview_write};

@@ -46,6 +46,8 @@ pub struct Settings {
     /// Every layer's `[secrets] rules`, highest first (the scanner merges them: lower layers
     /// only add).
     pub secrets_rules: Vec<SecretRulesRef>,
+    /// `[tests.<name>]`; a higher layer's entry replaces a lower one's whole.
+    pub tests: BTreeMap<String, super::run::TestsConfig>,
 }
 
 /// One part of the configuration as a layer sets it, laid over the same part of a lower layer.
@@ -131,6 +133,7 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
         requests: merged(&layers, |d| &d.requests),
         secret_env: merged(&layers, |d| &d.secret_env),
         secrets_rules,
+        tests: merged(&layers, |d| &d.tests),
         max_denials: run.max_denials.unwrap_or(3),
         max_turns: run.max_turns.unwrap_or(50),
         max_tool_calls: Some(run.max_tool_calls.unwrap_or(200)),
@@ -400,6 +403,7 @@ rules = ".gitleaks.toml"
                         layer_path: "/project/config.toml".to_owned(),
                     },
                 ],
+                tests: BTreeMap::new(),
             }
         );
     }

@@ -34,7 +34,7 @@ pub use profiles::{
 pub use providers::{AnthropicConfig, OpenAiConfig, ProvidersConfig};
 pub use run::{
     BudgetLimit, BudgetsConfig, MenuConfig, PriceConfig, RequestsConfig, RunConfig, SecretRulesRef,
-    SecretsConfig,
+    SecretsConfig, TestsConfig,
 };
 
 /// Where a layer came from.
@@ -97,6 +97,9 @@ pub struct ConfigDoc {
     /// `[secrets]`: the secret scanner's rules (a gitleaks configuration file).
     #[serde(default)]
     pub secrets: SecretsConfig,
+    /// `[tests.<name>]`: the commands `run_tests` runs (else it detects the project's runner).
+    #[serde(default)]
+    pub tests: BTreeMap<String, run::TestsConfig>,
 }
 
 /// A config file as read by the CLI.

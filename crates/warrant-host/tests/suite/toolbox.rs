@@ -166,6 +166,7 @@ fn a_second_source_is_offered_governed_and_redacted_without_the_cli() {
         secrets: None,
         no_overlays: false,
         run: None,
+        tests: Default::default(),
     };
     let actions = bare
         .get("recall_note")

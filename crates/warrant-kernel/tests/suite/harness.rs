@@ -96,6 +96,7 @@ impl World {
             secrets: None,
             no_overlays: false,
             run: None,
+            tests: Default::default(),
         };
         Self {
             dir,

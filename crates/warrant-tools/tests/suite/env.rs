@@ -68,6 +68,7 @@ impl Env {
                 secrets: None,
                 no_overlays: false,
                 run: None,
+                tests: Default::default(),
             },
             tools: Toolbox::new(
                 &[&Builtin],
