@@ -9,7 +9,7 @@
 //!
 //! Limits: `git` is found on Warrant's own PATH; a `.git` that is a file (a linked worktree or a
 //! submodule) is refused; with no paths a commit stages every change (`add -A`, `.gitignore`
-//! respected).
+//! respected), never `.warrant/`, and a file that holds credentials refuses the commit.
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -61,6 +61,11 @@ pub enum GitError {
         files: String,
     },
 
+    #[error(
+        "refusing to commit in {repo}: {files} hold(s) credentials and would leave the machine with the next push; add them to .gitignore, or commit other paths"
+    )]
+    Credentials { repo: String, files: String },
+
     #[error("{what} `{value}` is not acceptable: {why}")]
     BadName {
         what: &'static str,
@@ -79,6 +84,7 @@ impl Coded for GitError {
             Self::NothingToCommit { .. } => "W-GIT-005",
             Self::Uncommitted { .. } => "W-GIT-006",
             Self::BadName { .. } => "W-GIT-007",
+            Self::Credentials { .. } => "W-GIT-009",
         }
     }
 }
@@ -490,6 +496,17 @@ impl Git {
         }
     }
 
+    fn holds_credentials(&self, rel: &str) -> bool {
+        let joined = format!("{}/{rel}", self.repo.as_str().trim_end_matches('/'));
+        CanonicalPath::from_normalized(&joined).is_ok_and(|path| {
+            warrant_core::risk::classify(&Action::FsWrite {
+                path,
+                content: String::new(),
+            })
+            .0 == warrant_core::RiskClass::Secret
+        })
+    }
+
     fn commit(
         &self,
         message: &str,
@@ -498,12 +515,45 @@ impl Git {
         coauthor: &warrant_core::GitAuthor,
         run: &str,
     ) -> Result<GitOutcome, GitError> {
-        if paths.is_empty() {
-            self.ok(&["add", "--all"], None)?;
-        } else {
-            let mut args = vec!["add", "--all", "--"];
-            args.extend(paths.iter().map(String::as_str));
-            self.ok(&args, None)?;
+        // What this commit would take: changed, deleted and new (not ignored) files under the
+        // paths, never Warrant's own directory. Files that hold credentials refuse the commit
+        // before the index is touched: a commit is one push away from leaving the machine.
+        let mut list = vec![
+            "ls-files",
+            "-z",
+            "--modified",
+            "--deleted",
+            "--others",
+            "--exclude-standard",
+            "--",
+        ];
+        list.extend(paths.iter().map(String::as_str));
+        let listed = self.ok(&list, None)?;
+        let mut candidates: Vec<&str> = listed
+            .split('\0')
+            .filter(|f| !f.is_empty() && *f != ".warrant" && !f.starts_with(".warrant/"))
+            .collect();
+        candidates.dedup();
+        let already = self.ok(&["diff", "--staged", "--name-only", "-z", "--no-ext-diff"], None)?;
+        let secrets: Vec<&str> = candidates
+            .iter()
+            .copied()
+            .chain(already.split('\0').filter(|f| !f.is_empty()))
+            .filter(|f| self.holds_credentials(f))
+            .collect();
+        if !secrets.is_empty() {
+            return Err(GitError::Credentials {
+                repo: self.repo.as_str().to_owned(),
+                files: secrets.join(", "),
+            });
+        }
+        if !candidates.is_empty() {
+            let mut stdin = candidates.join("\0");
+            stdin.push('\0');
+            self.ok(
+                &["add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul"],
+                Some(&stdin),
+            )?;
         }
         let staged = self.ok(&["diff", "--staged", "--name-only", "--no-ext-diff"], None)?;
         if staged.trim().is_empty() {

@@ -166,7 +166,11 @@ fn authors(env: &ToolEnv) -> Result<(GitAuthor, GitAuthor, String), Refusal> {
             email: format!("{}@agents.{domain}", p.actor),
         },
         PrincipalKind::User | PrincipalKind::Service => GitAuthor {
-            name: format!("Warrant agent ({})", run.model),
+            // The provider only: a scripted model's spec is a file path.
+            name: format!(
+                "Warrant agent ({})",
+                run.model.split(':').next().unwrap_or_default()
+            ),
             email: "agent@warrant.invalid".into(),
         },
     };

@@ -4,6 +4,7 @@ mod approvals;
 mod approvers;
 mod audit;
 mod bad_input;
+mod coding;
 mod binding;
 mod contained;
 mod crash;
