@@ -295,14 +295,16 @@ impl Git {
     fn neutralize(&self) -> Result<Vec<String>, GitError> {
         let listed = self.ok(&["config", "--list", "--show-scope", "-z"], None)?;
         let mut out = Vec::new();
-        for entry in listed.split('\0').filter(|e| !e.is_empty()) {
-            let Some((scope, rest)) = entry.split_once('\t') else {
+        // With -z each entry is `scope NUL key LF value NUL`.
+        let fields: Vec<&str> = listed.split('\0').collect();
+        for pair in fields.chunks(2) {
+            let [scope, rest] = pair else {
                 continue;
             };
-            if !matches!(scope, "local" | "worktree") {
+            if !matches!(*scope, "local" | "worktree") {
                 continue;
             }
-            let key = rest.split_once('\n').map_or(rest, |(k, _)| k);
+            let key = rest.split_once('\n').map_or(*rest, |(k, _)| k);
             let lower = key.to_ascii_lowercase();
             let hit = COMMAND_KEYS
                 .iter()

@@ -172,3 +172,260 @@ fn a_scripted_run_edits_patches_tests_commits_and_its_push_waits_for_a_person() 
     assert_eq!(push.len(), 1);
     assert_eq!(push[0]["ok"], true, "{}", push[0]);
 }
+
+#[test]
+fn bad_edits_and_patches_are_refused_with_where_and_why() {
+    let sb = Sandbox::init();
+    sb.write("src/twice.txt", "x = 1\nkeep\nx = 1\n");
+    sb.write("src/lines.txt", "one\ntwo\nthree\n");
+    sb.write("outside/target.txt", "outside\n");
+    std::os::unix::fs::symlink(sb.ws.join("outside"), sb.ws.join("linked")).unwrap();
+    let yaml = r#"version: 1
+turns:
+  - calls:
+      - tool: edit_file
+        args: { path: src/twice.txt, old: "x = 1", new: "x = 2" }
+      - tool: edit_file
+        args: { path: src/twice.txt, old: "  keep  ", new: "k" }
+      - tool: edit_file
+        args: { path: .env, old: "HARBOUR", new: "X" }
+      - tool: apply_patch
+        args:
+          patch: |
+            --- a/../escape.txt
+            +++ b/../escape.txt
+            @@ -0,0 +1 @@
+            +x
+      - tool: apply_patch
+        args:
+          patch: |
+            --- a/linked/target.txt
+            +++ b/linked/target.txt
+            @@ -1 +1 @@
+            -outside
+            +changed
+      - tool: apply_patch
+        args:
+          patch: |
+            --- a/src/lines.txt
+            +++ b/src/lines.txt
+            @@ -1,3 +1,3 @@
+             one
+            -TWO
+            +2
+             three
+            --- /dev/null
+            +++ b/src/new.txt
+            @@ -0,0 +1 @@
+            +new
+  - say: done
+"#;
+    let model = sb.transcript(yaml);
+    let out = sb.run(&["run", "--model", &model, "bad edits"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (_, events) = sb.last_run();
+    let got: Vec<(String, String, String)> = refusals(&events);
+    let expected: Vec<(String, String, String)> = [
+        ("edit_file", "W-EDIT-002", "`old` occurs 2 times in src/twice.txt (lines 1, 3), expected 1; add surrounding lines to make it unique, or set `count` to 2".to_owned()),
+        ("edit_file", "W-EDIT-002", "`old` does not occur in src/twice.txt; its first line (trimmed) is on line(s) 2: check indentation and line endings".to_owned()),
+        ("edit_file", "W-EDIT-007", ".env is not edited by edit_file or apply_patch: it is git's or Warrant's own state, or holds credentials".to_owned()),
+        ("apply_patch", "W-EDIT-004", "the patch names the path \"../escape.txt\"; patch paths are relative to the workspace, without `.` or `..` components".to_owned()),
+        ("apply_patch", "W-EDIT-004", format!("the patch path \"linked/target.txt\" goes through a symbolic link (it resolves to {}/outside/target.txt); patch the file by its real path", sb.ws.display())),
+        ("apply_patch", "W-EDIT-003", "the patch does not apply, nothing was changed: hunk #1 (@@ -1,3 @@) does not match src/lines.txt at line 1: expected \"one\" there or nearby; the file may have changed since it was read: read it again and make a new patch".to_owned()),
+    ]
+    .into_iter()
+    .map(|(t, c, m)| (t.to_owned(), c.to_owned(), m))
+    .collect();
+    assert_eq!(got, expected);
+    // Nothing changed anywhere: not the ambiguous file, not the file behind the link, and the
+    // patch's second file was not created either (all or nothing).
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("src/twice.txt")).unwrap(),
+        "x = 1\nkeep\nx = 1\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("outside/target.txt")).unwrap(),
+        "outside\n"
+    );
+    assert!(!sb.exists("src/new.txt"));
+    assert!(!sb.dir.path().join("escape.txt").exists());
+}
+
+const ASK_WRITES: &str = r#"
+@id("ask-writes")
+@ask("change")
+@reason("Writes in this project are reviewed")
+permit(principal, action in [Warrant::Action::"fs.write", Warrant::Action::"fs.create"], resource is Warrant::Path)
+when { resource.in_workspace };
+"#;
+
+#[test]
+fn an_approved_patch_is_refused_when_its_file_changed_after_it_was_shown() {
+    let sb = Sandbox::init();
+    sb.write(".warrant/policies/ask-writes.cedar", ASK_WRITES);
+    sb.write("src/lines.txt", "one\ntwo\nthree\n");
+    let yaml = r#"version: 1
+turns:
+  - calls:
+      - tool: apply_patch
+        args:
+          patch: |
+            --- a/src/lines.txt
+            +++ b/src/lines.txt
+            @@ -1,3 +1,3 @@
+             one
+            -two
+            +2
+             three
+  - say: done
+"#;
+    let model = sb.transcript(yaml);
+    let out = sb.run(&["run", "--model", &model, "patch"]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let request = parked_request(&out);
+    let (run, _) = sb.last_run();
+    // The person is shown the diff.
+    let shown = sb.json(&["requests", "show", &request, "--json"]).to_string();
+    assert!(shown.contains("-two") && shown.contains("+2"), "{shown}");
+
+    // Someone changes the file while the request waits; then the person approves.
+    sb.write("src/lines.txt", "one\ntwo\nthree\nfour\n");
+    let ok = sb.run(&["approve", &request]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    let again = sb.run(&["resume", &run]);
+    assert_eq!(again.status.code(), Some(10), "{}", stderr(&again));
+    let (_, events) = sb.last_run();
+    let rejected: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "approval_rejected")
+        .collect();
+    assert_eq!(rejected.len(), 1, "{events:?}");
+    assert_eq!(rejected[0]["payload"]["reason"], "action_changed", "{}", rejected[0]);
+    // The change made meanwhile is intact: the patch's content was never written.
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("src/lines.txt")).unwrap(),
+        "one\ntwo\nthree\nfour\n"
+    );
+}
+
+/// A repository whose hooks, fsmonitor and clean filter each leave a mark when run.
+fn hostile_repo(sb: &Sandbox) -> std::path::PathBuf {
+    project(sb);
+    let marks = sb.dir.path().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    let m = marks.display();
+    for hook in ["pre-commit", "commit-msg", "post-commit", "prepare-commit-msg"] {
+        let p = sb.ws.join(".git/hooks").join(hook);
+        std::fs::write(&p, format!("#!/bin/sh\ntouch {m}/{hook}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    git(&sb.ws, &["config", "core.fsmonitor", &format!("touch {m}/fsmonitor; true")]);
+    git(&sb.ws, &["config", "filter.evil.clean", &format!("touch {m}/filter; cat")]);
+    sb.write(".gitattributes", "*.rs filter=evil\n");
+    marks
+}
+
+fn marks_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_commit_never_runs_the_repository_s_hooks_fsmonitor_or_filters() {
+    // Negative control: the same repository, committed by plain git, runs all of them.
+    let control = Sandbox::new();
+    let marks = hostile_repo(&control);
+    control.write("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n");
+    git(&control.ws, &["commit", "-q", "-am", "plain"]);
+    assert_eq!(
+        marks_in(&marks),
+        ["commit-msg", "filter", "fsmonitor", "post-commit", "pre-commit", "prepare-commit-msg"]
+    );
+
+    let sb = Sandbox::init();
+    let marks = hostile_repo(&sb);
+    sb.write("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n");
+    let yaml = r#"version: 1
+turns:
+  - calls:
+      - tool: git_status
+        args: {}
+      - tool: git_diff
+        args: {}
+      - tool: git_commit
+        args: { message: "fix" }
+      - tool: git_log
+        args: { max: 1 }
+  - say: done
+"#;
+    let model = sb.transcript(yaml);
+    let out = sb.run(&["run", "--model", &model, "commit"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(marks_in(&marks), Vec::<String>::new());
+    let (_, events) = sb.last_run();
+    let commit = results(&events, "git_commit");
+    assert_eq!(commit[0]["ok"], true, "{}", commit[0]);
+    assert_eq!(
+        git(&sb.ws, &["log", "-1", "--format=%an %s"]).trim(),
+        "tester fix"
+    );
+    let log = results(&events, "git_log");
+    assert!(
+        log[0]["result"]["output"].as_str().unwrap().contains("\ttester <tester@harbour.invalid>\t"),
+        "{}",
+        log[0]
+    );
+}
+
+#[test]
+fn git_refuses_credentials_in_a_commit_and_a_checkout_over_uncommitted_work() {
+    let sb = Sandbox::init();
+    project(&sb);
+    // .env is ignored by the project; a key file is not.
+    sb.write("deploy/server.key", "-----BEGIN PRIVATE KEY-----\n");
+    let yaml = r#"version: 1
+turns:
+  - calls:
+      - tool: git_commit
+        args: { message: "everything" }
+  - calls:
+      - tool: git_branch
+        args: { name: "--force" }
+      - tool: git_branch
+        args: { name: topic }
+  - calls:
+      - tool: write_file
+        args: { path: src/lib.rs, content: "// unsaved work\n" }
+      - tool: git_checkout
+        args: { rev: topic }
+  - say: done
+"#;
+    let model = sb.transcript(yaml);
+    let out = sb.run(&["run", "--model", &model, "commit all"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (_, events) = sb.last_run();
+    let commit = results(&events, "git_commit");
+    assert_eq!(commit[0]["ok"], false);
+    assert_eq!(commit[0]["result"]["code"], "W-GIT-009", "{}", commit[0]);
+    assert!(
+        commit[0]["result"]["error"].as_str().unwrap().contains("deploy/server.key"),
+        "{}",
+        commit[0]
+    );
+    assert_eq!(git(&sb.ws, &["log", "--format=%s"]).trim(), "start");
+    let refused = refusals(&events);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].1, "W-GIT-007");
+    let checkout = results(&events, "git_checkout");
+    assert_eq!(checkout[0]["result"]["code"], "W-GIT-006", "{}", checkout[0]);
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("src/lib.rs")).unwrap(),
+        "// unsaved work\n"
+    );
+    assert_eq!(git(&sb.ws, &["branch", "--show-current"]).trim(), "main");
+}
