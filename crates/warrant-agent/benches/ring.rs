@@ -94,6 +94,9 @@ impl Fixture {
             no_overlays: false,
             run: None,
             tests: Default::default(),
+            web: Default::default(),
+            web_addresses_unguarded: false,
+            web_loopback_allowed: false,
         };
         let spec = NewRunSpec {
             queued: false,

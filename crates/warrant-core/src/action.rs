@@ -19,10 +19,11 @@ pub enum ResourceKind {
     Provider,
     Mcp,
     Message,
+    Web,
 }
 
 impl ResourceKind {
-    pub const ALL: [ResourceKind; 8] = [
+    pub const ALL: [ResourceKind; 9] = [
         Self::Fs,
         Self::Shell,
         Self::Git,
@@ -31,6 +32,7 @@ impl ResourceKind {
         Self::Provider,
         Self::Mcp,
         Self::Message,
+        Self::Web,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -43,6 +45,7 @@ impl ResourceKind {
             Self::Provider => "provider",
             Self::Mcp => "mcp",
             Self::Message => "message",
+            Self::Web => "web",
         }
     }
 }
@@ -137,10 +140,12 @@ pub enum Verb {
     GitBranch,
     #[serde(rename = "git.checkout")]
     GitCheckout,
+    #[serde(rename = "web.fetch")]
+    WebFetch,
 }
 
 impl Verb {
-    pub const ALL: [Verb; 20] = [
+    pub const ALL: [Verb; 21] = [
         Self::FsRead,
         Self::FsList,
         Self::FsSearch,
@@ -161,6 +166,7 @@ impl Verb {
         Self::GitRead,
         Self::GitBranch,
         Self::GitCheckout,
+        Self::WebFetch,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -185,6 +191,7 @@ impl Verb {
             Self::GitRead => "git.read",
             Self::GitBranch => "git.branch",
             Self::GitCheckout => "git.checkout",
+            Self::WebFetch => "web.fetch",
         }
     }
 
@@ -211,6 +218,7 @@ impl Verb {
             Self::ProviderCall => ResourceKind::Provider,
             Self::McpCall => ResourceKind::Mcp,
             Self::MessageSend => ResourceKind::Message,
+            Self::WebFetch => ResourceKind::Web,
         }
     }
 
@@ -232,7 +240,11 @@ impl Verb {
             | Self::GitCheckout
             | Self::MemoryPropose
             | Self::MemoryPublish => RiskClass::Change,
-            Self::GitPush | Self::ProviderCall | Self::McpCall | Self::MessageSend => {
+            Self::GitPush
+            | Self::ProviderCall
+            | Self::McpCall
+            | Self::MessageSend
+            | Self::WebFetch => {
                 RiskClass::External
             }
             Self::FsDelete => RiskClass::Destructive,
@@ -249,6 +261,7 @@ impl Verb {
             | Self::CatalogList
             | Self::CatalogRead
             | Self::GitRead
+            | Self::WebFetch
             | Self::FsWrite => true,
             Self::FsCreate
             | Self::FsDelete
@@ -355,6 +368,15 @@ pub enum Action {
         remote: String,
         branch: String,
     },
+    /// An HTTP(S) GET of `url` (`host` and `port` as parsed from it); `allowlisted` when the
+    /// host is on the configured `[web] allow` list at the time it was proposed.
+    #[serde(rename = "web.fetch")]
+    WebFetch {
+        url: String,
+        host: String,
+        port: u16,
+        allowlisted: bool,
+    },
 }
 
 /// The read a `git.read` action performs.
@@ -454,6 +476,7 @@ impl Action {
             Self::GitBranch { .. } => Verb::GitBranch,
             Self::GitCheckout { .. } => Verb::GitCheckout,
             Self::GitPush { .. } => Verb::GitPush,
+            Self::WebFetch { .. } => Verb::WebFetch,
         }
     }
 
@@ -473,6 +496,7 @@ impl Action {
             | Self::GitBranch { repo, .. }
             | Self::GitCheckout { repo, .. }
             | Self::GitPush { repo, .. } => self.git_resource(repo),
+            Self::WebFetch { url, .. } => url.clone(),
         }
     }
 
@@ -492,7 +516,8 @@ impl Action {
             | Self::FsCreate { .. }
             | Self::FsDelete { .. }
             | Self::ShellExec { .. }
-            | Self::ProviderCall { .. } => String::new(),
+            | Self::ProviderCall { .. }
+            | Self::WebFetch { .. } => String::new(),
         };
         format!("git{}/{what}", repo.as_str().trim_end_matches('/'))
     }
@@ -531,7 +556,8 @@ impl Action {
             | Self::GitCommit { .. }
             | Self::GitBranch { .. }
             | Self::GitCheckout { .. }
-            | Self::GitPush { .. } => {
+            | Self::GitPush { .. }
+            | Self::WebFetch { .. } => {
                 serde_json::to_value(self).unwrap_or_else(|_| json!({"verb": self.verb()}))
             }
         }
@@ -650,7 +676,8 @@ impl Payload for FsWrite {
             | Action::GitCommit { .. }
             | Action::GitBranch { .. }
             | Action::GitCheckout { .. }
-            | Action::GitPush { .. } => None,
+            | Action::GitPush { .. }
+            | Action::WebFetch { .. } => None,
         }
     }
 }
@@ -719,8 +746,24 @@ impl Payload for GitOp {
             | Action::FsCreate { .. }
             | Action::FsDelete { .. }
             | Action::ShellExec { .. }
-            | Action::ProviderCall { .. } => None,
+            | Action::ProviderCall { .. }
+            | Action::WebFetch { .. } => None,
         }
+    }
+}
+
+/// The payload of `web.fetch`: the URL to GET.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebFetch {
+    pub url: String,
+}
+
+impl Payload for WebFetch {
+    fn of(action: &Action) -> Option<Self> {
+        let Action::WebFetch { url, .. } = action else {
+            return None;
+        };
+        Some(Self { url: url.clone() })
     }
 }
 

@@ -17,7 +17,7 @@ pub mod tool;
 
 pub use action::{
     Action, FsDelete, FsList, FsRead, FsSearch, FsWrite, GitAuthor, GitOp, GitRead, Judging,
-    Payload, ResourceKind, RiskClass, ShellExec, Verb, audit_view_target,
+    Payload, ResourceKind, RiskClass, ShellExec, Verb, WebFetch, audit_view_target,
 };
 pub use clock::{Clock, FixedClock, SystemClock, Timestamp};
 pub use digest::{Digest, canonical_json, digest_of};

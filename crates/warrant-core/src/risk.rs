@@ -38,7 +38,8 @@ pub fn classify_with(action: &Action, rec: Recognizers) -> (RiskClass, Option<St
         | Action::GitCommit { .. }
         | Action::GitBranch { .. }
         | Action::GitCheckout { .. }
-        | Action::GitPush { .. } => None,
+        | Action::GitPush { .. }
+        | Action::WebFetch { .. } => None,
     };
     match raised {
         Some((class, why)) if class > default => (class, Some(why)),

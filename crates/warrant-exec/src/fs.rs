@@ -869,7 +869,8 @@ impl Undo {
                     | Action::GitCommit { .. }
                     | Action::GitBranch { .. }
                     | Action::GitCheckout { .. }
-                    | Action::GitPush { .. } => None,
+                    | Action::GitPush { .. }
+                    | Action::WebFetch { .. } => None,
                 })
                 .collect(),
         )

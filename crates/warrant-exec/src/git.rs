@@ -129,7 +129,8 @@ pub fn run(op: &Authorized<GitOp>) -> Result<GitOutcome, GitError> {
         | Action::FsCreate { .. }
         | Action::FsDelete { .. }
         | Action::ShellExec { .. }
-        | Action::ProviderCall { .. } => Err(GitError::BadName {
+        | Action::ProviderCall { .. }
+        | Action::WebFetch { .. } => Err(GitError::BadName {
             what: "action",
             value: op.action.verb().as_str().to_owned(),
             why: "the git executor runs git actions only".into(),

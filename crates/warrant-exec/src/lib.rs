@@ -13,6 +13,7 @@ pub mod error;
 pub mod fs;
 pub mod git;
 pub mod grants;
+pub mod web;
 pub mod judged;
 pub mod netns;
 pub mod output;

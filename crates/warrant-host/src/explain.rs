@@ -150,6 +150,18 @@ pub fn explain(
             remote: "origin".into(),
             branch: String::new(),
         },
+        // The target is the URL, checked against `[web] allow` as a run would.
+        Verb::WebFetch => {
+            let (_, host, port) =
+                warrant_exec::web::target(target).map_err(|e| HostError::bad_input(&e))?;
+            let web = warrant_core::config::merge_settings(&layers).web;
+            Action::WebFetch {
+                url: target.to_owned(),
+                allowlisted: warrant_exec::web::allowlisted(&web, &host, port),
+                host,
+                port,
+            }
+        }
         Verb::MemoryRead
         | Verb::MemoryPropose
         | Verb::MemoryPublish

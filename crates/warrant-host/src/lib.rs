@@ -258,6 +258,9 @@ impl Host {
             no_overlays: controls::disabled("overlay"),
             run: None,
             tests: self.settings.tests.clone(),
+            web: self.settings.web.clone(),
+            web_addresses_unguarded: controls::disabled("web-address"),
+            web_loopback_allowed: controls::disabled("web-loopback"),
         })
     }
 

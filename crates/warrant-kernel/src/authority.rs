@@ -347,7 +347,8 @@ pub fn session_pattern(action: &Action) -> String {
         | Action::GitCommit { .. }
         | Action::GitBranch { .. }
         | Action::GitCheckout { .. }
-        | Action::GitPush { .. } => format!("{} {}", action.verb().as_str(), action.target()),
+        | Action::GitPush { .. }
+        | Action::WebFetch { .. } => format!("{} {}", action.verb().as_str(), action.target()),
     }
 }
 

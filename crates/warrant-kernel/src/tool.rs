@@ -37,6 +37,14 @@ pub struct ToolEnv {
     pub run: Option<RunContext>,
     /// `[tests.<name>]` from configuration, for `run_tests`.
     pub tests: BTreeMap<String, warrant_core::config::TestsConfig>,
+    /// `[web]` from configuration, for `web_fetch`.
+    pub web: warrant_core::config::WebConfig,
+    /// A debug build's negative control only (`WARRANT_TEST_DISABLE=web-address`): `web_fetch`
+    /// no longer refuses loopback, private, link-local and metadata addresses.
+    pub web_addresses_unguarded: bool,
+    /// A debug build's negative control only (`WARRANT_TEST_DISABLE=web-loopback`): loopback
+    /// addresses pass the guard, every other internal address is still refused.
+    pub web_loopback_allowed: bool,
 }
 
 /// Who a call runs for, from the run's log (never from the caller).

@@ -412,7 +412,10 @@ fn default_deny_note(
         String::new()
     };
     // A model call has no place in the workspace to be outside of.
-    let outside = !matches!(req.action, Action::ProviderCall { .. })
+    let outside = !matches!(
+        req.action,
+        Action::ProviderCall { .. } | Action::WebFetch { .. }
+    )
         && evaluated.first().is_some_and(|e| !e.spec.in_workspace);
     let place = match req.action {
         Action::ShellExec { cwd, .. } => format!(" in {cwd}"),
@@ -427,7 +430,8 @@ fn default_deny_note(
         | Action::GitCommit { .. }
         | Action::GitBranch { .. }
         | Action::GitCheckout { .. }
-        | Action::GitPush { .. } => String::new(),
+        | Action::GitPush { .. }
+        | Action::WebFetch { .. } => String::new(),
     };
     let place = if outside {
         format!("{place}, which is outside the workspace {}", req.workspace)

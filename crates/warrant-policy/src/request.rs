@@ -346,7 +346,8 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
                 | Action::FsCreate { .. }
                 | Action::FsDelete { .. }
                 | Action::ShellExec { .. }
-                | Action::ProviderCall { .. } => ("", String::new(), String::new()),
+                | Action::ProviderCall { .. }
+                | Action::WebFetch { .. } => ("", String::new(), String::new()),
             };
             let name = action.target();
             let entity = EntitySpec::new(EntityKind::GitRef, name.clone())
@@ -357,6 +358,22 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
                 .str("refname", refname)
                 .str("remote", remote);
             (entity, inside)
+        }
+        Action::WebFetch {
+            url,
+            host,
+            port,
+            allowlisted,
+        } => {
+            let scheme = url.split_once("://").map_or("", |(s, _)| s);
+            let entity = EntitySpec::new(EntityKind::Url, url.clone())
+                .str("url", url.as_str())
+                .str("scheme", scheme)
+                .str("host", host.as_str())
+                .str("port", port.to_string())
+                .attr("allowlisted", AttrValue::Bool(*allowlisted));
+            // A fetch leaves the machine; it is never "in the workspace".
+            (entity, false)
         }
     }
 }

@@ -55,6 +55,7 @@ pub(crate) fn all() -> Vec<Box<dyn Tool>> {
     tools.extend(crate::edits::all());
     tools.extend(crate::git::all());
     tools.extend(crate::tests::all());
+    tools.extend(crate::web::all());
     // Requests of a person (question, secret, resource): the ring raises them, no effect.
     tools.extend(crate::requests::all());
     tools
@@ -192,7 +193,8 @@ pub(crate) fn file_bases(actions: &[Action]) -> Value {
                 | Action::GitCommit { .. }
                 | Action::GitBranch { .. }
                 | Action::GitCheckout { .. }
-                | Action::GitPush { .. } => Value::Null,
+                | Action::GitPush { .. }
+                | Action::WebFetch { .. } => Value::Null,
             })
             .collect(),
     )
@@ -291,7 +293,8 @@ impl Tool for WriteFile {
                 | Action::GitCommit { .. }
                 | Action::GitBranch { .. }
                 | Action::GitCheckout { .. }
-                | Action::GitPush { .. } => {}
+                | Action::GitPush { .. }
+                | Action::WebFetch { .. } => {}
             }
         }
         Presentation {
@@ -509,7 +512,8 @@ impl Tool for RunCommand {
                 | Action::GitCommit { .. }
                 | Action::GitBranch { .. }
                 | Action::GitCheckout { .. }
-                | Action::GitPush { .. } => {}
+                | Action::GitPush { .. }
+                | Action::WebFetch { .. } => {}
             }
         }
         Presentation {
@@ -578,7 +582,8 @@ impl Tool for RunCommand {
                     | Action::GitCommit { .. }
                     | Action::GitBranch { .. }
                     | Action::GitCheckout { .. }
-                    | Action::GitPush { .. }) => other.target(),
+                    | Action::GitPush { .. }
+                    | Action::WebFetch { .. }) => other.target(),
                 })
                 .unwrap_or_default();
             let shown = changes.get("shown").and_then(Value::as_str).unwrap_or("");
@@ -734,7 +739,8 @@ fn describe_paths(verb: &str, actions: &[Action], env: &ToolEnv) -> Presentation
             | Action::GitCommit { .. }
             | Action::GitBranch { .. }
             | Action::GitCheckout { .. }
-            | Action::GitPush { .. } => a.target(),
+            | Action::GitPush { .. }
+            | Action::WebFetch { .. } => a.target(),
         })
         .collect();
     Presentation {

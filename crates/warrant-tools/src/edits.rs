@@ -497,7 +497,8 @@ pub(crate) fn present_changes(what: &str, actions: &[Action], env: &ToolEnv) -> 
             | Action::GitCommit { .. }
             | Action::GitBranch { .. }
             | Action::GitCheckout { .. }
-            | Action::GitPush { .. } => {}
+            | Action::GitPush { .. }
+            | Action::WebFetch { .. } => {}
         }
     }
     Presentation {

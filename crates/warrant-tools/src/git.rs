@@ -311,7 +311,8 @@ impl Tool for GitTool {
                     | Action::ProviderCall { .. }
                     | Action::GitRead { .. }
                     | Action::GitBranch { .. }
-                    | Action::GitCheckout { .. } => Value::Null,
+                    | Action::GitCheckout { .. }
+                    | Action::WebFetch { .. } => Value::Null,
                 })
                 .collect(),
         )
@@ -367,7 +368,8 @@ impl Tool for GitTool {
                 | Action::FsCreate { .. }
                 | Action::FsDelete { .. }
                 | Action::ShellExec { .. }
-                | Action::ProviderCall { .. } => {}
+                | Action::ProviderCall { .. }
+                | Action::WebFetch { .. } => {}
             }
         }
         Presentation {

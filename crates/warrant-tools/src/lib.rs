@@ -12,6 +12,7 @@ mod requests;
 mod secrets;
 mod tests;
 mod toolbox;
+mod web;
 
 pub use builtin::{confinement_words, normalize_path, preview_write};
 pub use guarded::{MenuError, REDACTED_KEY, Redacting, redact_result, resolve_menu};

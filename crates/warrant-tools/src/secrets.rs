@@ -37,7 +37,8 @@ pub(crate) fn for_actions(
             | Action::GitCommit { .. }
             | Action::GitBranch { .. }
             | Action::GitCheckout { .. }
-            | Action::GitPush { .. } => continue,
+            | Action::GitPush { .. }
+            | Action::WebFetch { .. } => continue,
         };
         for (var, name) in source.env_for(profile) {
             let value = source.value(&name)?;

@@ -429,3 +429,169 @@ turns:
     );
     assert_eq!(git(&sb.ws, &["branch", "--show-current"]).trim(), "main");
 }
+
+/// A local web server: `/` answers a small HTML page, `/huge` a 100 MB body (streamed, never
+/// held), `/to-metadata` redirects to the cloud metadata address, `/elsewhere` to a host off
+/// the allow list. Returns its port.
+fn web_server() -> u16 {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let port = server.server_addr().to_ip().unwrap().port();
+    std::thread::spawn(move || {
+        for req in server.incoming_requests() {
+            let url = req.url().to_owned();
+            let _ = match url.as_str() {
+                "/huge" => req.respond(tiny_http::Response::new(
+                    tiny_http::StatusCode(200),
+                    vec![],
+                    std::io::Read::take(std::io::repeat(b'a'), 100 * 1024 * 1024),
+                    Some(100 * 1024 * 1024),
+                    None,
+                )),
+                "/to-metadata" | "/elsewhere" => {
+                    let to = if url == "/to-metadata" {
+                        "http://169.254.169.254/latest/meta-data/"
+                    } else {
+                        "http://example.invalid/"
+                    };
+                    req.respond(
+                        tiny_http::Response::empty(302).with_header(
+                            tiny_http::Header::from_bytes("Location", to).unwrap(),
+                        ),
+                    )
+                }
+                _ => req.respond(
+                    tiny_http::Response::from_string(
+                        "<html><body><h1>Docs</h1><p>The answer is 42.</p><script>evil()</script></body></html>",
+                    )
+                    .with_header(
+                        tiny_http::Header::from_bytes("Content-Type", "text/html").unwrap(),
+                    ),
+                ),
+            };
+        }
+    });
+    port
+}
+
+fn allow_web(sb: &Sandbox, entries: &[String]) {
+    let config = sb.ws.join(".warrant/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "\n[web]\nallow = {}\nmax_bytes = 1048576\ntimeout_ms = 20000\n",
+        serde_json::to_string(entries).unwrap()
+    ));
+    std::fs::write(&config, text).unwrap();
+}
+
+fn fetch_run(sb: &Sandbox, urls: &[String]) -> Vec<Value> {
+    let calls: String = urls
+        .iter()
+        .map(|u| format!("      - tool: web_fetch\n        args: {{ url: \"{u}\" }}\n"))
+        .collect();
+    let model = sb.transcript(&format!(
+        "version: 1\nturns:\n  - calls:\n{calls}  - say: done\n"
+    ));
+    let out = sb.run(&["run", "--model", &model, "fetch"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    sb.last_run().1
+}
+
+/// `(ok, code or "", text or error)` of each fetch's result.
+fn fetched(events: &[Value]) -> Vec<(bool, String, String)> {
+    results(events, "web_fetch")
+        .iter()
+        .map(|r| {
+            let res = &r["result"];
+            (
+                r["ok"].as_bool().unwrap(),
+                res["code"].as_str().unwrap_or_default().to_owned(),
+                res["error"]
+                    .as_str()
+                    .or(res["text"].as_str())
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn web_fetch_is_off_by_default_and_refuses_internal_addresses() {
+    let port = web_server();
+    let local = format!("http://127.0.0.1:{port}/");
+
+    // Off by default: no [web] allow list, so policy denies the fetch (recorded, nothing sent).
+    let sb = Sandbox::init();
+    let events = fetch_run(&sb, std::slice::from_ref(&local));
+    let denied: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "effect_denied")
+        .collect();
+    assert_eq!(denied.len(), 1, "{events:?}");
+    assert!(fetched(&events).is_empty());
+
+    // Listed, loopback and the metadata address are still refused by the address guard.
+    let sb = Sandbox::init();
+    allow_web(
+        &sb,
+        &[format!("127.0.0.1:{port}"), "169.254.169.254:80".to_owned()],
+    );
+    let events = fetch_run(
+        &sb,
+        &[local.clone(), "http://169.254.169.254/latest/meta-data/".to_owned()],
+    );
+    assert_eq!(
+        fetched(&events),
+        vec![
+            (false, "W-WEB-003".to_owned(), "refused to connect to 127.0.0.1: 127.0.0.1 is a loopback address".to_owned()),
+            (false, "W-WEB-003".to_owned(), "refused to connect to 169.254.169.254: 169.254.169.254 is a link-local address (cloud metadata services live here)".to_owned()),
+        ]
+    );
+
+    // Negative control: with the guard off (debug build), the same fetch reaches the server.
+    let mut sb = Sandbox::init();
+    allow_web(&sb, &[format!("127.0.0.1:{port}")]);
+    sb.extra_env
+        .push(("WARRANT_TEST_DISABLE".into(), "web-address".into()));
+    let events = fetch_run(&sb, std::slice::from_ref(&local));
+    let got = fetched(&events);
+    assert_eq!(got.len(), 1);
+    assert!(got[0].0, "{got:?}");
+    assert!(got[0].2.contains("The answer is 42."), "{got:?}");
+    assert!(!got[0].2.contains("<p>"), "HTML reduced to text: {got:?}");
+}
+
+#[test]
+fn web_fetch_rechecks_redirects_and_cuts_a_huge_page() {
+    let port = web_server();
+    // Loopback is let through (debug build) so the local server stands in for a public one;
+    // every other internal address is still refused.
+    let mut sb = Sandbox::init();
+    allow_web(
+        &sb,
+        &[format!("127.0.0.1:{port}"), "169.254.169.254:80".to_owned()],
+    );
+    sb.extra_env
+        .push(("WARRANT_TEST_DISABLE".into(), "web-loopback".into()));
+    let base = format!("http://127.0.0.1:{port}");
+    let events = fetch_run(
+        &sb,
+        &[
+            format!("{base}/to-metadata"),
+            format!("{base}/elsewhere"),
+            format!("{base}/huge"),
+        ],
+    );
+    let got = fetched(&events);
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert_eq!(
+        got[0],
+        (false, "W-WEB-003".to_owned(), "refused to connect to 169.254.169.254: 169.254.169.254 is a link-local address (cloud metadata services live here)".to_owned())
+    );
+    assert_eq!(got[1].1, "W-WEB-002", "{got:?}");
+    assert!(got[1].2.starts_with("example.invalid:80 is not on the [web] allow list"), "{got:?}");
+    let huge = results(&events, "web_fetch")[2].clone();
+    assert_eq!(huge["ok"], true, "{huge}");
+    assert_eq!(huge["result"]["truncated"], true);
+    assert_eq!(huge["result"]["bytes"], 1_048_576);
+}

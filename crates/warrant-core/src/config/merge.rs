@@ -48,6 +48,8 @@ pub struct Settings {
     pub secrets_rules: Vec<SecretRulesRef>,
     /// `[tests.<name>]`; a higher layer's entry replaces a lower one's whole.
     pub tests: BTreeMap<String, super::run::TestsConfig>,
+    /// `[web]`, field by field.
+    pub web: super::run::WebConfig,
 }
 
 /// One part of the configuration as a layer sets it, laid over the same part of a lower layer.
@@ -95,6 +97,7 @@ merge_fields! {
     }
     StoreConfig { url }
     RequestsConfig { question_ttl, secret_ttl, resource_ttl }
+    super::run::WebConfig { allow, max_bytes, timeout_ms }
 }
 
 /// One part of every layer, merged; `layers` highest first (see `ordered`).
@@ -134,6 +137,7 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
         secret_env: merged(&layers, |d| &d.secret_env),
         secrets_rules,
         tests: merged(&layers, |d| &d.tests),
+        web: merged(&layers, |d| &d.web),
         max_denials: run.max_denials.unwrap_or(3),
         max_turns: run.max_turns.unwrap_or(50),
         max_tool_calls: Some(run.max_tool_calls.unwrap_or(200)),
@@ -404,6 +408,7 @@ rules = ".gitleaks.toml"
                     },
                 ],
                 tests: BTreeMap::new(),
+                web: Default::default(),
             }
         );
     }

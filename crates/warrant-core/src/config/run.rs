@@ -31,6 +31,19 @@ pub struct TestsConfig {
     pub timeout_ms: Option<u64>,
 }
 
+/// `[web]`: what `web_fetch` may reach. Off by default: with no `allow` entries every fetch is
+/// denied.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebConfig {
+    /// `host:port` entries, `*.domain:port` for subdomains (the egress allowlist's syntax).
+    pub allow: Option<Vec<String>>,
+    /// Most bytes of a response body read (default 2 MiB); the rest is cut.
+    pub max_bytes: Option<u64>,
+    /// The whole fetch, redirects included (default 20 s).
+    pub timeout_ms: Option<u64>,
+}
+
 /// The tools a model may see and call (by model-facing name).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -391,6 +391,7 @@ fn denial_message(
             | Action::GitBranch { repo, .. }
             | Action::GitCheckout { repo, .. }
             | Action::GitPush { repo, .. } => !repo.starts_with(workspace),
+            Action::WebFetch { .. } => false,
         });
         if outside {
             format!(

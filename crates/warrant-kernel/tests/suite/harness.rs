@@ -97,6 +97,9 @@ impl World {
             no_overlays: false,
             run: None,
             tests: Default::default(),
+            web: Default::default(),
+            web_addresses_unguarded: false,
+            web_loopback_allowed: false,
         };
         Self {
             dir,

@@ -69,6 +69,9 @@ impl Env {
                 no_overlays: false,
                 run: None,
                 tests: Default::default(),
+                web: Default::default(),
+                web_addresses_unguarded: false,
+                web_loopback_allowed: false,
             },
             tools: Toolbox::new(
                 &[&Builtin],
