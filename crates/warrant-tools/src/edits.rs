@@ -67,13 +67,17 @@ fn edit_path(env: &ToolEnv, raw: &str) -> Result<CanonicalPath, Refusal> {
         content: String::new(),
     })
     .0 == RiskClass::Secret;
+    // The names the default pack's `no-secret-files` forbids, whatever this policy says.
     let denied_name = {
         let name = path.file_name();
         name == ".env"
             || name.starts_with(".env.")
             || name.ends_with(".pem")
             || name.ends_with(".key")
-            || name.starts_with("id_")
+            || ["id_rsa", "id_ed25519", "id_ecdsa"]
+                .iter()
+                .any(|k| name.starts_with(k))
+            || rel.split('/').any(|c| c == ".ssh")
     };
     if tool_dir || secret || denied_name {
         return Err(refuse(

@@ -71,7 +71,8 @@ fn fs_action(verb: Verb, path: CanonicalPath) -> Option<Action> {
         | Verb::MessageSend
         | Verb::GitRead
         | Verb::GitBranch
-        | Verb::GitCheckout => None,
+        | Verb::GitCheckout
+        | Verb::WebFetch => None,
     }
 }
 
@@ -495,7 +496,8 @@ fn git_action(verb: Verb, repo: CanonicalPath) -> Option<Action> {
         | Verb::CatalogRead
         | Verb::ProviderCall
         | Verb::McpCall
-        | Verb::MessageSend => None,
+        | Verb::MessageSend
+        | Verb::WebFetch => None,
     }
 }
 
@@ -539,4 +541,22 @@ fn default_pack_git_table() {
         }
     }
     assert_eq!(covered, GIT_ROWS.len());
+}
+
+#[test]
+fn default_pack_fetches_only_allowlisted_hosts() {
+    let engine = default_engine();
+    for (allowlisted, expect) in [(true, Allow("web-fetch-allowlisted")), (false, Deny(""))] {
+        let action = Action::WebFetch {
+            url: "https://docs.rs/serde".into(),
+            host: "docs.rs".into(),
+            port: 443,
+            allowlisted,
+        };
+        assert_eq!(
+            decide(&engine, &alice(), &action),
+            expected(&action, &expect),
+            "allowlisted={allowlisted}"
+        );
+    }
 }
