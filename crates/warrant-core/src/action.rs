@@ -244,9 +244,7 @@ impl Verb {
             | Self::ProviderCall
             | Self::McpCall
             | Self::MessageSend
-            | Self::WebFetch => {
-                RiskClass::External
-            }
+            | Self::WebFetch => RiskClass::External,
             Self::FsDelete => RiskClass::Destructive,
         }
     }
@@ -338,10 +336,7 @@ pub enum Action {
     /// A read of a repository (`status`, `diff`, `log`, `show`): `what` names the read and its
     /// arguments as the tool ran it, e.g. `log -n 20 -- src/`.
     #[serde(rename = "git.read")]
-    GitRead {
-        repo: CanonicalPath,
-        what: GitRead,
-    },
+    GitRead { repo: CanonicalPath, what: GitRead },
     /// A commit of the index (after staging `paths`, or everything tracked and changed when
     /// empty) on the current branch, authored by the run's principal.
     #[serde(rename = "git.commit")]

@@ -196,7 +196,14 @@ pub fn outgoing(repo: &CanonicalPath, remote: &str, branch: &str) -> Result<Stri
     let args: Vec<&str> = if has == 0 {
         vec!["log", "--no-color", "--format=%h %an: %s", &range, "--"]
     } else {
-        vec!["log", "--no-color", "--format=%h %an: %s", "-n10", &local, "--"]
+        vec![
+            "log",
+            "--no-color",
+            "--format=%h %an: %s",
+            "-n10",
+            &local,
+            "--",
+        ]
     };
     git.ok(&args, None)
 }
@@ -443,7 +450,12 @@ impl Git {
             GitRead::Status => Ok(Self::outcome(
                 "status",
                 self.ok_env(
-                    &["status", "--porcelain=v1", "--branch", "--untracked-files=normal"],
+                    &[
+                        "status",
+                        "--porcelain=v1",
+                        "--branch",
+                        "--untracked-files=normal",
+                    ],
                     None,
                     &[],
                     t,
@@ -537,7 +549,10 @@ impl Git {
             .filter(|f| !f.is_empty() && *f != ".warrant" && !f.starts_with(".warrant/"))
             .collect();
         candidates.dedup();
-        let already = self.ok(&["diff", "--staged", "--name-only", "-z", "--no-ext-diff"], None)?;
+        let already = self.ok(
+            &["diff", "--staged", "--name-only", "-z", "--no-ext-diff"],
+            None,
+        )?;
         let secrets: Vec<&str> = candidates
             .iter()
             .copied()
@@ -554,7 +569,12 @@ impl Git {
             let mut stdin = candidates.join("\0");
             stdin.push('\0');
             self.ok(
-                &["add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul"],
+                &[
+                    "add",
+                    "--all",
+                    "--pathspec-from-file=-",
+                    "--pathspec-file-nul",
+                ],
                 Some(&stdin),
             )?;
         }
@@ -594,7 +614,13 @@ impl Git {
         let commit = self.ok(&["rev-parse", "HEAD"], None)?.trim().to_owned();
         let files = self
             .ok(
-                &["show", "--no-ext-diff", "--name-status", "--format=", "HEAD"],
+                &[
+                    "show",
+                    "--no-ext-diff",
+                    "--name-status",
+                    "--format=",
+                    "HEAD",
+                ],
                 None,
             )?
             .lines()
@@ -753,8 +779,7 @@ pub fn check_pathspec(p: &str) -> Result<(), GitError> {
         return Err(GitError::BadName {
             what: "path",
             value: p.to_owned(),
-            why: "paths are relative to the repository, without `..`, and never inside .git"
-                .into(),
+            why: "paths are relative to the repository, without `..`, and never inside .git".into(),
         });
     }
     Ok(())

@@ -266,7 +266,12 @@ impl Transport for CheckedStream {
 
     fn transmit_output(&mut self, amount: usize, _timeout: NextTimeout) -> Result<(), ureq::Error> {
         use std::io::Write;
-        let output = self.buffers.output().get(..amount).unwrap_or_default().to_vec();
+        let output = self
+            .buffers
+            .output()
+            .get(..amount)
+            .unwrap_or_default()
+            .to_vec();
         (&*self.stream).write_all(&output)?;
         Ok(())
     }
@@ -392,9 +397,7 @@ pub fn fetch(
             .timeout_global(Some(left))
             .user_agent("warrant-web-fetch")
             .build();
-        let connector = ()
-            .chain(CheckedTcp(guard.clone()))
-            .chain(RustlsConnector::default());
+        let connector = ().chain(CheckedTcp(guard.clone())).chain(RustlsConnector::default());
         let agent = ureq::Agent::with_parts(config, connector, CheckedResolver(guard.clone()));
         let response = agent.get(&url).call();
         let mut response = match response {
@@ -403,15 +406,17 @@ pub fn fetch(
                 if let Some(refused) = guard.refusal() {
                     return Err(refused);
                 }
-                return Err(match e {
-                    ureq::Error::Timeout(_) => WebError::Timeout {
+                // ureq's error enum is open (non-exhaustive): only a timeout is told apart.
+                return Err(if let ureq::Error::Timeout(_) = e {
+                    WebError::Timeout {
                         url,
                         ms: timeout_ms,
-                    },
-                    other => WebError::Failed {
+                    }
+                } else {
+                    WebError::Failed {
                         url,
-                        message: other.to_string(),
-                    },
+                        message: e.to_string(),
+                    }
                 });
             }
         };
@@ -441,7 +446,10 @@ pub fn fetch(
         let (body, truncated, bytes) = read_capped(response.body_mut(), max_bytes, &url)?;
         let raw = String::from_utf8_lossy(&body).into_owned();
         let html = content_type.contains("html")
-            || raw.trim_start().to_ascii_lowercase().starts_with("<!doctype html")
+            || raw
+                .trim_start()
+                .to_ascii_lowercase()
+                .starts_with("<!doctype html")
             || raw.trim_start().to_ascii_lowercase().starts_with("<html");
         let text = if html {
             nanohtml2text::html2text(&raw)

@@ -415,8 +415,7 @@ fn default_deny_note(
     let outside = !matches!(
         req.action,
         Action::ProviderCall { .. } | Action::WebFetch { .. }
-    )
-        && evaluated.first().is_some_and(|e| !e.spec.in_workspace);
+    ) && evaluated.first().is_some_and(|e| !e.spec.in_workspace);
     let place = match req.action {
         Action::ShellExec { cwd, .. } => format!(" in {cwd}"),
         Action::ProviderCall { .. } => String::new(),

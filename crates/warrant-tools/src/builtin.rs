@@ -54,7 +54,7 @@ pub(crate) fn all() -> Vec<Box<dyn Tool>> {
     // Edits, git, tests: the coding tools (issue 15).
     tools.extend(crate::edits::all());
     tools.extend(crate::git::all());
-    tools.extend(crate::tests::all());
+    tools.extend(crate::test_runner::all());
     tools.extend(crate::web::all());
     // Requests of a person (question, secret, resource): the ring raises them, no effect.
     tools.extend(crate::requests::all());

@@ -55,13 +55,14 @@ fn edit_path(env: &ToolEnv, raw: &str) -> Result<CanonicalPath, Refusal> {
     if !path.starts_with(&env.workspace) || path == env.workspace {
         return Err(refuse(
             "W-EDIT-006",
-            format!("{path} is outside the workspace {}; edits change files of the workspace only", env.workspace),
+            format!(
+                "{path} is outside the workspace {}; edits change files of the workspace only",
+                env.workspace
+            ),
         ));
     }
     let rel = path.relative_to(&env.workspace).unwrap_or_default();
-    let tool_dir = rel
-        .split('/')
-        .any(|c| c == ".git" || c == ".warrant");
+    let tool_dir = rel.split('/').any(|c| c == ".git" || c == ".warrant");
     let secret = warrant_core::risk::classify(&Action::FsWrite {
         path: path.clone(),
         content: String::new(),
@@ -142,7 +143,10 @@ impl Tool for EditFile {
             EditBase::Missing => {
                 return Err(refuse(
                     "W-EDIT-001",
-                    format!("{} does not exist; create it with write_file", shown(&path, env)),
+                    format!(
+                        "{} does not exist; create it with write_file",
+                        shown(&path, env)
+                    ),
                 ));
             }
             EditBase::Unusable(why) => {
@@ -158,7 +162,9 @@ impl Tool for EditFile {
             let message = if found.is_empty() {
                 let near = near_misses(&text, old);
                 if near.is_empty() {
-                    format!("`old` does not occur in {name}, and no line holds its first line; read the file again and copy the text exactly")
+                    format!(
+                        "`old` does not occur in {name}, and no line holds its first line; read the file again and copy the text exactly"
+                    )
                 } else {
                     format!(
                         "`old` does not occur in {name}; its first line (trimmed) is on line(s) {}: check indentation and line endings",
@@ -238,7 +244,11 @@ fn patch_path(env: &ToolEnv, raw: &str) -> Result<CanonicalPath, Refusal> {
         ));
     }
     let path = edit_path(env, raw)?;
-    let literal = format!("{}/{}", env.workspace.as_str().trim_end_matches('/'), raw.trim_end_matches('/'));
+    let literal = format!(
+        "{}/{}",
+        env.workspace.as_str().trim_end_matches('/'),
+        raw.trim_end_matches('/')
+    );
     if path.as_str() != literal {
         return Err(refuse(
             "W-EDIT-004",
@@ -257,7 +267,10 @@ fn existing_text(path: &CanonicalPath, env: &ToolEnv) -> Result<String, Refusal>
         EditBase::Text(t) => Ok(t),
         EditBase::Missing => Err(refuse(
             "W-EDIT-003",
-            format!("the patch changes {}, which does not exist", shown(path, env)),
+            format!(
+                "the patch changes {}, which does not exist",
+                shown(path, env)
+            ),
         )),
         EditBase::Unusable(why) => Err(refuse(
             "W-EDIT-005",
@@ -267,11 +280,7 @@ fn existing_text(path: &CanonicalPath, env: &ToolEnv) -> Result<String, Refusal>
 }
 
 /// Applies one file's hunks, or says which hunk failed, at which line, and what it expected.
-fn apply_hunks(
-    base: &str,
-    patch: &diffy::Patch<'_, str>,
-    name: &str,
-) -> Result<String, Refusal> {
+fn apply_hunks(base: &str, patch: &diffy::Patch<'_, str>, name: &str) -> Result<String, Refusal> {
     diffy::apply(base, patch).map_err(|e| {
         let text = e.to_string();
         let n: usize = text
@@ -319,20 +328,25 @@ impl ApplyPatch {
             if touched.contains(p) {
                 return Err(refuse(
                     "W-EDIT-004",
-                    format!("the patch changes {} twice; give each file one section", shown(p, env)),
+                    format!(
+                        "the patch changes {} twice; give each file one section",
+                        shown(p, env)
+                    ),
                 ));
             }
             touched.push(p.clone());
             Ok(())
         };
         for (i, section) in PatchSet::parse(patch, opts).enumerate() {
-            let section = section.map_err(|e| {
-                refuse("W-EDIT-008", format!("the patch cannot be read: {e}"))
-            })?;
+            let section = section
+                .map_err(|e| refuse("W-EDIT-008", format!("the patch cannot be read: {e}")))?;
             let Some(text_patch) = section.patch().as_text() else {
                 return Err(refuse(
                     "W-EDIT-008",
-                    format!("section {} of the patch is binary; apply_patch changes text files only", i + 1),
+                    format!(
+                        "section {} of the patch is binary; apply_patch changes text files only",
+                        i + 1
+                    ),
                 ));
             };
             // git's prefixes (a/, b/) are stripped when both sides use them.
@@ -347,7 +361,10 @@ impl ApplyPatch {
                 } => {
                     let ab = original.starts_with("a/") && modified.starts_with("b/");
                     if ab {
-                        (Some(strip_ab(original, "a/")), Some(strip_ab(modified, "b/")))
+                        (
+                            Some(strip_ab(original, "a/")),
+                            Some(strip_ab(modified, "b/")),
+                        )
                     } else {
                         (Some(original.as_ref()), Some(modified.as_ref()))
                     }
@@ -355,7 +372,10 @@ impl ApplyPatch {
                 FileOperation::Copy { .. } => {
                     return Err(refuse(
                         "W-EDIT-008",
-                        format!("section {} of the patch copies a file; write the copy with write_file", i + 1),
+                        format!(
+                            "section {} of the patch copies a file; write the copy with write_file",
+                            i + 1
+                        ),
                     ));
                 }
             };
@@ -366,7 +386,10 @@ impl ApplyPatch {
                     if warrant_exec::fs::exists(&path) {
                         return Err(refuse(
                             "W-EDIT-003",
-                            format!("the patch creates {}, which already exists", shown(&path, env)),
+                            format!(
+                                "the patch creates {}, which already exists",
+                                shown(&path, env)
+                            ),
                         ));
                     }
                     let content = apply_hunks("", text_patch, &shown(&path, env))?;
@@ -380,7 +403,10 @@ impl ApplyPatch {
                     if !rest.is_empty() {
                         return Err(refuse(
                             "W-EDIT-003",
-                            format!("the patch deletes {}, but its hunks do not remove all of it: the file changed since the patch was made", shown(&path, env)),
+                            format!(
+                                "the patch deletes {}, but its hunks do not remove all of it: the file changed since the patch was made",
+                                shown(&path, env)
+                            ),
                         ));
                     }
                     out.push(FileChange::Delete(path));
@@ -399,7 +425,11 @@ impl ApplyPatch {
                         if warrant_exec::fs::exists(&to) {
                             return Err(refuse(
                                 "W-EDIT-003",
-                                format!("the patch renames {} to {}, which already exists", shown(&from, env), shown(&to, env)),
+                                format!(
+                                    "the patch renames {} to {}, which already exists",
+                                    shown(&from, env),
+                                    shown(&to, env)
+                                ),
                             ));
                         }
                         out.push(FileChange::Create(to, content));
@@ -417,7 +447,8 @@ impl ApplyPatch {
         if out.is_empty() {
             return Err(refuse(
                 "W-EDIT-008",
-                "the patch holds no file section (`--- a/path` / `+++ b/path` and `@@` hunks)".into(),
+                "the patch holds no file section (`--- a/path` / `+++ b/path` and `@@` hunks)"
+                    .into(),
             ));
         }
         Ok(out)
@@ -430,7 +461,10 @@ impl Tool for ApplyPatch {
     }
 
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
-        let patch = args.get("patch").and_then(Value::as_str).unwrap_or_default();
+        let patch = args
+            .get("patch")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         Ok(self
             .changes(patch, env)?
             .into_iter()
@@ -557,6 +591,6 @@ mod tests {
     fn occurrences_are_named_by_line() {
         assert_eq!(lines_of("a\nb x\nc\nx", "x"), vec![2, 4]);
         assert_eq!(near_misses("  fn a()\nfn b()\n", "fn a()  \n"), vec![1]);
-        assert_eq!(list(&(1..=25).collect::<Vec<_>>()).ends_with("and 5 more"), true);
+        assert!(list(&(1..=25).collect::<Vec<_>>()).ends_with("and 5 more"));
     }
 }

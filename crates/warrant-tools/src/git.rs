@@ -28,9 +28,7 @@ enum Kind {
 struct GitTool(ToolSpec, Kind);
 
 pub(crate) fn all() -> Vec<Box<dyn Tool>> {
-    let obj = |props: Value, required: &[&str]| {
-        json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
-    };
+    let obj = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required, "additionalProperties": false});
     let tool = |name: &str, description: &str, schema: Value, kind: Kind| -> Box<dyn Tool> {
         Box::new(GitTool(spec(name, description, schema), kind))
     };
@@ -77,7 +75,10 @@ pub(crate) fn all() -> Vec<Box<dyn Tool>> {
         tool(
             "git_branch",
             "Create a branch at HEAD (an existing branch is never moved).",
-            obj(json!({"name": {"type": "string", "minLength": 1}}), &["name"]),
+            obj(
+                json!({"name": {"type": "string", "minLength": 1}}),
+                &["name"],
+            ),
             Kind::Branch,
         ),
         tool(
@@ -147,13 +148,15 @@ fn authors(env: &ToolEnv) -> Result<(GitAuthor, GitAuthor, String), Refusal> {
     let p = &run.principal;
     let person = match (&p.kind, &p.on_behalf_of) {
         (PrincipalKind::Agent, Some(person)) => person.clone(),
-        (PrincipalKind::Agent | PrincipalKind::User | PrincipalKind::Service, _) => {
-            p.actor.clone()
-        }
+        (PrincipalKind::Agent | PrincipalKind::User | PrincipalKind::Service, _) => p.actor.clone(),
     };
     let domain = format!("{}.invalid", p.tenant);
     let author = GitAuthor {
-        name: p.attrs.get("name").cloned().unwrap_or_else(|| person.clone()),
+        name: p
+            .attrs
+            .get("name")
+            .cloned()
+            .unwrap_or_else(|| person.clone()),
         email: p
             .attrs
             .get("email")
@@ -262,8 +265,7 @@ impl GitTool {
                         })?,
                 };
                 // The remote and branch must exist now: the person is shown where it goes.
-                warrant_exec::git::push_target(&repo, &remote, &branch)
-                    .map_err(|e| refusal(&e))?;
+                warrant_exec::git::push_target(&repo, &remote, &branch).map_err(|e| refusal(&e))?;
                 Action::GitPush {
                     repo,
                     remote,
@@ -394,7 +396,10 @@ impl Tool for GitTool {
         let Some(op) = one.narrow::<GitOp>() else {
             return fail(
                 "W-EXEC-001",
-                &format!("the git executor was handed a `{}` action", one.get().verb().as_str()),
+                &format!(
+                    "the git executor was handed a `{}` action",
+                    one.get().verb().as_str()
+                ),
             );
         };
         match warrant_exec::git::run(&op) {

@@ -10,7 +10,7 @@ mod git;
 mod guarded;
 mod requests;
 mod secrets;
-mod tests;
+mod test_runner;
 mod toolbox;
 mod web;
 

@@ -30,7 +30,11 @@ impl Tool for WebFetchTool {
     }
 
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
-        let url = args.get("url").and_then(Value::as_str).unwrap_or_default().trim();
+        let url = args
+            .get("url")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .trim();
         let (_, host, port) = warrant_exec::web::target(url).map_err(|e| Refusal {
             code: warrant_core::Coded::code(&e).into(),
             message: e.to_string(),

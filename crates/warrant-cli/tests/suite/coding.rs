@@ -16,7 +16,12 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .current_dir(dir)
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_CONFIG_NOSYSTEM", "1")
-        .args(["-c", "user.name=Setup", "-c", "user.email=setup@example.invalid"])
+        .args([
+            "-c",
+            "user.name=Setup",
+            "-c",
+            "user.email=setup@example.invalid",
+        ])
         .args(args)
         .output()
         .unwrap();
@@ -114,7 +119,10 @@ fn a_scripted_run_edits_patches_tests_commits_and_its_push_waits_for_a_person() 
     project(&sb);
     let remote = sb.dir.path().join("remote.git");
     git(sb.dir.path(), &["init", "-q", "--bare", "remote.git"]);
-    git(&sb.ws, &["remote", "add", "origin", remote.to_str().unwrap()]);
+    git(
+        &sb.ws,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
     let readme = std::fs::read_to_string(sb.ws.join("README.md")).unwrap();
     let first = readme.lines().next().unwrap().to_owned();
     let model = sb.transcript(&DONE_WHEN.replace("__FIRST__", &first));
@@ -285,7 +293,9 @@ turns:
     let request = parked_request(&out);
     let (run, _) = sb.last_run();
     // The person is shown the diff.
-    let shown = sb.json(&["requests", "show", &request, "--json"]).to_string();
+    let shown = sb
+        .json(&["requests", "show", &request, "--json"])
+        .to_string();
     assert!(shown.contains("-two") && shown.contains("+2"), "{shown}");
 
     // Someone changes the file while the request waits; then the person approves.
@@ -300,7 +310,11 @@ turns:
         .filter(|e| e["kind"] == "approval_rejected")
         .collect();
     assert_eq!(rejected.len(), 1, "{events:?}");
-    assert_eq!(rejected[0]["payload"]["reason"], "action_changed", "{}", rejected[0]);
+    assert_eq!(
+        rejected[0]["payload"]["reason"], "action_changed",
+        "{}",
+        rejected[0]
+    );
     // The change made meanwhile is intact: the patch's content was never written.
     assert_eq!(
         std::fs::read_to_string(sb.ws.join("src/lines.txt")).unwrap(),
@@ -314,14 +328,33 @@ fn hostile_repo(sb: &Sandbox) -> std::path::PathBuf {
     let marks = sb.dir.path().join("marks");
     std::fs::create_dir_all(&marks).unwrap();
     let m = marks.display();
-    for hook in ["pre-commit", "commit-msg", "post-commit", "prepare-commit-msg"] {
+    for hook in [
+        "pre-commit",
+        "commit-msg",
+        "post-commit",
+        "prepare-commit-msg",
+    ] {
         let p = sb.ws.join(".git/hooks").join(hook);
         std::fs::write(&p, format!("#!/bin/sh\ntouch {m}/{hook}\n")).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    git(&sb.ws, &["config", "core.fsmonitor", &format!("touch {m}/fsmonitor; true")]);
-    git(&sb.ws, &["config", "filter.evil.clean", &format!("touch {m}/filter; cat")]);
+    git(
+        &sb.ws,
+        &[
+            "config",
+            "core.fsmonitor",
+            &format!("touch {m}/fsmonitor; true"),
+        ],
+    );
+    git(
+        &sb.ws,
+        &[
+            "config",
+            "filter.evil.clean",
+            &format!("touch {m}/filter; cat"),
+        ],
+    );
     sb.write(".gitattributes", "*.rs filter=evil\n");
     marks
 }
@@ -340,16 +373,29 @@ fn a_commit_never_runs_the_repository_s_hooks_fsmonitor_or_filters() {
     // Negative control: the same repository, committed by plain git, runs all of them.
     let control = Sandbox::new();
     let marks = hostile_repo(&control);
-    control.write("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n");
+    control.write(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    );
     git(&control.ws, &["commit", "-q", "-am", "plain"]);
     assert_eq!(
         marks_in(&marks),
-        ["commit-msg", "filter", "fsmonitor", "post-commit", "pre-commit", "prepare-commit-msg"]
+        [
+            "commit-msg",
+            "filter",
+            "fsmonitor",
+            "post-commit",
+            "pre-commit",
+            "prepare-commit-msg"
+        ]
     );
 
     let sb = Sandbox::init();
     let marks = hostile_repo(&sb);
-    sb.write("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n");
+    sb.write(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    );
     let yaml = r#"version: 1
 turns:
   - calls:
@@ -376,7 +422,10 @@ turns:
     );
     let log = results(&events, "git_log");
     assert!(
-        log[0]["result"]["output"].as_str().unwrap().contains("\ttester <tester@harbour.invalid>\t"),
+        log[0]["result"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("\ttester <tester@harbour.invalid>\t"),
         "{}",
         log[0]
     );
@@ -413,7 +462,10 @@ turns:
     assert_eq!(commit[0]["ok"], false);
     assert_eq!(commit[0]["result"]["code"], "W-GIT-009", "{}", commit[0]);
     assert!(
-        commit[0]["result"]["error"].as_str().unwrap().contains("deploy/server.key"),
+        commit[0]["result"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("deploy/server.key"),
         "{}",
         commit[0]
     );
@@ -422,7 +474,11 @@ turns:
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert_eq!(refused[0].1, "W-GIT-007");
     let checkout = results(&events, "git_checkout");
-    assert_eq!(checkout[0]["result"]["code"], "W-GIT-006", "{}", checkout[0]);
+    assert_eq!(
+        checkout[0]["result"]["code"], "W-GIT-006",
+        "{}",
+        checkout[0]
+    );
     assert_eq!(
         std::fs::read_to_string(sb.ws.join("src/lib.rs")).unwrap(),
         "// unsaved work\n"
@@ -523,11 +579,15 @@ fn web_fetch_is_off_by_default_and_refuses_internal_addresses() {
     // Off by default: no [web] allow list, so policy denies the fetch (recorded, nothing sent).
     let sb = Sandbox::init();
     let events = fetch_run(&sb, std::slice::from_ref(&local));
-    let denied: Vec<&Value> = events
+    let denied: Vec<String> = events
         .iter()
         .filter(|e| e["kind"] == "effect_denied")
+        .map(|e| e["payload"]["message"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(denied.len(), 1, "{events:?}");
+    assert_eq!(
+        denied,
+        [format!("denied: web.fetch {local}: no policy permits it")]
+    );
     assert!(fetched(&events).is_empty());
 
     // Listed, loopback and the metadata address are still refused by the address guard.
@@ -538,7 +598,10 @@ fn web_fetch_is_off_by_default_and_refuses_internal_addresses() {
     );
     let events = fetch_run(
         &sb,
-        &[local.clone(), "http://169.254.169.254/latest/meta-data/".to_owned()],
+        &[
+            local.clone(),
+            "http://169.254.169.254/latest/meta-data/".to_owned(),
+        ],
     );
     assert_eq!(
         fetched(&events),
@@ -589,7 +652,12 @@ fn web_fetch_rechecks_redirects_and_cuts_a_huge_page() {
         (false, "W-WEB-003".to_owned(), "refused to connect to 169.254.169.254: 169.254.169.254 is a link-local address (cloud metadata services live here)".to_owned())
     );
     assert_eq!(got[1].1, "W-WEB-002", "{got:?}");
-    assert!(got[1].2.starts_with("example.invalid:80 is not on the [web] allow list"), "{got:?}");
+    assert!(
+        got[1]
+            .2
+            .starts_with("example.invalid:80 is not on the [web] allow list"),
+        "{got:?}"
+    );
     let huge = results(&events, "web_fetch")[2].clone();
     assert_eq!(huge["ok"], true, "{huge}");
     assert_eq!(huge["result"]["truncated"], true);

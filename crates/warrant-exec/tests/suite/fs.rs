@@ -394,8 +394,10 @@ fn each_action_narrows_to_its_own_payload_only_and_os_links_resolve() {
             a.narrow::<FsWrite>().map(|p| format!("{:?}", p.get())),
             a.narrow::<FsDelete>().map(|p| format!("{:?}", p.get())),
             a.narrow::<ShellExec>().map(|p| format!("{:?}", p.get())),
-            a.narrow::<warrant_core::GitOp>().map(|p| format!("{:?}", p.get().action)),
-            a.narrow::<warrant_core::WebFetch>().map(|p| format!("{:?}", p.get())),
+            a.narrow::<warrant_core::GitOp>()
+                .map(|p| format!("{:?}", p.get().action)),
+            a.narrow::<warrant_core::WebFetch>()
+                .map(|p| format!("{:?}", p.get())),
         ];
         let got: Vec<&String> = narrowed.iter().flatten().collect();
         let expected: Vec<String> = match &action {

@@ -215,16 +215,28 @@ pub fn summarize(text: &str) -> TestSummary {
                     *to += n;
                 }
             };
-            add(count_before(l, "passed").or(count_before(l, "passing")), &mut s.passed);
-            add(count_before(l, "failed").or(count_before(l, "failing")), &mut s.failed);
+            add(
+                count_before(l, "passed").or(count_before(l, "passing")),
+                &mut s.passed,
+            );
+            add(
+                count_before(l, "failed").or(count_before(l, "failing")),
+                &mut s.failed,
+            );
             add(
                 count_before(l, "ignored").or(count_before(l, "skipped")),
                 &mut s.ignored,
             );
-            if let Some(n) = l.strip_prefix("# pass").and_then(|r| r.trim().parse::<u64>().ok()) {
+            if let Some(n) = l
+                .strip_prefix("# pass")
+                .and_then(|r| r.trim().parse::<u64>().ok())
+            {
                 s.passed += n;
             }
-            if let Some(n) = l.strip_prefix("# fail").and_then(|r| r.trim().parse::<u64>().ok()) {
+            if let Some(n) = l
+                .strip_prefix("# fail")
+                .and_then(|r| r.trim().parse::<u64>().ok())
+            {
                 s.failed += n;
             }
             s.counted = true;
