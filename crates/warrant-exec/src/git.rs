@@ -255,6 +255,7 @@ const COMMAND_KEYS: &[(&str, &str)] = &[
     ("remote.", ".receivepack"),
     ("remote.", ".uploadpack"),
     ("gpg.", "program"),
+    ("core.", "gitproxy"),
 ];
 
 /// Overrides given to every invocation, whatever the configuration says.
