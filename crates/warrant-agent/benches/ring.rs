@@ -92,6 +92,11 @@ impl Fixture {
             parent_env: std::env::vars().collect(),
             secrets: None,
             no_overlays: false,
+            run: None,
+            tests: Default::default(),
+            web: Default::default(),
+            web_addresses_unguarded: false,
+            web_loopback_allowed: false,
         };
         let spec = NewRunSpec {
             queued: false,

@@ -19,10 +19,11 @@ pub enum ResourceKind {
     Provider,
     Mcp,
     Message,
+    Web,
 }
 
 impl ResourceKind {
-    pub const ALL: [ResourceKind; 8] = [
+    pub const ALL: [ResourceKind; 9] = [
         Self::Fs,
         Self::Shell,
         Self::Git,
@@ -31,6 +32,7 @@ impl ResourceKind {
         Self::Provider,
         Self::Mcp,
         Self::Message,
+        Self::Web,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -43,6 +45,7 @@ impl ResourceKind {
             Self::Provider => "provider",
             Self::Mcp => "mcp",
             Self::Message => "message",
+            Self::Web => "web",
         }
     }
 }
@@ -135,10 +138,18 @@ pub enum Verb {
     McpCall,
     #[serde(rename = "message.send")]
     MessageSend,
+    #[serde(rename = "git.read")]
+    GitRead,
+    #[serde(rename = "git.branch")]
+    GitBranch,
+    #[serde(rename = "git.checkout")]
+    GitCheckout,
+    #[serde(rename = "web.fetch")]
+    WebFetch,
 }
 
 impl Verb {
-    pub const ALL: [Verb; 19] = [
+    pub const ALL: [Verb; 23] = [
         Self::FsRead,
         Self::FsList,
         Self::FsSearch,
@@ -158,6 +169,10 @@ impl Verb {
         Self::ProviderCall,
         Self::McpCall,
         Self::MessageSend,
+        Self::GitRead,
+        Self::GitBranch,
+        Self::GitCheckout,
+        Self::WebFetch,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -181,6 +196,10 @@ impl Verb {
             Self::ProviderCall => "provider.call",
             Self::McpCall => "mcp.call",
             Self::MessageSend => "message.send",
+            Self::GitRead => "git.read",
+            Self::GitBranch => "git.branch",
+            Self::GitCheckout => "git.checkout",
+            Self::WebFetch => "web.fetch",
         }
     }
 
@@ -197,7 +216,11 @@ impl Verb {
             | Self::FsCreate
             | Self::FsDelete => ResourceKind::Fs,
             Self::ShellExec => ResourceKind::Shell,
-            Self::GitCommit | Self::GitPush => ResourceKind::Git,
+            Self::GitCommit
+            | Self::GitPush
+            | Self::GitRead
+            | Self::GitBranch
+            | Self::GitCheckout => ResourceKind::Git,
             Self::MemoryRead
             | Self::MemoryWrite
             | Self::MemoryDelete
@@ -207,6 +230,7 @@ impl Verb {
             Self::ProviderCall => ResourceKind::Provider,
             Self::McpCall => ResourceKind::Mcp,
             Self::MessageSend => ResourceKind::Message,
+            Self::WebFetch => ResourceKind::Web,
         }
     }
 
@@ -218,18 +242,23 @@ impl Verb {
             | Self::FsSearch
             | Self::MemoryRead
             | Self::CatalogList
-            | Self::CatalogRead => RiskClass::Read,
+            | Self::CatalogRead
+            | Self::GitRead => RiskClass::Read,
             Self::FsWrite
             | Self::FsCreate
             | Self::ShellExec
             | Self::GitCommit
             | Self::MemoryWrite
             | Self::MemoryDelete
+            | Self::GitBranch
+            | Self::GitCheckout
             | Self::MemoryPropose
             | Self::MemoryPublish => RiskClass::Change,
-            Self::GitPush | Self::ProviderCall | Self::McpCall | Self::MessageSend => {
-                RiskClass::External
-            }
+            Self::GitPush
+            | Self::ProviderCall
+            | Self::McpCall
+            | Self::MessageSend
+            | Self::WebFetch => RiskClass::External,
             Self::FsDelete => RiskClass::Destructive,
         }
     }
@@ -243,6 +272,8 @@ impl Verb {
             | Self::MemoryRead
             | Self::CatalogList
             | Self::CatalogRead
+            | Self::GitRead
+            | Self::WebFetch
             | Self::FsWrite
             // Memory entries and drafts are keyed by the effect that made them, and a publish
             // by its draft: doing one twice leaves what doing it once did.
@@ -257,7 +288,9 @@ impl Verb {
             | Self::GitPush
             | Self::ProviderCall
             | Self::McpCall
-            | Self::MessageSend => false,
+            | Self::MessageSend
+            | Self::GitBranch
+            | Self::GitCheckout => false,
         }
     }
 }
@@ -359,6 +392,45 @@ pub enum Action {
         publish: bool,
         reason: String,
     },
+    /// A read of a repository (`status`, `diff`, `log`, `show`): `what` names the read and its
+    /// arguments as the tool ran it, e.g. `log -n 20 -- src/`.
+    #[serde(rename = "git.read")]
+    GitRead { repo: CanonicalPath, what: GitRead },
+    /// A commit of the index (after staging `paths`, or everything tracked and changed when
+    /// empty) on the current branch, authored by the run's principal.
+    #[serde(rename = "git.commit")]
+    GitCommit {
+        repo: CanonicalPath,
+        message: String,
+        paths: Vec<String>,
+        author: GitAuthor,
+        /// Who wrote it with the author: the `Co-authored-by` trailer.
+        coauthor: GitAuthor,
+        /// The `Warrant-Run` trailer.
+        run: String,
+    },
+    /// A new branch at `HEAD` (never moving an existing one).
+    #[serde(rename = "git.branch")]
+    GitBranch { repo: CanonicalPath, name: String },
+    /// Switching the worktree to `rev`, refused when it holds uncommitted work.
+    #[serde(rename = "git.checkout")]
+    GitCheckout { repo: CanonicalPath, rev: String },
+    /// Pushing `branch` to `remote` (fast-forward only: never forced).
+    #[serde(rename = "git.push")]
+    GitPush {
+        repo: CanonicalPath,
+        remote: String,
+        branch: String,
+    },
+    /// An HTTP(S) GET of `url` (`host` and `port` as parsed from it); `allowlisted` when the
+    /// host is on the configured `[web] allow` list at the time it was proposed.
+    #[serde(rename = "web.fetch")]
+    WebFetch {
+        url: String,
+        host: String,
+        port: u16,
+        allowlisted: bool,
+    },
 }
 
 /// The most words a memory query keeps (distinct, in order of first appearance).
@@ -382,6 +454,48 @@ impl MemoryScope {
     }
 }
 
+/// The read a `git.read` action performs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum GitRead {
+    Status,
+    Diff {
+        staged: bool,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        paths: Vec<String>,
+    },
+    Log {
+        max: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+    },
+    Show {
+        rev: String,
+    },
+}
+
+impl GitRead {
+    /// The read as a person names it: `status`, `diff --staged -- a b`, `log -n 20`, `show HEAD`.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Status => "status".into(),
+            Self::Diff { staged, paths } => {
+                let mut s = if *staged { "diff --staged" } else { "diff" }.to_owned();
+                if !paths.is_empty() {
+                    s.push_str(" -- ");
+                    s.push_str(&paths.join(" "));
+                }
+                s
+            }
+            Self::Log { max, path } => match path {
+                Some(p) => format!("log -n {max} -- {p}"),
+                None => format!("log -n {max}"),
+            },
+            Self::Show { rev } => format!("show {rev}"),
+        }
+    }
+}
+
 /// A namespace as a person writes it (`memory/local/notes`, `local/notes`, `shared/team`):
 /// its scope and name; `None` when it names no scope.
 pub fn parse_memory_target(target: &str) -> Option<(MemoryScope, String)> {
@@ -398,6 +512,19 @@ pub fn parse_memory_target(target: &str) -> Option<(MemoryScope, String)> {
 /// The resource a memory action is on: `memory/<scope>/<namespace>`.
 pub fn memory_resource(scope: MemoryScope, namespace: &str) -> String {
     format!("memory/{}/{namespace}", scope.as_str())
+}
+
+/// A commit's author or co-author, as git writes it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitAuthor {
+    pub name: String,
+    pub email: String,
+}
+
+impl std::fmt::Display for GitAuthor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} <{}>", self.name, self.email)
+    }
 }
 
 /// What a contained command is judged by (see `Action::ShellExec::judged`).
@@ -442,6 +569,12 @@ impl Action {
             Self::MemoryDelete { .. } => Verb::MemoryDelete,
             Self::MemoryPropose { .. } => Verb::MemoryPropose,
             Self::MemoryPublish { .. } => Verb::MemoryPublish,
+            Self::GitRead { .. } => Verb::GitRead,
+            Self::GitCommit { .. } => Verb::GitCommit,
+            Self::GitBranch { .. } => Verb::GitBranch,
+            Self::GitCheckout { .. } => Verb::GitCheckout,
+            Self::GitPush { .. } => Verb::GitPush,
+            Self::WebFetch { .. } => Verb::WebFetch,
         }
     }
 
@@ -476,7 +609,40 @@ impl Action {
                 "{}#{draft}",
                 memory_resource(MemoryScope::Shared, namespace)
             ),
+            Self::GitRead { repo, .. }
+            | Self::GitCommit { repo, .. }
+            | Self::GitBranch { repo, .. }
+            | Self::GitCheckout { repo, .. }
+            | Self::GitPush { repo, .. } => self.git_resource(repo),
+            Self::WebFetch { url, .. } => url.clone(),
         }
+    }
+
+    /// A git action's resource, `git<repo>/<what>`: e.g. `git/w/app/commit`,
+    /// `git/w/app/branch/topic`, `git/w/app/push/origin/main`.
+    fn git_resource(&self, repo: &CanonicalPath) -> String {
+        let what = match self {
+            Self::GitRead { what, .. } => what.describe(),
+            Self::GitCommit { .. } => "commit".into(),
+            Self::GitBranch { name, .. } => format!("branch/{name}"),
+            Self::GitCheckout { rev, .. } => format!("checkout/{rev}"),
+            Self::GitPush { remote, branch, .. } => format!("push/{remote}/{branch}"),
+            Self::FsRead { .. }
+            | Self::FsList { .. }
+            | Self::FsSearch { .. }
+            | Self::FsWrite { .. }
+            | Self::FsCreate { .. }
+            | Self::FsDelete { .. }
+            | Self::ShellExec { .. }
+            | Self::ProviderCall { .. }
+            | Self::MemoryWrite { .. }
+            | Self::MemoryRead { .. }
+            | Self::MemoryDelete { .. }
+            | Self::MemoryPropose { .. }
+            | Self::MemoryPublish { .. }
+            | Self::WebFetch { .. } => String::new(),
+        };
+        format!("git{}/{what}", repo.as_str().trim_end_matches('/'))
     }
 
     /// The risk class of this very action: the verb's default, raised by what the action
@@ -535,7 +701,13 @@ impl Action {
             | Self::FsSearch { .. }
             | Self::FsDelete { .. }
             | Self::ShellExec { .. }
-            | Self::ProviderCall { .. } => {
+            | Self::ProviderCall { .. }
+            | Self::GitRead { .. }
+            | Self::GitCommit { .. }
+            | Self::GitBranch { .. }
+            | Self::GitCheckout { .. }
+            | Self::GitPush { .. }
+            | Self::WebFetch { .. } => {
                 serde_json::to_value(self).unwrap_or_else(|_| json!({"verb": self.verb()}))
             }
         }
@@ -655,6 +827,12 @@ impl Payload for FsWrite {
             | Action::MemoryDelete { .. }
             | Action::MemoryPropose { .. }
             | Action::MemoryPublish { .. } => None,
+            Action::GitRead { .. }
+            | Action::GitCommit { .. }
+            | Action::GitBranch { .. }
+            | Action::GitCheckout { .. }
+            | Action::GitPush { .. }
+            | Action::WebFetch { .. } => None,
         }
     }
 }
@@ -804,6 +982,58 @@ impl Payload for MemoryPropose {
             text: text.clone(),
             tags: tags.clone(),
         })
+    }
+}
+
+/// The payload of every `git.*` action: the executor of git speaks all of them, each on the
+/// one repository it names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GitOp {
+    pub repo: CanonicalPath,
+    pub action: Action,
+}
+
+impl Payload for GitOp {
+    fn of(action: &Action) -> Option<Self> {
+        match action {
+            Action::GitRead { repo, .. }
+            | Action::GitCommit { repo, .. }
+            | Action::GitBranch { repo, .. }
+            | Action::GitCheckout { repo, .. }
+            | Action::GitPush { repo, .. } => Some(Self {
+                repo: repo.clone(),
+                action: action.clone(),
+            }),
+            Action::FsRead { .. }
+            | Action::FsList { .. }
+            | Action::FsSearch { .. }
+            | Action::FsWrite { .. }
+            | Action::FsCreate { .. }
+            | Action::FsDelete { .. }
+            | Action::ShellExec { .. }
+            | Action::ProviderCall { .. }
+            | Action::MemoryWrite { .. }
+            | Action::MemoryRead { .. }
+            | Action::MemoryDelete { .. }
+            | Action::MemoryPropose { .. }
+            | Action::MemoryPublish { .. }
+            | Action::WebFetch { .. } => None,
+        }
+    }
+}
+
+/// The payload of `web.fetch`: the URL to GET.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebFetch {
+    pub url: String,
+}
+
+impl Payload for WebFetch {
+    fn of(action: &Action) -> Option<Self> {
+        let Action::WebFetch { url, .. } = action else {
+            return None;
+        };
+        Some(Self { url: url.clone() })
     }
 }
 

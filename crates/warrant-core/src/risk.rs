@@ -38,7 +38,13 @@ pub fn classify_with(action: &Action, rec: Recognizers) -> (RiskClass, Option<St
         | Action::MemoryRead { .. }
         | Action::MemoryDelete { .. }
         | Action::MemoryPropose { .. }
-        | Action::MemoryPublish { .. } => None,
+        | Action::MemoryPublish { .. }
+        | Action::GitRead { .. }
+        | Action::GitCommit { .. }
+        | Action::GitBranch { .. }
+        | Action::GitCheckout { .. }
+        | Action::GitPush { .. }
+        | Action::WebFetch { .. } => None,
     };
     match raised {
         Some((class, why)) if class > default => (class, Some(why)),

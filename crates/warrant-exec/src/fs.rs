@@ -797,6 +797,107 @@ pub fn preview_text(path: &CanonicalPath) -> Option<String> {
     Some(String::from_utf8_lossy(&buf).into_owned())
 }
 
+/// The largest file `edit_file` and `apply_patch` change (the whole text is held, diffed and
+/// journaled in the action).
+pub const MAX_EDIT_BYTES: u64 = 4 * 1024 * 1024;
+
+/// What an edit is computed against: the whole text of the regular file at `path` (links not
+/// followed), or why there is none to edit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EditBase {
+    Text(String),
+    Missing,
+    /// Not a regular file, larger than [`MAX_EDIT_BYTES`], not UTF-8 or binary: the reason.
+    Unusable(String),
+}
+
+pub fn edit_base(path: &CanonicalPath) -> EditBase {
+    let meta = match std::fs::symlink_metadata(path.as_path()) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return EditBase::Missing,
+        Err(e) => return EditBase::Unusable(e.to_string()),
+    };
+    if !meta.file_type().is_file() {
+        return EditBase::Unusable("not a regular file (a directory, a link or a device)".into());
+    }
+    if meta.len() > MAX_EDIT_BYTES {
+        return EditBase::Unusable(format!(
+            "{} bytes, more than the {MAX_EDIT_BYTES} an edit may change",
+            meta.len()
+        ));
+    }
+    match std::fs::read(path.as_path()) {
+        Err(e) => EditBase::Unusable(e.to_string()),
+        Ok(bytes) if bytes.iter().take(BINARY_CHECK_BYTES).any(|b| *b == 0) => {
+            EditBase::Unusable("a binary file".into())
+        }
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => EditBase::Text(text),
+            Err(_) => EditBase::Unusable("not UTF-8 text".into()),
+        },
+    }
+}
+
+/// What the files of several authorized changes held before them, to put back when a later
+/// change of the same call fails (`apply_patch` is all or nothing).
+#[derive(Debug)]
+pub struct Undo(Vec<(CanonicalPath, Option<Vec<u8>>)>);
+
+impl Undo {
+    /// Records the current content of every file the actions write, create or delete.
+    pub fn before(actions: &[Authorized<warrant_core::Action>]) -> Self {
+        use warrant_core::Action;
+        Self(
+            actions
+                .iter()
+                .filter_map(|a| match a.get() {
+                    Action::FsWrite { path, .. }
+                    | Action::FsCreate { path, .. }
+                    | Action::FsDelete { path, .. } => {
+                        let meta = std::fs::symlink_metadata(path.as_path()).ok();
+                        let bytes = meta
+                            .filter(|m| m.file_type().is_file())
+                            .and_then(|_| std::fs::read(path.as_path()).ok());
+                        Some((path.clone(), bytes))
+                    }
+                    Action::FsRead { .. }
+                    | Action::FsList { .. }
+                    | Action::FsSearch { .. }
+                    | Action::ShellExec { .. }
+                    | Action::ProviderCall { .. }
+                    | Action::GitRead { .. }
+                    | Action::GitCommit { .. }
+                    | Action::GitBranch { .. }
+                    | Action::GitCheckout { .. }
+                    | Action::GitPush { .. }
+                    | Action::MemoryWrite { .. }
+                    | Action::MemoryRead { .. }
+                    | Action::MemoryDelete { .. }
+                    | Action::MemoryPropose { .. }
+                    | Action::MemoryPublish { .. }
+                    | Action::WebFetch { .. } => None,
+                })
+                .collect(),
+        )
+    }
+
+    /// Puts the first `n` files back as they were (last first); `false` when one could not be.
+    pub fn restore(&self, n: usize) -> bool {
+        let mut all = true;
+        for (path, before) in self.0.iter().take(n).rev() {
+            let r = match before {
+                None => match std::fs::remove_file(path.as_path()) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                    Ok(()) | Err(_) => Ok(()),
+                },
+                Some(bytes) => std::fs::write(path.as_path(), bytes),
+            };
+            all &= r.is_ok();
+        }
+        all
+    }
+}
+
 /// SHA-256 of the whole regular file at `path` (links not followed), `None` when there is no
 /// regular file. What a shown diff was computed against; approvals bind to it.
 pub fn content_digest(path: &CanonicalPath) -> Option<warrant_core::Digest> {

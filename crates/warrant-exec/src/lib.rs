@@ -11,6 +11,7 @@ pub mod egress;
 pub mod env;
 pub mod error;
 pub mod fs;
+pub mod git;
 pub mod grants;
 pub mod judged;
 pub mod netns;
@@ -21,6 +22,7 @@ pub mod sandbox;
 pub mod spawn;
 pub mod vault;
 pub mod view;
+pub mod web;
 
 pub use changeset::{Applied, Change, Changeset, Effect, EffectClass, Finding, Node};
 pub use env::{COMMAND_MARK, minimize_env, secret_pattern, validate_profile};

@@ -133,12 +133,52 @@ pub fn explain(
             })?;
             memory_action(verb, scope, namespace)
         }
-        Verb::GitCommit
-        | Verb::GitPush
-        | Verb::CatalogList
-        | Verb::CatalogRead
-        | Verb::McpCall
-        | Verb::MessageSend => {
+        // The target is the repository; the rest of a git action is what a run would name
+        // by default (the current branch, `origin`).
+        Verb::GitRead => Action::GitRead {
+            repo: path()?,
+            what: warrant_core::GitRead::Status,
+        },
+        Verb::GitCommit => Action::GitCommit {
+            repo: path()?,
+            message: String::new(),
+            paths: Vec::new(),
+            author: warrant_core::GitAuthor {
+                name: String::new(),
+                email: String::new(),
+            },
+            coauthor: warrant_core::GitAuthor {
+                name: String::new(),
+                email: String::new(),
+            },
+            run: String::new(),
+        },
+        Verb::GitBranch => Action::GitBranch {
+            repo: path()?,
+            name: String::new(),
+        },
+        Verb::GitCheckout => Action::GitCheckout {
+            repo: path()?,
+            rev: String::new(),
+        },
+        Verb::GitPush => Action::GitPush {
+            repo: path()?,
+            remote: "origin".into(),
+            branch: String::new(),
+        },
+        // The target is the URL, checked against `[web] allow` as a run would.
+        Verb::WebFetch => {
+            let (_, host, port) =
+                warrant_exec::web::target(target).map_err(|e| HostError::bad_input(&e))?;
+            let web = warrant_core::config::merge_settings(&layers).web;
+            Action::WebFetch {
+                url: target.to_owned(),
+                allowlisted: warrant_exec::web::allowlisted(&web, &host, port),
+                host,
+                port,
+            }
+        }
+        Verb::CatalogList | Verb::CatalogRead | Verb::McpCall | Verb::MessageSend => {
             return Err(HostError::usage(
                 "W-POLICY-012",
                 format!(
@@ -197,8 +237,12 @@ fn memory_action(verb: Verb, scope: warrant_core::MemoryScope, namespace: String
         | Verb::FsCreate
         | Verb::FsDelete
         | Verb::ShellExec
+        | Verb::GitRead
         | Verb::GitCommit
+        | Verb::GitBranch
+        | Verb::GitCheckout
         | Verb::GitPush
+        | Verb::WebFetch
         | Verb::CatalogList
         | Verb::CatalogRead
         | Verb::ProviderCall

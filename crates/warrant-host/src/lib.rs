@@ -267,6 +267,11 @@ impl Host {
             parent_env: install::parent_env(),
             secrets: install::secret_source(&self.paths, &self.inst.secret, &self.settings)?,
             no_overlays: controls::disabled("overlay"),
+            run: None,
+            tests: self.settings.tests.clone(),
+            web: self.settings.web.clone(),
+            web_addresses_unguarded: controls::disabled("web-address"),
+            web_loopback_allowed: controls::disabled("web-loopback"),
         })
     }
 

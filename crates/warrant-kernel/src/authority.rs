@@ -364,6 +364,12 @@ pub fn session_pattern(action: &Action) -> String {
                 warrant_core::memory_resource(warrant_core::MemoryScope::Shared, namespace)
             )
         }
+        Action::GitRead { .. }
+        | Action::GitCommit { .. }
+        | Action::GitBranch { .. }
+        | Action::GitCheckout { .. }
+        | Action::GitPush { .. }
+        | Action::WebFetch { .. } => format!("{} {}", action.verb().as_str(), action.target()),
     }
 }
 

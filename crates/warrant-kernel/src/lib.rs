@@ -37,6 +37,6 @@ pub use state::{
 };
 pub use summary::{ApprovalSummary, AskedSummary, InDoubtSummary, RequestSummary};
 pub use tool::{
-    EffectResult, PENDING_JUDGEMENT, PendingJudgement, ReadFilter, Refusal, StopCheck, Tool,
-    ToolEnv, ToolRegistry,
+    EffectResult, PENDING_JUDGEMENT, PendingJudgement, ReadFilter, Refusal, RunContext, StopCheck,
+    Tool, ToolEnv, ToolRegistry,
 };

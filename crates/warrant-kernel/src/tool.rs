@@ -32,6 +32,28 @@ pub struct ToolEnv {
     /// and write to the workspace directly. Set only by a debug build's test switch
     /// (`WARRANT_TEST_DISABLE=overlay`); otherwise the executor finds out by trying.
     pub no_overlays: bool,
+    /// The run a call belongs to, set by the ring when it normalizes the call (git commits name
+    /// the run's principal as their author and the run in a trailer); `None` outside a run.
+    pub run: Option<RunContext>,
+    /// `[tests.<name>]` from configuration, for `run_tests`.
+    pub tests: BTreeMap<String, warrant_core::config::TestsConfig>,
+    /// `[web]` from configuration, for `web_fetch`.
+    pub web: warrant_core::config::WebConfig,
+    /// A debug build's negative control only (`WARRANT_TEST_DISABLE=web-address`): `web_fetch`
+    /// no longer refuses loopback, private, link-local and metadata addresses.
+    pub web_addresses_unguarded: bool,
+    /// A debug build's negative control only (`WARRANT_TEST_DISABLE=web-loopback`): loopback
+    /// addresses pass the guard, every other internal address is still refused.
+    pub web_loopback_allowed: bool,
+}
+
+/// Who a call runs for, from the run's log (never from the caller).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunContext {
+    pub run: warrant_core::RunId,
+    pub principal: warrant_core::Principal,
+    /// The model the run was started with (`PROVIDER:MODEL`).
+    pub model: String,
 }
 
 /// A tool's result as journaled and shown to the model.

@@ -420,6 +420,7 @@ fn default_deny_note(
             | Action::MemoryDelete { .. }
             | Action::MemoryPropose { .. }
             | Action::MemoryPublish { .. }
+            | Action::WebFetch { .. }
     ) && evaluated.first().is_some_and(|e| !e.spec.in_workspace);
     let place = match req.action {
         Action::ShellExec { cwd, .. } => format!(" in {cwd}"),
@@ -434,7 +435,13 @@ fn default_deny_note(
         | Action::FsSearch { .. }
         | Action::FsWrite { .. }
         | Action::FsCreate { .. }
-        | Action::FsDelete { .. } => String::new(),
+        | Action::FsDelete { .. }
+        | Action::GitRead { .. }
+        | Action::GitCommit { .. }
+        | Action::GitBranch { .. }
+        | Action::GitCheckout { .. }
+        | Action::GitPush { .. }
+        | Action::WebFetch { .. } => String::new(),
     };
     let place = if outside {
         format!("{place}, which is outside the workspace {}", req.workspace)

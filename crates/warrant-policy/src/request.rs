@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use cedar_policy::{Context, Entities, Entity, EntityUid, Request, RestrictedExpression};
 use serde_json::{Map, Value, json};
 use warrant_core::{
-    Action, CanonicalPath, MemoryScope, Principal, PrincipalKind, Verb, memory_resource,
+    Action, CanonicalPath, GitRead, MemoryScope, Principal, PrincipalKind, Verb, memory_resource,
 };
 
 use crate::error::PolicyError;
@@ -326,6 +326,73 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
         } => (memory_entity(*scope, namespace), false),
         Action::MemoryPropose { namespace, .. } | Action::MemoryPublish { namespace, .. } => {
             (memory_entity(MemoryScope::Shared, namespace), false)
+        }
+        Action::GitRead { repo, .. }
+        | Action::GitCommit { repo, .. }
+        | Action::GitBranch { repo, .. }
+        | Action::GitCheckout { repo, .. }
+        | Action::GitPush { repo, .. } => {
+            let inside = repo.starts_with(workspace);
+            let (op, refname, remote) = match action {
+                Action::GitRead { what, .. } => {
+                    let op = match what {
+                        GitRead::Status => "status",
+                        GitRead::Diff { .. } => "diff",
+                        GitRead::Log { .. } => "log",
+                        GitRead::Show { .. } => "show",
+                    };
+                    let rev = match what {
+                        GitRead::Show { rev } => rev.clone(),
+                        GitRead::Status | GitRead::Diff { .. } | GitRead::Log { .. } => {
+                            String::new()
+                        }
+                    };
+                    (op, rev, String::new())
+                }
+                Action::GitCommit { .. } => ("commit", String::new(), String::new()),
+                Action::GitBranch { name, .. } => ("branch", name.clone(), String::new()),
+                Action::GitCheckout { rev, .. } => ("checkout", rev.clone(), String::new()),
+                Action::GitPush { remote, branch, .. } => ("push", branch.clone(), remote.clone()),
+                Action::FsRead { .. }
+                | Action::FsList { .. }
+                | Action::FsSearch { .. }
+                | Action::FsWrite { .. }
+                | Action::FsCreate { .. }
+                | Action::FsDelete { .. }
+                | Action::ShellExec { .. }
+                | Action::ProviderCall { .. }
+                | Action::MemoryWrite { .. }
+                | Action::MemoryRead { .. }
+                | Action::MemoryDelete { .. }
+                | Action::MemoryPropose { .. }
+                | Action::MemoryPublish { .. }
+                | Action::WebFetch { .. } => ("", String::new(), String::new()),
+            };
+            let name = action.target();
+            let entity = EntitySpec::new(EntityKind::GitRef, name.clone())
+                .str("name", name)
+                .str("repo", repo.as_str())
+                .attr("in_workspace", AttrValue::Bool(inside))
+                .str("op", op)
+                .str("refname", refname)
+                .str("remote", remote);
+            (entity, inside)
+        }
+        Action::WebFetch {
+            url,
+            host,
+            port,
+            allowlisted,
+        } => {
+            let scheme = url.split_once("://").map_or("", |(s, _)| s);
+            let entity = EntitySpec::new(EntityKind::Url, url.clone())
+                .str("url", url.as_str())
+                .str("scheme", scheme)
+                .str("host", host.as_str())
+                .str("port", port.to_string())
+                .attr("allowlisted", AttrValue::Bool(*allowlisted));
+            // A fetch leaves the machine; it is never "in the workspace".
+            (entity, false)
         }
     }
 }

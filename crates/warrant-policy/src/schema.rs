@@ -38,10 +38,11 @@ pub(crate) enum EntityKind {
     Provider,
     McpTool,
     Channel,
+    Url,
 }
 
 impl EntityKind {
-    pub(crate) const ALL: [EntityKind; 13] = [
+    pub(crate) const ALL: [EntityKind; 14] = [
         Self::User,
         Self::Agent,
         Self::Service,
@@ -55,6 +56,7 @@ impl EntityKind {
         Self::Provider,
         Self::McpTool,
         Self::Channel,
+        Self::Url,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -72,6 +74,7 @@ impl EntityKind {
             Self::Provider => "Provider",
             Self::McpTool => "McpTool",
             Self::Channel => "Channel",
+            Self::Url => "Url",
         }
     }
 

@@ -51,12 +51,17 @@ pub(crate) fn all() -> Vec<Box<dyn Tool>> {
             }, "required": ["argv"], "additionalProperties": false}),
         ))),
     ];
+    // Edits, git, tests: the coding tools (issue 15).
+    tools.extend(crate::edits::all());
+    tools.extend(crate::git::all());
+    tools.extend(crate::test_runner::all());
+    tools.extend(crate::web::all());
     // Requests of a person (question, secret, resource): the ring raises them, no effect.
     tools.extend(crate::requests::all());
     tools
 }
 
-fn spec(name: &str, description: &str, schema: Value) -> ToolSpec {
+pub(crate) fn spec(name: &str, description: &str, schema: Value) -> ToolSpec {
     ToolSpec {
         name: name.into(),
         description: description.into(),
@@ -87,7 +92,7 @@ fn path_arg(args: &Value, env: &ToolEnv, key: &str) -> Result<CanonicalPath, Ref
 /// An argv as one line a person reads the same way a shell would: each word rendered (no control
 /// characters) and quoted when it holds a space, a quote or nothing, so `["rm", "-rf ~"]` and
 /// `["rm", "-rf", "~"]` never look alike.
-fn shown_argv(argv: &[String]) -> String {
+pub(crate) fn shown_argv(argv: &[String]) -> String {
     argv.iter()
         .map(|a| {
             let word = warrant_core::render::inline(a);
@@ -107,21 +112,21 @@ fn shown_argv(argv: &[String]) -> String {
 
 /// A path as a person is shown it: relative to the workspace when inside it, and always one line
 /// (a line feed or carriage return in a name cannot fake a line of the presentation).
-fn shown(path: &CanonicalPath, env: &ToolEnv) -> String {
+pub(crate) fn shown(path: &CanonicalPath, env: &ToolEnv) -> String {
     let text = path
         .relative_to(&env.workspace)
         .unwrap_or_else(|| path.as_str().to_owned());
     warrant_core::render::inline(&text).into_owned()
 }
 
-fn ok<T: Serialize>(value: &T) -> EffectResult {
+pub(crate) fn ok<T: Serialize>(value: &T) -> EffectResult {
     match serde_json::to_value(value) {
         Ok(result) => EffectResult { ok: true, result },
         Err(e) => fail("W-TOOL-003", &format!("could not encode the result: {e}")),
     }
 }
 
-fn fail(code: &str, message: &str) -> EffectResult {
+pub(crate) fn fail(code: &str, message: &str) -> EffectResult {
     EffectResult {
         ok: false,
         result: json!({"error": message, "code": code}),
@@ -171,7 +176,7 @@ pub fn preview_write(path: &CanonicalPath, content: &str, env: &ToolEnv) -> Stri
 
 /// The content hash of every file a write, create or delete would change (`null` where there
 /// is no regular file): the base a diff or a deletion was shown against.
-fn file_bases(actions: &[Action]) -> Value {
+pub(crate) fn file_bases(actions: &[Action]) -> Value {
     Value::Array(
         actions
             .iter()
@@ -188,7 +193,13 @@ fn file_bases(actions: &[Action]) -> Value {
                 | Action::MemoryRead { .. }
                 | Action::MemoryDelete { .. }
                 | Action::MemoryPropose { .. }
-                | Action::MemoryPublish { .. } => Value::Null,
+                | Action::MemoryPublish { .. }
+                | Action::GitRead { .. }
+                | Action::GitCommit { .. }
+                | Action::GitBranch { .. }
+                | Action::GitCheckout { .. }
+                | Action::GitPush { .. }
+                | Action::WebFetch { .. } => Value::Null,
             })
             .collect(),
     )
@@ -199,7 +210,14 @@ struct WriteFile(ToolSpec);
 struct ListDir(ToolSpec);
 struct SearchFiles(ToolSpec);
 struct DeletePath(ToolSpec);
-struct RunCommand(ToolSpec);
+pub(crate) struct RunCommand(ToolSpec);
+
+impl RunCommand {
+    /// `run_command` itself, for tools that run a command the same way (`run_tests`).
+    pub(crate) fn tool() -> Self {
+        Self(spec("run_command", "", json!({})))
+    }
+}
 
 impl Tool for ReadFile {
     fn spec(&self) -> &ToolSpec {
@@ -280,7 +298,13 @@ impl Tool for WriteFile {
                 | Action::MemoryRead { .. }
                 | Action::MemoryDelete { .. }
                 | Action::MemoryPropose { .. }
-                | Action::MemoryPublish { .. } => {}
+                | Action::MemoryPublish { .. }
+                | Action::GitRead { .. }
+                | Action::GitCommit { .. }
+                | Action::GitBranch { .. }
+                | Action::GitCheckout { .. }
+                | Action::GitPush { .. }
+                | Action::WebFetch { .. } => {}
             }
         }
         Presentation {
@@ -498,7 +522,13 @@ impl Tool for RunCommand {
                 | Action::MemoryRead { .. }
                 | Action::MemoryDelete { .. }
                 | Action::MemoryPropose { .. }
-                | Action::MemoryPublish { .. } => {}
+                | Action::MemoryPublish { .. }
+                | Action::GitRead { .. }
+                | Action::GitCommit { .. }
+                | Action::GitBranch { .. }
+                | Action::GitCheckout { .. }
+                | Action::GitPush { .. }
+                | Action::WebFetch { .. } => {}
             }
         }
         Presentation {
@@ -567,7 +597,13 @@ impl Tool for RunCommand {
                     | Action::MemoryRead { .. }
                     | Action::MemoryDelete { .. }
                     | Action::MemoryPropose { .. }
-                    | Action::MemoryPublish { .. }) => other.target(),
+                    | Action::MemoryPublish { .. }
+                    | Action::GitRead { .. }
+                    | Action::GitCommit { .. }
+                    | Action::GitBranch { .. }
+                    | Action::GitCheckout { .. }
+                    | Action::GitPush { .. }
+                    | Action::WebFetch { .. }) => other.target(),
                 })
                 .unwrap_or_default();
             let shown = changes.get("shown").and_then(Value::as_str).unwrap_or("");
@@ -647,7 +683,7 @@ impl Tool for RunCommand {
 /// machine builds the view but cannot layer the workspace (no overlays), in which case by its
 /// argv before it runs. Where even the view cannot be built, by its changeset still: the
 /// executor then refuses it, as the default confinement requires.
-fn judging(profile: &warrant_core::config::ProfileConfig, env: &ToolEnv) -> Judging {
+pub(crate) fn judging(profile: &warrant_core::config::ProfileConfig, env: &ToolEnv) -> Judging {
     if !profile.is_contained() {
         return Judging::Changeset;
     }
@@ -723,7 +759,13 @@ fn describe_paths(verb: &str, actions: &[Action], env: &ToolEnv) -> Presentation
             | Action::MemoryRead { .. }
             | Action::MemoryDelete { .. }
             | Action::MemoryPropose { .. }
-            | Action::MemoryPublish { .. } => a.target(),
+            | Action::MemoryPublish { .. }
+            | Action::GitRead { .. }
+            | Action::GitCommit { .. }
+            | Action::GitBranch { .. }
+            | Action::GitCheckout { .. }
+            | Action::GitPush { .. }
+            | Action::WebFetch { .. } => a.target(),
         })
         .collect();
     Presentation {

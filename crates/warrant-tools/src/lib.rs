@@ -5,10 +5,14 @@
 //! the `Authorized` actions the ring hands it. No tool touches the world any other way.
 
 mod builtin;
+mod edits;
+mod git;
 mod guarded;
 mod requests;
 mod secrets;
+mod test_runner;
 mod toolbox;
+mod web;
 
 pub use builtin::{confinement_words, normalize_path, preview_write};
 pub use guarded::{MenuError, REDACTED_KEY, Redacting, redact_result, resolve_menu};

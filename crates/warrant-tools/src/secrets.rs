@@ -37,7 +37,13 @@ pub(crate) fn for_actions(
             | Action::MemoryRead { .. }
             | Action::MemoryDelete { .. }
             | Action::MemoryPropose { .. }
-            | Action::MemoryPublish { .. } => continue,
+            | Action::MemoryPublish { .. }
+            | Action::GitRead { .. }
+            | Action::GitCommit { .. }
+            | Action::GitBranch { .. }
+            | Action::GitCheckout { .. }
+            | Action::GitPush { .. }
+            | Action::WebFetch { .. } => continue,
         };
         for (var, name) in source.env_for(profile) {
             let value = source.value(&name)?;

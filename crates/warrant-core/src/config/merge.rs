@@ -48,6 +48,10 @@ pub struct Settings {
     pub secrets_rules: Vec<SecretRulesRef>,
     /// `[mcp.serve]`, field by field (a token entry whole).
     pub mcp_serve: McpServeConfig,
+    /// `[tests.<name>]`; a higher layer's entry replaces a lower one's whole.
+    pub tests: BTreeMap<String, super::run::TestsConfig>,
+    /// `[web]`, field by field.
+    pub web: super::run::WebConfig,
 }
 
 /// One part of the configuration as a layer sets it, laid over the same part of a lower layer.
@@ -97,6 +101,7 @@ merge_fields! {
     RequestsConfig { question_ttl, secret_ttl, resource_ttl }
     McpConfig { serve }
     McpServeConfig { tools, lift_ceiling, tokens, max_body_bytes, allowed_origins, allowed_hosts }
+    super::run::WebConfig { allow, max_bytes, timeout_ms }
 }
 
 /// One part of every layer, merged; `layers` highest first (see `ordered`).
@@ -136,6 +141,8 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
         secret_env: merged(&layers, |d| &d.secret_env),
         secrets_rules,
         mcp_serve: merged(&layers, |d| &d.mcp).serve,
+        tests: merged(&layers, |d| &d.tests),
+        web: merged(&layers, |d| &d.web),
         max_denials: run.max_denials.unwrap_or(3),
         max_turns: run.max_turns.unwrap_or(50),
         max_tool_calls: Some(run.max_tool_calls.unwrap_or(200)),
@@ -438,6 +445,8 @@ actor = "bot"
                     allowed_origins: None,
                     allowed_hosts: None,
                 },
+                tests: BTreeMap::new(),
+                web: Default::default(),
             }
         );
     }

@@ -41,7 +41,7 @@ pub use profiles::{
 pub use providers::{AnthropicConfig, OpenAiConfig, ProvidersConfig};
 pub use run::{
     BudgetLimit, BudgetsConfig, MenuConfig, PriceConfig, RequestsConfig, RunConfig, SecretRulesRef,
-    SecretsConfig,
+    SecretsConfig, TestsConfig, WebConfig,
 };
 
 /// Where a layer came from.
@@ -107,6 +107,12 @@ pub struct ConfigDoc {
     /// `[mcp]`: `[mcp.serve]`, what `warrant mcp serve` exports and to whom.
     #[serde(default)]
     pub mcp: McpConfig,
+    /// `[tests.<name>]`: the commands `run_tests` runs (else it detects the project's runner).
+    #[serde(default)]
+    pub tests: BTreeMap<String, run::TestsConfig>,
+    /// `[web]`: the hosts `web_fetch` may reach, and its caps.
+    #[serde(default)]
+    pub web: run::WebConfig,
 }
 
 /// A config file as read by the CLI.

@@ -18,6 +18,32 @@ pub struct RunConfig {
     pub menu: Option<String>,
 }
 
+/// A named test command for `run_tests`: `[tests.unit] argv = ["cargo", "test"]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestsConfig {
+    pub argv: Vec<String>,
+    /// The subprocess profile it runs under (default: `default`, the contained one).
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// At most the profile's own timeout.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// `[web]`: what `web_fetch` may reach. Off by default: with no `allow` entries every fetch is
+/// denied.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebConfig {
+    /// `host:port` entries, `*.domain:port` for subdomains (the egress allowlist's syntax).
+    pub allow: Option<Vec<String>>,
+    /// Most bytes of a response body read (default 2 MiB); the rest is cut.
+    pub max_bytes: Option<u64>,
+    /// The whole fetch, redirects included (default 20 s).
+    pub timeout_ms: Option<u64>,
+}
+
 /// The tools a model may see and call (by model-facing name).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -373,6 +373,17 @@ fn each_action_narrows_to_its_own_payload_only_and_os_links_resolve() {
             provider: "scripted".into(),
             model: "m".into(),
         },
+        Action::GitPush {
+            repo: root.clone(),
+            remote: "origin".into(),
+            branch: "main".into(),
+        },
+        Action::WebFetch {
+            url: "https://docs.rs/".into(),
+            host: "docs.rs".into(),
+            port: 443,
+            allowlisted: true,
+        },
     ];
     for action in every {
         let a = Authorized::for_tests(action.clone());
@@ -383,6 +394,10 @@ fn each_action_narrows_to_its_own_payload_only_and_os_links_resolve() {
             a.narrow::<FsWrite>().map(|p| format!("{:?}", p.get())),
             a.narrow::<FsDelete>().map(|p| format!("{:?}", p.get())),
             a.narrow::<ShellExec>().map(|p| format!("{:?}", p.get())),
+            a.narrow::<warrant_core::GitOp>()
+                .map(|p| format!("{:?}", p.get().action)),
+            a.narrow::<warrant_core::WebFetch>()
+                .map(|p| format!("{:?}", p.get())),
         ];
         let got: Vec<&String> = narrowed.iter().flatten().collect();
         let expected: Vec<String> = match &action {
@@ -409,6 +424,14 @@ fn each_action_narrows_to_its_own_payload_only_and_os_links_resolve() {
             | Action::MemoryDelete { .. }
             | Action::MemoryPropose { .. }
             | Action::MemoryPublish { .. } => vec![],
+            Action::GitRead { .. }
+            | Action::GitCommit { .. }
+            | Action::GitBranch { .. }
+            | Action::GitCheckout { .. }
+            | Action::GitPush { .. } => vec![format!("{action:?}")],
+            Action::WebFetch { .. } => {
+                vec![r#"WebFetch { url: "https://docs.rs/" }"#.to_owned()]
+            }
         };
         assert_eq!(got, expected.iter().collect::<Vec<_>>(), "{action:?}");
     }

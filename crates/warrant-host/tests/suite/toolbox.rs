@@ -165,6 +165,11 @@ fn a_second_source_is_offered_governed_and_redacted_without_the_cli() {
         parent_env: vec![],
         secrets: None,
         no_overlays: false,
+        run: None,
+        tests: Default::default(),
+        web: Default::default(),
+        web_addresses_unguarded: false,
+        web_loopback_allowed: false,
     };
     let actions = bare
         .get("recall_note")

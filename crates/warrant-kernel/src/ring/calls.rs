@@ -134,10 +134,16 @@ impl Ring<'_> {
                                 .join(", ")
                         ),
                     )),
-                    Some(tool) => match tools
-                        .validate(&name, &call.record.args)
-                        .and_then(|()| tool.normalize(&call.record.args, env))
-                    {
+                    Some(tool) => match tools.validate(&name, &call.record.args).and_then(|()| {
+                        // The run's identity, read from its log, for tools that record it.
+                        let mut scoped = env.clone();
+                        scoped.run = Some(crate::tool::RunContext {
+                            run: state.run.clone(),
+                            principal: state.principal.clone(),
+                            model: state.model.clone(),
+                        });
+                        tool.normalize(&call.record.args, &scoped)
+                    }) {
                         Ok(actions) => {
                             let digest = digest_of(&actions)
                                 .map_err(|e| KernelError::Encode(e.to_string()))?;

@@ -418,6 +418,12 @@ fn denial_message(
             | Action::MemoryDelete { .. }
             | Action::MemoryPropose { .. }
             | Action::MemoryPublish { .. } => false,
+            Action::GitRead { repo, .. }
+            | Action::GitCommit { repo, .. }
+            | Action::GitBranch { repo, .. }
+            | Action::GitCheckout { repo, .. }
+            | Action::GitPush { repo, .. } => !repo.starts_with(workspace),
+            Action::WebFetch { .. } => false,
         });
         if outside {
             format!(

@@ -95,6 +95,11 @@ impl World {
             parent_env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
             secrets: None,
             no_overlays: false,
+            run: None,
+            tests: Default::default(),
+            web: Default::default(),
+            web_addresses_unguarded: false,
+            web_loopback_allowed: false,
         };
         Self {
             dir,

@@ -70,7 +70,11 @@ fn fs_action(verb: Verb, path: CanonicalPath) -> Option<Action> {
         | Verb::CatalogRead
         | Verb::ProviderCall
         | Verb::McpCall
-        | Verb::MessageSend => None,
+        | Verb::MessageSend
+        | Verb::GitRead
+        | Verb::GitBranch
+        | Verb::GitCheckout
+        | Verb::WebFetch => None,
     }
 }
 
@@ -443,4 +447,120 @@ fn the_strictest_ask_among_permits_wins() {
             risk: RiskClass::Change
         }
     );
+}
+
+/// The action of a git verb on the repository at `repo`; `None` for verbs of other kinds.
+fn git_action(verb: Verb, repo: CanonicalPath) -> Option<Action> {
+    let who = warrant_core::GitAuthor {
+        name: "alice".into(),
+        email: "alice@acme.invalid".into(),
+    };
+    match verb {
+        Verb::GitRead => Some(Action::GitRead {
+            repo,
+            what: warrant_core::GitRead::Log {
+                max: 20,
+                path: None,
+            },
+        }),
+        Verb::GitCommit => Some(Action::GitCommit {
+            repo,
+            message: "fix".into(),
+            paths: vec![],
+            author: who.clone(),
+            coauthor: who,
+            run: "run-1".into(),
+        }),
+        Verb::GitBranch => Some(Action::GitBranch {
+            repo,
+            name: "topic".into(),
+        }),
+        Verb::GitCheckout => Some(Action::GitCheckout {
+            repo,
+            rev: "topic".into(),
+        }),
+        Verb::GitPush => Some(Action::GitPush {
+            repo,
+            remote: "origin".into(),
+            branch: "main".into(),
+        }),
+        Verb::FsRead
+        | Verb::FsList
+        | Verb::FsSearch
+        | Verb::FsWrite
+        | Verb::FsCreate
+        | Verb::FsDelete
+        | Verb::ShellExec
+        | Verb::MemoryRead
+        | Verb::MemoryWrite
+        | Verb::MemoryDelete
+        | Verb::MemoryPropose
+        | Verb::MemoryPublish
+        | Verb::CatalogList
+        | Verb::CatalogRead
+        | Verb::ProviderCall
+        | Verb::McpCall
+        | Verb::MessageSend
+        | Verb::WebFetch => None,
+    }
+}
+
+#[rustfmt::skip]
+const GIT_ROWS: &[(Verb, bool, Expect)] = &[
+    (Verb::GitRead,     true,  Allow("git-workspace")),
+    (Verb::GitRead,     false, Deny("")),
+    (Verb::GitCommit,   true,  Allow("git-workspace")),
+    (Verb::GitCommit,   false, Deny("")),
+    (Verb::GitBranch,   true,  Allow("git-workspace")),
+    (Verb::GitBranch,   false, Deny("")),
+    (Verb::GitCheckout, true,  Allow("git-workspace")),
+    (Verb::GitCheckout, false, Deny("")),
+    (Verb::GitPush,     true,  Ask(RiskClass::External, "git-push-asks")),
+    (Verb::GitPush,     false, Deny("")),
+];
+
+#[test]
+fn default_pack_git_table() {
+    let engine = default_engine();
+    let who = alice();
+    let mut covered = 0;
+    for verb in Verb::ALL {
+        for inside in [true, false] {
+            let repo = path(if inside { "/ws" } else { "/srv/other" });
+            let Some(action) = git_action(verb, repo) else {
+                continue;
+            };
+            let rows: Vec<&Expect> = GIT_ROWS
+                .iter()
+                .filter(|(v, i, _)| *v == verb && *i == inside)
+                .map(|(_, _, e)| e)
+                .collect();
+            assert_eq!(rows.len(), 1, "rows for {verb:?} × inside={inside}");
+            covered += 1;
+            assert_eq!(
+                decide(&engine, &who, &action),
+                expected(&action, rows[0]),
+                "{verb:?} inside={inside}"
+            );
+        }
+    }
+    assert_eq!(covered, GIT_ROWS.len());
+}
+
+#[test]
+fn default_pack_fetches_only_allowlisted_hosts() {
+    let engine = default_engine();
+    for (allowlisted, expect) in [(true, Allow("web-fetch-allowlisted")), (false, Deny(""))] {
+        let action = Action::WebFetch {
+            url: "https://docs.rs/serde".into(),
+            host: "docs.rs".into(),
+            port: 443,
+            allowlisted,
+        };
+        assert_eq!(
+            decide(&engine, &alice(), &action),
+            expected(&action, &expect),
+            "allowlisted={allowlisted}"
+        );
+    }
 }

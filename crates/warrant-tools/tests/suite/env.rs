@@ -67,6 +67,11 @@ impl Env {
                 parent_env: vec![("PATH".into(), bin)],
                 secrets: None,
                 no_overlays: false,
+                run: None,
+                tests: Default::default(),
+                web: Default::default(),
+                web_addresses_unguarded: false,
+                web_loopback_allowed: false,
             },
             tools: Toolbox::new(
                 &[&Builtin],
