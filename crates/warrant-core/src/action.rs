@@ -300,6 +300,19 @@ pub enum Action {
     /// model asked for.
     #[serde(rename = "provider.call")]
     ProviderCall { provider: String, model: String },
+    /// One call of a tool of a configured MCP server, as the server names it (`tool`), with
+    /// the arguments the model gave. `risk` is the class the operator's configuration or the
+    /// server's annotations give it; `definition` the digest of the tool's definition when the
+    /// call was proposed, so an approval binds to it and a call to a tool whose definition
+    /// changed since is refused.
+    #[serde(rename = "mcp.call")]
+    McpCall {
+        server: String,
+        tool: String,
+        arguments: Value,
+        risk: RiskClass,
+        definition: String,
+    },
 }
 
 /// What a contained command is judged by (see `Action::ShellExec::judged`).
@@ -339,6 +352,7 @@ impl Action {
             Self::FsDelete { .. } => Verb::FsDelete,
             Self::ShellExec { .. } => Verb::ShellExec,
             Self::ProviderCall { .. } => Verb::ProviderCall,
+            Self::McpCall { .. } => Verb::McpCall,
         }
     }
 
@@ -353,6 +367,7 @@ impl Action {
             | Self::FsDelete { path, .. } => path.as_str().to_owned(),
             Self::ShellExec { argv, .. } => argv.join(" "),
             Self::ProviderCall { provider, model } => format!("{provider}:{model}"),
+            Self::McpCall { server, tool, .. } => format!("mcp/{server}/{tool}"),
         }
     }
 
@@ -385,7 +400,8 @@ impl Action {
             | Self::FsSearch { .. }
             | Self::FsDelete { .. }
             | Self::ShellExec { .. }
-            | Self::ProviderCall { .. } => {
+            | Self::ProviderCall { .. }
+            | Self::McpCall { .. } => {
                 serde_json::to_value(self).unwrap_or_else(|_| json!({"verb": self.verb()}))
             }
         }
@@ -499,7 +515,8 @@ impl Payload for FsWrite {
             | Action::FsSearch { .. }
             | Action::FsDelete { .. }
             | Action::ShellExec { .. }
-            | Action::ProviderCall { .. } => None,
+            | Action::ProviderCall { .. }
+            | Action::McpCall { .. } => None,
         }
     }
 }
@@ -538,6 +555,37 @@ impl Payload for ShellExec {
             program: program.clone(),
             contained: *contained,
             judged: *judged,
+        })
+    }
+}
+
+/// The payload of `mcp.call`: the server, the tool as the server names it, the arguments,
+/// and the digest of the tool's definition the call was decided against.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpCall {
+    pub server: String,
+    pub tool: String,
+    pub arguments: Value,
+    pub definition: String,
+}
+
+impl Payload for McpCall {
+    fn of(action: &Action) -> Option<Self> {
+        let Action::McpCall {
+            server,
+            tool,
+            arguments,
+            definition,
+            ..
+        } = action
+        else {
+            return None;
+        };
+        Some(Self {
+            server: server.clone(),
+            tool: tool.clone(),
+            arguments: arguments.clone(),
+            definition: definition.clone(),
         })
     }
 }

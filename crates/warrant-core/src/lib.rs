@@ -16,8 +16,8 @@ pub mod risk;
 pub mod tool;
 
 pub use action::{
-    Action, FsDelete, FsList, FsRead, FsSearch, FsWrite, Judging, Payload, ResourceKind, RiskClass,
-    ShellExec, Verb, audit_view_target,
+    Action, FsDelete, FsList, FsRead, FsSearch, FsWrite, Judging, McpCall, Payload, ResourceKind,
+    RiskClass, ShellExec, Verb, audit_view_target,
 };
 pub use clock::{Clock, FixedClock, SystemClock, Timestamp};
 pub use digest::{Digest, canonical_json, digest_of};

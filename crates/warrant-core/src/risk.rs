@@ -23,6 +23,11 @@ pub fn classify(action: &Action) -> (RiskClass, Option<String>) {
 
 /// [`classify`] with the recognizers set as given (tests switch following off).
 pub fn classify_with(action: &Action, rec: Recognizers) -> (RiskClass, Option<String>) {
+    // An MCP tool's class is the operator's (or, unless overridden, the server's annotations'):
+    // it is the action's own, and may be lower than the verb's default.
+    if let Action::McpCall { risk, .. } = action {
+        return (*risk, None);
+    }
     let default = action.verb().default_risk();
     let raised = match action {
         Action::FsRead { path }
@@ -33,7 +38,7 @@ pub fn classify_with(action: &Action, rec: Recognizers) -> (RiskClass, Option<St
         | Action::FsDelete { path, .. } => argv::credential_path(path.as_str())
             .then(|| (RiskClass::Secret, format!("{path} holds credentials"))),
         Action::ShellExec { argv, program, .. } => classify_command(argv, program.as_ref(), rec),
-        Action::ProviderCall { .. } => None,
+        Action::ProviderCall { .. } | Action::McpCall { .. } => None,
     };
     match raised {
         Some((class, why)) if class > default => (class, Some(why)),

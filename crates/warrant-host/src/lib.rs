@@ -20,6 +20,7 @@ pub mod identity;
 pub mod init;
 pub mod install;
 pub mod layers;
+pub mod mcp;
 pub mod narrate;
 mod notice;
 pub mod origin;
@@ -85,6 +86,9 @@ pub struct Host {
     redactor: Arc<warrant_secrets::Redactor>,
     /// Tool sources beyond the built-in set ([`Host::with_source`]), composed after it.
     sources: Vec<Arc<dyn ToolSource + Send + Sync>>,
+    /// The configured MCP servers (also among `sources`), started when the catalogue is first
+    /// built and stopped with the host.
+    mcp: Option<Arc<warrant_mcp::McpSource>>,
 }
 
 impl std::fmt::Debug for Host {
@@ -120,6 +124,11 @@ impl Host {
         let request_ttls = install::ttls(&settings.requests)?;
         let redactor = Arc::new(controls::redactor(&settings)?);
         let confidential = controls::journal_seal(&redactor, &inst.secret);
+        let mcp = mcp::source(&paths, &settings)?;
+        let mut sources: Vec<Arc<dyn ToolSource + Send + Sync>> = Vec::new();
+        if let Some(mcp) = &mcp {
+            sources.push(Arc::clone(mcp) as Arc<dyn ToolSource + Send + Sync>);
+        }
         Ok(Host {
             paths,
             identity,
@@ -130,7 +139,8 @@ impl Host {
             rules,
             confidential,
             redactor,
-            sources: Vec::new(),
+            sources,
+            mcp,
         })
     }
 
@@ -156,11 +166,15 @@ impl Host {
     pub fn tools(&self) -> Result<Toolbox> {
         let mut sources: Vec<&dyn ToolSource> = vec![&Builtin];
         sources.extend(self.sources.iter().map(|s| s.as_ref() as &dyn ToolSource));
-        controls::tools(
+        let tools = controls::tools(
             &self.settings,
             &sources,
             controls::redacting(&self.redactor),
-        )
+        );
+        if let Some(mcp) = &self.mcp {
+            mcp::tell_failures(mcp, self.inst.notices.as_ref());
+        }
+        tools
     }
 
     /// Builds the ring for one operation, with the governed decision point (Cedar, then the

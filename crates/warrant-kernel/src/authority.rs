@@ -343,6 +343,18 @@ pub fn session_pattern(action: &Action) -> String {
             }
         }
         Action::ProviderCall { provider, model } => format!("provider.call {provider}:{model}"),
+        Action::McpCall {
+            server,
+            tool,
+            arguments,
+            ..
+        } => {
+            if precise {
+                format!("mcp.call {server}/{tool} with {arguments}")
+            } else {
+                format!("mcp.call {server}/{tool}")
+            }
+        }
     }
 }
 

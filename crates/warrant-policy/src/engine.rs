@@ -412,11 +412,13 @@ fn default_deny_note(
         String::new()
     };
     // A model call has no place in the workspace to be outside of.
-    let outside = !matches!(req.action, Action::ProviderCall { .. })
-        && evaluated.first().is_some_and(|e| !e.spec.in_workspace);
+    let outside = !matches!(
+        req.action,
+        Action::ProviderCall { .. } | Action::McpCall { .. }
+    ) && evaluated.first().is_some_and(|e| !e.spec.in_workspace);
     let place = match req.action {
         Action::ShellExec { cwd, .. } => format!(" in {cwd}"),
-        Action::ProviderCall { .. } => String::new(),
+        Action::ProviderCall { .. } | Action::McpCall { .. } => String::new(),
         Action::FsRead { .. }
         | Action::FsList { .. }
         | Action::FsSearch { .. }

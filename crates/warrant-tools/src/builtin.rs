@@ -183,7 +183,8 @@ fn file_bases(actions: &[Action]) -> Value {
                 | Action::FsList { .. }
                 | Action::FsSearch { .. }
                 | Action::ShellExec { .. }
-                | Action::ProviderCall { .. } => Value::Null,
+                | Action::ProviderCall { .. }
+                | Action::McpCall { .. } => Value::Null,
             })
             .collect(),
     )
@@ -270,7 +271,8 @@ impl Tool for WriteFile {
                 | Action::FsSearch { .. }
                 | Action::FsDelete { .. }
                 | Action::ShellExec { .. }
-                | Action::ProviderCall { .. } => {}
+                | Action::ProviderCall { .. }
+                | Action::McpCall { .. } => {}
             }
         }
         Presentation {
@@ -483,7 +485,8 @@ impl Tool for RunCommand {
                 | Action::FsWrite { .. }
                 | Action::FsCreate { .. }
                 | Action::FsDelete { .. }
-                | Action::ProviderCall { .. } => {}
+                | Action::ProviderCall { .. }
+                | Action::McpCall { .. } => {}
             }
         }
         Presentation {
@@ -547,7 +550,8 @@ impl Tool for RunCommand {
                     | Action::FsWrite { .. }
                     | Action::FsCreate { .. }
                     | Action::FsDelete { .. }
-                    | Action::ProviderCall { .. }) => other.target(),
+                    | Action::ProviderCall { .. }
+                    | Action::McpCall { .. }) => other.target(),
                 })
                 .unwrap_or_default();
             let shown = changes.get("shown").and_then(Value::as_str).unwrap_or("");
@@ -697,7 +701,9 @@ fn describe_paths(verb: &str, actions: &[Action], env: &ToolEnv) -> Presentation
             | Action::FsWrite { path, .. }
             | Action::FsCreate { path, .. }
             | Action::FsDelete { path, .. } => shown(path, env),
-            Action::ShellExec { .. } | Action::ProviderCall { .. } => a.target(),
+            Action::ShellExec { .. } | Action::ProviderCall { .. } | Action::McpCall { .. } => {
+                a.target()
+            }
         })
         .collect();
     Presentation {

@@ -32,7 +32,8 @@ pub(crate) fn for_actions(
             | Action::FsWrite { .. }
             | Action::FsCreate { .. }
             | Action::FsDelete { .. }
-            | Action::ProviderCall { .. } => continue,
+            | Action::ProviderCall { .. }
+            | Action::McpCall { .. } => continue,
         };
         for (var, name) in source.env_for(profile) {
             let value = source.value(&name)?;

@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::{
-    AnthropicConfig, AuditConfig, BudgetsConfig, ConfigDoc, JsonlFsync, Layer, MenuConfig, OnFull,
-    OpenAiConfig, PriceConfig, ProfileConfig, ProvidersConfig, RequestsConfig, RunConfig,
-    SandboxConfig, SecretRulesRef, SinkConfig, StoreConfig, ordered,
+    AnthropicConfig, AuditConfig, BudgetsConfig, ConfigDoc, JsonlFsync, Layer, McpConfig,
+    MenuConfig, OnFull, OpenAiConfig, PriceConfig, ProfileConfig, ProvidersConfig, RequestsConfig,
+    RunConfig, SandboxConfig, SecretRulesRef, SinkConfig, StoreConfig, ordered,
 };
 
 /// Settings other than identity, merged field by field (managed > user > project).
@@ -46,6 +46,8 @@ pub struct Settings {
     /// Every layer's `[secrets] rules`, highest first (the scanner merges them: lower layers
     /// only add).
     pub secrets_rules: Vec<SecretRulesRef>,
+    /// `[mcp]`: a higher layer's server of a name replaces a lower one's whole.
+    pub mcp: McpConfig,
 }
 
 /// One part of the configuration as a layer sets it, laid over the same part of a lower layer.
@@ -93,6 +95,7 @@ merge_fields! {
     }
     StoreConfig { url }
     RequestsConfig { question_ttl, secret_ttl, resource_ttl }
+    McpConfig { servers }
 }
 
 /// One part of every layer, merged; `layers` highest first (see `ordered`).
@@ -159,6 +162,7 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
                 tenant: acc.tenant.tightest(l.doc.budgets.tenant),
             }),
         prices: merged(&layers, |d| &d.prices),
+        mcp: merged(&layers, |d| &d.mcp),
     }
 }
 
@@ -166,7 +170,7 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::config::{BudgetLimit, LayerKind};
+    use crate::config::{BudgetLimit, LayerKind, McpServerConfig};
     use pretty_assertions::assert_eq;
 
     fn layer(kind: LayerKind, text: &str) -> Layer {
@@ -252,6 +256,9 @@ tokens = 5000
 cost_usd = 1.5
 [store]
 url = "postgres://user@db/warrant"
+[mcp.servers.tickets]
+url = "http://127.0.0.1:8931/mcp"
+headers = { Authorization = "env:TICKETS_TOKEN" }
 "#,
         );
         let project = layer(
@@ -292,6 +299,13 @@ secret_ttl = "10m"
 OTHER = "secret:project"
 [secret_env.test]
 TOKEN = "secret:test"
+[mcp.servers.tickets]
+command = ["tickets-mcp"]
+trust_descriptions = true
+[mcp.servers.git]
+command = ["python3", "-m", "mcp_server_git"]
+tools = ["git_*"]
+risk = { git_reset = "destructive" }
 [secrets]
 rules = ".gitleaks.toml"
 "#,
@@ -400,6 +414,36 @@ rules = ".gitleaks.toml"
                         layer_path: "/project/config.toml".to_owned(),
                     },
                 ],
+                // A server of a name is the higher layer's whole: the project's `command` and
+                // trust do not leak into the user's `tickets`.
+                mcp: McpConfig {
+                    servers: BTreeMap::from([
+                        (
+                            "git".to_owned(),
+                            McpServerConfig {
+                                command: Some(vec![
+                                    "python3".to_owned(),
+                                    "-m".to_owned(),
+                                    "mcp_server_git".to_owned(),
+                                ]),
+                                tools: Some(vec!["git_*".to_owned()]),
+                                risk: BTreeMap::from([(
+                                    "git_reset".to_owned(),
+                                    crate::RiskClass::Destructive,
+                                )]),
+                                ..McpServerConfig::default()
+                            },
+                        ),
+                        (
+                            "tickets".to_owned(),
+                            McpServerConfig {
+                                url: Some("http://127.0.0.1:8931/mcp".to_owned()),
+                                headers: map(&[("Authorization", "env:TICKETS_TOKEN")]),
+                                ..McpServerConfig::default()
+                            },
+                        ),
+                    ]),
+                },
             }
         );
     }

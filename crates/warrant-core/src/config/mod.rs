@@ -10,6 +10,7 @@
 
 mod audit;
 mod identity;
+mod mcp;
 mod merge;
 mod profiles;
 mod providers;
@@ -26,6 +27,7 @@ pub use audit::{AuditConfig, JsonlFsync, OnFull, SinkConfig, StoreConfig};
 pub use identity::{
     FieldOrigin, IdentityConfig, IdentityField, ResolvedIdentity, Source, resolve_identity,
 };
+pub use mcp::{DEFAULT_MCP_PROFILE, McpConfig, McpServerConfig};
 pub use merge::{Settings, merge_settings};
 pub use profiles::{
     DEFAULT_DENIED, DEFAULT_READ_ROOTS, DEFAULT_SCRATCH, Enforcement, EnvInherit, Isolation,
@@ -97,6 +99,9 @@ pub struct ConfigDoc {
     /// `[secrets]`: the secret scanner's rules (a gitleaks configuration file).
     #[serde(default)]
     pub secrets: SecretsConfig,
+    /// `[mcp]`: the MCP servers a run may call (`[mcp.servers.<name>]`).
+    #[serde(default)]
+    pub mcp: McpConfig,
 }
 
 /// A config file as read by the CLI.

@@ -373,6 +373,13 @@ fn each_action_narrows_to_its_own_payload_only_and_os_links_resolve() {
             provider: "scripted".into(),
             model: "m".into(),
         },
+        Action::McpCall {
+            server: "s".into(),
+            tool: "t".into(),
+            arguments: serde_json::json!({}),
+            risk: warrant_core::RiskClass::Read,
+            definition: "sha256:0".into(),
+        },
     ];
     for action in every {
         let a = Authorized::for_tests(action.clone());
@@ -403,7 +410,7 @@ fn each_action_narrows_to_its_own_payload_only_and_os_links_resolve() {
             Action::ShellExec { .. } => vec![format!(
                 "ShellExec {{ argv: [\"true\"], cwd: {root:?}, profile: \"default\", timeout_ms: 5, program: Some({path:?}), contained: true, judged: Argv }}"
             )],
-            Action::ProviderCall { .. } => vec![],
+            Action::ProviderCall { .. } | Action::McpCall { .. } => vec![],
         };
         assert_eq!(got, expected.iter().collect::<Vec<_>>(), "{action:?}");
     }

@@ -385,7 +385,7 @@ fn denial_message(
             | Action::FsCreate { path, .. }
             | Action::FsDelete { path, .. } => !path.starts_with(workspace),
             Action::ShellExec { cwd, .. } => !cwd.starts_with(workspace),
-            Action::ProviderCall { .. } => false,
+            Action::ProviderCall { .. } | Action::McpCall { .. } => false,
         });
         if outside {
             format!(

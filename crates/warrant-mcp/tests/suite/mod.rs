@@ -1,0 +1,2 @@
+mod client;
+pub mod peers;
