@@ -12,6 +12,7 @@ mod docs;
 mod harness;
 mod identity;
 mod injection;
+mod mcp;
 mod models;
 mod openai;
 mod policy;
