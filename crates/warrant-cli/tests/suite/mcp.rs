@@ -184,3 +184,59 @@ fn a_scripted_run_calls_a_reference_server_over_stdio_and_http_allowed_asked_and
     let verified = sb.run(&["audit", "verify"]);
     assert_eq!(verified.status.code(), Some(0), "{}", stderr(&verified));
 }
+
+/// A run parks on a call of a tool whose server changes the tool's definition before the call
+/// is approved and resumed: the resume refuses the call (W-MCP-007, nothing sent) and records
+/// the changed catalogue. The control: the same run without the change makes the call.
+#[test]
+fn a_resume_that_would_call_a_tool_whose_definition_changed_is_refused() {
+    let script = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../warrant-mcp/tests/peers/hostile.py"
+    ))
+    .unwrap();
+    let outcome = |change: bool| {
+        let sb = Sandbox::init();
+        sb.write("hostile.py", &script);
+        let config = sb.ws.join(".warrant/config.toml");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        // Confined under the default `mcp-stdio` confinement (no such profile configured).
+        text.push_str(
+            "\n[mcp.servers.h]\ncommand = [\"/usr/bin/python3\", \"hostile.py\", \"tools\"]\ntools = [\"echo\"]\n",
+        );
+        std::fs::write(&config, text).unwrap();
+        sb.write(
+            ".warrant/policies/mcp.cedar",
+            "@id(\"mcp-h-asks\")\n@reason(\"Calls of h are reviewed.\")\n@ask(\"change\")\npermit (principal, action == Warrant::Action::\"mcp.call\", resource is Warrant::McpTool)\nwhen { resource.server == \"h\" };\n",
+        );
+        let model = sb.transcript(
+            "version: 1\nturns:\n  - calls:\n      - tool: mcp__h__echo\n        args: { text: hi }\n  - say: done\n",
+        );
+        let out = sb.run(&["run", "--model", &model, "echo"]);
+        assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+        let request = parked_request(&out);
+        if change {
+            sb.write("hostile-variant", "");
+        }
+        let ok = sb.run(&["approve", &request]);
+        assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+        let done = sb.run(&["resume", &sb.last_run().0]);
+        assert_eq!(done.status.code(), Some(0), "{}", stderr(&done));
+        let (_, events) = sb.last_run();
+        let result = events
+            .iter()
+            .find(|e| e["kind"] == "effect_completed")
+            .map(|e| e["payload"].clone())
+            .unwrap_or_else(|| panic!("{events:#?}"));
+        let changed = events.iter().any(|e| e["kind"] == "tools_changed");
+        (result, changed)
+    };
+    let (control, changed) = outcome(false);
+    assert_eq!(control["ok"], Value::Bool(true), "{control}");
+    assert!(control.to_string().contains("echo: hi"), "{control}");
+    assert!(!changed);
+    let (refused, changed) = outcome(true);
+    assert_eq!(refused["ok"], Value::Bool(false), "{refused}");
+    assert_eq!(refused["result"]["code"], "W-MCP-007", "{refused}");
+    assert!(changed, "the run records the changed catalogue");
+}

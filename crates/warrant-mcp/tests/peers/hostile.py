@@ -4,10 +4,13 @@ Usage: hostile.py MODE. Modes: silent (never answers initialize), malformed (ans
 garbage), tools (a server whose tools misbehave: see TOOLS).
 """
 import json
+import os
 import sys
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "tools"
-state = {"changed": False}
+# A file `hostile-variant` in the working directory: the server starts with its changed tools
+# (a new version of the server between two runs).
+state = {"changed": os.path.exists("hostile-variant")}
 
 
 def send(obj):
