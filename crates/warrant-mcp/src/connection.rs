@@ -120,7 +120,7 @@ pub fn dropped(caps: &ServerCapabilities) -> Vec<String> {
 pub enum Endpoint {
     /// A started child: its standard input and output.
     Stdio {
-        child: Supervised,
+        child: Box<Supervised>,
         stdin: OwnedFd,
         stdout: OwnedFd,
     },
@@ -175,13 +175,21 @@ impl Connection {
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Ready>(1);
         let (shutdown_tx, shutdown_rx) = tokio::sync::oneshot::channel::<()>();
         let name = server.to_owned();
+        let refused: Arc<Mutex<Option<String>>> = Arc::default();
         let (child, transport_kind) = match endpoint {
             Endpoint::Stdio {
                 child,
                 stdin,
                 stdout,
-            } => (Some(child), Transport::Stdio { stdin, stdout }),
-            Endpoint::Http { url, headers } => (None, Transport::Http { url, headers }),
+            } => (Some(*child), Transport::Stdio { stdin, stdout }),
+            Endpoint::Http { url, headers } => (
+                None,
+                Transport::Http {
+                    url,
+                    headers,
+                    refused: Arc::clone(&refused),
+                },
+            ),
         };
         let kind = transport_kind.name();
         let connect_err = |message: String| McpError::Connect {
@@ -207,8 +215,8 @@ impl Connection {
                 let handle = rt.handle().clone();
                 rt.block_on(async move {
                     let served = match transport_kind.build(&name) {
-                        Ok(Built::Stdio(io)) => handler.serve(io).await.map_err(|e| e.to_string()),
-                        Ok(Built::Http(t)) => handler.serve(t).await.map_err(|e| e.to_string()),
+                        Ok(Built::Stdio(io)) => handler.serve(io).await.map_err(|e| chain(&e)),
+                        Ok(Built::Http(t)) => handler.serve(t).await.map_err(|e| chain(&e)),
                         Err(e) => {
                             let _ = ready_tx.send(Err(e));
                             return;
@@ -274,6 +282,16 @@ impl Connection {
         let (handle, peer, record) = match ready {
             Ok(ok) => ok,
             Err(e) => {
+                if let Some(to) = refused
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take()
+                {
+                    return Err(McpError::Redirect {
+                        server: server.to_owned(),
+                        to,
+                    });
+                }
                 let stderr = child
                     .as_mut()
                     .map(|c| c.stop(STOP_GRACE).stderr.text)
@@ -285,7 +303,16 @@ impl Connection {
                             message: format!("{message}; its standard error: {}", stderr.trim()),
                         }
                     }
-                    other => other,
+                    other @ (McpError::Connect { .. }
+                    | McpError::Config { .. }
+                    | McpError::InitializeTimeout { .. }
+                    | McpError::List { .. }
+                    | McpError::Call { .. }
+                    | McpError::CallTimeout { .. }
+                    | McpError::DefinitionChanged { .. }
+                    | McpError::ToolGone { .. }
+                    | McpError::Redirect { .. }
+                    | McpError::Header { .. }) => other,
                 });
             }
         };
@@ -448,6 +475,8 @@ enum Transport {
     Http {
         url: String,
         headers: Vec<(String, String)>,
+        /// Where a refused redirect pointed, for the error.
+        refused: Arc<Mutex<Option<String>>>,
     },
 }
 
@@ -486,11 +515,15 @@ impl Transport {
                     .map_err(|e| failed(format!("its standard input: {e}")))?;
                 Ok(Built::Stdio((rx, tx)))
             }
-            Self::Http { url, headers } => {
+            Self::Http {
+                url,
+                headers,
+                refused,
+            } => {
                 let origin = reqwest::Url::parse(&url)
                     .map_err(|e| failed(format!("`{url}` is not a URL: {e}")))?;
                 let client = reqwest::Client::builder()
-                    .redirect(redirect_policy(origin))
+                    .redirect(redirect_policy(origin, refused))
                     .build()
                     .map_err(|e| failed(format!("cannot build the HTTP client: {e}")))?;
                 let mut map = HashMap::new();
@@ -512,19 +545,38 @@ impl Transport {
     }
 }
 
+/// An error with its sources: the HTTP client's refusal of a redirect is a source, not the
+/// message.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
 /// Redirects are followed only to the same scheme, host and port (at most 5); a redirect to
 /// another host is refused, so a server cannot send Warrant's headers (its credentials)
 /// elsewhere.
-pub fn redirect_policy(origin: reqwest::Url) -> reqwest::redirect::Policy {
+pub fn redirect_policy(
+    origin: reqwest::Url,
+    refused: Arc<Mutex<Option<String>>>,
+) -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(move |attempt| {
         let to = attempt.url();
         let same = to.scheme() == origin.scheme()
             && to.host_str() == origin.host_str()
             && to.port_or_known_default() == origin.port_or_known_default();
         if !same {
+            *refused.lock().unwrap_or_else(PoisonError::into_inner) = Some(to.to_string());
             let msg = format!(
-                "redirect to another host refused (W-MCP-010): {} redirected to {}",
-                origin, to
+                "redirect to another host refused (W-MCP-010): {origin} redirected to {to}"
             );
             attempt.error(msg)
         } else if attempt.previous().len() >= 5 {

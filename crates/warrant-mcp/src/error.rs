@@ -36,6 +36,10 @@ pub enum McpError {
     },
     #[error("MCP server `{server}` no longer offers tool `{tool}`; nothing was sent")]
     ToolGone { server: String, tool: String },
+    #[error(
+        "MCP server `{server}` redirected to another host ({to}); refused, so its headers never left for it"
+    )]
+    Redirect { server: String, to: String },
     #[error("header `{header}` of MCP server `{server}` could not be resolved: {message}")]
     Header {
         server: String,
@@ -56,6 +60,7 @@ impl Coded for McpError {
             Self::DefinitionChanged { .. } => "W-MCP-007",
             Self::ToolGone { .. } => "W-MCP-008",
             Self::Header { .. } => "W-MCP-009",
+            Self::Redirect { .. } => "W-MCP-010",
         }
     }
 }

@@ -267,7 +267,7 @@ fn connect(server: &Arc<Server>, ctx: &StartContext) -> Result<Arc<Connection>, 
                 message: "the server has no standard input and output".into(),
             })?;
             Endpoint::Stdio {
-                child,
+                child: Box::new(child),
                 stdin: OwnedFd::from(stdin),
                 stdout: OwnedFd::from(stdout),
             }
@@ -473,7 +473,7 @@ impl McpTool {
         let arguments = match &call.arguments {
             Value::Object(map) => map.clone(),
             Value::Null => serde_json::Map::new(),
-            other => {
+            other @ (Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_)) => {
                 return failed(McpError::Call {
                     server: call.server.clone(),
                     tool: call.tool.clone(),

@@ -14,7 +14,7 @@ use super::peers;
 
 /// Servers run unconfined here: the confined start goes through the `warrant` binary's
 /// launcher, which the CLI tests exercise.
-fn ctx(dir: &std::path::Path) -> StartContext {
+pub fn ctx(dir: &std::path::Path) -> StartContext {
     let profile = ProfileConfig {
         unconfined: true,
         ..ProfileConfig::default()
@@ -27,7 +27,7 @@ fn ctx(dir: &std::path::Path) -> StartContext {
     }
 }
 
-fn stdio(argv: &[&str]) -> McpServerConfig {
+pub fn stdio(argv: &[&str]) -> McpServerConfig {
     McpServerConfig {
         command: Some(argv.iter().map(|s| (*s).to_owned()).collect()),
         profile: Some("open".to_owned()),
@@ -36,7 +36,7 @@ fn stdio(argv: &[&str]) -> McpServerConfig {
     }
 }
 
-fn env(dir: &std::path::Path) -> ToolEnv {
+pub fn env(dir: &std::path::Path) -> ToolEnv {
     ToolEnv {
         workspace: CanonicalPath::from_normalized(dir.to_str().unwrap()).unwrap(),
         profiles: BTreeMap::new(),
@@ -47,7 +47,12 @@ fn env(dir: &std::path::Path) -> ToolEnv {
 }
 
 /// Normalizes and executes one call as the ring would once it allowed it.
-fn call(tools: &[Box<dyn Tool>], name: &str, args: Value, env: &ToolEnv) -> (Action, EffectResult) {
+pub fn call(
+    tools: &[Box<dyn Tool>],
+    name: &str,
+    args: Value,
+    env: &ToolEnv,
+) -> (Action, EffectResult) {
     let tool = tools
         .iter()
         .find(|t| t.spec().name == name)
@@ -59,7 +64,7 @@ fn call(tools: &[Box<dyn Tool>], name: &str, args: Value, env: &ToolEnv) -> (Act
     (actions[0].clone(), result)
 }
 
-fn names(tools: &[Box<dyn Tool>]) -> Vec<String> {
+pub fn names(tools: &[Box<dyn Tool>]) -> Vec<String> {
     tools.iter().map(|t| t.spec().name.clone()).collect()
 }
 
@@ -218,10 +223,8 @@ fn hostile_tools_are_named_safely_withheld_bounded_and_refused_when_changed() {
     // Vouched for and fence-free: passed through as written (the operator's call).
     assert_eq!(spec("mcp__hostile__echo").description, "Echoes text.");
     // Risk from annotations.
-    let risk = |n: &str| match call_action(&tools, n, &env) {
-        Action::McpCall { risk, .. } => risk,
-        other => panic!("{other:?}"),
-    };
+    // The action's own class is the tool's (`Action::risk` reads it back).
+    let risk = |n: &str| call_action(&tools, n, &env).risk();
     assert_eq!(
         [
             risk("mcp__hostile__echo"),
