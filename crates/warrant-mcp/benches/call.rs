@@ -147,7 +147,11 @@ fn mcp_call(c: &mut Criterion) {
         },
     )
     .unwrap();
-    assert!(tools.get("mcp__every__echo").is_some(), "{:?}", source.failures());
+    assert!(
+        tools.get("mcp__every__echo").is_some(),
+        "{:?}",
+        source.failures()
+    );
 
     // A second connection of its own for the middle figure.
     let conn_source = McpSource::new(&servers, ctx).unwrap();

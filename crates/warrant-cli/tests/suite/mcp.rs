@@ -240,3 +240,51 @@ fn a_resume_that_would_call_a_tool_whose_definition_changed_is_refused() {
     assert_eq!(refused["result"]["code"], "W-MCP-007", "{refused}");
     assert!(changed, "the run records the changed catalogue");
 }
+
+/// A stdio server runs confined by default: the same server reading a file of the person's
+/// home gets it unconfined (the control, a profile with `unconfined = true`) and not under the
+/// default `mcp-stdio` confinement.
+#[test]
+fn a_stdio_server_is_confined_by_default_and_reads_the_home_only_when_unconfined() {
+    let script = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../warrant-mcp/tests/peers/hostile.py"
+    ))
+    .unwrap();
+    let sb = Sandbox::init();
+    sb.add_unconfined_profile();
+    sb.write("hostile.py", &script);
+    let secret = sb.home.join("private-notes.txt");
+    std::fs::write(&secret, "the person's own notes").unwrap();
+    let config = sb.ws.join(".warrant/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(concat!(
+        "\n[mcp.servers.conf]\ncommand = [\"/usr/bin/python3\", \"hostile.py\", \"tools\"]\ntools = [\"peek\"]\n",
+        "\n[mcp.servers.open]\ncommand = [\"/usr/bin/python3\", \"hostile.py\", \"tools\"]\nprofile = \"open\"\ntools = [\"peek\"]\n",
+    ));
+    std::fs::write(&config, text).unwrap();
+    sb.write(
+        ".warrant/policies/mcp.cedar",
+        "@id(\"mcp-peek\")\n@reason(\"test\")\npermit (principal, action == Warrant::Action::\"mcp.call\", resource is Warrant::McpTool)\nwhen { resource.tool == \"peek\" };\n",
+    );
+    let path = secret.to_str().unwrap();
+    let model = sb.transcript(&format!(
+        "version: 1\nturns:\n  - calls:\n      - tool: mcp__conf__peek\n        args: {{ path: {path:?} }}\n      - tool: mcp__open__peek\n        args: {{ path: {path:?} }}\n  - say: done\n"
+    ));
+    let out = sb.run(&["run", "--model", &model, "peek"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (_, events) = sb.last_run();
+    let results: Vec<String> = events
+        .iter()
+        .filter(|e| e["kind"] == "effect_completed")
+        .map(|e| e["payload"]["result"].to_string())
+        .collect();
+    assert_eq!(results.len(), 2, "{events:#?}");
+    assert!(results[0].contains("cannot read"), "{}", results[0]);
+    assert!(!results[0].contains("own notes"), "{}", results[0]);
+    assert!(
+        results[1].contains("the person's own notes"),
+        "{}",
+        results[1]
+    );
+}

@@ -41,6 +41,9 @@ def tools():
         {"name": "hang", "description": "Never answers.", "inputSchema": {"type": "object"}},
         {"name": "sample", "description": "Asks the client to sample the model.",
          "inputSchema": {"type": "object"}},
+        {"name": "peek", "description": "Reads a file of the machine.",
+         "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
+         "annotations": {"readOnlyHint": True}},
     ]
 
 
@@ -91,6 +94,12 @@ for line in sys.stdin:
             sys.exit(3)
         elif name == "hang":
             pass
+        elif name == "peek":
+            try:
+                with open(args.get("path", "")) as f:
+                    send({"jsonrpc": "2.0", "id": mid, "result": text(f.read())})
+            except OSError as e:
+                send({"jsonrpc": "2.0", "id": mid, "result": text("cannot read: " + str(e), True)})
         elif name == "sample":
             pending[9001] = mid
             send({"jsonrpc": "2.0", "id": 9001, "method": "sampling/createMessage", "params": {
