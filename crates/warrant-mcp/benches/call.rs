@@ -131,7 +131,7 @@ fn mcp_call(c: &mut Criterion) {
     let servers = BTreeMap::from([(
         "every".to_owned(),
         McpServerConfig {
-            command: Some(argv.clone()),
+            command: Some(argv),
             profile: Some("open".to_owned()),
             tools: Some(vec!["echo".to_owned()]),
             ..McpServerConfig::default()
