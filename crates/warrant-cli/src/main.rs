@@ -529,6 +529,9 @@ impl warrant_host::Notices for Stderr {
             Notice::TakingOver { run, from } => {
                 format!("taking over {run} from {from}, which is no longer running")
             }
+            Notice::McpUnavailable { code, error } => {
+                format!("warning: {error} ({code}); its tools are not offered")
+            }
         };
         eprintln!("{}", shown(&line));
     }

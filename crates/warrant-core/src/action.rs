@@ -431,6 +431,19 @@ pub enum Action {
         port: u16,
         allowlisted: bool,
     },
+    /// One call of a tool of a configured MCP server, as the server names it (`tool`), with
+    /// the arguments the model gave. `risk` is the class the operator's configuration or the
+    /// server's annotations give it; `definition` the digest of the tool's definition when the
+    /// call was proposed, so an approval binds to it and a call to a tool whose definition
+    /// changed since is refused.
+    #[serde(rename = "mcp.call")]
+    McpCall {
+        server: String,
+        tool: String,
+        arguments: Value,
+        risk: RiskClass,
+        definition: String,
+    },
 }
 
 /// The most words a memory query keeps (distinct, in order of first appearance).
@@ -575,6 +588,7 @@ impl Action {
             Self::GitCheckout { .. } => Verb::GitCheckout,
             Self::GitPush { .. } => Verb::GitPush,
             Self::WebFetch { .. } => Verb::WebFetch,
+            Self::McpCall { .. } => Verb::McpCall,
         }
     }
 
@@ -615,6 +629,7 @@ impl Action {
             | Self::GitCheckout { repo, .. }
             | Self::GitPush { repo, .. } => self.git_resource(repo),
             Self::WebFetch { url, .. } => url.clone(),
+            Self::McpCall { server, tool, .. } => format!("mcp/{server}/{tool}"),
         }
     }
 
@@ -640,6 +655,7 @@ impl Action {
             | Self::MemoryDelete { .. }
             | Self::MemoryPropose { .. }
             | Self::MemoryPublish { .. }
+            | Self::McpCall { .. }
             | Self::WebFetch { .. } => String::new(),
         };
         format!("git{}/{what}", repo.as_str().trim_end_matches('/'))
@@ -707,7 +723,8 @@ impl Action {
             | Self::GitBranch { .. }
             | Self::GitCheckout { .. }
             | Self::GitPush { .. }
-            | Self::WebFetch { .. } => {
+            | Self::WebFetch { .. }
+            | Self::McpCall { .. } => {
                 serde_json::to_value(self).unwrap_or_else(|_| json!({"verb": self.verb()}))
             }
         }
@@ -832,7 +849,8 @@ impl Payload for FsWrite {
             | Action::GitBranch { .. }
             | Action::GitCheckout { .. }
             | Action::GitPush { .. }
-            | Action::WebFetch { .. } => None,
+            | Action::WebFetch { .. }
+            | Action::McpCall { .. } => None,
         }
     }
 }
@@ -1017,6 +1035,7 @@ impl Payload for GitOp {
             | Action::MemoryDelete { .. }
             | Action::MemoryPropose { .. }
             | Action::MemoryPublish { .. }
+            | Action::McpCall { .. }
             | Action::WebFetch { .. } => None,
         }
     }
@@ -1034,6 +1053,37 @@ impl Payload for WebFetch {
             return None;
         };
         Some(Self { url: url.clone() })
+    }
+}
+
+/// The payload of `mcp.call`: the server, the tool as the server names it, the arguments,
+/// and the digest of the tool's definition the call was decided against.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpCall {
+    pub server: String,
+    pub tool: String,
+    pub arguments: Value,
+    pub definition: String,
+}
+
+impl Payload for McpCall {
+    fn of(action: &Action) -> Option<Self> {
+        let Action::McpCall {
+            server,
+            tool,
+            arguments,
+            definition,
+            ..
+        } = action
+        else {
+            return None;
+        };
+        Some(Self {
+            server: server.clone(),
+            tool: tool.clone(),
+            arguments: arguments.clone(),
+            definition: definition.clone(),
+        })
     }
 }
 

@@ -23,6 +23,11 @@ pub fn classify(action: &Action) -> (RiskClass, Option<String>) {
 
 /// [`classify`] with the recognizers set as given (tests switch following off).
 pub fn classify_with(action: &Action, rec: Recognizers) -> (RiskClass, Option<String>) {
+    // An MCP tool's class is the operator's (or, unless overridden, the server's annotations'):
+    // it is the action's own, and may be lower than the verb's default.
+    if let Action::McpCall { risk, .. } = action {
+        return (*risk, None);
+    }
     let default = action.verb().default_risk();
     let raised = match action {
         Action::FsRead { path }
@@ -44,6 +49,7 @@ pub fn classify_with(action: &Action, rec: Recognizers) -> (RiskClass, Option<St
         | Action::GitBranch { .. }
         | Action::GitCheckout { .. }
         | Action::GitPush { .. }
+        | Action::McpCall { .. }
         | Action::WebFetch { .. } => None,
     };
     match raised {

@@ -875,6 +875,7 @@ impl Undo {
                     | Action::MemoryDelete { .. }
                     | Action::MemoryPropose { .. }
                     | Action::MemoryPublish { .. }
+                    | Action::McpCall { .. }
                     | Action::WebFetch { .. } => None,
                 })
                 .collect(),

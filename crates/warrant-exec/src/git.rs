@@ -135,6 +135,7 @@ pub fn run(op: &Authorized<GitOp>) -> Result<GitOutcome, GitError> {
         | Action::MemoryDelete { .. }
         | Action::MemoryPropose { .. }
         | Action::MemoryPublish { .. }
+        | Action::McpCall { .. }
         | Action::WebFetch { .. } => Err(GitError::BadName {
             what: "action",
             value: op.action.verb().as_str().to_owned(),

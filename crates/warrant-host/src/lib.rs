@@ -22,6 +22,7 @@ pub mod identity;
 pub mod init;
 pub mod install;
 pub mod layers;
+pub mod mcp;
 pub mod memory;
 pub mod narrate;
 mod notice;
@@ -91,6 +92,9 @@ pub struct Host {
     sources: Vec<Arc<dyn ToolSource + Send + Sync>>,
     /// The workspace's memory (`.warrant/memory.db`), opened on first use.
     memory: Arc<warrant_memory::MemoryStore>,
+    /// The configured MCP servers (also among `sources`), started when the catalogue is first
+    /// built and stopped with the host.
+    mcp: Option<Arc<warrant_mcp::McpSource>>,
 }
 
 impl std::fmt::Debug for Host {
@@ -129,6 +133,11 @@ impl Host {
         let memory = Arc::new(warrant_memory::MemoryStore::at(
             &paths.dot.join(memory::MEMORY_DB),
         ));
+        let mcp = mcp::source(&paths, &settings)?;
+        let mut sources: Vec<Arc<dyn ToolSource + Send + Sync>> = Vec::new();
+        if let Some(mcp) = &mcp {
+            sources.push(Arc::clone(mcp) as Arc<dyn ToolSource + Send + Sync>);
+        }
         Ok(Host {
             paths,
             identity,
@@ -139,8 +148,9 @@ impl Host {
             rules,
             confidential,
             redactor,
-            sources: Vec::new(),
+            sources,
             memory,
+            mcp,
         })
     }
 
@@ -167,11 +177,15 @@ impl Host {
         let memory = self.memory_tools();
         let mut sources: Vec<&dyn ToolSource> = vec![&Builtin, &memory];
         sources.extend(self.sources.iter().map(|s| s.as_ref() as &dyn ToolSource));
-        controls::tools(
+        let tools = controls::tools(
             &self.settings,
             &sources,
             controls::redacting(&self.redactor),
-        )
+        );
+        if let Some(mcp) = &self.mcp {
+            mcp::tell_failures(mcp, self.inst.notices.as_ref());
+        }
+        tools
     }
 
     /// Builds the ring for one operation, with the governed decision point (Cedar, then the

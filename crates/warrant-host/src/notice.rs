@@ -26,6 +26,9 @@ pub enum Notice {
     },
     /// This process takes over a run whose lease holder on this host is gone.
     TakingOver { run: String, from: String },
+    /// A configured MCP server offers no tools to this run: it could not be started, reached
+    /// or listed (`code`, `error` say why).
+    McpUnavailable { code: String, error: String },
 }
 
 /// Where notices go: the front end's sink for them.

@@ -370,6 +370,18 @@ pub fn session_pattern(action: &Action) -> String {
         | Action::GitCheckout { .. }
         | Action::GitPush { .. }
         | Action::WebFetch { .. } => format!("{} {}", action.verb().as_str(), action.target()),
+        Action::McpCall {
+            server,
+            tool,
+            arguments,
+            ..
+        } => {
+            if precise {
+                format!("mcp.call {server}/{tool} with {arguments}")
+            } else {
+                format!("mcp.call {server}/{tool}")
+            }
+        }
     }
 }
 

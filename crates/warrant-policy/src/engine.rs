@@ -429,6 +429,7 @@ fn default_deny_note(
         | Action::MemoryRead { .. }
         | Action::MemoryDelete { .. }
         | Action::MemoryPropose { .. }
+        | Action::McpCall { .. }
         | Action::MemoryPublish { .. } => String::new(),
         Action::FsRead { .. }
         | Action::FsList { .. }

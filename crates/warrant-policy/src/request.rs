@@ -366,6 +366,7 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
                 | Action::MemoryDelete { .. }
                 | Action::MemoryPropose { .. }
                 | Action::MemoryPublish { .. }
+                | Action::McpCall { .. }
                 | Action::WebFetch { .. } => ("", String::new(), String::new()),
             };
             let name = action.target();
@@ -392,6 +393,26 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
                 .str("port", port.to_string())
                 .attr("allowlisted", AttrValue::Bool(*allowlisted));
             // A fetch leaves the machine; it is never "in the workspace".
+            (entity, false)
+        }
+        Action::McpCall {
+            server,
+            tool,
+            arguments,
+            risk,
+            ..
+        } => {
+            let name = format!("mcp/{server}/{tool}");
+            // The arguments as canonical JSON text, so a policy can match them with `like`.
+            let arguments =
+                warrant_core::canonical_json(arguments).unwrap_or_else(|_| arguments.to_string());
+            let entity = EntitySpec::new(EntityKind::McpTool, name.clone())
+                .str("name", name)
+                .str("server", server.as_str())
+                .str("tool", tool.as_str())
+                .str("arguments", arguments)
+                .str("risk", risk.as_str());
+            // An MCP server is outside Warrant's workspace whatever it touches.
             (entity, false)
         }
     }

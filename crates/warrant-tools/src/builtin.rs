@@ -199,6 +199,7 @@ pub(crate) fn file_bases(actions: &[Action]) -> Value {
                 | Action::GitBranch { .. }
                 | Action::GitCheckout { .. }
                 | Action::GitPush { .. }
+                | Action::McpCall { .. }
                 | Action::WebFetch { .. } => Value::Null,
             })
             .collect(),
@@ -304,6 +305,7 @@ impl Tool for WriteFile {
                 | Action::GitBranch { .. }
                 | Action::GitCheckout { .. }
                 | Action::GitPush { .. }
+                | Action::McpCall { .. }
                 | Action::WebFetch { .. } => {}
             }
         }
@@ -528,6 +530,7 @@ impl Tool for RunCommand {
                 | Action::GitBranch { .. }
                 | Action::GitCheckout { .. }
                 | Action::GitPush { .. }
+                | Action::McpCall { .. }
                 | Action::WebFetch { .. } => {}
             }
         }
@@ -603,7 +606,8 @@ impl Tool for RunCommand {
                     | Action::GitBranch { .. }
                     | Action::GitCheckout { .. }
                     | Action::GitPush { .. }
-                    | Action::WebFetch { .. }) => other.target(),
+                    | Action::WebFetch { .. }
+                    | Action::McpCall { .. }) => other.target(),
                 })
                 .unwrap_or_default();
             let shown = changes.get("shown").and_then(Value::as_str).unwrap_or("");
@@ -765,6 +769,7 @@ fn describe_paths(verb: &str, actions: &[Action], env: &ToolEnv) -> Presentation
             | Action::GitBranch { .. }
             | Action::GitCheckout { .. }
             | Action::GitPush { .. }
+            | Action::McpCall { .. }
             | Action::WebFetch { .. } => a.target(),
         })
         .collect();

@@ -541,6 +541,7 @@ pub(crate) fn present_changes(what: &str, actions: &[Action], env: &ToolEnv) -> 
             | Action::MemoryDelete { .. }
             | Action::MemoryPropose { .. }
             | Action::MemoryPublish { .. }
+            | Action::McpCall { .. }
             | Action::WebFetch { .. } => {}
         }
     }

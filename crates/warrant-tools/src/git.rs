@@ -319,6 +319,7 @@ impl Tool for GitTool {
                     | Action::MemoryDelete { .. }
                     | Action::MemoryPropose { .. }
                     | Action::MemoryPublish { .. }
+                    | Action::McpCall { .. }
                     | Action::WebFetch { .. } => Value::Null,
                 })
                 .collect(),
@@ -381,6 +382,7 @@ impl Tool for GitTool {
                 | Action::MemoryDelete { .. }
                 | Action::MemoryPropose { .. }
                 | Action::MemoryPublish { .. }
+                | Action::McpCall { .. }
                 | Action::WebFetch { .. } => {}
             }
         }

@@ -43,6 +43,7 @@ pub(crate) fn for_actions(
             | Action::GitBranch { .. }
             | Action::GitCheckout { .. }
             | Action::GitPush { .. }
+            | Action::McpCall { .. }
             | Action::WebFetch { .. } => continue,
         };
         for (var, name) in source.env_for(profile) {

@@ -14,6 +14,7 @@ mod docs;
 mod harness;
 mod identity;
 mod injection;
+mod mcp;
 mod mcp_serve;
 mod memory;
 mod models;

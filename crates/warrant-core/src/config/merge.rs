@@ -52,6 +52,8 @@ pub struct Settings {
     pub tests: BTreeMap<String, super::run::TestsConfig>,
     /// `[web]`, field by field.
     pub web: super::run::WebConfig,
+    /// `[mcp]`: a higher layer's server of a name replaces a lower one's whole.
+    pub mcp: McpConfig,
 }
 
 /// One part of the configuration as a layer sets it, laid over the same part of a lower layer.
@@ -99,7 +101,7 @@ merge_fields! {
     }
     StoreConfig { url }
     RequestsConfig { question_ttl, secret_ttl, resource_ttl }
-    McpConfig { serve }
+    McpConfig { servers, serve }
     McpServeConfig { tools, lift_ceiling, tokens, max_body_bytes, allowed_origins, allowed_hosts }
     super::run::WebConfig { allow, max_bytes, timeout_ms }
 }
@@ -171,6 +173,7 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
                 tenant: acc.tenant.tightest(l.doc.budgets.tenant),
             }),
         prices: merged(&layers, |d| &d.prices),
+        mcp: merged(&layers, |d| &d.mcp),
     }
 }
 
@@ -178,7 +181,7 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::config::{BudgetLimit, LayerKind};
+    use crate::config::{BudgetLimit, LayerKind, McpServerConfig};
     use pretty_assertions::assert_eq;
 
     fn layer(kind: LayerKind, text: &str) -> Layer {
@@ -269,6 +272,9 @@ url = "postgres://user@db/warrant"
 [mcp.serve.tokens.ci]
 token = "env:USER_CI"
 actor = "ci-user"
+[mcp.servers.tickets]
+url = "http://127.0.0.1:8931/mcp"
+headers = { Authorization = "env:TICKETS_TOKEN" }
 "#,
         );
         let project = layer(
@@ -309,6 +315,13 @@ secret_ttl = "10m"
 OTHER = "secret:project"
 [secret_env.test]
 TOKEN = "secret:test"
+[mcp.servers.tickets]
+command = ["tickets-mcp"]
+trust_descriptions = true
+[mcp.servers.git]
+command = ["python3", "-m", "mcp_server_git"]
+tools = ["git_*"]
+risk = { git_reset = "destructive" }
 [secrets]
 rules = ".gitleaks.toml"
 [mcp.serve]
@@ -447,6 +460,48 @@ actor = "bot"
                 },
                 tests: BTreeMap::new(),
                 web: Default::default(),
+                // A server of a name is the higher layer's whole: the project's `command` and
+                // trust do not leak into the user's `tickets`.
+                mcp: McpConfig {
+                    servers: BTreeMap::from([
+                        (
+                            "git".to_owned(),
+                            McpServerConfig {
+                                command: Some(vec![
+                                    "python3".to_owned(),
+                                    "-m".to_owned(),
+                                    "mcp_server_git".to_owned(),
+                                ]),
+                                tools: Some(vec!["git_*".to_owned()]),
+                                risk: BTreeMap::from([(
+                                    "git_reset".to_owned(),
+                                    crate::RiskClass::Destructive,
+                                )]),
+                                ..McpServerConfig::default()
+                            },
+                        ),
+                        (
+                            "tickets".to_owned(),
+                            McpServerConfig {
+                                url: Some("http://127.0.0.1:8931/mcp".to_owned()),
+                                headers: map(&[("Authorization", "env:TICKETS_TOKEN")]),
+                                ..McpServerConfig::default()
+                            },
+                        ),
+                    ]),
+                    // `[mcp.serve]` as `mcp_serve` has it.
+                    serve: McpServeConfig {
+                        tools: Some(vec!["read_file".to_owned(), "write_file".to_owned()]),
+                        lift_ceiling: Some(vec![]),
+                        tokens: BTreeMap::from([
+                            ("bot".to_owned(), token("file:/run/bot", "bot")),
+                            ("ci".to_owned(), token("env:USER_CI", "ci-user")),
+                        ]),
+                        max_body_bytes: Some(4096),
+                        allowed_origins: None,
+                        allowed_hosts: None,
+                    },
+                },
             }
         );
     }

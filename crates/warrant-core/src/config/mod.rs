@@ -28,7 +28,7 @@ pub use audit::{AuditConfig, JsonlFsync, OnFull, SinkConfig, StoreConfig};
 pub use identity::{
     FieldOrigin, IdentityConfig, IdentityField, ResolvedIdentity, Source, resolve_identity,
 };
-pub use mcp::McpConfig;
+pub use mcp::{DEFAULT_MCP_PROFILE, McpConfig, McpServerConfig};
 pub use mcp_serve::{
     DEFAULT_ALLOWED_ORIGINS, DEFAULT_MAX_BODY_BYTES, DEFAULT_SERVE_TOOLS, McpServeConfig,
     READ_ONLY_TOOLS, ServeToken,
@@ -104,7 +104,8 @@ pub struct ConfigDoc {
     /// `[secrets]`: the secret scanner's rules (a gitleaks configuration file).
     #[serde(default)]
     pub secrets: SecretsConfig,
-    /// `[mcp]`: `[mcp.serve]`, what `warrant mcp serve` exports and to whom.
+    /// `[mcp]`: the MCP servers a run may call (`[mcp.servers.<name>]`) and what `warrant mcp
+    /// serve` exports, and to whom (`[mcp.serve]`).
     #[serde(default)]
     pub mcp: McpConfig,
     /// `[tests.<name>]`: the commands `run_tests` runs (else it detects the project's runner).

@@ -384,6 +384,13 @@ fn each_action_narrows_to_its_own_payload_only_and_os_links_resolve() {
             port: 443,
             allowlisted: true,
         },
+        Action::McpCall {
+            server: "s".into(),
+            tool: "t".into(),
+            arguments: serde_json::json!({}),
+            risk: warrant_core::RiskClass::Read,
+            definition: "sha256:0".into(),
+        },
     ];
     for action in every {
         let a = Authorized::for_tests(action.clone());
@@ -419,6 +426,7 @@ fn each_action_narrows_to_its_own_payload_only_and_os_links_resolve() {
                 "ShellExec {{ argv: [\"true\"], cwd: {root:?}, profile: \"default\", timeout_ms: 5, program: Some({path:?}), contained: true, judged: Argv }}"
             )],
             Action::ProviderCall { .. }
+            | Action::McpCall { .. }
             | Action::MemoryWrite { .. }
             | Action::MemoryRead { .. }
             | Action::MemoryDelete { .. }

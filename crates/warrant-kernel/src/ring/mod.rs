@@ -417,6 +417,7 @@ fn denial_message(
             | Action::MemoryRead { .. }
             | Action::MemoryDelete { .. }
             | Action::MemoryPropose { .. }
+            | Action::McpCall { .. }
             | Action::MemoryPublish { .. } => false,
             Action::GitRead { repo, .. }
             | Action::GitCommit { repo, .. }

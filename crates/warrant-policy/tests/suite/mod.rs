@@ -2,6 +2,7 @@ mod common;
 mod delegation;
 mod explain;
 mod layers;
+mod mcp;
 mod models;
 mod monotonic;
 mod scenarios;

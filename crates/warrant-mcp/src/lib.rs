@@ -1,0 +1,18 @@
+//! The MCP client: configured servers (`[mcp.servers.<name>]`, stdio under a subprocess profile
+//! or streamable HTTP) as a tool source. Every remote tool is offered as `mcp__<server>__<tool>`
+//! and every call is an `mcp.call` action through the ring; descriptions of servers nobody
+//! vouched for are withheld, results are bounded (the toolbox redacts them, the agent fences
+//! them). The SDK is `rmcp`; its async runtime stays inside [`connection`], one per server.
+//! Limits: tools only (resources, prompts, sampling and elicitation are not used: requests for
+//! the last two are refused); HTTP without TLS (reqwest is built without a TLS backend, so an
+//! `https://` server fails to connect, W-MCP-002).
+
+pub mod connection;
+pub mod error;
+pub mod names;
+pub mod source;
+
+pub use connection::{Connection, ConnectionRecord, Endpoint, PROTOCOL};
+pub use error::McpError;
+pub use names::{MAX_NAME, model_name};
+pub use source::{McpSource, McpTool, StartContext, WITHHELD, shape};

@@ -1,0 +1,4 @@
+mod client;
+mod interop;
+pub mod peers;
+mod redirect;
