@@ -522,6 +522,9 @@ impl Transport {
             } => {
                 let origin = reqwest::Url::parse(&url)
                     .map_err(|e| failed(format!("`{url}` is not a URL: {e}")))?;
+                // TLS through rustls on ring, the provider the rest of the tree uses; installed
+                // once per process (a later call finds it there).
+                let _ = rustls::crypto::ring::default_provider().install_default();
                 let client = reqwest::Client::builder()
                     .redirect(redirect_policy(origin, refused))
                     .build()

@@ -4,8 +4,8 @@
 //! vouched for are withheld, results are bounded (the toolbox redacts them, the agent fences
 //! them). The SDK is `rmcp`; its async runtime stays inside [`connection`], one per server.
 //! Limits: tools only (resources, prompts, sampling and elicitation are not used: requests for
-//! the last two are refused); HTTP without TLS (reqwest is built without a TLS backend, so an
-//! `https://` server fails to connect, W-MCP-002).
+//! the last two are refused). HTTP servers are reached over TLS (rustls, the platform's
+//! certificate store); plain `http://` only to this machine, never across a network.
 
 pub mod connection;
 pub mod error;

@@ -203,6 +203,11 @@ fn check(name: &str, config: &McpServerConfig, ctx: &StartContext) -> Result<Ser
                     "`url` must be http:// or https://, not `{url}`"
                 )));
             }
+            if url.starts_with("http://") && !loopback(url) {
+                return Err(bad(format!(
+                    "`{url}` is plain HTTP to another machine: the calls, their results and any header would cross the network in the clear; use https://"
+                )));
+            }
             for (header, value) in &config.headers {
                 if !(value.starts_with("env:") || value.starts_with("file:")) {
                     return Err(bad(format!(
@@ -596,4 +601,21 @@ impl Tool for Shared {
             },
         }
     }
+}
+
+/// Whether an `http://` URL names this machine (`localhost`, 127.0.0.0/8, `::1`), where plain
+/// HTTP never crosses a network.
+fn loopback(url: &str) -> bool {
+    let rest = url.strip_prefix("http://").unwrap_or(url);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit('@').next().unwrap_or(authority);
+    let host = if let Some(v6) = host_port.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        host_port.split(':').next().unwrap_or("")
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }

@@ -1,4 +1,5 @@
-mod client;
+pub mod client;
 mod interop;
 pub mod peers;
 mod redirect;
+mod tls;
