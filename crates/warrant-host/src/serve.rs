@@ -98,7 +98,7 @@ impl Host {
     /// The export of `[mcp.serve]`: the configured tools (default: the read-only file tools)
     /// that exist, minus those the ceiling holds back. A name that is no tool is an error.
     pub fn serve_export(&self) -> Result<(Export, Toolbox)> {
-        let config = &self.settings.mcp_serve;
+        let config = &self.settings.mcp.serve;
         let all = self.tools()?;
         let known: Vec<String> = all.catalogue_specs().into_iter().map(|s| s.name).collect();
         let mut exported = Vec::new();
@@ -161,7 +161,7 @@ impl Host {
     pub fn serve_tokens(&self) -> Result<Vec<TokenCaller>> {
         let env: BTreeMap<String, String> = std::env::vars().collect();
         let mut out = Vec::new();
-        for (name, entry) in &self.settings.mcp_serve.tokens {
+        for (name, entry) in &self.settings.mcp.serve.tokens {
             let setting = format!("mcp.serve.tokens.{name}.token");
             let key = warrant_llm::secret::resolve_key(&setting, Some(&entry.token), "", &env)
                 .map_err(|e| HostError::usage("W-MCPSERVE-002", e.to_string()))?;

@@ -98,7 +98,7 @@ impl Worker {
                         digest: warrant_core::Digest::of_bytes(c.token.as_bytes()),
                     })
                     .collect();
-                let config = host.settings.mcp_serve.clone();
+                let config = host.settings.mcp.serve.clone();
                 if ready
                     .send(Ok(Startup {
                         export,

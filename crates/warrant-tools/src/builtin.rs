@@ -180,27 +180,13 @@ pub(crate) fn file_bases(actions: &[Action]) -> Value {
     Value::Array(
         actions
             .iter()
-            .map(|a| match a {
-                Action::FsWrite { path, .. }
-                | Action::FsCreate { path, .. }
-                | Action::FsDelete { path, .. } => json!(warrant_exec::fs::content_digest(path)),
-                Action::FsRead { .. }
-                | Action::FsList { .. }
-                | Action::FsSearch { .. }
-                | Action::ShellExec { .. }
-                | Action::ProviderCall { .. }
-                | Action::MemoryWrite { .. }
-                | Action::MemoryRead { .. }
-                | Action::MemoryDelete { .. }
-                | Action::MemoryPropose { .. }
-                | Action::MemoryPublish { .. }
-                | Action::GitRead { .. }
-                | Action::GitCommit { .. }
-                | Action::GitBranch { .. }
-                | Action::GitCheckout { .. }
-                | Action::GitPush { .. }
-                | Action::McpCall { .. }
-                | Action::WebFetch { .. } => Value::Null,
+            .map(|a| {
+                let changed = warrant_core::FsWrite::of(a)
+                    .map(|w| w.path)
+                    .or_else(|| warrant_core::FsDelete::of(a).map(|d| d.path));
+                changed.map_or(Value::Null, |path| {
+                    json!(warrant_exec::fs::content_digest(&path))
+                })
             })
             .collect(),
     )
@@ -267,46 +253,26 @@ impl Tool for WriteFile {
         let mut title = Vec::new();
         let mut body = String::new();
         for a in actions {
-            match a {
-                Action::FsWrite { path, content } | Action::FsCreate { path, content } => {
-                    let verb = if matches!(a, Action::FsCreate { .. }) {
-                        "create"
-                    } else {
-                        "write"
-                    };
-                    title.push(format!("{verb} {}", shown(path, env)));
-                    // A file that holds credentials is shown by size and digest: a person
-                    // approving it must not be handed the secret (nor the journal, which keeps
-                    // what was shown).
-                    if warrant_core::risk::classify(a).0 == warrant_core::RiskClass::Secret {
-                        body.push_str(&format!(
-                            "{} holds credentials; its content is not shown: {} bytes, {}\n",
-                            shown(path, env),
-                            content.len(),
-                            warrant_core::Digest::of_bytes(content.as_bytes())
-                        ));
-                    } else {
-                        body.push_str(&preview_write(path, content, env));
-                    }
+            if let Action::FsWrite { path, content } | Action::FsCreate { path, content } = a {
+                let verb = if matches!(a, Action::FsCreate { .. }) {
+                    "create"
+                } else {
+                    "write"
+                };
+                title.push(format!("{verb} {}", shown(path, env)));
+                // A file that holds credentials is shown by size and digest: a person
+                // approving it must not be handed the secret (nor the journal, which keeps
+                // what was shown).
+                if warrant_core::risk::classify(a).0 == warrant_core::RiskClass::Secret {
+                    body.push_str(&format!(
+                        "{} holds credentials; its content is not shown: {} bytes, {}\n",
+                        shown(path, env),
+                        content.len(),
+                        warrant_core::Digest::of_bytes(content.as_bytes())
+                    ));
+                } else {
+                    body.push_str(&preview_write(path, content, env));
                 }
-                Action::FsRead { .. }
-                | Action::FsList { .. }
-                | Action::FsSearch { .. }
-                | Action::FsDelete { .. }
-                | Action::ShellExec { .. }
-                | Action::ProviderCall { .. }
-                | Action::MemoryWrite { .. }
-                | Action::MemoryRead { .. }
-                | Action::MemoryDelete { .. }
-                | Action::MemoryPropose { .. }
-                | Action::MemoryPublish { .. }
-                | Action::GitRead { .. }
-                | Action::GitCommit { .. }
-                | Action::GitBranch { .. }
-                | Action::GitCheckout { .. }
-                | Action::GitPush { .. }
-                | Action::McpCall { .. }
-                | Action::WebFetch { .. } => {}
             }
         }
         Presentation {
@@ -478,60 +444,40 @@ impl Tool for RunCommand {
         let mut title = Vec::new();
         let mut body = String::new();
         for a in actions {
-            match a {
-                Action::ShellExec {
-                    argv,
-                    cwd,
-                    profile,
-                    timeout_ms,
-                    program,
-                    contained,
-                    judged,
-                } => {
-                    title.push(format!("run {}", shown_argv(argv)));
-                    let found = match program {
-                        Some(p) => warrant_core::render::inline(p.as_str()).into_owned(),
-                        None => "not found on the command's PATH; known only by argv[0]".to_owned(),
-                    };
-                    let inherit = env
-                        .profiles
-                        .get(profile)
-                        .map(|p| format!("{:?}", p.inherit_env).to_lowercase())
-                        .unwrap_or_else(|| "?".into());
-                    let given = crate::secrets::shown(profile, env);
-                    let mut confinement = env
-                        .profiles
-                        .get(profile)
-                        .map(|p| confinement_words(p, *contained))
-                        .unwrap_or_else(|| "unknown profile".into());
-                    if *contained && *judged == Judging::Argv {
-                        confinement.push_str(JUDGED_BY_ARGV);
-                    }
-                    body.push_str(&format!(
-                        "argv:    {}\nprogram: {found}\ncwd:     {cwd}\nprofile: {profile} (timeout {timeout_ms} ms, environment: {inherit} + profile settings, secrets {})\nconfinement: {confinement}\n",
-                        serde_json::to_string(argv).unwrap_or_default(),
-                        if given.is_empty() { "never".to_owned() } else { given }
-                    ));
+            if let Action::ShellExec {
+                argv,
+                cwd,
+                profile,
+                timeout_ms,
+                program,
+                contained,
+                judged,
+            } = a
+            {
+                title.push(format!("run {}", shown_argv(argv)));
+                let found = match program {
+                    Some(p) => warrant_core::render::inline(p.as_str()).into_owned(),
+                    None => "not found on the command's PATH; known only by argv[0]".to_owned(),
+                };
+                let inherit = env
+                    .profiles
+                    .get(profile)
+                    .map(|p| format!("{:?}", p.inherit_env).to_lowercase())
+                    .unwrap_or_else(|| "?".into());
+                let given = crate::secrets::shown(profile, env);
+                let mut confinement = env
+                    .profiles
+                    .get(profile)
+                    .map(|p| confinement_words(p, *contained))
+                    .unwrap_or_else(|| "unknown profile".into());
+                if *contained && *judged == Judging::Argv {
+                    confinement.push_str(JUDGED_BY_ARGV);
                 }
-                Action::FsRead { .. }
-                | Action::FsList { .. }
-                | Action::FsSearch { .. }
-                | Action::FsWrite { .. }
-                | Action::FsCreate { .. }
-                | Action::FsDelete { .. }
-                | Action::ProviderCall { .. }
-                | Action::MemoryWrite { .. }
-                | Action::MemoryRead { .. }
-                | Action::MemoryDelete { .. }
-                | Action::MemoryPropose { .. }
-                | Action::MemoryPublish { .. }
-                | Action::GitRead { .. }
-                | Action::GitCommit { .. }
-                | Action::GitBranch { .. }
-                | Action::GitCheckout { .. }
-                | Action::GitPush { .. }
-                | Action::McpCall { .. }
-                | Action::WebFetch { .. } => {}
+                body.push_str(&format!(
+                    "argv:    {}\nprogram: {found}\ncwd:     {cwd}\nprofile: {profile} (timeout {timeout_ms} ms, environment: {inherit} + profile settings, secrets {})\nconfinement: {confinement}\n",
+                    serde_json::to_string(argv).unwrap_or_default(),
+                    if given.is_empty() { "never".to_owned() } else { given }
+                ));
             }
         }
         Presentation {

@@ -24,28 +24,11 @@ pub(crate) fn for_actions(
     };
     let mut out = Vec::new();
     for a in actions {
-        let profile = match a.get() {
-            Action::ShellExec { profile, .. } => profile,
-            Action::FsRead { .. }
-            | Action::FsList { .. }
-            | Action::FsSearch { .. }
-            | Action::FsWrite { .. }
-            | Action::FsCreate { .. }
-            | Action::FsDelete { .. }
-            | Action::ProviderCall { .. }
-            | Action::MemoryWrite { .. }
-            | Action::MemoryRead { .. }
-            | Action::MemoryDelete { .. }
-            | Action::MemoryPropose { .. }
-            | Action::MemoryPublish { .. }
-            | Action::GitRead { .. }
-            | Action::GitCommit { .. }
-            | Action::GitBranch { .. }
-            | Action::GitCheckout { .. }
-            | Action::GitPush { .. }
-            | Action::McpCall { .. }
-            | Action::WebFetch { .. } => continue,
+        // Only a command receives secrets; every other kind of action has none to give.
+        let Some(exec) = a.narrow::<warrant_core::ShellExec>() else {
+            continue;
         };
+        let profile = &exec.get().profile;
         for (var, name) in source.env_for(profile) {
             let value = source.value(&name)?;
             out.push(Given { var, name, value });

@@ -46,13 +46,12 @@ pub struct Settings {
     /// Every layer's `[secrets] rules`, highest first (the scanner merges them: lower layers
     /// only add).
     pub secrets_rules: Vec<SecretRulesRef>,
-    /// `[mcp.serve]`, field by field (a token entry whole).
-    pub mcp_serve: McpServeConfig,
     /// `[tests.<name>]`; a higher layer's entry replaces a lower one's whole.
     pub tests: BTreeMap<String, super::run::TestsConfig>,
     /// `[web]`, field by field.
     pub web: super::run::WebConfig,
-    /// `[mcp]`: a higher layer's server of a name replaces a lower one's whole.
+    /// `[mcp]`: a higher layer's server of a name replaces a lower one's whole; `[mcp.serve]`
+    /// merges field by field (a token entry whole).
     pub mcp: McpConfig,
 }
 
@@ -142,7 +141,6 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
         requests: merged(&layers, |d| &d.requests),
         secret_env: merged(&layers, |d| &d.secret_env),
         secrets_rules,
-        mcp_serve: merged(&layers, |d| &d.mcp).serve,
         tests: merged(&layers, |d| &d.tests),
         web: merged(&layers, |d| &d.web),
         max_denials: run.max_denials.unwrap_or(3),
@@ -445,19 +443,6 @@ actor = "bot"
                         layer_path: "/project/config.toml".to_owned(),
                     },
                 ],
-                // The managed layer pins the ceiling: the project cannot lift it. A token entry
-                // of a higher layer replaces the same entry whole.
-                mcp_serve: McpServeConfig {
-                    tools: Some(vec!["read_file".to_owned(), "write_file".to_owned()]),
-                    lift_ceiling: Some(vec![]),
-                    tokens: BTreeMap::from([
-                        ("bot".to_owned(), token("file:/run/bot", "bot")),
-                        ("ci".to_owned(), token("env:USER_CI", "ci-user")),
-                    ]),
-                    max_body_bytes: Some(4096),
-                    allowed_origins: None,
-                    allowed_hosts: None,
-                },
                 tests: BTreeMap::new(),
                 web: Default::default(),
                 // A server of a name is the higher layer's whole: the project's `command` and
@@ -489,7 +474,8 @@ actor = "bot"
                             },
                         ),
                     ]),
-                    // `[mcp.serve]` as `mcp_serve` has it.
+                    // The managed layer pins the ceiling: the project cannot lift it. A token
+                    // entry of a higher layer replaces the same entry whole.
                     serve: McpServeConfig {
                         tools: Some(vec!["read_file".to_owned(), "write_file".to_owned()]),
                         lift_ceiling: Some(vec![]),
