@@ -49,7 +49,7 @@ pub fn recognizers() -> warrant_core::risk::Recognizers {
 
 /// Values Warrant knows to be secret: every variable of its own environment whose name marks
 /// it as one (`*KEY*`, `*SECRET*`, `*TOKEN*`, `*PASSWORD*`: provider keys, sink tokens), and the
-/// password of a store URL.
+/// store's password (in its URL, or behind `[store] password`).
 pub fn known_secrets(settings: &Settings) -> Vec<String> {
     let mut out: Vec<String> = std::env::vars()
         .filter(|(k, _)| warrant_exec::secret_pattern(k).is_some())
@@ -61,6 +61,16 @@ pub fn known_secrets(settings: &Settings) -> Vec<String> {
         && let Some((_, password)) = url[scheme + 3..at].split_once(':')
     {
         out.push(password.to_owned());
+    }
+    if let Some(reference) = &settings.store_password {
+        let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+        if let Ok(warrant_llm::secret::ResolvedKey {
+            value: Some(password),
+            ..
+        }) = warrant_llm::secret::resolve_key("[store] password", Some(reference), "", &env)
+        {
+            out.push(password);
+        }
     }
     out
 }

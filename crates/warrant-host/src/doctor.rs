@@ -159,6 +159,10 @@ fn store_checks(checks: &mut Checks, records: Records<'_>) {
             inst.sealer.key().kid()
         )),
     );
+    checks.add(
+        "store connection",
+        inst.store.transport().map_err(|e| e.to_string()),
+    );
     if let Ok(ws) = records.paths.workspace_canonical() {
         let swept = crate::layers::sweep(inst.store.as_ref(), &ws);
         checks.add(

@@ -260,6 +260,26 @@ impl std::fmt::Debug for Installation {
     }
 }
 
+/// `[store] password`, resolved: a reference only (`env:NAME`, `file:PATH`).
+fn store_password(settings: &Settings) -> Result<Option<String>, HostError> {
+    let Some(reference) = &settings.store_password else {
+        return Ok(None);
+    };
+    let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    let key = warrant_llm::secret::resolve_key("[store] password", Some(reference), "", &env)
+        .map_err(|e| HostError::bad_input(&e))?;
+    match key.value {
+        Some(value) => Ok(Some(value)),
+        None => Err(HostError::usage(
+            "W-STORE-013",
+            format!(
+                "[store] password refers to {}, which is unset or empty",
+                key.source
+            ),
+        )),
+    }
+}
+
 /// The store: `--store`, else `[store] url` of the configuration, else `.warrant/store.db`.
 pub fn installation(
     paths: &Paths,
@@ -272,8 +292,10 @@ pub fn installation(
         .clone()
         .or_else(|| settings.store_url.clone())
         .unwrap_or_else(|| paths.store().display().to_string());
-    let store = warrant_store::open(&location, Arc::new(SystemClock))
-        .map_err(|e| HostError::bad_input(&e))?;
+    let password = store_password(settings)?;
+    let store =
+        warrant_store::open_with_password(&location, password.as_deref(), Arc::new(SystemClock))
+            .map_err(|e| HostError::bad_input(&e))?;
     let store_location = if warrant_store::is_postgres_url(&location) {
         warrant_store::redact_location(&location)
     } else {

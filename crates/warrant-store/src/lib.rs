@@ -8,6 +8,7 @@ mod error;
 mod postgres;
 mod sql;
 mod sqlite;
+pub mod tls;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -31,8 +32,20 @@ pub fn open(
     location: &str,
     clock: Arc<dyn Clock>,
 ) -> Result<Box<dyn EventStore + Send + Sync>, StoreError> {
+    open_with_password(location, None, clock)
+}
+
+/// [`open`], with the PostgreSQL password given apart from the URL (resolved from a reference
+/// by the caller). Ignored for a SQLite store.
+pub fn open_with_password(
+    location: &str,
+    password: Option<&str>,
+    clock: Arc<dyn Clock>,
+) -> Result<Box<dyn EventStore + Send + Sync>, StoreError> {
     if is_postgres_url(location) {
-        Ok(Box::new(PostgresStore::connect(location, clock)?))
+        Ok(Box::new(PostgresStore::connect_with_password(
+            location, password, clock,
+        )?))
     } else {
         Ok(Box::new(SqliteStore::open(Path::new(location), clock)?))
     }
@@ -376,6 +389,10 @@ pub trait AuditOutbox {
 }
 
 pub trait EventStore: AuditOutbox {
+    /// How this process reaches the store, in words (`doctor`): a local file, or the TLS the
+    /// server negotiated on this connection and what was verified.
+    fn transport(&self) -> Result<String, StoreError>;
+
     /// Creates the run and appends its first events, atomically.
     fn create_run(
         &self,

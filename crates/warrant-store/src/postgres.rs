@@ -1,7 +1,8 @@
 //! The shared store: one PostgreSQL database that several machines work from. Every append is
 //! one transaction that first takes an installation-wide advisory lock, so the audit chain is
 //! sealed in commit order across writers; workers lease runs with `FOR UPDATE SKIP LOCKED`.
-//! Synchronous on purpose (the `postgres` crate), over plain TCP: TLS is not wired yet. The
+//! Synchronous on purpose (the `postgres` crate), over TLS with libpq's `sslmode` meanings
+//! (see [`crate::tls`]). The
 //! algorithm is the shared one of [`crate::sql`]; this file holds what is PostgreSQL's own:
 //! connecting, its schema steps, locks, prepared statements and how its errors read.
 
@@ -15,7 +16,10 @@ use postgres::types::{ToSql, Type};
 use postgres::{Client, Config, NoTls, Statement};
 use warrant_core::Clock;
 
+use tokio_postgres_rustls::MakeRustlsConnect;
+
 use crate::sql::{Dialect, Row, Store, TxKind, Val, numbered_dollars};
+use crate::tls::{self, SslMode};
 use crate::{SCHEMA_VERSION, StoreError};
 
 /// Advisory lock keys (arbitrary, fixed): one serializes appends (the audit chain), one
@@ -142,12 +146,14 @@ pub type PostgresStore = Store<Postgres>;
 
 /// PostgreSQL's side of the store: where the server is, and how statements and errors are
 /// spelled.
-#[derive(Debug)]
 pub struct Postgres {
     /// The URL as given, password included: only ever used to reconnect, never shown.
     config: Config,
     /// The URL without its password, for messages.
     shown: String,
+    /// The TLS the location asks for, and the connector that applies it (none: plain TCP).
+    tls_mode: SslMode,
+    tls: Option<MakeRustlsConnect>,
 }
 
 /// A connection and the statements prepared on it.
@@ -164,6 +170,15 @@ impl std::fmt::Debug for PgConn {
     }
 }
 
+impl std::fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Postgres")
+            .field("url", &self.shown)
+            .field("sslmode", &self.tls_mode.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
 impl std::fmt::Debug for Store<Postgres> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PostgresStore")
@@ -176,17 +191,38 @@ impl Store<Postgres> {
     /// Connects (retrying with backoff while the server cannot be reached), creates the schema
     /// in a fresh database, migrates an older one forward and refuses a newer one.
     pub fn connect(url: &str, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
+        Self::connect_with_password(url, None, clock)
+    }
+
+    /// [`Self::connect`] with the password given apart from the URL; it wins over one in it.
+    pub fn connect_with_password(
+        url: &str,
+        password: Option<&str>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, StoreError> {
         let shown = redact(url);
-        let mut config = Config::from_str(url).map_err(|e| StoreError::Open {
+        let open_err = |message: String| StoreError::Open {
             path: shown.clone(),
-            message: describe(&e),
-        })?;
+            message,
+        };
+        let (driver_url, params) = tls::split(url).map_err(open_err)?;
+        let tls = tls::connector(&params).map_err(open_err)?;
+        let mut config = Config::from_str(&driver_url).map_err(|e| open_err(describe(&e)))?;
+        config.ssl_mode(params.mode.driver());
+        if let Some(password) = password {
+            config.password(password);
+        }
         if config.get_connect_timeout().is_none() {
             // A blackholed host would otherwise hang each attempt for the OS's TCP timeout.
             config.connect_timeout(Duration::from_secs(5));
         }
-        let mut client = connect_with_backoff(&config, &shown)?;
-        let dialect = Postgres { config, shown };
+        let mut client = connect_with_backoff(&config, tls.as_ref(), &shown)?;
+        let dialect = Postgres {
+            config,
+            shown,
+            tls_mode: params.mode,
+            tls,
+        };
         dialect.migrate(&mut client)?;
         let conn = PgConn {
             client,
@@ -341,7 +377,7 @@ impl Dialect for Postgres {
     /// statements prepared on the old one are gone with it.
     fn ready(&self, conn: &mut PgConn) -> Result<(), StoreError> {
         if conn.client.is_closed() {
-            conn.client = connect_with_backoff(&self.config, &self.shown)?;
+            conn.client = connect_with_backoff(&self.config, self.tls.as_ref(), &self.shown)?;
             conn.statements.clear();
         }
         Ok(())
@@ -387,6 +423,37 @@ impl Dialect for Postgres {
             .map_err(|e| self.err(&e))
     }
 
+    fn transport(&self, conn: &mut PgConn) -> Result<String, StoreError> {
+        let rows = self.query(
+            conn,
+            "SELECT ssl, coalesce(version, ''), coalesce(cipher, '') FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+            &[],
+        )?;
+        let encrypted = rows.first().and_then(|r| match r.0.as_slice() {
+            [
+                Val::Int(Some(1)),
+                Val::Text(Some(version)),
+                Val::Text(Some(cipher)),
+            ] => Some(format!("{version} {cipher}")),
+            _ => None,
+        });
+        let checked = match self.tls_mode {
+            SslMode::VerifyFull => "certificate and host name verified",
+            SslMode::VerifyCa => "certificate chain verified, host name not checked",
+            SslMode::Require | SslMode::Prefer | SslMode::Disable => "server not authenticated",
+        };
+        Ok(match encrypted {
+            Some(tls) => format!(
+                "TLS ({tls}), {checked} (sslmode={})",
+                self.tls_mode.as_str()
+            ),
+            None => format!(
+                "plain TCP, not encrypted (sslmode={})",
+                self.tls_mode.as_str()
+            ),
+        })
+    }
+
     fn bad_row(&self, what: String) -> StoreError {
         StoreError::Query(format!("{what} (store {})", self.shown))
     }
@@ -395,15 +462,24 @@ impl Dialect for Postgres {
 /// Connects, retrying with exponential backoff while the server cannot be reached. A server
 /// that answers and refuses (wrong password, no such database) is not retried: waiting will
 /// not change its answer.
-fn connect_with_backoff(config: &Config, shown: &str) -> Result<Client, StoreError> {
+fn connect_with_backoff(
+    config: &Config,
+    tls: Option<&MakeRustlsConnect>,
+    shown: &str,
+) -> Result<Client, StoreError> {
     let mut pause = FIRST_BACKOFF;
     let mut attempt = 1;
     loop {
-        match config.connect(NoTls) {
+        let connected = match tls {
+            Some(tls) => config.connect(tls.clone()),
+            None => config.connect(NoTls),
+        };
+        match connected {
             Ok(client) => return Ok(client),
             Err(e) => {
+                // A certificate the client refused is refused again next time: not retried.
                 let transient = match e.as_db_error() {
-                    None => true,
+                    None => !is_tls_refusal(&e),
                     Some(db) => db.code() == &SqlState::CANNOT_CONNECT_NOW,
                 };
                 if !transient {
@@ -425,6 +501,26 @@ fn connect_with_backoff(config: &Config, shown: &str) -> Result<Client, StoreErr
         pause *= 2;
         attempt += 1;
     }
+}
+
+/// Whether the connection failed because TLS refused the server (its certificate, its name,
+/// the handshake), as opposed to the server being out of reach.
+fn is_tls_refusal(e: &postgres::Error) -> bool {
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        if c.downcast_ref::<rustls::Error>().is_some() {
+            return true;
+        }
+        if let Some(io) = c.downcast_ref::<std::io::Error>()
+            && io
+                .get_ref()
+                .is_some_and(|inner| inner.is::<rustls::Error>())
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// The driver's message with its cause: its own `Display` says only "db error" or

@@ -189,6 +189,9 @@ pub trait Dialect: Send + Sync + 'static {
     ) -> Result<Vec<Row>, StoreError>;
     /// A row that does not hold what the schema says, worded with the store's name.
     fn bad_row(&self, what: String) -> StoreError;
+    /// How this process reaches the store, in words (`doctor`): a local file, or the TLS the
+    /// server negotiated on this connection.
+    fn transport(&self, conn: &mut Self::Conn) -> Result<String, StoreError>;
 }
 
 /// Rewrites `?N` placeholders as `$N`, for databases that number them that way. A `?` in a
@@ -497,6 +500,10 @@ fn read_record(r: &Row) -> Result<SealedRecord, String> {
 }
 
 impl<D: Dialect> EventStore for Store<D> {
+    fn transport(&self) -> Result<String, StoreError> {
+        self.dialect.transport(&mut *self.conn()?)
+    }
+
     fn create_run(
         &self,
         run: &NewRun,

@@ -340,6 +340,10 @@ impl Dialect for Sqlite {
             .map_err(|e| self.err(e))
     }
 
+    fn transport(&self, _conn: &mut Self::Conn) -> Result<String, StoreError> {
+        Ok("a local file".to_owned())
+    }
+
     fn bad_row(&self, what: String) -> StoreError {
         StoreError::Query(format!("{what} (store {})", self.path.display()))
     }

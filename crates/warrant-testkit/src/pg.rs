@@ -149,8 +149,68 @@ pub struct Throwaway {
     as_postgres: bool,
 }
 
+/// The certificates of a TLS throwaway server ([`Throwaway::start_tls`]), all PEM files.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// The CA that signed the server's and the client's certificates.
+    pub ca: PathBuf,
+    /// A CA that signed nothing here: trusting it alone must refuse the server.
+    pub other_ca: PathBuf,
+    /// A client certificate for the role `certuser` (who may log in only with it), and its key
+    /// (mode 0600).
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+}
+
+/// On a TLS throwaway server, the role that logs in with a password (SCRAM), and its password.
+pub const PASSWORD_ROLE: &str = "pwuser";
+pub const PASSWORD: &str = "s3cret-store-pw-4f1c";
+
+/// The server certificate's names: 127.0.0.1 and `db.warrant.test`, so `localhost` does not match.
+const SERVER_SAN: &str = "subjectAltName=IP:127.0.0.1,DNS:db.warrant.test";
+
 impl Throwaway {
     pub fn start() -> Result<Self, String> {
+        Self::start_with(None)
+    }
+
+    /// A server that accepts TCP connections over TLS only (plain TCP is rejected by its
+    /// `pg_hba.conf`), with a certificate from a CA made for it; the role `certuser` logs in
+    /// with its client certificate only, [`PASSWORD_ROLE`] with [`PASSWORD`] only. Its `url` is
+    /// the Unix socket (for setup).
+    pub fn start_tls() -> Result<(Self, TlsFiles), String> {
+        let dir = tempfile::Builder::new()
+            .prefix("warrant-pg-certs-")
+            .tempdir()
+            .map_err(|e| format!("temp dir: {e}"))?
+            .keep();
+        let files = make_certificates(&dir)?;
+        let server = Self::start_with(Some(&dir))?;
+        let mut admin = Client::connect(&server.url, NoTls)
+            .map_err(|e| format!("connecting over the socket: {e}"))?;
+        admin
+            .batch_execute(&format!(
+                "CREATE ROLE certuser LOGIN SUPERUSER; CREATE ROLE {PASSWORD_ROLE} LOGIN SUPERUSER PASSWORD '{PASSWORD}'"
+            ))
+            .map_err(|e| format!("creating certuser: {e}"))?;
+        Ok((server, files))
+    }
+
+    /// The port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.url
+            .rsplit_once("port=")
+            .and_then(|(_, p)| p.split_whitespace().next())
+            .or_else(|| {
+                self.url
+                    .rsplit_once(':')
+                    .and_then(|(_, p)| p.split('/').next())
+            })
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0)
+    }
+
+    fn start_with(certs: Option<&std::path::Path>) -> Result<Self, String> {
         let bin = match find_bin() {
             Some(bin) => bin,
             None => {
@@ -193,10 +253,40 @@ impl Throwaway {
             .and_then(|l| l.local_addr())
             .map_err(|e| format!("finding a free port: {e}"))?
             .port();
-        let options = format!(
+        let mut options = format!(
             "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
             server.dir.display()
         );
+        if let Some(certs) = certs {
+            // The server's key must belong to the server's user and be readable by it alone.
+            for name in ["server.crt", "server.key", "ca.crt"] {
+                std::fs::copy(certs.join(name), server.dir.join(name))
+                    .map_err(|e| format!("copying {name}: {e}"))?;
+            }
+            let hba = server.dir.join("pg_hba.conf");
+            std::fs::write(
+                &hba,
+                "local all all trust\n\
+                 hostssl all certuser 127.0.0.1/32 cert\n\
+                 hostssl all pwuser 127.0.0.1/32 scram-sha-256\n\
+                 hostssl all all 127.0.0.1/32 trust\n\
+                 hostnossl all all 0.0.0.0/0 reject\n",
+            )
+            .map_err(|e| format!("writing pg_hba.conf: {e}"))?;
+            if as_postgres {
+                run(Command::new("chown")
+                    .arg("postgres:postgres")
+                    .args(["server.crt", "server.key", "ca.crt", "pg_hba.conf"])
+                    .current_dir(&server.dir))?;
+            }
+            run(Command::new("chmod")
+                .args(["0600", "server.key"])
+                .current_dir(&server.dir))?;
+            let d = server.dir.display();
+            options.push_str(&format!(
+                " -c ssl=on -c ssl_cert_file={d}/server.crt -c ssl_key_file={d}/server.key -c ssl_ca_file={d}/ca.crt -c hba_file={d}/pg_hba.conf"
+            ));
+        }
         server.run_pg(
             "pg_ctl",
             &[
@@ -211,7 +301,15 @@ impl Throwaway {
             ],
         )?;
         server.spawn_watcher()?;
-        let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+        let url = if certs.is_some() {
+            // Plain TCP is refused by design; setup goes through the socket.
+            format!(
+                "host={} port={port} user=postgres dbname=postgres",
+                server.dir.display()
+            )
+        } else {
+            format!("postgres://postgres@127.0.0.1:{port}/postgres")
+        };
         try_connect(&url).map_err(|e| format!("the throwaway server does not answer: {e}"))?;
         server.url = url;
         Ok(server)
@@ -274,6 +372,72 @@ impl Drop for Throwaway {
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A CA, a server certificate it signed (see [`SERVER_SAN`]), a client certificate for
+/// `certuser`, and an unrelated CA, made with the `openssl` command.
+fn make_certificates(dir: &std::path::Path) -> Result<TlsFiles, String> {
+    let openssl = |args: &[&str]| run(Command::new("openssl").args(args).current_dir(dir));
+    let key = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    for (name, cn) in [("ca", "warrant test CA"), ("other-ca", "unrelated CA")] {
+        let subject = format!("/CN={cn}");
+        let (k, c) = (format!("{name}.key"), format!("{name}.crt"));
+        let mut args = vec!["req", "-x509"];
+        args.extend(key);
+        args.extend(["-keyout", &k, "-out", &c, "-days", "2", "-subj", &subject]);
+        args.extend(["-addext", "basicConstraints=critical,CA:TRUE"]);
+        args.extend(["-addext", "keyUsage=critical,keyCertSign,cRLSign"]);
+        openssl(&args)?;
+    }
+    std::fs::write(dir.join("server.ext"), format!("{SERVER_SAN}\n"))
+        .map_err(|e| format!("writing server.ext: {e}"))?;
+    std::fs::write(dir.join("client.ext"), "basicConstraints=CA:FALSE\n")
+        .map_err(|e| format!("writing client.ext: {e}"))?;
+    for (name, cn) in [("server", "db.warrant.test"), ("client", "certuser")] {
+        let subject = format!("/CN={cn}");
+        let (k, r, c, e) = (
+            format!("{name}.key"),
+            format!("{name}.csr"),
+            format!("{name}.crt"),
+            format!("{name}.ext"),
+        );
+        let mut args = vec!["req"];
+        args.extend(key);
+        args.extend(["-keyout", &k, "-out", &r, "-subj", &subject]);
+        openssl(&args)?;
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &r,
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            &c,
+            "-days",
+            "2",
+            "-extfile",
+            &e,
+        ])?;
+    }
+    run(Command::new("chmod")
+        .args(["0600", "client.key"])
+        .current_dir(dir))?;
+    Ok(TlsFiles {
+        ca: dir.join("ca.crt"),
+        other_ca: dir.join("other-ca.crt"),
+        client_cert: dir.join("client.crt"),
+        client_key: dir.join("client.key"),
+    })
 }
 
 /// The newest `/usr/lib/postgresql/VERSION/bin` that has both `initdb` and `pg_ctl`.

@@ -26,6 +26,7 @@ mod requests;
 mod sealing;
 mod secrets;
 mod spoofing;
+mod store_tls;
 mod surface;
 mod views;
 mod workers;

@@ -67,4 +67,8 @@ pub enum SinkConfig {
 pub struct StoreConfig {
     /// `postgres://…` for a shared store; default: `.warrant/store.db` (SQLite).
     pub url: Option<String>,
+    /// The store's password as a reference (`env:NAME` or `file:PATH`), so that it is in no
+    /// URL, configuration file or message. TLS is set in the URL, with libpq's parameters
+    /// (`sslmode`, `sslrootcert`, `sslcert`, `sslkey`).
+    pub password: Option<String>,
 }

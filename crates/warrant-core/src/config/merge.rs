@@ -36,6 +36,8 @@ pub struct Settings {
     pub audit_on_full: OnFull,
     pub audit_sinks: BTreeMap<String, SinkConfig>,
     pub store_url: Option<String>,
+    /// `[store] password`: a reference, resolved when the store is opened.
+    pub store_password: Option<String>,
     /// Every layer's limits, the tightest of each kept: a project cannot loosen a managed budget.
     pub budgets: BudgetsConfig,
     pub prices: BTreeMap<String, PriceConfig>,
@@ -98,7 +100,7 @@ merge_fields! {
         jsonl_path, jsonl_max_bytes, jsonl_max_age_ms, jsonl_fsync, fail_after_ms, max_pending,
         on_full, sinks,
     }
-    StoreConfig { url }
+    StoreConfig { url, password }
     RequestsConfig { question_ttl, secret_ttl, resource_ttl }
     McpConfig { servers, serve }
     McpServeConfig { tools, lift_ceiling, tokens, max_body_bytes, allowed_origins, allowed_hosts }
@@ -162,6 +164,7 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
         audit_on_full: audit.on_full.unwrap_or(OnFull::Wait),
         audit_sinks: audit.sinks,
         store_url: merged(&layers, |d| &d.store).url,
+        store_password: merged(&layers, |d| &d.store).password,
         // Not `Merge`: a lower layer's limit still counts when it is the tighter one.
         budgets: layers
             .iter()
@@ -407,6 +410,7 @@ actor = "bot"
                     ("siem".to_owned(), sink("https://siem.example/in", None)),
                 ]),
                 store_url: Some("postgres://user@db/warrant".to_owned()),
+                store_password: None,
                 budgets: BudgetsConfig {
                     run: BudgetLimit {
                         tokens: Some(1000),

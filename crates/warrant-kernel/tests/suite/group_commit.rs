@@ -57,6 +57,10 @@ impl AuditOutbox for Counting<'_> {
 }
 
 impl EventStore for Counting<'_> {
+    fn transport(&self) -> Result<String, StoreError> {
+        self.inner.transport()
+    }
+
     fn create_run(
         &self,
         run: &NewRun,

@@ -1,4 +1,5 @@
 mod bad_input;
 mod conformance;
 mod pg;
+mod pg_tls;
 mod sqlite_files;
