@@ -141,7 +141,7 @@ const MIGRATIONS: [&str; 3] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
 /// built from their filters, so their texts vary).
 const STATEMENT_CACHE: usize = 128;
 
-/// The shared PostgreSQL store: the shared algorithm over one connection.
+/// The shared PostgreSQL store: the shared algorithm over a small pool of connections.
 pub type PostgresStore = Store<Postgres>;
 
 /// PostgreSQL's side of the store: where the server is, and how statements and errors are
@@ -372,6 +372,16 @@ impl Dialect for Postgres {
     const GREATEST: &'static str = "greatest";
     const FENCE_CURRENT: &'static str = "current_token";
     const FENCE_ORDER: &'static str = "id";
+
+    /// The worker's appends, the lease heartbeat and the delivery loop each get their own.
+    const POOL: usize = 4;
+
+    fn connect(&self) -> Result<PgConn, StoreError> {
+        Ok(PgConn {
+            client: connect_with_backoff(&self.config, self.tls.as_ref(), &self.shown)?,
+            statements: HashMap::new(),
+        })
+    }
 
     /// Reconnects first if the server closed the connection (a restart, a failover); the
     /// statements prepared on the old one are gone with it.

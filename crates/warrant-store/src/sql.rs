@@ -7,7 +7,7 @@
 //! Statements are written with numbered `?N` placeholders; a dialect that spells them
 //! otherwise rewrites them (see [`numbered_dollars`]).
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -174,6 +174,12 @@ pub trait Dialect: Send + Sync + 'static {
     /// The column that orders `fence_rejections` rows of one instant.
     const FENCE_ORDER: &'static str;
 
+    /// Connections a store of this dialect keeps per process, opened as concurrent calls need
+    /// them (one for an embedded file, a few for a server).
+    const POOL: usize;
+
+    /// Opens one more connection to the same store, for the pool.
+    fn connect(&self) -> Result<Self::Conn, StoreError>;
     /// Makes the connection usable (reconnecting one the server closed).
     fn ready(&self, conn: &mut Self::Conn) -> Result<(), StoreError>;
     fn begin(&self, conn: &mut Self::Conn, kind: TxKind) -> Result<(), StoreError>;
@@ -209,33 +215,49 @@ pub(crate) fn numbered_dollars(sql: &str) -> String {
     out
 }
 
-/// An event store over one connection of dialect `D`.
+/// An event store over a small pool of connections of dialect `D` ([`Dialect::POOL`]): a call
+/// takes an idle connection, opening the next slot's only when every open one is busy (the
+/// lease heartbeat or the delivery loop while a run appends), and waits for the first when all
+/// are taken.
 pub struct Store<D: Dialect> {
     pub(crate) dialect: D,
-    conn: Mutex<D::Conn>,
+    slots: Vec<Mutex<Option<D::Conn>>>,
     clock: Arc<dyn Clock>,
+}
+
+/// One slot of the pool, taken: its connection is open (see [`Store::conn`]).
+pub(crate) type Slot<'a, C> = MutexGuard<'a, Option<C>>;
+
+/// The connection of a taken slot; a slot is filled before it is handed out, so `None` is a
+/// bug reported as an error, not a panic.
+fn open_conn<'s, C>(slot: &'s mut Slot<'_, C>) -> Result<&'s mut C, StoreError> {
+    slot.as_mut()
+        .ok_or_else(|| StoreError::Query("a pool slot was handed out unopened".to_owned()))
 }
 
 /// An open transaction: rolled back when dropped uncommitted (an error, a panic).
 struct Tx<'a, D: Dialect> {
     dialect: &'a D,
-    conn: MutexGuard<'a, D::Conn>,
+    conn: Slot<'a, D::Conn>,
     open: bool,
 }
 
 impl<D: Dialect> Drop for Tx<'_, D> {
     fn drop(&mut self) {
-        if self.open {
+        if self.open
+            && let Some(conn) = self.conn.as_mut()
+        {
             // Best effort: a connection that broke mid-transaction was rolled back by the
             // server, and the next call reconnects.
-            let _ = self.dialect.rollback(&mut self.conn);
+            let _ = self.dialect.rollback(conn);
         }
     }
 }
 
 impl<D: Dialect> Tx<'_, D> {
     fn execute(&mut self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
-        self.dialect.execute(&mut self.conn, sql, params)
+        self.dialect
+            .execute(open_conn(&mut self.conn)?, sql, params)
     }
 
     fn rows<T>(
@@ -244,7 +266,9 @@ impl<D: Dialect> Tx<'_, D> {
         params: &[Val],
         read: impl Fn(&Row) -> Result<T, String>,
     ) -> Result<Vec<T>, StoreError> {
-        let rows = self.dialect.query(&mut self.conn, sql, params)?;
+        let rows = self
+            .dialect
+            .query(open_conn(&mut self.conn)?, sql, params)?;
         rows.iter()
             .map(|r| read(r).map_err(|e| self.dialect.bad_row(e)))
             .collect()
@@ -261,26 +285,58 @@ impl<D: Dialect> Tx<'_, D> {
 
     fn commit(mut self) -> Result<(), StoreError> {
         self.open = false;
-        self.dialect.commit(&mut self.conn)
+        self.dialect.commit(open_conn(&mut self.conn)?)
     }
 }
 
 impl<D: Dialect> Store<D> {
     pub(crate) fn new(dialect: D, conn: D::Conn, clock: Arc<dyn Clock>) -> Self {
+        let mut slots = vec![Mutex::new(Some(conn))];
+        slots.extend((1..D::POOL).map(|_| Mutex::new(None)));
         Self {
             dialect,
-            conn: Mutex::new(conn),
+            slots,
             clock,
         }
     }
 
-    /// The connection, made ready, for the dialect's own work (migrations).
-    pub(crate) fn conn(&self) -> Result<MutexGuard<'_, D::Conn>, StoreError> {
+    /// A connection of the pool, made ready: the first idle slot (opened now if it never was),
+    /// else the first slot once it is free.
+    pub(crate) fn conn(&self) -> Result<Slot<'_, D::Conn>, StoreError> {
         // A poisoned lock only means another thread panicked mid-call; its transaction was
         // rolled back when its `Tx` was dropped, so the connection is still consistent.
-        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        self.dialect.ready(&mut conn)?;
-        Ok(conn)
+        let idle = self.slots.iter().find_map(|slot| match slot.try_lock() {
+            Ok(taken) => Some(taken),
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        });
+        let mut slot = match idle {
+            Some(slot) => slot,
+            None => self
+                .slots
+                .first()
+                .ok_or_else(|| StoreError::Query("the store has no connection slots".to_owned()))?
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        };
+        if slot.is_none() {
+            *slot = Some(self.dialect.connect()?);
+        }
+        self.dialect.ready(open_conn(&mut slot)?)?;
+        Ok(slot)
+    }
+
+    /// How many connections of the pool are open (tests, `Debug`).
+    pub fn open_connections(&self) -> usize {
+        // A slot in use is open (a call holds it); an idle one is looked at without waiting.
+        self.slots
+            .iter()
+            .filter(|s| match s.try_lock() {
+                Ok(c) => c.is_some(),
+                Err(TryLockError::Poisoned(p)) => p.into_inner().is_some(),
+                Err(TryLockError::WouldBlock) => true,
+            })
+            .count()
     }
 
     /// One statement outside any explicit transaction.
@@ -294,7 +350,7 @@ impl<D: Dialect> Store<D> {
 
     fn begin(&self, kind: TxKind) -> Result<Tx<'_, D>, StoreError> {
         let mut conn = self.conn()?;
-        self.dialect.begin(&mut conn, kind)?;
+        self.dialect.begin(open_conn(&mut conn)?, kind)?;
         Ok(Tx {
             dialect: &self.dialect,
             conn,
@@ -501,7 +557,7 @@ fn read_record(r: &Row) -> Result<SealedRecord, String> {
 
 impl<D: Dialect> EventStore for Store<D> {
     fn transport(&self) -> Result<String, StoreError> {
-        self.dialect.transport(&mut *self.conn()?)
+        self.dialect.transport(open_conn(&mut self.conn()?)?)
     }
 
     fn create_run(

@@ -340,6 +340,16 @@ impl Dialect for Sqlite {
             .map_err(|e| self.err(e))
     }
 
+    /// One connection: SQLite serializes writers anyway, and `BEGIN IMMEDIATE` on one
+    /// connection is what keeps a transaction's reads and its writes one snapshot.
+    const POOL: usize = 1;
+
+    fn connect(&self) -> Result<Self::Conn, StoreError> {
+        Err(StoreError::Query(
+            "the SQLite store keeps one connection".to_owned(),
+        ))
+    }
+
     fn transport(&self, _conn: &mut Self::Conn) -> Result<String, StoreError> {
         Ok("a local file".to_owned())
     }

@@ -34,3 +34,117 @@ fn database_names_are_replaced_in_urls() {
         ]
     );
 }
+
+/// The pool: while one call waits inside its transaction (here, for the audit chain's advisory
+/// lock, held by another session), another call of the same process goes through on a second
+/// connection instead of queueing behind it; the second connection is opened only then.
+#[test]
+fn a_call_waiting_in_a_transaction_does_not_hold_up_the_process_s_other_calls() {
+    use std::sync::Arc;
+    use std::sync::mpsc;
+    use std::time::Duration;
+    use warrant_core::RunId;
+    use warrant_store::{Append, EventStore, NewRun, PostgresStore, RunStatus};
+
+    use super::conformance::{ToySealer, clock, draft};
+
+    /// The chain lock's key (fixed in the store's source).
+    const CHAIN_LOCK: i64 = 0x5741_5252_0000_0001;
+
+    let db = TestDb::new();
+    let store = Arc::new(PostgresStore::connect(&db.url, clock()).unwrap());
+    let run = RunId::parse("run-9001").unwrap();
+    store
+        .create_run(
+            &NewRun {
+                run: run.clone(),
+                actor: "alice".into(),
+                task: "t".into(),
+                status: RunStatus::Running,
+            },
+            vec![draft("run_started")],
+            &ToySealer,
+        )
+        .unwrap();
+    assert_eq!(store.open_connections(), 1);
+
+    let mut holder = db.client();
+    let mut held = holder.transaction().unwrap();
+    held.execute("SELECT pg_advisory_xact_lock($1)", &[&CHAIN_LOCK])
+        .unwrap();
+
+    let (appended_tx, appended) = mpsc::channel();
+    let appender = {
+        let store = store.clone();
+        let run = run.clone();
+        std::thread::spawn(move || {
+            let out = store.append(
+                Append {
+                    run,
+                    expected_seq: 2,
+                    events: vec![draft("step")],
+                    status: None,
+                    requests: vec![],
+                    fence: None,
+                },
+                &ToySealer,
+            );
+            let _ = appended_tx.send(out.map(|e| e.len()));
+        })
+    };
+    // The append is now waiting for the lock, inside its transaction, on the first connection.
+    let waiting = db
+        .client()
+        .query_one(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+            &[],
+        )
+        .map(|r| r.get::<_, i64>(0));
+    let mut waited = 0;
+    let mut seen = waiting.unwrap_or(0);
+    while seen == 0 && waited < 300 {
+        std::thread::sleep(Duration::from_millis(50));
+        waited += 1;
+        seen = db
+            .client()
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+                &[],
+            )
+            .map(|r| r.get::<_, i64>(0))
+            .unwrap_or(0);
+    }
+    assert_eq!(
+        seen, 1,
+        "the append never started waiting for the chain lock"
+    );
+
+    // Another call of the same process: answered while the append still waits.
+    let (listed_tx, listed) = mpsc::channel();
+    {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            let _ = listed_tx.send(store.runs().map(|r| r.len()));
+        });
+    }
+    let runs = listed.recv_timeout(Duration::from_secs(60)).expect(
+        "runs() queued behind the waiting append: the pool did not hand out a second connection",
+    );
+    assert_eq!(runs.unwrap(), 1);
+    assert!(
+        appended.try_recv().is_err(),
+        "the append finished although the chain lock was still held"
+    );
+    assert_eq!(store.open_connections(), 2);
+
+    held.rollback().unwrap();
+    assert_eq!(
+        appended
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap()
+            .unwrap(),
+        1
+    );
+    appender.join().unwrap();
+    assert_eq!(store.events(&run).unwrap().len(), 2);
+}
