@@ -160,6 +160,8 @@ pub struct Postgres {
 pub struct PgConn {
     client: Client,
     statements: HashMap<String, Statement>,
+    /// Between this connection's `BEGIN` and its `COMMIT`/`ROLLBACK`.
+    in_tx: bool,
 }
 
 impl std::fmt::Debug for PgConn {
@@ -227,6 +229,7 @@ impl Store<Postgres> {
         let conn = PgConn {
             client,
             statements: HashMap::new(),
+            in_tx: false,
         };
         Ok(Self::new(dialect, conn, clock))
     }
@@ -314,20 +317,27 @@ impl Postgres {
         }
     }
 
+    /// Replaces a connection that died with a new one (its prepared statements go with it).
+    fn reopen(&self, conn: &mut PgConn) -> Result<(), StoreError> {
+        conn.client = connect_with_backoff(&self.config, self.tls.as_ref(), &self.shown)?;
+        conn.statements.clear();
+        conn.in_tx = false;
+        Ok(())
+    }
+
+    fn query_once(
+        &self,
+        conn: &mut PgConn,
+        sql: &str,
+        values: &[Val],
+    ) -> Result<Vec<postgres::Row>, postgres::Error> {
+        let statement = prepared(conn, sql)?;
+        conn.client.query(&statement, &params(values))
+    }
+
     /// The statement for `sql` (written with `?N` placeholders), prepared once per connection.
     fn statement(&self, conn: &mut PgConn, sql: &str) -> Result<Statement, StoreError> {
-        if let Some(statement) = conn.statements.get(sql) {
-            return Ok(statement.clone());
-        }
-        let statement = conn
-            .client
-            .prepare(&numbered_dollars(sql))
-            .map_err(|e| self.err(&e))?;
-        if conn.statements.len() >= STATEMENT_CACHE {
-            conn.statements.clear();
-        }
-        conn.statements.insert(sql.to_owned(), statement.clone());
-        Ok(statement)
+        prepared(conn, sql).map_err(|e| self.err(&e))
     }
 }
 
@@ -380,6 +390,7 @@ impl Dialect for Postgres {
         Ok(PgConn {
             client: connect_with_backoff(&self.config, self.tls.as_ref(), &self.shown)?,
             statements: HashMap::new(),
+            in_tx: false,
         })
     }
 
@@ -399,16 +410,30 @@ impl Dialect for Postgres {
             TxKind::Chain => format!("BEGIN; SELECT pg_advisory_xact_lock({CHAIN_LOCK})"),
             TxKind::Lease => "BEGIN".to_owned(),
         };
-        conn.client.batch_execute(&sql).map_err(|e| self.err(&e))
+        match conn.client.batch_execute(&sql) {
+            Ok(()) => Ok(()),
+            // The connection died while idle (a cut, an idle timeout, a server restart) and
+            // nothing of this transaction reached the server: safe to begin again on a new one.
+            // A failure at COMMIT is never retried: whether it committed is unknown there.
+            Err(e) if connection_lost(&e) => {
+                self.reopen(conn)?;
+                conn.client.batch_execute(&sql).map_err(|e| self.err(&e))
+            }
+            Err(e) => Err(self.err(&e)),
+        }?;
+        conn.in_tx = true;
+        Ok(())
     }
 
     fn commit(&self, conn: &mut PgConn) -> Result<(), StoreError> {
+        conn.in_tx = false;
         conn.client
             .batch_execute("COMMIT")
             .map_err(|e| self.err(&e))
     }
 
     fn rollback(&self, conn: &mut PgConn) -> Result<(), StoreError> {
+        conn.in_tx = false;
         conn.client
             .batch_execute("ROLLBACK")
             .map_err(|e| self.err(&e))
@@ -422,11 +447,18 @@ impl Dialect for Postgres {
     }
 
     fn query(&self, conn: &mut PgConn, sql: &str, values: &[Val]) -> Result<Vec<Row>, StoreError> {
-        let statement = self.statement(conn, sql)?;
-        let rows = conn
-            .client
-            .query(&statement, &params(values))
-            .map_err(|e| self.err(&e))?;
+        let rows = match self.query_once(conn, sql, values) {
+            // A read outside a transaction on a connection that died while idle: read again
+            // on a new one (a read changes nothing, so repeating it is safe).
+            Err(e)
+                if !conn.in_tx && sql.trim_start().starts_with("SELECT") && connection_lost(&e) =>
+            {
+                self.reopen(conn)?;
+                self.query_once(conn, sql, values)
+            }
+            other => other,
+        }
+        .map_err(|e| self.err(&e))?;
         rows.iter()
             .map(read_row)
             .collect::<Result<_, _>>()
@@ -511,6 +543,38 @@ fn connect_with_backoff(
         pause *= 2;
         attempt += 1;
     }
+}
+
+/// The statement for `sql`, from the connection's cache or prepared now.
+fn prepared(conn: &mut PgConn, sql: &str) -> Result<Statement, postgres::Error> {
+    if let Some(statement) = conn.statements.get(sql) {
+        return Ok(statement.clone());
+    }
+    let statement = conn.client.prepare(&numbered_dollars(sql))?;
+    if conn.statements.len() >= STATEMENT_CACHE {
+        conn.statements.clear();
+    }
+    conn.statements.insert(sql.to_owned(), statement.clone());
+    Ok(statement)
+}
+
+/// Whether a call failed because the connection is gone (closed, reset, cut), not because
+/// the server refused the statement.
+fn connection_lost(e: &postgres::Error) -> bool {
+    if e.as_db_error().is_some() {
+        return false;
+    }
+    if e.is_closed() {
+        return true;
+    }
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        if c.is::<std::io::Error>() {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// Whether the connection failed because TLS refused the server (its certificate, its name,

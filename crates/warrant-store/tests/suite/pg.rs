@@ -148,3 +148,108 @@ fn a_call_waiting_in_a_transaction_does_not_hold_up_the_process_s_other_calls() 
     appender.join().unwrap();
     assert_eq!(store.events(&run).unwrap().len(), 2);
 }
+
+/// A TCP proxy in front of the server that can cut every connection it carries, as a network
+/// partition or a load balancer's idle timeout would.
+struct CuttingProxy {
+    port: u16,
+    live: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl CuttingProxy {
+    fn to(upstream: std::net::SocketAddr) -> Self {
+        use std::net::{Shutdown, TcpListener, TcpStream};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let live = std::sync::Arc::new(std::sync::Mutex::new(Vec::<TcpStream>::new()));
+        let kept = live.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let Ok(server) = TcpStream::connect(upstream) else {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                };
+                let mut list = kept.lock().unwrap();
+                list.push(client.try_clone().unwrap());
+                list.push(server.try_clone().unwrap());
+                drop(list);
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Self { port, live }
+    }
+
+    fn cut(&self) {
+        for s in self.live.lock().unwrap().drain(..) {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+/// A connection cut between two calls (the server never saw the second): the next call
+/// reconnects and goes through, once; nothing is lost or written twice.
+#[test]
+fn a_connection_cut_by_the_network_is_reopened_and_nothing_is_lost_or_doubled() {
+    use warrant_core::RunId;
+    use warrant_store::{Append, AuditOutbox, EventStore, NewRun, PostgresStore, RunStatus};
+
+    use super::conformance::{ToySealer, clock, draft};
+
+    let db = TestDb::new();
+    let target: postgres::Config = db.url.parse().unwrap();
+    let upstream = match (target.get_hosts().first(), target.get_ports().first()) {
+        (Some(postgres::config::Host::Tcp(h)), Some(p)) => format!("{h}:{p}"),
+        other => panic!("the test database is not on TCP: {other:?}"),
+    };
+    let proxy = CuttingProxy::to(upstream.parse().unwrap());
+    let via = db
+        .url
+        .replacen(&upstream, &format!("127.0.0.1:{}", proxy.port), 1);
+    let store = PostgresStore::connect(&via, clock()).unwrap();
+    let run = RunId::parse("run-c07").unwrap();
+    store
+        .create_run(
+            &NewRun {
+                run: run.clone(),
+                actor: "alice".into(),
+                task: "t".into(),
+                status: RunStatus::Running,
+            },
+            vec![draft("run_started")],
+            &ToySealer,
+        )
+        .unwrap();
+    for (i, seq) in [(0, 2u64), (1, 3)] {
+        proxy.cut();
+        let appended = store.append(
+            Append {
+                run: run.clone(),
+                expected_seq: seq,
+                events: vec![draft(&format!("step{i}"))],
+                status: None,
+                requests: vec![],
+                fence: None,
+            },
+            &ToySealer,
+        );
+        assert_eq!(appended.map(|e| e.len()).map_err(|e| e.to_string()), Ok(1));
+    }
+    // A read after a cut is read again on a new connection.
+    proxy.cut();
+    let kinds: Vec<String> = store
+        .events(&run)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(kinds, ["run_started", "step0", "step1"]);
+    assert_eq!(store.audit_head().unwrap().seq, 3);
+}
