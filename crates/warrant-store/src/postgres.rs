@@ -561,8 +561,16 @@ fn prepared(conn: &mut PgConn, sql: &str) -> Result<Statement, postgres::Error> 
 /// Whether a call failed because the connection is gone (closed, reset, cut), not because
 /// the server refused the statement.
 fn connection_lost(e: &postgres::Error) -> bool {
-    if e.as_db_error().is_some() {
-        return false;
+    if let Some(db) = e.as_db_error() {
+        // The server said why it closed an idle connection (a shutdown, a restart, an idle
+        // session timeout) before closing it.
+        return [
+            SqlState::ADMIN_SHUTDOWN,
+            SqlState::CRASH_SHUTDOWN,
+            SqlState::CANNOT_CONNECT_NOW,
+            SqlState::IDLE_SESSION_TIMEOUT,
+        ]
+        .contains(db.code());
     }
     if e.is_closed() {
         return true;

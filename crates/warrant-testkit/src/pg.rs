@@ -196,6 +196,24 @@ impl Throwaway {
         Ok((server, files))
     }
 
+    /// Restarts the server (`pg_ctl restart -m fast`): every connection is closed by it.
+    pub fn restart(&self) -> Result<(), String> {
+        let data = self.dir.join("data");
+        self.run_pg(
+            "pg_ctl",
+            &[
+                "restart".as_ref(),
+                "-w".as_ref(),
+                "-m".as_ref(),
+                "fast".as_ref(),
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-l".as_ref(),
+                self.dir.join("server.log").as_os_str(),
+            ],
+        )
+    }
+
     /// The port the server listens on.
     pub fn port(&self) -> u16 {
         self.url

@@ -253,3 +253,45 @@ fn a_connection_cut_by_the_network_is_reopened_and_nothing_is_lost_or_doubled() 
     assert_eq!(kinds, ["run_started", "step0", "step1"]);
     assert_eq!(store.audit_head().unwrap().seq, 3);
 }
+
+/// The server restarts between two appends (a failover, an upgrade): the next append waits
+/// for it, reconnects and goes through once; the chain is whole.
+#[test]
+fn a_server_restart_between_appends_loses_and_doubles_nothing() {
+    use warrant_core::RunId;
+    use warrant_store::{Append, AuditOutbox, EventStore, NewRun, PostgresStore, RunStatus};
+
+    use super::conformance::{ToySealer, clock, draft};
+
+    let server = Throwaway::start().unwrap();
+    let db = TestDb::on(&server.url);
+    let store = PostgresStore::connect(&db.url, clock()).unwrap();
+    let run = RunId::parse("run-7e57a7").unwrap();
+    store
+        .create_run(
+            &NewRun {
+                run: run.clone(),
+                actor: "alice".into(),
+                task: "t".into(),
+                status: RunStatus::Running,
+            },
+            vec![draft("run_started")],
+            &ToySealer,
+        )
+        .unwrap();
+    server.restart().unwrap();
+    let appended = store.append(
+        Append {
+            run: run.clone(),
+            expected_seq: 2,
+            events: vec![draft("after_restart")],
+            status: None,
+            requests: vec![],
+            fence: None,
+        },
+        &ToySealer,
+    );
+    assert_eq!(appended.map(|e| e.len()).map_err(|e| e.to_string()), Ok(1));
+    assert_eq!(store.events(&run).unwrap().len(), 2);
+    assert_eq!(store.audit_head().unwrap().seq, 2);
+}
