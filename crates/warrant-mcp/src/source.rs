@@ -491,6 +491,26 @@ impl McpTool {
             Err(e) => return failed(e),
         };
         let mut out = shape(&result, self.live.server.max_result);
+        // What the server asked of Warrant during the call and was refused: part of the
+        // journaled (and audited) result, each with its code.
+        let refused: Vec<Value> = self
+            .live
+            .conn
+            .take_refused()
+            .into_iter()
+            .map(|kind| {
+                let e = McpError::RequestRefused {
+                    server: call.server.clone(),
+                    kind,
+                };
+                json!({"request": kind, "code": e.code(), "error": e.to_string()})
+            })
+            .collect();
+        if !refused.is_empty()
+            && let Value::Object(map) = &mut out
+        {
+            map.insert("refused_requests".into(), Value::Array(refused));
+        }
         if !self.live.recorded.swap(true, Ordering::SeqCst)
             && let Value::Object(map) = &mut out
         {

@@ -288,3 +288,71 @@ fn a_stdio_server_is_confined_by_default_and_reads_the_home_only_when_unconfined
         results[1]
     );
 }
+
+/// The official conformance runner's client scenarios against the `warrant` binary as client:
+/// for each scenario the runner starts its test server and runs `conformance-client.sh`, which
+/// configures that server as `[mcp.servers.peer]` of an initialized workspace and makes a
+/// scripted run through the ring (the catalogue, each `mcp.call` decided, journaled, audited).
+/// A scenario that fails and is not in the baseline fails the test, and so does a baseline entry
+/// that now passes (the runner calls it stale).
+#[test]
+fn the_conformance_runners_client_scenarios_pass_but_for_the_baseline() {
+    let runner = super::mcp_serve::conformance_runner();
+    let sb = Sandbox::init();
+    sb.write(
+        ".warrant/policies/conformance.cedar",
+        "@id(\"conformance-peer\")\n@reason(\"The conformance runner's scenario server.\")\npermit (principal, action == Warrant::Action::\"mcp.call\", resource is Warrant::McpTool)\nwhen { resource.server == \"peer\" };\n",
+    );
+    let peers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers");
+    let listed = Command::new(&runner).arg("list").output().unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned()
+        + &String::from_utf8_lossy(&listed.stderr);
+    let scenarios: Vec<String> = listed
+        .split("Client scenarios")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no client scenarios in:\n{listed}"))
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- "))
+        .map(str::to_owned)
+        .collect();
+    assert!(scenarios.len() >= 20, "{scenarios:?}");
+    let command = format!(
+        "sh {} {} {}",
+        peers.join("conformance-client.sh").display(),
+        assert_cmd::cargo::cargo_bin("warrant").display(),
+        peers.join("conformance-client").display(),
+    );
+    let mut unexpected = Vec::new();
+    for scenario in &scenarios {
+        let mut c = Command::new(&runner);
+        c.args(["client", "--command", &command, "--scenario", scenario])
+            .arg("--expected-failures")
+            .arg(peers.join("conformance-baseline.yml"))
+            .current_dir(&sb.ws)
+            .env("NO_COLOR", "1")
+            .env("WARRANT_MANAGED_DIR", &sb.managed)
+            .env("HOME", &sb.home)
+            .env("WARRANT_ACTOR", "tester")
+            .env("WARRANT_TENANT", "harbour");
+        for (k, _) in std::env::vars() {
+            if k.starts_with("WARRANT_")
+                && !["WARRANT_MANAGED_DIR", "WARRANT_ACTOR", "WARRANT_TENANT"].contains(&k.as_str())
+            {
+                c.env_remove(k);
+            }
+        }
+        let out = c.output().unwrap();
+        if out.status.code() != Some(0) {
+            unexpected.push(format!(
+                "{scenario}:\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    assert!(
+        unexpected.is_empty(),
+        "client scenarios outside the baseline, or stale baseline entries:\n{}",
+        unexpected.join("\n\n")
+    );
+}

@@ -255,6 +255,16 @@ fn hostile_tools_are_named_safely_withheld_bounded_and_refused_when_changed() {
         .unwrap()
         .to_owned();
     assert!(text.contains("sampling is refused"), "{text}");
+    // ... and the refusal is part of the call's (journaled) result, with its code.
+    assert_eq!(
+        sampled.result["refused_requests"],
+        json!([{
+            "request": "sampling",
+            "code": "W-MCP-011",
+            "error": "MCP server `hostile` asked Warrant for sampling (a call of the model) during a call; refused: a server may not call the model or ask the person through Warrant",
+        }]),
+        "{sampled:?}"
+    );
     // The tool list changes mid-run: a call decided against the old definition is refused,
     // nothing is sent.
     let echo_before = call_action(&tools, "mcp__hostile__echo", &env);
