@@ -615,3 +615,44 @@ pub fn redirect_policy(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// Everything a server declares besides `tools` is named as dropped: each capability, each
+    /// experimental key and each extension by its identifier.
+    #[test]
+    fn every_declared_capability_and_extension_but_tools_is_dropped_by_name() {
+        let caps: ServerCapabilities = serde_json::from_value(serde_json::json!({
+            "tools": {"listChanged": true},
+            "resources": {"subscribe": true},
+            "prompts": {},
+            "logging": {},
+            "completions": {},
+            "experimental": {"x-cache": {}},
+            "extensions": {
+                "io.modelcontextprotocol/tasks": {},
+                "io.modelcontextprotocol/apps": {"mime": ["text/html"]}
+            }
+        }))
+        .unwrap();
+        assert_eq!(
+            dropped(&caps),
+            [
+                "resources",
+                "prompts",
+                "logging",
+                "completions",
+                "experimental:x-cache",
+                "extension:io.modelcontextprotocol/apps",
+                "extension:io.modelcontextprotocol/tasks",
+            ]
+        );
+        assert_eq!(
+            dropped(&serde_json::from_value(serde_json::json!({"tools": {}})).unwrap()),
+            Vec::<String>::new()
+        );
+    }
+}
