@@ -356,3 +356,59 @@ fn the_conformance_runners_client_scenarios_pass_but_for_the_baseline() {
         unexpected.join("\n\n")
     );
 }
+
+/// Servers start when a run needs its catalogue, not for every command that opens the host: a
+/// run that parks on a call starts the server, `approve` (and the other commands that only
+/// record in a run, and `mcp serve`) never does, and the resume that makes the call starts it
+/// again. Each start appends a line to a file outside the workspace, the control that a start
+/// is seen.
+#[test]
+fn a_server_starts_for_the_run_and_its_resume_but_not_for_approve() {
+    let script = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../warrant-mcp/tests/peers/hostile.py"
+    ))
+    .unwrap();
+    let sb = Sandbox::init();
+    sb.add_unconfined_profile();
+    sb.write("hostile.py", &script);
+    let starts = sb.dir.path().join("starts");
+    let config = sb.ws.join(".warrant/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "\n[mcp.servers.h]\ncommand = [\"/bin/sh\", \"-c\", \"echo started >> {}; exec /usr/bin/python3 hostile.py tools\"]\nprofile = \"open\"\ntools = [\"echo\"]\n",
+        starts.display()
+    ));
+    std::fs::write(&config, text).unwrap();
+    sb.write(
+        ".warrant/policies/mcp.cedar",
+        "@id(\"mcp-h-asks\")\n@reason(\"Calls of h are reviewed.\")\n@ask(\"change\")\npermit (principal, action == Warrant::Action::\"mcp.call\", resource is Warrant::McpTool)\nwhen { resource.server == \"h\" };\n",
+    );
+    let count = || {
+        std::fs::read_to_string(&starts)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let model = sb.transcript(
+        "version: 1\nturns:\n  - calls:\n      - tool: mcp__h__echo\n        args: { text: hi }\n  - say: done\n",
+    );
+    let out = sb.run(&["run", "--model", &model, "echo"]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert_eq!(count(), 1, "the run started the server");
+    let request = parked_request(&out);
+    let ok = sb.run(&["approve", &request]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    let shown = sb.run(&["requests", "show", &request, "--json"]);
+    assert_eq!(shown.status.code(), Some(0), "{}", stderr(&shown));
+    assert_eq!(count(), 1, "approving and showing started no server");
+    let done = sb.run(&["resume", &sb.last_run().0]);
+    assert_eq!(done.status.code(), Some(0), "{}", stderr(&done));
+    assert_eq!(count(), 2, "the resume that makes the call started it");
+    let (_, events) = sb.last_run();
+    let result = events
+        .iter()
+        .find(|e| e["kind"] == "effect_completed")
+        .map(|e| e["payload"].to_string())
+        .unwrap_or_else(|| panic!("{events:#?}"));
+    assert!(result.contains("echo: hi"), "{result}");
+}
