@@ -15,7 +15,6 @@ config=.warrant/config.toml
 {
   cat "$config.base"
   printf '\n[mcp.servers.peer]\nurl = "%s"\ntimeout_ms = 10000\n' "$url"
-  if [ -f "$transcripts/$scenario.toml" ]; then cat "$transcripts/$scenario.toml"; fi
 } > "$config"
 model="$transcripts/$(echo "$scenario" | tr / -).yaml"
 [ -f "$model" ] || model="$transcripts/list-only.yaml"
