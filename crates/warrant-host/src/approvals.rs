@@ -64,7 +64,7 @@ impl Host {
                 )
                 .with_hint(crate::Hint::ListApprovals)
             })?;
-        let tools = self.tools()?;
+        let tools = self.own_tools()?;
         self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
             let mut state = install::load_run(&self.inst, ring, &row.run, Class::Failed)?;
             if state.asks.contains_key(request) {

@@ -86,3 +86,24 @@ pub fn capabilities() -> Capabilities {
         probe_error,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use warrant_tools::ToolSource as _;
+
+    /// The prompt guard screens every tool description of every request; a built-in one it
+    /// refused would stop every run, so each passes the screen (a new one that does not
+    /// fails here, not in a person's run).
+    #[test]
+    fn every_built_in_description_passes_the_prompt_guards_screen() {
+        for tool in warrant_tools::Builtin.tools() {
+            let spec = tool.spec();
+            assert_eq!(
+                warrant_llm::untrusted::screen_instructions(&spec.description),
+                None,
+                "{}",
+                spec.name
+            );
+        }
+    }
+}

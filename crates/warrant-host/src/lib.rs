@@ -134,10 +134,7 @@ impl Host {
             &paths.dot.join(memory::MEMORY_DB),
         ));
         let mcp = mcp::source(&paths, &settings)?;
-        let mut sources: Vec<Arc<dyn ToolSource + Send + Sync>> = Vec::new();
-        if let Some(mcp) = &mcp {
-            sources.push(Arc::clone(mcp) as Arc<dyn ToolSource + Send + Sync>);
-        }
+        let sources: Vec<Arc<dyn ToolSource + Send + Sync>> = Vec::new();
         Ok(Host {
             paths,
             identity,
@@ -173,19 +170,39 @@ impl Host {
     /// The run's tools: the built-in set and every added source in one [`Toolbox`], behind the
     /// configured menu, every result through the redactor. The only way a front end gets the
     /// tools a ring runs.
+    ///
+    /// This is what starts the configured MCP servers (the first time): call it only for an
+    /// operation that offers the catalogue to a model or runs a call; an operation that only
+    /// records takes [`Host::own_tools`].
     pub fn tools(&self) -> Result<Toolbox> {
-        let memory = self.memory_tools();
-        let mut sources: Vec<&dyn ToolSource> = vec![&Builtin, &memory];
-        sources.extend(self.sources.iter().map(|s| s.as_ref() as &dyn ToolSource));
-        let tools = controls::tools(
-            &self.settings,
-            &sources,
-            controls::redacting(&self.redactor),
-        );
+        let tools = self.toolbox(true);
         if let Some(mcp) = &self.mcp {
             mcp::tell_failures(mcp, self.inst.notices.as_ref());
         }
         tools
+    }
+
+    /// Warrant's own tools: everything [`Host::tools`] has but the configured MCP servers, so
+    /// the operation never starts one. For operations that only record facts in a run
+    /// (approve, deny, reply, cancel, resolve, load: their ring decides, records and audits,
+    /// and never offers the catalogue nor runs a call) and for `mcp serve`, which exports
+    /// Warrant's own tools and never re-exports a server's.
+    pub fn own_tools(&self) -> Result<Toolbox> {
+        self.toolbox(false)
+    }
+
+    fn toolbox(&self, with_mcp: bool) -> Result<Toolbox> {
+        let memory = self.memory_tools();
+        let mut sources: Vec<&dyn ToolSource> = vec![&Builtin, &memory];
+        if with_mcp && let Some(mcp) = &self.mcp {
+            sources.push(mcp.as_ref() as &dyn ToolSource);
+        }
+        sources.extend(self.sources.iter().map(|s| s.as_ref() as &dyn ToolSource));
+        controls::tools(
+            &self.settings,
+            &sources,
+            controls::redacting(&self.redactor),
+        )
     }
 
     /// Builds the ring for one operation, with the governed decision point (Cedar, then the

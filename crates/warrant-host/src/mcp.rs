@@ -25,6 +25,8 @@ pub fn source(paths: &Paths, settings: &Settings) -> Result<Option<Arc<McpSource
         // A confined server runs through this binary's sandbox launcher; without one (a
         // library caller) only unconfined profiles can start.
         launcher: warrant_exec::Launcher::current_exe().ok(),
+        // Off only for a debug build's negative control (`WARRANT_TEST_DISABLE=mcp-screen`).
+        screen_descriptions: !crate::controls::disabled("mcp-screen"),
     };
     McpSource::new(&settings.mcp.servers, ctx)
         .map(|s| Some(Arc::new(s)))

@@ -14,7 +14,7 @@ impl Host {
     /// Folds `run` after checking its journal against the signed chain (a mismatch is refused,
     /// recorded and delivered, and fails as [`Class::Refused`]); other errors are of `class`.
     pub fn load_run(&self, run: &RunId, class: Class) -> Result<RunState> {
-        let tools = self.tools()?;
+        let tools = self.own_tools()?;
         self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
             install::load_run(&self.inst, ring, run, class)
         })
@@ -28,7 +28,7 @@ impl Host {
         request: &RequestId,
         what: &str,
     ) -> Result<()> {
-        let tools = self.tools()?;
+        let tools = self.own_tools()?;
         self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
             let refused = crate::origin::refuse_recorded(
                 ring,
@@ -52,7 +52,7 @@ impl Host {
             Some(redactor) => redacted(&redactor, reply),
             None => reply,
         };
-        let tools = self.tools()?;
+        let tools = self.own_tools()?;
         self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
             let result = ring.reply(state, request, &self.identity.principal, "cli", reply);
             self.deliver();

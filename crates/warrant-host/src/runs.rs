@@ -407,7 +407,7 @@ impl Host {
             .store
             .request_cancel(run, &who, reason)
             .map_err(|e| HostError::bad_input(&e))?;
-        let tools = self.tools()?;
+        let tools = self.own_tools()?;
         self.with_ring(
             &tools,
             &warrant_kernel::Silent,
@@ -446,7 +446,7 @@ impl Host {
 
     /// A person says what became of an effect in doubt. Never from a process a run started.
     pub fn resolve(&self, run: &RunId, step: &str, resolution: Resolution) -> Result<()> {
-        let tools = self.tools()?;
+        let tools = self.own_tools()?;
         self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
             let mut state = install::load_run(&self.inst, ring, run, Class::Usage)?;
             // A command's attempt is refused and, when the step names an open in-doubt

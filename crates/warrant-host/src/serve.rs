@@ -99,7 +99,8 @@ impl Host {
     /// that exist, minus those the ceiling holds back. A name that is no tool is an error.
     pub fn serve_export(&self) -> Result<(Export, Toolbox)> {
         let config = &self.settings.mcp.serve;
-        let all = self.tools()?;
+        // Warrant's own tools only: serving never starts (nor re-exports) a configured server.
+        let all = self.own_tools()?;
         let known: Vec<String> = all.catalogue_specs().into_iter().map(|s| s.name).collect();
         let mut exported = Vec::new();
         let mut held = Vec::new();

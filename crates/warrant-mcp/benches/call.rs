@@ -127,6 +127,7 @@ fn mcp_call(c: &mut Criterion) {
         profiles: BTreeMap::from([("open".to_owned(), open.clone())]),
         parent_env: std::env::vars().collect(),
         launcher: None,
+        screen_descriptions: true,
     };
     let servers = BTreeMap::from([(
         "every".to_owned(),

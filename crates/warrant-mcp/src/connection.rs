@@ -21,7 +21,7 @@ use rmcp::{ClientHandler, Peer, ServiceExt as _};
 use serde::Serialize;
 use warrant_exec::child::{STOP_GRACE, Supervised};
 
-use crate::error::McpError;
+use crate::error::{McpError, ServerRequest};
 
 /// The protocol version Warrant asks for in `initialize`.
 pub const PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
@@ -31,11 +31,36 @@ pub const PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 pub const REFUSED_REQUEST: i32 = -32601;
 
 /// What the client does when the server asks it something. Warrant offers no sampling, no
-/// elicitation and no roots; a server that asks anyway gets a clear JSON-RPC error.
+/// elicitation and no roots; a server that asks anyway gets a clear JSON-RPC error, and the
+/// refusal is kept for the result of the call it came in (journaled and audited with it).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Handler {
     /// Set when the server says its tool list changed; the next call re-checks its tool.
     pub(crate) tools_changed: Arc<AtomicBool>,
+    /// What the server asked for and was refused, not yet handed to a result.
+    pub(crate) refused: Arc<Mutex<Vec<ServerRequest>>>,
+}
+
+impl Handler {
+    fn refuse(&self, kind: ServerRequest) -> ErrorData {
+        self.refused
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(kind);
+        let what = match kind {
+            ServerRequest::Sampling => {
+                "sampling is refused: Warrant does not let an MCP server call the model (not configured)"
+            }
+            ServerRequest::Elicitation => {
+                "elicitation is refused: Warrant does not let an MCP server ask the person (not configured)"
+            }
+        };
+        ErrorData::new(
+            ErrorCode(REFUSED_REQUEST),
+            format!("{what} (W-MCP-011)"),
+            None,
+        )
+    }
 }
 
 impl ClientHandler for Handler {
@@ -53,11 +78,7 @@ impl ClientHandler for Handler {
         _params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        Err(ErrorData::new(
-            ErrorCode(REFUSED_REQUEST),
-            "sampling is refused: Warrant does not let an MCP server call the model (not configured)",
-            None,
-        ))
+        Err(self.refuse(ServerRequest::Sampling))
     }
 
     async fn create_elicitation(
@@ -65,11 +86,7 @@ impl ClientHandler for Handler {
         _request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        Err(ErrorData::new(
-            ErrorCode(REFUSED_REQUEST),
-            "elicitation is refused: Warrant does not let an MCP server ask the person (not configured)",
-            None,
-        ))
+        Err(self.refuse(ServerRequest::Elicitation))
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -155,6 +172,7 @@ pub struct Connection {
     record: ConnectionRecord,
     timeout: Duration,
     tools_changed: Arc<AtomicBool>,
+    refused: Arc<Mutex<Vec<ServerRequest>>>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     child: Mutex<Option<Supervised>>,
 }
@@ -172,6 +190,7 @@ impl Connection {
     pub fn open(server: &str, endpoint: Endpoint, timeout: Duration) -> Result<Self, McpError> {
         let handler = Handler::default();
         let tools_changed = Arc::clone(&handler.tools_changed);
+        let refused_requests = Arc::clone(&handler.refused);
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Ready>(1);
         let (shutdown_tx, shutdown_rx) = tokio::sync::oneshot::channel::<()>();
         let name = server.to_owned();
@@ -312,7 +331,8 @@ impl Connection {
                     | McpError::DefinitionChanged { .. }
                     | McpError::ToolGone { .. }
                     | McpError::Redirect { .. }
-                    | McpError::Header { .. }) => other,
+                    | McpError::Header { .. }
+                    | McpError::RequestRefused { .. }) => other,
                 });
             }
         };
@@ -323,6 +343,7 @@ impl Connection {
             record,
             timeout,
             tools_changed,
+            refused: refused_requests,
             shutdown: Some(shutdown_tx),
             child: Mutex::new(child),
         })
@@ -335,6 +356,11 @@ impl Connection {
     /// Whether the server said its tool list changed since the last listing.
     pub fn take_tools_changed(&self) -> bool {
         self.tools_changed.swap(false, Ordering::SeqCst)
+    }
+
+    /// What the server asked for and was refused since the last take (sampling, elicitation).
+    pub fn take_refused(&self) -> Vec<ServerRequest> {
+        std::mem::take(&mut *self.refused.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Every tool the server offers (all pages).
@@ -588,4 +614,45 @@ pub fn redirect_policy(
             attempt.follow()
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// Everything a server declares besides `tools` is named as dropped: each capability, each
+    /// experimental key and each extension by its identifier.
+    #[test]
+    fn every_declared_capability_and_extension_but_tools_is_dropped_by_name() {
+        let caps: ServerCapabilities = serde_json::from_value(serde_json::json!({
+            "tools": {"listChanged": true},
+            "resources": {"subscribe": true},
+            "prompts": {},
+            "logging": {},
+            "completions": {},
+            "experimental": {"x-cache": {}},
+            "extensions": {
+                "io.modelcontextprotocol/tasks": {},
+                "io.modelcontextprotocol/apps": {"mime": ["text/html"]}
+            }
+        }))
+        .unwrap();
+        assert_eq!(
+            dropped(&caps),
+            [
+                "resources",
+                "prompts",
+                "logging",
+                "completions",
+                "experimental:x-cache",
+                "extension:io.modelcontextprotocol/apps",
+                "extension:io.modelcontextprotocol/tasks",
+            ]
+        );
+        assert_eq!(
+            dropped(&serde_json::from_value(serde_json::json!({"tools": {}})).unwrap()),
+            Vec::<String>::new()
+        );
+    }
 }

@@ -46,6 +46,29 @@ pub enum McpError {
         header: String,
         message: String,
     },
+    #[error(
+        "MCP server `{server}` asked Warrant for {kind} during a call; refused: a server may not call the model or ask the person through Warrant"
+    )]
+    RequestRefused { server: String, kind: ServerRequest },
+}
+
+/// What a server asked of the client during a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerRequest {
+    /// `sampling/createMessage`: the server wants the model.
+    Sampling,
+    /// `elicitation/create`: the server wants the person.
+    Elicitation,
+}
+
+impl std::fmt::Display for ServerRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Sampling => "sampling (a call of the model)",
+            Self::Elicitation => "elicitation (a question to the person)",
+        })
+    }
 }
 
 impl Coded for McpError {
@@ -60,6 +83,7 @@ impl Coded for McpError {
             Self::DefinitionChanged { .. } => "W-MCP-007",
             Self::ToolGone { .. } => "W-MCP-008",
             Self::Header { .. } => "W-MCP-009",
+            Self::RequestRefused { .. } => "W-MCP-011",
             Self::Redirect { .. } => "W-MCP-010",
         }
     }

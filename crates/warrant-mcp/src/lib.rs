@@ -13,6 +13,6 @@ pub mod names;
 pub mod source;
 
 pub use connection::{Connection, ConnectionRecord, Endpoint, PROTOCOL};
-pub use error::McpError;
+pub use error::{McpError, ServerRequest};
 pub use names::{MAX_NAME, model_name};
 pub use source::{McpSource, McpTool, StartContext, WITHHELD, shape};

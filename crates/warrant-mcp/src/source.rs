@@ -42,6 +42,9 @@ pub struct StartContext {
     pub parent_env: Vec<(String, String)>,
     /// Needed for a confined profile (the default); `None` refuses to start one.
     pub launcher: Option<Launcher>,
+    /// Screen a vouched-for description with the prompt guard's screen
+    /// (`warrant_llm::untrusted::screen_instructions`); off only for a negative control.
+    pub screen_descriptions: bool,
 }
 
 /// One configured server, checked.
@@ -147,6 +150,7 @@ impl McpSource {
                             &tool,
                             definition,
                             risk,
+                            self.ctx.screen_descriptions,
                         )));
                     }
                 }
@@ -379,7 +383,13 @@ pub struct McpTool {
 struct Shared(Arc<McpTool>);
 
 impl McpTool {
-    fn new(live: Arc<Live>, tool: &RemoteTool, definition: String, risk: RiskClass) -> Self {
+    fn new(
+        live: Arc<Live>,
+        tool: &RemoteTool,
+        definition: String,
+        risk: RiskClass,
+        screen: bool,
+    ) -> Self {
         let server = &live.server;
         let short = definition.rsplit(':').next().unwrap_or(&definition);
         let short = short.get(..12).unwrap_or(short);
@@ -394,13 +404,20 @@ impl McpTool {
         };
         let spec = if server.config.trust_descriptions {
             let description = tool.description.as_deref().unwrap_or_default().to_owned();
-            // Vouched for, and still checked: a description carrying a fence tag would
-            // reopen the fence around results; it is withheld instead (the prompt guard would
-            // refuse every request that offered it).
-            if warrant_llm::untrusted::neutralise(&description) != description {
+            // Vouched for, and still screened by the prompt guard's screen: a fence tag, a
+            // hidden character, a role marker or an instruction to the model. Such a
+            // description is withheld here (the guard would refuse every request offering it),
+            // and only the kind of finding is said, never the text.
+            let found = if screen {
+                warrant_llm::untrusted::screen_instructions(&description)
+            } else {
+                None
+            };
+            if let Some(found) = found {
                 ToolSpec {
                     description: format!(
-                        "{WITHHELD} (it carried a fence tag; MCP server `{}`, definition {short})",
+                        "{WITHHELD} (it carried {}; MCP server `{}`, definition {short})",
+                        found.kind(),
                         server.name
                     ),
                     ..withheld()
@@ -491,6 +508,26 @@ impl McpTool {
             Err(e) => return failed(e),
         };
         let mut out = shape(&result, self.live.server.max_result);
+        // What the server asked of Warrant during the call and was refused: part of the
+        // journaled (and audited) result, each with its code.
+        let refused: Vec<Value> = self
+            .live
+            .conn
+            .take_refused()
+            .into_iter()
+            .map(|kind| {
+                let e = McpError::RequestRefused {
+                    server: call.server.clone(),
+                    kind,
+                };
+                json!({"request": kind, "code": e.code(), "error": e.to_string()})
+            })
+            .collect();
+        if !refused.is_empty()
+            && let Value::Object(map) = &mut out
+        {
+            map.insert("refused_requests".into(), Value::Array(refused));
+        }
         if !self.live.recorded.swap(true, Ordering::SeqCst)
             && let Value::Object(map) = &mut out
         {

@@ -288,3 +288,127 @@ fn a_stdio_server_is_confined_by_default_and_reads_the_home_only_when_unconfined
         results[1]
     );
 }
+
+/// The official conformance runner's client scenarios against the `warrant` binary as client:
+/// for each scenario the runner starts its test server and runs `conformance-client.sh`, which
+/// configures that server as `[mcp.servers.peer]` of an initialized workspace and makes a
+/// scripted run through the ring (the catalogue, each `mcp.call` decided, journaled, audited).
+/// A scenario that fails and is not in the baseline fails the test, and so does a baseline entry
+/// that now passes (the runner calls it stale).
+#[test]
+fn the_conformance_runners_client_scenarios_pass_but_for_the_baseline() {
+    let runner = super::mcp_serve::conformance_runner();
+    let sb = Sandbox::init();
+    sb.write(
+        ".warrant/policies/conformance.cedar",
+        "@id(\"conformance-peer\")\n@reason(\"The conformance runner's scenario server.\")\npermit (principal, action == Warrant::Action::\"mcp.call\", resource is Warrant::McpTool)\nwhen { resource.server == \"peer\" };\n",
+    );
+    let peers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers");
+    let listed = Command::new(&runner).arg("list").output().unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned()
+        + &String::from_utf8_lossy(&listed.stderr);
+    let scenarios: Vec<String> = listed
+        .split("Client scenarios")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no client scenarios in:\n{listed}"))
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- "))
+        .map(str::to_owned)
+        .collect();
+    assert!(scenarios.len() >= 20, "{scenarios:?}");
+    let command = format!(
+        "sh {} {} {}",
+        peers.join("conformance-client.sh").display(),
+        assert_cmd::cargo::cargo_bin("warrant").display(),
+        peers.join("conformance-client").display(),
+    );
+    let mut unexpected = Vec::new();
+    for scenario in &scenarios {
+        let mut c = Command::new(&runner);
+        c.args(["client", "--command", &command, "--scenario", scenario])
+            .arg("--expected-failures")
+            .arg(peers.join("conformance-baseline.yml"))
+            .current_dir(&sb.ws)
+            .env("NO_COLOR", "1")
+            .env("WARRANT_MANAGED_DIR", &sb.managed)
+            .env("HOME", &sb.home)
+            .env("WARRANT_ACTOR", "tester")
+            .env("WARRANT_TENANT", "harbour");
+        for (k, _) in std::env::vars() {
+            if k.starts_with("WARRANT_")
+                && !["WARRANT_MANAGED_DIR", "WARRANT_ACTOR", "WARRANT_TENANT"].contains(&k.as_str())
+            {
+                c.env_remove(k);
+            }
+        }
+        let out = c.output().unwrap();
+        if out.status.code() != Some(0) {
+            unexpected.push(format!(
+                "{scenario}:\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    assert!(
+        unexpected.is_empty(),
+        "client scenarios outside the baseline, or stale baseline entries:\n{}",
+        unexpected.join("\n\n")
+    );
+}
+
+/// Servers start when a run needs its catalogue, not for every command that opens the host: a
+/// run that parks on a call starts the server, `approve` (and the other commands that only
+/// record in a run, and `mcp serve`) never does, and the resume that makes the call starts it
+/// again. Each start appends a line to a file outside the workspace, the control that a start
+/// is seen.
+#[test]
+fn a_server_starts_for_the_run_and_its_resume_but_not_for_approve() {
+    let script = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../warrant-mcp/tests/peers/hostile.py"
+    ))
+    .unwrap();
+    let sb = Sandbox::init();
+    sb.add_unconfined_profile();
+    sb.write("hostile.py", &script);
+    let starts = sb.dir.path().join("starts");
+    let config = sb.ws.join(".warrant/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "\n[mcp.servers.h]\ncommand = [\"/bin/sh\", \"-c\", \"echo started >> {}; exec /usr/bin/python3 hostile.py tools\"]\nprofile = \"open\"\ntools = [\"echo\"]\n",
+        starts.display()
+    ));
+    std::fs::write(&config, text).unwrap();
+    sb.write(
+        ".warrant/policies/mcp.cedar",
+        "@id(\"mcp-h-asks\")\n@reason(\"Calls of h are reviewed.\")\n@ask(\"change\")\npermit (principal, action == Warrant::Action::\"mcp.call\", resource is Warrant::McpTool)\nwhen { resource.server == \"h\" };\n",
+    );
+    let count = || {
+        std::fs::read_to_string(&starts)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let model = sb.transcript(
+        "version: 1\nturns:\n  - calls:\n      - tool: mcp__h__echo\n        args: { text: hi }\n  - say: done\n",
+    );
+    let out = sb.run(&["run", "--model", &model, "echo"]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert_eq!(count(), 1, "the run started the server");
+    let request = parked_request(&out);
+    let ok = sb.run(&["approve", &request]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    let shown = sb.run(&["requests", "show", &request, "--json"]);
+    assert_eq!(shown.status.code(), Some(0), "{}", stderr(&shown));
+    assert_eq!(count(), 1, "approving and showing started no server");
+    let done = sb.run(&["resume", &sb.last_run().0]);
+    assert_eq!(done.status.code(), Some(0), "{}", stderr(&done));
+    assert_eq!(count(), 2, "the resume that makes the call started it");
+    let (_, events) = sb.last_run();
+    let result = events
+        .iter()
+        .find(|e| e["kind"] == "effect_completed")
+        .map(|e| e["payload"].to_string())
+        .unwrap_or_else(|| panic!("{events:#?}"));
+    assert!(result.contains("echo: hi"), "{result}");
+}

@@ -676,7 +676,7 @@ fn authorizing_proxy(upstream: String, auth: String) -> String {
     addr
 }
 
-fn conformance_runner() -> PathBuf {
+pub(super) fn conformance_runner() -> PathBuf {
     static READY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     READY
         .get_or_init(|| {

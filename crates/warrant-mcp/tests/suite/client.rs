@@ -24,6 +24,7 @@ pub fn ctx(dir: &std::path::Path) -> StartContext {
         profiles: BTreeMap::from([("open".to_owned(), profile)]),
         parent_env: std::env::vars().collect(),
         launcher: None,
+        screen_descriptions: true,
     }
 }
 
@@ -255,6 +256,16 @@ fn hostile_tools_are_named_safely_withheld_bounded_and_refused_when_changed() {
         .unwrap()
         .to_owned();
     assert!(text.contains("sampling is refused"), "{text}");
+    // ... and the refusal is part of the call's (journaled) result, with its code.
+    assert_eq!(
+        sampled.result["refused_requests"],
+        json!([{
+            "request": "sampling",
+            "code": "W-MCP-011",
+            "error": "MCP server `hostile` asked Warrant for sampling (a call of the model) during a call; refused: a server may not call the model or ask the person through Warrant",
+        }]),
+        "{sampled:?}"
+    );
     // The tool list changes mid-run: a call decided against the old definition is refused,
     // nothing is sent.
     let echo_before = call_action(&tools, "mcp__hostile__echo", &env);
@@ -288,10 +299,14 @@ fn hostile_tools_are_named_safely_withheld_bounded_and_refused_when_changed() {
 #[test]
 fn descriptions_of_an_untrusted_server_are_withheld_with_the_negative_control() {
     let dir = tempfile::tempdir().unwrap();
-    let spec_of = |trust: bool| {
+    let spec_of = |trust: bool, screen: bool| {
         let mut servers = hostile("tools");
         servers.get_mut("hostile").unwrap().trust_descriptions = trust;
-        let source = McpSource::new(&servers, ctx(dir.path())).unwrap();
+        let ctx = StartContext {
+            screen_descriptions: screen,
+            ..ctx(dir.path())
+        };
+        let source = McpSource::new(&servers, ctx).unwrap();
         let tools = source.tools();
         let t = tools
             .iter()
@@ -299,10 +314,23 @@ fn descriptions_of_an_untrusted_server_are_withheld_with_the_negative_control() 
             .unwrap();
         t.spec().clone()
     };
-    // Guard off (the operator vouches): the instruction reaches the model.
-    assert!(spec_of(true).description.contains("id_rsa"));
+    // Guard off (the operator vouches, and the screen is switched off): the instruction
+    // reaches the model.
+    assert!(spec_of(true, false).description.contains("id_rsa"));
+    // Vouched for and screened: the instruction is found, the description withheld, and the
+    // finding named by its kind only (the text never reaches the model).
+    let screened = spec_of(true, true);
+    assert!(screened.description.starts_with(WITHHELD), "{screened:?}");
+    assert!(
+        screened
+            .description
+            .contains("it carried an instruction to the model"),
+        "{screened:?}"
+    );
+    assert!(!screened.description.contains("id_rsa"));
+    assert!(warrant_llm::untrusted::screen_instructions(&screened.description).is_none());
     // Default: withheld, with a permissive schema.
-    let withheld = spec_of(false);
+    let withheld = spec_of(false, true);
     assert!(withheld.description.starts_with(WITHHELD), "{withheld:?}");
     assert!(!withheld.description.contains("id_rsa"));
 }
