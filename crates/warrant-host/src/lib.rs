@@ -32,6 +32,7 @@ pub mod request_views;
 pub mod requests;
 pub mod runs;
 pub mod serve;
+pub mod spawn;
 pub mod touched;
 pub mod verify;
 
@@ -188,6 +189,23 @@ impl Host {
         tools
     }
 
+    /// The tools of a subagent: [`Host::tools`] narrowed to `offered` (its parent's tools or
+    /// fewer), as a menu of its own.
+    pub fn tools_offering(&self, offered: &[String]) -> Result<Toolbox> {
+        let memory = self.memory_tools();
+        let mut sources: Vec<&dyn ToolSource> = vec![&Builtin, &memory];
+        sources.extend(self.sources.iter().map(|s| s.as_ref() as &dyn ToolSource));
+        let mut settings = self.settings.clone();
+        settings.menus.insert(
+            spawn::SUBAGENT_MENU.to_owned(),
+            warrant_core::config::MenuConfig {
+                tools: offered.to_vec(),
+            },
+        );
+        settings.menu = Some(spawn::SUBAGENT_MENU.to_owned());
+        controls::tools(&settings, &sources, controls::redacting(&self.redactor))
+    }
+
     /// Builds the ring for one operation, with the governed decision point (Cedar, then the
     /// `[risk.*]` rules and the identity directory), the installation's store, sealer, keys and
     /// clock, the run's `tools` (from [`Host::tools`]: menu and redaction), the configured
@@ -206,6 +224,11 @@ impl Host {
             inner: &base,
             rules: self.rules.clone(),
         };
+        // Subagents are started by this host, each under a ring of its own built here.
+        let spawner = spawn::HostSpawner {
+            host: self,
+            observer,
+        };
         let ring = Ring::new(RingParts {
             store: self.inst.store.as_ref(),
             sealer: &self.inst.sealer,
@@ -219,6 +242,7 @@ impl Host {
             tools,
             budgets: &budgets,
             guard: controls::guard_settings(),
+            spawner: Some(&spawner),
         });
         f(&ring)
     }
@@ -229,6 +253,10 @@ impl Host {
         let spec = ModelSpec::parse(spec).map_err(|e| HostError::bad_input(&e))?;
         match spec {
             ModelSpec::Scripted { path } => {
+                // A subagent's model is its transcript's child (`PATH#0.1`).
+                let text = path.to_string_lossy().into_owned();
+                let (file, child) = spawn::split_child(&text);
+                let path = std::path::PathBuf::from(file);
                 let path = if path.is_absolute() {
                     path
                 } else {
@@ -236,7 +264,20 @@ impl Host {
                         .map(|d| d.join(&path))
                         .unwrap_or(path)
                 };
-                let p = ScriptedProvider::load(&path).map_err(|e| HostError::bad_input(&e))?;
+                let mut p = ScriptedProvider::load(&path).map_err(|e| HostError::bad_input(&e))?;
+                if let Some(child) = child {
+                    let at: Vec<usize> = child.split('.').filter_map(|i| i.parse().ok()).collect();
+                    let script = p.transcript().child(&at).cloned().ok_or_else(|| {
+                        HostError::usage(
+                            "W-SPAWN-006",
+                            format!(
+                                "transcript {} has no subagent transcript {child} (`children` of the transcript, in the order of the run's spawn_agent calls)",
+                                path.display()
+                            ),
+                        )
+                    })?;
+                    p = ScriptedProvider::new(script, format!("{}#{child}", path.display()));
+                }
                 // Against every tool: a call off the run's menu is refused at run time, recorded.
                 p.transcript()
                     .validate(&tools.catalogue_specs())
@@ -286,6 +327,7 @@ impl Host {
             web: self.settings.web.clone(),
             web_addresses_unguarded: controls::disabled("web-address"),
             web_loopback_allowed: controls::disabled("web-loopback"),
+            menus: self.settings.menus.clone(),
         })
     }
 
@@ -294,7 +336,7 @@ impl Host {
         install::deliver(&self.inst);
     }
 
-    fn new_run_spec(
+    pub(crate) fn new_run_spec(
         &self,
         tools: &Toolbox,
         env: &ToolEnv,
@@ -317,6 +359,14 @@ impl Host {
                 requests: Box::new(self.request_ttls),
                 max_tool_calls: self.settings.max_tool_calls,
                 session: None,
+                spawn: Some(Box::new(warrant_kernel::SpawnSettings {
+                    parent: None,
+                    depth: 0,
+                    max_depth: self.settings.max_depth,
+                    max_children: self.settings.max_children,
+                    profile: None,
+                    budget: None,
+                })),
             },
             tools: specs.iter().map(|s| s.name.clone()).collect(),
             tools_digest: digest_of(&specs).ok(),

@@ -110,19 +110,19 @@ pub fn deadline_from(text: Option<&str>) -> Result<Option<warrant_core::Timestam
 
 /// The ring (with its tools, budgets and guard), the tools' environment and the host for one
 /// drive.
-struct Parts<'a> {
+pub(crate) struct Parts<'a> {
     host: &'a Host,
     ring: &'a Ring<'a>,
     env: &'a ToolEnv,
 }
 
 impl<'a> Parts<'a> {
-    fn new(host: &'a Host, ring: &'a Ring<'a>, env: &'a ToolEnv) -> Self {
+    pub(crate) fn new(host: &'a Host, ring: &'a Ring<'a>, env: &'a ToolEnv) -> Self {
         Self { host, ring, env }
     }
 
     /// Drives `state` under `lease` with the bounded outbox, then delivers the audit trail.
-    fn drive(
+    pub(crate) fn drive(
         &self,
         state: &mut RunState,
         lease: warrant_store::Lease,

@@ -21,8 +21,18 @@ pub const TRANSCRIPT_VERSION: u64 = 1;
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Transcript {
+    /// Required at the top (checked before the typed parse); a child's may be left out.
+    #[serde(default = "first_version")]
     pub version: u64,
     pub turns: Vec<Turn>,
+    /// The subagents' transcripts, in the order the run's `spawn_agent` calls start them: the
+    /// first call gets the first, and each may hold its own `children`.
+    #[serde(default)]
+    pub children: Vec<Transcript>,
+}
+
+fn first_version() -> u64 {
+    TRANSCRIPT_VERSION
 }
 
 /// One model response.
@@ -50,7 +60,7 @@ fn empty_object() -> Value {
 
 /// The keys each level of a transcript may have. Checked by hand before typed parsing so the
 /// error can name the turn and call, which serde's own message cannot.
-const TOP_KEYS: [&str; 2] = ["version", "turns"];
+const TOP_KEYS: [&str; 3] = ["version", "turns", "children"];
 const TURN_KEYS: [&str; 2] = ["say", "calls"];
 const CALL_KEYS: [&str; 2] = ["tool", "args"];
 
@@ -116,9 +126,19 @@ impl Transcript {
         })
     }
 
+    /// The transcript of a subagent: `path` gives the index among its parent's spawns at each
+    /// level (`[0, 1]`: the second subagent of the first).
+    pub fn child(&self, path: &[usize]) -> Option<&Transcript> {
+        path.iter().try_fold(self, |t, i| t.children.get(*i))
+    }
+
     /// Check every call against the tools: the tool exists and the arguments satisfy its input
-    /// schema. Stops at the first problem; indices in the error are 1-based.
+    /// schema. Stops at the first problem; indices in the error are 1-based. Subagents'
+    /// transcripts are checked too.
     pub fn validate(&self, tools: &[ToolSpec]) -> Result<(), TranscriptError> {
+        for child in &self.children {
+            child.validate(tools)?;
+        }
         let mut validators: BTreeMap<&str, jsonschema::Validator> = BTreeMap::new();
         for (t, turn) in self.turns.iter().enumerate() {
             for (c, call) in turn.calls.iter().enumerate() {

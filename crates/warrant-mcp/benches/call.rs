@@ -168,6 +168,7 @@ fn mcp_call(c: &mut Criterion) {
         web: Default::default(),
         web_addresses_unguarded: false,
         web_loopback_allowed: false,
+        menus: Default::default(),
     };
     let conn_actions: Vec<_> = conn_tool
         .normalize(&json!({"message": "hi"}), &env)
@@ -216,6 +217,7 @@ fn mcp_call(c: &mut Criterion) {
             requests: Default::default(),
             max_tool_calls: None,
             session: None,
+            spawn: None,
         },
         tools: tools.specs().into_iter().map(|s| s.name).collect(),
     };
@@ -234,6 +236,7 @@ fn mcp_call(c: &mut Criterion) {
         tools: &tools,
         budgets: &budgets,
         guard: GuardSettings::default(),
+        spawner: None,
     });
     let mut n = 0u64;
     let mut state = ring.start(spec.clone()).unwrap();

@@ -143,6 +143,7 @@ pub struct Ring<'a> {
     pub(crate) tools: &'a dyn ToolRegistry,
     pub(crate) budgets: &'a crate::ModelRules,
     pub(crate) guard: crate::GuardSettings,
+    pub(crate) spawner: Option<&'a dyn crate::tool::Spawner>,
 }
 
 /// Everything a ring is made of. It has no `Default` and every field is required, so whoever
@@ -174,6 +175,8 @@ pub struct RingParts<'a> {
     pub budgets: &'a crate::ModelRules,
     /// The prompt guard's switches for every model request.
     pub guard: crate::GuardSettings,
+    /// Starts and drives subagents (`agent.spawn`); `None`: a spawn is refused (W-SPAWN-004).
+    pub spawner: Option<&'a dyn crate::tool::Spawner>,
 }
 
 impl std::fmt::Debug for RingParts<'_> {
@@ -198,6 +201,7 @@ impl<'a> Ring<'a> {
             tools,
             budgets,
             guard,
+            spawner,
         } = parts;
         Ring {
             store,
@@ -214,6 +218,7 @@ impl<'a> Ring<'a> {
             tools,
             budgets,
             guard,
+            spawner,
         }
     }
 
@@ -234,6 +239,7 @@ impl<'a> Ring<'a> {
             tools: self.tools,
             budgets: self.budgets,
             guard: self.guard,
+            spawner: self.spawner,
         }
     }
 
@@ -418,6 +424,7 @@ fn denial_message(
             | Action::MemoryDelete { .. }
             | Action::MemoryPropose { .. }
             | Action::McpCall { .. }
+            | Action::AgentSpawn { .. }
             | Action::MemoryPublish { .. } => false,
             Action::GitRead { repo, .. }
             | Action::GitCommit { repo, .. }

@@ -48,6 +48,7 @@ pub fn env(dir: &std::path::Path) -> ToolEnv {
         web: Default::default(),
         web_addresses_unguarded: false,
         web_loopback_allowed: false,
+        menus: Default::default(),
     }
 }
 

@@ -74,7 +74,8 @@ fn fs_action(verb: Verb, path: CanonicalPath) -> Option<Action> {
         | Verb::GitRead
         | Verb::GitBranch
         | Verb::GitCheckout
-        | Verb::WebFetch => None,
+        | Verb::WebFetch
+        | Verb::AgentSpawn => None,
     }
 }
 
@@ -501,7 +502,8 @@ fn git_action(verb: Verb, repo: CanonicalPath) -> Option<Action> {
         | Verb::ProviderCall
         | Verb::McpCall
         | Verb::MessageSend
-        | Verb::WebFetch => None,
+        | Verb::WebFetch
+        | Verb::AgentSpawn => None,
     }
 }
 

@@ -72,6 +72,7 @@ impl Env {
                 web: Default::default(),
                 web_addresses_unguarded: false,
                 web_loopback_allowed: false,
+                menus: Default::default(),
             },
             tools: Toolbox::new(
                 &[&Builtin],
