@@ -98,6 +98,7 @@ impl Fixture {
             web_addresses_unguarded: false,
             web_loopback_allowed: false,
             menus: Default::default(),
+            spawn_unnarrowed: false,
         };
         let spec = NewRunSpec {
             queued: false,

@@ -276,7 +276,8 @@ impl Host {
                             ),
                         )
                     })?;
-                    p = ScriptedProvider::new(script, format!("{}#{child}", path.display()));
+                    p = ScriptedProvider::new(script, format!("{}#{child}", path.display()))
+                        .with_call_prefix(format!("sub{}-", child.replace('.', "-")));
                 }
                 // Against every tool: a call off the run's menu is refused at run time, recorded.
                 p.transcript()
@@ -328,6 +329,7 @@ impl Host {
             web_addresses_unguarded: controls::disabled("web-address"),
             web_loopback_allowed: controls::disabled("web-loopback"),
             menus: self.settings.menus.clone(),
+            spawn_unnarrowed: controls::disabled("spawn-narrowing"),
         })
     }
 

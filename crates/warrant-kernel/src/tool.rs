@@ -47,6 +47,9 @@ pub struct ToolEnv {
     pub web_loopback_allowed: bool,
     /// `[menus.*]` from configuration, for `spawn_agent` (a subagent's narrower menu).
     pub menus: BTreeMap<String, warrant_core::config::MenuConfig>,
+    /// A debug build's negative control only (`WARRANT_TEST_DISABLE=spawn-narrowing`):
+    /// `spawn_agent` gives a subagent the menu it names even when it is wider than its parent's.
+    pub spawn_unnarrowed: bool,
 }
 
 /// Who a call runs for, from the run's log (never from the caller).

@@ -350,6 +350,8 @@ impl Coded for TranscriptError {
 pub struct ScriptedProvider {
     transcript: Transcript,
     source_name: String,
+    /// Prefixed to call ids (a subagent's, so its calls read apart from its parent's).
+    call_prefix: String,
 }
 
 impl ScriptedProvider {
@@ -357,7 +359,14 @@ impl ScriptedProvider {
         Self {
             transcript,
             source_name: source_name.into(),
+            call_prefix: String::new(),
         }
+    }
+
+    /// The provider of a subagent's transcript: its call ids start with `prefix`.
+    pub fn with_call_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.call_prefix = prefix.into();
+        self
     }
 
     /// Load a transcript file; the caller still validates it against the tools.
@@ -407,7 +416,7 @@ impl ModelProvider for ScriptedProvider {
                 .iter()
                 .enumerate()
                 .map(|(i, c)| ToolCall {
-                    id: format!("call-{turn}-{i}"),
+                    id: format!("{}call-{turn}-{i}", self.call_prefix),
                     name: c.tool.clone(),
                     arguments: c.args.clone(),
                 })

@@ -169,6 +169,7 @@ fn mcp_call(c: &mut Criterion) {
         web_addresses_unguarded: false,
         web_loopback_allowed: false,
         menus: Default::default(),
+        spawn_unnarrowed: false,
     };
     let conn_actions: Vec<_> = conn_tool
         .normalize(&json!({"message": "hi"}), &env)

@@ -82,7 +82,7 @@ impl Tool for SpawnAgent {
                     .filter(|t| !run.tools.contains(t))
                     .map(String::as_str)
                     .collect();
-                if !wider.is_empty() {
+                if !wider.is_empty() && !env.spawn_unnarrowed {
                     return Err(refused(format!(
                         "menu `{name}` offers tools this run was not offered ({}); a subagent gets its parent's tools or fewer, nothing was started",
                         wider.join(", ")

@@ -101,6 +101,7 @@ impl World {
             web_addresses_unguarded: false,
             web_loopback_allowed: false,
             menus: Default::default(),
+            spawn_unnarrowed: false,
         };
         Self {
             dir,

@@ -73,6 +73,7 @@ impl Env {
                 web_addresses_unguarded: false,
                 web_loopback_allowed: false,
                 menus: Default::default(),
+                spawn_unnarrowed: false,
             },
             tools: Toolbox::new(
                 &[&Builtin],
