@@ -278,8 +278,13 @@ impl Agent<'_> {
             let mut last = StreamProgress::default();
             let mut crossing = None;
             let ring = self.ring;
-            let result = request.send_metered(self.model, state.turns, &mut |progress| {
+            let result = request.send_metered(self.model, state.turns, &mut |progress, text| {
                 last = *progress;
+                // The answer's words as they arrive, for a person watching (never journaled
+                // from here: the whole answer is, once complete).
+                if !text.is_empty() {
+                    ring.stream_text(text);
+                }
                 if ring.interrupt_requested() {
                     return Flow::Stop {
                         reason: "stopped by the person (Ctrl-C)".to_owned(),

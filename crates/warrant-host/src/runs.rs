@@ -402,6 +402,23 @@ impl Host {
     /// Cancels a run: recorded for whoever drives it, and stopped here and now when nobody does
     /// (queued, parked, abandoned).
     pub fn cancel(&self, run: &RunId, reason: &str) -> Result<Cancelled> {
+        // Its subagents go with it (a parked one would otherwise wait for nobody); one that is
+        // being driven stops at its next boundary, where it also sees its parent's cancellation.
+        let subagents = self
+            .records()
+            .run(run)
+            .map(|v| v.subagents)
+            .unwrap_or_default();
+        for child in subagents {
+            let stopped = self.records().run(&child).map(|v| v.run.status);
+            if stopped.is_ok_and(|s| s.is_final()) {
+                continue;
+            }
+            self.cancel(
+                &child,
+                &format!("its parent run {run} was cancelled: {reason}"),
+            )?;
+        }
         let who = self.identity.principal.actor.clone();
         self.inst
             .store

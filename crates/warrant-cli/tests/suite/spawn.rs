@@ -452,3 +452,46 @@ children:
     assert_eq!(completed["result"]["answer"], "Notes cleared.");
     assert_eq!(completed["result"]["outcome"], "completed");
 }
+
+#[test]
+fn cancelling_a_parent_parked_on_its_subagent_stops_both() {
+    let sb = Sandbox::init();
+    let model = sb.transcript(
+        r#"
+version: 1
+turns:
+  - calls:
+      - tool: spawn_agent
+        args: { task: "clear the notes" }
+children:
+  - turns:
+      - calls:
+          - tool: delete_path
+            args: { path: "notes", recursive: true }
+"#,
+    );
+    let out = sb.run(&["run", "--model", &model, "clean up"]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let all = runs(&sb);
+    let out = sb.run(&["runs", "cancel", &all[0], "--reason", "not today"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let statuses: Vec<Value> = sb.json(&["runs", "list", "--json"])["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].clone())
+        .collect();
+    assert_eq!(statuses, vec![json!("stopped"), json!("stopped")]);
+    let ended = &of_kind(&events(&sb, &all[1]), "run_ended")[0];
+    assert!(
+        ended["outcome"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains(&format!(
+                "its parent run {} was cancelled: not today",
+                all[0]
+            )),
+        "{ended}"
+    );
+    assert!(sb.exists("notes"));
+}

@@ -101,6 +101,10 @@ pub trait Observer {
 
     /// Called just before events are appended (fault injection uses it to die at that point).
     fn before_append(&self, _events: &[RunEvent]) {}
+
+    /// The model's answer text as it streams in, before it is journaled whole with
+    /// `model_responded`. A front end may show it; nothing is recorded from here.
+    fn streamed(&self, _text: &str) {}
 }
 
 #[derive(Debug, Default)]
@@ -267,6 +271,11 @@ impl<'a> Ring<'a> {
     /// from now on; `None` once the lease is given back.
     pub fn hold_fence(&self, token: Option<u64>) {
         self.fence.set(token);
+    }
+
+    /// Hands the model's answer text, as it streams in, to the observer.
+    pub fn stream_text(&self, text: &str) {
+        self.observer.streamed(text);
     }
 
     /// Watches `flag` (a person's Ctrl-C) while this ring drives a session.
