@@ -145,9 +145,10 @@ impl HostSpawner<'_> {
                 crate::drive::LEASE_TTL,
                 &mut NoPrompter,
             )?;
-            Ok(match exit {
-                RunExit::Parked { request } => SpawnOutcome::Parked { request },
-                other => SpawnOutcome::Ended(ended(&state, Some(&other))),
+            Ok(if let RunExit::Parked { request } = exit {
+                SpawnOutcome::Parked { request }
+            } else {
+                SpawnOutcome::Ended(ended(&state, Some(&exit)))
             })
         })
     }
