@@ -495,3 +495,74 @@ children:
     );
     assert!(sb.exists("notes"));
 }
+
+#[test]
+fn a_crash_at_any_event_of_parent_or_child_resumes_to_one_child_and_the_same_end() {
+    // A clean run says how many events there are to die after (the fault counts the events
+    // this process commits, the child's included).
+    let clean = Sandbox::init();
+    let model = clean.transcript(DELEGATE);
+    let out = clean.run(&["run", "--model", &model, "delegate"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let all = runs(&clean);
+    let total = events(&clean, &all[0]).len() + events(&clean, &all[1]).len();
+    let answer =
+        of_kind(&events(&clean, &all[0]), "effect_completed")[0]["result"]["answer"].clone();
+
+    for n in 1..total {
+        let sb = Sandbox::init();
+        let model = sb.transcript(DELEGATE);
+        let died = sb
+            .cmd(&["run", "--model", &model, "delegate"])
+            .env("WARRANT_FAULT", format!("after:{n}"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            died.status.code(),
+            None,
+            "after:{n} did not die: {}",
+            stderr(&died)
+        );
+        let parent = runs(&sb)[0].clone();
+        let mut finished = false;
+        for _ in 0..4 {
+            let out = sb.run(&["resume", &parent]);
+            if out.status.code() == Some(0) {
+                finished = true;
+                break;
+            }
+            // A run that had ended before the crash needs no resume.
+            if stderr(&out).contains("W-KERNEL-005") {
+                finished = true;
+                break;
+            }
+            panic!(
+                "after:{n}: resume exited {:?}: {}",
+                out.status.code(),
+                stderr(&out)
+            );
+        }
+        assert!(finished, "after:{n}");
+        let all = runs(&sb);
+        assert_eq!(
+            all.len(),
+            2,
+            "after:{n}: one child, never a second: {all:?}"
+        );
+        let child = events(&sb, &all[1]);
+        assert_eq!(of_kind(&child, "run_started").len(), 1, "after:{n}");
+        assert_eq!(of_kind(&child, "run_ended").len(), 1, "after:{n}");
+        let parent_events = events(&sb, &all[0]);
+        let completed = of_kind(&parent_events, "effect_completed");
+        assert_eq!(completed.len(), 1, "after:{n}");
+        assert_eq!(completed[0]["result"]["answer"], answer, "after:{n}");
+        assert_eq!(of_kind(&parent_events, "run_ended").len(), 1, "after:{n}");
+        let verified = sb.run(&["audit", "verify"]);
+        assert_eq!(
+            verified.status.code(),
+            Some(0),
+            "after:{n}: {}",
+            stderr(&verified)
+        );
+    }
+}
