@@ -155,6 +155,26 @@ fn a_subagent_runs_under_its_parents_principal_and_its_answer_comes_back_fenced(
         "{human}"
     );
 
+    // The audit trail links them both ways: the child's first record names its parent and
+    // call, the parent's records of the spawn name the child.
+    let child_audit = stdout(&sb.run(&["audit", "query", "--run", child, "--json"]));
+    assert!(
+        child_audit.contains(&format!("subagent of {parent} call call-0-0 (depth 1)")),
+        "{child_audit}"
+    );
+    let parent_audit = stdout(&sb.run(&[
+        "audit",
+        "query",
+        "--run",
+        parent,
+        "--verb",
+        "agent.spawn",
+        "--json",
+    ]));
+    assert!(
+        parent_audit.contains(&format!("agent/{child}")),
+        "{parent_audit}"
+    );
     // The audit trail holds both runs' records and verifies.
     let verified = sb.run(&["audit", "verify"]);
     assert_eq!(verified.status.code(), Some(0), "{}", stderr(&verified));
