@@ -213,9 +213,15 @@ impl Agent<'_> {
                 }
                 return Ok(None);
             }
-            if state.turns >= state.settings.max_turns {
+            // A subagent's turns count against its parent's.
+            let used = self.ring.turns_used(state)?;
+            if used >= state.settings.max_turns {
                 let max = state.settings.max_turns;
-                let reason = format!("the model used all {max} turns");
+                let reason = if used > state.turns {
+                    format!("the model used all {max} turns, its subagents' included")
+                } else {
+                    format!("the model used all {max} turns")
+                };
                 self.ring
                     .stop_at_limit(state, RunLimit::Turns, max, reason)?;
                 return Ok(None);

@@ -181,10 +181,11 @@ impl HostSpawner<'_> {
         let mut spec = host.new_run_spec(tools, env, &model, order.task.clone(), None, false);
         spec.principal = spawn.principal().clone();
         spec.settings.deadline = parent.settings.deadline;
+        let turns_used = ring.turns_used(parent).map_err(|e| HostError::failed(&e))?;
         spec.settings.max_turns = spec
             .settings
             .max_turns
-            .min(parent.settings.max_turns.saturating_sub(parent.turns));
+            .min(parent.settings.max_turns.saturating_sub(turns_used));
         spec.settings.spawn = Some(Box::new(SpawnSettings {
             parent: Some(ParentLink {
                 run: parent.run.clone(),

@@ -485,6 +485,20 @@ impl Ring<'_> {
         Ok(total)
     }
 
+    /// The model turns `state` has used, its subagents' (and theirs) included: a subagent's
+    /// turns are taken from its parent's.
+    pub fn turns_used(&self, state: &RunState) -> Result<u32, KernelError> {
+        let mut used = state.turns;
+        for child in subagents(state) {
+            if self.store.events(&child)?.is_empty() {
+                continue;
+            }
+            let child = self.load_unverified(&child)?;
+            used = used.saturating_add(self.turns_used(&child)?);
+        }
+        Ok(used)
+    }
+
     /// What is left of the run budget of `state` for a subagent's share: tokens and cost, each
     /// `None` when unlimited.
     pub fn run_budget_left(&self, state: &RunState) -> Result<BudgetLimit, KernelError> {

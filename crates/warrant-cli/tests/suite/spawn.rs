@@ -586,3 +586,29 @@ fn a_crash_at_any_event_of_parent_or_child_resumes_to_one_child_and_the_same_end
         );
     }
 }
+
+#[test]
+fn a_subagents_turns_are_taken_from_its_parents() {
+    // Three turns in all: the parent's first, then the child's two (what was left); the
+    // parent has none left for its answer.
+    let sb = Sandbox::init();
+    run_settings(&sb, "max_turns = 3");
+    let model = sb.transcript(DELEGATE);
+    let out = sb.run(&["run", "--model", &model, "delegate"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let all = runs(&sb);
+    let child_started = &of_kind(&events(&sb, &all[1]), "run_started")[0];
+    assert_eq!(child_started["settings"]["max_turns"], 2);
+    let ended = &of_kind(&events(&sb, &all[0]), "run_ended")[0];
+    assert_eq!(
+        ended["outcome"]["reason"],
+        "the model used all 3 turns, its subagents' included"
+    );
+
+    // The control: one turn more and the parent answers.
+    let sb = Sandbox::init();
+    run_settings(&sb, "max_turns = 4");
+    let model = sb.transcript(DELEGATE);
+    let out = sb.run(&["run", "--model", &model, "delegate"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
