@@ -544,25 +544,14 @@ fn a_crash_at_any_event_of_parent_or_child_resumes_to_one_child_and_the_same_end
             stderr(&died)
         );
         let parent = runs(&sb)[0].clone();
-        let mut finished = false;
-        for _ in 0..4 {
-            let out = sb.run(&["resume", &parent]);
-            if out.status.code() == Some(0) {
-                finished = true;
-                break;
-            }
-            // A run that had ended before the crash needs no resume.
-            if stderr(&out).contains("W-KERNEL-005") {
-                finished = true;
-                break;
-            }
-            panic!(
-                "after:{n}: resume exited {:?}: {}",
-                out.status.code(),
-                stderr(&out)
-            );
-        }
-        assert!(finished, "after:{n}");
+        // One resume finishes it (a run that had ended before the crash needs none).
+        let out = sb.run(&["resume", &parent]);
+        assert!(
+            out.status.code() == Some(0) || stderr(&out).contains("W-KERNEL-005"),
+            "after:{n}: resume exited {:?}: {}",
+            out.status.code(),
+            stderr(&out)
+        );
         let all = runs(&sb);
         assert_eq!(
             all.len(),
