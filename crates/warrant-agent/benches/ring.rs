@@ -97,6 +97,8 @@ impl Fixture {
             web: Default::default(),
             web_addresses_unguarded: false,
             web_loopback_allowed: false,
+            menus: Default::default(),
+            spawn_unnarrowed: false,
         };
         let spec = NewRunSpec {
             queued: false,
@@ -121,6 +123,7 @@ impl Fixture {
                 requests: Default::default(),
                 max_tool_calls: None,
                 session: None,
+                spawn: None,
             },
             tools: tools.specs().into_iter().map(|s| s.name).collect(),
         };
@@ -202,6 +205,7 @@ fn governed_exec(c: &mut Criterion) {
         tools: &fx.tools,
         budgets: &budgets,
         guard: GuardSettings::default(),
+        spawner: None,
     });
     let mut n = 0u64;
     let mut state = approved_run(&ring, &fx, &mut n);
@@ -339,6 +343,7 @@ fn journal_append(c: &mut Criterion) {
         tools: &fx.tools,
         budgets: &budgets,
         guard: GuardSettings::default(),
+        spawner: None,
     });
     let mut state = ring.start(fx.spec.clone()).unwrap();
     let event = || RunEvent::RunResumed { by: "alice".into() };

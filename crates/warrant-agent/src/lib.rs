@@ -213,9 +213,15 @@ impl Agent<'_> {
                 }
                 return Ok(None);
             }
-            if state.turns >= state.settings.max_turns {
+            // A subagent's turns count against its parent's.
+            let used = self.ring.turns_used(state)?;
+            if used >= state.settings.max_turns {
                 let max = state.settings.max_turns;
-                let reason = format!("the model used all {max} turns");
+                let reason = if used > state.turns {
+                    format!("the model used all {max} turns, its subagents' included")
+                } else {
+                    format!("the model used all {max} turns")
+                };
                 self.ring
                     .stop_at_limit(state, RunLimit::Turns, max, reason)?;
                 return Ok(None);
@@ -278,8 +284,13 @@ impl Agent<'_> {
             let mut last = StreamProgress::default();
             let mut crossing = None;
             let ring = self.ring;
-            let result = request.send_metered(self.model, state.turns, &mut |progress| {
+            let result = request.send_metered(self.model, state.turns, &mut |progress, text| {
                 last = *progress;
+                // The answer's words as they arrive, for a person watching (never journaled
+                // from here: the whole answer is, once complete).
+                if !text.is_empty() {
+                    ring.stream_text(text);
+                }
                 if ring.interrupt_requested() {
                     return Flow::Stop {
                         reason: "stopped by the person (Ctrl-C)".to_owned(),

@@ -111,14 +111,78 @@ struct ChatPrinter {
     printer: Printer,
     status: Option<Status>,
     terminal: bool,
+    /// The answer's streamed text not printed yet: a line prints once it is complete, so each
+    /// line goes through the renderer whole (an escape sequence split across chunks included).
+    partial: RefCell<String>,
+    /// The current answer was shown as it streamed: its narration then leaves the text out.
+    streaming: std::cell::Cell<bool>,
+}
+
+impl ChatPrinter {
+    /// One line of the answer as it streams, through the renderer like every line.
+    fn print_streamed(&self, line: &str) {
+        let first = !self.streaming.replace(true);
+        let print = || {
+            if first {
+                outln!("model    {line}");
+            } else {
+                outln!("         {line}");
+            }
+        };
+        match &self.status {
+            Some(status) => status.around(print),
+            None => print(),
+        }
+    }
+
+    /// Prints what is left of a streamed answer (its last line, cut or without a newline).
+    fn flush_streamed(&self) {
+        let rest = std::mem::take(&mut *self.partial.borrow_mut());
+        if !rest.is_empty() {
+            self.print_streamed(&rest);
+        }
+    }
 }
 
 impl Observer for ChatPrinter {
+    fn streamed(&self, text: &str) {
+        // JSON lines carry events only; the answer is in `model_responded`.
+        if self.printer.json {
+            return;
+        }
+        let mut complete = Vec::new();
+        {
+            let mut partial = self.partial.borrow_mut();
+            partial.push_str(text);
+            while let Some(at) = partial.find('\n') {
+                let line: String = partial.drain(..=at).collect();
+                complete.push(line.trim_end_matches(['\n', '\r']).to_owned());
+            }
+        }
+        for line in complete {
+            self.print_streamed(&line);
+        }
+    }
+
     fn committed(&self, stored: &StoredEvent, event: &RunEvent) {
+        self.flush_streamed();
+        // The answer's text is on the screen already when it streamed.
+        let shown_already =
+            matches!(event, RunEvent::ModelResponded { text: Some(_), .. }) && self.streaming.get();
+        if matches!(
+            event,
+            RunEvent::ModelResponded { .. }
+                | RunEvent::AwaitingMessage { .. }
+                | RunEvent::RunEnded { .. }
+        ) {
+            self.streaming.set(false);
+        }
         let print = || {
             // On a terminal the person's own line is already on the screen.
             let echo = !(self.terminal && matches!(event, RunEvent::MessageReceived { .. }));
-            if echo || self.printer.json {
+            if shown_already && !self.printer.json {
+                self.printer.print_after_text(stored, event);
+            } else if echo || self.printer.json {
                 self.printer.print(stored, event);
             } else if let RunEvent::MessageReceived { neutralized, .. } = event
                 && !neutralized.is_empty()
@@ -394,6 +458,8 @@ pub fn chat(ws: Option<&Path>, args: ChatArgs) -> Result<u8, Failure> {
         printer: Printer::new(args.json),
         status: (terminal && !args.json).then(|| status.clone()),
         terminal,
+        partial: RefCell::new(String::new()),
+        streaming: std::cell::Cell::new(false),
     };
     let principal = host.identity.principal.clone();
     let may_prompt = principal.kind != PrincipalKind::Agent

@@ -51,6 +51,12 @@ pub fn runs_show(ws: Option<&Path>, run: &str, json: bool) -> Result<u8, Failure
         row.status.as_str(),
         row.events
     );
+    if let Some(p) = &view.parent {
+        outln!("subagent of {} (call {})", p.run, p.call);
+    }
+    for child in &view.subagents {
+        outln!("subagent {child}");
+    }
     let printer = Printer::new(false);
     for e in &view.events {
         match warrant_kernel::RunEvent::from_stored(e) {

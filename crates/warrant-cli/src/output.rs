@@ -61,6 +61,17 @@ impl Printer {
         }
     }
 
+    /// The human lines of a model's answer whose text was shown as it streamed: the rest
+    /// (its calls), without the text again.
+    pub fn print_after_text(&self, stored: &StoredEvent, event: &RunEvent) {
+        let as_stored = RunEvent::from_stored(stored);
+        let lines = self.narrator.lines(as_stored.as_ref().unwrap_or(event));
+        let skip = usize::from(lines.first().is_some_and(|l| l.starts_with("model    ")));
+        for line in lines.into_iter().skip(skip) {
+            outln!("{line}");
+        }
+    }
+
     /// The human lines of one event, for `runs show` to number.
     pub fn lines(&self, event: &RunEvent) -> Vec<String> {
         self.narrator.lines(event)

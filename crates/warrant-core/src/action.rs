@@ -20,10 +20,11 @@ pub enum ResourceKind {
     Mcp,
     Message,
     Web,
+    Agent,
 }
 
 impl ResourceKind {
-    pub const ALL: [ResourceKind; 9] = [
+    pub const ALL: [ResourceKind; 10] = [
         Self::Fs,
         Self::Shell,
         Self::Git,
@@ -33,6 +34,7 @@ impl ResourceKind {
         Self::Mcp,
         Self::Message,
         Self::Web,
+        Self::Agent,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -46,6 +48,7 @@ impl ResourceKind {
             Self::Mcp => "mcp",
             Self::Message => "message",
             Self::Web => "web",
+            Self::Agent => "agent",
         }
     }
 }
@@ -146,10 +149,12 @@ pub enum Verb {
     GitCheckout,
     #[serde(rename = "web.fetch")]
     WebFetch,
+    #[serde(rename = "agent.spawn")]
+    AgentSpawn,
 }
 
 impl Verb {
-    pub const ALL: [Verb; 23] = [
+    pub const ALL: [Verb; 24] = [
         Self::FsRead,
         Self::FsList,
         Self::FsSearch,
@@ -173,6 +178,7 @@ impl Verb {
         Self::GitBranch,
         Self::GitCheckout,
         Self::WebFetch,
+        Self::AgentSpawn,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -200,6 +206,7 @@ impl Verb {
             Self::GitBranch => "git.branch",
             Self::GitCheckout => "git.checkout",
             Self::WebFetch => "web.fetch",
+            Self::AgentSpawn => "agent.spawn",
         }
     }
 
@@ -231,6 +238,7 @@ impl Verb {
             Self::McpCall => ResourceKind::Mcp,
             Self::MessageSend => ResourceKind::Message,
             Self::WebFetch => ResourceKind::Web,
+            Self::AgentSpawn => ResourceKind::Agent,
         }
     }
 
@@ -253,7 +261,8 @@ impl Verb {
             | Self::GitBranch
             | Self::GitCheckout
             | Self::MemoryPropose
-            | Self::MemoryPublish => RiskClass::Change,
+            | Self::MemoryPublish
+            | Self::AgentSpawn => RiskClass::Change,
             Self::GitPush
             | Self::ProviderCall
             | Self::McpCall
@@ -280,7 +289,10 @@ impl Verb {
             | Self::MemoryWrite
             | Self::MemoryDelete
             | Self::MemoryPropose
-            | Self::MemoryPublish => true,
+            | Self::MemoryPublish
+            // A child run's id is derived from its parent and the call: doing it again
+            // continues (or reads back) the same child, never a second one.
+            | Self::AgentSpawn => true,
             Self::FsCreate
             | Self::FsDelete
             | Self::ShellExec
@@ -444,6 +456,22 @@ pub enum Action {
         risk: RiskClass,
         definition: String,
     },
+    /// Start a child run for `task` under this run's principal, offered `tools` (the parent's
+    /// own, or the narrower `[menus.NAME]` named by `menu`), its commands held to `profile` when
+    /// one is named. `child` is the id the child run gets, derived from the parent run and the
+    /// call, so a call repeated after a crash finds its child instead of starting a second;
+    /// `depth` is the child's (1 under a top-level run).
+    #[serde(rename = "agent.spawn")]
+    AgentSpawn {
+        task: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        menu: Option<String>,
+        tools: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        profile: Option<String>,
+        child: crate::RunId,
+        depth: u32,
+    },
 }
 
 /// The most words a memory query keeps (distinct, in order of first appearance).
@@ -589,6 +617,7 @@ impl Action {
             Self::GitPush { .. } => Verb::GitPush,
             Self::WebFetch { .. } => Verb::WebFetch,
             Self::McpCall { .. } => Verb::McpCall,
+            Self::AgentSpawn { .. } => Verb::AgentSpawn,
         }
     }
 
@@ -630,6 +659,7 @@ impl Action {
             | Self::GitPush { repo, .. } => self.git_resource(repo),
             Self::WebFetch { url, .. } => url.clone(),
             Self::McpCall { server, tool, .. } => format!("mcp/{server}/{tool}"),
+            Self::AgentSpawn { child, .. } => format!("agent/{child}"),
         }
     }
 
@@ -656,6 +686,7 @@ impl Action {
             | Self::MemoryPropose { .. }
             | Self::MemoryPublish { .. }
             | Self::McpCall { .. }
+            | Self::AgentSpawn { .. }
             | Self::WebFetch { .. } => String::new(),
         };
         format!("git{}/{what}", repo.as_str().trim_end_matches('/'))
@@ -724,6 +755,7 @@ impl Action {
             | Self::GitCheckout { .. }
             | Self::GitPush { .. }
             | Self::WebFetch { .. }
+            | Self::AgentSpawn { .. }
             | Self::McpCall { .. } => {
                 serde_json::to_value(self).unwrap_or_else(|_| json!({"verb": self.verb()}))
             }
@@ -850,6 +882,7 @@ impl Payload for FsWrite {
             | Action::GitCheckout { .. }
             | Action::GitPush { .. }
             | Action::WebFetch { .. }
+            | Action::AgentSpawn { .. }
             | Action::McpCall { .. } => None,
         }
     }
@@ -1036,6 +1069,7 @@ impl Payload for GitOp {
             | Action::MemoryPropose { .. }
             | Action::MemoryPublish { .. }
             | Action::McpCall { .. }
+            | Action::AgentSpawn { .. }
             | Action::WebFetch { .. } => None,
         }
     }
@@ -1083,6 +1117,42 @@ impl Payload for McpCall {
             tool: tool.clone(),
             arguments: arguments.clone(),
             definition: definition.clone(),
+        })
+    }
+}
+
+/// The payload of `agent.spawn`: everything the decided spawn says, for the one executor that
+/// starts child runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentSpawn {
+    pub task: String,
+    pub menu: Option<String>,
+    pub tools: Vec<String>,
+    pub profile: Option<String>,
+    pub child: crate::RunId,
+    pub depth: u32,
+}
+
+impl Payload for AgentSpawn {
+    fn of(action: &Action) -> Option<Self> {
+        let Action::AgentSpawn {
+            task,
+            menu,
+            tools,
+            profile,
+            child,
+            depth,
+        } = action
+        else {
+            return None;
+        };
+        Some(Self {
+            task: task.clone(),
+            menu: menu.clone(),
+            tools: tools.clone(),
+            profile: profile.clone(),
+            child: child.clone(),
+            depth: *depth,
         })
     }
 }

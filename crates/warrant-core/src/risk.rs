@@ -50,6 +50,7 @@ pub fn classify_with(action: &Action, rec: Recognizers) -> (RiskClass, Option<St
         | Action::GitCheckout { .. }
         | Action::GitPush { .. }
         | Action::McpCall { .. }
+        | Action::AgentSpawn { .. }
         | Action::WebFetch { .. } => None,
     };
     match raised {

@@ -876,6 +876,7 @@ impl Undo {
                     | Action::MemoryPropose { .. }
                     | Action::MemoryPublish { .. }
                     | Action::McpCall { .. }
+                    | Action::AgentSpawn { .. }
                     | Action::WebFetch { .. } => None,
                 })
                 .collect(),

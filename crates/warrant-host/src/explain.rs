@@ -178,6 +178,17 @@ pub fn explain(
                 port,
             }
         }
+        // The target is the task; the subagent is weighed as a child of a top-level run
+        // offered every tool.
+        Verb::AgentSpawn => Action::AgentSpawn {
+            task: target.to_owned(),
+            menu: None,
+            tools: Vec::new(),
+            profile: None,
+            child: warrant_core::RunId::parse("run-0")
+                .ok_or_else(|| HostError::usage("W-POLICY-011", "no run id"))?,
+            depth: 1,
+        },
         Verb::CatalogList | Verb::CatalogRead | Verb::McpCall | Verb::MessageSend => {
             return Err(HostError::usage(
                 "W-POLICY-012",
@@ -247,6 +258,7 @@ fn memory_action(verb: Verb, scope: warrant_core::MemoryScope, namespace: String
         | Verb::CatalogRead
         | Verb::ProviderCall
         | Verb::McpCall
+        | Verb::AgentSpawn
         | Verb::MessageSend => Action::MemoryRead {
             scope,
             namespace,

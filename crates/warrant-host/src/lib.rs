@@ -32,6 +32,7 @@ pub mod request_views;
 pub mod requests;
 pub mod runs;
 pub mod serve;
+pub mod spawn;
 pub mod touched;
 pub mod verify;
 
@@ -175,7 +176,7 @@ impl Host {
     /// operation that offers the catalogue to a model or runs a call; an operation that only
     /// records takes [`Host::own_tools`].
     pub fn tools(&self) -> Result<Toolbox> {
-        let tools = self.toolbox(true);
+        let tools = self.toolbox(&self.settings, true);
         if let Some(mcp) = &self.mcp {
             mcp::tell_failures(mcp, self.inst.notices.as_ref());
         }
@@ -188,21 +189,31 @@ impl Host {
     /// and never offers the catalogue nor runs a call) and for `mcp serve`, which exports
     /// Warrant's own tools and never re-exports a server's.
     pub fn own_tools(&self) -> Result<Toolbox> {
-        self.toolbox(false)
+        self.toolbox(&self.settings, false)
     }
 
-    fn toolbox(&self, with_mcp: bool) -> Result<Toolbox> {
+    /// The tools of a subagent: [`Host::tools`] narrowed to `offered` (its parent's tools or
+    /// fewer), as a menu of its own.
+    pub fn tools_offering(&self, offered: &[String]) -> Result<Toolbox> {
+        let mut settings = self.settings.clone();
+        settings.menus.insert(
+            spawn::SUBAGENT_MENU.to_owned(),
+            warrant_core::config::MenuConfig {
+                tools: offered.to_vec(),
+            },
+        );
+        settings.menu = Some(spawn::SUBAGENT_MENU.to_owned());
+        self.toolbox(&settings, true)
+    }
+
+    fn toolbox(&self, settings: &Settings, with_mcp: bool) -> Result<Toolbox> {
         let memory = self.memory_tools();
         let mut sources: Vec<&dyn ToolSource> = vec![&Builtin, &memory];
         if with_mcp && let Some(mcp) = &self.mcp {
             sources.push(mcp.as_ref() as &dyn ToolSource);
         }
         sources.extend(self.sources.iter().map(|s| s.as_ref() as &dyn ToolSource));
-        controls::tools(
-            &self.settings,
-            &sources,
-            controls::redacting(&self.redactor),
-        )
+        controls::tools(settings, &sources, controls::redacting(&self.redactor))
     }
 
     /// Builds the ring for one operation, with the governed decision point (Cedar, then the
@@ -223,6 +234,11 @@ impl Host {
             inner: &base,
             rules: self.rules.clone(),
         };
+        // Subagents are started by this host, each under a ring of its own built here.
+        let spawner = spawn::HostSpawner {
+            host: self,
+            observer,
+        };
         let ring = Ring::new(RingParts {
             store: self.inst.store.as_ref(),
             sealer: &self.inst.sealer,
@@ -236,6 +252,7 @@ impl Host {
             tools,
             budgets: &budgets,
             guard: controls::guard_settings(),
+            spawner: Some(&spawner),
         });
         f(&ring)
     }
@@ -246,6 +263,10 @@ impl Host {
         let spec = ModelSpec::parse(spec).map_err(|e| HostError::bad_input(&e))?;
         match spec {
             ModelSpec::Scripted { path } => {
+                // A subagent's model is its transcript's child (`PATH#0.1`).
+                let text = path.to_string_lossy().into_owned();
+                let (file, child) = spawn::split_child(&text);
+                let path = std::path::PathBuf::from(file);
                 let path = if path.is_absolute() {
                     path
                 } else {
@@ -253,7 +274,21 @@ impl Host {
                         .map(|d| d.join(&path))
                         .unwrap_or(path)
                 };
-                let p = ScriptedProvider::load(&path).map_err(|e| HostError::bad_input(&e))?;
+                let mut p = ScriptedProvider::load(&path).map_err(|e| HostError::bad_input(&e))?;
+                if let Some(child) = child {
+                    let at: Vec<usize> = child.split('.').filter_map(|i| i.parse().ok()).collect();
+                    let script = p.transcript().child(&at).cloned().ok_or_else(|| {
+                        HostError::usage(
+                            "W-SPAWN-006",
+                            format!(
+                                "transcript {} has no subagent transcript {child} (`children` of the transcript, in the order of the run's spawn_agent calls)",
+                                path.display()
+                            ),
+                        )
+                    })?;
+                    p = ScriptedProvider::new(script, format!("{}#{child}", path.display()))
+                        .with_call_prefix(format!("sub{}-", child.replace('.', "-")));
+                }
                 // Against every tool: a call off the run's menu is refused at run time, recorded.
                 p.transcript()
                     .validate(&tools.catalogue_specs())
@@ -303,6 +338,8 @@ impl Host {
             web: self.settings.web.clone(),
             web_addresses_unguarded: controls::disabled("web-address"),
             web_loopback_allowed: controls::disabled("web-loopback"),
+            menus: self.settings.menus.clone(),
+            spawn_unnarrowed: controls::disabled("spawn-narrowing"),
         })
     }
 
@@ -311,7 +348,7 @@ impl Host {
         install::deliver(&self.inst);
     }
 
-    fn new_run_spec(
+    pub(crate) fn new_run_spec(
         &self,
         tools: &Toolbox,
         env: &ToolEnv,
@@ -334,6 +371,14 @@ impl Host {
                 requests: Box::new(self.request_ttls),
                 max_tool_calls: self.settings.max_tool_calls,
                 session: None,
+                spawn: Some(Box::new(warrant_kernel::SpawnSettings {
+                    parent: None,
+                    depth: 0,
+                    max_depth: self.settings.max_depth,
+                    max_children: self.settings.max_children,
+                    profile: None,
+                    budget: None,
+                })),
             },
             tools: specs.iter().map(|s| s.name.clone()).collect(),
             tools_digest: digest_of(&specs).ok(),

@@ -85,19 +85,34 @@ impl Narrator {
                 model,
                 workspace,
                 task,
+                settings,
                 ..
             } => {
                 *self.workspace.borrow_mut() = Some(workspace.clone());
+                let link = settings.spawn.as_ref().and_then(|s| {
+                    s.parent.as_ref().map(|p| {
+                        format!(
+                            "subagent of {} (call {}), depth {}",
+                            p.run,
+                            warrant_core::render::inline(&p.call),
+                            s.depth
+                        )
+                    })
+                });
                 let mut who = format!("{} ({}", principal.actor, principal.kind.as_str());
                 if let Some(o) = &principal.on_behalf_of {
                     who.push_str(&format!(", for {o}"));
                 }
                 who.push_str(&format!(", tenant {})", principal.tenant));
-                vec![
+                let mut v = vec![
                     format!("run      as {who} with {model}"),
                     format!("         workspace {workspace}"),
                     format!("task     {task}"),
-                ]
+                ];
+                if let Some(link) = link {
+                    v.insert(1, format!("         {link}"));
+                }
+                v
             }
             RunEvent::ModelResponded { text, calls, .. } => {
                 let mut v = Vec::new();
@@ -545,6 +560,21 @@ impl Narrator {
                         field("reason")
                     ));
                 }
+                v
+            }
+            "spawn_agent" => {
+                let field = |k: &str| result.get(k).and_then(Value::as_str).unwrap_or("");
+                let mut v = vec![format!(
+                    "done     subagent {} {}",
+                    field("child_run"),
+                    field("outcome")
+                )];
+                push_lines(
+                    &mut v,
+                    field("answer"),
+                    12,
+                    &self.words.next(Next::WholeRun),
+                );
                 v
             }
             _ => vec![format!("done     {tool}")],

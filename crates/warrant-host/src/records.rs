@@ -50,6 +50,12 @@ pub struct RunView {
     pub run: RunRow,
     pub events: Vec<warrant_store::StoredEvent>,
     pub fence_rejections: Vec<FenceRejection>,
+    /// For a subagent: the run and call that started it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<warrant_kernel::ParentLink>,
+    /// The subagents this run started, by the spawns its log holds.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<RunId>,
 }
 
 /// The chain head and every sink's health (`audit status`).
@@ -94,10 +100,32 @@ impl Records<'_> {
         let fence_rejections = store
             .fence_rejections(run)
             .map_err(|e| HostError::failed(&e))?;
+        // The links both ways, read from the log: the child's first event names its parent,
+        // the parent's spawns name each child (listed once it has started).
+        let mut parent = None;
+        let mut subagents = Vec::new();
+        for e in &events {
+            let Ok(event) = warrant_kernel::RunEvent::from_stored(e) else {
+                continue;
+            };
+            if let warrant_kernel::RunEvent::RunStarted { settings, .. } = event {
+                parent = settings.spawn.and_then(|s| s.parent);
+            } else if let warrant_kernel::RunEvent::ActionProposed { actions, .. } = event {
+                for a in actions {
+                    if let warrant_core::Action::AgentSpawn { child, .. } = a
+                        && store.run(&child).ok().flatten().is_some()
+                    {
+                        subagents.push(child);
+                    }
+                }
+            }
+        }
         Ok(RunView {
             run: row,
             events,
             fence_rejections,
+            parent,
+            subagents,
         })
     }
 

@@ -110,19 +110,19 @@ pub fn deadline_from(text: Option<&str>) -> Result<Option<warrant_core::Timestam
 
 /// The ring (with its tools, budgets and guard), the tools' environment and the host for one
 /// drive.
-struct Parts<'a> {
+pub(crate) struct Parts<'a> {
     host: &'a Host,
     ring: &'a Ring<'a>,
     env: &'a ToolEnv,
 }
 
 impl<'a> Parts<'a> {
-    fn new(host: &'a Host, ring: &'a Ring<'a>, env: &'a ToolEnv) -> Self {
+    pub(crate) fn new(host: &'a Host, ring: &'a Ring<'a>, env: &'a ToolEnv) -> Self {
         Self { host, ring, env }
     }
 
     /// Drives `state` under `lease` with the bounded outbox, then delivers the audit trail.
-    fn drive(
+    pub(crate) fn drive(
         &self,
         state: &mut RunState,
         lease: warrant_store::Lease,
@@ -402,6 +402,23 @@ impl Host {
     /// Cancels a run: recorded for whoever drives it, and stopped here and now when nobody does
     /// (queued, parked, abandoned).
     pub fn cancel(&self, run: &RunId, reason: &str) -> Result<Cancelled> {
+        // Its subagents go with it (a parked one would otherwise wait for nobody); one that is
+        // being driven stops at its next boundary, where it also sees its parent's cancellation.
+        let subagents = self
+            .records()
+            .run(run)
+            .map(|v| v.subagents)
+            .unwrap_or_default();
+        for child in subagents {
+            let stopped = self.records().run(&child).map(|v| v.run.status);
+            if stopped.is_ok_and(|s| s.is_final()) {
+                continue;
+            }
+            self.cancel(
+                &child,
+                &format!("its parent run {run} was cancelled: {reason}"),
+            )?;
+        }
         let who = self.identity.principal.actor.clone();
         self.inst
             .store

@@ -37,6 +37,39 @@ pub struct RunSettings {
     /// when the model answers without a call. Absent for a one-task run (and in older logs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionSettings>,
+    /// The spawn envelope the run works under and, for a subagent, the run and call that
+    /// started it. Absent in logs written before subagents (such a run cannot spawn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawn: Option<Box<SpawnSettings>>,
+}
+
+/// A run's place among subagents, fixed when it starts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpawnSettings {
+    /// For a subagent: the run and call that started it. `None` for a top-level run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentLink>,
+    /// 0 for a top-level run, its parent's plus one for a subagent.
+    pub depth: u32,
+    /// No subagent deeper than this (`[run] max_depth`).
+    pub max_depth: u32,
+    /// At most this many subagents started by this run (`[run] max_children`).
+    pub max_children: u32,
+    /// The subprocess profile every command of this run is held to (a subagent's `profile`);
+    /// `None`: any profile, as policy decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// The share of its parent's run budget a subagent was given (tokens, cost): its own
+    /// run-scope limit, on top of the configured one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<warrant_core::config::BudgetLimit>,
+}
+
+/// The run and call that started a subagent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentLink {
+    pub run: RunId,
+    pub call: String,
 }
 
 /// How a chat session keeps its history.

@@ -23,8 +23,9 @@ pub use confidential::{Confidential, InTheClear};
 pub use error::KernelError;
 pub use events::{
     Approver, AskedOf, Binding, BudgetMetric, BudgetScope, CallRecord, DeniedBy, FenceRecord,
-    InDoubtOutcome, Interrupted, ModelRequest, Outcome, Presentation, ReasonRecord, RejectReason,
-    Resolution, RunEvent, RunLimit, RunSettings, Scope, SessionSettings, Verdict, Via,
+    InDoubtOutcome, Interrupted, ModelRequest, Outcome, ParentLink, Presentation, ReasonRecord,
+    RejectReason, Resolution, RunEvent, RunLimit, RunSettings, Scope, SessionSettings,
+    SpawnSettings, Verdict, Via,
 };
 pub use model_gate::{Crossing, GuardSettings, Headroom, ModelGate, ModelRules, ModelUsage};
 pub use ring::{
@@ -37,6 +38,6 @@ pub use state::{
 };
 pub use summary::{ApprovalSummary, AskedSummary, InDoubtSummary, RequestSummary};
 pub use tool::{
-    EffectResult, PENDING_JUDGEMENT, PendingJudgement, ReadFilter, Refusal, RunContext, StopCheck,
-    Tool, ToolEnv, ToolRegistry,
+    EffectResult, PENDING_JUDGEMENT, PendingJudgement, ReadFilter, Refusal, RunContext,
+    SpawnOutcome, Spawner, StopCheck, Tool, ToolEnv, ToolRegistry,
 };

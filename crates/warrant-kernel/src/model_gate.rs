@@ -413,10 +413,16 @@ impl Ring<'_> {
         }
         actor.add(&state.usage);
         tenant.add(&state.usage);
+        // A run's budget covers its subagents: they spend the share they were given out of it.
+        let (run_limit, run_used) = self.run_budget(state, rules)?;
         let mut lines = Vec::new();
         for (scope, limit) in rules.limits() {
+            let limit = match scope {
+                BudgetScope::Run => run_limit,
+                BudgetScope::Actor | BudgetScope::Tenant => limit,
+            };
             let used = match scope {
-                BudgetScope::Run => state.usage,
+                BudgetScope::Run => run_used,
                 BudgetScope::Actor => actor,
                 BudgetScope::Tenant => tenant,
             };
@@ -440,6 +446,85 @@ impl Ring<'_> {
         }
         Ok(Headroom { lines })
     }
+}
+
+impl Ring<'_> {
+    /// The run-scope limit of `state` (the configured one, tightened by the share a subagent
+    /// was given) and what the run and its subagents have used of it.
+    fn run_budget(
+        &self,
+        state: &RunState,
+        rules: &ModelRules,
+    ) -> Result<(BudgetLimit, ModelUsage), KernelError> {
+        let share = state
+            .settings
+            .spawn
+            .as_ref()
+            .and_then(|s| s.budget)
+            .unwrap_or_default();
+        let limit = rules.budgets.run.tightest(share);
+        let mut used = state.usage;
+        if limit.tokens.is_some() || limit.cost_usd.is_some() {
+            used.add(&self.subagents_usage(state)?);
+        }
+        Ok((limit, used))
+    }
+
+    /// What every subagent below `state` has used (theirs included), read from their logs.
+    fn subagents_usage(&self, state: &RunState) -> Result<ModelUsage, KernelError> {
+        let mut total = ModelUsage::default();
+        for child in subagents(state) {
+            // A spawn recorded but not yet started has no log.
+            if self.store.events(&child)?.is_empty() {
+                continue;
+            }
+            let child = self.load_unverified(&child)?;
+            total.add(&child.usage);
+            total.add(&self.subagents_usage(&child)?);
+        }
+        Ok(total)
+    }
+
+    /// The model turns `state` has used, its subagents' (and theirs) included: a subagent's
+    /// turns are taken from its parent's.
+    pub fn turns_used(&self, state: &RunState) -> Result<u32, KernelError> {
+        let mut used = state.turns;
+        for child in subagents(state) {
+            if self.store.events(&child)?.is_empty() {
+                continue;
+            }
+            let child = self.load_unverified(&child)?;
+            used = used.saturating_add(self.turns_used(&child)?);
+        }
+        Ok(used)
+    }
+
+    /// What is left of the run budget of `state` for a subagent's share: tokens and cost, each
+    /// `None` when unlimited.
+    pub fn run_budget_left(&self, state: &RunState) -> Result<BudgetLimit, KernelError> {
+        let (limit, used) = self.run_budget(state, self.budgets)?;
+        Ok(BudgetLimit {
+            tokens: limit.tokens.map(|t| t.saturating_sub(used.tokens())),
+            cost_usd: limit.cost_usd.map(|c| (c - used.cost_usd).max(0.0)),
+        })
+    }
+}
+
+/// The subagents a run has started (or is starting), by the spawns it proposed.
+pub fn subagents(state: &RunState) -> Vec<warrant_core::RunId> {
+    state
+        .calls
+        .iter()
+        .filter(|c| c.started.is_some())
+        .flat_map(|c| c.actions.iter().flatten())
+        .filter_map(|a| {
+            if let Action::AgentSpawn { child, .. } = a {
+                Some(child.clone())
+            } else {
+                None
+            }
+        })
+        .collect()
 }
 
 fn same_actor(a: &Principal, b: &Principal) -> bool {

@@ -45,15 +45,33 @@ pub struct ToolEnv {
     /// A debug build's negative control only (`WARRANT_TEST_DISABLE=web-loopback`): loopback
     /// addresses pass the guard, every other internal address is still refused.
     pub web_loopback_allowed: bool,
+    /// `[menus.*]` from configuration, for `spawn_agent` (a subagent's narrower menu).
+    pub menus: BTreeMap<String, warrant_core::config::MenuConfig>,
+    /// A debug build's negative control only (`WARRANT_TEST_DISABLE=spawn-narrowing`):
+    /// `spawn_agent` gives a subagent the menu it names even when it is wider than its parent's.
+    pub spawn_unnarrowed: bool,
 }
 
 /// Who a call runs for, from the run's log (never from the caller).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunContext {
     pub run: warrant_core::RunId,
     pub principal: warrant_core::Principal,
     /// The model the run was started with (`PROVIDER:MODEL`).
     pub model: String,
+    /// The call being normalized (a subagent's id is derived from it).
+    pub call: String,
+    /// The tools the run was offered (a subagent gets these or fewer).
+    pub tools: Vec<String>,
+    /// The run's spawn envelope and, for a subagent, its parent and profile.
+    pub spawn: Option<crate::events::SpawnSettings>,
+}
+
+impl RunContext {
+    /// The subprocess profile every command of this run is held to, if any.
+    pub fn held_profile(&self) -> Option<&str> {
+        self.spawn.as_ref().and_then(|s| s.profile.as_deref())
+    }
 }
 
 /// A tool's result as journaled and shown to the model.
@@ -154,6 +172,28 @@ impl PendingJudgement {
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
+}
+
+/// Starts or continues the subagent an `agent.spawn` action names, and drives it until it ends
+/// or waits for a person. The host implements it (driving a run is the agent loop's job, above
+/// the kernel); the ring calls it only with a spawn it authorized, after the spawn envelope.
+pub trait Spawner {
+    fn spawn(
+        &self,
+        spawn: &Authorized<warrant_core::AgentSpawn>,
+        parent: &crate::RunState,
+        stop: StopCheck<'_>,
+    ) -> SpawnOutcome;
+}
+
+/// How a subagent's drive ended for its parent.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SpawnOutcome {
+    /// It ended (completed, failed or stopped): what its parent's model is told.
+    Ended(EffectResult),
+    /// It waits for a person on `request` (an approval, a question): the parent parks on the
+    /// same request, and continues the same subagent when it is resumed.
+    Parked { request: warrant_core::RequestId },
 }
 
 /// The tools of a run, by model-facing name.

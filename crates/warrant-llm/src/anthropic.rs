@@ -222,6 +222,9 @@ impl Accumulate for AnthropicStream {
     fn progress(&self) -> StreamProgress {
         AnthropicStream::progress(self)
     }
+    fn take_text(&mut self) -> String {
+        AnthropicStream::take_text(self)
+    }
 }
 
 impl ModelProvider for AnthropicProvider {
@@ -238,7 +241,7 @@ impl ModelProvider for AnthropicProvider {
         tools: &[ToolSpec],
         turn: u32,
     ) -> Result<ModelResponse, ModelError> {
-        self.respond_metered(conversation, tools, turn, &mut |_| {
+        self.respond_metered(conversation, tools, turn, &mut |_, _| {
             crate::stream::Flow::Continue
         })
     }

@@ -37,6 +37,8 @@ pub(crate) struct AnthropicStream {
     stop_reason: Option<String>,
     stopped: bool,
     bytes: usize,
+    /// Text not yet handed to the caller as it streams ([`AnthropicStream::take_text`]).
+    unseen: String,
 }
 
 #[derive(Deserialize)]
@@ -204,6 +206,7 @@ impl AnthropicStream {
                     (Block::Text(text), BlockDelta::TextDelta { text: part }) => {
                         self.bytes += part.len();
                         text.push_str(&part);
+                        self.unseen.push_str(&part);
                     }
                     (Block::ToolUse { json, .. }, BlockDelta::InputJsonDelta { partial_json }) => {
                         self.bytes += partial_json.len();
@@ -240,6 +243,11 @@ impl AnthropicStream {
             }
             Event::Error { error } => Err(StreamFault::ServerError(error_text(&error))),
         }
+    }
+
+    /// The answer's text that arrived since the last call.
+    pub fn take_text(&mut self) -> String {
+        std::mem::take(&mut self.unseen)
     }
 
     pub fn progress(&self) -> StreamProgress {

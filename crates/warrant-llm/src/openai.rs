@@ -267,6 +267,9 @@ impl Accumulate for OpenAiStream {
     fn progress(&self) -> StreamProgress {
         OpenAiStream::progress(self)
     }
+    fn take_text(&mut self) -> String {
+        OpenAiStream::take_text(self)
+    }
 }
 
 impl ModelProvider for OpenAiProvider {
@@ -283,7 +286,7 @@ impl ModelProvider for OpenAiProvider {
         tools: &[ToolSpec],
         turn: u32,
     ) -> Result<ModelResponse, ModelError> {
-        self.respond_metered(conversation, tools, turn, &mut |_| {
+        self.respond_metered(conversation, tools, turn, &mut |_, _| {
             crate::stream::Flow::Continue
         })
     }

@@ -38,6 +38,8 @@ struct PartialCall {
 #[derive(Debug, Default)]
 pub(crate) struct OpenAiStream {
     text: String,
+    /// Text not yet handed to the caller as it streams ([`OpenAiStream::take_text`]).
+    unseen: String,
     refusal: String,
     /// By the server's `index`; calls without one get the next free key.
     calls: BTreeMap<u64, PartialCall>,
@@ -175,6 +177,7 @@ impl OpenAiStream {
             if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
                 self.bytes += text.len();
                 self.text.push_str(&text);
+                self.unseen.push_str(&text);
                 step = Step::Grew;
             }
             if let Some(refusal) = delta.refusal.filter(|t| !t.is_empty()) {
@@ -230,6 +233,11 @@ impl OpenAiStream {
                 }
             }
         }
+    }
+
+    /// The answer's text that arrived since the last call.
+    pub fn take_text(&mut self) -> String {
+        std::mem::take(&mut self.unseen)
     }
 
     pub fn progress(&self) -> StreamProgress {

@@ -21,8 +21,18 @@ pub const TRANSCRIPT_VERSION: u64 = 1;
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Transcript {
+    /// Required at the top (checked before the typed parse); a child's may be left out.
+    #[serde(default = "first_version")]
     pub version: u64,
     pub turns: Vec<Turn>,
+    /// The subagents' transcripts, in the order the run's `spawn_agent` calls start them: the
+    /// first call gets the first, and each may hold its own `children`.
+    #[serde(default)]
+    pub children: Vec<Transcript>,
+}
+
+fn first_version() -> u64 {
+    TRANSCRIPT_VERSION
 }
 
 /// One model response.
@@ -50,7 +60,7 @@ fn empty_object() -> Value {
 
 /// The keys each level of a transcript may have. Checked by hand before typed parsing so the
 /// error can name the turn and call, which serde's own message cannot.
-const TOP_KEYS: [&str; 2] = ["version", "turns"];
+const TOP_KEYS: [&str; 3] = ["version", "turns", "children"];
 const TURN_KEYS: [&str; 2] = ["say", "calls"];
 const CALL_KEYS: [&str; 2] = ["tool", "args"];
 
@@ -116,9 +126,19 @@ impl Transcript {
         })
     }
 
+    /// The transcript of a subagent: `path` gives the index among its parent's spawns at each
+    /// level (`[0, 1]`: the second subagent of the first).
+    pub fn child(&self, path: &[usize]) -> Option<&Transcript> {
+        path.iter().try_fold(self, |t, i| t.children.get(*i))
+    }
+
     /// Check every call against the tools: the tool exists and the arguments satisfy its input
-    /// schema. Stops at the first problem; indices in the error are 1-based.
+    /// schema. Stops at the first problem; indices in the error are 1-based. Subagents'
+    /// transcripts are checked too.
     pub fn validate(&self, tools: &[ToolSpec]) -> Result<(), TranscriptError> {
+        for child in &self.children {
+            child.validate(tools)?;
+        }
         let mut validators: BTreeMap<&str, jsonschema::Validator> = BTreeMap::new();
         for (t, turn) in self.turns.iter().enumerate() {
             for (c, call) in turn.calls.iter().enumerate() {
@@ -330,6 +350,8 @@ impl Coded for TranscriptError {
 pub struct ScriptedProvider {
     transcript: Transcript,
     source_name: String,
+    /// Prefixed to call ids (a subagent's, so its calls read apart from its parent's).
+    call_prefix: String,
 }
 
 impl ScriptedProvider {
@@ -337,7 +359,14 @@ impl ScriptedProvider {
         Self {
             transcript,
             source_name: source_name.into(),
+            call_prefix: String::new(),
         }
+    }
+
+    /// The provider of a subagent's transcript: its call ids start with `prefix`.
+    pub fn with_call_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.call_prefix = prefix.into();
+        self
     }
 
     /// Load a transcript file; the caller still validates it against the tools.
@@ -387,7 +416,7 @@ impl ModelProvider for ScriptedProvider {
                 .iter()
                 .enumerate()
                 .map(|(i, c)| ToolCall {
-                    id: format!("call-{turn}-{i}"),
+                    id: format!("{}call-{turn}-{i}", self.call_prefix),
                     name: c.tool.clone(),
                     arguments: c.args.clone(),
                 })

@@ -116,7 +116,7 @@ pub enum Flow {
 
 /// Called after each delta and each usage update of a streamed answer (and once with the
 /// final usage of an answer that was not streamed).
-pub type OnProgress<'a> = &'a mut dyn FnMut(&StreamProgress) -> Flow;
+pub type OnProgress<'a> = &'a mut dyn FnMut(&StreamProgress, &str) -> Flow;
 
 /// Bytes per token when the server has not counted yet; rough, and biased to overcount.
 const BYTES_PER_TOKEN: u64 = 4;

@@ -24,7 +24,7 @@ pub(crate) fn report_final(
         output_tokens: usage.output_tokens,
         estimated: response.usage.is_none(),
     };
-    match on_progress(&progress) {
+    match on_progress(&progress, "") {
         Flow::Continue => Ok(response),
         Flow::Stop { reason } => Err(ModelError::Stopped {
             reason,

@@ -28,6 +28,8 @@ pub(crate) enum Opened {
 pub(crate) trait Accumulate {
     fn feed(&mut self, event: &str, data: &str) -> Result<Step, StreamFault>;
     fn progress(&self) -> StreamProgress;
+    /// The answer's text that arrived since the last call (shown to a person as it streams).
+    fn take_text(&mut self) -> String;
 }
 
 /// What errors need to know about the endpoint a provider talks to.
@@ -183,7 +185,8 @@ impl Endpoint<'_> {
                 Ok(Step::Quiet) => {}
                 Ok(Step::Grew) => {
                     let progress = acc.progress();
-                    match on_progress(&progress) {
+                    let text = acc.take_text();
+                    match on_progress(&progress, &text) {
                         Flow::Continue => {}
                         Flow::Stop { reason } => {
                             return Err(ModelError::Stopped {

@@ -169,6 +169,8 @@ fn mcp_call(c: &mut Criterion) {
         web: Default::default(),
         web_addresses_unguarded: false,
         web_loopback_allowed: false,
+        menus: Default::default(),
+        spawn_unnarrowed: false,
     };
     let conn_actions: Vec<_> = conn_tool
         .normalize(&json!({"message": "hi"}), &env)
@@ -217,6 +219,7 @@ fn mcp_call(c: &mut Criterion) {
             requests: Default::default(),
             max_tool_calls: None,
             session: None,
+            spawn: None,
         },
         tools: tools.specs().into_iter().map(|s| s.name).collect(),
     };
@@ -235,6 +238,7 @@ fn mcp_call(c: &mut Criterion) {
         tools: &tools,
         budgets: &budgets,
         guard: GuardSettings::default(),
+        spawner: None,
     });
     let mut n = 0u64;
     let mut state = ring.start(spec.clone()).unwrap();

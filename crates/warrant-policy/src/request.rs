@@ -18,6 +18,7 @@ use crate::schema::{CedarNames, EntityKind};
 pub(crate) enum AttrValue {
     Str(String),
     Bool(bool),
+    Long(i64),
 }
 
 impl AttrValue {
@@ -25,6 +26,7 @@ impl AttrValue {
         match self {
             Self::Str(s) => RestrictedExpression::new_string(s.clone()),
             Self::Bool(b) => RestrictedExpression::new_bool(*b),
+            Self::Long(n) => RestrictedExpression::new_long(*n),
         }
     }
 
@@ -32,6 +34,7 @@ impl AttrValue {
         match self {
             Self::Str(s) => json!(s),
             Self::Bool(b) => json!(b),
+            Self::Long(n) => json!(n),
         }
     }
 }
@@ -367,6 +370,7 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
                 | Action::MemoryPropose { .. }
                 | Action::MemoryPublish { .. }
                 | Action::McpCall { .. }
+                | Action::AgentSpawn { .. }
                 | Action::WebFetch { .. } => ("", String::new(), String::new()),
             };
             let name = action.target();
@@ -414,6 +418,23 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
                 .str("risk", risk.as_str());
             // An MCP server is outside Warrant's workspace whatever it touches.
             (entity, false)
+        }
+        Action::AgentSpawn {
+            task,
+            tools,
+            profile,
+            depth,
+            ..
+        } => {
+            let name = action.target();
+            let entity = EntitySpec::new(EntityKind::Subagent, name.clone())
+                .str("name", name)
+                .str("task", task.as_str())
+                .str("tools", tools.join(","))
+                .str("profile", profile.clone().unwrap_or_default())
+                .attr("depth", AttrValue::Long(i64::from(*depth)));
+            // A child run works in this run's workspace, under this run's principal.
+            (entity, true)
         }
     }
 }

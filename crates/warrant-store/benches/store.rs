@@ -263,6 +263,7 @@ fn replay_log(total: u64) -> Vec<EventDraft> {
             requests: Default::default(),
             max_tool_calls: None,
             session: None,
+            spawn: None,
         },
         tools: vec!["run_command".into(), "read_file".into()],
         tools_digest: None,

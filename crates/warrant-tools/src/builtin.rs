@@ -56,6 +56,8 @@ pub(crate) fn all() -> Vec<Box<dyn Tool>> {
     tools.extend(crate::git::all());
     tools.extend(crate::test_runner::all());
     tools.extend(crate::web::all());
+    // Subagents: started and driven by the ring's spawner.
+    tools.extend(crate::spawn::all());
     // Requests of a person (question, secret, resource): the ring raises them, no effect.
     tools.extend(crate::requests::all());
     tools
@@ -409,7 +411,13 @@ impl Tool for RunCommand {
             Some(c) => normalize_path(env, c)?,
             None => env.workspace.clone(),
         };
-        let profile_name = arg(args, "profile").unwrap_or("default").to_owned();
+        // A subagent held to a profile runs its commands under it unless told otherwise (the
+        // ring refuses any other).
+        let held = env.run.as_ref().and_then(|r| r.held_profile());
+        let profile_name = arg(args, "profile")
+            .or(held)
+            .unwrap_or("default")
+            .to_owned();
         let profile = env.profiles.get(&profile_name).ok_or_else(|| Refusal {
             code: "W-TOOL-005".into(),
             message: format!(
@@ -553,6 +561,7 @@ impl Tool for RunCommand {
                     | Action::GitCheckout { .. }
                     | Action::GitPush { .. }
                     | Action::WebFetch { .. }
+                    | Action::AgentSpawn { .. }
                     | Action::McpCall { .. }) => other.target(),
                 })
                 .unwrap_or_default();
@@ -716,6 +725,7 @@ fn describe_paths(verb: &str, actions: &[Action], env: &ToolEnv) -> Presentation
             | Action::GitCheckout { .. }
             | Action::GitPush { .. }
             | Action::McpCall { .. }
+            | Action::AgentSpawn { .. }
             | Action::WebFetch { .. } => a.target(),
         })
         .collect();

@@ -320,6 +320,7 @@ impl Tool for GitTool {
                     | Action::MemoryPropose { .. }
                     | Action::MemoryPublish { .. }
                     | Action::McpCall { .. }
+                    | Action::AgentSpawn { .. }
                     | Action::WebFetch { .. } => Value::Null,
                 })
                 .collect(),
@@ -383,6 +384,7 @@ impl Tool for GitTool {
                 | Action::MemoryPropose { .. }
                 | Action::MemoryPublish { .. }
                 | Action::McpCall { .. }
+                | Action::AgentSpawn { .. }
                 | Action::WebFetch { .. } => {}
             }
         }

@@ -10,10 +10,12 @@ mod git;
 mod guarded;
 mod requests;
 mod secrets;
+mod spawn;
 mod test_runner;
 mod toolbox;
 mod web;
 
 pub use builtin::{confinement_words, normalize_path, preview_write};
 pub use guarded::{MenuError, REDACTED_KEY, Redacting, redact_result, resolve_menu};
+pub use spawn::child_run_id;
 pub use toolbox::{Builtin, Controls, ToolSource, Toolbox, ToolboxError};

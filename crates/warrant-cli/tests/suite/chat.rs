@@ -4,6 +4,8 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::Value;
+use std::io::Write as _;
+use std::time::Duration;
 
 use super::harness::{Sandbox, kinds, parked_request, stderr, stdout};
 
@@ -409,4 +411,131 @@ fn a_session_without_a_model_says_how_to_name_one() {
         stderr(&out),
         "error[W-SESSION-004]: no model for the session: pass --model PROVIDER:MODEL (e.g. openai:gpt-4.1) or set WARRANT_MODEL\n"
     );
+}
+
+/// An OpenAI-compatible server that streams one answer in two parts and holds the second until
+/// `release` fires (or a minute passes): whether the first part was on the session's output
+/// before the answer ended is then a fact of order, not of timing. Returns its base URL and
+/// whether the release came before the end.
+fn held_stream(
+    first: &str,
+    rest: &str,
+    release: std::sync::mpsc::Receiver<()>,
+) -> (String, std::thread::JoinHandle<bool>) {
+    use std::io::{BufRead as _, Read as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let chunk = |content: &str, finish: Option<&str>| {
+        format!(
+            "data: {}\n\n",
+            serde_json::json!({"id": "c", "object": "chat.completion.chunk", "model": "gpt-test",
+                "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": finish}]})
+        )
+    };
+    let (first, rest) = (chunk(first, None), chunk(rest, Some("stop")));
+    let handle = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+        let mut length = 0usize;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap();
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let mut body = vec![0u8; length];
+        reader.read_exact(&mut body).unwrap();
+        let mut out = stream;
+        write!(
+            out,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n{first}"
+        )
+        .unwrap();
+        out.flush().unwrap();
+        let released = release.recv_timeout(Duration::from_secs(60)).is_ok();
+        write!(out, "{rest}data: [DONE]\n\n").unwrap();
+        out.flush().unwrap();
+        released
+    });
+    (base, handle)
+}
+
+/// Runs `warrant chat` against a held stream; returns the session's output and whether its
+/// first line was printed before the answer ended.
+fn chat_while_streaming(disable: Option<&str>) -> (String, bool) {
+    use std::io::BufRead as _;
+    let sb = Sandbox::init();
+    let (release, held) = std::sync::mpsc::channel();
+    let (base, server) = held_stream(
+        "First line of the answer.\nSecond ",
+        "part, with a \u{1b}[2J\u{1b}[31mforged screen\u{1b}[0m.\nLast words",
+        held,
+    );
+    let mut cmd = sb.std_cmd(&["chat", "--model", "openai:gpt-test"]);
+    cmd.env("OPENAI_BASE_URL", &base)
+        .env("OPENAI_API_KEY", "sk-test")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    if let Some(d) = disable {
+        cmd.env("WARRANT_TEST_DISABLE", d);
+    }
+    let mut child = cmd.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"tell me something\n")
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = Vec::new();
+    let mut release = Some(release);
+    for line in std::io::BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        if line.contains("First line of the answer.") {
+            // Only now may the server finish the answer.
+            if let Some(r) = release.take() {
+                r.send(()).unwrap();
+            }
+        }
+        lines.push(line);
+    }
+    drop(release);
+    let status = child.wait().unwrap();
+    let released = server.join().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    (lines.join("\n"), released)
+}
+
+#[test]
+fn a_chat_answer_is_printed_as_it_streams_each_line_rendered_control_unrendered() {
+    let (text, released) = chat_while_streaming(None);
+    assert!(
+        released,
+        "the first line was not on the output before the answer ended:\n{text}"
+    );
+    // Shown once, as it streamed, in lines: not again when the answer was journaled.
+    assert_eq!(
+        text.matches("First line of the answer.").count(),
+        1,
+        "{text}"
+    );
+    assert!(
+        text.contains("model    First line of the answer.\n         Second part, with a "),
+        "{text}"
+    );
+    assert!(text.contains("\n         Last words"), "{text}");
+    // The escape sequences, split from nothing but sent in the stream, reach the terminal
+    // escaped: no screen clear, no colour.
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+    assert!(text.contains("forged screen"), "{text}");
+    // The negative control: with the renderer off, the same stream clears the screen.
+    let (text, _) = chat_while_streaming(Some("render"));
+    assert!(text.contains("\u{1b}[2J"), "{text:?}");
 }

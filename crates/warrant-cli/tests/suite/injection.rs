@@ -17,7 +17,7 @@ use super::harness::{Sandbox, kinds, stderr};
 
 const TOKEN: &str = "hb_live_7f3a9c1e5d2b8a6f4c0e9d7b";
 
-fn completion(message: Value) -> String {
+pub(super) fn completion(message: Value) -> String {
     json!({
         "id": "chatcmpl-1",
         "object": "chat.completion",
@@ -29,7 +29,7 @@ fn completion(message: Value) -> String {
     .to_string()
 }
 
-fn calls(list: &[(&str, &str, Value)]) -> String {
+pub(super) fn calls(list: &[(&str, &str, Value)]) -> String {
     let tool_calls: Vec<Value> = list
         .iter()
         .map(|(id, name, args)| {
@@ -39,12 +39,12 @@ fn calls(list: &[(&str, &str, Value)]) -> String {
     completion(json!({"role": "assistant", "content": null, "tool_calls": tool_calls}))
 }
 
-fn done() -> String {
+pub(super) fn done() -> String {
     completion(json!({"role": "assistant", "content": "Done."}))
 }
 
 /// Serves `bodies` in order and records every request body; stops when idle.
-fn serve(bodies: Vec<String>) -> (String, Arc<Mutex<Vec<Value>>>) {
+pub(super) fn serve(bodies: Vec<String>) -> (String, Arc<Mutex<Vec<Value>>>) {
     let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", server.server_addr().to_ip().unwrap());
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -97,7 +97,7 @@ fn attack(
     (out.status.code(), requests, sb.last_run().1)
 }
 
-fn messages(request: &Value) -> Vec<Value> {
+pub(super) fn messages(request: &Value) -> Vec<Value> {
     request["messages"].as_array().unwrap().clone()
 }
 
@@ -108,7 +108,7 @@ fn roles(request: &Value) -> Vec<String> {
         .collect()
 }
 
-fn content(m: &Value) -> String {
+pub(super) fn content(m: &Value) -> String {
     m["content"].as_str().unwrap_or_default().to_owned()
 }
 
@@ -358,7 +358,7 @@ fn a_tool_off_the_menu_is_neither_offered_nor_run_control_without_a_menu() {
     let mut control = Sandbox::init();
     let (code, requests, events) = attack(&mut control, None, turns());
     assert_eq!(code, Some(0));
-    assert_eq!(requests[0]["tools"].as_array().unwrap().len(), 25);
+    assert_eq!(requests[0]["tools"].as_array().unwrap().len(), 26);
     assert!(!kinds(&events).contains(&"call_refused".to_owned()));
     assert!(control.exists("out.txt"));
 }

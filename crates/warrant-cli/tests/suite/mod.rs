@@ -25,6 +25,7 @@ mod recognizers;
 mod requests;
 mod sealing;
 mod secrets;
+mod spawn;
 mod spoofing;
 mod store_tls;
 mod surface;

@@ -93,6 +93,7 @@ fn an_openai_model_drives_a_governed_run() {
             "git_push",
             "run_tests",
             "web_fetch",
+            "spawn_agent",
             "ask_question",
             "request_secret",
             "request_resource",

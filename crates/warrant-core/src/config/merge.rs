@@ -21,6 +21,10 @@ pub struct Settings {
     pub max_denials: u32,
     pub max_turns: u32,
     pub max_tool_calls: Option<u32>,
+    /// The spawn envelope: subagents nest at most `max_depth` deep, a run starts at most
+    /// `max_children` of them.
+    pub max_depth: u32,
+    pub max_children: u32,
     /// The menu in force (name and tools), if `[run] menu` names one; checked by the CLI.
     pub menu: Option<String>,
     pub menus: BTreeMap<String, MenuConfig>,
@@ -92,7 +96,7 @@ macro_rules! merge_fields {
 }
 
 merge_fields! {
-    RunConfig { max_denials, max_turns, max_tool_calls, menu }
+    RunConfig { max_denials, max_turns, max_tool_calls, menu, max_depth, max_children }
     ProvidersConfig { openai, anthropic }
     OpenAiConfig { base_url, api_key_env, timeout_ms, api_key, stream, api_version }
     AnthropicConfig { base_url, api_key_env, timeout_ms, max_tokens, api_key, stream }
@@ -148,6 +152,8 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
         max_denials: run.max_denials.unwrap_or(3),
         max_turns: run.max_turns.unwrap_or(50),
         max_tool_calls: Some(run.max_tool_calls.unwrap_or(200)),
+        max_depth: run.max_depth.unwrap_or(2),
+        max_children: run.max_children.unwrap_or(4),
         menu: run.menu,
         menus: merged(&layers, |d| &d.menus),
         profiles,
@@ -367,6 +373,8 @@ actor = "bot"
                 max_denials: 7,
                 max_turns: 10,
                 max_tool_calls: Some(9),
+                max_depth: 2,
+                max_children: 4,
                 menu: Some("small".to_owned()),
                 menus: BTreeMap::from([
                     ("small".to_owned(), menu(&["read_file"])),

@@ -16,6 +16,10 @@ pub struct RunConfig {
     pub max_tool_calls: Option<u32>,
     /// The tool menu (a `[menus.NAME]`) the model is offered; default: every tool.
     pub menu: Option<String>,
+    /// How deep subagents may nest (`spawn_agent`; default 2: a child and a grandchild).
+    pub max_depth: Option<u32>,
+    /// How many subagents one run may start (default 4).
+    pub max_children: Option<u32>,
 }
 
 /// A named test command for `run_tests`: `[tests.unit] argv = ["cargo", "test"]`.

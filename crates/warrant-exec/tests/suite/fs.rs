@@ -427,6 +427,7 @@ fn each_action_narrows_to_its_own_payload_only_and_os_links_resolve() {
             )],
             Action::ProviderCall { .. }
             | Action::McpCall { .. }
+            | Action::AgentSpawn { .. }
             | Action::MemoryWrite { .. }
             | Action::MemoryRead { .. }
             | Action::MemoryDelete { .. }

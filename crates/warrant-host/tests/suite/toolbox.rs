@@ -170,6 +170,8 @@ fn a_second_source_is_offered_governed_and_redacted_without_the_cli() {
         web: Default::default(),
         web_addresses_unguarded: false,
         web_loopback_allowed: false,
+        menus: Default::default(),
+        spawn_unnarrowed: false,
     };
     let actions = bare
         .get("recall_note")

@@ -319,7 +319,30 @@ impl Ring<'_> {
         state: &RunState,
         now: Timestamp,
     ) -> Result<Option<String>, KernelError> {
-        self.stop_reason_of(&state.run, state.settings.deadline, now)
+        if let Some(reason) = self.stop_reason_of(&state.run, state.settings.deadline, now)? {
+            return Ok(Some(reason));
+        }
+        // A subagent stops with its parent (and theirs): a cancellation of any run above it
+        // reaches it at its next effect boundary.
+        let depth = state.settings.spawn.as_ref().map_or(0, |s| s.depth);
+        let mut above = state.run.as_str();
+        for _ in 0..depth {
+            let Some((parent, _)) = above.rsplit_once('-') else {
+                break;
+            };
+            above = parent;
+            if let Some(run) = RunId::parse(above)
+                && let Some(c) = self.store.cancel_request(&run)?
+            {
+                return Ok(Some(format!(
+                    "its parent run {run} was cancelled by {} at {}: {}",
+                    c.by,
+                    c.at.rfc3339(),
+                    c.reason
+                )));
+            }
+        }
+        Ok(None)
     }
 
     /// [`Ring::stop_reason`] from just what it reads: the run and its deadline.

@@ -141,8 +141,12 @@ impl Ring<'_> {
                             run: state.run.clone(),
                             principal: state.principal.clone(),
                             model: state.model.clone(),
+                            call: call_id.to_owned(),
+                            tools: state.tools.clone(),
+                            spawn: state.settings.spawn.as_deref().cloned(),
                         });
                         tool.normalize(&call.record.args, &scoped)
+                            .and_then(|actions| held_to_profile(state, actions))
                     }) {
                         Ok(actions) => {
                             let digest = digest_of(&actions)
@@ -413,4 +417,32 @@ impl Ring<'_> {
         }
         Ok(Some(CallStep::Parked(req.id.clone())))
     }
+}
+
+/// A subagent held to a profile runs no command under another one, whichever tool made it.
+fn held_to_profile(
+    state: &RunState,
+    actions: Vec<Action>,
+) -> Result<Vec<Action>, crate::tool::Refusal> {
+    let Some(held) = state
+        .settings
+        .spawn
+        .as_ref()
+        .and_then(|s| s.profile.as_deref())
+    else {
+        return Ok(actions);
+    };
+    for action in &actions {
+        if let Action::ShellExec { profile, .. } = action
+            && profile != held
+        {
+            return Err(crate::tool::Refusal {
+                code: "W-SPAWN-005".into(),
+                message: format!(
+                    "this subagent's commands are held to the subprocess profile `{held}` its parent gave it; `{profile}` was asked for and nothing was run"
+                ),
+            });
+        }
+    }
+    Ok(actions)
 }

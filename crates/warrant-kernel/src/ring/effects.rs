@@ -204,6 +204,28 @@ impl Ring<'_> {
             )?;
             return Ok(CallStep::Parked(request));
         }
+        // The spawn envelope, before a subagent's start is recorded: a refusal is a durable,
+        // typed event and nothing starts.
+        if already.is_none()
+            && let Some((code, message)) = self.spawn_refusal(state, call_id, actions)
+        {
+            let tool = state
+                .call(call_id)
+                .map(|c| c.record.tool.clone())
+                .unwrap_or_default();
+            self.append(
+                state,
+                vec![RunEvent::CallRefused {
+                    call_id: call_id.to_owned(),
+                    tool,
+                    code: code.to_owned(),
+                    message,
+                }],
+                None,
+                vec![],
+            )?;
+            return Ok(CallStep::Done);
+        }
         let started_seq = match already {
             Some(seq) => seq,
             None => {
@@ -253,6 +275,40 @@ impl Ring<'_> {
                 .ok()
                 .flatten()
         };
+        // A subagent is started (or continued) by the spawner, not by a tool: driving a run is
+        // the agent loop's job. It parks its parent when it waits for a person.
+        if let Some(spawn) = authorized
+            .iter()
+            .find_map(|a| a.narrow::<warrant_core::AgentSpawn>())
+            && let Some(spawner) = self.spawner
+        {
+            match spawner.spawn(&spawn, state, &stop) {
+                crate::tool::SpawnOutcome::Ended(outcome) => {
+                    self.append(
+                        state,
+                        vec![RunEvent::EffectCompleted {
+                            call_id: call_id.to_owned(),
+                            ok: outcome.ok,
+                            result: outcome.result,
+                        }],
+                        None,
+                        vec![],
+                    )?;
+                    return Ok(CallStep::Done);
+                }
+                crate::tool::SpawnOutcome::Parked { request } => {
+                    self.append(
+                        state,
+                        vec![RunEvent::RunParked {
+                            request_id: request.clone(),
+                        }],
+                        Some(RunStatus::Parked),
+                        vec![],
+                    )?;
+                    return Ok(CallStep::Parked(request));
+                }
+            }
+        }
         let mut outcome = tool.execute(&authorized, env, &may_read, &stop);
         let pending = outcome
             .result
@@ -415,6 +471,68 @@ impl Ring<'_> {
             vec![],
         )?;
         Ok(Some(CallStep::Done))
+    }
+}
+
+impl Ring<'_> {
+    /// Why a spawn among `actions` may not start, by the spawn envelope the run was started
+    /// under: `(code, message)`, or `None` when it may (or there is no spawn).
+    fn spawn_refusal(
+        &self,
+        state: &RunState,
+        call_id: &str,
+        actions: &[Action],
+    ) -> Option<(&'static str, String)> {
+        let depth = actions.iter().find_map(|a| {
+            if let Action::AgentSpawn { depth, .. } = a {
+                Some(*depth)
+            } else {
+                None
+            }
+        })?;
+        if self.spawner.is_none() {
+            return Some((
+                "W-SPAWN-004",
+                "this front end cannot start subagents; nothing was started".to_owned(),
+            ));
+        }
+        let Some(envelope) = state.settings.spawn.as_deref() else {
+            return Some((
+                "W-SPAWN-004",
+                "this run was started without a spawn envelope, so it cannot start subagents"
+                    .to_owned(),
+            ));
+        };
+        if depth > envelope.max_depth {
+            return Some((
+                "W-SPAWN-001",
+                format!(
+                    "a subagent here would be {depth} levels deep, past the spawn envelope's max_depth of {} ([run] max_depth); nothing was started",
+                    envelope.max_depth
+                ),
+            ));
+        }
+        let started = state
+            .calls
+            .iter()
+            .filter(|c| c.record.id != call_id && c.started.is_some())
+            .filter(|c| {
+                c.actions
+                    .iter()
+                    .flatten()
+                    .any(|a| matches!(a, Action::AgentSpawn { .. }))
+            })
+            .count();
+        if started >= envelope.max_children as usize {
+            return Some((
+                "W-SPAWN-002",
+                format!(
+                    "this run has started {started} subagents, the spawn envelope's max_children ([run] max_children = {}); nothing was started",
+                    envelope.max_children
+                ),
+            ));
+        }
+        None
     }
 }
 

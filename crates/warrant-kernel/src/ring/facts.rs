@@ -84,11 +84,21 @@ pub(crate) fn facts_of(
             model,
             policy_digest,
             workspace,
+            settings,
             ..
         } => {
             facts.outcome = Some("started".into());
             facts.resource = Some(workspace.as_str().to_owned());
             facts.reasons = vec![format!("policy {policy_digest}"), format!("model {model}")];
+            // A subagent's record names the run and call that started it.
+            if let Some(spawn) = &settings.spawn
+                && let Some(parent) = &spawn.parent
+            {
+                facts.reasons.push(format!(
+                    "subagent of {} call {} (depth {})",
+                    parent.run, parent.call, spawn.depth
+                ));
+            }
             facts.input_digest = Some(Digest::of_bytes(task.as_bytes()).as_str().to_owned());
         }
         RunEvent::ModelResponded {

@@ -7,7 +7,12 @@ use super::*;
 impl Ring<'_> {
     /// Starts a run: its first event fixes the principal for good.
     pub fn start(&self, spec: NewRunSpec) -> Result<RunState, KernelError> {
-        let run = self.ids.run_id();
+        self.start_as(spec, self.ids.run_id())
+    }
+
+    /// Starts a run under the id `run` (a subagent's, derived from its parent and call, so a
+    /// second start of the same child is refused by the store instead of making another).
+    pub fn start_as(&self, spec: NewRunSpec, run: RunId) -> Result<RunState, KernelError> {
         let event = RunEvent::RunStarted {
             principal: spec.principal.clone(),
             task: spec.task.clone(),

@@ -101,6 +101,10 @@ pub trait Observer {
 
     /// Called just before events are appended (fault injection uses it to die at that point).
     fn before_append(&self, _events: &[RunEvent]) {}
+
+    /// The model's answer text as it streams in, before it is journaled whole with
+    /// `model_responded`. A front end may show it; nothing is recorded from here.
+    fn streamed(&self, _text: &str) {}
 }
 
 #[derive(Debug, Default)]
@@ -143,6 +147,7 @@ pub struct Ring<'a> {
     pub(crate) tools: &'a dyn ToolRegistry,
     pub(crate) budgets: &'a crate::ModelRules,
     pub(crate) guard: crate::GuardSettings,
+    pub(crate) spawner: Option<&'a dyn crate::tool::Spawner>,
 }
 
 /// Everything a ring is made of. It has no `Default` and every field is required, so whoever
@@ -174,6 +179,8 @@ pub struct RingParts<'a> {
     pub budgets: &'a crate::ModelRules,
     /// The prompt guard's switches for every model request.
     pub guard: crate::GuardSettings,
+    /// Starts and drives subagents (`agent.spawn`); `None`: a spawn is refused (W-SPAWN-004).
+    pub spawner: Option<&'a dyn crate::tool::Spawner>,
 }
 
 impl std::fmt::Debug for RingParts<'_> {
@@ -198,6 +205,7 @@ impl<'a> Ring<'a> {
             tools,
             budgets,
             guard,
+            spawner,
         } = parts;
         Ring {
             store,
@@ -214,6 +222,7 @@ impl<'a> Ring<'a> {
             tools,
             budgets,
             guard,
+            spawner,
         }
     }
 
@@ -234,6 +243,7 @@ impl<'a> Ring<'a> {
             tools: self.tools,
             budgets: self.budgets,
             guard: self.guard,
+            spawner: self.spawner,
         }
     }
 
@@ -261,6 +271,11 @@ impl<'a> Ring<'a> {
     /// from now on; `None` once the lease is given back.
     pub fn hold_fence(&self, token: Option<u64>) {
         self.fence.set(token);
+    }
+
+    /// Hands the model's answer text, as it streams in, to the observer.
+    pub fn stream_text(&self, text: &str) {
+        self.observer.streamed(text);
     }
 
     /// Watches `flag` (a person's Ctrl-C) while this ring drives a session.
@@ -418,6 +433,7 @@ fn denial_message(
             | Action::MemoryDelete { .. }
             | Action::MemoryPropose { .. }
             | Action::McpCall { .. }
+            | Action::AgentSpawn { .. }
             | Action::MemoryPublish { .. } => false,
             Action::GitRead { repo, .. }
             | Action::GitCommit { repo, .. }

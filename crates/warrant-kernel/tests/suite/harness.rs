@@ -100,6 +100,8 @@ impl World {
             web: Default::default(),
             web_addresses_unguarded: false,
             web_loopback_allowed: false,
+            menus: Default::default(),
+            spawn_unnarrowed: false,
         };
         Self {
             dir,
@@ -141,6 +143,7 @@ impl World {
             tools: &self.tools,
             budgets: &self.budgets,
             guard: warrant_kernel::GuardSettings::default(),
+            spawner: None,
         })
     }
 
@@ -218,6 +221,7 @@ pub fn settings() -> RunSettings {
         requests: Default::default(),
         max_tool_calls: None,
         session: None,
+        spawn: None,
     }
 }
 

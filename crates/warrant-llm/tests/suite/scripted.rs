@@ -63,6 +63,7 @@ fn the_contract_example_parses_and_validates() {
                     calls: vec![],
                 },
             ],
+            children: vec![],
         }
     );
     transcript.validate(&tools()).unwrap();

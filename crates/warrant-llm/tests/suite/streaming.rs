@@ -220,7 +220,7 @@ fn openai_tool_calls_split_across_chunks_are_put_back_together() {
     let provider = openai(format!("http://{}/v1", server.addr), None);
     let mut updates = Vec::new();
     let response = provider
-        .respond_metered(&conversation(), &tools(), 0, &mut |p| {
+        .respond_metered(&conversation(), &tools(), 0, &mut |p, _| {
             updates.push(*p);
             Flow::Continue
         })
@@ -448,7 +448,7 @@ fn a_caller_stops_an_answer_mid_stream() {
     let provider = openai(format!("http://{}/v1", server.addr), None);
     let mut seen = 0;
     let err = provider
-        .respond_metered(&conversation(), &[], 0, &mut |p| {
+        .respond_metered(&conversation(), &[], 0, &mut |p, _| {
             seen += 1;
             if p.output_tokens > 20 {
                 Flow::Stop {
@@ -600,7 +600,7 @@ fn anthropic_stream_failures_and_stops() {
     );
     // Stopped when the server's own count (message_delta) crosses the line.
     let err = provider
-        .respond_metered(&conversation(), &[], 0, &mut |p| {
+        .respond_metered(&conversation(), &[], 0, &mut |p, _| {
             if p.input_tokens + p.output_tokens > 60 {
                 Flow::Stop {
                     reason: "over 60".into(),
@@ -715,7 +715,7 @@ fn a_stalled_stream_times_out() {
     provider_settings.timeout = Duration::from_millis(500);
     let mut grew = 0;
     let err = OpenAiProvider::new(provider_settings)
-        .respond_metered(&conversation(), &[], 0, &mut |_| {
+        .respond_metered(&conversation(), &[], 0, &mut |_, _| {
             grew += 1;
             Flow::Continue
         })

@@ -49,6 +49,8 @@ pub fn env(dir: &std::path::Path) -> ToolEnv {
         web: Default::default(),
         web_addresses_unguarded: false,
         web_loopback_allowed: false,
+        menus: Default::default(),
+        spawn_unnarrowed: false,
     }
 }
 

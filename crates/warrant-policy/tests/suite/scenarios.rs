@@ -74,7 +74,8 @@ fn fs_action(verb: Verb, path: CanonicalPath) -> Option<Action> {
         | Verb::GitRead
         | Verb::GitBranch
         | Verb::GitCheckout
-        | Verb::WebFetch => None,
+        | Verb::WebFetch
+        | Verb::AgentSpawn => None,
     }
 }
 
@@ -501,7 +502,8 @@ fn git_action(verb: Verb, repo: CanonicalPath) -> Option<Action> {
         | Verb::ProviderCall
         | Verb::McpCall
         | Verb::MessageSend
-        | Verb::WebFetch => None,
+        | Verb::WebFetch
+        | Verb::AgentSpawn => None,
     }
 }
 
@@ -561,6 +563,26 @@ fn default_pack_fetches_only_allowlisted_hosts() {
             decide(&engine, &alice(), &action),
             expected(&action, &expect),
             "allowlisted={allowlisted}"
+        );
+    }
+}
+
+#[test]
+fn a_subagent_under_the_same_principal_is_allowed_by_the_default_pack() {
+    let engine = default_engine();
+    for depth in [1, 2] {
+        let action = Action::AgentSpawn {
+            task: "summarise the notes".into(),
+            menu: None,
+            tools: vec!["read_file".into()],
+            profile: Some("default".into()),
+            child: warrant_core::RunId::parse("run-0001-0a0b").unwrap(),
+            depth,
+        };
+        assert_eq!(
+            decide(&engine, &alice(), &action),
+            expected(&action, &Allow("agent-spawn")),
+            "depth {depth}"
         );
     }
 }

@@ -72,6 +72,8 @@ impl Env {
                 web: Default::default(),
                 web_addresses_unguarded: false,
                 web_loopback_allowed: false,
+                menus: Default::default(),
+                spawn_unnarrowed: false,
             },
             tools: Toolbox::new(
                 &[&Builtin],
