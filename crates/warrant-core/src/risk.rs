@@ -50,6 +50,8 @@ pub fn classify_with(action: &Action, rec: Recognizers) -> (RiskClass, Option<St
         | Action::GitCheckout { .. }
         | Action::GitPush { .. }
         | Action::McpCall { .. }
+        | Action::CatalogList { .. }
+        | Action::CatalogRead { .. }
         | Action::WebFetch { .. } => None,
     };
     match raised {

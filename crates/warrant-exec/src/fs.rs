@@ -876,6 +876,8 @@ impl Undo {
                     | Action::MemoryPropose { .. }
                     | Action::MemoryPublish { .. }
                     | Action::McpCall { .. }
+                    | Action::CatalogList { .. }
+                    | Action::CatalogRead { .. }
                     | Action::WebFetch { .. } => None,
                 })
                 .collect(),

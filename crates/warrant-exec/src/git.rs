@@ -136,6 +136,8 @@ pub fn run(op: &Authorized<GitOp>) -> Result<GitOutcome, GitError> {
         | Action::MemoryPropose { .. }
         | Action::MemoryPublish { .. }
         | Action::McpCall { .. }
+        | Action::CatalogList { .. }
+        | Action::CatalogRead { .. }
         | Action::WebFetch { .. } => Err(GitError::BadName {
             what: "action",
             value: op.action.verb().as_str().to_owned(),

@@ -369,6 +369,8 @@ pub fn session_pattern(action: &Action) -> String {
         | Action::GitBranch { .. }
         | Action::GitCheckout { .. }
         | Action::GitPush { .. }
+        | Action::CatalogList { .. }
+        | Action::CatalogRead { .. }
         | Action::WebFetch { .. } => format!("{} {}", action.verb().as_str(), action.target()),
         Action::McpCall {
             server,

@@ -553,7 +553,9 @@ impl Tool for RunCommand {
                     | Action::GitCheckout { .. }
                     | Action::GitPush { .. }
                     | Action::WebFetch { .. }
-                    | Action::McpCall { .. }) => other.target(),
+                    | Action::McpCall { .. }
+                    | Action::CatalogList { .. }
+                    | Action::CatalogRead { .. }) => other.target(),
                 })
                 .unwrap_or_default();
             let shown = changes.get("shown").and_then(Value::as_str).unwrap_or("");
@@ -716,6 +718,8 @@ fn describe_paths(verb: &str, actions: &[Action], env: &ToolEnv) -> Presentation
             | Action::GitCheckout { .. }
             | Action::GitPush { .. }
             | Action::McpCall { .. }
+            | Action::CatalogList { .. }
+            | Action::CatalogRead { .. }
             | Action::WebFetch { .. } => a.target(),
         })
         .collect();

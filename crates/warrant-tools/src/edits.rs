@@ -542,6 +542,8 @@ pub(crate) fn present_changes(what: &str, actions: &[Action], env: &ToolEnv) -> 
             | Action::MemoryPropose { .. }
             | Action::MemoryPublish { .. }
             | Action::McpCall { .. }
+            | Action::CatalogList { .. }
+            | Action::CatalogRead { .. }
             | Action::WebFetch { .. } => {}
         }
     }

@@ -320,6 +320,8 @@ impl Tool for GitTool {
                     | Action::MemoryPropose { .. }
                     | Action::MemoryPublish { .. }
                     | Action::McpCall { .. }
+                    | Action::CatalogList { .. }
+                    | Action::CatalogRead { .. }
                     | Action::WebFetch { .. } => Value::Null,
                 })
                 .collect(),
@@ -383,6 +385,8 @@ impl Tool for GitTool {
                 | Action::MemoryPropose { .. }
                 | Action::MemoryPublish { .. }
                 | Action::McpCall { .. }
+                | Action::CatalogList { .. }
+                | Action::CatalogRead { .. }
                 | Action::WebFetch { .. } => {}
             }
         }

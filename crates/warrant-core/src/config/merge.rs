@@ -53,6 +53,8 @@ pub struct Settings {
     /// `[mcp]`: a higher layer's server of a name replaces a lower one's whole; `[mcp.serve]`
     /// merges field by field (a token entry whole).
     pub mcp: McpConfig,
+    /// `[catalog.<name>]`: a higher layer's catalog of a name replaces a lower one's whole.
+    pub catalog: BTreeMap<String, super::CatalogConfig>,
 }
 
 /// One part of the configuration as a layer sets it, laid over the same part of a lower layer.
@@ -172,6 +174,7 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
             }),
         prices: merged(&layers, |d| &d.prices),
         mcp: merged(&layers, |d| &d.mcp),
+        catalog: merged(&layers, |d| &d.catalog),
     }
 }
 
@@ -488,6 +491,7 @@ actor = "bot"
                         allowed_hosts: None,
                     },
                 },
+                catalog: BTreeMap::new(),
             }
         );
     }
