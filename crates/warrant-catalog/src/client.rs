@@ -146,7 +146,10 @@ impl CatalogClient {
             let levels: Vec<String> = serde_json::from_value(page).map_err(|e| {
                 self.malformed(&what, format!("a namespace is not a list of names ({e})"))
             })?;
-            listing.namespaces.push(levels);
+            // Only direct children: some servers list every descendant at the top level.
+            if levels.len() == namespace.len() + 1 && levels.starts_with(namespace) {
+                listing.namespaces.push(levels);
+            }
         }
         if !namespace.is_empty() {
             let path = format!(

@@ -10,6 +10,7 @@ pub mod aais;
 pub mod approvals;
 pub mod approver_key;
 pub mod capabilities;
+pub mod catalog;
 pub mod chat;
 pub mod confidential;
 pub mod controls;
@@ -95,6 +96,8 @@ pub struct Host {
     /// The configured MCP servers (also among `sources`), started when the catalogue is first
     /// built and stopped with the host.
     mcp: Option<Arc<warrant_mcp::McpSource>>,
+    /// The configured data catalogs (also among `sources`).
+    catalogs: Option<Arc<warrant_catalog::Catalogs>>,
 }
 
 impl std::fmt::Debug for Host {
@@ -138,6 +141,10 @@ impl Host {
         if let Some(mcp) = &mcp {
             sources.push(Arc::clone(mcp) as Arc<dyn ToolSource + Send + Sync>);
         }
+        let catalogs = catalog::source(&paths, &settings, &inst.secret)?;
+        if let Some(c) = &catalogs {
+            sources.push(Arc::clone(c) as Arc<dyn ToolSource + Send + Sync>);
+        }
         Ok(Host {
             paths,
             identity,
@@ -151,6 +158,7 @@ impl Host {
             sources,
             memory,
             mcp,
+            catalogs,
         })
     }
 

@@ -144,7 +144,7 @@ impl Host {
     }
 
     /// One call of a person's, through the ring, in a run of its own that ends with it.
-    fn person_op(
+    pub(crate) fn person_op(
         &self,
         task: String,
         tool: &str,
@@ -161,8 +161,12 @@ impl Host {
         }
         let memory = self.memory_tools();
         let person = PersonTools(Arc::clone(&self.memory));
+        let mut sources: Vec<&dyn ToolSource> = vec![&memory, &person];
+        if let Some(c) = &self.catalogs {
+            sources.push(c.as_ref());
+        }
         let tools = Toolbox::new(
-            &[&memory as &dyn ToolSource, &person],
+            &sources,
             Controls {
                 menu: None,
                 menus: &self.settings.menus,
