@@ -56,28 +56,111 @@ impl Credentials for References {
     }
 }
 
+/// How the catalogs' secret references are resolved in this installation.
+pub fn references(paths: &Paths, installation_secret: &[u8]) -> Arc<dyn Credentials> {
+    Arc::new(References {
+        env: install::parent_env().into_iter().collect(),
+        vault: warrant_exec::vault::Vault::open(&paths.dot, installation_secret),
+    })
+}
+
 /// The configured catalogs; `None` when there are none. Each is checked now (no request is
 /// made until a tool is called).
 pub fn source(
-    paths: &Paths,
     settings: &warrant_core::config::Settings,
-    installation_secret: &[u8],
+    references: &Arc<dyn Credentials>,
 ) -> Result<Option<Arc<Catalogs>>> {
     if settings.catalog.is_empty() {
         return Ok(None);
     }
-    let references: Arc<dyn Credentials> = Arc::new(References {
-        env: install::parent_env().into_iter().collect(),
-        vault: warrant_exec::vault::Vault::open(&paths.dot, installation_secret),
-    });
     let mut clients = Vec::new();
     for (name, config) in &settings.catalog {
         clients.push(
-            CatalogClient::new(name, config, Arc::clone(&references))
+            CatalogClient::new(name, config, Arc::clone(references))
                 .map_err(|e| HostError::bad_input(&e))?,
         );
     }
     Ok(Some(Arc::new(Catalogs::new(clients))))
+}
+
+/// `[memory.shared] backend = "iceberg"`: the table every published entry is appended to, in
+/// a configured catalog (its url, prefix, realm and credentials); `None` for the local backend.
+pub fn shared_sink(
+    settings: &warrant_core::config::Settings,
+    references: &Arc<dyn Credentials>,
+) -> Result<Option<Arc<dyn warrant_memory::SharedSink>>> {
+    let Some(shared) = &settings.shared_memory else {
+        return Ok(None);
+    };
+    let bad = |m: String| HostError::usage("W-MEMORY-017", format!("[memory.shared] {m}"));
+    match shared.backend.as_str() {
+        "local" => return Ok(None),
+        "iceberg" => {}
+        other => {
+            return Err(bad(format!(
+                "backend = {other:?} is not one Warrant has; use \"local\" or \"iceberg\""
+            )));
+        }
+    }
+    let name = shared.catalog.clone().ok_or_else(|| {
+        bad("backend = \"iceberg\" needs catalog = \"NAME\" (a [catalog.NAME])".into())
+    })?;
+    let config = settings
+        .catalog
+        .get(&name)
+        .cloned()
+        .ok_or_else(|| bad(format!("catalog = {name:?} names no [catalog.{name}]")))?;
+    let path = shared
+        .table
+        .as_deref()
+        .ok_or_else(|| bad("backend = \"iceberg\" needs table = \"NAMESPACE.TABLE\"".into()))?;
+    let mut levels = warrant_catalog::parse_path(path).map_err(|e| bad(format!("table: {e}")))?;
+    if levels.len() < 2 {
+        return Err(bad(format!(
+            "table = {path:?} names no namespace: write NAMESPACE.TABLE"
+        )));
+    }
+    let table = levels.pop().unwrap_or_default();
+    let references = Arc::clone(references);
+    let properties: warrant_iceberg::Properties = Arc::new(move || {
+        let mut p = std::collections::HashMap::new();
+        p.insert("uri".to_owned(), config.url.clone());
+        if let Some(prefix) = &config.prefix {
+            p.insert("prefix".to_owned(), prefix.clone());
+        }
+        if let Some(w) = &config.warehouse {
+            p.insert("warehouse".to_owned(), w.clone());
+        }
+        if let Some(realm) = &config.realm {
+            let header = config.realm_header.as_deref().unwrap_or("Polaris-Realm");
+            p.insert(format!("header.{header}"), realm.clone());
+        }
+        if let Some(t) = &config.token {
+            p.insert("token".to_owned(), references.resolve(t)?);
+        }
+        if let (Some(id), Some(secret)) = (&config.client_id, &config.client_secret) {
+            let id = references.resolve(id)?;
+            let secret = references.resolve(secret)?;
+            p.insert("credential".to_owned(), format!("{id}:{secret}"));
+            p.insert(
+                "scope".to_owned(),
+                config
+                    .scope
+                    .clone()
+                    .unwrap_or_else(|| "PRINCIPAL_ROLE:ALL".to_owned()),
+            );
+            if let Some(u) = &config.token_url {
+                p.insert("oauth2-server-uri".to_owned(), u.clone());
+            }
+        }
+        Ok(p)
+    });
+    Ok(Some(Arc::new(warrant_iceberg::IcebergSink {
+        catalog: name,
+        namespace: levels,
+        table,
+        properties,
+    })))
 }
 
 impl Host {

@@ -98,6 +98,8 @@ pub struct Host {
     mcp: Option<Arc<warrant_mcp::McpSource>>,
     /// The configured data catalogs (also among `sources`).
     catalogs: Option<Arc<warrant_catalog::Catalogs>>,
+    /// Where published shared memory is appended besides the store (`[memory.shared]`).
+    shared_sink: Option<Arc<dyn warrant_memory::SharedSink>>,
 }
 
 impl std::fmt::Debug for Host {
@@ -141,7 +143,9 @@ impl Host {
         if let Some(mcp) = &mcp {
             sources.push(Arc::clone(mcp) as Arc<dyn ToolSource + Send + Sync>);
         }
-        let catalogs = catalog::source(&paths, &settings, &inst.secret)?;
+        let references = catalog::references(&paths, &inst.secret);
+        let catalogs = catalog::source(&settings, &references)?;
+        let shared_sink = catalog::shared_sink(&settings, &references)?;
         if let Some(c) = &catalogs {
             sources.push(Arc::clone(c) as Arc<dyn ToolSource + Send + Sync>);
         }
@@ -159,6 +163,7 @@ impl Host {
             memory,
             mcp,
             catalogs,
+            shared_sink,
         })
     }
 

@@ -43,7 +43,10 @@ pub struct PersonOp {
 }
 
 /// The tools only a person's operation is given.
-struct PersonTools(Arc<warrant_memory::MemoryStore>);
+struct PersonTools(
+    Arc<warrant_memory::MemoryStore>,
+    Option<Arc<dyn warrant_memory::SharedSink>>,
+);
 
 impl ToolSource for PersonTools {
     fn name(&self) -> &str {
@@ -51,7 +54,9 @@ impl ToolSource for PersonTools {
     }
 
     fn tools(&self) -> Vec<Box<dyn warrant_kernel::Tool>> {
-        vec![Box::new(PublishTool::new(Arc::clone(&self.0)))]
+        vec![Box::new(
+            PublishTool::new(Arc::clone(&self.0)).with_sink(self.1.clone()),
+        )]
     }
 }
 
@@ -160,7 +165,7 @@ impl Host {
             ));
         }
         let memory = self.memory_tools();
-        let person = PersonTools(Arc::clone(&self.memory));
+        let person = PersonTools(Arc::clone(&self.memory), self.shared_sink.clone());
         let mut sources: Vec<&dyn ToolSource> = vec![&memory, &person];
         if let Some(c) = &self.catalogs {
             sources.push(c.as_ref());

@@ -552,3 +552,153 @@ fn bad_catalog_input_ends_in_clear_refusals() {
         stderr(&out)
     );
 }
+
+#[test]
+fn published_shared_memory_lands_in_an_iceberg_table_that_pyiceberg_reads_with_provenance() {
+    let lakana = Lakana::start();
+    let sb = with_token(&lakana);
+    let config = sb.ws.join(".warrant/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[memory.shared]\nbackend = \"iceberg\"\ncatalog = \"lake\"\ntable = \"bronze.memory.shared\"\n");
+    std::fs::write(&config, text).unwrap();
+
+    let transcript = sb.transcript(concat!(
+        "version: 1\nturns:\n  - calls:\n",
+        "      - tool: propose_memory\n        args: { namespace: team, text: \"Releases are cut on Tuesdays.\", tags: [release] }\n",
+        "      - tool: propose_memory\n        args: { namespace: team, text: \"Le gel commence le vendredi.\" }\n",
+        "  - say: done\n",
+    ));
+    let out = sb.run(&["run", "--model", &transcript, "propose"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let proposing_run = sb.last_run().0;
+    let drafts = sb.json(&["memory", "drafts", "list", "--json"]);
+    let mut published = Vec::new();
+    for d in drafts.as_array().unwrap() {
+        let (id, digest) = (d["id"].as_str().unwrap(), d["digest"].as_str().unwrap());
+        let mut c = sb.cmd(&[
+            "memory", "drafts", "publish", id, "--digest", digest, "--reason", "checked", "--json",
+        ]);
+        c.env("WARRANT_ACTOR", "rita");
+        let out = c.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let reviewed = shown["result"]["reviewed"][0].clone();
+        assert_eq!(
+            reviewed["shared"]["table"], "lake.bronze.memory.shared",
+            "{reviewed}"
+        );
+        assert_eq!(reviewed["shared"]["appended_before"], false, "{reviewed}");
+        published.push((
+            id.to_owned(),
+            digest.to_owned(),
+            reviewed["published"].as_str().unwrap().to_owned(),
+            reviewed["shared"]["snapshot_id"].as_i64().unwrap(),
+            shown["run"].as_str().unwrap().to_owned(),
+        ));
+    }
+    assert_eq!(published.len(), 2);
+
+    // The snapshot id is in the publish's audit record.
+    let flushed = sb.run(&["audit", "flush"]);
+    assert_eq!(flushed.status.code(), Some(0), "{}", stderr(&flushed));
+    let audit = std::fs::read_to_string(sb.ws.join(".warrant/audit/audit.jsonl")).unwrap();
+    for (_, _, _, snapshot, _) in &published {
+        let note = format!("iceberg lake.bronze.memory.shared snapshot {snapshot}");
+        assert!(
+            audit
+                .lines()
+                .any(|l| l.contains("effect_completed") && l.contains(&note)),
+            "no audit record names {note}: {}",
+            audit
+                .lines()
+                .filter(|l| l.contains("effect"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+
+    // PyIceberg reads what Warrant wrote: one snapshot per entry, every row with its provenance.
+    let read = Command::new(venv().join("bin/python"))
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/iceberg_read.py"))
+        .args([lakana.url.as_str(), &pat(), "dev", "bronze.memory.shared"])
+        .output()
+        .unwrap();
+    assert!(
+        read.status.success(),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    let table: Value = serde_json::from_slice(&read.stdout).unwrap();
+    let snapshots: Vec<(i64, String)> = table["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["id"].as_i64().unwrap(),
+                s["entry"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let mut expected_snapshots: Vec<(i64, String)> = published
+        .iter()
+        .map(|(_, _, entry, snapshot, _)| (*snapshot, entry.clone()))
+        .collect();
+    expected_snapshots.sort_by_key(|(s, _)| *s);
+    let mut got = snapshots.clone();
+    got.sort_by_key(|(s, _)| *s);
+    assert_eq!(got, expected_snapshots);
+    let rows = table["rows"].as_array().unwrap();
+    let mut expected: Vec<Value> = published
+        .iter()
+        .map(|(draft, digest, entry, _, run)| {
+            let d = drafts
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|d| d["id"] == draft.as_str())
+                .unwrap();
+            let text = d["text"].as_str().unwrap();
+            json!({
+                "entry_id": entry, "namespace": "team", "text": text,
+                "tags": serde_json::to_string(&d["tags"]).unwrap(),
+                "author": "tester", "on_behalf_of": null, "run": proposing_run,
+                "publisher": "rita", "publish_run": run, "reason": "checked",
+                "content_digest": warrant_core::Digest::of_bytes(text.as_bytes()).to_string(),
+                "draft": draft, "draft_digest": digest,
+            })
+        })
+        .collect();
+    expected.sort_by(|a, b| a["entry_id"].as_str().cmp(&b["entry_id"].as_str()));
+    let without_time: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            assert!(
+                r["published_at"].as_str().unwrap().ends_with("+00:00"),
+                "{r}"
+            );
+            r.as_object_mut().unwrap().remove("published_at");
+            r
+        })
+        .collect();
+    assert_eq!(without_time, expected);
+
+    // Publishing again (a retry, or a replay) appends nothing new.
+    let (id, digest, _, snapshot, _) = &published[0];
+    let mut again = sb.cmd(&[
+        "memory", "drafts", "publish", id, "--digest", digest, "--json",
+    ]);
+    again.env("WARRANT_ACTOR", "rita");
+    let out = again.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        shown["result"]["reviewed"][0]["shared"]["snapshot_id"],
+        json!(snapshot)
+    );
+    assert_eq!(
+        shown["result"]["reviewed"][0]["shared"]["appended_before"],
+        true
+    );
+}

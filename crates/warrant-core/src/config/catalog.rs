@@ -41,3 +41,24 @@ pub struct CatalogConfig {
     #[serde(default)]
     pub timeout_ms: Option<u64>,
 }
+
+/// `[memory]`: where shared memory goes besides this workspace's store.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryConfig {
+    #[serde(default)]
+    pub shared: Option<SharedMemoryConfig>,
+}
+
+/// `[memory.shared]`: `backend = "iceberg"` appends every published entry to `table` (dotted:
+/// `namespace.levels.table`) of the configured catalog `catalog`; `"local"` (the default)
+/// keeps it in this workspace only.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedMemoryConfig {
+    pub backend: String,
+    #[serde(default)]
+    pub catalog: Option<String>,
+    #[serde(default)]
+    pub table: Option<String>,
+}

@@ -26,7 +26,7 @@ use thiserror::Error;
 use crate::error::Coded;
 
 pub use audit::{AuditConfig, JsonlFsync, OnFull, SinkConfig, StoreConfig};
-pub use catalog::CatalogConfig;
+pub use catalog::{CatalogConfig, MemoryConfig, SharedMemoryConfig};
 pub use identity::{
     FieldOrigin, IdentityConfig, IdentityField, ResolvedIdentity, Source, resolve_identity,
 };
@@ -119,6 +119,9 @@ pub struct ConfigDoc {
     /// `[catalog.<name>]`: the Iceberg REST catalogs the catalog tools read.
     #[serde(default)]
     pub catalog: BTreeMap<String, CatalogConfig>,
+    /// `[memory.shared]`: the backend published shared memory is appended to.
+    #[serde(default)]
+    pub memory: MemoryConfig,
 }
 
 /// A config file as read by the CLI.
