@@ -81,10 +81,9 @@ fn describe(t: &Value) {
     outln!("format    v{}", t["format_version"]);
     outln!("columns");
     for c in t["schema"]["columns"].as_array().into_iter().flatten() {
-        let ty = match &c["type"] {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
+        let ty = c["type"]
+            .as_str()
+            .map_or_else(|| c["type"].to_string(), str::to_owned);
         outln!(
             "  {:>3}  {}  {}{}",
             c["id"].as_i64().unwrap_or_default(),

@@ -305,6 +305,15 @@ fn an_agent_reads_the_catalog_and_policy_hides_a_namespace_per_principal() {
         .filter(|e| e["kind"] == "effect_completed")
         .collect();
     assert_eq!(completed.len(), 2, "{events:?}");
+    assert_eq!(
+        completed[0]["payload"]["result"]["listed"][0]["tables"],
+        json!(["lake.bronze.sales.orders"]),
+        "{completed:?}"
+    );
+    assert_eq!(
+        completed[1]["payload"]["result"]["tables"][0]["schema"]["columns"][1]["name"], "city",
+        "{completed:?}"
+    );
 
     // Hidden from everyone but the sales role: the agent's call is denied and recorded, and so
     // is the person's.
@@ -344,11 +353,14 @@ fn an_agent_reads_the_catalog_and_policy_hides_a_namespace_per_principal() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
+/// Each request a token endpoint received: its body and headers.
+type Seen = Arc<Mutex<Vec<(String, Vec<(String, String)>)>>>;
+
 /// A token endpoint on this machine: answers each grant with the next of `tokens` (the last
 /// one again when they run out), or with `refuse` when set; records every request.
 struct TokenServer {
     url: String,
-    seen: Arc<Mutex<Vec<(String, Vec<(String, String)>)>>>,
+    seen: Seen,
 }
 
 impl TokenServer {
@@ -645,7 +657,7 @@ fn published_shared_memory_lands_in_an_iceberg_table_that_pyiceberg_reads_with_p
         .map(|(_, _, entry, snapshot, _)| (*snapshot, entry.clone()))
         .collect();
     expected_snapshots.sort_by_key(|(s, _)| *s);
-    let mut got = snapshots.clone();
+    let mut got = snapshots;
     got.sort_by_key(|(s, _)| *s);
     assert_eq!(got, expected_snapshots);
     let rows = table["rows"].as_array().unwrap();

@@ -427,6 +427,8 @@ fn each_action_narrows_to_its_own_payload_only_and_os_links_resolve() {
             )],
             Action::ProviderCall { .. }
             | Action::McpCall { .. }
+            | Action::CatalogList { .. }
+            | Action::CatalogRead { .. }
             | Action::MemoryWrite { .. }
             | Action::MemoryRead { .. }
             | Action::MemoryDelete { .. }

@@ -70,7 +70,7 @@ fn a_namespace_is_hidden_from_a_principal_by_name_and_everything_else_is_readabl
             &bob,
             read(&["finance", "q3"], "ledger"),
             Verdict::Deny,
-            vec![hidden.clone()],
+            vec![hidden],
         ),
         // A namespace named `finance/q3` is not the namespace `finance` holding `q3`: its name
         // is escaped, so the rule above does not match it (and it is a namespace of its own).
@@ -84,7 +84,7 @@ fn a_namespace_is_hidden_from_a_principal_by_name_and_everything_else_is_readabl
             &finance,
             read(&["finance", "q3"], "ledger"),
             Verdict::Allow,
-            vec![allowed.clone()],
+            vec![allowed],
         ),
     ];
     for (who, action, verdict, reasons) in rows {
