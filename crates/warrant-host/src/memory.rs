@@ -160,7 +160,7 @@ impl Host {
             return Err(HostError::usage(
                 "W-MEMORY-013",
                 format!(
-                    "this process was started by a Warrant run ({evidence}); only a person acts on memory from here"
+                    "this process was started by a Warrant run ({evidence}); only a person performs this operation from here"
                 ),
             ));
         }
