@@ -36,6 +36,7 @@ pub(crate) fn shown_inline(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 mod audit_cmd;
+mod catalog_cmd;
 mod chat;
 mod commands;
 mod inspect;
@@ -198,6 +199,12 @@ pub enum Command {
     Memory {
         #[command(subcommand)]
         command: memory_cmd::MemoryCommand,
+    },
+    /// The configured data catalogs (Iceberg REST, Apache Polaris), read-only: list
+    /// namespaces and tables, describe a table; every read decided by policy and recorded.
+    Catalog {
+        #[command(subcommand)]
+        command: catalog_cmd::CatalogCommand,
     },
     /// Model Context Protocol: `serve` Warrant's tools to MCP clients, every call governed.
     Mcp {

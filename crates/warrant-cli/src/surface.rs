@@ -30,6 +30,8 @@ pub fn capabilities(_ws: Option<&std::path::Path>, json: bool) -> Result<u8, Fai
     outln!("providers  {}", providers.join(", "));
     let stores: Vec<&str> = caps.stores.iter().map(|s| s.name).collect();
     outln!("stores     {}", stores.join(", "));
+    let catalogs: Vec<&str> = caps.catalogs.iter().map(|s| s.name).collect();
+    outln!("catalogs   {} (read-only)", catalogs.join(", "));
     if let Some(e) = &caps.probe_error {
         outln!("sandbox    could not probe: {e}");
     }

@@ -472,6 +472,20 @@ pub enum Action {
         child: crate::RunId,
         depth: u32,
     },
+    /// List what a configured catalog holds under a namespace (`namespace` empty: its top
+    /// level): child namespaces and tables. Read-only: Warrant has no catalog write at all.
+    #[serde(rename = "catalog.list")]
+    CatalogList {
+        catalog: String,
+        namespace: Vec<String>,
+    },
+    /// Load one table's metadata (schema, partition spec, properties, current snapshot).
+    #[serde(rename = "catalog.read")]
+    CatalogRead {
+        catalog: String,
+        namespace: Vec<String>,
+        table: String,
+    },
 }
 
 /// The most words a memory query keeps (distinct, in order of first appearance).
@@ -555,6 +569,34 @@ pub fn memory_resource(scope: MemoryScope, namespace: &str) -> String {
     format!("memory/{}/{namespace}", scope.as_str())
 }
 
+/// The resource a catalog action is on: `catalog/<catalog>/<ns1>/<ns2>/<table>`, so a policy
+/// restricts a namespace (and everything under it) with `like "catalog/prod/sales/*"`. Each
+/// segment is escaped (`%` as `%25`, `/` as `%2F`, control characters as `%XX`), so a namespace
+/// named `a/b` can never pass for the namespace `a` holding `b`.
+pub fn catalog_resource(catalog: &str, namespace: &[String], table: Option<&str>) -> String {
+    let mut out = format!("catalog/{}", escape_segment(catalog));
+    for part in namespace.iter().map(String::as_str).chain(table) {
+        out.push('/');
+        out.push_str(&escape_segment(part));
+    }
+    out
+}
+
+fn escape_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c == '%' || c == '/' || c.is_control() {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A commit's author or co-author, as git writes it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GitAuthor {
@@ -618,6 +660,8 @@ impl Action {
             Self::WebFetch { .. } => Verb::WebFetch,
             Self::McpCall { .. } => Verb::McpCall,
             Self::AgentSpawn { .. } => Verb::AgentSpawn,
+            Self::CatalogList { .. } => Verb::CatalogList,
+            Self::CatalogRead { .. } => Verb::CatalogRead,
         }
     }
 
@@ -660,6 +704,12 @@ impl Action {
             Self::WebFetch { url, .. } => url.clone(),
             Self::McpCall { server, tool, .. } => format!("mcp/{server}/{tool}"),
             Self::AgentSpawn { child, .. } => format!("agent/{child}"),
+            Self::CatalogList { catalog, namespace } => catalog_resource(catalog, namespace, None),
+            Self::CatalogRead {
+                catalog,
+                namespace,
+                table,
+            } => catalog_resource(catalog, namespace, Some(table)),
         }
     }
 
@@ -687,6 +737,8 @@ impl Action {
             | Self::MemoryPublish { .. }
             | Self::McpCall { .. }
             | Self::AgentSpawn { .. }
+            | Self::CatalogList { .. }
+            | Self::CatalogRead { .. }
             | Self::WebFetch { .. } => String::new(),
         };
         format!("git{}/{what}", repo.as_str().trim_end_matches('/'))
@@ -756,7 +808,9 @@ impl Action {
             | Self::GitPush { .. }
             | Self::WebFetch { .. }
             | Self::AgentSpawn { .. }
-            | Self::McpCall { .. } => {
+            | Self::McpCall { .. }
+            | Self::CatalogList { .. }
+            | Self::CatalogRead { .. } => {
                 serde_json::to_value(self).unwrap_or_else(|_| json!({"verb": self.verb()}))
             }
         }
@@ -883,7 +937,9 @@ impl Payload for FsWrite {
             | Action::GitPush { .. }
             | Action::WebFetch { .. }
             | Action::AgentSpawn { .. }
-            | Action::McpCall { .. } => None,
+            | Action::McpCall { .. }
+            | Action::CatalogList { .. }
+            | Action::CatalogRead { .. } => None,
         }
     }
 }
@@ -1070,6 +1126,8 @@ impl Payload for GitOp {
             | Action::MemoryPublish { .. }
             | Action::McpCall { .. }
             | Action::AgentSpawn { .. }
+            | Action::CatalogList { .. }
+            | Action::CatalogRead { .. }
             | Action::WebFetch { .. } => None,
         }
     }
@@ -1153,6 +1211,51 @@ impl Payload for AgentSpawn {
             profile: profile.clone(),
             child: child.clone(),
             depth: *depth,
+        })
+    }
+}
+
+/// The payload of `catalog.list`: the catalog and the namespace whose children are listed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CatalogList {
+    pub catalog: String,
+    pub namespace: Vec<String>,
+}
+
+impl Payload for CatalogList {
+    fn of(action: &Action) -> Option<Self> {
+        let Action::CatalogList { catalog, namespace } = action else {
+            return None;
+        };
+        Some(Self {
+            catalog: catalog.clone(),
+            namespace: namespace.clone(),
+        })
+    }
+}
+
+/// The payload of `catalog.read`: one table of a catalog.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CatalogRead {
+    pub catalog: String,
+    pub namespace: Vec<String>,
+    pub table: String,
+}
+
+impl Payload for CatalogRead {
+    fn of(action: &Action) -> Option<Self> {
+        let Action::CatalogRead {
+            catalog,
+            namespace,
+            table,
+        } = action
+        else {
+            return None;
+        };
+        Some(Self {
+            catalog: catalog.clone(),
+            namespace: namespace.clone(),
+            table: table.clone(),
         })
     }
 }
@@ -1244,6 +1347,23 @@ mod tests {
             .collect();
         assert_eq!(read, expected);
         assert_eq!(audit_view_target(&json!({"verb": "fs.nope"})), None);
+    }
+
+    #[test]
+    fn a_catalog_resource_escapes_what_would_pass_for_another_level() {
+        let ns = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            catalog_resource("prod", &ns(&["sales", "eu"]), Some("orders")),
+            "catalog/prod/sales/eu/orders"
+        );
+        assert_ne!(
+            catalog_resource("prod", &ns(&["sales/eu"]), Some("orders")),
+            catalog_resource("prod", &ns(&["sales", "eu"]), Some("orders"))
+        );
+        assert_eq!(
+            catalog_resource("prod", &ns(&["a/b%", "x\u{1f}y", "ventes-été"]), None),
+            "catalog/prod/a%2Fb%25/x%1Fy/ventes-été"
+        );
     }
 
     #[test]

@@ -51,6 +51,8 @@ pub fn classify_with(action: &Action, rec: Recognizers) -> (RiskClass, Option<St
         | Action::GitPush { .. }
         | Action::McpCall { .. }
         | Action::AgentSpawn { .. }
+        | Action::CatalogList { .. }
+        | Action::CatalogRead { .. }
         | Action::WebFetch { .. } => None,
     };
     match raised {

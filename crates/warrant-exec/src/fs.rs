@@ -877,6 +877,8 @@ impl Undo {
                     | Action::MemoryPublish { .. }
                     | Action::McpCall { .. }
                     | Action::AgentSpawn { .. }
+                    | Action::CatalogList { .. }
+                    | Action::CatalogRead { .. }
                     | Action::WebFetch { .. } => None,
                 })
                 .collect(),

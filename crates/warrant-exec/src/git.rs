@@ -137,6 +137,8 @@ pub fn run(op: &Authorized<GitOp>) -> Result<GitOutcome, GitError> {
         | Action::MemoryPublish { .. }
         | Action::McpCall { .. }
         | Action::AgentSpawn { .. }
+        | Action::CatalogList { .. }
+        | Action::CatalogRead { .. }
         | Action::WebFetch { .. } => Err(GitError::BadName {
             what: "action",
             value: op.action.verb().as_str().to_owned(),

@@ -4,7 +4,6 @@
 
 use serde::Serialize;
 use warrant_llm::ModelSpec;
-use warrant_tools::ToolSource as _;
 
 /// One tool the build offers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -28,6 +27,8 @@ pub struct Capabilities {
     pub tools: Vec<ToolCapability>,
     pub providers: Vec<Named>,
     pub stores: Vec<Named>,
+    /// The data catalogs it reads (read-only).
+    pub catalogs: Vec<Named>,
     /// Each mechanism as the doctor probes it: whether this machine enforces it, and what was
     /// seen. Empty with `probe_error` when the probes could not start.
     pub sandbox: Vec<warrant_exec::sandbox::ProbeRow>,
@@ -44,12 +45,16 @@ const PROVIDERS: [(&str, &str); 4] = [
 ];
 
 pub fn capabilities() -> Capabilities {
-    let tools = warrant_tools::Builtin
-        .tools()
+    // The catalog tools are offered when a `[catalog.NAME]` is configured.
+    let catalog = warrant_catalog::Catalogs::new(Vec::new());
+    let sources: [&dyn warrant_tools::ToolSource; 2] = [&warrant_tools::Builtin, &catalog];
+    let tools = sources
         .iter()
-        .map(|t| ToolCapability {
-            name: t.spec().name.clone(),
-            source: warrant_tools::Builtin.name().to_owned(),
+        .flat_map(|source| {
+            source.tools().into_iter().map(|t| ToolCapability {
+                name: t.spec().name.clone(),
+                source: source.name().to_owned(),
+            })
         })
         .collect();
     let providers = PROVIDERS
@@ -82,6 +87,10 @@ pub fn capabilities() -> Capabilities {
         tools,
         providers,
         stores,
+        catalogs: vec![Named {
+            name: "iceberg-rest",
+            form: "[catalog.NAME] url = \"https://HOST/api/catalog\" (Apache Polaris: realm, client_id, client_secret)",
+        }],
         sandbox,
         probe_error,
     }

@@ -10,6 +10,7 @@ pub mod aais;
 pub mod approvals;
 pub mod approver_key;
 pub mod capabilities;
+pub mod catalog;
 pub mod chat;
 pub mod confidential;
 pub mod controls;
@@ -96,6 +97,10 @@ pub struct Host {
     /// The configured MCP servers (also among `sources`), started when the catalogue is first
     /// built and stopped with the host.
     mcp: Option<Arc<warrant_mcp::McpSource>>,
+    /// The configured data catalogs (also among `sources`).
+    catalogs: Option<Arc<warrant_catalog::Catalogs>>,
+    /// Where published shared memory is appended besides the store (`[memory.shared]`).
+    shared_sink: Option<Arc<dyn warrant_memory::SharedSink>>,
 }
 
 impl std::fmt::Debug for Host {
@@ -135,7 +140,13 @@ impl Host {
             &paths.dot.join(memory::MEMORY_DB),
         ));
         let mcp = mcp::source(&paths, &settings)?;
-        let sources: Vec<Arc<dyn ToolSource + Send + Sync>> = Vec::new();
+        let mut sources: Vec<Arc<dyn ToolSource + Send + Sync>> = Vec::new();
+        let references = catalog::references(&paths, &inst.secret);
+        let catalogs = catalog::source(&settings, &references)?;
+        let shared_sink = catalog::shared_sink(&settings, &references)?;
+        if let Some(c) = &catalogs {
+            sources.push(Arc::clone(c) as Arc<dyn ToolSource + Send + Sync>);
+        }
         Ok(Host {
             paths,
             identity,
@@ -149,6 +160,8 @@ impl Host {
             sources,
             memory,
             mcp,
+            catalogs,
+            shared_sink,
         })
     }
 

@@ -43,7 +43,10 @@ pub struct PersonOp {
 }
 
 /// The tools only a person's operation is given.
-struct PersonTools(Arc<warrant_memory::MemoryStore>);
+struct PersonTools(
+    Arc<warrant_memory::MemoryStore>,
+    Option<Arc<dyn warrant_memory::SharedSink>>,
+);
 
 impl ToolSource for PersonTools {
     fn name(&self) -> &str {
@@ -51,7 +54,9 @@ impl ToolSource for PersonTools {
     }
 
     fn tools(&self) -> Vec<Box<dyn warrant_kernel::Tool>> {
-        vec![Box::new(PublishTool::new(Arc::clone(&self.0)))]
+        vec![Box::new(
+            PublishTool::new(Arc::clone(&self.0)).with_sink(self.1.clone()),
+        )]
     }
 }
 
@@ -144,7 +149,7 @@ impl Host {
     }
 
     /// One call of a person's, through the ring, in a run of its own that ends with it.
-    fn person_op(
+    pub(crate) fn person_op(
         &self,
         task: String,
         tool: &str,
@@ -155,14 +160,18 @@ impl Host {
             return Err(HostError::usage(
                 "W-MEMORY-013",
                 format!(
-                    "this process was started by a Warrant run ({evidence}); only a person acts on memory from here"
+                    "this process was started by a Warrant run ({evidence}); only a person performs this operation from here"
                 ),
             ));
         }
         let memory = self.memory_tools();
-        let person = PersonTools(Arc::clone(&self.memory));
+        let person = PersonTools(Arc::clone(&self.memory), self.shared_sink.clone());
+        let mut sources: Vec<&dyn ToolSource> = vec![&memory, &person];
+        if let Some(c) = &self.catalogs {
+            sources.push(c.as_ref());
+        }
         let tools = Toolbox::new(
-            &[&memory as &dyn ToolSource, &person],
+            &sources,
             Controls {
                 menu: None,
                 menus: &self.settings.menus,

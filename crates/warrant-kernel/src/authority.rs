@@ -370,7 +370,9 @@ pub fn session_pattern(action: &Action) -> String {
         | Action::GitCheckout { .. }
         | Action::GitPush { .. }
         | Action::WebFetch { .. }
-        | Action::AgentSpawn { .. } => format!("{} {}", action.verb().as_str(), action.target()),
+        | Action::AgentSpawn { .. }
+        | Action::CatalogList { .. }
+        | Action::CatalogRead { .. } => format!("{} {}", action.verb().as_str(), action.target()),
         Action::McpCall {
             server,
             tool,

@@ -13,11 +13,13 @@
 
 mod error;
 mod query;
+mod sink;
 mod store;
 mod tools;
 
 pub use error::MemoryError;
 pub use query::{MAX_TERM_CHARS, bound_query};
+pub use sink::{Published, SharedSink};
 pub use store::{
     Draft, DraftStatus, Entry, Found, MAX_TAGS, MAX_TEXT_BYTES, MemoryStore, NewEntry, Provenance,
     draft_digest, validate_namespace,

@@ -573,6 +573,8 @@ impl Tool for Propose {
 pub struct PublishTool {
     spec: ToolSpec,
     store: Arc<MemoryStore>,
+    /// The shared backend each published entry is also appended to, if one is configured.
+    sink: Option<Arc<dyn crate::SharedSink>>,
 }
 
 impl PublishTool {
@@ -591,7 +593,36 @@ impl PublishTool {
                 }, "required": ["draft", "digest", "publish"], "additionalProperties": false}),
             ),
             store,
+            sink: None,
         }
+    }
+
+    /// Appends every published entry to `sink` too (after the store kept it).
+    pub fn with_sink(mut self, sink: Option<Arc<dyn crate::SharedSink>>) -> Self {
+        self.sink = sink;
+        self
+    }
+}
+
+/// A published entry as a shared backend stores it, from the store's entry.
+fn published(e: &crate::Entry, draft: &str) -> crate::Published {
+    let p = e.published.clone().unwrap_or_default();
+    let text = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_owned);
+    crate::Published {
+        entry_id: e.id.clone(),
+        namespace: e.namespace.clone(),
+        text: e.text.clone(),
+        tags: e.tags.clone(),
+        author: e.provenance.actor.clone(),
+        on_behalf_of: e.provenance.on_behalf_of.clone(),
+        run: e.provenance.run.clone(),
+        publisher: text("reviewer").unwrap_or_default(),
+        publish_run: text("reviewed_in"),
+        published_at: e.provenance.at.clone(),
+        reason: text("reason").unwrap_or_default(),
+        content_digest: e.digest.to_string(),
+        draft: draft.to_owned(),
+        draft_digest: text("reviewed_digest").unwrap_or_default(),
     }
 }
 
@@ -661,6 +692,8 @@ impl Tool for PublishTool {
         _stop: StopCheck<'_>,
     ) -> EffectResult {
         let mut out = Vec::new();
+        // Where published entries landed outside this store, for the audit record.
+        let mut notes: Vec<String> = Vec::new();
         for a in actions {
             let Action::MemoryPublish {
                 draft,
@@ -705,9 +738,38 @@ impl Tool for PublishTool {
             }
             let (run, at) = (a.run().to_string(), now());
             let decided = if *publish {
-                self.store
-                    .publish(draft, digest, &reviewer.actor, reason, &at, Some(&run))
-                    .map(|e| json!({"draft": draft, "published": e.id, "namespace": memory_resource(e.scope, &e.namespace), "digest": digest}))
+                let kept = match self.store.publish(
+                    draft,
+                    digest,
+                    &reviewer.actor,
+                    reason,
+                    &at,
+                    Some(&run),
+                ) {
+                    Ok(e) => e,
+                    Err(e) => return failed(e.code(), e.to_string()),
+                };
+                let mut v = json!({"draft": draft, "published": kept.id, "namespace": memory_resource(kept.scope, &kept.namespace), "digest": digest});
+                if let Some(sink) = &self.sink {
+                    match sink.append(&published(&kept, draft)) {
+                        Ok(landed) => {
+                            if let Some(note) = landed.get("note").and_then(Value::as_str) {
+                                notes.push(note.to_owned());
+                            }
+                            v["shared"] = landed;
+                        }
+                        Err((code, message)) => {
+                            return failed(
+                                &code,
+                                format!(
+                                    "draft {draft} is published here as {}, but the shared backend did not take it: {message}; publish it again (the same command) to retry",
+                                    kept.id
+                                ),
+                            );
+                        }
+                    }
+                }
+                Ok(v)
             } else {
                 self.store
                     .reject(draft, digest, &reviewer.actor, reason, &at)
@@ -718,9 +780,10 @@ impl Tool for PublishTool {
                 Err(e) => return failed(e.code(), e.to_string()),
             }
         }
-        EffectResult {
-            ok: true,
-            result: json!({ "reviewed": out }),
+        let mut result = json!({ "reviewed": out });
+        if !notes.is_empty() {
+            result["audit_notes"] = json!(notes);
         }
+        EffectResult { ok: true, result }
     }
 }

@@ -421,6 +421,8 @@ fn default_deny_note(
             | Action::MemoryPropose { .. }
             | Action::MemoryPublish { .. }
             | Action::WebFetch { .. }
+            | Action::CatalogList { .. }
+            | Action::CatalogRead { .. }
     ) && evaluated.first().is_some_and(|e| !e.spec.in_workspace);
     let place = match req.action {
         Action::ShellExec { cwd, .. } => format!(" in {cwd}"),
@@ -431,6 +433,8 @@ fn default_deny_note(
         | Action::MemoryPropose { .. }
         | Action::McpCall { .. }
         | Action::AgentSpawn { .. }
+        | Action::CatalogList { .. }
+        | Action::CatalogRead { .. }
         | Action::MemoryPublish { .. } => String::new(),
         Action::FsRead { .. }
         | Action::FsList { .. }

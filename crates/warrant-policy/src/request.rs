@@ -251,6 +251,18 @@ fn principal_entity(kind: EntityKind, tenant: &str, actor: &str) -> EntitySpec {
         .str("actor", actor)
 }
 
+/// A catalog object: `name` the canonical `catalog/<catalog>/<ns…>[/<table>]` (for `like`),
+/// `namespace` its levels joined with `.` (empty at a catalog's top level), `table` empty for
+/// a listing.
+fn catalog_entity(action: &Action, catalog: &str, namespace: &[String], table: &str) -> EntitySpec {
+    let name = action.target();
+    EntitySpec::new(EntityKind::CatalogObject, name.clone())
+        .str("name", name)
+        .str("catalog", catalog)
+        .str("namespace", namespace.join("."))
+        .str("table", table)
+}
+
 /// The resource entity of an action, and whether it lies in the workspace.
 fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, bool) {
     match action {
@@ -371,6 +383,8 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
                 | Action::MemoryPublish { .. }
                 | Action::McpCall { .. }
                 | Action::AgentSpawn { .. }
+                | Action::CatalogList { .. }
+                | Action::CatalogRead { .. }
                 | Action::WebFetch { .. } => ("", String::new(), String::new()),
             };
             let name = action.target();
@@ -399,6 +413,14 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
             // A fetch leaves the machine; it is never "in the workspace".
             (entity, false)
         }
+        Action::CatalogList { catalog, namespace } => {
+            (catalog_entity(action, catalog, namespace, ""), false)
+        }
+        Action::CatalogRead {
+            catalog,
+            namespace,
+            table,
+        } => (catalog_entity(action, catalog, namespace, table), false),
         Action::McpCall {
             server,
             tool,

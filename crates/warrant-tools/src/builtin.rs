@@ -562,7 +562,9 @@ impl Tool for RunCommand {
                     | Action::GitPush { .. }
                     | Action::WebFetch { .. }
                     | Action::AgentSpawn { .. }
-                    | Action::McpCall { .. }) => other.target(),
+                    | Action::McpCall { .. }
+                    | Action::CatalogList { .. }
+                    | Action::CatalogRead { .. }) => other.target(),
                 })
                 .unwrap_or_default();
             let shown = changes.get("shown").and_then(Value::as_str).unwrap_or("");
@@ -726,6 +728,8 @@ fn describe_paths(verb: &str, actions: &[Action], env: &ToolEnv) -> Presentation
             | Action::GitPush { .. }
             | Action::McpCall { .. }
             | Action::AgentSpawn { .. }
+            | Action::CatalogList { .. }
+            | Action::CatalogRead { .. }
             | Action::WebFetch { .. } => a.target(),
         })
         .collect();

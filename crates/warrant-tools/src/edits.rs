@@ -543,6 +543,8 @@ pub(crate) fn present_changes(what: &str, actions: &[Action], env: &ToolEnv) -> 
             | Action::MemoryPublish { .. }
             | Action::McpCall { .. }
             | Action::AgentSpawn { .. }
+            | Action::CatalogList { .. }
+            | Action::CatalogRead { .. }
             | Action::WebFetch { .. } => {}
         }
     }

@@ -321,6 +321,8 @@ impl Tool for GitTool {
                     | Action::MemoryPublish { .. }
                     | Action::McpCall { .. }
                     | Action::AgentSpawn { .. }
+                    | Action::CatalogList { .. }
+                    | Action::CatalogRead { .. }
                     | Action::WebFetch { .. } => Value::Null,
                 })
                 .collect(),
@@ -385,6 +387,8 @@ impl Tool for GitTool {
                 | Action::MemoryPublish { .. }
                 | Action::McpCall { .. }
                 | Action::AgentSpawn { .. }
+                | Action::CatalogList { .. }
+                | Action::CatalogRead { .. }
                 | Action::WebFetch { .. } => {}
             }
         }

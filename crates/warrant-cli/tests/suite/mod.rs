@@ -5,6 +5,7 @@ mod approvers;
 mod audit;
 mod bad_input;
 mod binding;
+mod catalog;
 mod chat;
 mod coding;
 mod contained;

@@ -59,6 +59,10 @@ pub struct Settings {
     /// `[mcp]`: a higher layer's server of a name replaces a lower one's whole; `[mcp.serve]`
     /// merges field by field (a token entry whole).
     pub mcp: McpConfig,
+    /// `[catalog.<name>]`: a higher layer's catalog of a name replaces a lower one's whole.
+    pub catalog: BTreeMap<String, super::CatalogConfig>,
+    /// `[memory.shared]`: the highest layer that sets it, whole.
+    pub shared_memory: Option<super::SharedMemoryConfig>,
 }
 
 /// One part of the configuration as a layer sets it, laid over the same part of a lower layer.
@@ -181,6 +185,8 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
             }),
         prices: merged(&layers, |d| &d.prices),
         mcp: merged(&layers, |d| &d.mcp),
+        catalog: merged(&layers, |d| &d.catalog),
+        shared_memory: layers.iter().find_map(|l| l.doc.memory.shared.clone()),
     }
 }
 
@@ -500,6 +506,8 @@ actor = "bot"
                         allowed_hosts: None,
                     },
                 },
+                catalog: BTreeMap::new(),
+                shared_memory: None,
             }
         );
     }

@@ -9,6 +9,7 @@
 //! budgets, requests and secrets), and `merge.rs`, the one rule by which layers combine.
 
 mod audit;
+mod catalog;
 mod identity;
 mod mcp;
 mod mcp_serve;
@@ -25,6 +26,7 @@ use thiserror::Error;
 use crate::error::Coded;
 
 pub use audit::{AuditConfig, JsonlFsync, OnFull, SinkConfig, StoreConfig};
+pub use catalog::{CatalogConfig, MemoryConfig, SharedMemoryConfig};
 pub use identity::{
     FieldOrigin, IdentityConfig, IdentityField, ResolvedIdentity, Source, resolve_identity,
 };
@@ -114,6 +116,12 @@ pub struct ConfigDoc {
     /// `[web]`: the hosts `web_fetch` may reach, and its caps.
     #[serde(default)]
     pub web: run::WebConfig,
+    /// `[catalog.<name>]`: the Iceberg REST catalogs the catalog tools read.
+    #[serde(default)]
+    pub catalog: BTreeMap<String, CatalogConfig>,
+    /// `[memory.shared]`: the backend published shared memory is appended to.
+    #[serde(default)]
+    pub memory: MemoryConfig,
 }
 
 /// A config file as read by the CLI.

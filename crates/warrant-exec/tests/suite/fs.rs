@@ -428,6 +428,8 @@ fn each_action_narrows_to_its_own_payload_only_and_os_links_resolve() {
             Action::ProviderCall { .. }
             | Action::McpCall { .. }
             | Action::AgentSpawn { .. }
+            | Action::CatalogList { .. }
+            | Action::CatalogRead { .. }
             | Action::MemoryWrite { .. }
             | Action::MemoryRead { .. }
             | Action::MemoryDelete { .. }

@@ -271,16 +271,34 @@ pub(crate) fn facts_of(
             ok,
             result,
         } => {
-            put_actions(&mut facts, &call_actions(call_id));
+            let actions = call_actions(call_id);
+            put_actions(&mut facts, &actions);
             facts.outcome = Some(if *ok { "ok" } else { "error" }.into());
             facts.output_digest = digest_of(result).ok().map(|d| d.as_str().to_owned());
+            // Where a publish into shared memory landed outside Warrant (an Iceberg table and
+            // its snapshot id), so the trail names it; only a `memory.publish` effect says so.
+            if actions
+                .iter()
+                .any(|a| a.verb() == warrant_core::Verb::MemoryPublish)
+            {
+                facts.reasons.extend(
+                    result
+                        .get("audit_notes")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned),
+                );
+            }
             // What redaction removed from the result before it was journaled: rule ids and
             // counts (never values), so the trail shows that a secret was kept from the model.
             if let Some(counts) = result.get("redacted").and_then(Value::as_object) {
-                facts.reasons = counts
-                    .iter()
-                    .map(|(rule, n)| format!("redacted {rule} x{n}"))
-                    .collect();
+                facts.reasons.extend(
+                    counts
+                        .iter()
+                        .map(|(rule, n)| format!("redacted {rule} x{n}")),
+                );
             }
         }
         RunEvent::EffectJudging {

@@ -440,7 +440,9 @@ fn denial_message(
             | Action::GitBranch { repo, .. }
             | Action::GitCheckout { repo, .. }
             | Action::GitPush { repo, .. } => !repo.starts_with(workspace),
-            Action::WebFetch { .. } => false,
+            Action::WebFetch { .. } | Action::CatalogList { .. } | Action::CatalogRead { .. } => {
+                false
+            }
         });
         if outside {
             format!(

@@ -1,3 +1,4 @@
+mod catalog;
 mod common;
 mod delegation;
 mod explain;
