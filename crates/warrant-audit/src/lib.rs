@@ -9,6 +9,7 @@
 mod binding;
 mod checkpoint;
 mod delivery;
+mod dsse;
 mod error;
 mod http;
 mod keys;
@@ -25,6 +26,10 @@ pub use checkpoint::{
     CheckpointRule, Checkpointer, CopyReport, checkpoint_path, read_checkpoint, verify_copy,
 };
 pub use delivery::{Delivered, JSONL_SINK, Patience, SinkHealth, Sinks};
+pub use dsse::{
+    DsseError, Envelope, EnvelopeSignature, INTOTO_PAYLOAD_TYPE, STATEMENT_TYPE, SignedBy, Statement,
+    Subject, pae,
+};
 pub use error::AuditError;
 pub use http::{
     CHECKPOINT_HEADER, CLOUDEVENTS_BATCH, HttpDeliveryReport, HttpSink, HttpSinkConfig,
