@@ -114,12 +114,10 @@ impl Envelope {
 
     /// The payload bytes, unverified.
     pub fn payload_bytes(&self) -> Result<Vec<u8>, DsseError> {
-        BASE64
-            .decode(&self.payload)
-            .map_err(|e| DsseError::Base64 {
-                part: "payload",
-                reason: e.to_string(),
-            })
+        BASE64.decode(&self.payload).map_err(|e| DsseError::Base64 {
+            part: "payload",
+            reason: e.to_string(),
+        })
     }
 
     /// Verifies the envelope against `keys`: the payload type must be `expected_type`, and a
@@ -217,8 +215,8 @@ impl<P: Serialize + serde::de::DeserializeOwned> Statement<P> {
     /// The statement in a signed envelope. The payload is the statement's canonical JSON
     /// (RFC 8785), so the same statement always signs the same bytes.
     pub fn seal(&self, key: &AuditKey) -> Result<Envelope, DsseError> {
-        let body = warrant_core::canonical_json(self)
-            .map_err(|e| DsseError::Statement(e.to_string()))?;
+        let body =
+            warrant_core::canonical_json(self).map_err(|e| DsseError::Statement(e.to_string()))?;
         Ok(Envelope::sign(key, INTOTO_PAYLOAD_TYPE, body.as_bytes()))
     }
 
@@ -229,8 +227,8 @@ impl<P: Serialize + serde::de::DeserializeOwned> Statement<P> {
         predicate_type: &str,
     ) -> Result<(Self, SignedBy), DsseError> {
         let (payload, by) = envelope.verify(keys, INTOTO_PAYLOAD_TYPE)?;
-        let statement: Self = serde_json::from_slice(&payload)
-            .map_err(|e| DsseError::Statement(e.to_string()))?;
+        let statement: Self =
+            serde_json::from_slice(&payload).map_err(|e| DsseError::Statement(e.to_string()))?;
         if statement.statement_type != STATEMENT_TYPE {
             return Err(DsseError::Statement(format!(
                 "`_type` is `{}`, expected `{STATEMENT_TYPE}`",

@@ -27,8 +27,8 @@ pub use checkpoint::{
 };
 pub use delivery::{Delivered, JSONL_SINK, Patience, SinkHealth, Sinks};
 pub use dsse::{
-    DsseError, Envelope, EnvelopeSignature, INTOTO_PAYLOAD_TYPE, STATEMENT_TYPE, SignedBy, Statement,
-    Subject, pae,
+    DsseError, Envelope, EnvelopeSignature, INTOTO_PAYLOAD_TYPE, STATEMENT_TYPE, SignedBy,
+    Statement, Subject, pae,
 };
 pub use error::AuditError;
 pub use http::{

@@ -20,10 +20,11 @@ pub enum ResourceKind {
     Mcp,
     Message,
     Web,
+    Artifact,
 }
 
 impl ResourceKind {
-    pub const ALL: [ResourceKind; 9] = [
+    pub const ALL: [ResourceKind; 10] = [
         Self::Fs,
         Self::Shell,
         Self::Git,
@@ -33,6 +34,7 @@ impl ResourceKind {
         Self::Mcp,
         Self::Message,
         Self::Web,
+        Self::Artifact,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -46,6 +48,7 @@ impl ResourceKind {
             Self::Mcp => "mcp",
             Self::Message => "message",
             Self::Web => "web",
+            Self::Artifact => "artifact",
         }
     }
 }
@@ -136,6 +139,8 @@ pub enum Verb {
     ProviderCall,
     #[serde(rename = "mcp.call")]
     McpCall,
+    #[serde(rename = "artifact.create")]
+    ArtifactCreate,
     #[serde(rename = "message.send")]
     MessageSend,
     #[serde(rename = "git.read")]
@@ -149,7 +154,7 @@ pub enum Verb {
 }
 
 impl Verb {
-    pub const ALL: [Verb; 23] = [
+    pub const ALL: [Verb; 24] = [
         Self::FsRead,
         Self::FsList,
         Self::FsSearch,
@@ -173,6 +178,7 @@ impl Verb {
         Self::GitBranch,
         Self::GitCheckout,
         Self::WebFetch,
+        Self::ArtifactCreate,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -195,6 +201,7 @@ impl Verb {
             Self::CatalogRead => "catalog.read",
             Self::ProviderCall => "provider.call",
             Self::McpCall => "mcp.call",
+            Self::ArtifactCreate => "artifact.create",
             Self::MessageSend => "message.send",
             Self::GitRead => "git.read",
             Self::GitBranch => "git.branch",
@@ -229,6 +236,7 @@ impl Verb {
             Self::CatalogList | Self::CatalogRead => ResourceKind::Catalog,
             Self::ProviderCall => ResourceKind::Provider,
             Self::McpCall => ResourceKind::Mcp,
+            Self::ArtifactCreate => ResourceKind::Artifact,
             Self::MessageSend => ResourceKind::Message,
             Self::WebFetch => ResourceKind::Web,
         }
@@ -253,7 +261,8 @@ impl Verb {
             | Self::GitBranch
             | Self::GitCheckout
             | Self::MemoryPropose
-            | Self::MemoryPublish => RiskClass::Change,
+            | Self::MemoryPublish
+            | Self::ArtifactCreate => RiskClass::Change,
             Self::GitPush
             | Self::ProviderCall
             | Self::McpCall
@@ -280,7 +289,9 @@ impl Verb {
             | Self::MemoryWrite
             | Self::MemoryDelete
             | Self::MemoryPropose
-            | Self::MemoryPublish => true,
+            | Self::MemoryPublish
+            // The same bytes (bound by digest) and a fresh signature over the same statement.
+            | Self::ArtifactCreate => true,
             Self::FsCreate
             | Self::FsDelete
             | Self::ShellExec
@@ -444,6 +455,56 @@ pub enum Action {
         risk: RiskClass,
         definition: String,
     },
+    /// A generated artifact (a document, spreadsheet, presentation or report) at `path`, with
+    /// its signed provenance beside it (`NAME.intoto.jsonl`). `spec` is the tool's input the
+    /// file is generated from (deterministically), `digest` the SHA-256 of the bytes it makes:
+    /// the executor writes those bytes only. Comes with the `fs.write`/`fs.create` of `path`.
+    #[serde(rename = "artifact.create")]
+    ArtifactCreate {
+        path: CanonicalPath,
+        kind: ArtifactKind,
+        digest: Digest,
+        spec: Value,
+    },
+}
+
+/// The kinds of artifact the artifact tools make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArtifactKind {
+    Document,
+    Spreadsheet,
+    Presentation,
+    Report,
+}
+
+impl ArtifactKind {
+    pub const ALL: [ArtifactKind; 4] = [
+        Self::Document,
+        Self::Spreadsheet,
+        Self::Presentation,
+        Self::Report,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Document => "document",
+            Self::Spreadsheet => "spreadsheet",
+            Self::Presentation => "presentation",
+            Self::Report => "report",
+        }
+    }
+
+    /// The kind a file name says: `.docx`, `.xlsx`, `.pptx`, anything else a report.
+    pub fn for_name(name: &str) -> Self {
+        let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+        match ext.as_deref() {
+            Some("docx") => Self::Document,
+            Some("xlsx") => Self::Spreadsheet,
+            Some("pptx") => Self::Presentation,
+            Some(_) | None => Self::Report,
+        }
+    }
 }
 
 /// The most words a memory query keeps (distinct, in order of first appearance).
@@ -589,6 +650,7 @@ impl Action {
             Self::GitPush { .. } => Verb::GitPush,
             Self::WebFetch { .. } => Verb::WebFetch,
             Self::McpCall { .. } => Verb::McpCall,
+            Self::ArtifactCreate { .. } => Verb::ArtifactCreate,
         }
     }
 
@@ -600,7 +662,8 @@ impl Action {
             | Self::FsSearch { path, .. }
             | Self::FsWrite { path, .. }
             | Self::FsCreate { path, .. }
-            | Self::FsDelete { path, .. } => path.as_str().to_owned(),
+            | Self::FsDelete { path, .. }
+            | Self::ArtifactCreate { path, .. } => path.as_str().to_owned(),
             Self::ShellExec { argv, .. } => argv.join(" "),
             Self::ProviderCall { provider, model } => format!("{provider}:{model}"),
             Self::MemoryWrite {
@@ -656,7 +719,8 @@ impl Action {
             | Self::MemoryPropose { .. }
             | Self::MemoryPublish { .. }
             | Self::McpCall { .. }
-            | Self::WebFetch { .. } => String::new(),
+            | Self::WebFetch { .. }
+            | Self::ArtifactCreate { .. } => String::new(),
         };
         format!("git{}/{what}", repo.as_str().trim_end_matches('/'))
     }
@@ -708,6 +772,19 @@ impl Action {
                 "tags": tags,
                 "content_digest": Digest::of_bytes(text.as_bytes()),
                 "content_bytes": text.len(),
+            }),
+            // The spec is the artifact's content: the trail holds its digest only.
+            Self::ArtifactCreate {
+                path,
+                kind,
+                digest,
+                spec,
+            } => json!({
+                "verb": self.verb(),
+                "path": path,
+                "kind": kind,
+                "digest": digest,
+                "spec_digest": digest_of(spec).ok(),
             }),
             Self::MemoryRead { .. }
             | Self::MemoryDelete { .. }
@@ -850,6 +927,7 @@ impl Payload for FsWrite {
             | Action::GitCheckout { .. }
             | Action::GitPush { .. }
             | Action::WebFetch { .. }
+            | Action::ArtifactCreate { .. }
             | Action::McpCall { .. } => None,
         }
     }
@@ -1036,6 +1114,7 @@ impl Payload for GitOp {
             | Action::MemoryPropose { .. }
             | Action::MemoryPublish { .. }
             | Action::McpCall { .. }
+            | Action::ArtifactCreate { .. }
             | Action::WebFetch { .. } => None,
         }
     }
@@ -1087,12 +1166,42 @@ impl Payload for McpCall {
     }
 }
 
+/// The payload of `artifact.create`: where, what kind, the digest of the bytes to write and the
+/// spec they are generated from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArtifactCreate {
+    pub path: CanonicalPath,
+    pub kind: ArtifactKind,
+    pub digest: Digest,
+    pub spec: Value,
+}
+
+impl Payload for ArtifactCreate {
+    fn of(action: &Action) -> Option<Self> {
+        let Action::ArtifactCreate {
+            path,
+            kind,
+            digest,
+            spec,
+        } = action
+        else {
+            return None;
+        };
+        Some(Self {
+            path: path.clone(),
+            kind: *kind,
+            digest: digest.clone(),
+            spec: spec.clone(),
+        })
+    }
+}
+
 /// The verb and target of an action read back from its [`Action::audit_view`], as a reader of
 /// the audit trail names it. A write's view holds no content, so it is read by its path; every
 /// other view is the action itself. `None` for a view that is neither.
 pub fn audit_view_target(view: &Value) -> Option<(Verb, String)> {
     let verb = Verb::parse(view.get("verb")?.as_str()?)?;
-    if matches!(verb, Verb::FsWrite | Verb::FsCreate) {
+    if matches!(verb, Verb::FsWrite | Verb::FsCreate | Verb::ArtifactCreate) {
         return Some((verb, view.get("path")?.as_str()?.to_owned()));
     }
     if matches!(verb, Verb::MemoryWrite | Verb::MemoryPropose) {

@@ -50,6 +50,7 @@ pub fn classify_with(action: &Action, rec: Recognizers) -> (RiskClass, Option<St
         | Action::GitCheckout { .. }
         | Action::GitPush { .. }
         | Action::McpCall { .. }
+        | Action::ArtifactCreate { .. }
         | Action::WebFetch { .. } => None,
     };
     match raised {

@@ -876,6 +876,7 @@ impl Undo {
                     | Action::MemoryPropose { .. }
                     | Action::MemoryPublish { .. }
                     | Action::McpCall { .. }
+                    | Action::ArtifactCreate { .. }
                     | Action::WebFetch { .. } => None,
                 })
                 .collect(),

@@ -136,6 +136,7 @@ pub fn run(op: &Authorized<GitOp>) -> Result<GitOutcome, GitError> {
         | Action::MemoryPropose { .. }
         | Action::MemoryPublish { .. }
         | Action::McpCall { .. }
+        | Action::ArtifactCreate { .. }
         | Action::WebFetch { .. } => Err(GitError::BadName {
             what: "action",
             value: op.action.verb().as_str().to_owned(),

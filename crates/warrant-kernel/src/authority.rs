@@ -369,7 +369,10 @@ pub fn session_pattern(action: &Action) -> String {
         | Action::GitBranch { .. }
         | Action::GitCheckout { .. }
         | Action::GitPush { .. }
-        | Action::WebFetch { .. } => format!("{} {}", action.verb().as_str(), action.target()),
+        | Action::WebFetch { .. }
+        | Action::ArtifactCreate { .. } => {
+            format!("{} {}", action.verb().as_str(), action.target())
+        }
         Action::McpCall {
             server,
             tool,

@@ -430,6 +430,7 @@ fn default_deny_note(
         | Action::MemoryDelete { .. }
         | Action::MemoryPropose { .. }
         | Action::McpCall { .. }
+        | Action::ArtifactCreate { .. }
         | Action::MemoryPublish { .. } => String::new(),
         Action::FsRead { .. }
         | Action::FsList { .. }

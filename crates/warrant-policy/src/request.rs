@@ -367,6 +367,7 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
                 | Action::MemoryPropose { .. }
                 | Action::MemoryPublish { .. }
                 | Action::McpCall { .. }
+                | Action::ArtifactCreate { .. }
                 | Action::WebFetch { .. } => ("", String::new(), String::new()),
             };
             let name = action.target();
@@ -394,6 +395,16 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
                 .attr("allowlisted", AttrValue::Bool(*allowlisted));
             // A fetch leaves the machine; it is never "in the workspace".
             (entity, false)
+        }
+        Action::ArtifactCreate { path, kind, .. } => {
+            let inside = path.starts_with(workspace);
+            let entity = EntitySpec::new(EntityKind::Artifact, path.as_str())
+                .str("path", path.as_str())
+                .str("name", path.file_name())
+                .str("kind", kind.as_str())
+                .attr("in_workspace", AttrValue::Bool(inside))
+                .str("workspace", workspace.as_str());
+            (entity, inside)
         }
         Action::McpCall {
             server,

@@ -39,10 +39,11 @@ pub(crate) enum EntityKind {
     McpTool,
     Channel,
     Url,
+    Artifact,
 }
 
 impl EntityKind {
-    pub(crate) const ALL: [EntityKind; 14] = [
+    pub(crate) const ALL: [EntityKind; 15] = [
         Self::User,
         Self::Agent,
         Self::Service,
@@ -57,6 +58,7 @@ impl EntityKind {
         Self::McpTool,
         Self::Channel,
         Self::Url,
+        Self::Artifact,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -75,6 +77,7 @@ impl EntityKind {
             Self::McpTool => "McpTool",
             Self::Channel => "Channel",
             Self::Url => "Url",
+            Self::Artifact => "Artifact",
         }
     }
 

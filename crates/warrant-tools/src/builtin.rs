@@ -553,6 +553,7 @@ impl Tool for RunCommand {
                     | Action::GitCheckout { .. }
                     | Action::GitPush { .. }
                     | Action::WebFetch { .. }
+                    | Action::ArtifactCreate { .. }
                     | Action::McpCall { .. }) => other.target(),
                 })
                 .unwrap_or_default();
@@ -716,6 +717,7 @@ fn describe_paths(verb: &str, actions: &[Action], env: &ToolEnv) -> Presentation
             | Action::GitCheckout { .. }
             | Action::GitPush { .. }
             | Action::McpCall { .. }
+            | Action::ArtifactCreate { .. }
             | Action::WebFetch { .. } => a.target(),
         })
         .collect();

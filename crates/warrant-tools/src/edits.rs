@@ -542,6 +542,7 @@ pub(crate) fn present_changes(what: &str, actions: &[Action], env: &ToolEnv) -> 
             | Action::MemoryPropose { .. }
             | Action::MemoryPublish { .. }
             | Action::McpCall { .. }
+            | Action::ArtifactCreate { .. }
             | Action::WebFetch { .. } => {}
         }
     }

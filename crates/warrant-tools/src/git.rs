@@ -320,6 +320,7 @@ impl Tool for GitTool {
                     | Action::MemoryPropose { .. }
                     | Action::MemoryPublish { .. }
                     | Action::McpCall { .. }
+                    | Action::ArtifactCreate { .. }
                     | Action::WebFetch { .. } => Value::Null,
                 })
                 .collect(),
@@ -383,6 +384,7 @@ impl Tool for GitTool {
                 | Action::MemoryPropose { .. }
                 | Action::MemoryPublish { .. }
                 | Action::McpCall { .. }
+                | Action::ArtifactCreate { .. }
                 | Action::WebFetch { .. } => {}
             }
         }

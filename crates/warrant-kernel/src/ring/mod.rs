@@ -419,6 +419,7 @@ fn denial_message(
             | Action::MemoryPropose { .. }
             | Action::McpCall { .. }
             | Action::MemoryPublish { .. } => false,
+            Action::ArtifactCreate { path, .. } => !path.starts_with(workspace),
             Action::GitRead { repo, .. }
             | Action::GitCommit { repo, .. }
             | Action::GitBranch { repo, .. }
