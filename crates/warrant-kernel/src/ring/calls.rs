@@ -141,6 +141,11 @@ impl Ring<'_> {
                             run: state.run.clone(),
                             principal: state.principal.clone(),
                             model: state.model.clone(),
+                            policy_digest: state.policy_digest.clone(),
+                            profiles_digest: state.profiles_digest.clone(),
+                            seen_untrusted: state.calls.iter().any(|c| {
+                                matches!(c.result, Some(crate::CallResult::Completed { .. }))
+                            }),
                         });
                         tool.normalize(&call.record.args, &scoped)
                     }) {
