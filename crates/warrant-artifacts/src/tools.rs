@@ -307,13 +307,25 @@ fn generate(
 }
 
 /// The input an artifact is generated from: the call's arguments without the path (the path
-/// is the action's own), and whether the run had seen untrusted content.
-fn decided_spec(args: &Value, untrusted: bool) -> Value {
+/// is the action's own), whether the run had seen untrusted content, and the run's model,
+/// policy and profiles the provenance names (read from the run's log when the call is
+/// normalized; an executor is not handed the run's context).
+fn decided_spec(args: &Value, run: Option<&warrant_kernel::RunContext>) -> Value {
     let mut input = args.clone();
     if let Some(o) = input.as_object_mut() {
         o.remove("path");
     }
-    json!({"input": input, "untrusted": untrusted})
+    json!({
+        "input": input,
+        "untrusted": run.is_some_and(|r| r.seen_untrusted),
+        "model": run.map(|r| r.model.clone()),
+        "policy_digest": run.map(|r| r.policy_digest.clone()),
+        "profiles_digest": run.and_then(|r| r.profiles_digest.clone()),
+    })
+}
+
+fn spec_str(spec: &Value, key: &str) -> Option<String> {
+    spec.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
 impl Tool for ArtifactTool {
@@ -332,7 +344,7 @@ impl Tool for ArtifactTool {
             }
         }
         let untrusted = env.run.as_ref().is_some_and(|r| r.seen_untrusted);
-        let spec = decided_spec(args, untrusted);
+        let spec = decided_spec(args, env.run.as_ref());
         let generated = generate(self.kind, &spec["input"], path.as_str(), untrusted)
             .map_err(|e| refusal(&e))?;
         let content = generated.outline;
@@ -457,14 +469,13 @@ impl ArtifactTool {
         let generated = generate(a.kind, &input, a.path.as_str(), untrusted).map_err(err)?;
         let name = a.path.file_name().to_owned();
         let principal = artifact.principal();
-        let run = env.run.as_ref();
         let predicate = Predicate {
             run: artifact.run().as_str().to_owned(),
             actor: principal.actor.clone(),
             tenant: principal.tenant.clone(),
             principal_kind: format!("{:?}", principal.kind).to_ascii_lowercase(),
             on_behalf_of: principal.on_behalf_of.clone(),
-            model: run.map(|r| r.model.clone()).unwrap_or_default(),
+            model: spec_str(&a.spec, "model").unwrap_or_default(),
             tool: tool_name(a.kind).to_owned(),
             kind: a.kind.as_str().to_owned(),
             path: a
@@ -478,12 +489,8 @@ impl ArtifactTool {
             approved_by_person: artifact.by_person(),
             untrusted_input: untrusted,
             neutralized_formulas: generated.neutralized.cells.clone(),
-            policy_digest: run
-                .map(|r| r.policy_digest.as_str().to_owned())
-                .unwrap_or_default(),
-            profiles_digest: run
-                .and_then(|r| r.profiles_digest.as_ref())
-                .map(|d| d.as_str().to_owned()),
+            policy_digest: spec_str(&a.spec, "policy_digest").unwrap_or_default(),
+            profiles_digest: spec_str(&a.spec, "profiles_digest"),
             created_at: self.source.clock.now().rfc3339(),
             generator: concat!("warrant-artifacts ", env!("CARGO_PKG_VERSION")).to_owned(),
         };

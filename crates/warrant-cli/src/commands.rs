@@ -81,6 +81,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Requests { command } => crate::requests::dispatch(ws, command),
         Command::Secrets { command } => crate::secrets_cmd::dispatch(ws, command),
         Command::Memory { command } => crate::memory_cmd::dispatch(ws, command),
+        Command::Artifacts { command } => crate::artifacts_cmd::dispatch(ws, command),
         Command::Mcp { command } => crate::mcp_cmd::dispatch(ws, command),
         Command::Chat {
             model,

@@ -35,6 +35,7 @@ pub(crate) fn shown_inline(text: &str) -> std::borrow::Cow<'_, str> {
     warrant_host::narrate::inline(text)
 }
 
+mod artifacts_cmd;
 mod audit_cmd;
 mod chat;
 mod commands;
@@ -198,6 +199,11 @@ pub enum Command {
     Memory {
         #[command(subcommand)]
         command: memory_cmd::MemoryCommand,
+    },
+    /// Generated documents and their signed provenance: verify one, list them.
+    Artifacts {
+        #[command(subcommand)]
+        command: artifacts_cmd::ArtifactsCommand,
     },
     /// Model Context Protocol: `serve` Warrant's tools to MCP clients, every call governed.
     Mcp {

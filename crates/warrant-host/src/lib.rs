@@ -9,6 +9,7 @@
 pub mod aais;
 pub mod approvals;
 pub mod approver_key;
+pub mod artifacts;
 pub mod capabilities;
 pub mod chat;
 pub mod confidential;
@@ -175,7 +176,8 @@ impl Host {
     /// tools a ring runs.
     pub fn tools(&self) -> Result<Toolbox> {
         let memory = self.memory_tools();
-        let mut sources: Vec<&dyn ToolSource> = vec![&Builtin, &memory];
+        let artifacts = self.artifact_tools();
+        let mut sources: Vec<&dyn ToolSource> = vec![&Builtin, &memory, &artifacts];
         sources.extend(self.sources.iter().map(|s| s.as_ref() as &dyn ToolSource));
         let tools = controls::tools(
             &self.settings,
