@@ -16,6 +16,6 @@ mod tools;
 pub use error::ArtifactError;
 pub use provenance::{
     ArtifactVerdict, Custody, KeyStanding, PREDICATE_TYPE, Predicate, VerifyProblem, read_sidecar,
-    sidecar_path, verify_artifact,
+    sidecar_path, verify_artifact, verify_artifact_bytes,
 };
 pub use tools::{Artifacts, TOOL_NAMES};

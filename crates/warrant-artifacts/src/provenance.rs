@@ -123,8 +123,9 @@ pub struct ArtifactVerdict {
     pub problems: Vec<VerifyProblem>,
 }
 
-/// Verifies `artifact` against its sidecar with `keys`; `retired` are the kids of keys the
-/// installation rotated away (empty with `--pubkeys`, where `listed` is true).
+/// Verifies `artifact` against its sidecar with `keys`. `current` is the installation's key id
+/// (a verified signature by another key of the list is by a retired key); with `listed` (a key
+/// list given by `--pubkeys`) the standing is not known and reported as listed.
 pub fn verify_artifact(
     artifact: &Path,
     keys: &PublicKeys,
@@ -154,11 +155,10 @@ pub fn verify_artifact(
             return v;
         }
     };
-    let subject = warrant_audit::Subject::sha256("", &bytes);
-    v.sha256 = subject.digest.get("sha256").cloned().unwrap_or_default();
     let envelopes = match read_sidecar(artifact) {
         Ok(e) => e,
         Err(e) => {
+            v.sha256 = sha256_hex(&bytes);
             v.problems.push(VerifyProblem {
                 part: "provenance",
                 code: e.code(),
@@ -167,11 +167,59 @@ pub fn verify_artifact(
             return v;
         }
     };
+    check(v, &bytes, envelopes, keys, current, listed)
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    warrant_audit::Subject::sha256("", bytes)
+        .digest
+        .get("sha256")
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// [`verify_artifact`] over bytes and a sidecar's text already read (an evidence bundle's
+/// members): `name` is what the verdict calls the file.
+pub fn verify_artifact_bytes(
+    name: &str,
+    bytes: &[u8],
+    sidecar: &str,
+    keys: &PublicKeys,
+) -> ArtifactVerdict {
+    let v = ArtifactVerdict {
+        file: name.to_owned(),
+        provenance: format!("{name}{}", warrant_exec::fs::SIDECAR_SUFFIX),
+        ok: false,
+        sha256: String::new(),
+        kid: None,
+        key: None,
+        custody: None,
+        predicate: None,
+        problems: Vec::new(),
+    };
+    let envelopes = sidecar
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(Envelope::parse)
+        .collect();
+    check(v, bytes, envelopes, keys, None, true)
+}
+
+fn check(
+    mut v: ArtifactVerdict,
+    bytes: &[u8],
+    envelopes: Vec<Result<Envelope, DsseError>>,
+    keys: &PublicKeys,
+    current: Option<&str>,
+    listed: bool,
+) -> ArtifactVerdict {
+    let side = v.provenance.clone();
+    v.sha256 = sha256_hex(bytes);
     let Some(last) = envelopes.into_iter().next_back() else {
         v.problems.push(VerifyProblem {
             part: "provenance",
             code: "W-ARTIFACT-009",
-            message: format!("{} holds no envelope", side.display()),
+            message: format!("{side} holds no envelope"),
         });
         return v;
     };
@@ -213,7 +261,7 @@ pub fn verify_artifact(
             code: "W-ARTIFACT-011",
             message: format!(
                 "{} is not the file the provenance was signed for: its SHA-256 is {}, the statement names {}",
-                artifact.display(),
+                v.file,
                 v.sha256,
                 statement
                     .subject

@@ -661,6 +661,36 @@ pub fn zip_bytes(parts: &[(String, Vec<u8>)]) -> Result<Vec<u8>, zip::result::Zi
     Ok(out.into_inner())
 }
 
+/// The members of a zip, in the order stored. Refuses an archive over `max_bytes` unpacked.
+pub fn unzip(
+    bytes: &[u8],
+    max_bytes: u64,
+) -> Result<Vec<(String, Vec<u8>)>, zip::result::ZipError> {
+    use std::io::Read as _;
+    let mut z = zip::ZipArchive::new(Cursor::new(bytes))?;
+    let mut out = Vec::with_capacity(z.len());
+    let mut total = 0u64;
+    for i in 0..z.len() {
+        let mut f = z.by_index(i)?;
+        total = total.saturating_add(f.size());
+        if total > max_bytes {
+            return Err(zip::result::ZipError::InvalidArchive(
+                "larger than allowed".into(),
+            ));
+        }
+        let mut data = Vec::new();
+        f.by_ref().take(max_bytes).read_to_end(&mut data)?;
+        let name = f
+            .name()
+            .map_err(|_| {
+                zip::result::ZipError::InvalidArchive("a member name is not UTF-8".into())
+            })?
+            .into_owned();
+        out.push((name, data));
+    }
+    Ok(out)
+}
+
 // ---------- Report ----------
 
 /// A report: the Markdown as given for `.md` (and any other extension), or for `.html` a

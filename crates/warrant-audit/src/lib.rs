@@ -23,7 +23,8 @@ pub use binding::{
 };
 pub use checkpoint::{
     CHECKPOINT_SUFFIX, CHECKPOINT_TYPE, CHECKPOINT_VERSION, Checkpoint, CheckpointError,
-    CheckpointRule, Checkpointer, CopyReport, checkpoint_path, read_checkpoint, verify_copy,
+    CheckpointRule, Checkpointer, CopyReport, checkpoint_path, parse_checkpoint, read_checkpoint,
+    verify_copy,
 };
 pub use delivery::{Delivered, JSONL_SINK, Patience, SinkHealth, Sinks};
 pub use dsse::{

@@ -103,3 +103,61 @@ fn print_verdict(v: &ArtifactVerdict) {
         }
     }
 }
+
+/// `warrant runs export RUN --out FILE`.
+pub fn runs_export(ws: Option<&Path>, run: &str, out: &Path, json: bool) -> Result<u8, Failure> {
+    let host = Host::open(&crate::at(ws), crate::notices())?;
+    let exported = host.runs_export(run, out)?;
+    if json {
+        outln!("{}", pretty(&exported));
+    } else {
+        outln!(
+            "exported {} to {}: {} members, {} bytes, sha256 {}",
+            exported.run,
+            exported.out,
+            exported.members,
+            exported.bytes,
+            exported.sha256
+        );
+    }
+    Ok(0)
+}
+
+/// `warrant runs verify FILE [--pubkeys KEYS]`.
+pub fn runs_verify(
+    ws: Option<&Path>,
+    file: &Path,
+    pubkeys: Option<&Path>,
+    json: bool,
+) -> Result<u8, Failure> {
+    let report = match pubkeys {
+        Some(keys) => {
+            let keys = warrant_audit::PublicKeys::load(keys)
+                .map_err(|e| Failure::coded(&e, crate::EXIT_USAGE))?;
+            warrant_host::bundle::verify_bundle(file, &keys)?
+        }
+        None => Host::open(&crate::at(ws), crate::notices())?.runs_verify(file)?,
+    };
+    if json {
+        outln!("{}", pretty(&report));
+    } else {
+        outln!(
+            "{} {} (run {}, {} members, signed by {})",
+            if report.ok { "ok    " } else { "FAILED" },
+            file.display(),
+            report.run.as_deref().unwrap_or("?"),
+            report.members,
+            report.signed_by.as_deref().unwrap_or("?")
+        );
+        for p in &report.problems {
+            outln!("  problem  [{}] {}", p.code, p.message);
+        }
+        for p in &report.proves {
+            outln!("  proves   {p}");
+        }
+        for c in &report.cannot {
+            outln!("  cannot   {c}");
+        }
+    }
+    Ok(if report.ok { 0 } else { 1 })
+}

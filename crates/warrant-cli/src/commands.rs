@@ -56,6 +56,14 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
                 step,
                 resolution,
             } => runs_resolve(ws, &run, &step, &resolution),
+            RunsCommand::Export { run, out, json } => {
+                crate::artifacts_cmd::runs_export(ws, &run, &out, json)
+            }
+            RunsCommand::Verify {
+                file,
+                pubkeys,
+                json,
+            } => crate::artifacts_cmd::runs_verify(ws, &file, pubkeys.as_deref(), json),
         },
         Command::Policy { command } => match command {
             PolicyCommand::Explain {

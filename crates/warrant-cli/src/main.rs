@@ -281,6 +281,26 @@ pub enum RunsCommand {
         #[arg(long = "as", value_parser = ["completed", "retry", "failed"])]
         resolution: String,
     },
+    /// Write a run's evidence bundle: events, signed audit records and checkpoint, artifacts
+    /// with provenance, policy and configuration, sandbox levels, public keys, and a signed
+    /// manifest of every member (a deterministic zip).
+    Export {
+        run: String,
+        #[arg(long, value_name = "FILE")]
+        out: std::path::PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check an evidence bundle offline and say what it proves and what it cannot. Exit 1
+    /// when anything fails (a member added, removed or changed, a bad signature).
+    Verify {
+        file: std::path::PathBuf,
+        /// Trusted public keys (`warrant audit keys export`): no installation needed.
+        #[arg(long, value_name = "KEYS")]
+        pubkeys: Option<std::path::PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]

@@ -10,6 +10,7 @@ pub mod aais;
 pub mod approvals;
 pub mod approver_key;
 pub mod artifacts;
+pub mod bundle;
 pub mod capabilities;
 pub mod chat;
 pub mod confidential;

@@ -383,3 +383,119 @@ fn bad_input_is_refused_before_anything_is_written() {
     assert_eq!(code, "");
     assert!(off.exists("leak.md"));
 }
+
+/// Rewrites the zip at `from` into `to` with Python's zipfile: `op` is `add`, `remove` or
+/// `change`, on member `name`.
+fn rezip(from: &Path, to: &Path, op: &str, name: &str) {
+    let script = r#"
+import sys, zipfile
+src, dst, op, name = sys.argv[1:5]
+with zipfile.ZipFile(src) as a, zipfile.ZipFile(dst, "w") as b:
+    for i in a.infolist():
+        data = a.read(i.filename)
+        if i.filename == name and op == "remove":
+            continue
+        if i.filename == name and op == "change":
+            data = data[:-1] + bytes([data[-1] ^ 1])
+        b.writestr(i, data)
+    if op == "add":
+        b.writestr(name, b"planted\n")
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(from)
+        .arg(to)
+        .args([op, name])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
+#[test]
+fn a_run_exports_to_a_reproducible_bundle_that_verifies_elsewhere_with_only_the_keys() {
+    let sb = Sandbox::init();
+    let out = sb.run(&["run", "--model", &sb.transcript(FOUR), "make the artifacts"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        super::harness::stderr(&out)
+    );
+    let (run, _) = sb.last_run();
+    let (keys, _, _) = keys_file(&sb);
+    let a = sb.dir.path().join("a.zip");
+    let b = sb.dir.path().join("b.zip");
+    for f in [&a, &b] {
+        let f = f.display().to_string();
+        let exported = sb.json(&["runs", "export", &run, "--out", &f, "--json"]);
+        assert_eq!(exported["members"], json!(16), "{exported}");
+    }
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+
+    // A fresh directory with no installation: only the bundle and the public keys.
+    let fresh = tempfile::tempdir().unwrap();
+    let check = |file: &Path| {
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("warrant"))
+            .current_dir(fresh.path())
+            .env("HOME", fresh.path())
+            .env_remove("WARRANT_TEST_DISABLE")
+            .args(["runs", "verify"])
+            .arg(file)
+            .arg("--pubkeys")
+            .arg(&keys)
+            .arg("--json")
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+        (out.status.code().unwrap(), report)
+    };
+    let (code, report) = check(&a);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        (
+            &report["run"],
+            &report["records"],
+            report["proves"].as_array().unwrap().len()
+        ),
+        (&json!(run), &report["events"], 4),
+        "{report}"
+    );
+    assert_eq!(report["artifacts"].as_array().unwrap().len(), 4);
+
+    // A member added, removed or changed: refused, saying which.
+    for (op, name, code) in [
+        ("add", "run/extra.json", "W-BUNDLE-007"),
+        ("remove", "audit/records.jsonl", "W-BUNDLE-009"),
+        ("change", "run/events.json", "W-BUNDLE-008"),
+        ("change", "artifacts/out/brief.docx", "W-BUNDLE-008"),
+    ] {
+        let bad = sb.dir.path().join(format!("bad-{op}.zip"));
+        rezip(&a, &bad, op, name);
+        let (exit, report) = check(&bad);
+        let codes: Vec<&str> = report["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["code"].as_str().unwrap())
+            .collect();
+        assert_eq!((exit, codes), (1, vec![code]), "{op} {name}: {report}");
+    }
+    // Signed by a key the verifier does not hold: nothing is trusted.
+    let stranger = sb.dir.path().join("stranger.pub");
+    std::fs::write(&stranger, format!("{}\n", "11".repeat(32))).unwrap();
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("warrant"))
+        .current_dir(fresh.path())
+        .args(["runs", "verify"])
+        .arg(&a)
+        .arg("--pubkeys")
+        .arg(&stranger)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (out.status.code(), &report["problems"][0]["code"]),
+        (Some(1), &json!("W-DSSE-004"))
+    );
+}
