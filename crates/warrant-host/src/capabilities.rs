@@ -44,7 +44,7 @@ const PROVIDERS: [(&str, &str); 4] = [
 ];
 
 pub fn capabilities() -> Capabilities {
-    let tools = warrant_tools::Builtin
+    let mut tools: Vec<ToolCapability> = warrant_tools::Builtin
         .tools()
         .iter()
         .map(|t| ToolCapability {
@@ -52,6 +52,15 @@ pub fn capabilities() -> Capabilities {
             source: warrant_tools::Builtin.name().to_owned(),
         })
         .collect();
+    // The artifact tools come with every installation (they sign with its key).
+    tools.extend(
+        warrant_artifacts::TOOL_NAMES
+            .iter()
+            .map(|name| ToolCapability {
+                name: (*name).to_owned(),
+                source: "artifacts".to_owned(),
+            }),
+    );
     let providers = PROVIDERS
         .iter()
         .filter(|(name, _)| ModelSpec::parse(&format!("{name}:x")).is_ok())
