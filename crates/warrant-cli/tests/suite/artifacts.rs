@@ -58,50 +58,8 @@ fn readers() -> PathBuf {
         .clone()
 }
 
-const FOUR: &str = r##"
-version: 1
-turns:
-  - say: "Making the four artifacts."
-    calls:
-      - tool: create_document
-        args:
-          path: out/brief.docx
-          title: Quarterly brief
-          blocks:
-            - heading: Summary
-            - paragraph: "Revenue **grew** by *12%* in `Q3`."
-            - bullets: ["first point", "second point"]
-            - numbered: ["step one", "step two"]
-            - table: [["Region", "Sales"], ["North", 120], ["South", 80]]
-            - page_break: true
-            - heading: Appendix
-              level: 2
-            - paragraph: The end.
-      - tool: create_spreadsheet
-        args:
-          path: out/sales.xlsx
-          sheets:
-            - name: Sales
-              rows: [["Region", "Q1", "Q2", "Total"], ["North", 10, 20, {formula: "=SUM(B2:C2)"}], ["South", 5.5, true, null]]
-              widths: [20, 10, 10, 12]
-              freeze: B2
-      - tool: create_presentation
-        args:
-          path: out/deck.pptx
-          slides:
-            - title: Overview
-              bullets: ["one", "two"]
-              notes: "Say hello."
-            - title: Compare
-              columns: [["left a", "left b"], ["right a"]]
-            - title: Numbers
-              table: [["k", "v"], ["a", 1]]
-      - tool: create_report
-        args:
-          path: out/report.html
-          markdown: "# Report\n\nSome *text* & <b>tags</b>.\n\n- a\n- b\n"
-  - say: "Done."
-"##;
+/// The README's tour transcript: the test keeps the example true.
+const FOUR: &str = include_str!("../../../../examples/artifacts/transcript.yaml");
 
 fn keys_file(sb: &Sandbox) -> (PathBuf, String, String) {
     let out = sb.run(&["audit", "keys", "export"]);
@@ -497,5 +455,66 @@ fn a_run_exports_to_a_reproducible_bundle_that_verifies_elsewhere_with_only_the_
     assert_eq!(
         (out.status.code(), &report["problems"][0]["code"]),
         (Some(1), &json!("W-DSSE-004"))
+    );
+}
+
+#[test]
+fn policy_can_send_one_kind_to_a_person_and_the_provenance_says_a_person_approved() {
+    let sb = Sandbox::init();
+    sb.write(
+        ".warrant/policies/sheets-ask.cedar",
+        "@id(\"sheets-ask\")\n@ask(\"change\")\n@reason(\"Spreadsheets leave the team; a person looks first.\")\npermit (principal, action == Warrant::Action::\"artifact.create\", resource is Warrant::Artifact)\nwhen { resource.kind == \"spreadsheet\" };\n",
+    );
+    let model = sb.transcript(concat!(
+        "version: 1\nturns:\n",
+        "  - calls:\n      - tool: create_report\n        args: { path: notes.md, markdown: \"# Notes\" }\n",
+        "      - tool: create_spreadsheet\n        args: { path: s.xlsx, sheets: [ { name: S, rows: [[\"a\", 1]] } ] }\n",
+        "  - say: done\n"
+    ));
+    let out = sb.run(&[
+        "run",
+        "--prompt",
+        "never",
+        "--model",
+        &model,
+        "two artifacts",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(10),
+        "{}",
+        super::harness::stderr(&out)
+    );
+    // The report was not asked; the spreadsheet waits, shown by kind and digest.
+    assert!(sb.exists("notes.md"));
+    assert!(!sb.exists("s.xlsx"));
+    let request = super::harness::parked_request(&out);
+    let (run, _) = sb.last_run();
+    let shown = sb.json(&["requests", "show", &request, "--json"]);
+    assert!(
+        shown.to_string().contains("create spreadsheet s.xlsx"),
+        "{shown}"
+    );
+    let ok = sb.run(&["approve", &request]);
+    assert_eq!(ok.status.code(), Some(0), "{}", super::harness::stderr(&ok));
+    let done = sb.run(&["resume", &run]);
+    assert_eq!(
+        done.status.code(),
+        Some(0),
+        "{}",
+        super::harness::stderr(&done)
+    );
+
+    let (_, report) = verify(&sb, &sb.ws.join("notes.md"), None);
+    assert_eq!(report["custody"]["approved"], json!("by policy"));
+    let (code, sheet) = verify(&sb, &sb.ws.join("s.xlsx"), None);
+    assert_eq!(code, 0, "{sheet}");
+    assert_eq!(sheet["predicate"]["approved_by_person"], json!(true));
+    assert!(
+        sheet["custody"]["approved"]
+            .as_str()
+            .unwrap()
+            .starts_with("by a person"),
+        "{sheet}"
     );
 }
