@@ -25,6 +25,7 @@ const RECORDS: &str = "audit/records.jsonl";
 const CHECKPOINT: &str = "audit/checkpoint.json";
 const KEYS: &str = "keys/audit.pub";
 const SANDBOX: &str = "run/sandbox.json";
+const APPROVALS: &str = "run/approvals.json";
 /// The most a bundle may unpack to when verified.
 const MAX_BUNDLE: u64 = 512 * 1024 * 1024;
 
@@ -135,6 +136,12 @@ impl Host {
             self.inst.public_keys.to_file_text().into_bytes(),
         );
         members.insert(SANDBOX.into(), json_bytes(&sandbox_levels(&events))?);
+        // The approvals and their proofs, as the events hold them (bound like every event).
+        let approvals: Vec<&StoredEvent> = events
+            .iter()
+            .filter(|e| e.kind.starts_with("approval_") || e.kind.starts_with("effect_judg"))
+            .collect();
+        members.insert(APPROVALS.into(), json_bytes(&approvals)?);
         for dir in ["policies"] {
             let Ok(entries) = std::fs::read_dir(self.paths.dot.join(dir)) else {
                 continue;

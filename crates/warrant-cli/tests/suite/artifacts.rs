@@ -386,7 +386,7 @@ fn a_run_exports_to_a_reproducible_bundle_that_verifies_elsewhere_with_only_the_
     for f in [&a, &b] {
         let f = f.display().to_string();
         let exported = sb.json(&["runs", "export", &run, "--out", &f, "--json"]);
-        assert_eq!(exported["members"], json!(16), "{exported}");
+        assert_eq!(exported["members"], json!(17), "{exported}");
     }
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
 
@@ -420,6 +420,30 @@ fn a_run_exports_to_a_reproducible_bundle_that_verifies_elsewhere_with_only_the_
         "{report}"
     );
     assert_eq!(report["artifacts"].as_array().unwrap().len(), 4);
+
+    // The manifest is a standard DSSE envelope: securesystemslib verifies it with the key alone.
+    let (_, public, kid) = keys_file(&sb);
+    let script = r#"
+import json, sys, zipfile
+from securesystemslib.dsse import Envelope
+from securesystemslib.signer import SSlibKey
+env = Envelope.from_dict(json.loads(zipfile.ZipFile(sys.argv[1]).read("manifest.dsse.json")))
+key = SSlibKey(sys.argv[3], "ed25519", "ed25519", {"public": sys.argv[2]})
+assert sys.argv[3] in env.verify([key], 1)
+print(env.payload_type, len(json.loads(env.payload)["members"]))
+"#;
+    let checked = std::process::Command::new(readers())
+        .args(["-c", script])
+        .arg(&a)
+        .args([&public, &kid])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&checked.stdout).trim(),
+        "application/vnd.warrant.evidence-manifest+json 16",
+        "{}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
 
     // A member added, removed or changed: refused, saying which.
     for (op, name, code) in [
