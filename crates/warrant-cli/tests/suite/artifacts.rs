@@ -202,6 +202,13 @@ fn four_artifacts_open_in_their_readers_and_verify_with_only_the_public_key() {
         let (code, v) = verify(&sb, &file, Some(&keys));
         assert_eq!((code, &v["key"]), (0, &json!("listed")), "{v}");
         assert_eq!(v["custody"]["asked_by"], json!("tester"));
+        // The taint is the kernel's: any completed tool result before the call counts as
+        // untrusted, so only the first call of the run made its file from trusted input.
+        assert_eq!(
+            v["predicate"]["untrusted_input"],
+            json!(name != "brief.docx"),
+            "{name}"
+        );
         assert_eq!(v["custody"]["approved"], json!("by policy"));
     }
     let listed = sb.json(&["artifacts", "list", "--run", &run, "--json"]);
