@@ -473,10 +473,7 @@ impl ArtifactTool {
             run: artifact.run().as_str().to_owned(),
             actor: principal.actor.clone(),
             tenant: principal.tenant.clone(),
-            principal_kind: serde_json::to_value(principal.kind)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
+            principal_kind: principal.kind.as_str().to_owned(),
             on_behalf_of: principal.on_behalf_of.clone(),
             model: spec_str(&a.spec, "model").unwrap_or_default(),
             tool: tool_name(a.kind).to_owned(),
