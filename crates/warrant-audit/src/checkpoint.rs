@@ -234,6 +234,17 @@ pub fn read_checkpoint(
             });
         }
     };
+    parse_checkpoint(path, &bytes, keys).map(Some)
+}
+
+/// A checkpoint's bytes (named `path` in errors), its signature checked with `keys`: what
+/// [`read_checkpoint`] does once the file is read, for a checkpoint carried elsewhere (an
+/// evidence bundle).
+pub fn parse_checkpoint(
+    path: &Path,
+    bytes: &[u8],
+    keys: &PublicKeys,
+) -> Result<Checkpoint, CheckpointError> {
     let malformed = |reason: String| CheckpointError::Malformed {
         path: path.to_path_buf(),
         reason,
@@ -243,7 +254,7 @@ pub fn read_checkpoint(
         detail,
     };
     let checkpoint: Checkpoint =
-        serde_json::from_slice(&bytes).map_err(|e| malformed(format!("not a checkpoint: {e}")))?;
+        serde_json::from_slice(bytes).map_err(|e| malformed(format!("not a checkpoint: {e}")))?;
     if checkpoint.kind != CHECKPOINT_TYPE || checkpoint.version != CHECKPOINT_VERSION {
         return Err(malformed(format!(
             "type {:?} version {}, expected {CHECKPOINT_TYPE:?} version {CHECKPOINT_VERSION}",
@@ -288,7 +299,7 @@ pub fn read_checkpoint(
             checkpoint.kid
         )));
     }
-    Ok(Some(checkpoint))
+    Ok(checkpoint)
 }
 
 /// Whether a copy must have a checkpoint.

@@ -9,6 +9,7 @@
 mod binding;
 mod checkpoint;
 mod delivery;
+mod dsse;
 mod error;
 mod http;
 mod keys;
@@ -22,9 +23,14 @@ pub use binding::{
 };
 pub use checkpoint::{
     CHECKPOINT_SUFFIX, CHECKPOINT_TYPE, CHECKPOINT_VERSION, Checkpoint, CheckpointError,
-    CheckpointRule, Checkpointer, CopyReport, checkpoint_path, read_checkpoint, verify_copy,
+    CheckpointRule, Checkpointer, CopyReport, checkpoint_path, parse_checkpoint, read_checkpoint,
+    verify_copy,
 };
 pub use delivery::{Delivered, JSONL_SINK, Patience, SinkHealth, Sinks};
+pub use dsse::{
+    DsseError, Envelope, EnvelopeSignature, INTOTO_PAYLOAD_TYPE, STATEMENT_TYPE, SignedBy,
+    Statement, Subject, pae,
+};
 pub use error::AuditError;
 pub use http::{
     CHECKPOINT_HEADER, CLOUDEVENTS_BATCH, HttpDeliveryReport, HttpSink, HttpSinkConfig,

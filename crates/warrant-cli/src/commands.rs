@@ -56,6 +56,14 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
                 step,
                 resolution,
             } => runs_resolve(ws, &run, &step, &resolution),
+            RunsCommand::Export { run, out, json } => {
+                crate::artifacts_cmd::runs_export(ws, &run, &out, json)
+            }
+            RunsCommand::Verify {
+                file,
+                pubkeys,
+                json,
+            } => crate::artifacts_cmd::runs_verify(ws, &file, pubkeys.as_deref(), json),
         },
         Command::Policy { command } => match command {
             PolicyCommand::Explain {
@@ -82,6 +90,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Secrets { command } => crate::secrets_cmd::dispatch(ws, command),
         Command::Memory { command } => crate::memory_cmd::dispatch(ws, command),
         Command::Catalog { command } => crate::catalog_cmd::dispatch(ws, command),
+        Command::Artifacts { command } => crate::artifacts_cmd::dispatch(ws, command),
         Command::Mcp { command } => crate::mcp_cmd::dispatch(ws, command),
         Command::Chat {
             model,

@@ -35,6 +35,7 @@ pub(crate) fn shown_inline(text: &str) -> std::borrow::Cow<'_, str> {
     warrant_host::narrate::inline(text)
 }
 
+mod artifacts_cmd;
 mod audit_cmd;
 mod catalog_cmd;
 mod chat;
@@ -206,6 +207,11 @@ pub enum Command {
         #[command(subcommand)]
         command: catalog_cmd::CatalogCommand,
     },
+    /// Generated documents and their signed provenance: verify one, list them.
+    Artifacts {
+        #[command(subcommand)]
+        command: artifacts_cmd::ArtifactsCommand,
+    },
     /// Model Context Protocol: `serve` Warrant's tools to MCP clients, every call governed.
     Mcp {
         #[command(subcommand)]
@@ -281,6 +287,26 @@ pub enum RunsCommand {
         /// `completed` (it happened), `retry` (run it again) or `failed`.
         #[arg(long = "as", value_parser = ["completed", "retry", "failed"])]
         resolution: String,
+    },
+    /// Write a run's evidence bundle: events, signed audit records and checkpoint, artifacts
+    /// with provenance, policy and configuration, sandbox levels, public keys, and a signed
+    /// manifest of every member (a deterministic zip).
+    Export {
+        run: String,
+        #[arg(long, value_name = "FILE")]
+        out: std::path::PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check an evidence bundle offline and say what it proves and what it cannot. Exit 1
+    /// when anything fails (a member added, removed or changed, a bad signature).
+    Verify {
+        file: std::path::PathBuf,
+        /// Trusted public keys (`warrant audit keys export`): no installation needed.
+        #[arg(long, value_name = "KEYS")]
+        pubkeys: Option<std::path::PathBuf>,
+        #[arg(long)]
+        json: bool,
     },
 }
 

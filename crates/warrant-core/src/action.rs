@@ -21,10 +21,11 @@ pub enum ResourceKind {
     Message,
     Web,
     Agent,
+    Artifact,
 }
 
 impl ResourceKind {
-    pub const ALL: [ResourceKind; 10] = [
+    pub const ALL: [ResourceKind; 11] = [
         Self::Fs,
         Self::Shell,
         Self::Git,
@@ -35,6 +36,7 @@ impl ResourceKind {
         Self::Message,
         Self::Web,
         Self::Agent,
+        Self::Artifact,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -49,6 +51,7 @@ impl ResourceKind {
             Self::Message => "message",
             Self::Web => "web",
             Self::Agent => "agent",
+            Self::Artifact => "artifact",
         }
     }
 }
@@ -139,6 +142,8 @@ pub enum Verb {
     ProviderCall,
     #[serde(rename = "mcp.call")]
     McpCall,
+    #[serde(rename = "artifact.create")]
+    ArtifactCreate,
     #[serde(rename = "message.send")]
     MessageSend,
     #[serde(rename = "git.read")]
@@ -154,7 +159,7 @@ pub enum Verb {
 }
 
 impl Verb {
-    pub const ALL: [Verb; 24] = [
+    pub const ALL: [Verb; 25] = [
         Self::FsRead,
         Self::FsList,
         Self::FsSearch,
@@ -179,6 +184,7 @@ impl Verb {
         Self::GitCheckout,
         Self::WebFetch,
         Self::AgentSpawn,
+        Self::ArtifactCreate,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -201,6 +207,7 @@ impl Verb {
             Self::CatalogRead => "catalog.read",
             Self::ProviderCall => "provider.call",
             Self::McpCall => "mcp.call",
+            Self::ArtifactCreate => "artifact.create",
             Self::MessageSend => "message.send",
             Self::GitRead => "git.read",
             Self::GitBranch => "git.branch",
@@ -236,6 +243,7 @@ impl Verb {
             Self::CatalogList | Self::CatalogRead => ResourceKind::Catalog,
             Self::ProviderCall => ResourceKind::Provider,
             Self::McpCall => ResourceKind::Mcp,
+            Self::ArtifactCreate => ResourceKind::Artifact,
             Self::MessageSend => ResourceKind::Message,
             Self::WebFetch => ResourceKind::Web,
             Self::AgentSpawn => ResourceKind::Agent,
@@ -262,7 +270,8 @@ impl Verb {
             | Self::GitCheckout
             | Self::MemoryPropose
             | Self::MemoryPublish
-            | Self::AgentSpawn => RiskClass::Change,
+            | Self::AgentSpawn
+            | Self::ArtifactCreate => RiskClass::Change,
             Self::GitPush
             | Self::ProviderCall
             | Self::McpCall
@@ -293,6 +302,8 @@ impl Verb {
             // A child run's id is derived from its parent and the call: doing it again
             // continues (or reads back) the same child, never a second one.
             | Self::AgentSpawn => true,
+            // The same bytes (bound by digest) and a fresh signature over the same statement.
+            | Self::ArtifactCreate => true,
             Self::FsCreate
             | Self::FsDelete
             | Self::ShellExec
@@ -486,6 +497,56 @@ pub enum Action {
         namespace: Vec<String>,
         table: String,
     },
+    /// A generated artifact (a document, spreadsheet, presentation or report) at `path`, with
+    /// its signed provenance beside it (`NAME.intoto.jsonl`). `spec` is the tool's input the
+    /// file is generated from (deterministically), `digest` the SHA-256 of the bytes it makes:
+    /// the executor writes those bytes only. Comes with the `fs.write`/`fs.create` of `path`.
+    #[serde(rename = "artifact.create")]
+    ArtifactCreate {
+        path: CanonicalPath,
+        kind: ArtifactKind,
+        digest: Digest,
+        spec: Value,
+    },
+}
+
+/// The kinds of artifact the artifact tools make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArtifactKind {
+    Document,
+    Spreadsheet,
+    Presentation,
+    Report,
+}
+
+impl ArtifactKind {
+    pub const ALL: [ArtifactKind; 4] = [
+        Self::Document,
+        Self::Spreadsheet,
+        Self::Presentation,
+        Self::Report,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Document => "document",
+            Self::Spreadsheet => "spreadsheet",
+            Self::Presentation => "presentation",
+            Self::Report => "report",
+        }
+    }
+
+    /// The kind a file name says: `.docx`, `.xlsx`, `.pptx`, anything else a report.
+    pub fn for_name(name: &str) -> Self {
+        let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+        match ext.as_deref() {
+            Some("docx") => Self::Document,
+            Some("xlsx") => Self::Spreadsheet,
+            Some("pptx") => Self::Presentation,
+            Some(_) | None => Self::Report,
+        }
+    }
 }
 
 /// The most words a memory query keeps (distinct, in order of first appearance).
@@ -662,6 +723,7 @@ impl Action {
             Self::AgentSpawn { .. } => Verb::AgentSpawn,
             Self::CatalogList { .. } => Verb::CatalogList,
             Self::CatalogRead { .. } => Verb::CatalogRead,
+            Self::ArtifactCreate { .. } => Verb::ArtifactCreate,
         }
     }
 
@@ -673,7 +735,8 @@ impl Action {
             | Self::FsSearch { path, .. }
             | Self::FsWrite { path, .. }
             | Self::FsCreate { path, .. }
-            | Self::FsDelete { path, .. } => path.as_str().to_owned(),
+            | Self::FsDelete { path, .. }
+            | Self::ArtifactCreate { path, .. } => path.as_str().to_owned(),
             Self::ShellExec { argv, .. } => argv.join(" "),
             Self::ProviderCall { provider, model } => format!("{provider}:{model}"),
             Self::MemoryWrite {
@@ -739,7 +802,8 @@ impl Action {
             | Self::AgentSpawn { .. }
             | Self::CatalogList { .. }
             | Self::CatalogRead { .. }
-            | Self::WebFetch { .. } => String::new(),
+            | Self::WebFetch { .. }
+            | Self::ArtifactCreate { .. } => String::new(),
         };
         format!("git{}/{what}", repo.as_str().trim_end_matches('/'))
     }
@@ -791,6 +855,19 @@ impl Action {
                 "tags": tags,
                 "content_digest": Digest::of_bytes(text.as_bytes()),
                 "content_bytes": text.len(),
+            }),
+            // The spec is the artifact's content: the trail holds its digest only.
+            Self::ArtifactCreate {
+                path,
+                kind,
+                digest,
+                spec,
+            } => json!({
+                "verb": self.verb(),
+                "path": path,
+                "kind": kind,
+                "digest": digest,
+                "spec_digest": digest_of(spec).ok(),
             }),
             Self::MemoryRead { .. }
             | Self::MemoryDelete { .. }
@@ -939,7 +1016,8 @@ impl Payload for FsWrite {
             | Action::AgentSpawn { .. }
             | Action::McpCall { .. }
             | Action::CatalogList { .. }
-            | Action::CatalogRead { .. } => None,
+            | Action::CatalogRead { .. }
+            | Action::ArtifactCreate { .. } => None,
         }
     }
 }
@@ -1128,6 +1206,7 @@ impl Payload for GitOp {
             | Action::AgentSpawn { .. }
             | Action::CatalogList { .. }
             | Action::CatalogRead { .. }
+            | Action::ArtifactCreate { .. }
             | Action::WebFetch { .. } => None,
         }
     }
@@ -1260,12 +1339,42 @@ impl Payload for CatalogRead {
     }
 }
 
+/// The payload of `artifact.create`: where, what kind, the digest of the bytes to write and the
+/// spec they are generated from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArtifactCreate {
+    pub path: CanonicalPath,
+    pub kind: ArtifactKind,
+    pub digest: Digest,
+    pub spec: Value,
+}
+
+impl Payload for ArtifactCreate {
+    fn of(action: &Action) -> Option<Self> {
+        let Action::ArtifactCreate {
+            path,
+            kind,
+            digest,
+            spec,
+        } = action
+        else {
+            return None;
+        };
+        Some(Self {
+            path: path.clone(),
+            kind: *kind,
+            digest: digest.clone(),
+            spec: spec.clone(),
+        })
+    }
+}
+
 /// The verb and target of an action read back from its [`Action::audit_view`], as a reader of
 /// the audit trail names it. A write's view holds no content, so it is read by its path; every
 /// other view is the action itself. `None` for a view that is neither.
 pub fn audit_view_target(view: &Value) -> Option<(Verb, String)> {
     let verb = Verb::parse(view.get("verb")?.as_str()?)?;
-    if matches!(verb, Verb::FsWrite | Verb::FsCreate) {
+    if matches!(verb, Verb::FsWrite | Verb::FsCreate | Verb::ArtifactCreate) {
         return Some((verb, view.get("path")?.as_str()?.to_owned()));
     }
     if matches!(verb, Verb::MemoryWrite | Verb::MemoryPropose) {

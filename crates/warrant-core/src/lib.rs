@@ -16,10 +16,11 @@ pub mod risk;
 pub mod tool;
 
 pub use action::{
-    Action, AgentSpawn, CatalogList, CatalogRead, FsDelete, FsList, FsRead, FsSearch, FsWrite,
-    GitAuthor, GitOp, GitRead, Judging, MAX_QUERY_TERMS, McpCall, MemoryDelete, MemoryPropose,
-    MemoryRead, MemoryScope, MemoryWrite, Payload, ResourceKind, RiskClass, ShellExec, Verb,
-    WebFetch, audit_view_target, catalog_resource, memory_resource, parse_memory_target,
+    Action, AgentSpawn, ArtifactCreate, ArtifactKind, CatalogList, CatalogRead, FsDelete, FsList,
+    FsRead, FsSearch, FsWrite, GitAuthor, GitOp, GitRead, Judging, MAX_QUERY_TERMS, McpCall,
+    MemoryDelete, MemoryPropose, MemoryRead, MemoryScope, MemoryWrite, Payload, ResourceKind,
+    RiskClass, ShellExec, Verb, WebFetch, audit_view_target, catalog_resource, memory_resource,
+    parse_memory_target,
 };
 pub use clock::{Clock, FixedClock, SystemClock, Timestamp};
 pub use digest::{Digest, canonical_json, digest_of};

@@ -53,6 +53,7 @@ pub fn classify_with(action: &Action, rec: Recognizers) -> (RiskClass, Option<St
         | Action::AgentSpawn { .. }
         | Action::CatalogList { .. }
         | Action::CatalogRead { .. }
+        | Action::ArtifactCreate { .. }
         | Action::WebFetch { .. } => None,
     };
     match raised {

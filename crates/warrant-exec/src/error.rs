@@ -78,6 +78,11 @@ pub enum ExecError {
     AlreadyExists { path: CanonicalPath },
 
     #[error(
+        "the artifact {path} was not written: its bytes are not the ones its actions were decided on (a different path or digest)"
+    )]
+    ArtifactMismatch { path: CanonicalPath },
+
+    #[error(
         "{path} is a directory that is not empty; delete it with recursive = true if that is intended"
     )]
     DirectoryNotEmpty { path: CanonicalPath },
@@ -171,6 +176,7 @@ impl Coded for ExecError {
             Self::NotADirectory { .. } => "W-EXEC-014",
             Self::Binary { .. } => "W-EXEC-015",
             Self::AlreadyExists { .. } => "W-EXEC-016",
+            Self::ArtifactMismatch { .. } => "W-EXEC-030",
             Self::DirectoryNotEmpty { .. } => "W-EXEC-017",
             Self::EmptyPattern => "W-EXEC-018",
             Self::Io { .. } => "W-EXEC-019",

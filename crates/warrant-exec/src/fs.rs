@@ -255,7 +255,42 @@ pub fn write_file(action: &Authorized<FsWrite>) -> Result<WriteReceipt, ExecErro
         content,
         create_only,
     } = action.get();
-    let create_only = *create_only;
+    write_bytes(path, content.as_bytes(), *create_only)
+}
+
+/// `artifact.create` with its `fs.write`/`fs.create`: writes `bytes` at the artifact's path
+/// only when they are the bytes the action was decided on (their digest), then its provenance
+/// `sidecar` beside it (`NAME.intoto.jsonl`, replaced whole). Both actions must name the path.
+pub fn write_artifact(
+    write: &Authorized<FsWrite>,
+    artifact: &Authorized<warrant_core::ArtifactCreate>,
+    bytes: &[u8],
+    sidecar: &[u8],
+) -> Result<(WriteReceipt, WriteReceipt), ExecError> {
+    let a = artifact.get();
+    if write.get().path != a.path || Digest::of_bytes(bytes) != a.digest {
+        return Err(ExecError::ArtifactMismatch {
+            path: a.path.clone(),
+        });
+    }
+    let receipt = write_bytes(&a.path, bytes, write.get().create_only)?;
+    // The same directory, the name with the suffix: still canonical.
+    let side = CanonicalPath::from_normalized(&format!("{}{SIDECAR_SUFFIX}", a.path.as_str()))
+        .map_err(|_| ExecError::IsDirectory {
+            path: a.path.clone(),
+        })?;
+    let side_receipt = write_bytes(&side, sidecar, false)?;
+    Ok((receipt, side_receipt))
+}
+
+/// The suffix of an artifact's provenance file.
+pub const SIDECAR_SUFFIX: &str = ".intoto.jsonl";
+
+fn write_bytes(
+    path: &CanonicalPath,
+    content: &[u8],
+    create_only: bool,
+) -> Result<WriteReceipt, ExecError> {
     recheck(path)?;
     let (parent, name) =
         split_parent(path).ok_or_else(|| ExecError::IsDirectory { path: path.clone() })?;
@@ -294,7 +329,7 @@ pub fn write_file(action: &Authorized<FsWrite>) -> Result<WriteReceipt, ExecErro
                 .map_err(|e| errno_error("set permissions for", path, e))?;
         }
         let mut file = File::from(tmp_fd);
-        file.write_all(content.as_bytes())
+        file.write_all(content)
             .map_err(|e| io_error("write", path, e))?;
         file.sync_all().map_err(|e| io_error("flush", path, e))?;
         if create_only {
@@ -879,6 +914,7 @@ impl Undo {
                     | Action::AgentSpawn { .. }
                     | Action::CatalogList { .. }
                     | Action::CatalogRead { .. }
+                    | Action::ArtifactCreate { .. }
                     | Action::WebFetch { .. } => None,
                 })
                 .collect(),

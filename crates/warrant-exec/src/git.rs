@@ -139,6 +139,7 @@ pub fn run(op: &Authorized<GitOp>) -> Result<GitOutcome, GitError> {
         | Action::AgentSpawn { .. }
         | Action::CatalogList { .. }
         | Action::CatalogRead { .. }
+        | Action::ArtifactCreate { .. }
         | Action::WebFetch { .. } => Err(GitError::BadName {
             what: "action",
             value: op.action.verb().as_str().to_owned(),

@@ -48,7 +48,7 @@ pub fn capabilities() -> Capabilities {
     // The catalog tools are offered when a `[catalog.NAME]` is configured.
     let catalog = warrant_catalog::Catalogs::new(Vec::new());
     let sources: [&dyn warrant_tools::ToolSource; 2] = [&warrant_tools::Builtin, &catalog];
-    let tools = sources
+    let mut tools: Vec<ToolCapability> = sources
         .iter()
         .flat_map(|source| {
             source.tools().into_iter().map(|t| ToolCapability {
@@ -57,6 +57,15 @@ pub fn capabilities() -> Capabilities {
             })
         })
         .collect();
+    // The artifact tools come with every installation (they sign with its key).
+    tools.extend(
+        warrant_artifacts::TOOL_NAMES
+            .iter()
+            .map(|name| ToolCapability {
+                name: (*name).to_owned(),
+                source: "artifacts".to_owned(),
+            }),
+    );
     let providers = PROVIDERS
         .iter()
         .filter(|(name, _)| ModelSpec::parse(&format!("{name}:x")).is_ok())

@@ -189,6 +189,16 @@ pub fn explain(
                 .ok_or_else(|| HostError::usage("W-POLICY-011", "no run id"))?,
             depth: 1,
         },
+        // The kind is read from the extension, as the artifact tools name their files.
+        Verb::ArtifactCreate => {
+            let path = path()?;
+            Action::ArtifactCreate {
+                kind: warrant_core::ArtifactKind::for_name(path.file_name()),
+                path,
+                digest: warrant_core::Digest::of_bytes(b""),
+                spec: serde_json::Value::Null,
+            }
+        }
         Verb::CatalogList | Verb::CatalogRead | Verb::McpCall | Verb::MessageSend => {
             return Err(HostError::usage(
                 "W-POLICY-012",
@@ -259,6 +269,7 @@ fn memory_action(verb: Verb, scope: warrant_core::MemoryScope, namespace: String
         | Verb::ProviderCall
         | Verb::McpCall
         | Verb::AgentSpawn
+        | Verb::ArtifactCreate
         | Verb::MessageSend => Action::MemoryRead {
             scope,
             namespace,

@@ -9,6 +9,8 @@
 pub mod aais;
 pub mod approvals;
 pub mod approver_key;
+pub mod artifacts;
+pub mod bundle;
 pub mod capabilities;
 pub mod catalog;
 pub mod chat;
@@ -221,7 +223,8 @@ impl Host {
 
     fn toolbox(&self, settings: &Settings, with_mcp: bool) -> Result<Toolbox> {
         let memory = self.memory_tools();
-        let mut sources: Vec<&dyn ToolSource> = vec![&Builtin, &memory];
+        let artifacts = self.artifact_tools();
+        let mut sources: Vec<&dyn ToolSource> = vec![&Builtin, &memory, &artifacts];
         if with_mcp && let Some(mcp) = &self.mcp {
             sources.push(mcp.as_ref() as &dyn ToolSource);
         }

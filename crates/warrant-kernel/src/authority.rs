@@ -372,7 +372,10 @@ pub fn session_pattern(action: &Action) -> String {
         | Action::WebFetch { .. }
         | Action::AgentSpawn { .. }
         | Action::CatalogList { .. }
-        | Action::CatalogRead { .. } => format!("{} {}", action.verb().as_str(), action.target()),
+        | Action::CatalogRead { .. }
+        | Action::ArtifactCreate { .. } => {
+            format!("{} {}", action.verb().as_str(), action.target())
+        }
         Action::McpCall {
             server,
             tool,

@@ -65,6 +65,14 @@ pub struct RunContext {
     pub tools: Vec<String>,
     /// The run's spawn envelope and, for a subagent, its parent and profile.
     pub spawn: Option<crate::events::SpawnSettings>,
+    /// The policy set the run decides under, and the subprocess profiles in force: what an
+    /// artifact's provenance names.
+    pub policy_digest: warrant_core::Digest,
+    pub profiles_digest: Option<warrant_core::Digest>,
+    /// The run had been shown untrusted content (a completed tool result) before this call, as
+    /// [`crate::Authorized::seen_untrusted`] will say when it runs: what the call makes may carry
+    /// an injection (an artifact then writes formulas as text).
+    pub seen_untrusted: bool,
 }
 
 impl RunContext {

@@ -435,6 +435,7 @@ fn default_deny_note(
         | Action::AgentSpawn { .. }
         | Action::CatalogList { .. }
         | Action::CatalogRead { .. }
+        | Action::ArtifactCreate { .. }
         | Action::MemoryPublish { .. } => String::new(),
         Action::FsRead { .. }
         | Action::FsList { .. }

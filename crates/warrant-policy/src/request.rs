@@ -385,6 +385,7 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
                 | Action::AgentSpawn { .. }
                 | Action::CatalogList { .. }
                 | Action::CatalogRead { .. }
+                | Action::ArtifactCreate { .. }
                 | Action::WebFetch { .. } => ("", String::new(), String::new()),
             };
             let name = action.target();
@@ -421,6 +422,16 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
             namespace,
             table,
         } => (catalog_entity(action, catalog, namespace, table), false),
+        Action::ArtifactCreate { path, kind, .. } => {
+            let inside = path.starts_with(workspace);
+            let entity = EntitySpec::new(EntityKind::Artifact, path.as_str())
+                .str("path", path.as_str())
+                .str("name", path.file_name())
+                .str("kind", kind.as_str())
+                .attr("in_workspace", AttrValue::Bool(inside))
+                .str("workspace", workspace.as_str());
+            (entity, inside)
+        }
         Action::McpCall {
             server,
             tool,

@@ -40,10 +40,11 @@ pub(crate) enum EntityKind {
     Channel,
     Url,
     Subagent,
+    Artifact,
 }
 
 impl EntityKind {
-    pub(crate) const ALL: [EntityKind; 15] = [
+    pub(crate) const ALL: [EntityKind; 16] = [
         Self::User,
         Self::Agent,
         Self::Service,
@@ -59,6 +60,7 @@ impl EntityKind {
         Self::Channel,
         Self::Url,
         Self::Subagent,
+        Self::Artifact,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -78,6 +80,7 @@ impl EntityKind {
             Self::Channel => "Channel",
             Self::Url => "Url",
             Self::Subagent => "Subagent",
+            Self::Artifact => "Artifact",
         }
     }
 

@@ -564,7 +564,8 @@ impl Tool for RunCommand {
                     | Action::AgentSpawn { .. }
                     | Action::McpCall { .. }
                     | Action::CatalogList { .. }
-                    | Action::CatalogRead { .. }) => other.target(),
+                    | Action::CatalogRead { .. }
+                    | Action::ArtifactCreate { .. }) => other.target(),
                 })
                 .unwrap_or_default();
             let shown = changes.get("shown").and_then(Value::as_str).unwrap_or("");
@@ -730,6 +731,7 @@ fn describe_paths(verb: &str, actions: &[Action], env: &ToolEnv) -> Presentation
             | Action::AgentSpawn { .. }
             | Action::CatalogList { .. }
             | Action::CatalogRead { .. }
+            | Action::ArtifactCreate { .. }
             | Action::WebFetch { .. } => a.target(),
         })
         .collect();

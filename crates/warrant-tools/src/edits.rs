@@ -545,6 +545,7 @@ pub(crate) fn present_changes(what: &str, actions: &[Action], env: &ToolEnv) -> 
             | Action::AgentSpawn { .. }
             | Action::CatalogList { .. }
             | Action::CatalogRead { .. }
+            | Action::ArtifactCreate { .. }
             | Action::WebFetch { .. } => {}
         }
     }

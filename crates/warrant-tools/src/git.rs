@@ -323,6 +323,7 @@ impl Tool for GitTool {
                     | Action::AgentSpawn { .. }
                     | Action::CatalogList { .. }
                     | Action::CatalogRead { .. }
+                    | Action::ArtifactCreate { .. }
                     | Action::WebFetch { .. } => Value::Null,
                 })
                 .collect(),
@@ -389,6 +390,7 @@ impl Tool for GitTool {
                 | Action::AgentSpawn { .. }
                 | Action::CatalogList { .. }
                 | Action::CatalogRead { .. }
+                | Action::ArtifactCreate { .. }
                 | Action::WebFetch { .. } => {}
             }
         }

@@ -358,7 +358,7 @@ fn a_tool_off_the_menu_is_neither_offered_nor_run_control_without_a_menu() {
     let mut control = Sandbox::init();
     let (code, requests, events) = attack(&mut control, None, turns());
     assert_eq!(code, Some(0));
-    assert_eq!(requests[0]["tools"].as_array().unwrap().len(), 26);
+    assert_eq!(requests[0]["tools"].as_array().unwrap().len(), 30);
     assert!(!kinds(&events).contains(&"call_refused".to_owned()));
     assert!(control.exists("out.txt"));
 }

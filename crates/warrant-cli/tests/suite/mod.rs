@@ -2,6 +2,7 @@ mod adversarial;
 mod approval_authority;
 mod approvals;
 mod approvers;
+mod artifacts;
 mod audit;
 mod bad_input;
 mod binding;

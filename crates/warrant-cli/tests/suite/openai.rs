@@ -100,7 +100,11 @@ fn an_openai_model_drives_a_governed_run() {
             "remember",
             "recall",
             "forget",
-            "propose_memory"
+            "propose_memory",
+            "create_document",
+            "create_spreadsheet",
+            "create_presentation",
+            "create_report"
         ]
     );
     let second = requests[1]["messages"].as_array().unwrap();

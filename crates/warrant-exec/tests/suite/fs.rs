@@ -391,6 +391,12 @@ fn each_action_narrows_to_its_own_payload_only_and_os_links_resolve() {
             risk: warrant_core::RiskClass::Read,
             definition: "sha256:0".into(),
         },
+        Action::ArtifactCreate {
+            path: path.clone(),
+            kind: warrant_core::ArtifactKind::Report,
+            digest: warrant_core::Digest::of_bytes(b"x"),
+            spec: serde_json::json!({"markdown": "x"}),
+        },
     ];
     for action in every {
         let a = Authorized::for_tests(action.clone());
@@ -405,6 +411,8 @@ fn each_action_narrows_to_its_own_payload_only_and_os_links_resolve() {
                 .map(|p| format!("{:?}", p.get().action)),
             a.narrow::<warrant_core::WebFetch>()
                 .map(|p| format!("{:?}", p.get())),
+            a.narrow::<warrant_core::ArtifactCreate>()
+                .map(|p| format!("{:?}", p.get().kind)),
         ];
         let got: Vec<&String> = narrowed.iter().flatten().collect();
         let expected: Vec<String> = match &action {
@@ -440,6 +448,7 @@ fn each_action_narrows_to_its_own_payload_only_and_os_links_resolve() {
             | Action::GitBranch { .. }
             | Action::GitCheckout { .. }
             | Action::GitPush { .. } => vec![format!("{action:?}")],
+            Action::ArtifactCreate { .. } => vec!["Report".to_owned()],
             Action::WebFetch { .. } => {
                 vec![r#"WebFetch { url: "https://docs.rs/" }"#.to_owned()]
             }

@@ -144,6 +144,11 @@ impl Ring<'_> {
                             call: call_id.to_owned(),
                             tools: state.tools.clone(),
                             spawn: state.settings.spawn.as_deref().cloned(),
+                            policy_digest: state.policy_digest.clone(),
+                            profiles_digest: state.profiles_digest.clone(),
+                            seen_untrusted: state.calls.iter().any(|c| {
+                                matches!(c.result, Some(crate::CallResult::Completed { .. }))
+                            }),
                         });
                         tool.normalize(&call.record.args, &scoped)
                             .and_then(|actions| held_to_profile(state, actions))

@@ -435,6 +435,7 @@ fn denial_message(
             | Action::McpCall { .. }
             | Action::AgentSpawn { .. }
             | Action::MemoryPublish { .. } => false,
+            Action::ArtifactCreate { path, .. } => !path.starts_with(workspace),
             Action::GitRead { repo, .. }
             | Action::GitCommit { repo, .. }
             | Action::GitBranch { repo, .. }

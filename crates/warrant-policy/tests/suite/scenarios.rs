@@ -58,6 +58,12 @@ fn fs_action(verb: Verb, path: CanonicalPath) -> Option<Action> {
             path,
             recursive: false,
         }),
+        Verb::ArtifactCreate => Some(Action::ArtifactCreate {
+            kind: warrant_core::ArtifactKind::for_name(path.file_name()),
+            path,
+            digest: warrant_core::Digest::of_bytes(b"x"),
+            spec: serde_json::json!({"markdown": "x"}),
+        }),
         Verb::ShellExec
         | Verb::GitCommit
         | Verb::GitPush
@@ -124,6 +130,11 @@ const FS_ROWS: &[(Verb, Target, Expect)] = &[
     (Verb::FsDelete, DotEnv,    Deny(SECRETS)),
     (Verb::FsDelete, GitConfig, Deny(TOOL_DIRS)),
     (Verb::FsDelete, KeyFile,   Deny(SECRETS)),
+    (Verb::ArtifactCreate, Inside,    Allow("artifacts-workspace")),
+    (Verb::ArtifactCreate, Outside,   Deny("")),
+    (Verb::ArtifactCreate, DotEnv,    Deny("artifacts-protected")),
+    (Verb::ArtifactCreate, GitConfig, Deny("artifacts-protected")),
+    (Verb::ArtifactCreate, KeyFile,   Deny("artifacts-protected")),
 ];
 
 /// The risk recorded is the action's own class (`Action::risk`), not just the verb's default.
@@ -503,7 +514,8 @@ fn git_action(verb: Verb, repo: CanonicalPath) -> Option<Action> {
         | Verb::McpCall
         | Verb::MessageSend
         | Verb::WebFetch
-        | Verb::AgentSpawn => None,
+        | Verb::AgentSpawn
+        | Verb::ArtifactCreate => None,
     }
 }
 
