@@ -35,8 +35,13 @@ pub struct Predicate {
     pub effect_seq: u64,
     pub input_digest: String,
     /// A person approved this effect (this call, or by a session grant), rather than policy
-    /// alone; who it was is in the run's journal at `effect_seq`.
+    /// alone.
     pub approved_by_person: bool,
+    /// Who approved this call (`actor@tenant`, and where the answer came from), as the run's
+    /// journal recorded it; absent when policy alone let it through, or a session grant given
+    /// for an earlier call did (the journal at `effect_seq` names that one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
     /// The run had seen untrusted content (a tool result from outside) before this call, so
     /// the content may carry an injection; formulas that reach out were written as text.
     pub untrusted_input: bool,
@@ -277,9 +282,11 @@ fn check(
     v.custody = Some(Custody {
         asked_by: p.on_behalf_of.clone().unwrap_or_else(|| p.actor.clone()),
         made_by: p.actor.clone(),
-        approved: if p.approved_by_person {
+        approved: if let Some(who) = p.approved_by.as_deref().filter(|_| p.approved_by_person) {
+            format!("by {who}")
+        } else if p.approved_by_person {
             format!(
-                "by a person (see the run's journal at event {})",
+                "by a person, through a session grant (see the run's journal at event {})",
                 p.effect_seq
             )
         } else {

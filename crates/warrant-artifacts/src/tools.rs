@@ -487,6 +487,9 @@ impl ArtifactTool {
                 .map(|d| d.as_str().to_owned())
                 .unwrap_or_default(),
             approved_by_person: artifact.by_person(),
+            approved_by: artifact
+                .approver()
+                .map(|a| format!("{}@{} ({})", a.actor, a.tenant, a.via)),
             untrusted_input: untrusted,
             neutralized_formulas: generated.neutralized.cells.clone(),
             policy_digest: spec_str(&a.spec, "policy_digest").unwrap_or_default(),

@@ -21,6 +21,9 @@ pub struct Authorized<T> {
     /// The run had been shown untrusted content (a completed tool result) before this effect:
     /// what it makes may carry an injection, and is marked so.
     seen_untrusted: bool,
+    /// The person whose recorded approval of this call let it through (none when policy alone
+    /// did, or a session grant of an earlier call).
+    approver: Option<crate::events::Approver>,
 }
 
 /// The run facts an authorization carries besides the action (see [`Authorized::principal`]).
@@ -31,6 +34,7 @@ pub(crate) struct Grant {
     pub(crate) by_person: bool,
     pub(crate) principal: Principal,
     pub(crate) seen_untrusted: bool,
+    pub(crate) approver: Option<crate::events::Approver>,
 }
 
 impl<T> Authorized<T> {
@@ -42,7 +46,14 @@ impl<T> Authorized<T> {
             by_person: grant.by_person,
             principal: grant.principal,
             seen_untrusted: grant.seen_untrusted,
+            approver: grant.approver,
         }
+    }
+
+    /// Who approved this call, as the journal recorded it: `None` when policy alone let it
+    /// through, or when a session grant made for an earlier call did.
+    pub fn approver(&self) -> Option<&crate::events::Approver> {
+        self.approver.as_ref()
     }
 
     /// The run's principal: the actor and whom it acts for.
@@ -95,6 +106,7 @@ impl<T> Authorized<T> {
                 by_person: false,
                 principal,
                 seen_untrusted: false,
+                approver: None,
             },
         )
     }
@@ -121,6 +133,7 @@ impl Authorized<Action> {
             by_person: self.by_person,
             principal: self.principal.clone(),
             seen_untrusted: self.seen_untrusted,
+            approver: self.approver.clone(),
         })
     }
 }

@@ -538,7 +538,19 @@ impl Ring<'_> {
 
 /// What an authorization made now carries about its run.
 fn grant_of(state: &RunState, started_seq: u64, by_person: bool) -> crate::authorized::Grant {
+    // The approval recorded for the call whose effect started at `started_seq`.
+    let approver = state
+        .calls
+        .iter()
+        .find(|c| c.started == Some(started_seq))
+        .and_then(|c| c.request.as_ref())
+        .and_then(|r| state.requests.get(r))
+        .and_then(|r| match &r.answer {
+            Some(crate::state::RequestAnswer::Granted { approver, .. }) => Some(approver.clone()),
+            Some(crate::state::RequestAnswer::Denied { .. }) | None => None,
+        });
     crate::authorized::Grant {
+        approver: approver.filter(|_| by_person),
         run: state.run.clone(),
         started_seq,
         by_person,
