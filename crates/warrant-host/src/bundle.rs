@@ -256,6 +256,43 @@ fn problem(report: &mut BundleReport, code: &str, message: String) {
 /// Verifies a bundle offline with `keys` only: the manifest's signature, every member against
 /// it (none added, removed or changed), the run's audit records and their binding to its
 /// events, the checkpoint's signature, and every artifact against its provenance.
+/// Whether the policy texts in the bundle are the set the run decided under: loaded as Warrant
+/// loads them, their digest is the one `run_started` recorded (and the manifest signed).
+fn policy_in_force(
+    members: &BTreeMap<String, Vec<u8>>,
+    recorded: Option<&str>,
+    report: &mut BundleReport,
+) {
+    let sources: Vec<warrant_policy::PolicySource> = members
+        .iter()
+        .filter(|(name, _)| name.starts_with("policy/") && name.ends_with(".cedar"))
+        .map(|(name, text)| warrant_policy::PolicySource {
+            layer: warrant_core::config::LayerKind::Project,
+            path: name.clone(),
+            text: String::from_utf8_lossy(text).into_owned(),
+        })
+        .collect();
+    let Some(recorded) = recorded else {
+        report
+            .cannot
+            .push("which policy set the run decided under: its start recorded no digest".into());
+        return;
+    };
+    match warrant_policy::PolicyEngine::load(&sources) {
+        Ok(engine) if engine.digest().as_str() == recorded => report.proves.push(format!(
+            "the {} policy file(s) included are the set the run decided under (digest {recorded})",
+            sources.len()
+        )),
+        Ok(engine) => report.cannot.push(format!(
+            "that the policy texts included are the set in force then: they make {}, the run decided under {recorded} (a managed or user layer's policies are not in the bundle, or the files changed since)",
+            engine.digest().as_str()
+        )),
+        Err(e) => report.cannot.push(format!(
+            "that the policy texts included are the set in force then: they do not load ({e})"
+        )),
+    }
+}
+
 pub fn verify_bundle(file: &Path, keys: &PublicKeys) -> Result<BundleReport> {
     let bytes = std::fs::read(file).map_err(|e| {
         HostError::usage(
@@ -405,6 +442,7 @@ pub fn verify_bundle(file: &Path, keys: &PublicKeys) -> Result<BundleReport> {
             .cannot
             .push("how long the whole chain was: no checkpoint was delivered yet".into()),
     }
+    policy_in_force(&members, manifest.policy_digest.as_deref(), &mut report);
     for (name, data) in &members {
         let Some(artifact) = name.strip_prefix("artifacts/") else {
             continue;
@@ -437,9 +475,54 @@ pub fn verify_bundle(file: &Path, keys: &PublicKeys) -> Result<BundleReport> {
     }
     report.cannot.extend([
         "that the records of other runs between this run's records are intact: only this run's records are included".to_owned(),
-        "that the policy and configuration texts included are the ones in force then: their digests are recorded, the texts are as they were at export".to_owned(),
+        "that the configuration text included is the one in force then: it is as it was at export".to_owned(),
         "that nothing happened outside Warrant: only what passed the ring is recorded".to_owned(),
     ]);
     report.ok = report.problems.is_empty();
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn report() -> BundleReport {
+        BundleReport {
+            ok: true,
+            run: None,
+            signed_by: None,
+            members: 0,
+            events: 0,
+            records: 0,
+            artifacts: Vec::new(),
+            proves: Vec::new(),
+            cannot: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn policy_texts_prove_the_set_in_force_only_when_they_make_its_digest() {
+        let text =
+            "@id(\"p\")\npermit (principal, action == Warrant::Action::\"fs.read\", resource);\n";
+        let members = BTreeMap::from([("policy/p.cedar".to_owned(), text.as_bytes().to_vec())]);
+        let digest = warrant_policy::PolicyEngine::load(&[warrant_policy::PolicySource {
+            layer: warrant_core::config::LayerKind::Project,
+            path: "elsewhere.cedar".into(),
+            text: text.into(),
+        }])
+        .unwrap()
+        .digest()
+        .as_str()
+        .to_owned();
+        let mut r = report();
+        policy_in_force(&members, Some(&digest), &mut r);
+        assert_eq!(r.proves.len(), 1, "{r:?}");
+        // The control: a run that decided under another set (a layer not in the bundle).
+        let mut r = report();
+        policy_in_force(&members, Some("sha256:00"), &mut r);
+        assert!(r.proves.is_empty());
+        assert!(r.cannot[0].contains("not in the bundle"), "{r:?}");
+    }
 }

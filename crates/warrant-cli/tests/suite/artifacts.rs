@@ -423,7 +423,15 @@ fn a_run_exports_to_a_reproducible_bundle_that_verifies_elsewhere_with_only_the_
             &report["records"],
             report["proves"].as_array().unwrap().len()
         ),
-        (&json!(run), &report["events"], 4),
+        (&json!(run), &report["events"], 5),
+        "{report}"
+    );
+    // The policy texts in the bundle, loaded again, are the set the run decided under.
+    assert!(
+        report["proves"].as_array().unwrap().iter().any(|p| p
+            .as_str()
+            .unwrap()
+            .contains("are the set the run decided under")),
         "{report}"
     );
     assert_eq!(report["artifacts"].as_array().unwrap().len(), 4);
