@@ -9,8 +9,7 @@ use std::path::{Path, PathBuf};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::harness::{Sandbox, stdout};
-use super::mcp_serve::peers_dir;
+use super::harness::{Sandbox, python_venv, stdout};
 
 const READERS: [&str; 4] = [
     "python-docx==1.2.0",
@@ -24,36 +23,12 @@ fn readers() -> PathBuf {
     static READY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     READY
         .get_or_init(|| {
-            let venv = peers_dir().join("artifacts-py");
-            let python = venv.join("bin/python");
-            let has = || {
-                std::process::Command::new(&python)
-                    .args(["-c", "import docx, pptx, openpyxl, securesystemslib.dsse"])
-                    .output()
-                    .is_ok_and(|o| o.status.success())
-            };
-            if !has() {
-                std::fs::create_dir_all(peers_dir()).unwrap();
-                let made = std::process::Command::new("python3")
-                    .args(["-m", "venv"])
-                    .arg(&venv)
-                    .output()
-                    .unwrap();
-                assert!(made.status.success(), "{made:?}");
-                let pip = std::process::Command::new(&python)
-                    .args([
-                        "-m",
-                        "pip",
-                        "install",
-                        "--quiet",
-                        "--disable-pip-version-check",
-                    ])
-                    .args(READERS)
-                    .output()
-                    .unwrap();
-                assert!(pip.status.success(), "{pip:?}");
-            }
-            python
+            python_venv(
+                "artifacts-py",
+                "import docx, pptx, openpyxl, securesystemslib.dsse",
+                &READERS,
+            )
+            .join("bin/python")
         })
         .clone()
 }

@@ -17,8 +17,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use warrant_testkit::pg::TestDb;
 
-use super::harness::{Sandbox, stderr, stdout};
-use super::mcp_serve::peers_dir;
+use super::harness::{Sandbox, python_venv, stderr, stdout};
 
 const PEERS: [&str; 2] = ["lakana-server==0.20.0", "pyiceberg[pyarrow]==0.12.0"];
 const KEY_ID: &str = "abcd1234abcd1234";
@@ -33,52 +32,11 @@ fn venv() -> PathBuf {
     static READY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     READY
         .get_or_init(|| {
-            let venv = peers_dir().join("iceberg-py");
-            let python = venv.join("bin/python");
-            let has = || {
-                Command::new(&python)
-                    .args([
-                        "-c",
-                        "import lakana_server, pyiceberg.catalog.rest, pyarrow",
-                    ])
-                    .output()
-                    .is_ok_and(|o| o.status.success())
-            };
-            if has() {
-                return venv;
-            }
-            eprintln!(
-                "the catalog tests need lakana-server and PyIceberg: installing them into {}",
-                venv.display()
-            );
-            std::fs::create_dir_all(peers_dir()).unwrap();
-            let made = Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .output()
-                .unwrap();
-            assert!(
-                made.status.success(),
-                "python3 -m venv: {}",
-                String::from_utf8_lossy(&made.stderr)
-            );
-            let pip = Command::new(&python)
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                ])
-                .args(PEERS)
-                .output()
-                .unwrap();
-            assert!(
-                pip.status.success() && has(),
-                "could not install {PEERS:?}: {}",
-                String::from_utf8_lossy(&pip.stderr)
-            );
-            venv
+            python_venv(
+                "iceberg-py",
+                "import lakana_server, pyiceberg.catalog.rest, pyarrow",
+                &PEERS,
+            )
         })
         .clone()
 }

@@ -388,3 +388,58 @@ impl Sandbox {
         }
     }
 }
+
+/// Where test peers are cached: outside the repository, kept between runs.
+pub fn peers_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("warrant-test-peers")
+}
+
+/// A cached virtual environment `name` under [`peers_dir`] whose Python can run `probe`
+/// (an import line), made and filled with `packages` by pip the first time; never skipped: a
+/// failed install fails the test with pip's words. Returns the venv's directory.
+pub fn python_venv(name: &str, probe: &str, packages: &[&str]) -> PathBuf {
+    let venv = peers_dir().join(name);
+    let python = venv.join("bin/python");
+    let has = || {
+        std::process::Command::new(&python)
+            .args(["-c", probe])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if has() {
+        return venv;
+    }
+    eprintln!("installing {packages:?} into {}", venv.display());
+    std::fs::create_dir_all(peers_dir()).unwrap();
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "python3 -m venv: {}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let pip = std::process::Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .args(packages)
+        .output()
+        .unwrap();
+    assert!(
+        pip.status.success() && has(),
+        "could not install {packages:?}: {}",
+        String::from_utf8_lossy(&pip.stderr)
+    );
+    venv
+}

@@ -12,19 +12,11 @@ use std::time::{Duration, Instant};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::harness::{Sandbox, kinds};
+use super::harness::peers_dir;
+use super::harness::{Sandbox, kinds, python_venv};
 
 /// The pinned Python SDK the interop tests speak through.
 const PYTHON_MCP: &str = "mcp==2.3.0";
-
-/// Where test peers are cached: outside the repository, kept between runs.
-pub fn peers_dir() -> PathBuf {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("warrant-test-peers")
-}
 
 /// The Python of a virtual environment holding the official MCP SDK, made (and the SDK
 /// installed with pip) the first time; never skipped.
@@ -32,49 +24,8 @@ fn python_sdk() -> PathBuf {
     static READY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     READY
         .get_or_init(|| {
-            let venv = peers_dir().join("mcp-py");
-            let python = venv.join("bin/python");
-            let has = || {
-                std::process::Command::new(&python)
-                    .args(["-c", "import mcp.client.streamable_http"])
-                    .output()
-                    .is_ok_and(|o| o.status.success())
-            };
-            if has() {
-                return python;
-            }
-            eprintln!(
-                "the MCP interop tests need the Python SDK: installing {PYTHON_MCP} into {}",
-                venv.display()
-            );
-            std::fs::create_dir_all(peers_dir()).unwrap();
-            let made = std::process::Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .output()
-                .unwrap();
-            assert!(
-                made.status.success(),
-                "python3 -m venv: {}",
-                String::from_utf8_lossy(&made.stderr)
-            );
-            let pip = std::process::Command::new(&python)
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                    PYTHON_MCP,
-                ])
-                .output()
-                .unwrap();
-            assert!(
-                pip.status.success() && has(),
-                "could not install {PYTHON_MCP}: {}",
-                String::from_utf8_lossy(&pip.stderr)
-            );
-            python
+            python_venv("mcp-py", "import mcp.client.streamable_http", &[PYTHON_MCP])
+                .join("bin/python")
         })
         .clone()
 }
