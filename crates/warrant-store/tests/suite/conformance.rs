@@ -130,6 +130,24 @@ pub fn draft(kind: &str) -> EventDraft {
     }
 }
 
+/// A running run `id` (a `RunId` in text) with its first event, created in `store`.
+pub fn started_run(store: &dyn EventStore, id: &str) -> RunId {
+    let run = RunId::parse(id).unwrap();
+    store
+        .create_run(
+            &NewRun {
+                run: run.clone(),
+                actor: "alice".into(),
+                task: "t".into(),
+                status: RunStatus::Running,
+            },
+            vec![draft("run_started")],
+            &ToySealer,
+        )
+        .unwrap();
+    run
+}
+
 pub fn clock() -> Arc<FixedClock> {
     Arc::new(FixedClock(Timestamp::from_millis(T0).unwrap()))
 }

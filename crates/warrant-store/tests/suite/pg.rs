@@ -43,8 +43,7 @@ fn a_call_waiting_in_a_transaction_does_not_hold_up_the_process_s_other_calls() 
     use std::sync::Arc;
     use std::sync::mpsc;
     use std::time::Duration;
-    use warrant_core::RunId;
-    use warrant_store::{Append, EventStore, NewRun, PostgresStore, RunStatus};
+    use warrant_store::{Append, EventStore, PostgresStore};
 
     use super::conformance::{ToySealer, clock, draft};
 
@@ -53,19 +52,7 @@ fn a_call_waiting_in_a_transaction_does_not_hold_up_the_process_s_other_calls() 
 
     let db = TestDb::new();
     let store = Arc::new(PostgresStore::connect(&db.url, clock()).unwrap());
-    let run = RunId::parse("run-9001").unwrap();
-    store
-        .create_run(
-            &NewRun {
-                run: run.clone(),
-                actor: "alice".into(),
-                task: "t".into(),
-                status: RunStatus::Running,
-            },
-            vec![draft("run_started")],
-            &ToySealer,
-        )
-        .unwrap();
+    let run = super::conformance::started_run(&*store, "run-9001");
     assert_eq!(store.open_connections(), 1);
 
     let mut holder = db.client();
@@ -198,8 +185,7 @@ impl CuttingProxy {
 /// reconnects and goes through, once; nothing is lost or written twice.
 #[test]
 fn a_connection_cut_by_the_network_is_reopened_and_nothing_is_lost_or_doubled() {
-    use warrant_core::RunId;
-    use warrant_store::{Append, AuditOutbox, EventStore, NewRun, PostgresStore, RunStatus};
+    use warrant_store::{Append, AuditOutbox, EventStore, PostgresStore};
 
     use super::conformance::{ToySealer, clock, draft};
 
@@ -214,19 +200,7 @@ fn a_connection_cut_by_the_network_is_reopened_and_nothing_is_lost_or_doubled() 
         .url
         .replacen(&upstream, &format!("127.0.0.1:{}", proxy.port), 1);
     let store = PostgresStore::connect(&via, clock()).unwrap();
-    let run = RunId::parse("run-c07").unwrap();
-    store
-        .create_run(
-            &NewRun {
-                run: run.clone(),
-                actor: "alice".into(),
-                task: "t".into(),
-                status: RunStatus::Running,
-            },
-            vec![draft("run_started")],
-            &ToySealer,
-        )
-        .unwrap();
+    let run = super::conformance::started_run(&store, "run-c07");
     for (i, seq) in [(0, 2u64), (1, 3)] {
         proxy.cut();
         let appended = store.append(
@@ -258,27 +232,14 @@ fn a_connection_cut_by_the_network_is_reopened_and_nothing_is_lost_or_doubled() 
 /// for it, reconnects and goes through once; the chain is whole.
 #[test]
 fn a_server_restart_between_appends_loses_and_doubles_nothing() {
-    use warrant_core::RunId;
-    use warrant_store::{Append, AuditOutbox, EventStore, NewRun, PostgresStore, RunStatus};
+    use warrant_store::{Append, AuditOutbox, EventStore, PostgresStore};
 
     use super::conformance::{ToySealer, clock, draft};
 
     let server = Throwaway::start().unwrap();
     let db = TestDb::on(&server.url);
     let store = PostgresStore::connect(&db.url, clock()).unwrap();
-    let run = RunId::parse("run-7e57a7").unwrap();
-    store
-        .create_run(
-            &NewRun {
-                run: run.clone(),
-                actor: "alice".into(),
-                task: "t".into(),
-                status: RunStatus::Running,
-            },
-            vec![draft("run_started")],
-            &ToySealer,
-        )
-        .unwrap();
+    let run = super::conformance::started_run(&store, "run-7e57a7");
     server.restart().unwrap();
     let appended = store.append(
         Append {

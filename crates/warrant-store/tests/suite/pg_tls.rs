@@ -8,11 +8,11 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use postgres::{Client, NoTls};
-use warrant_core::{Coded, RunId};
-use warrant_store::{EventStore, NewRun, PostgresStore, RunStatus, StoreError};
+use warrant_core::Coded;
+use warrant_store::{EventStore, PostgresStore, StoreError};
 use warrant_testkit::pg::{Throwaway, TlsFiles};
 
-use super::conformance::{ToySealer, clock, draft};
+use super::conformance::clock;
 
 fn server() -> &'static (Throwaway, TlsFiles) {
     static SERVER: OnceLock<(Throwaway, TlsFiles)> = OnceLock::new();
@@ -45,19 +45,7 @@ fn open(url: &str) -> Result<PostgresStore, StoreError> {
 
 /// The store works over the connection: a run is created and read back.
 fn works(store: &PostgresStore) {
-    let run = RunId::parse("run-7e5").unwrap();
-    store
-        .create_run(
-            &NewRun {
-                run: run.clone(),
-                actor: "alice".into(),
-                task: "t".into(),
-                status: RunStatus::Running,
-            },
-            vec![draft("run_started")],
-            &ToySealer,
-        )
-        .unwrap();
+    let run = super::conformance::started_run(store, "run-7e5");
     assert_eq!(store.events(&run).unwrap().len(), 1);
 }
 
