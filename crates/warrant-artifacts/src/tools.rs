@@ -156,18 +156,8 @@ struct ArtifactTool {
     source: Artifacts,
 }
 
-fn refusal(e: &ArtifactError) -> Refusal {
-    Refusal {
-        code: e.code().to_owned(),
-        message: e.to_string(),
-    }
-}
-
 fn failed(code: &str, message: &str) -> EffectResult {
-    EffectResult {
-        ok: false,
-        result: json!({"code": code, "error": message}),
-    }
+    EffectResult::failed(code, message)
 }
 
 /// What a spec generates: the bytes, the outline a person is shown, formulas neutralized.
@@ -340,13 +330,13 @@ impl Tool for ArtifactTool {
             let (_, found) = redactor.redact_json(args);
             if !found.is_empty() {
                 let rules = found.counts.keys().cloned().collect::<Vec<_>>().join(", ");
-                return Err(refusal(&ArtifactError::Secret { rules }));
+                return Err(Refusal::of(&ArtifactError::Secret { rules }));
             }
         }
         let untrusted = env.run.as_ref().is_some_and(|r| r.seen_untrusted);
         let spec = decided_spec(args, env.run.as_ref());
         let generated = generate(self.kind, &spec["input"], path.as_str(), untrusted)
-            .map_err(|e| refusal(&e))?;
+            .map_err(|e| Refusal::of(&e))?;
         let content = generated.outline;
         let write = if warrant_exec::fs::exists(&path) {
             Action::FsWrite {

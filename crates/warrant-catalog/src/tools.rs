@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use warrant_core::{Action, CatalogList, CatalogRead, Coded as _, ToolSpec};
+use warrant_core::{Action, CatalogList, CatalogRead, ToolSpec};
 use warrant_kernel::{
     Authorized, EffectResult, Presentation, ReadFilter, Refusal, StopCheck, Tool, ToolEnv,
 };
@@ -90,20 +90,6 @@ impl ToolSource for Catalogs {
     }
 }
 
-fn refusal(e: &CatalogError) -> Refusal {
-    Refusal {
-        code: e.code().to_owned(),
-        message: e.to_string(),
-    }
-}
-
-fn failed(e: &CatalogError) -> EffectResult {
-    EffectResult {
-        ok: false,
-        result: json!({"code": e.code(), "error": e.to_string()}),
-    }
-}
-
 fn dotted(catalog: &str, levels: &[String]) -> String {
     let mut all = vec![catalog.to_owned()];
     all.extend(levels.iter().cloned());
@@ -135,7 +121,7 @@ impl Tool for List {
         match args.get("path").and_then(Value::as_str) {
             None => {
                 if self.catalogs.clients.is_empty() {
-                    return Err(refusal(&CatalogError::UnknownCatalog {
+                    return Err(Refusal::of(&CatalogError::UnknownCatalog {
                         name: String::new(),
                         known: "none (add a [catalog.<name>] table)".to_owned(),
                     }));
@@ -151,7 +137,8 @@ impl Tool for List {
                     .collect())
             }
             Some(path) => {
-                let (catalog, namespace) = self.catalogs.split(path).map_err(|e| refusal(&e))?;
+                let (catalog, namespace) =
+                    self.catalogs.split(path).map_err(|e| Refusal::of(&e))?;
                 Ok(vec![Action::CatalogList { catalog, namespace }])
             }
         }
@@ -171,7 +158,7 @@ impl Tool for List {
         let mut listed = Vec::new();
         for a in actions {
             let Some(l) = a.narrow::<CatalogList>() else {
-                return failed(&CatalogError::BadName(
+                return EffectResult::failure(&CatalogError::BadName(
                     "catalog_list was handed another action".into(),
                 ));
             };
@@ -182,7 +169,7 @@ impl Tool for List {
                 .and_then(|c| c.list(namespace))
             {
                 Ok(l) => l,
-                Err(e) => return failed(&e),
+                Err(e) => return EffectResult::failure(&e),
             };
             let paths = |items: &[Vec<String>]| -> Vec<String> {
                 items.iter().map(|levels| dotted(catalog, levels)).collect()
@@ -224,9 +211,9 @@ impl Tool for Describe {
             .get("table")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let (catalog, mut levels) = self.catalogs.split(path).map_err(|e| refusal(&e))?;
+        let (catalog, mut levels) = self.catalogs.split(path).map_err(|e| Refusal::of(&e))?;
         if levels.len() < 2 {
-            return Err(refusal(&CatalogError::BadName(format!(
+            return Err(Refusal::of(&CatalogError::BadName(format!(
                 "{path:?} names no table: write catalog.namespace.table (a table always lives in a namespace)"
             ))));
         }
@@ -252,7 +239,7 @@ impl Tool for Describe {
         let mut tables = Vec::new();
         for a in actions {
             let Some(r) = a.narrow::<CatalogRead>() else {
-                return failed(&CatalogError::BadName(
+                return EffectResult::failure(&CatalogError::BadName(
                     "catalog_describe was handed another action".into(),
                 ));
             };
@@ -271,7 +258,7 @@ impl Tool for Describe {
                 .and_then(|raw| describe(catalog, &shown, raw));
             match described {
                 Ok(view) => tables.push(json!(view)),
-                Err(e) => return failed(&e),
+                Err(e) => return EffectResult::failure(&e),
             }
         }
         EffectResult {

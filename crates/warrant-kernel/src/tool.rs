@@ -19,6 +19,16 @@ pub struct Refusal {
     pub message: String,
 }
 
+impl Refusal {
+    /// The refusal a coded error makes: its code and its message.
+    pub fn of(e: &(impl warrant_core::Coded + std::fmt::Display)) -> Self {
+        Self {
+            code: e.code().to_owned(),
+            message: e.to_string(),
+        }
+    }
+}
+
 /// The environment tools normalize and execute in.
 #[derive(Debug, Clone)]
 pub struct ToolEnv {
@@ -87,6 +97,21 @@ impl RunContext {
 pub struct EffectResult {
     pub ok: bool,
     pub result: Value,
+}
+
+impl EffectResult {
+    /// A failed effect as the model reads it: `{"code", "error"}`.
+    pub fn failed(code: &str, message: &str) -> Self {
+        Self {
+            ok: false,
+            result: serde_json::json!({"code": code, "error": message}),
+        }
+    }
+
+    /// [`Self::failed`] from a coded error.
+    pub fn failure(e: &(impl warrant_core::Coded + std::fmt::Display)) -> Self {
+        Self::failed(e.code(), &e.to_string())
+    }
 }
 
 /// Asks the policy whether a file may be read, for tools that open files the model did not

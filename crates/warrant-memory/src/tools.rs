@@ -105,13 +105,6 @@ fn spec(name: &str, description: &str, schema: Value) -> ToolSpec {
     }
 }
 
-fn refusal(e: &MemoryError) -> Refusal {
-    Refusal {
-        code: e.code().to_owned(),
-        message: e.to_string(),
-    }
-}
-
 fn refuse(code: &str, message: String) -> Refusal {
     Refusal {
         code: code.to_owned(),
@@ -120,10 +113,7 @@ fn refuse(code: &str, message: String) -> Refusal {
 }
 
 fn failed(code: &str, message: String) -> EffectResult {
-    EffectResult {
-        ok: false,
-        result: json!({"code": code, "error": message}),
-    }
+    EffectResult::failed(code, &message)
 }
 
 fn text_arg(args: &Value, key: &str) -> String {
@@ -158,7 +148,7 @@ fn namespace_arg(args: &Value) -> Result<(MemoryScope, String), Refusal> {
             raw.strip_prefix("local/").unwrap_or(raw),
         ),
     };
-    validate_namespace(name).map_err(|e| refusal(&e))?;
+    validate_namespace(name).map_err(|e| Refusal::of(&e))?;
     Ok((scope, name.to_owned()))
 }
 
@@ -260,7 +250,7 @@ impl Tool for Remember {
             ));
         }
         let (text, tags) = (text_arg(args, "text"), tags_arg(args));
-        validate_content(&text, &tags).map_err(|e| refusal(&e))?;
+        validate_content(&text, &tags).map_err(|e| Refusal::of(&e))?;
         screen(self.memory.redactor.as_ref(), &text, &tags)?;
         Ok(vec![Action::MemoryWrite {
             scope,
@@ -347,7 +337,7 @@ impl Tool for Recall {
 
     fn normalize(&self, args: &Value, _env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         let (scope, namespace) = namespace_arg(args)?;
-        let terms = bound_query(&text_arg(args, "query")).map_err(|e| refusal(&e))?;
+        let terms = bound_query(&text_arg(args, "query")).map_err(|e| Refusal::of(&e))?;
         let limit = args
             .get("limit")
             .and_then(Value::as_u64)
@@ -436,8 +426,8 @@ impl Tool for Forget {
             .memory
             .store
             .get(&id)
-            .map_err(|e| refusal(&e))?
-            .ok_or_else(|| refusal(&MemoryError::UnknownEntry(id.clone())))?;
+            .map_err(|e| Refusal::of(&e))?
+            .ok_or_else(|| Refusal::of(&MemoryError::UnknownEntry(id.clone())))?;
         if entry.scope == MemoryScope::Shared {
             return Err(refuse(
                 "W-MEMORY-010",
@@ -510,9 +500,9 @@ impl Tool for Propose {
     fn normalize(&self, args: &Value, _env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         let raw = text_arg(args, "namespace");
         let name = raw.strip_prefix("shared/").unwrap_or(&raw).to_owned();
-        validate_namespace(&name).map_err(|e| refusal(&e))?;
+        validate_namespace(&name).map_err(|e| Refusal::of(&e))?;
         let (text, tags) = (text_arg(args, "text"), tags_arg(args));
-        validate_content(&text, &tags).map_err(|e| refusal(&e))?;
+        validate_content(&text, &tags).map_err(|e| Refusal::of(&e))?;
         screen(self.memory.redactor.as_ref(), &text, &tags)?;
         Ok(vec![Action::MemoryPropose {
             namespace: name,
@@ -636,8 +626,8 @@ impl Tool for PublishTool {
         let draft = self
             .store
             .draft(&id)
-            .map_err(|e| refusal(&e))?
-            .ok_or_else(|| refusal(&MemoryError::UnknownDraft(id.clone())))?;
+            .map_err(|e| Refusal::of(&e))?
+            .ok_or_else(|| Refusal::of(&MemoryError::UnknownDraft(id.clone())))?;
         let given = text_arg(args, "digest");
         let digest = Digest::parse(&given).ok_or_else(|| {
             refuse(

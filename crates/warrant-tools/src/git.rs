@@ -99,13 +99,6 @@ pub(crate) fn all() -> Vec<Box<dyn Tool>> {
     ]
 }
 
-fn refusal(e: &warrant_exec::git::GitError) -> Refusal {
-    Refusal {
-        code: warrant_core::Coded::code(e).into(),
-        message: e.to_string(),
-    }
-}
-
 fn text<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
     args.get(key).and_then(Value::as_str)
 }
@@ -113,7 +106,7 @@ fn text<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
 /// A path argument as git is handed it: relative to the repository, checked on disk like
 /// every tool's path (inside the workspace once symlinks are resolved).
 fn pathspec(env: &ToolEnv, repo: &CanonicalPath, raw: &str) -> Result<String, Refusal> {
-    warrant_exec::git::check_pathspec(raw).map_err(|e| refusal(&e))?;
+    warrant_exec::git::check_pathspec(raw).map_err(|e| Refusal::of(&e))?;
     let canonical = normalize_path(env, raw)?;
     if !canonical.starts_with(repo) {
         return Err(Refusal {
@@ -193,7 +186,7 @@ impl GitTool {
         }
         let name = |key: &str, what: &'static str| -> Result<String, Refusal> {
             let v = text(args, key).unwrap_or_default();
-            warrant_exec::git::check_name(what, v).map_err(|e| refusal(&e))?;
+            warrant_exec::git::check_name(what, v).map_err(|e| Refusal::of(&e))?;
             Ok(v.to_owned())
         };
         Ok(match self.1 {
@@ -254,18 +247,19 @@ impl GitTool {
             },
             Kind::Push => {
                 let remote = text(args, "remote").unwrap_or("origin").to_owned();
-                warrant_exec::git::check_name("remote", &remote).map_err(|e| refusal(&e))?;
+                warrant_exec::git::check_name("remote", &remote).map_err(|e| Refusal::of(&e))?;
                 let branch = match text(args, "branch") {
                     Some(_) => name("branch", "branch")?,
                     None => warrant_exec::git::current_branch(&repo)
-                        .map_err(|e| refusal(&e))?
+                        .map_err(|e| Refusal::of(&e))?
                         .ok_or_else(|| Refusal {
                             code: "W-GIT-007".into(),
                             message: "HEAD is detached: name the branch to push".into(),
                         })?,
                 };
                 // The remote and branch must exist now: the person is shown where it goes.
-                warrant_exec::git::push_target(&repo, &remote, &branch).map_err(|e| refusal(&e))?;
+                warrant_exec::git::push_target(&repo, &remote, &branch)
+                    .map_err(|e| Refusal::of(&e))?;
                 Action::GitPush {
                     repo,
                     remote,
