@@ -62,15 +62,8 @@ pub fn known_secrets(settings: &Settings) -> Vec<String> {
     {
         out.push(password.to_owned());
     }
-    if let Some(reference) = &settings.store_password {
-        let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
-        if let Ok(warrant_llm::secret::ResolvedKey {
-            value: Some(password),
-            ..
-        }) = warrant_llm::secret::resolve_key("[store] password", Some(reference), "", &env)
-        {
-            out.push(password);
-        }
+    if let Ok(Some(password)) = crate::install::store_password(settings) {
+        out.push(password);
     }
     out
 }

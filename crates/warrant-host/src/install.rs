@@ -261,7 +261,7 @@ impl std::fmt::Debug for Installation {
 }
 
 /// `[store] password`, resolved: a reference only (`env:NAME`, `file:PATH`).
-fn store_password(settings: &Settings) -> Result<Option<String>, HostError> {
+pub(crate) fn store_password(settings: &Settings) -> Result<Option<String>, HostError> {
     let Some(reference) = &settings.store_password else {
         return Ok(None);
     };
