@@ -51,6 +51,7 @@ pub struct JsonlSink {
     max_age: Option<Duration>,
     fsync: FsyncPolicy,
     checkpointer: Option<Arc<Checkpointer>>,
+    turns: bool,
 }
 
 /// What one delivery did.
@@ -99,7 +100,15 @@ impl JsonlSink {
             max_age: None,
             fsync: FsyncPolicy::default(),
             checkpointer: None,
+            turns: true,
         }
+    }
+
+    /// Whether deliveries take turns on [`JsonlSink::lock_path`] (the default). Off only to
+    /// show, in a test, what the turns prevent.
+    pub fn with_turns(mut self, turns: bool) -> Self {
+        self.turns = turns;
+        self
     }
 
     /// Records fetched from the store (and fsynced) per round; at least 1.
@@ -167,7 +176,17 @@ impl JsonlSink {
 
     /// Appends every record the store has past the sink's last one. A torn final line (no
     /// newline) is cut away first: it was never delivered, and the store still has it.
+    ///
+    /// Deliveries of one copy take turns (an exclusive lock on [`Self::lock_path`]): every
+    /// process of the installation (a run, each worker, `audit flush`) delivers after what it
+    /// appends, and two that read the same last line would otherwise both append what follows
+    /// it.
     pub fn deliver(&self, store: &dyn AuditOutbox) -> Result<DeliveryReport, AuditError> {
+        let _turn = if self.turns {
+            Some(self.take_turn()?)
+        } else {
+            None
+        };
         let path = &self.path;
         // Read before the file: a checkpoint is written only after its records, so whatever it
         // names is already in the file read next, even while another delivery appends.
@@ -550,6 +569,29 @@ impl JsonlSink {
         }
         found.sort_by_key(|r| (r.first, r.last));
         Ok(found)
+    }
+
+    /// The file whose lock serializes deliveries to this copy: beside it, never rotated.
+    pub fn lock_path(&self) -> PathBuf {
+        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
+        name.push(".lock");
+        self.path.with_file_name(name)
+    }
+
+    /// Waits for this process's turn to append to the copy; the turn ends when the returned
+    /// file is dropped (the lock goes with the descriptor, so a killed process gives it back).
+    fn take_turn(&self) -> Result<File, AuditError> {
+        let dir = self.dir();
+        fs::create_dir_all(&dir).map_err(|e| AuditError::io("create the directory", &dir, e))?;
+        let path = self.lock_path();
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| AuditError::io("open", &path, e))?;
+        file.lock().map_err(|e| AuditError::io("lock", &path, e))?;
+        Ok(file)
     }
 
     fn open(&self) -> Result<File, AuditError> {

@@ -356,6 +356,16 @@ fn worker(
         WorkerEvent::Failed { holder, run, error } => {
             eprintln!("worker {holder}: {run} failed: {}", crate::shown(&error))
         }
+        WorkerEvent::StoreUnavailable {
+            holder,
+            error,
+            retry_in,
+        } => eprintln!(
+            "worker {holder}: the store did not answer (error[{}]: {}); polling again in {} ms",
+            error.code,
+            crate::shown(&error.message),
+            retry_in.as_millis()
+        ),
     };
     host.work(
         id,

@@ -1,14 +1,15 @@
 //! Wiring of the untrusted-content controls: the tools a run offers (menu) and the redactor
 //! every result passes through (known secret values from Warrant's environment, plus the
 //! scanner), and the prompt guard's switches. The switches can be turned off only in debug
-//! builds, through `WARRANT_TEST_DISABLE=fence,escape,guard,redact,render,origin,authenticate,follow,binding,checkpoint,seal,overlay,web-address,web-loopback,mcp-screen,spawn-narrowing`,
+//! builds, through `WARRANT_TEST_DISABLE=fence,escape,guard,redact,render,origin,authenticate,follow,binding,checkpoint,seal,overlay,web-address,web-loopback,mcp-screen,spawn-narrowing,sink-turns`,
 //! for the negative controls of the security tests; a release build ignores the variable.
 //! (`follow` switches off the risk recognizers' following of wrappers, shells and inline code;
 //! `binding` is read by [`crate::install::load_run`]: the journal check before a fold that feeds
 //! the ring; `checkpoint` by [`crate::install::installation`] and `audit verify --file`: the
 //! JSONL sink's signed checkpoint, neither written nor checked; `overlay` makes this machine
 //! one without overlays: contained commands are judged by their argv, see [`crate::Host::tool_env`]
-//! and `doctor`.)
+//! and `doctor`; `sink-turns` lets processes deliver to the JSONL copy at once, without taking
+//! turns on its lock file.)
 
 use std::sync::Arc;
 

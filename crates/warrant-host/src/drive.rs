@@ -91,6 +91,13 @@ impl Drive<'_> {
                     }
                     match store.heartbeat(&current, ttl) {
                         Ok(renewed) => current = renewed,
+                        // The store did not answer (restarting, cut off): try again soon. If
+                        // the lease lapses meanwhile and another worker takes the run, this
+                        // one's next append is fenced; nothing is written twice.
+                        Err(e) if e.is_transient() => {
+                            next = Instant::now() + ttl / 10;
+                            continue;
+                        }
                         // Superseded: the next append is refused and the loop stops.
                         Err(_) => break,
                     }

@@ -331,7 +331,9 @@ pub fn installation(
         .with_fsync(match settings.audit_jsonl_fsync {
             warrant_core::config::JsonlFsync::Batch => warrant_audit::FsyncPolicy::EveryBatch,
             warrant_core::config::JsonlFsync::Never => warrant_audit::FsyncPolicy::Never,
-        });
+        })
+        // Off only for the negative control of the concurrent-delivery test.
+        .with_turns(!crate::controls::disabled("sink-turns"));
     // Off only for the negative control of the truncation test (`WARRANT_TEST_DISABLE`).
     let sink = if crate::controls::disabled("checkpoint") {
         sink

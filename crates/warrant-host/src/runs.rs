@@ -78,7 +78,18 @@ pub enum WorkerEvent {
         run: RunId,
         error: String,
     },
+    /// The store did not answer (restarting, cut off): the worker waits `retry_in` and polls
+    /// again rather than exit, as a worker under a supervisor is expected to ride out a
+    /// database failover. Runs it held are leased again once their leases lapse.
+    StoreUnavailable {
+        holder: String,
+        error: HostError,
+        retry_in: std::time::Duration,
+    },
 }
+
+/// The longest a worker waits between polls of a store that does not answer.
+const MAX_STORE_BACKOFF: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What cancelling came to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -326,12 +337,23 @@ impl Host {
                 holder: holder.clone(),
                 store: self.inst.store_location.clone(),
             });
+            let mut backoff = poll.max(std::time::Duration::from_millis(100));
             loop {
-                let lease = self
-                    .inst
-                    .store
-                    .lease_next(&holder, ttl)
-                    .map_err(|e| HostError::failed(&e))?;
+                let lease = match self.inst.store.lease_next(&holder, ttl) {
+                    Ok(lease) => lease,
+                    Err(e) if e.is_transient() && !once => {
+                        report(WorkerEvent::StoreUnavailable {
+                            holder: holder.clone(),
+                            error: HostError::failed(&e),
+                            retry_in: backoff,
+                        });
+                        std::thread::sleep(backoff);
+                        backoff = (backoff * 2).min(MAX_STORE_BACKOFF);
+                        continue;
+                    }
+                    Err(e) => return Err(HostError::failed(&e)),
+                };
+                backoff = poll.max(std::time::Duration::from_millis(100));
                 let Some(lease) = lease else {
                     if once {
                         return Ok(());

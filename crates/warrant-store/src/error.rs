@@ -60,6 +60,21 @@ pub enum StoreError {
         attempts: u32,
         message: String,
     },
+    /// The connection went away during a statement (a server restart, a cut): what the
+    /// statement did is unknown (at `COMMIT`, whether the transaction committed), so nothing
+    /// held in memory is trusted; the store itself is the record to read again.
+    #[error(
+        "the connection to the store at {url} was lost during a statement ({message}); whether it took effect is unknown: the store is read again before anything continues"
+    )]
+    Interrupted { url: String, message: String },
+}
+
+impl StoreError {
+    /// Whether the store may answer if asked again later (it was unreachable, or the
+    /// connection dropped), as opposed to a refusal that asking again repeats.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Unreachable { .. } | Self::Interrupted { .. })
+    }
 }
 
 impl Coded for StoreError {
@@ -77,6 +92,7 @@ impl Coded for StoreError {
             Self::Fenced { .. } => "W-STORE-010",
             Self::Final { .. } => "W-STORE-011",
             Self::Unreachable { .. } => "W-STORE-012",
+            Self::Interrupted { .. } => "W-STORE-020",
         }
     }
 
@@ -95,7 +111,8 @@ impl Coded for StoreError {
             | Self::Leased { .. }
             | Self::Fenced { .. }
             | Self::Final { .. }
-            | Self::Unreachable { .. } => None,
+            | Self::Unreachable { .. }
+            | Self::Interrupted { .. } => None,
         }
     }
 }

@@ -307,6 +307,12 @@ impl Postgres {
     }
 
     fn err(&self, e: &postgres::Error) -> StoreError {
+        if connection_lost(e) {
+            return StoreError::Interrupted {
+                url: self.shown.clone(),
+                message: describe(e),
+            };
+        }
         StoreError::Query(format!("{} (store {})", describe(e), self.shown))
     }
 

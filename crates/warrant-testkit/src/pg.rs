@@ -147,6 +147,8 @@ pub struct Throwaway {
     pub dir: PathBuf,
     bin: PathBuf,
     as_postgres: bool,
+    /// The server's options (`pg_ctl start -o`), for starting it again after a stop.
+    options: String,
 }
 
 /// The certificates of a TLS throwaway server ([`Throwaway::start_tls`]), all PEM files.
@@ -214,6 +216,40 @@ impl Throwaway {
         )
     }
 
+    /// Stops the server (`pg_ctl stop -m fast`) until [`Throwaway::start_again`]: an outage.
+    pub fn stop(&self) -> Result<(), String> {
+        let data = self.dir.join("data");
+        self.run_pg(
+            "pg_ctl",
+            &[
+                "stop".as_ref(),
+                "-w".as_ref(),
+                "-m".as_ref(),
+                "fast".as_ref(),
+                "-D".as_ref(),
+                data.as_os_str(),
+            ],
+        )
+    }
+
+    /// Starts the server [`Throwaway::stop`] stopped, on the same port and data.
+    pub fn start_again(&self) -> Result<(), String> {
+        let data = self.dir.join("data");
+        self.run_pg(
+            "pg_ctl",
+            &[
+                "start".as_ref(),
+                "-w".as_ref(),
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-l".as_ref(),
+                self.dir.join("server.log").as_os_str(),
+                "-o".as_ref(),
+                self.options.as_ref(),
+            ],
+        )
+    }
+
     /// The port the server listens on.
     pub fn port(&self) -> u16 {
         self.url
@@ -252,6 +288,7 @@ impl Throwaway {
             dir,
             bin,
             as_postgres,
+            options: String::new(),
         };
         let data = server.dir.join("data");
         server.run_pg(
@@ -318,6 +355,7 @@ impl Throwaway {
                 options.as_ref(),
             ],
         )?;
+        server.options = options;
         server.spawn_watcher()?;
         let url = if certs.is_some() {
             // Plain TCP is refused by design; setup goes through the socket.

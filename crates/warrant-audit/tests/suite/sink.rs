@@ -387,3 +387,85 @@ fn without_fsync_everything_is_still_written() {
     assert!(verify_file(&path, &trusted()).unwrap().is_ok());
     assert_eq!(FsyncPolicy::default(), FsyncPolicy::EveryBatch);
 }
+
+/// An outbox that holds each delivery's first fetch until another delivery reaches its own
+/// first fetch too (or a moment passes): two deliveries that both read the copy's end before
+/// either appends then meet here, deterministically.
+struct Meeting<'a> {
+    store: &'a FakeStore,
+    arrived: std::sync::Mutex<usize>,
+    met: std::sync::Condvar,
+}
+
+impl warrant_store::AuditOutbox for Meeting<'_> {
+    fn audit_records(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<warrant_store::SealedRecord>, warrant_store::StoreError> {
+        if after == 0 {
+            let mut arrived = self.arrived.lock().unwrap();
+            *arrived += 1;
+            self.met.notify_all();
+            let _ = self
+                .met
+                .wait_timeout_while(arrived, Duration::from_millis(400), |n| *n < 2)
+                .unwrap();
+        }
+        self.store.audit_records(after, limit)
+    }
+
+    fn audit_head(&self) -> Result<warrant_store::ChainHead, warrant_store::StoreError> {
+        self.store.audit_head()
+    }
+}
+
+/// Two deliveries to one copy at once (two workers of one installation, each delivering after
+/// what it appended): without turns both read the same last line and both append what
+/// follows it, so the copy holds records twice; with them the second waits for the first and
+/// finds nothing left to append.
+#[test]
+fn two_deliveries_at_once_take_turns_and_the_copy_holds_each_record_once() {
+    for turns in [false, true] {
+        let store = chain(6);
+        let meeting = Meeting {
+            store: &store,
+            arrived: std::sync::Mutex::new(0),
+            met: std::sync::Condvar::new(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let delivered: Vec<u64> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        JsonlSink::new(&path)
+                            .with_turns(turns)
+                            .deliver(&meeting)
+                            .unwrap()
+                            .delivered
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        let copy = fs::read_to_string(&path).unwrap();
+        if turns {
+            let mut sorted = delivered.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, [0, 6]);
+            assert_eq!(copy, store_lines(&store));
+            let report = verify_file(&path, &trusted()).unwrap();
+            assert!(report.is_ok(), "{:?}", report.first_problem);
+        } else {
+            // The negative control: what the turns prevent.
+            assert_eq!(delivered, [6, 6]);
+            assert_eq!(copy.lines().count(), 12);
+            let report = verify_file(&path, &trusted()).unwrap();
+            assert_eq!(
+                report.first_problem.map(|p| p.kind),
+                Some(ProblemKind::Duplicate)
+            );
+        }
+    }
+}
