@@ -395,14 +395,18 @@ fn without_fsync_per_batch_the_checkpoint_is_written_once_and_covers_rotated_fil
     .unwrap();
     assert!(copy.is_ok(), "{copy:?}");
     assert_eq!(copy.checkpoint.unwrap().unwrap().seq, 9);
-    // The checkpoint is not mistaken for a rotated file, and leaves no temporary file behind.
+    // The checkpoint (and the lock deliveries take turns on) is not mistaken for a rotated
+    // file, and leaves no temporary file behind.
     let mut names: Vec<String> = fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| !n.starts_with("audit-"))
         .collect();
     names.sort();
-    assert_eq!(names, vec!["audit.jsonl", "audit.jsonl.checkpoint"]);
+    assert_eq!(
+        names,
+        vec!["audit.jsonl", "audit.jsonl.checkpoint", "audit.jsonl.lock"]
+    );
 
     // The newest rotated file cut at its end, with the current file removed: still found.
     let last_rotated = &files[files.len() - 2];
