@@ -381,6 +381,7 @@ impl Host {
             model: model.to_owned(),
             workspace: env.workspace.clone(),
             settings: RunSettings {
+                agent_profile: None,
                 max_denials: self.settings.max_denials,
                 max_turns: self.settings.max_turns,
                 deadline,

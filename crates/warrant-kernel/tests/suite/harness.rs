@@ -214,6 +214,7 @@ impl World {
 }
 
 pub fn settings() -> RunSettings {
+    agent_profile: None,
     RunSettings {
         max_denials: 3,
         max_turns: 20,
