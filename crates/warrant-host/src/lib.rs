@@ -7,6 +7,7 @@
 //! goes on through [`Notices`].
 
 pub mod aais;
+pub mod agent_profiles;
 pub mod approvals;
 pub mod approver_key;
 pub mod artifacts;

@@ -84,6 +84,16 @@ pub enum OapError {
     Write { path: String, message: String },
     #[error("no pending profile proposal `{id}`")]
     NoProposal { id: String },
+    #[error("run {run} was started under agent profile `{name}` revision {revision} ({spec_digest}); the profile is now {now}: resume refuses a changed profile (start a new run with the new one)")]
+    Changed {
+        run: String,
+        name: String,
+        revision: u64,
+        spec_digest: String,
+        now: String,
+    },
+    #[error("refused: this process was started by a Warrant run ({evidence}); a delta is approved by a person, not by a run's command")]
+    FromCommand { evidence: String },
 }
 
 impl OapError {
@@ -105,6 +115,8 @@ impl OapError {
             Self::Apply { .. } => "W-OAP-014",
             Self::Write { .. } => "W-OAP-015",
             Self::NoProposal { .. } => "W-OAP-016",
+            Self::Changed { .. } => "W-OAP-017",
+            Self::FromCommand { .. } => "W-OAP-018",
         }
     }
 
@@ -132,7 +144,9 @@ impl OapError {
             | Self::Digest { .. }
             | Self::Apply { .. }
             | Self::Write { .. }
-            | Self::NoProposal { .. } => None,
+            | Self::NoProposal { .. }
+            | Self::Changed { .. }
+            | Self::FromCommand { .. } => None,
         }
     }
 }

@@ -146,6 +146,14 @@ fn tool_ceilings(
     let mut ceilings = BTreeMap::new();
     let mut aliases = BTreeMap::new();
     for tool in tools {
+        // Requests to a person (a question, a secret, a resource) are not actions: nothing
+        // of the profile's tool policy applies to them, and policy never sees them either.
+        if matches!(
+            tool.as_str(),
+            "ask_question" | "request_secret" | "request_resource"
+        ) {
+            continue;
+        }
         let names = oap_names(tool);
         let denied_by = matches_any(&deny, tool, &names);
         let listed = matches_any(&allow, tool, &names);
