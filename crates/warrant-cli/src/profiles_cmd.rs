@@ -151,7 +151,13 @@ pub fn dispatch(ws: Option<&Path>, command: ProfilesCommand) -> Result<u8, Failu
             if !v.adjustments.is_empty() {
                 outln!("dropped, narrowed or substituted:");
                 for a in &v.adjustments {
-                    outln!("  {}: {} -> {} ({})", a.field, a.requested, a.effective, a.reason);
+                    outln!(
+                        "  {}: {} -> {} ({})",
+                        a.field,
+                        a.requested,
+                        a.effective,
+                        a.reason
+                    );
                 }
             }
             for w in &v.warnings {
@@ -190,7 +196,12 @@ pub fn dispatch(ws: Option<&Path>, command: ProfilesCommand) -> Result<u8, Failu
                 let show = |v: &Option<serde_json::Value>| {
                     v.as_ref().map_or("(absent)".to_owned(), |v| v.to_string())
                 };
-                outln!("{mark}{}: {} -> {}", c.pointer, show(&c.before), show(&c.after));
+                outln!(
+                    "{mark}{}: {} -> {}",
+                    c.pointer,
+                    show(&c.before),
+                    show(&c.after)
+                );
             }
             Ok(0)
         }
@@ -224,7 +235,11 @@ pub fn dispatch(ws: Option<&Path>, command: ProfilesCommand) -> Result<u8, Failu
                 outln!(
                     "  proposal {id} ({} risk{}): {} {} — {}",
                     p.risk,
-                    if p.risk_raised { ", raised by Warrant" } else { "" },
+                    if p.risk_raised {
+                        ", raised by Warrant"
+                    } else {
+                        ""
+                    },
                     p.op,
                     p.path,
                     p.rationale

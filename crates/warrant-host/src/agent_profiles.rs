@@ -129,7 +129,10 @@ impl Host {
     /// `profiles show`.
     pub fn agent_profile(&self, name_or_file: &str) -> Result<ProfileView> {
         let r = self.resolve_profile(name_or_file)?;
-        let tools: Vec<String> = warrant_kernel::ToolRegistry::specs(&self.tools()?).iter().map(|s| s.name.clone()).collect();
+        let tools: Vec<String> = warrant_kernel::ToolRegistry::specs(&self.tools()?)
+            .iter()
+            .map(|s| s.name.clone())
+            .collect();
         let (pin, _) = warrant_oap::pin::pin(&r, &self.paths.workspace, &tools, "")
             .map_err(|e| host_error(&e))?;
         Ok(ProfileView {
@@ -174,9 +177,8 @@ impl Host {
 
     /// `profiles diff A B`: each a name or a file, compared as written (not merged).
     pub fn agent_profile_diff(&self, a: &str, b: &str) -> Result<ProfileDiff> {
-        let doc = |x: &str| -> Result<warrant_oap::Document> {
-            Ok(self.resolve_profile(x)?.document)
-        };
+        let doc =
+            |x: &str| -> Result<warrant_oap::Document> { Ok(self.resolve_profile(x)?.document) };
         let changes = warrant_oap::diff::diff(&doc(a)?, &doc(b)?);
         Ok(ProfileDiff {
             from: a.to_owned(),

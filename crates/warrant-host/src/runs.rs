@@ -126,7 +126,9 @@ impl Host {
         let pinned = match &request.agent_profile {
             Some(name) => {
                 let names: Vec<String> = warrant_kernel::ToolRegistry::specs(tools)
-                    .iter().map(|s| s.name.clone()).collect();
+                    .iter()
+                    .map(|s| s.name.clone())
+                    .collect();
                 Some(self.pin_agent_profile(name, &names, &request.model)?)
             }
             None => None,
@@ -140,14 +142,8 @@ impl Host {
                 (a, b) => a.or(b),
             };
         }
-        let mut spec = self.new_run_spec(
-            tools,
-            env,
-            &request.model,
-            request.task,
-            deadline,
-            queued,
-        );
+        let mut spec =
+            self.new_run_spec(tools, env, &request.model, request.task, deadline, queued);
         if let Some((pin, limits)) = pinned {
             let s = &mut spec.settings;
             if let Some(t) = limits.max_turns {

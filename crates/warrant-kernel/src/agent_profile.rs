@@ -73,10 +73,9 @@ impl Family {
             | Verb::CatalogList
             | Verb::CatalogRead => Some(Self::Network),
             Verb::MemoryRead => Some(Self::MemoryRead),
-            Verb::MemoryWrite
-            | Verb::MemoryDelete
-            | Verb::MemoryPropose
-            | Verb::MemoryPublish => Some(Self::MemoryWrite),
+            Verb::MemoryWrite | Verb::MemoryDelete | Verb::MemoryPropose | Verb::MemoryPublish => {
+                Some(Self::MemoryWrite)
+            }
             Verb::FsRead
             | Verb::FsList
             | Verb::FsSearch
@@ -286,9 +285,8 @@ impl ProfilePin {
             Verb::WebFetch => {
                 let hosts = self.allow_hosts.as_ref()?;
                 let host = url_host(target).unwrap_or_default();
-                return (!hosts.iter().any(|h| h.eq_ignore_ascii_case(&host))).then(|| {
-                    format!("host `{host}` is not in spec.permissions.allow_hosts")
-                });
+                return (!hosts.iter().any(|h| h.eq_ignore_ascii_case(&host)))
+                    .then(|| format!("host `{host}` is not in spec.permissions.allow_hosts"));
             }
             Verb::ShellExec
             | Verb::GitCommit
@@ -310,7 +308,9 @@ impl ProfilePin {
             | Verb::AgentSpawn => return None,
         };
         if let Some(d) = self.paths.deny.iter().find(|d| under(target, d)) {
-            return Some(format!("`{target}` is under spec.permissions.filesystem.deny_paths ({d})"));
+            return Some(format!(
+                "`{target}` is under spec.permissions.filesystem.deny_paths ({d})"
+            ));
         }
         let roots = roots.as_ref()?;
         (!roots.iter().any(|r| under(target, r)))

@@ -260,12 +260,11 @@ pub fn apply(
             ),
         });
     }
-    let text = oap::serialize(&result, oap::OapFormat::from_path(&path)).map_err(|e| {
-        OapError::Write {
+    let text =
+        oap::serialize(&result, oap::OapFormat::from_path(&path)).map_err(|e| OapError::Write {
             path: path.display().to_string(),
             message: e.to_string(),
-        }
-    })?;
+        })?;
     write_checked(&path, current, text.as_bytes())?;
     Ok(Applied {
         profile: name,

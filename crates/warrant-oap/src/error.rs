@@ -34,7 +34,9 @@ pub enum OapError {
     Read { path: String, message: String },
     #[error("{path} is not an OAP document: {message}")]
     Parse { path: String, message: String },
-    #[error("{path} uses OAP version {version}; this harness implements 1.0 only, and unsupported versions fail closed (errata 1.0.1)")]
+    #[error(
+        "{path} uses OAP version {version}; this harness implements 1.0 only, and unsupported versions fail closed (errata 1.0.1)"
+    )]
     Version { path: String, version: String },
     #[error("{path} is not a valid {kind}:{}", list(.findings))]
     Invalid {
@@ -44,7 +46,9 @@ pub enum OapError {
     },
     #[error("no agent profile named `{name}` in {roots}")]
     NotFound { name: String, roots: String },
-    #[error("two profiles named `{name}` in the {root} root: {first} and {second}; a name must be unique within a root")]
+    #[error(
+        "two profiles named `{name}` in the {root} root: {first} and {second}; a name must be unique within a root"
+    )]
     Collision {
         name: String,
         root: String,
@@ -62,15 +66,21 @@ pub enum OapError {
         pin: String,
         found: String,
     },
-    #[error("`{name}` requires {what}, which is not available; a differently capable agent must not run under the same name (L1-I7)")]
+    #[error(
+        "`{name}` requires {what}, which is not available; a differently capable agent must not run under the same name (L1-I7)"
+    )]
     Required { name: String, what: String },
-    #[error("the delta targets `{name}` at revision {target}, but the profile is at revision {current}; nothing was written (a stale delta is rejected, never written blind)")]
+    #[error(
+        "the delta targets `{name}` at revision {target}, but the profile is at revision {current}; nothing was written (a stale delta is rejected, never written blind)"
+    )]
     Conflict {
         name: String,
         target: u64,
         current: u64,
     },
-    #[error("the delta's target.digest {pinned} is not the profile's digest {actual}; nothing was written")]
+    #[error(
+        "the delta's target.digest {pinned} is not the profile's digest {actual}; nothing was written"
+    )]
     Digest { pinned: String, actual: String },
     #[error("`{name}` has lifecycle.writeback `{writeback}`: {why}")]
     Writeback {
@@ -84,7 +94,9 @@ pub enum OapError {
     Write { path: String, message: String },
     #[error("no pending profile proposal `{id}`")]
     NoProposal { id: String },
-    #[error("run {run} was started under agent profile `{name}` revision {revision} ({spec_digest}); the profile is now {now}: resume refuses a changed profile (start a new run with the new one)")]
+    #[error(
+        "run {run} was started under agent profile `{name}` revision {revision} ({spec_digest}); the profile is now {now}: resume refuses a changed profile (start a new run with the new one)"
+    )]
     Changed {
         run: String,
         name: String,
@@ -92,7 +104,9 @@ pub enum OapError {
         spec_digest: String,
         now: String,
     },
-    #[error("refused: this process was started by a Warrant run ({evidence}); a delta is approved by a person, not by a run's command")]
+    #[error(
+        "refused: this process was started by a Warrant run ({evidence}); a delta is approved by a person, not by a run's command"
+    )]
     FromCommand { evidence: String },
 }
 

@@ -237,12 +237,7 @@ fn rules(spec: &Document) -> Vec<PinnedRule> {
         .into_iter()
         .flatten()
         .filter_map(|r| {
-            let s = |k: &str| {
-                r.get(k)
-                    .and_then(Value::as_str)
-                    .unwrap_or("*")
-                    .to_owned()
-            };
+            let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("*").to_owned();
             Some(PinnedRule {
                 tool: s("tool"),
                 action: s("action"),
@@ -366,7 +361,10 @@ fn evict_key(entry: &Value, strategy: &str) -> String {
     if keys.is_empty() {
         return format!(
             "{:020.6}",
-            entry.get("confidence").and_then(Value::as_f64).unwrap_or(1.0)
+            entry
+                .get("confidence")
+                .and_then(Value::as_f64)
+                .unwrap_or(1.0)
         );
     }
     keys.iter()

@@ -214,8 +214,8 @@ impl World {
 }
 
 pub fn settings() -> RunSettings {
-    agent_profile: None,
     RunSettings {
+        agent_profile: None,
         max_denials: 3,
         max_turns: 20,
         deadline: None,

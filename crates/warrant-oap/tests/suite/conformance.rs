@@ -140,7 +140,10 @@ fn every_invalid_example_is_rejected_with_a_pointer() {
                 "literal-secret.agent.yaml".into(),
                 "/spec/tools/mcp_servers/0/env/GITHUB_TOKEN".into()
             ),
-            ("missing-instructions.agent.yaml".into(), "/spec/role".into()),
+            (
+                "missing-instructions.agent.yaml".into(),
+                "/spec/role".into()
+            ),
             (
                 "path-traversal.agent.yaml".into(),
                 "/spec/context/files/0/path".into()
@@ -159,8 +162,8 @@ fn valid_deltas_apply_to_their_profiles_and_invalid_ones_are_refused() {
         actor: "alice@acme",
         now: None,
     };
-    let d = delta::load_delta(&fixtures().join("tests/deltas/learned-conventions.delta.yaml"))
-        .unwrap();
+    let d =
+        delta::load_delta(&fixtures().join("tests/deltas/learned-conventions.delta.yaml")).unwrap();
     let applied = delta::apply(&cat, &d, None, &who).unwrap();
     assert_eq!((applied.from_revision, applied.to_revision), (7, 8));
     assert_eq!(applied.proposals.len(), 1);
@@ -174,8 +177,7 @@ fn valid_deltas_apply_to_their_profiles_and_invalid_ones_are_refused() {
         json!(["read", "search", "git/diff", "git/log"])
     );
     assert_eq!(
-        after.document["state"]["open_threads"][0]["status"],
-        "blocked",
+        after.document["state"]["open_threads"][0]["status"], "blocked",
         "the id: pointer form (L2-A14) replaced the thread"
     );
     let history = after.document["history"].as_array().unwrap();
@@ -248,7 +250,10 @@ fn narrowing_is_the_minimum_and_recorded() {
     let read = Action::FsRead {
         path: CanonicalPath::from_normalized(&format!("{}/a", ws.path().display())).unwrap(),
     };
-    assert_eq!(pin.narrow(denied, "read_file", &read).verdict, Verdict::Deny);
+    assert_eq!(
+        pin.narrow(denied, "read_file", &read).verdict,
+        Verdict::Deny
+    );
 }
 
 /// §5.2 test 2 (L1-I1): constraints come after instructions, whatever they say.
@@ -323,7 +328,10 @@ fn state_is_not_authority() {
     let (a, b) = (pin("a"), pin("b"));
     assert_eq!(a.tools, b.tools);
     assert_eq!(a.families, b.families);
-    assert_eq!(b.narrow(allow(), "run_command", &exec()).verdict, Verdict::Deny);
+    assert_eq!(
+        b.narrow(allow(), "run_command", &exec()).verdict,
+        Verdict::Deny
+    );
     assert!(b.state.unwrap().contains("without asking"));
 }
 
@@ -380,9 +388,23 @@ fn deltas_are_atomic_checked_and_never_take_proposals() {
     assert_eq!(e.code(), "W-OAP-014", "{e}");
     assert_eq!(std::fs::read(&path).unwrap(), before);
     // Stale revision: refused, nothing written.
-    let d = delta_doc(3, "  - op: add\n    path: /state/facts/-\n    value: {id: n1, text: one}\n", "");
+    let d = delta_doc(
+        3,
+        "  - op: add\n    path: /state/facts/-\n    value: {id: n1, text: one}\n",
+        "",
+    );
     let e = delta::apply(&cat, &d, None, &who).unwrap_err();
-    assert!(matches!(e, OapError::Conflict { target: 3, current: 4, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            OapError::Conflict {
+                target: 3,
+                current: 4,
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert_eq!(std::fs::read(&path).unwrap(), before);
     // writeback auto: the state op is applied, the proposal adding shell is not.
     let d = delta_doc(
@@ -411,19 +433,34 @@ fn deltas_are_atomic_checked_and_never_take_proposals() {
 fn writeback_is_honoured() {
     let ws = tempfile::tempdir().unwrap();
     let dir = ws.path().join(".agents");
-    write(&dir, "w.agent.yaml", &profile("w", "  lifecycle:\n    writeback: propose\n"));
+    write(
+        &dir,
+        "w.agent.yaml",
+        &profile("w", "  lifecycle:\n    writeback: propose\n"),
+    );
     let cat = catalog_of(&dir);
-    let d = delta_doc(4, "  - op: add\n    path: /state/summary\n    value: hi\n", "");
+    let d = delta_doc(
+        4,
+        "  - op: add\n    path: /state/summary\n    value: hi\n",
+        "",
+    );
     let who = |approved| ApplyAs {
         approved,
         actor: "bob",
         now: None,
     };
     assert_eq!(
-        delta::apply(&cat, &d, None, &who(false)).unwrap_err().code(),
+        delta::apply(&cat, &d, None, &who(false))
+            .unwrap_err()
+            .code(),
         "W-OAP-013"
     );
-    assert_eq!(delta::apply(&cat, &d, None, &who(true)).unwrap().to_revision, 5);
+    assert_eq!(
+        delta::apply(&cat, &d, None, &who(true))
+            .unwrap()
+            .to_revision,
+        5
+    );
 }
 
 /// §5.2 test 10 (L2-A9): the pinned, oldest fact survives the cap.
@@ -431,7 +468,10 @@ fn writeback_is_honoured() {
 fn retention_spares_pinned_entries() {
     let ws = tempfile::tempdir().unwrap();
     let dir = ws.path().join(".agents");
-    auto_profile(&dir, "    retention:\n      max_facts: 2\n      eviction: oldest\n");
+    auto_profile(
+        &dir,
+        "    retention:\n      max_facts: 2\n      eviction: oldest\n",
+    );
     let cat = catalog_of(&dir);
     let d = delta_doc(
         4,
@@ -461,8 +501,14 @@ fn extends_merges_then_narrows() {
     let r = cat.resolve("python-reviewer").unwrap();
     assert_eq!(r.extends, vec!["base-reviewer".to_owned()]);
     let spec = &r.effective["spec"];
-    assert_eq!(spec["tools"]["allow"], json!(["read", "search", "git/diff"]));
-    assert_eq!(spec["permissions"]["shell"], "deny", "deep-merged from the base");
+    assert_eq!(
+        spec["tools"]["allow"],
+        json!(["read", "search", "git/diff"])
+    );
+    assert_eq!(
+        spec["permissions"]["shell"], "deny",
+        "deep-merged from the base"
+    );
     assert!(r.effective.get("state").is_some() && r.effective["state"]["revision"] == 1);
     drop(ws);
 
@@ -471,36 +517,56 @@ fn extends_merges_then_narrows() {
     write(
         &dir,
         "base.agent.yaml",
-        &profile("base", "  tools:\n    allow: [read, search]\n  permissions:\n    shell: deny\n"),
+        &profile(
+            "base",
+            "  tools:\n    allow: [read, search]\n  permissions:\n    shell: deny\n",
+        ),
     );
     write(
         &dir,
         "child.agent.yaml",
         &format!(
             "{}extends:\n  - name: base\n",
-            profile("child", "  tools:\n    allow: [read, shell]\n  permissions:\n    shell: allow\n")
+            profile(
+                "child",
+                "  tools:\n    allow: [read, shell]\n  permissions:\n    shell: allow\n"
+            )
         ),
     );
     let cat = catalog_of(&dir);
     let r = cat.resolve("child").unwrap();
     // Documented: the merge produces the child's value (objects merge key by key)...
     assert_eq!(r.effective["spec"]["permissions"]["shell"], "allow");
-    assert_eq!(r.effective["spec"]["tools"]["allow"], json!(["read", "shell"]));
+    assert_eq!(
+        r.effective["spec"]["tools"]["allow"],
+        json!(["read", "shell"])
+    );
     // ...and the effective decision is still bounded by policy: an ask stays an ask.
     let (pin, _) = warrant_oap::pin::pin(&r, ws.path(), &tools(), "m").unwrap();
     let asked = PolicyVerdict {
         verdict: Verdict::Ask,
         ..allow()
     };
-    assert_eq!(pin.narrow(asked, "run_command", &exec()).verdict, Verdict::Ask);
+    assert_eq!(
+        pin.narrow(asked, "run_command", &exec()).verdict,
+        Verdict::Ask
+    );
 }
 
 #[test]
 fn extends_cycles_and_depth_over_eight_are_refused() {
     let ws = tempfile::tempdir().unwrap();
     let dir = ws.path().join(".agents");
-    write(&dir, "a.agent.yaml", &format!("{}extends:\n  - name: b\n", profile("a", "")));
-    write(&dir, "b.agent.yaml", &format!("{}extends:\n  - name: a\n", profile("b", "")));
+    write(
+        &dir,
+        "a.agent.yaml",
+        &format!("{}extends:\n  - name: b\n", profile("a", "")),
+    );
+    write(
+        &dir,
+        "b.agent.yaml",
+        &format!("{}extends:\n  - name: a\n", profile("b", "")),
+    );
     for i in 0..10 {
         let ext = if i < 9 {
             format!("extends:\n  - name: d{}\n", i + 1)
@@ -531,15 +597,25 @@ fn bad_documents_get_their_own_codes() {
         "dup.agent.yaml",
         "oap: \"1.0\"\nkind: AgentProfile\nmetadata:\n  name: dup\n  name: dup2\n  description: d\nspec:\n  role:\n    instructions: x\n",
     );
-    let minor = write(&dir, "minor.agent.yaml", &profile("minor", "").replace("\"1.0\"", "\"1.1\""));
-    assert_eq!(warrant_oap::parse_file(&dup).unwrap_err().code(), "W-OAP-002");
+    let minor = write(
+        &dir,
+        "minor.agent.yaml",
+        &profile("minor", "").replace("\"1.0\"", "\"1.1\""),
+    );
+    assert_eq!(
+        warrant_oap::parse_file(&dup).unwrap_err().code(),
+        "W-OAP-002"
+    );
     assert!(
         warrant_oap::parse_file(&dup)
             .unwrap_err()
             .to_string()
             .contains("duplicate key")
     );
-    assert_eq!(warrant_oap::parse_file(&minor).unwrap_err().code(), "W-OAP-003");
+    assert_eq!(
+        warrant_oap::parse_file(&minor).unwrap_err().code(),
+        "W-OAP-003"
+    );
 }
 
 #[test]
@@ -551,7 +627,11 @@ fn discovery_collisions() {
     write(&proj, "x.agent.yaml", &profile("x", ""));
     // The file name differs from metadata.name: the name wins.
     write(&proj, "other.agent.yaml", &profile("y", ""));
-    write(&proj, "y2.agent.json", "{\"oap\":\"1.0\",\"kind\":\"AgentProfile\",\"metadata\":{\"name\":\"y\",\"description\":\"d\"},\"spec\":{\"role\":{\"instructions\":\"i\"}}}");
+    write(
+        &proj,
+        "y2.agent.json",
+        "{\"oap\":\"1.0\",\"kind\":\"AgentProfile\",\"metadata\":{\"name\":\"y\",\"description\":\"d\"},\"spec\":{\"role\":{\"instructions\":\"i\"}}}",
+    );
     let cat = Catalog::discover(vec![
         Root {
             kind: RootKind::User,
