@@ -152,8 +152,18 @@ impl Host {
             if let Some(c) = limits.max_tool_calls {
                 s.max_tool_calls = Some(s.max_tool_calls.map_or(c, |m| m.min(c)));
             }
-            if let (Some(d), Some(spawn)) = (limits.max_depth, s.spawn.as_deref_mut()) {
-                spawn.max_depth = spawn.max_depth.min(d);
+            if let Some(spawn) = s.spawn.as_deref_mut() {
+                if let Some(d) = limits.max_depth {
+                    spawn.max_depth = spawn.max_depth.min(d);
+                }
+                // The run-scope budget is tightened by a share like a subagent's.
+                if let Some(cost) = limits.max_cost_usd {
+                    let cap = warrant_core::config::BudgetLimit {
+                        tokens: None,
+                        cost_usd: Some(cost),
+                    };
+                    spawn.budget = Some(spawn.budget.map_or(cap, |b| b.tightest(cap)));
+                }
             }
             s.agent_profile = Some(Box::new(pin));
         }

@@ -164,6 +164,10 @@ pub struct ProfilePin {
     /// `spec.permissions.allow_hosts`: a fetch or push elsewhere is denied (`None`: not set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_hosts: Option<Vec<String>>,
+    /// `spec.memory.scopes`: memory actions only in these namespaces (a scope `kind:name`
+    /// names the namespace `name`); `None` when the profile sets none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_scopes: Option<Vec<String>>,
     /// Everything dropped, narrowed or substituted when the run started.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub adjustments: Vec<Adjustment>,
@@ -205,6 +209,20 @@ fn url_host(url: &str) -> Option<String> {
         host.split(':').next()?
     };
     Some(host.to_ascii_lowercase())
+}
+
+/// The namespace a memory action works in.
+fn memory_namespace(action: &Action) -> Option<&str> {
+    if let Action::MemoryRead { namespace, .. }
+    | Action::MemoryWrite { namespace, .. }
+    | Action::MemoryDelete { namespace, .. }
+    | Action::MemoryPropose { namespace, .. }
+    | Action::MemoryPublish { namespace, .. } = action
+    {
+        Some(namespace)
+    } else {
+        None
+    }
 }
 
 /// The policy name under which a profile's narrowing is recorded.
@@ -284,18 +302,31 @@ impl ProfilePin {
             }
             Verb::WebFetch => {
                 let hosts = self.allow_hosts.as_ref()?;
-                let host = url_host(target).unwrap_or_default();
+                let host = if let Action::WebFetch { host, .. } = action {
+                    host.to_ascii_lowercase()
+                } else {
+                    url_host(target).unwrap_or_default()
+                };
                 return (!hosts.iter().any(|h| h.eq_ignore_ascii_case(&host)))
                     .then(|| format!("host `{host}` is not in spec.permissions.allow_hosts"));
+            }
+            Verb::MemoryRead
+            | Verb::MemoryWrite
+            | Verb::MemoryDelete
+            | Verb::MemoryPropose
+            | Verb::MemoryPublish => {
+                let scopes = self.memory_scopes.as_ref()?;
+                let namespace = memory_namespace(action)?;
+                let listed = scopes.iter().any(|s| {
+                    s == namespace || s.split_once(':').is_some_and(|(_, n)| n == namespace)
+                });
+                return (!listed).then(|| {
+                    format!("memory namespace `{namespace}` is not in spec.memory.scopes")
+                });
             }
             Verb::ShellExec
             | Verb::GitCommit
             | Verb::GitPush
-            | Verb::MemoryRead
-            | Verb::MemoryWrite
-            | Verb::MemoryDelete
-            | Verb::MemoryPropose
-            | Verb::MemoryPublish
             | Verb::CatalogList
             | Verb::CatalogRead
             | Verb::ProviderCall
@@ -371,6 +402,7 @@ mod tests {
             rules: vec![],
             paths: PathCeiling::default(),
             allow_hosts: None,
+            memory_scopes: None,
             adjustments: vec![],
         }
     }

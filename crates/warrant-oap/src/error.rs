@@ -92,8 +92,6 @@ pub enum OapError {
     Apply { name: String, message: String },
     #[error("cannot write {path}: {message}; the profile on disk is unchanged")]
     Write { path: String, message: String },
-    #[error("no pending profile proposal `{id}`")]
-    NoProposal { id: String },
     #[error(
         "run {run} was started under agent profile `{name}` revision {revision} ({spec_digest}); the profile is now {now}: resume refuses a changed profile (start a new run with the new one)"
     )]
@@ -128,9 +126,8 @@ impl OapError {
             Self::Writeback { .. } => "W-OAP-013",
             Self::Apply { .. } => "W-OAP-014",
             Self::Write { .. } => "W-OAP-015",
-            Self::NoProposal { .. } => "W-OAP-016",
-            Self::Changed { .. } => "W-OAP-017",
-            Self::FromCommand { .. } => "W-OAP-018",
+            Self::Changed { .. } => "W-OAP-016",
+            Self::FromCommand { .. } => "W-OAP-017",
         }
     }
 
@@ -158,7 +155,6 @@ impl OapError {
             | Self::Digest { .. }
             | Self::Apply { .. }
             | Self::Write { .. }
-            | Self::NoProposal { .. }
             | Self::Changed { .. }
             | Self::FromCommand { .. } => None,
         }

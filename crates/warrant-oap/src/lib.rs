@@ -195,9 +195,10 @@ pub fn validate_file(path: &Path) -> Report {
             kind: String::new(),
             ok: false,
             errors: vec![Finding {
-                pointer: match &e {
-                    OapError::Version { .. } => "/oap".to_owned(),
-                    _ => String::new(),
+                pointer: if matches!(e, OapError::Version { .. }) {
+                    "/oap".to_owned()
+                } else {
+                    String::new()
                 },
                 message: format!("{} ({})", e, e.code()),
             }],

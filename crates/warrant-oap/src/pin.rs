@@ -14,16 +14,19 @@ use warrant_kernel::agent_profile::{
 use crate::{Document, OapError, Resolved};
 
 /// Limits of `spec.runtime` the host applies to the run's settings (each only lowers one).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunLimits {
     pub max_turns: Option<u32>,
     pub max_tool_calls: Option<u32>,
     pub timeout_seconds: Option<u64>,
     /// `spec.runtime.subagents.max_depth`.
     pub max_depth: Option<u32>,
+    /// `spec.runtime.max_cost_usd`: the run's cost budget (metered where `[prices]` prices
+    /// the model).
+    pub max_cost_usd: Option<f64>,
 }
 
-fn obj<'a>(v: Option<&'a Value>) -> Option<&'a serde_json::Map<String, Value>> {
+fn obj(v: Option<&Value>) -> Option<&serde_json::Map<String, Value>> {
     v.and_then(Value::as_object)
 }
 
@@ -259,7 +262,9 @@ fn absolute(workspace: &Path, rel: &str) -> String {
             std::path::Component::ParentDir => {
                 out.pop();
             }
-            other => out.push(other.as_os_str()),
+            other @ (std::path::Component::Prefix(_)
+            | std::path::Component::RootDir
+            | std::path::Component::Normal(_)) => out.push(other.as_os_str()),
         }
     }
     out.display().to_string()
@@ -546,12 +551,12 @@ fn unsupported(
             ));
         }
     }
-    if at(spec, &["runtime", "max_cost_usd"]).is_some() {
+    if at(spec, &["runtime", "subagents", "max_concurrent"]).is_some() {
         adjustments.push(adjust(
-            "runtime.max_cost_usd",
-            "per-run cost cap",
-            "the installation's [budget]",
-            "a per-profile cost cap is not applied",
+            "runtime.subagents.max_concurrent",
+            "concurrency cap",
+            "not applied",
+            "Warrant runs subagents one at a time, inside the parent's call",
         ));
     }
     Ok(())
@@ -589,6 +594,9 @@ pub fn pin(
         max_depth: at(&spec, &["runtime", "subagents", "max_depth"])
             .and_then(Value::as_u64)
             .map(|n| n.min(8) as u32),
+        max_cost_usd: runtime
+            .and_then(|r| r.get("max_cost_usd"))
+            .and_then(Value::as_f64),
     };
     Ok((
         ProfilePin {
@@ -606,6 +614,7 @@ pub fn pin(
             rules: rules(&spec),
             paths: paths(&spec, workspace),
             allow_hosts: hosts,
+            memory_scopes: at(&spec, &["memory", "scopes"]).map(|v| strings(Some(v))),
             adjustments,
         },
         limits,

@@ -154,7 +154,7 @@ fn a_run_is_narrowed_by_its_profile_and_resume_refuses_a_changed_one() {
     std::fs::write(&file, text.replace("twelve highest", "five highest")).unwrap();
     let out = sb.run(&["resume", &run, "--prompt", "never"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("W-OAP-017"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("W-OAP-016"), "{}", stderr(&out));
     // Put back, it continues (still waiting for the person).
     std::fs::write(&file, text).unwrap();
     let out = sb.run(&["resume", &run, "--prompt", "never"]);
@@ -239,7 +239,7 @@ fn deltas_need_a_person_and_queue_proposals() {
         .push(("WARRANT_COMMAND".into(), "run-x".into()));
     let out = sb.run(&["profiles", "apply", delta, "--approve"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("W-OAP-018"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("W-OAP-017"), "{}", stderr(&out));
     sb.extra_env
         .push(("WARRANT_TEST_DISABLE".into(), "origin".into()));
     let control = sb.run(&["profiles", "apply", delta, "--approve", "--json"]);

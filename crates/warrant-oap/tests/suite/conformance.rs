@@ -256,6 +256,65 @@ fn narrowing_is_the_minimum_and_recorded() {
     );
 }
 
+/// L1-I3 beyond tools: memory scopes, filesystem roots and hosts narrow too.
+#[test]
+fn memory_scopes_roots_and_hosts_narrow() {
+    let ws = tempfile::tempdir().unwrap();
+    let dir = ws.path().join(".agents");
+    write(
+        &dir,
+        "m.agent.yaml",
+        &profile(
+            "m",
+            "  tools:\n    policy: inherit\n  permissions:\n    default: allow\n    network: allow\n    allow_hosts: [docs.example]\n    filesystem:\n      read_roots: [src]\n      deny_paths: [src/secret]\n  memory:\n    mode: read_write\n    scopes: [\"project:notes\"]\n  runtime:\n    max_cost_usd: 1.5\n",
+        ),
+    );
+    let cat = catalog_of(&dir);
+    let (pin, limits) =
+        warrant_oap::pin::pin(&cat.resolve("m").unwrap(), ws.path(), &tools(), "m").unwrap();
+    assert_eq!(limits.max_cost_usd, Some(1.5));
+    let v = |tool: &str, action: serde_json::Value| {
+        pin.narrow(allow(), tool, &serde_json::from_value(action).unwrap())
+            .verdict
+    };
+    let w = ws.path().display().to_string();
+    assert_eq!(
+        v(
+            "read_file",
+            json!({"verb": "fs.read", "path": format!("{w}/src/a.rs")})
+        ),
+        Verdict::Allow
+    );
+    assert_eq!(
+        v(
+            "read_file",
+            json!({"verb": "fs.read", "path": format!("{w}/README")})
+        ),
+        Verdict::Deny
+    );
+    assert_eq!(
+        v(
+            "read_file",
+            json!({"verb": "fs.read", "path": format!("{w}/src/secret/k")})
+        ),
+        Verdict::Deny
+    );
+    assert_eq!(
+        v(
+            "web_fetch",
+            json!({"verb": "web.fetch", "url": "https://docs.example/a", "host": "docs.example", "port": 443, "allowlisted": true})
+        ),
+        Verdict::Allow
+    );
+    assert_eq!(
+        v(
+            "web_fetch",
+            json!({"verb": "web.fetch", "url": "https://evil.example/a", "host": "evil.example", "port": 443, "allowlisted": true})
+        ),
+        Verdict::Deny
+    );
+}
+
 /// §5.2 test 2 (L1-I1): constraints come after instructions, whatever they say.
 #[test]
 fn prompt_order_is_fixed() {
@@ -635,7 +694,7 @@ fn discovery_collisions() {
     let cat = Catalog::discover(vec![
         Root {
             kind: RootKind::User,
-            dir: user.clone(),
+            dir: user,
         },
         Root {
             kind: RootKind::Project,
