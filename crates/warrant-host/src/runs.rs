@@ -411,12 +411,19 @@ impl Host {
                     }
                 };
                 ring.hold_fence(Some(lease.token));
-                let prepared = self.provider(&state.model, &tools).and_then(|p| {
-                    ring.check_replay(&mut state, &tools, &digest)
-                        .and_then(|()| ring.resume(&mut state, &self.identity.principal))
-                        .map_err(|e| HostError::failed(&e))
-                        .map(|()| p)
-                });
+                // A run pinned to an agent profile is driven only under that very profile.
+                let pinned = match state.settings.agent_profile.as_deref() {
+                    Some(pin) => self.check_pinned_profile(lease.run.as_str(), pin),
+                    None => Ok(()),
+                };
+                let prepared = pinned
+                    .and_then(|()| self.provider(&state.model, &tools))
+                    .and_then(|p| {
+                        ring.check_replay(&mut state, &tools, &digest)
+                            .and_then(|()| ring.resume(&mut state, &self.identity.principal))
+                            .map_err(|e| HostError::failed(&e))
+                            .map(|()| p)
+                    });
                 let model = match prepared {
                     Ok(p) => p,
                     Err(f) => {

@@ -352,3 +352,107 @@ fn bad_profiles_are_refused_before_a_run_starts() {
         "no run was started"
     );
 }
+
+const DELEGATE: &str = r#"
+version: 1
+turns:
+  - calls:
+      - tool: spawn_agent
+        args: { task: "look around" }
+  - say: "Done."
+children:
+  - turns:
+      - calls:
+          - tool: run_command
+            args: { argv: ["ls"] }
+          - tool: write_file
+            args: { path: "out.txt", content: "x" }
+      - say: "Done."
+"#;
+
+/// §5.2 test 12 (L3-B1): a subagent works under its parent's effective profile, whatever the
+/// harness would give it; without the profile (the control) its calls run.
+#[test]
+fn a_subagent_is_held_to_its_parents_profile() {
+    let sb = Sandbox::init();
+    sb.write(
+        ".agents/lead.agent.yaml",
+        "oap: \"1.0\"\nkind: AgentProfile\nmetadata:\n  name: lead\n  description: Leads.\nspec:\n  role:\n    instructions: You delegate.\n  tools:\n    allow: [read, agent]\n  permissions:\n    default: allow\n  runtime:\n    subagents:\n      allow: [helper]\n",
+    );
+    let model = sb.transcript(DELEGATE);
+    let child_decisions = |sb: &Sandbox| {
+        let runs = sb.json(&["runs", "list", "--json"]);
+        let all = runs["runs"].as_array().unwrap();
+        let child = all.last().unwrap()["run"].as_str().unwrap().to_owned();
+        let events = sb.json(&["runs", "show", &child, "--json"])["events"]
+            .as_array()
+            .unwrap()
+            .clone();
+        (
+            events[0]["payload"]["settings"]["agent_profile"]["name"].clone(),
+            decisions(&events),
+        )
+    };
+    let out = sb.run(&["run", "--prompt", "never", "--model", &model, "go"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (pin, control) = child_decisions(&sb);
+    assert_eq!(pin, Value::Null);
+    assert!(control.iter().all(|(v, _, _)| v == "allow"), "{control:?}");
+
+    let out = sb.run(&[
+        "run",
+        "--prompt",
+        "never",
+        "--profile",
+        "lead",
+        "--model",
+        &model,
+        "go",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (pin, held) = child_decisions(&sb);
+    assert_eq!(pin, "lead");
+    assert_eq!(
+        held.iter()
+            .map(|(v, p, _)| (v.as_str(), p.as_str()))
+            .collect::<Vec<_>>(),
+        vec![("deny", "profile:lead"), ("deny", "profile:lead")]
+    );
+}
+
+/// A queued run pinned to a profile that changed before a worker leased it is ended with the
+/// reason, not driven under the new profile.
+#[test]
+fn a_worker_does_not_drive_a_run_whose_profile_changed() {
+    let sb = with_examples();
+    let model = sb.transcript(RUN_AND_READ);
+    let out = sb.run(&[
+        "submit",
+        "--profile",
+        "code-reviewer",
+        "--model",
+        &model,
+        "look",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let file = sb.ws.join(".agents/code-reviewer.agent.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replace(
+            "    shell: deny\n    edit: deny\n",
+            "    shell: allow\n    edit: deny\n",
+        ),
+    )
+    .unwrap();
+    let out = sb.run(&["worker", "--once"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (_, events) = sb.last_run();
+    let last = events.last().unwrap();
+    assert_eq!(last["kind"], "run_ended", "{last}");
+    assert!(last["payload"].to_string().contains("W-OAP-016"), "{last}");
+    assert!(
+        decisions(&events).is_empty(),
+        "nothing was decided under the changed profile"
+    );
+}
