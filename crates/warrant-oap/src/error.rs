@@ -1,4 +1,4 @@
-//! Errors of profile handling, each with a stable `W-OAP-NNN` code (docs/ARCHITECTURE.md lists
+//! Errors of profile handling, each with a stable `W-OAP-NNN` code (docs/ERRORS.md lists
 //! them). Validation findings carry the JSON Pointer the spec asks for (L1-P6).
 
 use serde::Serialize;
