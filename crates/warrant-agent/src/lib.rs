@@ -17,7 +17,9 @@ use warrant_kernel::{
 use warrant_kernel::{Interrupted, ModelRequest, RunLimit};
 use warrant_llm::{Conversation, Flow, GuardedRequest, ModelError, ModelProvider, StreamProgress};
 
-pub use untrusted::{GuardSettings, Prompt, prompt};
+pub use untrusted::{
+    GuardSettings, PROFILE_POSTAMBLE, Prompt, profile_state, prompt, system_prompt,
+};
 use warrant_store::StoreError;
 
 /// The instructions the model gets. Everything from outside (tool results, file contents)

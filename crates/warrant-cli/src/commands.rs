@@ -31,14 +31,24 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
             json,
             prompt,
             deadline,
+            agent_profile,
             task,
-        } => run(ws, &model, json, &prompt, deadline.as_deref(), task),
+        } => run(
+            ws,
+            &model,
+            json,
+            &prompt,
+            deadline.as_deref(),
+            agent_profile,
+            task,
+        ),
         Command::Submit {
             model,
             deadline,
+            agent_profile,
             json,
             task,
-        } => submit(ws, &model, deadline.as_deref(), json, task),
+        } => submit(ws, &model, deadline.as_deref(), agent_profile, json, task),
         Command::Worker {
             once,
             lease_ms,
@@ -91,6 +101,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Memory { command } => crate::memory_cmd::dispatch(ws, command),
         Command::Catalog { command } => crate::catalog_cmd::dispatch(ws, command),
         Command::Artifacts { command } => crate::artifacts_cmd::dispatch(ws, command),
+        Command::Profiles { command } => crate::profiles_cmd::dispatch(ws, command),
         Command::Mcp { command } => crate::mcp_cmd::dispatch(ws, command),
         Command::Chat {
             model,
@@ -239,6 +250,7 @@ fn run(
     json: bool,
     prompt: &str,
     deadline: Option<&str>,
+    agent_profile: Option<String>,
     task: String,
 ) -> Result<u8, Failure> {
     let host = load(ws)?;
@@ -246,6 +258,7 @@ fn run(
         model: model.to_owned(),
         task,
         deadline: warrant_host::runs::deadline_from(deadline)?,
+        agent_profile,
     };
     let printer = Printer::new(json);
     let observer = Faulty::from_env(&printer);
@@ -258,6 +271,7 @@ fn submit(
     ws: Option<&Path>,
     model: &str,
     deadline: Option<&str>,
+    agent_profile: Option<String>,
     json: bool,
     task: String,
 ) -> Result<u8, Failure> {
@@ -266,6 +280,7 @@ fn submit(
         model: model.to_owned(),
         task,
         deadline: warrant_host::runs::deadline_from(deadline)?,
+        agent_profile,
     })?;
     if json {
         outln!("{}", json!({"run": run, "status": "queued"}));

@@ -44,6 +44,7 @@ mod inspect;
 mod mcp_cmd;
 mod memory_cmd;
 mod output;
+mod profiles_cmd;
 mod prompt;
 mod requests;
 mod secrets_cmd;
@@ -105,6 +106,11 @@ pub enum Command {
         /// a running command is killed.
         #[arg(long, value_name = "DURATION")]
         deadline: Option<String>,
+        /// Work under this agent profile (Open Agent Profile: a name from `warrant profiles
+        /// list`, or a `.agent.yaml|.json|.md` file); it can only narrow what policy allows.
+        /// Not a subprocess profile (`[profiles.*]`, the sandbox of a command).
+        #[arg(long = "profile", value_name = "AGENT_PROFILE")]
+        agent_profile: Option<String>,
         /// What the agent should do.
         task: String,
     },
@@ -114,6 +120,9 @@ pub enum Command {
         model: String,
         #[arg(long, value_name = "DURATION")]
         deadline: Option<String>,
+        /// The agent profile to work under, as for `run --profile`.
+        #[arg(long = "profile", value_name = "AGENT_PROFILE")]
+        agent_profile: Option<String>,
         #[arg(long)]
         json: bool,
         task: String,
@@ -206,6 +215,12 @@ pub enum Command {
     Catalog {
         #[command(subcommand)]
         command: catalog_cmd::CatalogCommand,
+    },
+    /// Agent profiles (Open Agent Profile 1.0): who an agent is and what it learned, as a
+    /// portable file that can only narrow policy. Not subprocess profiles (`[profiles.*]`).
+    Profiles {
+        #[command(subcommand)]
+        command: profiles_cmd::ProfilesCommand,
     },
     /// Generated documents and their signed provenance: verify one, list them.
     Artifacts {

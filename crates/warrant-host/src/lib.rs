@@ -7,6 +7,7 @@
 //! goes on through [`Notices`].
 
 pub mod aais;
+pub mod agent_profiles;
 pub mod approvals;
 pub mod approver_key;
 pub mod artifacts;
@@ -381,6 +382,7 @@ impl Host {
             model: model.to_owned(),
             workspace: env.workspace.clone(),
             settings: RunSettings {
+                agent_profile: None,
                 max_denials: self.settings.max_denials,
                 max_turns: self.settings.max_turns,
                 deadline,

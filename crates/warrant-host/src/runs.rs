@@ -18,6 +18,9 @@ pub struct RunRequest {
     pub model: String,
     pub task: String,
     pub deadline: Option<Timestamp>,
+    /// The agent profile (Open Agent Profile) to work under: a name in the discovery roots or
+    /// a profile file. It is pinned in the run's first event and can only narrow policy.
+    pub agent_profile: Option<String>,
 }
 
 /// A run driven in this process until it ended, parked or was taken over.
@@ -119,6 +122,66 @@ pub fn deadline_from(text: Option<&str>) -> Result<Option<warrant_core::Timestam
     Ok(crate::deadline_after(after))
 }
 
+impl Host {
+    /// The first event of a new run: the installation's settings, narrowed by the agent
+    /// profile when the request names one (its pin, and its runtime limits, each of which only
+    /// lowers a setting).
+    fn run_spec_for(
+        &self,
+        tools: &warrant_tools::Toolbox,
+        env: &ToolEnv,
+        request: RunRequest,
+        queued: bool,
+    ) -> Result<warrant_kernel::NewRunSpec> {
+        let mut deadline = request.deadline;
+        let pinned = match &request.agent_profile {
+            Some(name) => {
+                let names: Vec<String> = warrant_kernel::ToolRegistry::specs(tools)
+                    .iter()
+                    .map(|s| s.name.clone())
+                    .collect();
+                Some(self.pin_agent_profile(name, &names, &request.model)?)
+            }
+            None => None,
+        };
+        if let Some((_, limits)) = &pinned
+            && let Some(secs) = limits.timeout_seconds
+        {
+            let by_profile = crate::deadline_after(std::time::Duration::from_secs(secs));
+            deadline = match (deadline, by_profile) {
+                (Some(a), Some(b)) => Some(if a.millis() <= b.millis() { a } else { b }),
+                (a, b) => a.or(b),
+            };
+        }
+        let mut spec =
+            self.new_run_spec(tools, env, &request.model, request.task, deadline, queued);
+        if let Some((pin, limits)) = pinned {
+            let s = &mut spec.settings;
+            if let Some(t) = limits.max_turns {
+                s.max_turns = s.max_turns.min(t);
+            }
+            if let Some(c) = limits.max_tool_calls {
+                s.max_tool_calls = Some(s.max_tool_calls.map_or(c, |m| m.min(c)));
+            }
+            if let Some(spawn) = s.spawn.as_deref_mut() {
+                if let Some(d) = limits.max_depth {
+                    spawn.max_depth = spawn.max_depth.min(d);
+                }
+                // The run-scope budget is tightened by a share like a subagent's.
+                if let Some(cost) = limits.max_cost_usd {
+                    let cap = warrant_core::config::BudgetLimit {
+                        tokens: None,
+                        cost_usd: Some(cost),
+                    };
+                    spawn.budget = Some(spawn.budget.map_or(cap, |b| b.tightest(cap)));
+                }
+            }
+            s.agent_profile = Some(Box::new(pin));
+        }
+        Ok(spec)
+    }
+}
+
 /// The ring (with its tools, budgets and guard), the tools' environment and the host for one
 /// drive.
 pub(crate) struct Parts<'a> {
@@ -171,17 +234,9 @@ impl Host {
         let env = self.tool_env()?;
         // Layers of abandoned judgements (denied, cancelled, ended) go before new ones come.
         crate::layers::sweep(self.inst.store.as_ref(), &env.workspace);
+        let spec = self.run_spec_for(&tools, &env, request, false)?;
         self.with_ring(&tools, observer, |ring| {
-            let mut state = ring
-                .start(self.new_run_spec(
-                    &tools,
-                    &env,
-                    &request.model,
-                    request.task,
-                    request.deadline,
-                    false,
-                ))
-                .map_err(|e| HostError::failed(&e))?;
+            let mut state = ring.start(spec).map_err(|e| HostError::failed(&e))?;
             let lease = self
                 .inst
                 .store
@@ -208,16 +263,9 @@ impl Host {
         let tools = self.tools()?;
         self.provider(&request.model, &tools)?;
         let env = self.tool_env()?;
+        let spec = self.run_spec_for(&tools, &env, request, true)?;
         let state = self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
-            ring.start(self.new_run_spec(
-                &tools,
-                &env,
-                &request.model,
-                request.task,
-                request.deadline,
-                true,
-            ))
-            .map_err(|e| HostError::failed(&e))
+            ring.start(spec).map_err(|e| HostError::failed(&e))
         })?;
         self.deliver();
         Ok(state.run)
@@ -252,6 +300,10 @@ impl Host {
                         "run {run} is a call served over MCP; its client continues it by making the same call again"
                     ),
                 ));
+            }
+            // A run under an agent profile continues only under the very profile it pinned.
+            if let Some(pin) = state.settings.agent_profile.as_deref() {
+                self.check_pinned_profile(run.as_str(), pin)?;
             }
             // The run's principal and model are the ones in its log, whoever resumes it.
             let model = self.provider(&state.model, &tools)?;
@@ -381,12 +433,19 @@ impl Host {
                     }
                 };
                 ring.hold_fence(Some(lease.token));
-                let prepared = self.provider(&state.model, &tools).and_then(|p| {
-                    ring.check_replay(&mut state, &tools, &digest)
-                        .and_then(|()| ring.resume(&mut state, &self.identity.principal))
-                        .map_err(|e| HostError::failed(&e))
-                        .map(|()| p)
-                });
+                // A run pinned to an agent profile is driven only under that very profile.
+                let pinned = match state.settings.agent_profile.as_deref() {
+                    Some(pin) => self.check_pinned_profile(lease.run.as_str(), pin),
+                    None => Ok(()),
+                };
+                let prepared = pinned
+                    .and_then(|()| self.provider(&state.model, &tools))
+                    .and_then(|p| {
+                        ring.check_replay(&mut state, &tools, &digest)
+                            .and_then(|()| ring.resume(&mut state, &self.identity.principal))
+                            .map_err(|e| HostError::failed(&e))
+                            .map(|()| p)
+                    });
                 let model = match prepared {
                     Ok(p) => p,
                     Err(f) => {

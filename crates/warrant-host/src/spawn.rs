@@ -181,6 +181,9 @@ impl HostSpawner<'_> {
         let mut spec = host.new_run_spec(tools, env, &model, order.task.clone(), None, false);
         spec.principal = spawn.principal().clone();
         spec.settings.deadline = parent.settings.deadline;
+        // A subagent works under its parent's effective agent profile (OAP L3-B1): the same
+        // ceiling, never the harness default.
+        spec.settings.agent_profile = parent.settings.agent_profile.clone();
         let turns_used = ring.turns_used(parent).map_err(|e| HostError::failed(&e))?;
         spec.settings.max_turns = spec
             .settings

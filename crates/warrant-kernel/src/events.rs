@@ -41,6 +41,10 @@ pub struct RunSettings {
     /// started it. Absent in logs written before subagents (such a run cannot spawn).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spawn: Option<Box<SpawnSettings>>,
+    /// The Open Agent Profile the run works under (`run --profile`), pinned when it starts;
+    /// a subagent carries its parent's. Absent for a run without one (and in older logs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_profile: Option<Box<crate::agent_profile::ProfilePin>>,
 }
 
 /// A run's place among subagents, fixed when it starts.

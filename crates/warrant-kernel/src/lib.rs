@@ -1,6 +1,7 @@
 //! The kernel: run events, fold and replay, and the effect ring every action passes.
 //! The ring is the only code that constructs [`Authorized`], so the only way to an executor.
 
+pub mod agent_profile;
 pub mod approval;
 pub mod asks;
 pub mod authority;

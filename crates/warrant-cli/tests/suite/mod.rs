@@ -1,4 +1,5 @@
 mod adversarial;
+mod agent_profiles;
 mod approval_authority;
 mod approvals;
 mod approvers;

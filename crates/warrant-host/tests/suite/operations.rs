@@ -76,6 +76,7 @@ pub(super) fn parked(host: &Host, model: String) -> (warrant_core::RunId, warran
     let driven = host
         .run(
             RunRequest {
+                agent_profile: None,
                 model,
                 task: "a task".into(),
                 deadline: None,
@@ -191,6 +192,7 @@ fn a_bad_transcript_is_refused_before_anything_starts() {
     let host = open(&place);
     let err = host
         .submit(RunRequest {
+            agent_profile: None,
             model,
             task: "x".into(),
             deadline: None,

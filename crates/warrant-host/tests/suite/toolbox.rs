@@ -107,6 +107,7 @@ fn a_second_source_is_offered_governed_and_redacted_without_the_cli() {
     let driven = host
         .run(
             warrant_host::runs::RunRequest {
+                agent_profile: None,
                 model,
                 task: "recall".into(),
                 deadline: None,

@@ -217,6 +217,7 @@ fn touched_says_on_whose_behalf_the_run_acted() {
     let driven = host
         .run(
             warrant_host::runs::RunRequest {
+                agent_profile: None,
                 model,
                 task: "read".into(),
                 deadline: None,

@@ -195,7 +195,11 @@ impl Ring<'_> {
                     .enumerate()
                     .skip(call.decisions.len())
                     .map(|(i, action)| {
-                        let v = self.pdp.decide(&state.principal, action, &state.workspace);
+                        let mut v = self.pdp.decide(&state.principal, action, &state.workspace);
+                        // The run's agent profile narrows policy, never widens it.
+                        if let Some(pin) = state.settings.agent_profile.as_deref() {
+                            v = pin.narrow(v, &call.record.tool, action);
+                        }
                         RunEvent::PolicyDecided {
                             call_id: call_id.to_owned(),
                             index: i as u32,

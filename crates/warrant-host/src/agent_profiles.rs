@@ -1,0 +1,317 @@
+//! Agent profiles (Open Agent Profile 1.0) as the front ends see them: list the roots, show a
+//! profile with what it would allow in this installation, validate, digest, diff, apply a state
+//! delta, and pin one for a run. Not to be confused with subprocess profiles (`[profiles.*]`,
+//! the sandbox a command runs in): those are `Settings::profiles`.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use warrant_kernel::agent_profile::{Adjustment, Ceiling, Family, ProfilePin};
+use warrant_oap::delta::{Applied, ApplyAs, Proposal};
+use warrant_oap::diff::Change;
+use warrant_oap::pin::RunLimits;
+use warrant_oap::{Catalog, OapError, Report, Resolved};
+
+use crate::{Host, HostError, Result};
+
+/// An OAP error for the front end: its code, its message and what to do next.
+pub fn host_error(e: &OapError) -> HostError {
+    let message = match e.hint() {
+        Some(h) => format!("{e}\n  hint: {h}"),
+        None => e.to_string(),
+    };
+    HostError::usage(e.code(), message)
+}
+
+/// Validates a file of any OAP kind; needs no installation.
+pub fn validate(file: &Path) -> Report {
+    warrant_oap::validate_file(file)
+}
+
+/// What `profiles show` prints: the profile, where it came from, and what it allows a run of
+/// this installation (each tool and family of actions: `deny < ask < allow`, before policy,
+/// which still decides every call and can only narrow further).
+#[derive(Clone, Debug, Serialize)]
+pub struct ProfileView {
+    pub name: String,
+    pub path: PathBuf,
+    pub trust: String,
+    pub revision: u64,
+    pub profile_digest: String,
+    pub spec_digest: String,
+    pub extends: Vec<String>,
+    pub description: String,
+    pub tools: std::collections::BTreeMap<String, Ceiling>,
+    pub families: std::collections::BTreeMap<Family, Ceiling>,
+    pub adjustments: Vec<Adjustment>,
+    pub warnings: Vec<warrant_oap::Finding>,
+    /// The profile's part of the system prompt, in the spec's order.
+    pub prompt: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+}
+
+/// A profile's identities.
+#[derive(Clone, Debug, Serialize)]
+pub struct Digests {
+    pub name: String,
+    pub path: PathBuf,
+    pub revision: u64,
+    pub profile_digest: String,
+    pub spec_digest: String,
+}
+
+/// The differences between two profiles (each a name or a file).
+#[derive(Clone, Debug, Serialize)]
+pub struct ProfileDiff {
+    pub from: String,
+    pub to: String,
+    pub changes: Vec<Change>,
+    /// Some change could widen what the agent may do (review it as high risk).
+    pub widens: bool,
+}
+
+/// A proposal of an applied delta, waiting for a person.
+#[derive(Clone, Debug, Serialize)]
+pub struct PendingProposal {
+    pub id: String,
+    pub profile: String,
+    pub revision: u64,
+    pub session: String,
+    #[serde(flatten)]
+    pub proposal: Proposal,
+}
+
+/// What applying a delta did, with the proposals it queued for a person.
+#[derive(Clone, Debug, Serialize)]
+pub struct AppliedView {
+    #[serde(flatten)]
+    pub applied: Applied,
+    pub queued: Vec<String>,
+}
+
+impl Host {
+    /// The discovery roots of this installation, most authoritative first.
+    pub fn agent_profile_roots(&self) -> Vec<warrant_oap::Root> {
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        warrant_oap::roots(
+            &self.paths.managed,
+            self.paths.user.as_deref(),
+            home.as_deref(),
+            &self.paths.workspace,
+        )
+    }
+
+    /// Every agent profile of every root (nothing validated in full, nothing written).
+    pub fn agent_profiles(&self) -> Catalog {
+        Catalog::discover(self.agent_profile_roots())
+    }
+
+    fn resolve_profile(&self, name_or_file: &str) -> Result<Resolved> {
+        self.agent_profiles()
+            .resolve(name_or_file)
+            .map_err(|e| host_error(&e))
+    }
+
+    /// The pin of `name_or_file` for a run with `tools` and `model`, or why there is none.
+    pub fn pin_agent_profile(
+        &self,
+        name_or_file: &str,
+        tools: &[String],
+        model: &str,
+    ) -> Result<(ProfilePin, RunLimits)> {
+        let r = self.resolve_profile(name_or_file)?;
+        warrant_oap::pin::pin(&r, &self.paths.workspace, tools, model).map_err(|e| host_error(&e))
+    }
+
+    /// `profiles show`.
+    pub fn agent_profile(&self, name_or_file: &str) -> Result<ProfileView> {
+        let r = self.resolve_profile(name_or_file)?;
+        let tools: Vec<String> = warrant_kernel::ToolRegistry::specs(&self.tools()?)
+            .iter()
+            .map(|s| s.name.clone())
+            .collect();
+        let (pin, _) = warrant_oap::pin::pin(&r, &self.paths.workspace, &tools, "")
+            .map_err(|e| host_error(&e))?;
+        Ok(ProfileView {
+            description: r
+                .effective
+                .get("metadata")
+                .and_then(|m| m.get("description"))
+                .and_then(|d| d.as_str())
+                .unwrap_or_default()
+                .to_owned(),
+            name: r.name,
+            path: r.path,
+            trust: r.trust,
+            revision: r.revision,
+            profile_digest: r.profile_digest,
+            spec_digest: r.spec_digest,
+            extends: r.extends,
+            tools: pin.tools,
+            families: pin.families,
+            adjustments: pin
+                .adjustments
+                .into_iter()
+                .filter(|a| a.field != "model")
+                .collect(),
+            warnings: r.warnings,
+            prompt: pin.prompt,
+            state: pin.state,
+        })
+    }
+
+    /// `profiles digest`.
+    pub fn agent_profile_digest(&self, name_or_file: &str) -> Result<Digests> {
+        let r = self.resolve_profile(name_or_file)?;
+        Ok(Digests {
+            name: r.name,
+            path: r.path,
+            revision: r.revision,
+            profile_digest: r.profile_digest,
+            spec_digest: r.spec_digest,
+        })
+    }
+
+    /// `profiles diff A B`: each a name or a file, compared as written (not merged).
+    pub fn agent_profile_diff(&self, a: &str, b: &str) -> Result<ProfileDiff> {
+        let doc =
+            |x: &str| -> Result<warrant_oap::Document> { Ok(self.resolve_profile(x)?.document) };
+        let changes = warrant_oap::diff::diff(&doc(a)?, &doc(b)?);
+        Ok(ProfileDiff {
+            from: a.to_owned(),
+            to: b.to_owned(),
+            widens: changes.iter().any(|c| c.widens),
+            changes,
+        })
+    }
+
+    fn proposals_dir(&self) -> PathBuf {
+        self.paths.dot.join("agent-proposals")
+    }
+
+    /// `profiles apply DELTA [--approve]`: a person applies a session's delta (`approve` is
+    /// that person's approval, refused from a process a run started); its proposals are
+    /// queued for a person, never applied.
+    pub fn apply_agent_delta(&self, delta: &Path, approve: bool) -> Result<AppliedView> {
+        if approve && let warrant_kernel::Via::Command(evidence) = crate::origin::via() {
+            return Err(host_error(&OapError::FromCommand { evidence }));
+        }
+        let doc = warrant_oap::delta::load_delta(delta).map_err(|e| host_error(&e))?;
+        let actor = format!(
+            "{}@{}",
+            self.identity.principal.actor, self.identity.principal.tenant
+        );
+        let applied = warrant_oap::delta::apply(
+            &self.agent_profiles(),
+            &doc,
+            None,
+            &ApplyAs {
+                approved: approve,
+                actor: &actor,
+                now: None,
+            },
+        )
+        .map_err(|e| host_error(&e))?;
+        let session = doc
+            .get("session")
+            .and_then(|s| s.get("id"))
+            .and_then(|s| s.as_str())
+            .unwrap_or_default()
+            .to_owned();
+        let dir = self.proposals_dir();
+        let mut queued = Vec::new();
+        for (i, p) in applied.proposals.iter().enumerate() {
+            let id = format!(
+                "{}-r{}-{}-{i}",
+                applied.profile,
+                applied.from_revision,
+                session.replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "")
+            );
+            let pending = PendingProposal {
+                id: id.clone(),
+                profile: applied.profile.clone(),
+                revision: applied.from_revision,
+                session: session.clone(),
+                proposal: p.clone(),
+            };
+            let text = serde_json::to_vec_pretty(&pending)
+                .map_err(|e| HostError::usage("W-OAP-015", e.to_string()))?;
+            std::fs::create_dir_all(&dir)
+                .and_then(|()| std::fs::write(dir.join(format!("{id}.json")), text))
+                .map_err(|e| {
+                    HostError::usage(
+                        "W-OAP-015",
+                        format!("cannot queue proposal {id} in {}: {e}", dir.display()),
+                    )
+                })?;
+            queued.push(id);
+        }
+        Ok(AppliedView { applied, queued })
+    }
+
+    /// The proposals waiting for a person (`profiles proposals`).
+    pub fn agent_proposals(&self) -> Result<Vec<PendingProposal>> {
+        let Ok(entries) = std::fs::read_dir(self.proposals_dir()) else {
+            return Ok(vec![]);
+        };
+        let mut out: Vec<PendingProposal> = Vec::new();
+        for e in entries.flatten() {
+            let Ok(text) = std::fs::read(e.path()) else {
+                continue;
+            };
+            let Ok(v) = serde_json::from_slice::<serde_json::Value>(&text) else {
+                continue;
+            };
+            let s = |k: &str| {
+                v.get(k)
+                    .and_then(|x| x.as_str())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            out.push(PendingProposal {
+                id: s("id"),
+                profile: s("profile"),
+                revision: v.get("revision").and_then(|r| r.as_u64()).unwrap_or(0),
+                session: s("session"),
+                proposal: Proposal {
+                    path: s("path"),
+                    op: s("op"),
+                    value: v.get("value").cloned(),
+                    rationale: s("rationale"),
+                    risk: s("risk"),
+                    risk_raised: v.get("risk_raised").and_then(|r| r.as_bool()) == Some(true),
+                },
+            });
+        }
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(out)
+    }
+
+    /// Refuses to continue run `run` when its pinned profile is no longer the one on disk
+    /// (another spec digest or revision, or gone).
+    pub fn check_pinned_profile(&self, run: &str, pin: &ProfilePin) -> Result<()> {
+        let catalog = self.agent_profiles();
+        let now = if pin.trust == "imported" {
+            catalog.resolve(&pin.source)
+        } else {
+            catalog.resolve(&pin.name)
+        };
+        let now = match now {
+            Ok(r) if r.spec_digest == pin.spec_digest && r.revision == pin.revision => {
+                return Ok(());
+            }
+            Ok(r) => format!("revision {} ({})", r.revision, r.spec_digest),
+            Err(e) => format!("not loadable: {e}"),
+        };
+        Err(host_error(&OapError::Changed {
+            run: run.to_owned(),
+            name: pin.name.clone(),
+            revision: pin.revision,
+            spec_digest: pin.spec_digest.clone(),
+            now,
+        }))
+    }
+}

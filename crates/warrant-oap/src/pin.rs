@@ -1,0 +1,622 @@
+//! From a resolved profile to the pin a run works under: the ceiling per tool and per
+//! permission family (a pure function of the profile's `spec` and the run's tools, so nothing
+//! in `state` can move it, L2-S3), the prompt sections in the spec's order, the state rendered
+//! within its budget, and the record of everything dropped, narrowed or substituted (L1-I9).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+use warrant_kernel::agent_profile::{
+    Adjustment, Ceiling, Family, PathCeiling, PinnedRule, ProfilePin,
+};
+
+use crate::{Document, OapError, Resolved};
+
+/// Limits of `spec.runtime` the host applies to the run's settings (each only lowers one).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunLimits {
+    pub max_turns: Option<u32>,
+    pub max_tool_calls: Option<u32>,
+    pub timeout_seconds: Option<u64>,
+    /// `spec.runtime.subagents.max_depth`.
+    pub max_depth: Option<u32>,
+    /// `spec.runtime.max_cost_usd`: the run's cost budget (metered where `[prices]` prices
+    /// the model).
+    pub max_cost_usd: Option<f64>,
+}
+
+fn obj(v: Option<&Value>) -> Option<&serde_json::Map<String, Value>> {
+    v.and_then(Value::as_object)
+}
+
+fn at<'a>(doc: &'a Document, path: &[&str]) -> Option<&'a Value> {
+    let mut cur = doc.get(*path.first()?)?;
+    for key in &path[1..] {
+        cur = cur.get(*key)?;
+    }
+    Some(cur)
+}
+
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect()
+}
+
+fn glob(pattern: &str, value: &str) -> bool {
+    if pattern == "*" {
+        return true;
+    }
+    match pattern.strip_suffix('*') {
+        Some(prefix) => value.starts_with(prefix),
+        None => pattern == value,
+    }
+}
+
+/// The names a Warrant tool answers to in a profile's `spec.tools` (besides its own): the
+/// generic OAP vocabulary (`read`, `search`, `edit`, `shell`, `git/diff`, `mcp/<server>/<tool>`).
+pub fn oap_names(tool: &str) -> Vec<String> {
+    let fixed: &[&str] = match tool {
+        "read_file" => &["read"],
+        "list_dir" => &["read", "list"],
+        "search_files" => &["search", "read"],
+        "write_file" => &["write", "edit"],
+        "edit_file" | "apply_patch" => &["edit", "write"],
+        "delete_path" => &["delete", "write", "edit"],
+        "run_command" => &["shell", "bash"],
+        "run_tests" => &["shell", "test"],
+        "git_status" => &["git/status", "git"],
+        "git_diff" => &["git/diff", "git"],
+        "git_log" => &["git/log", "git"],
+        "git_show" => &["git/show", "git"],
+        "git_commit" => &["git/commit", "git"],
+        "git_branch" => &["git/branch", "git"],
+        "git_checkout" => &["git/checkout", "git"],
+        "git_push" => &["git/push", "git"],
+        "web_fetch" => &["fetch", "web"],
+        "spawn_agent" => &["agent", "task"],
+        "remember" => &["memory/write", "memory"],
+        "recall" => &["memory/read", "memory"],
+        "forget" => &["memory/delete", "memory"],
+        "propose_memory" => &["memory/propose", "memory"],
+        "catalog_list" => &["catalog/list", "catalog"],
+        "catalog_describe" => &["catalog/describe", "catalog"],
+        "create_document" | "create_presentation" | "create_spreadsheet" | "create_report" => {
+            &["write", "artifact"]
+        }
+        _ => &[],
+    };
+    let mut names: Vec<String> = fixed.iter().map(|s| (*s).to_owned()).collect();
+    // `mcp__server__tool` is `mcp/server/tool` in OAP's recommended naming.
+    if let Some(rest) = tool.strip_prefix("mcp__")
+        && let Some((server, name)) = rest.split_once("__")
+    {
+        names.push(format!("mcp/{server}/{name}"));
+    }
+    names
+}
+
+fn matches_any(patterns: &[String], tool: &str, names: &[String]) -> Option<String> {
+    patterns
+        .iter()
+        .find(|p| glob(p, tool) || names.iter().any(|n| glob(p, n)))
+        .cloned()
+}
+
+fn decision(v: Option<&Value>) -> Option<Ceiling> {
+    v.and_then(Value::as_str).and_then(Ceiling::parse)
+}
+
+fn adjust(field: &str, requested: &str, effective: &str, reason: &str) -> Adjustment {
+    Adjustment {
+        field: field.to_owned(),
+        requested: requested.to_owned(),
+        effective: effective.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// The ceiling of every tool of the run under `spec.tools` (allowlist by default, OAP §3.4).
+fn tool_ceilings(
+    spec: &Document,
+    tools: &[String],
+    adjustments: &mut Vec<Adjustment>,
+) -> (BTreeMap<String, Ceiling>, BTreeMap<String, Vec<String>>) {
+    let t = obj(at(spec, &["tools"]));
+    let policy = t
+        .and_then(|t| t.get("policy"))
+        .and_then(Value::as_str)
+        .unwrap_or("allowlist");
+    let allow = strings(t.and_then(|t| t.get("allow")));
+    let deny = strings(t.and_then(|t| t.get("deny")));
+    let bindings: Vec<(String, Option<Ceiling>)> = t
+        .and_then(|t| t.get("bindings"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|b| {
+            Some((
+                b.get("name")?.as_str()?.to_owned(),
+                decision(b.get("permission")),
+            ))
+        })
+        .collect();
+    let subagents = strings(at(spec, &["runtime", "subagents", "allow"]));
+    let mut ceilings = BTreeMap::new();
+    let mut aliases = BTreeMap::new();
+    for tool in tools {
+        // Requests to a person (a question, a secret, a resource) are not actions: nothing
+        // of the profile's tool policy applies to them, and policy never sees them either.
+        if matches!(
+            tool.as_str(),
+            "ask_question" | "request_secret" | "request_resource"
+        ) {
+            continue;
+        }
+        let names = oap_names(tool);
+        let denied_by = matches_any(&deny, tool, &names);
+        let listed = matches_any(&allow, tool, &names);
+        let mut c = match (policy, &denied_by, &listed) {
+            (_, Some(_), _) => Ceiling::Deny,
+            ("allowlist", None, None) => Ceiling::Deny,
+            _ => Ceiling::Allow,
+        };
+        let mut why = match (&denied_by, policy) {
+            (Some(p), _) => format!("spec.tools.deny lists `{p}`"),
+            (None, "allowlist") if listed.is_none() => {
+                "not in spec.tools.allow (policy allowlist)".to_owned()
+            }
+            _ => String::new(),
+        };
+        if c == Ceiling::Allow
+            && let Some((name, Some(b))) = bindings
+                .iter()
+                .find(|(n, _)| glob(n, tool) || names.iter().any(|x| glob(n, x)))
+            && *b < c
+        {
+            c = *b;
+            why = format!("spec.tools.bindings `{name}` sets {}", b.as_str());
+        }
+        // `spec.runtime.subagents.allow` empty (or absent) means no subagents.
+        if tool == "spawn_agent" && c != Ceiling::Deny && subagents.is_empty() {
+            c = Ceiling::Deny;
+            why = "spec.runtime.subagents.allow is empty: no subagents".to_owned();
+        }
+        if c != Ceiling::Allow {
+            adjustments.push(adjust(
+                &format!("tools.{tool}"),
+                "allow",
+                c.as_str(),
+                &format!("the profile narrows the harness's tool: {why}"),
+            ));
+        }
+        ceilings.insert(tool.clone(), c);
+        if !names.is_empty() {
+            aliases.insert(tool.clone(), names);
+        }
+    }
+    (ceilings, aliases)
+}
+
+fn families(spec: &Document, adjustments: &mut Vec<Adjustment>) -> BTreeMap<Family, Ceiling> {
+    let p = obj(at(spec, &["permissions"]));
+    let get = |k: &str| decision(p.and_then(|p| p.get(k)));
+    // An unset family falls back to `default`, and an unset default to `ask` (fail closed:
+    // a profile that says nothing does not pre-approve what policy would ask about).
+    let default = get("default").unwrap_or(Ceiling::Ask);
+    let mut m = BTreeMap::new();
+    m.insert(Family::Default, default);
+    m.insert(Family::Shell, get("shell").unwrap_or(default));
+    m.insert(Family::Edit, get("edit").unwrap_or(default));
+    m.insert(Family::Network, get("network").unwrap_or(default));
+    let mode = at(spec, &["memory", "mode"])
+        .and_then(Value::as_str)
+        .unwrap_or("read_only");
+    let (read, write) = match mode {
+        "off" => (Ceiling::Deny, Ceiling::Deny),
+        "read_write" => (default, default),
+        _ => (default, Ceiling::Deny),
+    };
+    if write == Ceiling::Deny {
+        adjustments.push(adjust(
+            "memory.mode",
+            mode,
+            "memory writes denied",
+            "spec.memory.mode does not allow writing (read_only is the default)",
+        ));
+    }
+    m.insert(Family::MemoryRead, read);
+    m.insert(Family::MemoryWrite, write);
+    m
+}
+
+fn rules(spec: &Document) -> Vec<PinnedRule> {
+    at(spec, &["permissions", "rules"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| {
+            let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("*").to_owned();
+            Some(PinnedRule {
+                tool: s("tool"),
+                action: s("action"),
+                target: s("target"),
+                decision: decision(r.get("decision"))?,
+                reason: r.get("reason").and_then(Value::as_str).map(str::to_owned),
+            })
+        })
+        .collect()
+}
+
+fn absolute(workspace: &Path, rel: &str) -> String {
+    let joined = workspace.join(rel.trim_start_matches("./"));
+    // Lexical: traversal was refused by validation, and `.` must name the workspace itself.
+    let mut out = std::path::PathBuf::new();
+    for c in joined.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other @ (std::path::Component::Prefix(_)
+            | std::path::Component::RootDir
+            | std::path::Component::Normal(_)) => out.push(other.as_os_str()),
+        }
+    }
+    out.display().to_string()
+}
+
+fn paths(spec: &Document, workspace: &Path) -> PathCeiling {
+    let fs = obj(at(spec, &["permissions", "filesystem"]));
+    let list = |k: &str| {
+        fs.and_then(|f| f.get(k)).map(|v| {
+            strings(Some(v))
+                .iter()
+                .map(|r| absolute(workspace, r))
+                .collect::<Vec<_>>()
+        })
+    };
+    PathCeiling {
+        read_roots: list("read_roots"),
+        write_roots: list("write_roots"),
+        deny: list("deny_paths").unwrap_or_default(),
+    }
+}
+
+fn bullets(title: &str, items: &[String]) -> Option<String> {
+    (!items.is_empty()).then(|| {
+        format!(
+            "{title}\n{}",
+            items
+                .iter()
+                .map(|i| format!("- {}", i.trim()))
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    })
+}
+
+fn substitute(text: &str, vars: &BTreeMap<String, Value>) -> Result<String, String> {
+    // The support crate expects exactly `${{ vars.`; accept any spacing the schema allows.
+    let mut normal = text.to_owned();
+    while let Some(i) = normal.find("${{vars.") {
+        normal.replace_range(i..i + 8, "${{ vars.");
+    }
+    open_agent_profile::substitute_variables(&normal, vars).map_err(|e| e.to_string())
+}
+
+/// The profile's part of the system prompt (OAP §3.2 steps 2–6): instructions, objectives,
+/// persona, constraints, examples, in that order. `${{ vars.KEY }}` is substituted in the
+/// instructions, objectives and constraints only.
+pub fn render_role(effective: &Document) -> Result<String, String> {
+    let role = obj(at(effective, &["spec", "role"]));
+    let vars: BTreeMap<String, Value> = obj(at(effective, &["spec", "context", "variables"]))
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default();
+    let get = |k: &str| role.and_then(|r| r.get(k));
+    let mut parts = Vec::new();
+    if let Some(i) = get("instructions").and_then(Value::as_str) {
+        parts.push(substitute(i.trim_end(), &vars)?);
+    }
+    let objectives: Vec<String> = strings(get("objectives"))
+        .iter()
+        .map(|o| substitute(o, &vars))
+        .collect::<Result<_, _>>()?;
+    parts.extend(bullets("Objectives:", &objectives));
+    if let Some(p) = obj(get("persona")) {
+        let mut lines = Vec::new();
+        for key in ["tone", "voice", "verbosity", "formatting", "language"] {
+            if let Some(v) = p.get(key).and_then(Value::as_str) {
+                lines.push(format!("{key}: {v}"));
+            }
+        }
+        lines.extend(strings(p.get("style_rules")));
+        parts.extend(bullets("Persona:", &lines));
+    }
+    parts.extend(bullets("Expertise:", &strings(get("expertise"))));
+    let constraints: Vec<String> = strings(get("constraints"))
+        .iter()
+        .map(|c| substitute(c, &vars))
+        .collect::<Result<_, _>>()?;
+    parts.extend(bullets("Constraints:", &constraints));
+    let examples: Vec<String> = get("examples")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let input = e.get("input")?.as_str()?;
+            let output = e.get("output")?.as_str()?;
+            Some(format!("Input: {input}\n  Output: {output}"))
+        })
+        .collect();
+    parts.extend(bullets("Examples:", &examples));
+    Ok(parts.join("\n\n"))
+}
+
+fn evict_key(entry: &Value, strategy: &str) -> String {
+    let keys: &[&str] = match strategy {
+        "oldest" => &["learned_at", "opened_at"],
+        "least_confident" => &[],
+        _ => &["last_used_at", "updated_at", "learned_at"],
+    };
+    if keys.is_empty() {
+        return format!(
+            "{:020.6}",
+            entry
+                .get("confidence")
+                .and_then(Value::as_f64)
+                .unwrap_or(1.0)
+        );
+    }
+    keys.iter()
+        .find_map(|k| entry.get(*k).and_then(Value::as_str))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The state as the agent sees it, within `spec.context.budget` (max_state_bytes, and
+/// max_state_tokens at four bytes a token): whole facts and preferences are dropped in the
+/// eviction order, pinned ones never, and the agent is told how many were elided (L2-S4).
+/// `${{ vars.* }}` is never substituted here (L2-S5).
+pub fn render_state(effective: &Document) -> Option<String> {
+    let state = effective.get("state")?.as_object()?.clone();
+    let budget = obj(at(effective, &["spec", "context", "budget"]));
+    let bytes = budget
+        .and_then(|b| b.get("max_state_bytes"))
+        .and_then(Value::as_u64);
+    let tokens = budget
+        .and_then(|b| b.get("max_state_tokens"))
+        .and_then(Value::as_u64)
+        .map(|t| t.saturating_mul(4));
+    let cap = match (bytes, tokens) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let strategy = at(effective, &["spec", "lifecycle", "retention", "eviction"])
+        .and_then(Value::as_str)
+        .unwrap_or("least_recently_used")
+        .to_owned();
+    let mut state = Value::Object(state);
+    let render = |s: &Value| serde_json::to_string_pretty(s).unwrap_or_default();
+    let mut elided = 0usize;
+    if let Some(cap) = cap {
+        // Candidates in eviction order across facts and preferences, pinned spared.
+        let mut order: Vec<(String, &'static str, String)> = Vec::new();
+        for coll in ["facts", "preferences"] {
+            for e in state
+                .get(coll)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if e.get("pinned") == Some(&Value::Bool(true)) {
+                    continue;
+                }
+                if let Some(id) = e.get("id").and_then(Value::as_str) {
+                    order.push((evict_key(e, &strategy), coll, id.to_owned()));
+                }
+            }
+        }
+        order.sort();
+        for (_, coll, id) in order {
+            if render(&state).len() as u64 <= cap {
+                break;
+            }
+            if let Some(items) = state.get_mut(coll).and_then(Value::as_array_mut) {
+                items.retain(|e| e.get("id").and_then(Value::as_str) != Some(id.as_str()));
+                elided += 1;
+            }
+        }
+    }
+    let mut text = render(&state);
+    if elided > 0 {
+        text.push_str(&format!(
+            "\n({elided} state entries were elided to fit the profile's state budget.)"
+        ));
+    }
+    Some(text)
+}
+
+/// Everything of the profile Warrant does not carry out, said once so nobody is surprised
+/// (L1-I9, L1-I12), and a required part that is missing refused (L1-I7).
+fn unsupported(
+    spec: &Document,
+    name: &str,
+    model: &str,
+    adjustments: &mut Vec<Adjustment>,
+) -> Result<(), OapError> {
+    if let Some(m) = obj(at(spec, &["model"])) {
+        let want = match (
+            m.get("provider").and_then(Value::as_str),
+            m.get("id").and_then(Value::as_str),
+        ) {
+            (Some(p), Some(i)) => format!("{p}:{i}"),
+            _ => m
+                .get("tier")
+                .and_then(Value::as_str)
+                .map_or("unspecified".into(), |t| format!("tier {t}")),
+        };
+        if want != model {
+            adjustments.push(adjust(
+                "model",
+                &want,
+                model,
+                "rule 4 (harness default): the run's --model is used; provider, fallbacks and tier routing are not resolved from the profile",
+            ));
+        }
+    }
+    for server in at(spec, &["tools", "mcp_servers"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let n = server
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        adjustments.push(adjust(
+            &format!("tools.mcp_servers.{n}"),
+            "launch",
+            "not launched",
+            "a profile never starts MCP servers in Warrant; only the installation's [mcp.servers.*] are offered (and governed)",
+        ));
+    }
+    for skill in at(spec, &["tools", "skills"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let n = skill
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if skill.get("required") == Some(&Value::Bool(true)) {
+            return Err(OapError::Required {
+                name: name.to_owned(),
+                what: format!("skill `{n}`"),
+            });
+        }
+        adjustments.push(adjust(
+            &format!("tools.skills.{n}"),
+            "load",
+            "not loaded",
+            "skills are not loaded from profiles yet (never installed as a side effect)",
+        ));
+    }
+    for store in at(spec, &["memory", "stores"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let kind = store
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if kind == "oap-state" {
+            continue;
+        }
+        let n = store
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if store.get("required") == Some(&Value::Bool(true)) {
+            return Err(OapError::Required {
+                name: name.to_owned(),
+                what: format!("memory store `{n}` ({kind})"),
+            });
+        }
+        adjustments.push(adjust(
+            &format!("memory.stores.{n}"),
+            kind,
+            "not attached",
+            "only the profile's own state (oap-state) and Warrant's memory are available",
+        ));
+    }
+    for phase in ["on_start", "on_end"] {
+        for hook in at(spec, &["lifecycle", phase])
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let h = hook.get("hook").and_then(Value::as_str).unwrap_or_default();
+            adjustments.push(adjust(
+                &format!("lifecycle.{phase}.{h}"),
+                "run hook",
+                "not run",
+                "Warrant registers no profile hooks",
+            ));
+        }
+    }
+    if at(spec, &["runtime", "subagents", "max_concurrent"]).is_some() {
+        adjustments.push(adjust(
+            "runtime.subagents.max_concurrent",
+            "concurrency cap",
+            "not applied",
+            "Warrant runs subagents one at a time, inside the parent's call",
+        ));
+    }
+    Ok(())
+}
+
+/// The pin of `resolved` for a run in `workspace` offering `tools` with `model`.
+pub fn pin(
+    resolved: &Resolved,
+    workspace: &Path,
+    tools: &[String],
+    model: &str,
+) -> Result<(ProfilePin, RunLimits), OapError> {
+    let spec = obj(resolved.effective.get("spec"))
+        .cloned()
+        .unwrap_or_default();
+    let mut adjustments = Vec::new();
+    unsupported(&spec, &resolved.name, model, &mut adjustments)?;
+    let (tool_map, aliases) = tool_ceilings(&spec, tools, &mut adjustments);
+    let families = families(&spec, &mut adjustments);
+    let prompt = render_role(&resolved.effective).map_err(|message| OapError::Invalid {
+        path: resolved.path.display().to_string(),
+        kind: "AgentProfile".into(),
+        findings: vec![crate::Finding {
+            pointer: "/spec/role".into(),
+            message,
+        }],
+    })?;
+    let hosts = at(&spec, &["permissions", "allow_hosts"]).map(|v| strings(Some(v)));
+    let runtime = obj(at(&spec, &["runtime"]));
+    let num = |k: &str| runtime.and_then(|r| r.get(k)).and_then(Value::as_u64);
+    let limits = RunLimits {
+        max_turns: num("max_turns").map(|n| n.min(u64::from(u32::MAX)) as u32),
+        max_tool_calls: num("max_tool_calls").map(|n| n.min(u64::from(u32::MAX)) as u32),
+        timeout_seconds: num("timeout_seconds"),
+        max_depth: at(&spec, &["runtime", "subagents", "max_depth"])
+            .and_then(Value::as_u64)
+            .map(|n| n.min(8) as u32),
+        max_cost_usd: runtime
+            .and_then(|r| r.get("max_cost_usd"))
+            .and_then(Value::as_f64),
+    };
+    Ok((
+        ProfilePin {
+            name: resolved.name.clone(),
+            revision: resolved.revision,
+            spec_digest: resolved.spec_digest.clone(),
+            profile_digest: resolved.profile_digest.clone(),
+            trust: resolved.trust.clone(),
+            source: resolved.path.display().to_string(),
+            prompt,
+            state: render_state(&resolved.effective),
+            tools: tool_map,
+            aliases,
+            families,
+            rules: rules(&spec),
+            paths: paths(&spec, workspace),
+            allow_hosts: hosts,
+            memory_scopes: at(&spec, &["memory", "scopes"]).map(|v| strings(Some(v))),
+            adjustments,
+        },
+        limits,
+    ))
+}
