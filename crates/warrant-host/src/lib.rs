@@ -16,6 +16,7 @@ pub mod catalog;
 pub mod chat;
 pub mod confidential;
 pub mod controls;
+pub mod credentials;
 pub mod doctor;
 pub mod drive;
 mod error;
@@ -136,7 +137,7 @@ impl Host {
         let rules = install::approval_rules(&paths, &layers)?;
         let inst = install::installation(&paths, &settings, notices)?;
         let request_ttls = install::ttls(&settings.requests)?;
-        let redactor = Arc::new(controls::redactor(&settings)?);
+        let redactor = Arc::new(controls::redactor(&paths, &settings)?);
         let confidential = controls::journal_seal(&redactor, &inst.secret);
         let memory = Arc::new(warrant_memory::MemoryStore::at(
             &paths.dot.join(memory::MEMORY_DB),
@@ -312,7 +313,7 @@ impl Host {
                 Ok(Box::new(p))
             }
             ModelSpec::OpenAi { model } => {
-                let env = std::env::vars().collect();
+                let env = credentials::reference_env(&self.paths)?;
                 let settings = openai_settings_from(&self.settings.openai, &env, &model)
                     .map_err(|e| HostError::bad_input(&e))?;
                 Ok(Box::new(OpenAiProvider::new(settings)))
@@ -324,7 +325,7 @@ impl Host {
                 ))))
             }
             ModelSpec::Anthropic { model } => {
-                let env = std::env::vars().collect();
+                let env = credentials::reference_env(&self.paths)?;
                 let settings = anthropic_settings_from(&self.settings.anthropic, &env, &model)
                     .map_err(|e| HostError::bad_input(&e))?;
                 Ok(Box::new(AnthropicProvider::new(settings)))
