@@ -32,13 +32,13 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
             prompt,
             deadline,
             task,
-        } => run(ws, &model, json, &prompt, deadline.as_deref(), task),
+        } => run(ws, model.as_deref(), json, &prompt, deadline.as_deref(), task),
         Command::Submit {
             model,
             deadline,
             json,
             task,
-        } => submit(ws, &model, deadline.as_deref(), json, task),
+        } => submit(ws, model.as_deref(), deadline.as_deref(), json, task),
         Command::Worker {
             once,
             lease_ms,
@@ -235,7 +235,7 @@ fn finish(exit: RunExit, run: &RunId, json: bool) -> u8 {
 
 fn run(
     ws: Option<&Path>,
-    model: &str,
+    model: Option<&str>,
     json: bool,
     prompt: &str,
     deadline: Option<&str>,
@@ -243,7 +243,7 @@ fn run(
 ) -> Result<u8, Failure> {
     let host = load(ws)?;
     let request = RunRequest {
-        model: model.to_owned(),
+        model: warrant_host::runs::model_spec(&host.settings, model)?,
         task,
         deadline: warrant_host::runs::deadline_from(deadline)?,
     };
@@ -256,14 +256,14 @@ fn run(
 
 fn submit(
     ws: Option<&Path>,
-    model: &str,
+    model: Option<&str>,
     deadline: Option<&str>,
     json: bool,
     task: String,
 ) -> Result<u8, Failure> {
     let host = load(ws)?;
     let run = host.submit(RunRequest {
-        model: model.to_owned(),
+        model: warrant_host::runs::model_spec(&host.settings, model)?,
         task,
         deadline: warrant_host::runs::deadline_from(deadline)?,
     })?;

@@ -91,9 +91,10 @@ pub enum Command {
     },
     /// Start a governed agent run.
     Run {
-        /// PROVIDER:MODEL, e.g. `scripted:PATH`, `openai:gpt-4.1` or `anthropic:claude-sonnet-4-5`.
+        /// PROVIDER:MODEL, e.g. `scripted:PATH`, `openai:gpt-4.1` or `anthropic:claude-sonnet-4-5`
+        /// (default: `[providers] model` of the configuration, else $WARRANT_MODEL).
         #[arg(long)]
-        model: String,
+        model: Option<String>,
         /// Print events as JSON lines.
         #[arg(long)]
         json: bool,
@@ -110,8 +111,9 @@ pub enum Command {
     },
     /// Queue a run for a worker (`warrant worker`) instead of driving it here.
     Submit {
+        /// PROVIDER:MODEL (default: `[providers] model`, else $WARRANT_MODEL).
         #[arg(long)]
-        model: String,
+        model: Option<String>,
         #[arg(long, value_name = "DURATION")]
         deadline: Option<String>,
         #[arg(long)]

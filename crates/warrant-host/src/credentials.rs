@@ -182,10 +182,9 @@ fn references(paths: &Paths) -> Result<Vec<(String, String)>> {
     );
     add("store.password".into(), s.store_password.as_ref());
     for (name, sink) in &s.audit_sinks {
-        if let warrant_core::config::SinkConfig::Http { headers, .. } = sink {
-            for (h, v) in headers {
-                add(format!("audit.sinks.{name}.headers.{h}"), Some(v));
-            }
+        let warrant_core::config::SinkConfig::Http { headers, .. } = sink;
+        for (h, v) in headers {
+            add(format!("audit.sinks.{name}.headers.{h}"), Some(v));
         }
     }
     for (name, server) in &s.mcp.servers {

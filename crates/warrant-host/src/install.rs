@@ -136,6 +136,7 @@ fn layer_dirs(paths: &Paths) -> Vec<(LayerKind, PathBuf)> {
 }
 
 pub fn read_layers(paths: &Paths) -> Result<Vec<Layer>, HostError> {
+    crate::config_check::verify_managed_pin(paths)?;
     let mut layers = Vec::new();
     for (kind, dir) in layer_dirs(paths) {
         let file = dir.join(CONFIG_FILE);

@@ -14,6 +14,7 @@ pub mod bundle;
 pub mod capabilities;
 pub mod catalog;
 pub mod chat;
+pub mod config_check;
 pub mod confidential;
 pub mod controls;
 pub mod credentials;
@@ -22,6 +23,7 @@ pub mod drive;
 mod error;
 pub mod explain;
 pub mod fault;
+pub mod get_started;
 pub mod identity;
 pub mod init;
 pub mod install;
@@ -31,6 +33,7 @@ pub mod memory;
 pub mod narrate;
 mod notice;
 pub mod origin;
+pub mod providers;
 pub mod records;
 pub mod request_views;
 pub mod requests;
@@ -321,7 +324,9 @@ impl Host {
             ModelSpec::Ollama { model } => {
                 let env = std::env::vars().collect();
                 Ok(Box::new(OpenAiProvider::new(ollama_settings_from(
-                    &env, &model,
+                    &self.settings.ollama,
+                    &env,
+                    &model,
                 ))))
             }
             ModelSpec::Anthropic { model } => {
@@ -331,6 +336,11 @@ impl Host {
                 Ok(Box::new(AnthropicProvider::new(settings)))
             }
         }
+    }
+
+    /// The installation's redactor (the scanner's rules and the secrets it knows).
+    pub fn redactor(&self) -> &warrant_secrets::Redactor {
+        &self.redactor
     }
 
     /// Budgets and prices for model calls, as configured now.

@@ -12,6 +12,22 @@ use warrant_llm::ModelProvider;
 use crate::drive::{self, Drive};
 use crate::{Class, Host, HostError, Result, install, tools_digest};
 
+/// The model of a run: `given` (`--model`), else `[providers] model` of the configuration
+/// (`warrant configure provider` writes it), else `$WARRANT_MODEL`.
+pub fn model_spec(settings: &warrant_core::config::Settings, given: Option<&str>) -> Result<String> {
+    given
+        .map(str::to_owned)
+        .or_else(|| settings.default_model.clone())
+        .or_else(|| std::env::var("WARRANT_MODEL").ok())
+        .filter(|m| !m.trim().is_empty())
+        .ok_or_else(|| {
+            HostError::usage(
+                "W-RUN-010",
+                "no model for the run: pass --model PROVIDER:MODEL, or configure one with `warrant configure provider` (it writes [providers] model)",
+            )
+        })
+}
+
 /// What to run: the model spec, the task, and an optional deadline.
 #[derive(Clone, Debug)]
 pub struct RunRequest {
