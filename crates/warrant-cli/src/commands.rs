@@ -25,6 +25,11 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
     let ws = cli.workspace.as_deref();
     match cli.command {
         Command::Init { yes } => init(ws, yes),
+        Command::GetStarted { json } => crate::setup_cmd::get_started(ws, json),
+        Command::Configure { command } => crate::setup_cmd::configure(ws, command),
+        Command::Credentials { command } => crate::setup_cmd::credentials(ws, command),
+        Command::Config { command } => crate::setup_cmd::config(ws, command),
+        Command::Providers { command } => crate::setup_cmd::providers(ws, command),
         Command::Whoami { json } => whoami(ws, json),
         Command::Run {
             model,
@@ -32,7 +37,14 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
             prompt,
             deadline,
             task,
-        } => run(ws, model.as_deref(), json, &prompt, deadline.as_deref(), task),
+        } => run(
+            ws,
+            model.as_deref(),
+            json,
+            &prompt,
+            deadline.as_deref(),
+            task,
+        ),
         Command::Submit {
             model,
             deadline,

@@ -47,6 +47,7 @@ mod output;
 mod prompt;
 mod requests;
 mod secrets_cmd;
+mod setup_cmd;
 mod surface;
 
 use std::process::ExitCode;
@@ -78,6 +79,33 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// What is ready and what is not (identity, model provider, credentials, policy,
+    /// approvals, confinement, audit, store, keys), each with its evidence and the next command.
+    GetStarted {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set up the model provider: a wizard on a terminal, or `configure provider` with flags.
+    Configure {
+        #[command(subcommand)]
+        command: Option<setup_cmd::ConfigureCommand>,
+    },
+    /// Credentials referenced as `cred:NAME` (provider keys, header tokens): set, list,
+    /// delete, check. Values are never shown.
+    Credentials {
+        #[command(subcommand)]
+        command: setup_cmd::CredentialsCommand,
+    },
+    /// Check the configuration layers: findings with a code, layer, line and a fix.
+    Config {
+        #[command(subcommand)]
+        command: setup_cmd::ConfigCommand,
+    },
+    /// Model providers: list, check (probe), request (show what would be sent, send nothing).
+    Providers {
+        #[command(subcommand)]
+        command: setup_cmd::ProvidersCommand,
+    },
     /// Create `.warrant/` (config, policies, keys, store) in the workspace.
     Init {
         /// Do not ask for confirmation.

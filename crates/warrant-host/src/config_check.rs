@@ -248,7 +248,13 @@ pub fn check(
             code: e.code.clone(),
             severity: Severity::Error,
             layer: "managed".into(),
-            path: Some(paths.managed.join(install::CONFIG_FILE).display().to_string()),
+            path: Some(
+                paths
+                    .managed
+                    .join(install::CONFIG_FILE)
+                    .display()
+                    .to_string(),
+            ),
             line: None,
             key: None,
             message: e.message.clone(),
@@ -402,7 +408,10 @@ pub fn check(
             let (layer, path, line) = read
                 .iter()
                 .rev()
-                .find_map(|r| line_of(&r.text, &key).map(|l| (r.kind.as_str().to_owned(), Some(r.path.clone()), Some(l))))
+                .find_map(|r| {
+                    line_of(&r.text, &key)
+                        .map(|l| (r.kind.as_str().to_owned(), Some(r.path.clone()), Some(l)))
+                })
                 .unwrap_or(("project".into(), None, None));
             findings.push(Finding {
                 code: "W-CONFIG-013".into(),
@@ -429,10 +438,14 @@ pub fn check(
                 path: None,
                 line: None,
                 key: Some(r.setting.clone()),
-                message: format!("{} = {:?} does not resolve: {}", r.setting, r.reference, r.detail),
+                message: format!(
+                    "{} = {:?} does not resolve: {}",
+                    r.setting, r.reference, r.detail
+                ),
                 fix: format!(
                     "store it: `warrant credentials set {}`",
-                    r.reference.trim_start_matches(warrant_llm::secret::CRED_PREFIX)
+                    r.reference
+                        .trim_start_matches(warrant_llm::secret::CRED_PREFIX)
                 ),
             });
         }
@@ -458,19 +471,27 @@ fn keys(paths: &Paths, findings: &mut Vec<Finding>) {
     };
     for e in entries.flatten() {
         let p = e.path();
-        let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let private = name.ends_with(".key") || name == install::SECRET_FILE || name.contains("private");
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let private =
+            name.ends_with(".key") || name == install::SECRET_FILE || name.contains("private");
         if !private {
             continue;
         }
         if let Ok(m) = std::fs::metadata(&p)
             && m.permissions().mode() & 0o077 != 0
         {
-            findings.push(weak(&p, format!(
-                "{} is readable by other users (mode {:o})",
-                p.display(),
-                m.permissions().mode() & 0o777
-            ), format!("chmod 600 {}", p.display())));
+            findings.push(weak(
+                &p,
+                format!(
+                    "{} is readable by other users (mode {:o})",
+                    p.display(),
+                    m.permissions().mode() & 0o777
+                ),
+                format!("chmod 600 {}", p.display()),
+            ));
         }
     }
     if let Ok(secret) = install::installation_secret(paths)
@@ -478,7 +499,10 @@ fn keys(paths: &Paths, findings: &mut Vec<Finding>) {
     {
         findings.push(weak(
             &dir.join(install::SECRET_FILE),
-            format!("the installation secret is {} bytes; at least 32 are expected", secret.len()),
+            format!(
+                "the installation secret is {} bytes; at least 32 are expected",
+                secret.len()
+            ),
             "re-create the installation with `warrant init` in a fresh workspace".into(),
         ));
     }

@@ -66,7 +66,11 @@ pub fn known_secrets(paths: &crate::Paths, settings: &Settings) -> Vec<String> {
         out.push(password);
     }
     // The stored credentials (`warrant credentials set`): provider keys and tokens.
-    out.extend(crate::credentials::values(paths).unwrap_or_default().into_values());
+    out.extend(
+        crate::credentials::values(paths)
+            .unwrap_or_default()
+            .into_values(),
+    );
     out
 }
 

@@ -137,7 +137,12 @@ pub fn get_started(at: &Where, notices: std::sync::Arc<dyn Notices + Send>) -> R
             "no model configured ([providers] model, WARRANT_MODEL)",
             Some("warrant configure provider"),
         ),
-        Ok(Some(p)) if p.ok => row("provider", State::Ready, format!("{}: {}", p.model_spec, p.detail), None),
+        Ok(Some(p)) if p.ok => row(
+            "provider",
+            State::Ready,
+            format!("{}: {}", p.model_spec, p.detail),
+            None,
+        ),
         Ok(Some(p)) => row(
             "provider",
             State::Failing,
@@ -182,7 +187,12 @@ pub fn get_started(at: &Where, notices: std::sync::Arc<dyn Notices + Send>) -> R
             Some("warrant credentials check"),
         ),
     });
-    rows.push(from_check("policy", checks, "policy", "warrant config check"));
+    rows.push(from_check(
+        "policy",
+        checks,
+        "policy",
+        "warrant config check",
+    ));
     rows.push(from_check(
         "approvals",
         checks,
@@ -230,8 +240,18 @@ pub fn get_started(at: &Where, notices: std::sync::Arc<dyn Notices + Send>) -> R
             Some("warrant audit status"),
         )
     });
-    rows.push(from_check("store", checks, "store connection", "warrant doctor"));
-    rows.push(from_check("keys", checks, "store and keys", "warrant doctor"));
+    rows.push(from_check(
+        "store",
+        checks,
+        "store connection",
+        "warrant doctor",
+    ));
+    rows.push(from_check(
+        "keys",
+        checks,
+        "store and keys",
+        "warrant doctor",
+    ));
     Ok(Readiness {
         workspace,
         ready: rows.iter().all(|r| r.state == State::Ready),

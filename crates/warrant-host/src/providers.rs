@@ -14,8 +14,8 @@ use serde_json::Value;
 use warrant_core::Coded as _;
 use warrant_core::config::{Layer, LayerKind, Settings};
 use warrant_llm::{
-    AnthropicProvider, Conversation, Message, ModelSpec, OpenAiProvider,
-    anthropic_settings_from, ollama_settings_from, openai_settings_from,
+    AnthropicProvider, Conversation, Message, ModelSpec, OpenAiProvider, anthropic_settings_from,
+    ollama_settings_from, openai_settings_from,
 };
 
 use crate::install::{self, Paths};
@@ -254,8 +254,8 @@ fn provider_for(
                 api_key: reference,
                 ..Default::default()
             };
-            let settings = openai_settings_from(&config, &env, model)
-                .map_err(|e| HostError::bad_input(&e))?;
+            let settings =
+                openai_settings_from(&config, &env, model).map_err(|e| HostError::bad_input(&e))?;
             Box::new(OpenAiProvider::new(settings))
         }
         ProviderKind::Anthropic => {
@@ -351,10 +351,7 @@ pub fn configure(at: &Where, setup: &ProviderSetup) -> Result<ProviderConfigured
     let kind = setup.kind;
     let base_url = normalize_base_url(
         kind,
-        setup
-            .base_url
-            .as_deref()
-            .unwrap_or(kind.default_base_url()),
+        setup.base_url.as_deref().unwrap_or(kind.default_base_url()),
     )?;
     let key = setup
         .key
@@ -476,7 +473,10 @@ pub fn layer_file(paths: &Paths, layer: WriteLayer) -> Result<PathBuf> {
 }
 
 /// `doc[name]` as a table, made when absent.
-pub(crate) fn table<'a>(doc: &'a mut toml_edit::DocumentMut, name: &str) -> &'a mut toml_edit::Table {
+pub(crate) fn table<'a>(
+    doc: &'a mut toml_edit::DocumentMut,
+    name: &str,
+) -> &'a mut toml_edit::Table {
     sub_table(doc.as_table_mut(), name)
 }
 
@@ -546,7 +546,10 @@ pub(crate) fn write_atomically(file: &Path, text: &str) -> Result<()> {
     let fail = |e: std::io::Error| {
         HostError::usage(
             "W-SETUP-010",
-            format!("cannot write {}: {e}; it was left as it was", file.display()),
+            format!(
+                "cannot write {}: {e}; it was left as it was",
+                file.display()
+            ),
         )
     };
     let dir = file.parent().unwrap_or(Path::new("."));
@@ -643,8 +646,8 @@ pub fn list(at: &Where) -> Result<ProviderList> {
     let providers = ProviderKind::ALL
         .into_iter()
         .map(|kind| {
-            let (base_url, key, source) = resolved(&o, kind, "")
-                .unwrap_or_else(|e| (e.message, None, None));
+            let (base_url, key, source) =
+                resolved(&o, kind, "").unwrap_or_else(|e| (e.message, None, None));
             let configured = match kind {
                 ProviderKind::Openai => o.settings.openai != Default::default(),
                 ProviderKind::Anthropic => o.settings.anthropic != Default::default(),
@@ -754,7 +757,11 @@ pub struct RequestPreview {
 
 /// The first request of a run with `prompt` as its task: the system prompt, the task and
 /// every tool the run would offer, built by the provider's own request code. Nothing is sent.
-pub fn request_preview(host: &crate::Host, spec: Option<&str>, prompt: &str) -> Result<RequestPreview> {
+pub fn request_preview(
+    host: &crate::Host,
+    spec: Option<&str>,
+    prompt: &str,
+) -> Result<RequestPreview> {
     let spec = crate::runs::model_spec(&host.settings, spec)?;
     let (kind, model) = kind_of(&spec).ok_or_else(|| {
         HostError::usage(
@@ -790,12 +797,15 @@ pub fn request_preview(host: &crate::Host, spec: Option<&str>, prompt: &str) -> 
             if key.is_some() {
                 headers.push(("Authorization".to_owned(), "Bearer [REDACTED]".to_owned()));
             }
-            (format!("{}/chat/completions", base_url.trim_end_matches('/')), body, headers)
+            (
+                format!("{}/chat/completions", base_url.trim_end_matches('/')),
+                body,
+                headers,
+            )
         }
         ProviderKind::Anthropic => {
             let max = host.settings.anthropic.max_tokens.unwrap_or(4096);
-            let mut body =
-                warrant_llm::anthropic::request_body(&model, max, &conversation, &specs);
+            let mut body = warrant_llm::anthropic::request_body(&model, max, &conversation, &specs);
             if host.settings.anthropic.stream.unwrap_or(true) {
                 body["stream"] = Value::Bool(true);
             }

@@ -14,7 +14,10 @@ use crate::{Class, Host, HostError, Result, install, tools_digest};
 
 /// The model of a run: `given` (`--model`), else `[providers] model` of the configuration
 /// (`warrant configure provider` writes it), else `$WARRANT_MODEL`.
-pub fn model_spec(settings: &warrant_core::config::Settings, given: Option<&str>) -> Result<String> {
+pub fn model_spec(
+    settings: &warrant_core::config::Settings,
+    given: Option<&str>,
+) -> Result<String> {
     given
         .map(str::to_owned)
         .or_else(|| settings.default_model.clone())

@@ -31,7 +31,8 @@ pub fn reference_env(
     vars: impl IntoIterator<Item = (String, String)>,
     credentials: impl IntoIterator<Item = (String, String)>,
 ) -> BTreeMap<String, String> {
-    let mut env: BTreeMap<String, String> = vars.into_iter().filter(|(k, _)| !k.contains(':')).collect();
+    let mut env: BTreeMap<String, String> =
+        vars.into_iter().filter(|(k, _)| !k.contains(':')).collect();
     env.extend(
         credentials
             .into_iter()
