@@ -83,14 +83,14 @@ pub fn verify_managed_pin(paths: &Paths) -> Result<()> {
     match managed_digest(paths) {
         Some(have) if have == want => Ok(()),
         Some(have) => Err(HostError::usage(
-            "W-CONFIG-020",
+            "W-CONFIG-037",
             format!(
                 "the managed configuration {} has digest {have}, but {MANAGED_PIN_ENV} pins {want}: it changed after it was pinned, so nothing is started; restore the pinned file or pin the new one",
                 file.display()
             ),
         )),
         None => Err(HostError::usage(
-            "W-CONFIG-020",
+            "W-CONFIG-037",
             format!(
                 "{MANAGED_PIN_ENV} pins the managed configuration {}, but it cannot be read, so nothing is started",
                 file.display()
@@ -208,7 +208,7 @@ fn read(paths: &Paths, findings: &mut Vec<Finding>) -> Vec<Read> {
                 let unknown = message.contains("unknown field");
                 let line = error_line(&message);
                 findings.push(Finding {
-                    code: if unknown { "W-CONFIG-010" } else { "W-CONFIG-001" }.into(),
+                    code: if unknown { "W-CONFIG-030" } else { "W-CONFIG-001" }.into(),
                     severity: Severity::Error,
                     layer: kind.as_str().into(),
                     path: Some(path.clone()),
@@ -288,7 +288,7 @@ pub fn check(
                     && *m != value
                 {
                     findings.push(Finding {
-                        code: "W-CONFIG-011".into(),
+                        code: "W-CONFIG-031".into(),
                         severity: Severity::Warning,
                         layer: lower.kind.as_str().into(),
                         path: Some(lower.path.clone()),
@@ -346,7 +346,7 @@ pub fn check(
                 })
                 .unwrap_or_default();
             findings.push(Finding {
-                code: "W-CONFIG-012".into(),
+                code: "W-CONFIG-032".into(),
                 severity: Severity::Error,
                 layer,
                 path: Some(path),
@@ -369,7 +369,7 @@ pub fn check(
         Ok(p) => {
             for w in p.warnings() {
                 findings.push(Finding {
-                    code: "W-CONFIG-014".into(),
+                    code: "W-CONFIG-034".into(),
                     severity: Severity::Warning,
                     layer: "policy".into(),
                     path: Some(paths.dot.join(install::POLICY_DIR).display().to_string()),
@@ -414,7 +414,7 @@ pub fn check(
                 })
                 .unwrap_or(("project".into(), None, None));
             findings.push(Finding {
-                code: "W-CONFIG-013".into(),
+                code: "W-CONFIG-033".into(),
                 severity: Severity::Error,
                 layer,
                 path,
@@ -432,7 +432,7 @@ pub fn check(
     if let Ok(c) = crate::credentials::check(at) {
         for r in c.references.iter().filter(|r| !r.ok) {
             findings.push(Finding {
-                code: "W-CONFIG-016".into(),
+                code: "W-CONFIG-036".into(),
                 severity: Severity::Error,
                 layer: "credentials".into(),
                 path: None,
@@ -510,7 +510,7 @@ fn keys(paths: &Paths, findings: &mut Vec<Finding>) {
 
 fn weak(path: &Path, message: String, fix: String) -> Finding {
     Finding {
-        code: "W-CONFIG-015".into(),
+        code: "W-CONFIG-035".into(),
         severity: Severity::Error,
         layer: "keys".into(),
         path: Some(path.display().to_string()),

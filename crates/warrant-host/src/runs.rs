@@ -25,7 +25,7 @@ pub fn model_spec(
         .filter(|m| !m.trim().is_empty())
         .ok_or_else(|| {
             HostError::usage(
-                "W-RUN-010",
+                "W-MODEL-017",
                 "no model for the run: pass --model PROVIDER:MODEL, or configure one with `warrant configure provider` (it writes [providers] model)",
             )
         })

@@ -375,7 +375,7 @@ fn config_check_reports_coded_findings_with_layer_and_line() {
         .collect();
     assert!(
         found.contains(&(
-            "W-CONFIG-011".into(),
+            "W-CONFIG-031".into(),
             "project".into(),
             Some(line_of("max_turns = 99") as u64)
         )),
@@ -383,7 +383,7 @@ fn config_check_reports_coded_findings_with_layer_and_line() {
     );
     assert!(
         found.contains(&(
-            "W-CONFIG-012".into(),
+            "W-CONFIG-032".into(),
             "project".into(),
             Some(line_of("cost_usd = 1.0") as u64)
         )),
@@ -398,7 +398,7 @@ fn config_check_reports_coded_findings_with_layer_and_line() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|f| f["code"] == "W-CONFIG-010")
+        .find(|f| f["code"] == "W-CONFIG-030")
         .unwrap_or_else(|| panic!("{report}"))
         .clone();
     assert_eq!(unknown["line"], 3, "{unknown}");
@@ -426,7 +426,7 @@ fn a_managed_file_changed_after_pinning_refuses_to_start() {
         let out = sb.run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(
-            stderr(&out).starts_with("error[W-CONFIG-020]"),
+            stderr(&out).starts_with("error[W-CONFIG-037]"),
             "{args:?}: {}",
             stderr(&out)
         );
