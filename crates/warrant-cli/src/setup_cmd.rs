@@ -69,6 +69,77 @@ pub enum ConfigureCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Your tenant and teams (`[identity]`); a field the managed layer locks is refused. On a
+    /// terminal without flags, asks.
+    Identity {
+        #[arg(long)]
+        tenant: Option<String>,
+        /// A team (repeat for several).
+        #[arg(long = "team", value_name = "TEAM")]
+        teams: Vec<String>,
+        #[arg(long, value_enum, default_value = "project")]
+        layer: LayerArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Who is asked and how (`[approvals] team`, `[risk.<class>] four_eyes`, `expiry`). On a
+    /// terminal without flags, asks.
+    Approvals {
+        /// The team of the identity directory asked first for this project.
+        #[arg(long)]
+        team: Option<String>,
+        /// A risk class whose approval must come from someone other than the run's person
+        /// (repeat for several).
+        #[arg(long = "four-eyes", value_name = "CLASS", value_enum)]
+        four_eyes: Vec<ClassArg>,
+        /// How long an approval stays valid (`15m`, `1h`) for the always-asked classes and
+        /// the four-eyes ones.
+        #[arg(long, value_name = "DURATION")]
+        expiry: Option<String>,
+        #[arg(long, value_enum, default_value = "project")]
+        layer: LayerArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// An HTTP audit receiver (`[audit.sinks.NAME]`), saved only after it acknowledged a
+    /// delivery. On a terminal without flags, asks.
+    Sink {
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        url: Option<String>,
+        /// `Header=cred:NAME` or `Header=env:VAR` (repeat for several); never a value.
+        #[arg(long = "header", value_name = "NAME=REF")]
+        headers: Vec<String>,
+        #[arg(long, value_enum, default_value = "project")]
+        layer: LayerArg,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The risk classes, as flags name them.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum ClassArg {
+    Read,
+    Change,
+    External,
+    Destructive,
+    Secret,
+    Irreversible,
+}
+
+impl From<ClassArg> for warrant_core::RiskClass {
+    fn from(c: ClassArg) -> Self {
+        match c {
+            ClassArg::Read => Self::Read,
+            ClassArg::Change => Self::Change,
+            ClassArg::External => Self::External,
+            ClassArg::Destructive => Self::Destructive,
+            ClassArg::Secret => Self::Secret,
+            ClassArg::Irreversible => Self::Irreversible,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -175,9 +246,128 @@ fn read_value(what: &str) -> Result<String, Failure> {
         .map_err(|_| Failure::usage("W-CRED-003", format!("{what} is not UTF-8 text")))
 }
 
+fn print_area(done: &warrant_host::setup::Configured, json: bool) {
+    if json {
+        outln!("{}", pretty(done));
+        return;
+    }
+    outln!("checked: {}", crate::shown_inline(&done.checked));
+    for w in &done.wrote {
+        outln!("wrote {w} to {}", done.path);
+    }
+}
+
+fn interactive() -> bool {
+    std::io::stdin().is_terminal()
+}
+
+fn words(s: &str) -> Vec<String> {
+    s.split([',', ' '])
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 pub fn configure(ws: Option<&Path>, command: Option<ConfigureCommand>) -> Result<u8, Failure> {
+    let at = crate::at(ws);
     match command {
         None => wizard(ws),
+        Some(ConfigureCommand::Identity {
+            mut tenant,
+            mut teams,
+            layer,
+            json,
+        }) => {
+            if tenant.is_none() && teams.is_empty() && interactive() {
+                tenant = Some(ask("Tenant (your organisation)", "")?).filter(|t| !t.is_empty());
+                teams = words(&ask("Teams (comma-separated, empty for none)", "")?);
+            }
+            let done = warrant_host::setup::identity(&at, tenant.as_deref(), &teams, layer.into())?;
+            print_area(&done, json);
+            Ok(0)
+        }
+        Some(ConfigureCommand::Approvals {
+            mut team,
+            mut four_eyes,
+            mut expiry,
+            layer,
+            json,
+        }) => {
+            if team.is_none() && four_eyes.is_empty() && expiry.is_none() && interactive() {
+                team =
+                    Some(ask("Team asked first (empty for none)", "")?).filter(|t| !t.is_empty());
+                for w in words(&ask(
+                    "Classes needing four eyes (destructive, secret, irreversible, …; empty for none)",
+                    "",
+                )?) {
+                    match ClassArg::from_str(&w, true) {
+                        Ok(c) => four_eyes.push(c),
+                        Err(_) => {
+                            return Err(Failure::usage(
+                                "W-SETUP-014",
+                                format!("{w:?} is not a risk class: nothing was written"),
+                            ));
+                        }
+                    }
+                }
+                expiry = Some(ask("Approval expiry (15m, 1h; empty for the default)", "")?)
+                    .filter(|e| !e.is_empty());
+            }
+            let classes: Vec<warrant_core::RiskClass> =
+                four_eyes.into_iter().map(Into::into).collect();
+            let done = warrant_host::setup::approvals(
+                &at,
+                team.as_deref(),
+                &classes,
+                expiry.as_deref(),
+                layer.into(),
+            )?;
+            print_area(&done, json);
+            Ok(0)
+        }
+        Some(ConfigureCommand::Sink {
+            name,
+            url,
+            mut headers,
+            layer,
+            json,
+        }) => {
+            let asking = (name.is_none() || url.is_none()) && interactive();
+            let name = match name {
+                Some(n) => n,
+                None if asking => ask("Sink name", "siem")?,
+                None => return Err(Failure::usage("W-SETUP-015", "name the sink with --name")),
+            };
+            let url = match url {
+                Some(u) => u,
+                None if asking => ask("Receiver URL", "")?,
+                None => {
+                    return Err(Failure::usage(
+                        "W-SETUP-015",
+                        "give the receiver with --url",
+                    ));
+                }
+            };
+            if asking && headers.is_empty() {
+                headers = words(&ask(
+                    "Headers as NAME=cred:CREDENTIAL (empty for none)",
+                    "",
+                )?);
+            }
+            let mut pairs = Vec::new();
+            for h in headers {
+                let Some((k, v)) = h.split_once('=') else {
+                    return Err(Failure::usage(
+                        "W-SETUP-015",
+                        format!("--header {h:?} is not NAME=REFERENCE"),
+                    ));
+                };
+                pairs.push((k.trim().to_owned(), v.trim().to_owned()));
+            }
+            let done = warrant_host::setup::sink(&at, &name, &url, &pairs, layer.into())?;
+            print_area(&done, json);
+            Ok(0)
+        }
         Some(ConfigureCommand::Provider {
             kind,
             base_url,

@@ -50,7 +50,10 @@ impl Credentials for References {
             return String::from_utf8(value.expose().to_vec())
                 .map_err(|_| format!("secret {name} is not UTF-8 text"));
         }
-        Err("not a secret reference (`env:NAME`, `file:PATH`, `cred:NAME`, `secret:NAME`)".to_owned())
+        Err(
+            "not a secret reference (`env:NAME`, `file:PATH`, `cred:NAME`, `secret:NAME`)"
+                .to_owned(),
+        )
     }
 }
 

@@ -39,6 +39,7 @@ pub mod request_views;
 pub mod requests;
 pub mod runs;
 pub mod serve;
+pub mod setup;
 pub mod spawn;
 pub mod touched;
 pub mod verify;

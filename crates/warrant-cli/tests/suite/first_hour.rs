@@ -524,3 +524,186 @@ fn from_nothing_to_a_governed_run_on_a_terminal() {
     );
     assert_eq!(holds_key(&sb.ws), Vec::<std::path::PathBuf>::new());
 }
+
+/// A receiver that answers `status` to every POST and records (authorization, body).
+fn receiver(status: u16) -> (String, Arc<Mutex<Vec<(Option<String>, String)>>>) {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/ingest", server.server_addr().to_ip().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    thread::spawn(move || {
+        for mut req in server.incoming_requests() {
+            let mut text = String::new();
+            req.as_reader().read_to_string(&mut text).unwrap();
+            let auth = req
+                .headers()
+                .iter()
+                .find(|h| h.field.equiv("Authorization"))
+                .map(|h| h.value.as_str().to_owned());
+            log.lock().unwrap().push((auth, text));
+            let _ = req.respond(tiny_http::Response::empty(status));
+        }
+    });
+    (url, seen)
+}
+
+#[test]
+fn an_audit_sink_is_saved_only_after_the_receiver_acknowledged_a_delivery() {
+    let sb = Sandbox::init();
+    let out = sb.run(&[
+        "run",
+        "--model",
+        &sb.quickstart_model(),
+        "--prompt",
+        "never",
+        "tour",
+    ]);
+    assert!(out.status.code().is_some());
+    let out = sb.run_stdin(
+        &["credentials", "set", "siem-token"],
+        "Bearer siem-secret-77\n",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let config = sb.ws.join(".warrant/config.toml");
+    let before = std::fs::read(&config).unwrap();
+
+    // A receiver that refuses: nothing is written.
+    let (bad, _) = receiver(500);
+    let out = sb.run(&[
+        "configure",
+        "sink",
+        "--name",
+        "siem",
+        "--url",
+        &bad,
+        "--header",
+        "Authorization=cred:siem-token",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("error[W-SETUP-016]"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read(&config).unwrap(), before);
+    // A literal token is refused before anything is sent.
+    let out = sb.run(&[
+        "configure",
+        "sink",
+        "--name",
+        "siem",
+        "--url",
+        &bad,
+        "--header",
+        "Authorization=Bearer literal",
+    ]);
+    assert!(
+        stderr(&out).starts_with("error[W-SETUP-015]"),
+        "{}",
+        stderr(&out)
+    );
+
+    let (good, seen) = receiver(200);
+    let out = sb.run(&[
+        "configure",
+        "sink",
+        "--name",
+        "siem",
+        "--url",
+        &good,
+        "--header",
+        "Authorization=cred:siem-token",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        done["checked"].as_str().unwrap().contains("acknowledged"),
+        "{done}"
+    );
+    let posts = seen.lock().unwrap().clone();
+    assert!(!posts.is_empty());
+    assert_eq!(posts[0].0.as_deref(), Some("Bearer siem-secret-77"));
+    assert!(posts[0].1.starts_with('['), "a CloudEvents batch");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        text.contains("Authorization = \"cred:siem-token\""),
+        "{text}"
+    );
+    assert!(!text.contains("siem-secret-77"));
+    // Delivered records are acknowledged, so the sink is healthy and nothing is resent.
+    let n = posts.len();
+    let out = sb.run(&["audit", "flush"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(seen.lock().unwrap().len(), n);
+}
+
+#[test]
+fn identity_and_approvals_are_written_only_when_they_load() {
+    let sb = Sandbox::init();
+    let done = sb.json(&[
+        "configure",
+        "identity",
+        "--tenant",
+        "harbour",
+        "--team",
+        "platform",
+        "--json",
+    ]);
+    assert!(
+        done["checked"].as_str().unwrap().contains("tenant harbour"),
+        "{done}"
+    );
+    let text = std::fs::read_to_string(sb.ws.join(".warrant/config.toml")).unwrap();
+    assert!(text.contains("teams = [\"platform\"]"), "{text}");
+
+    // A field the managed layer locks is refused, and the file is left alone.
+    std::fs::write(
+        sb.managed.join("config.toml"),
+        "[identity]\ntenant = \"harbour\"\nlocked = [\"tenant\"]\n",
+    )
+    .unwrap();
+    let before = std::fs::read(sb.ws.join(".warrant/config.toml")).unwrap();
+    let out = sb.run(&["configure", "identity", "--tenant", "elsewhere"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("error[W-CONFIG-004]"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read(sb.ws.join(".warrant/config.toml")).unwrap(),
+        before
+    );
+
+    let done = sb.json(&[
+        "configure",
+        "approvals",
+        "--four-eyes",
+        "destructive",
+        "--expiry",
+        "15m",
+        "--json",
+    ]);
+    let wrote: Vec<&str> = done["wrote"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        wrote,
+        vec![
+            "risk.destructive.four_eyes = true",
+            "risk.destructive.expiry = \"15m\"",
+            "risk.secret.expiry = \"15m\"",
+            "risk.irreversible.expiry = \"15m\"",
+        ]
+    );
+    let out = sb.run(&["configure", "approvals", "--expiry", "soon"]);
+    assert!(
+        stderr(&out).starts_with("error[W-SETUP-014]"),
+        "{}",
+        stderr(&out)
+    );
+}
