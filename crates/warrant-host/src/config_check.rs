@@ -153,7 +153,12 @@ fn leaves(prefix: &str, v: &toml::Value, out: &mut Vec<(String, toml::Value)>) {
                 leaves(&key, v, out);
             }
         }
-        other => out.push((prefix.to_owned(), other.clone())),
+        other @ (toml::Value::String(_)
+        | toml::Value::Integer(_)
+        | toml::Value::Float(_)
+        | toml::Value::Boolean(_)
+        | toml::Value::Datetime(_)
+        | toml::Value::Array(_)) => out.push((prefix.to_owned(), other.clone())),
     }
 }
 
@@ -257,7 +262,7 @@ pub fn check(
             ),
             line: None,
             key: None,
-            message: e.message.clone(),
+            message: e.message,
             fix: format!("restore the pinned file, or set {MANAGED_PIN_ENV} to its new digest"),
         });
     }
@@ -313,7 +318,7 @@ pub fn check(
             path: None,
             line: None,
             key: None,
-            message: e.message.clone(),
+            message: e.message,
             fix: "`warrant whoami` shows where each identity field comes from".into(),
         });
     }
@@ -387,7 +392,7 @@ pub fn check(
             path: Some(paths.dot.join(install::POLICY_DIR).display().to_string()),
             line: None,
             key: None,
-            message: e.message.clone(),
+            message: e.message,
             fix: "`warrant policy explain` shows how the set loads once it does".into(),
         }),
     }

@@ -105,7 +105,11 @@ fn vault_error(e: &warrant_exec::vault::VaultError, name: &str) -> HostError {
             "W-CRED-002",
             format!("no credential named {name} is stored; `warrant credentials list` shows them"),
         ),
-        other => HostError::coded(other, crate::Class::Failed),
+        other @ (warrant_exec::vault::VaultError::Unreadable { .. }
+        | warrant_exec::vault::VaultError::Unwritable { .. }
+        | warrant_exec::vault::VaultError::Undecryptable { .. }) => {
+            HostError::coded(other, crate::Class::Failed)
+        }
     }
 }
 

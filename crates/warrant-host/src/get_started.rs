@@ -99,7 +99,7 @@ pub fn get_started(at: &Where, notices: std::sync::Arc<dyn Notices + Send>) -> R
     let mut rows = vec![row(
         "workspace",
         State::Ready,
-        format!("{} holds .warrant/", workspace),
+        format!("{workspace} holds .warrant/"),
         None,
     )];
 

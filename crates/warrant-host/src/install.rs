@@ -612,7 +612,11 @@ impl warrant_kernel::SecretSource for VaultSecrets {
                     "W-CRED-002".to_owned(),
                     format!("no credential named {cred} is stored; `warrant credentials set {cred}` stores it"),
                 ),
-                other => (other.code().to_owned(), other.to_string()),
+                other @ (warrant_exec::vault::VaultError::Unreadable { .. }
+                | warrant_exec::vault::VaultError::Unwritable { .. }
+                | warrant_exec::vault::VaultError::Undecryptable { .. }) => {
+                    (other.code().to_owned(), other.to_string())
+                }
             }),
             None => self.vault.get(name).map_err(|e| (e.code().to_owned(), e.to_string())),
         }?;

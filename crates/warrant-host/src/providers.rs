@@ -162,7 +162,7 @@ pub fn discover(kind: ProviderKind, base_url: &str, key: Option<&str>) -> Result
         ProviderKind::Openai if !base_url.ends_with("/v1") => {
             " (an OpenAI-compatible base URL usually ends in /v1)"
         }
-        _ => "",
+        ProviderKind::Openai | ProviderKind::Anthropic | ProviderKind::Ollama => "",
     };
     if !(200..300).contains(&status) {
         return Err(HostError::usage(
@@ -432,7 +432,7 @@ pub fn configure(at: &Where, setup: &ProviderSetup) -> Result<ProviderConfigured
         if stored_before == Some(false) {
             let _ = crate::credentials::delete(
                 &Where {
-                    workspace: Some(paths.workspace.clone()),
+                    workspace: Some(paths.workspace),
                     ..at.clone()
                 },
                 &credential,
@@ -664,7 +664,7 @@ pub fn list(at: &Where) -> Result<ProviderList> {
         })
         .collect();
     Ok(ProviderList {
-        model: o.settings.default_model.clone(),
+        model: o.settings.default_model,
         providers,
     })
 }
@@ -786,7 +786,7 @@ pub fn request_preview(
         ProviderKind::Openai | ProviderKind::Ollama => {
             let stream = match kind {
                 ProviderKind::Openai => host.settings.openai.stream.unwrap_or(true),
-                _ => true,
+                ProviderKind::Anthropic | ProviderKind::Ollama => true,
             };
             let mut body = warrant_llm::openai::request_body(&model, &conversation, &specs);
             if stream {

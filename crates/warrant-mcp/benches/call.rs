@@ -163,7 +163,6 @@ fn mcp_call(c: &mut Criterion) {
         workspace: workspace.clone(),
         profiles: BTreeMap::from([("open".to_owned(), open)]),
         parent_env: vec![],
-        credentials: Default::default(),
         secrets: None,
         no_overlays: false,
         run: None,

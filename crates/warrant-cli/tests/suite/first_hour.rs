@@ -416,8 +416,7 @@ fn a_managed_file_changed_after_pinning_refuses_to_start() {
             .unwrap();
         String::from_utf8(out.stdout).unwrap()[..64].to_owned()
     };
-    sb.extra_env
-        .push(("WARRANT_MANAGED_SHA256".into(), digest.clone()));
+    sb.extra_env.push(("WARRANT_MANAGED_SHA256".into(), digest));
     // Pinned and unchanged: it starts (the control).
     let out = sb.run(&["whoami"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -525,8 +524,11 @@ fn from_nothing_to_a_governed_run_on_a_terminal() {
     assert_eq!(holds_key(&sb.ws), Vec::<std::path::PathBuf>::new());
 }
 
-/// A receiver that answers `status` to every POST and records (authorization, body).
-fn receiver(status: u16) -> (String, Arc<Mutex<Vec<(Option<String>, String)>>>) {
+/// What a receiver saw: (authorization, body) of each POST.
+type Posts = Arc<Mutex<Vec<(Option<String>, String)>>>;
+
+/// A receiver that answers `status` to every POST and records what it got.
+fn receiver(status: u16) -> (String, Posts) {
     let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
     let url = format!("http://{}/ingest", server.server_addr().to_ip().unwrap());
     let seen = Arc::new(Mutex::new(Vec::new()));

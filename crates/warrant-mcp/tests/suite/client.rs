@@ -43,7 +43,6 @@ pub fn env(dir: &std::path::Path) -> ToolEnv {
         workspace: CanonicalPath::from_normalized(dir.to_str().unwrap()).unwrap(),
         profiles: BTreeMap::new(),
         parent_env: vec![],
-        credentials: Default::default(),
         secrets: None,
         no_overlays: false,
         run: None,
