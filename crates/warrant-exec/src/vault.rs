@@ -360,4 +360,33 @@ mod tests {
         assert_eq!(vault.get("A").unwrap_err().code(), "W-SECRET-003");
         assert_eq!(vault.get("B").unwrap().expose(), b"value-b");
     }
+
+    #[test]
+    fn credentials_are_a_file_and_key_of_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let creds = Vault::credentials(dir.path(), b"installation-secret");
+        creds.put("openai-api-key", b"sk-value").unwrap();
+        assert_eq!(creds.get("openai-api-key").unwrap().expose(), b"sk-value");
+        // The request vault cannot name it, and its file does not open under the vault's key.
+        let vault = Vault::open(dir.path(), b"installation-secret");
+        assert_eq!(
+            vault.get("openai-api-key").unwrap_err().code(),
+            "W-SECRET-004"
+        );
+        std::fs::copy(
+            dir.path().join(CREDENTIALS_FILE),
+            dir.path().join(VAULT_FILE),
+        )
+        .unwrap();
+        assert_eq!(
+            vault.get("openai-api-key").unwrap_err().code(),
+            "W-SECRET-003"
+        );
+        let entries = creds.entries().unwrap();
+        assert_eq!(entries.len(), 1);
+        assert!(entries[0].1.is_some_and(|ms| ms > 0));
+        assert!(creds.delete("openai-api-key").unwrap());
+        assert!(!creds.delete("openai-api-key").unwrap());
+        assert!(creds.entries().unwrap().is_empty());
+    }
 }

@@ -124,3 +124,43 @@ pub fn resolve_key(
         setting: setting.to_owned(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn credentials_resolve_and_no_variable_can_pose_as_one() {
+        let env = reference_env(
+            [
+                ("OPENAI_API_KEY".to_owned(), "from-env".to_owned()),
+                ("cred:forged".to_owned(), "from-a-variable".to_owned()),
+            ],
+            [("stored".to_owned(), "from-the-vault".to_owned())],
+        );
+        let got = resolve_key("s", Some("cred:stored"), "", &env).unwrap();
+        assert_eq!(got.value.as_deref(), Some("from-the-vault"));
+        assert_eq!(got.source, "cred:stored");
+        assert_eq!(
+            resolve_key("s", Some("cred:forged"), "", &env).unwrap_err(),
+            KeyError::NoCredential {
+                setting: "s".to_owned(),
+                name: "forged".to_owned()
+            }
+        );
+        assert_eq!(
+            resolve_key("s", Some("env:OPENAI_API_KEY"), "", &env)
+                .unwrap()
+                .value
+                .as_deref(),
+            Some("from-env")
+        );
+        assert_eq!(
+            resolve_key("s", Some("cred:forged"), "", &env)
+                .unwrap_err()
+                .code(),
+            "W-CRED-004"
+        );
+    }
+}
