@@ -120,7 +120,7 @@ pub enum Command {
     /// Start a governed agent run.
     Run {
         /// PROVIDER:MODEL, e.g. `scripted:PATH`, `openai:gpt-4.1` or `anthropic:claude-sonnet-4-5`
-        /// (default: `[providers] model` of the configuration, else $WARRANT_MODEL).
+        /// (default: $WARRANT_MODEL, else `[providers] model` of the configuration).
         #[arg(long)]
         model: Option<String>,
         /// Print events as JSON lines.
@@ -139,7 +139,7 @@ pub enum Command {
     },
     /// Queue a run for a worker (`warrant worker`) instead of driving it here.
     Submit {
-        /// PROVIDER:MODEL (default: `[providers] model`, else $WARRANT_MODEL).
+        /// PROVIDER:MODEL (default: $WARRANT_MODEL, else `[providers] model`).
         #[arg(long)]
         model: Option<String>,
         #[arg(long, value_name = "DURATION")]
@@ -250,7 +250,8 @@ pub enum Command {
     /// A session with the agent: each message continues the same run. Without a terminal, one
     /// message per line of standard input, ending at its end.
     Chat {
-        /// PROVIDER:MODEL, as for `run` (default: the WARRANT_MODEL environment variable).
+        /// PROVIDER:MODEL, as for `run` (default: the WARRANT_MODEL environment variable, else
+        /// `[providers] model` of the configuration).
         #[arg(long)]
         model: Option<String>,
         /// Print events as JSON lines.

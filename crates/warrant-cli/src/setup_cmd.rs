@@ -533,6 +533,9 @@ fn wizard(ws: Option<&Path>) -> Result<u8, Failure> {
         },
     )?;
     print_configured(&done, false);
+    eprintln!(
+        "More to set up when you need it: `warrant configure identity` (tenant, teams), `warrant configure approvals` (team, four eyes, expiry), `warrant configure sink` (an audit receiver). `warrant get-started` shows what is ready."
+    );
     Ok(0)
 }
 
