@@ -709,3 +709,36 @@ fn identity_and_approvals_are_written_only_when_they_load() {
         stderr(&out)
     );
 }
+
+/// A stored credential is a known secret: a tool result holding its value reaches neither the
+/// model nor the journal in clear. The control: the same file with a value that is not stored
+/// (and matches no scanner rule) comes through as it is.
+#[test]
+fn a_stored_credentials_value_is_redacted_from_what_a_tool_returns() {
+    let sb = Sandbox::init();
+    let value = "plainvalue-7f3k2m9q4w8e";
+    let other = "plainvalue-1a2b3c4d5e6f";
+    let out = sb.run_stdin(&["credentials", "set", "team-token"], &format!("{value}\n"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    sb.write(
+        "notes/leak.txt",
+        &format!("token: {value}\nother: {other}\n"),
+    );
+    let model = sb.transcript(
+        "version: 1\nturns:\n  - calls:\n      - tool: read_file\n        args: { path: notes/leak.txt }\n  - say: done\n",
+    );
+    let out = sb.run(&["run", "--model", &model, "read it"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (_, events) = sb.last_run();
+    let all = serde_json::to_string(&events).unwrap();
+    assert!(
+        !all.contains(value),
+        "the credential's value is not in the run"
+    );
+    assert!(
+        all.contains(other),
+        "the control value comes through: {all}"
+    );
+    let trail = std::fs::read_to_string(sb.ws.join(".warrant/audit/audit.jsonl")).unwrap();
+    assert!(!trail.contains(value));
+}
