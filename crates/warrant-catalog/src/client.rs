@@ -87,12 +87,12 @@ impl CatalogClient {
             ("token", &config.token),
         ] {
             if let Some(v) = value
-                && !["env:", "file:", "secret:"]
+                && !["env:", "file:", "cred:", "secret:"]
                     .iter()
                     .any(|p| v.starts_with(p))
             {
                 return Err(bad(format!(
-                    "{setting} must be a secret reference (`env:NAME`, `file:PATH` or `secret:NAME`), never the value itself"
+                    "{setting} must be a secret reference (`env:NAME`, `file:PATH`, `cred:NAME` or `secret:NAME`), never the value itself"
                 )));
             }
         }

@@ -431,12 +431,13 @@ pub fn chat(ws: Option<&Path>, args: ChatArgs) -> Result<u8, Failure> {
     let model = args
         .model
         .clone()
-        .or_else(|| std::env::var("WARRANT_MODEL").ok())
         .or_else(|| args.resume.as_ref().map(|_| String::new()))
+        .or_else(|| std::env::var("WARRANT_MODEL").ok())
+        .or_else(|| warrant_host::runs::configured_model(&crate::at(ws)))
         .ok_or_else(|| {
             Failure::usage(
                 "W-SESSION-004",
-                "no model for the session: pass --model PROVIDER:MODEL (e.g. openai:gpt-4.1) or set WARRANT_MODEL",
+                "no model for the session: pass --model PROVIDER:MODEL (e.g. openai:gpt-4.1), configure one with `warrant configure`, or set WARRANT_MODEL",
             )
         })?;
     let host = Host::open(&crate::at(ws), crate::notices())?;

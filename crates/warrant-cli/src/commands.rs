@@ -25,6 +25,11 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
     let ws = cli.workspace.as_deref();
     match cli.command {
         Command::Init { yes } => init(ws, yes),
+        Command::GetStarted { json } => crate::setup_cmd::get_started(ws, json),
+        Command::Configure { command } => crate::setup_cmd::configure(ws, command),
+        Command::Credentials { command } => crate::setup_cmd::credentials(ws, command),
+        Command::Config { command } => crate::setup_cmd::config(ws, command),
+        Command::Providers { command } => crate::setup_cmd::providers(ws, command),
         Command::Whoami { json } => whoami(ws, json),
         Command::Run {
             model,
@@ -35,7 +40,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
             task,
         } => run(
             ws,
-            &model,
+            model.as_deref(),
             json,
             &prompt,
             deadline.as_deref(),
@@ -48,7 +53,14 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
             agent_profile,
             json,
             task,
-        } => submit(ws, &model, deadline.as_deref(), agent_profile, json, task),
+        } => submit(
+            ws,
+            model.as_deref(),
+            deadline.as_deref(),
+            agent_profile,
+            json,
+            task,
+        ),
         Command::Worker {
             once,
             lease_ms,
@@ -246,7 +258,7 @@ fn finish(exit: RunExit, run: &RunId, json: bool) -> u8 {
 
 fn run(
     ws: Option<&Path>,
-    model: &str,
+    model: Option<&str>,
     json: bool,
     prompt: &str,
     deadline: Option<&str>,
@@ -255,7 +267,7 @@ fn run(
 ) -> Result<u8, Failure> {
     let host = load(ws)?;
     let request = RunRequest {
-        model: model.to_owned(),
+        model: warrant_host::runs::model_spec(&host.settings, model)?,
         task,
         deadline: warrant_host::runs::deadline_from(deadline)?,
         agent_profile,
@@ -269,7 +281,7 @@ fn run(
 
 fn submit(
     ws: Option<&Path>,
-    model: &str,
+    model: Option<&str>,
     deadline: Option<&str>,
     agent_profile: Option<String>,
     json: bool,
@@ -277,7 +289,7 @@ fn submit(
 ) -> Result<u8, Failure> {
     let host = load(ws)?;
     let run = host.submit(RunRequest {
-        model: model.to_owned(),
+        model: warrant_host::runs::model_spec(&host.settings, model)?,
         task,
         deadline: warrant_host::runs::deadline_from(deadline)?,
         agent_profile,

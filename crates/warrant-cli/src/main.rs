@@ -48,6 +48,7 @@ mod profiles_cmd;
 mod prompt;
 mod requests;
 mod secrets_cmd;
+mod setup_cmd;
 mod surface;
 
 use std::process::ExitCode;
@@ -79,6 +80,33 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// What is ready and what is not (identity, model provider, credentials, policy,
+    /// approvals, confinement, audit, store, keys), each with its evidence and the next command.
+    GetStarted {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set up the model provider: a wizard on a terminal, or `configure provider` with flags.
+    Configure {
+        #[command(subcommand)]
+        command: Option<setup_cmd::ConfigureCommand>,
+    },
+    /// Credentials referenced as `cred:NAME` (provider keys, header tokens): set, list,
+    /// delete, check. Values are never shown.
+    Credentials {
+        #[command(subcommand)]
+        command: setup_cmd::CredentialsCommand,
+    },
+    /// Check the configuration layers: findings with a code, layer, line and a fix.
+    Config {
+        #[command(subcommand)]
+        command: setup_cmd::ConfigCommand,
+    },
+    /// Model providers: list, check (probe), request (show what would be sent, send nothing).
+    Providers {
+        #[command(subcommand)]
+        command: setup_cmd::ProvidersCommand,
+    },
     /// Create `.warrant/` (config, policies, keys, store) in the workspace.
     Init {
         /// Do not ask for confirmation.
@@ -92,9 +120,10 @@ pub enum Command {
     },
     /// Start a governed agent run.
     Run {
-        /// PROVIDER:MODEL, e.g. `scripted:PATH`, `openai:gpt-4.1` or `anthropic:claude-sonnet-4-5`.
+        /// PROVIDER:MODEL, e.g. `scripted:PATH`, `openai:gpt-4.1` or `anthropic:claude-sonnet-4-5`
+        /// (default: $WARRANT_MODEL, else `[providers] model` of the configuration).
         #[arg(long)]
-        model: String,
+        model: Option<String>,
         /// Print events as JSON lines.
         #[arg(long)]
         json: bool,
@@ -116,8 +145,9 @@ pub enum Command {
     },
     /// Queue a run for a worker (`warrant worker`) instead of driving it here.
     Submit {
+        /// PROVIDER:MODEL (default: $WARRANT_MODEL, else `[providers] model`).
         #[arg(long)]
-        model: String,
+        model: Option<String>,
         #[arg(long, value_name = "DURATION")]
         deadline: Option<String>,
         /// The agent profile to work under, as for `run --profile`.
@@ -235,7 +265,8 @@ pub enum Command {
     /// A session with the agent: each message continues the same run. Without a terminal, one
     /// message per line of standard input, ending at its end.
     Chat {
-        /// PROVIDER:MODEL, as for `run` (default: the WARRANT_MODEL environment variable).
+        /// PROVIDER:MODEL, as for `run` (default: the WARRANT_MODEL environment variable, else
+        /// `[providers] model` of the configuration).
         #[arg(long)]
         model: Option<String>,
         /// Print events as JSON lines.

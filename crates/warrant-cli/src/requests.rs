@@ -275,7 +275,7 @@ fn read_secret(name: &str) -> Result<Vec<u8>, HostError> {
 /// Reads one line from the controlling terminal with echo off. Echo is switched off before
 /// the prompt is written, so nothing typed after the prompt appears, and restored afterwards
 /// (also when reading fails).
-fn read_hidden(prompt: &str) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_hidden(prompt: &str) -> std::io::Result<Vec<u8>> {
     use rustix::termios::{LocalModes, OptionalActions, tcgetattr, tcsetattr};
     let mut tty = std::fs::OpenOptions::new()
         .read(true)

@@ -18,6 +18,11 @@ use warrant_core::Coded;
 /// The vault file inside `.warrant/`.
 pub const VAULT_FILE: &str = "secrets.json";
 
+/// The credentials file inside `.warrant/`: a person's own keys (provider keys, sink and MCP
+/// headers), kept apart from [`VAULT_FILE`] and under another key, so no `secret:NAME` handle
+/// a model can name ever reaches one.
+pub const CREDENTIALS_FILE: &str = "credentials.json";
+
 #[derive(Debug, Error)]
 pub enum VaultError {
     #[error("the secret vault {path} cannot be read: {message}")]
@@ -53,6 +58,9 @@ struct VaultDoc {
 struct Sealed {
     nonce: String,
     ciphertext: String,
+    /// When it was stored (milliseconds since the epoch); absent in files written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    set_at_ms: Option<i64>,
 }
 
 /// A secret's value, kept out of `Debug` output.
@@ -157,6 +165,24 @@ impl Vault {
         }
     }
 
+    /// The credentials of a workspace's `.warrant/` directory ([`CREDENTIALS_FILE`]), under a
+    /// key of their own.
+    pub fn credentials(warrant_dir: &Path, installation_secret: &[u8]) -> Self {
+        Self {
+            path: warrant_dir.join(CREDENTIALS_FILE),
+            key: derive_key(
+                installation_secret,
+                b"warrant-credentials-salt-v1",
+                b"warrant credentials v1",
+            ),
+        }
+    }
+
+    /// The file it reads and writes.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     fn read(&self) -> Result<VaultDoc, VaultError> {
         let unreadable = |message: String| VaultError::Unreadable {
             path: self.path.display().to_string(),
@@ -199,14 +225,47 @@ impl Vault {
             )
             .map_err(|e| unwritable(format!("encryption failed: {e}")))?;
         doc.version = 1;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         doc.secrets.insert(
             name.to_owned(),
             Sealed {
                 nonce: hex::encode(nonce),
                 ciphertext: hex::encode(ciphertext),
+                set_at_ms: Some(now),
             },
         );
-        let text = serde_json::to_vec_pretty(&doc).map_err(|e| unwritable(e.to_string()))?;
+        self.write(&doc)
+    }
+
+    /// Removes `name`; false when there was none.
+    pub fn delete(&self, name: &str) -> Result<bool, VaultError> {
+        let mut doc = self.read()?;
+        if doc.secrets.remove(name).is_none() {
+            return Ok(false);
+        }
+        self.write(&doc).map(|()| true)
+    }
+
+    /// Each stored name with when it was stored (milliseconds since the epoch, when known).
+    pub fn entries(&self) -> Result<Vec<(String, Option<i64>)>, VaultError> {
+        Ok(self
+            .read()?
+            .secrets
+            .into_iter()
+            .map(|(name, sealed)| (name, sealed.set_at_ms))
+            .collect())
+    }
+
+    /// The whole document, written to a temporary file with mode 0600, synced, and renamed
+    /// over the old one (then the directory synced), so a crash leaves the old file or the new.
+    fn write(&self, doc: &VaultDoc) -> Result<(), VaultError> {
+        let unwritable = |message: String| VaultError::Unwritable {
+            path: self.path.display().to_string(),
+            message,
+        };
+        let text = serde_json::to_vec_pretty(doc).map_err(|e| unwritable(e.to_string()))?;
         let tmp = self.path.with_extension("json.tmp");
         {
             use std::os::unix::fs::OpenOptionsExt;
@@ -221,7 +280,11 @@ impl Vault {
                 .and_then(|()| f.sync_all())
                 .map_err(|e| unwritable(e.to_string()))?;
         }
-        std::fs::rename(&tmp, &self.path).map_err(|e| unwritable(e.to_string()))
+        std::fs::rename(&tmp, &self.path).map_err(|e| unwritable(e.to_string()))?;
+        if let Some(dir) = self.path.parent() {
+            let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+        }
+        Ok(())
     }
 
     /// The value of `name`, decrypted.
@@ -296,5 +359,34 @@ mod tests {
         std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
         assert_eq!(vault.get("A").unwrap_err().code(), "W-SECRET-003");
         assert_eq!(vault.get("B").unwrap().expose(), b"value-b");
+    }
+
+    #[test]
+    fn credentials_are_a_file_and_key_of_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let creds = Vault::credentials(dir.path(), b"installation-secret");
+        creds.put("openai-api-key", b"sk-value").unwrap();
+        assert_eq!(creds.get("openai-api-key").unwrap().expose(), b"sk-value");
+        // The request vault cannot name it, and its file does not open under the vault's key.
+        let vault = Vault::open(dir.path(), b"installation-secret");
+        assert_eq!(
+            vault.get("openai-api-key").unwrap_err().code(),
+            "W-SECRET-004"
+        );
+        std::fs::copy(
+            dir.path().join(CREDENTIALS_FILE),
+            dir.path().join(VAULT_FILE),
+        )
+        .unwrap();
+        assert_eq!(
+            vault.get("openai-api-key").unwrap_err().code(),
+            "W-SECRET-003"
+        );
+        let entries = creds.entries().unwrap();
+        assert_eq!(entries.len(), 1);
+        assert!(entries[0].1.is_some_and(|ms| ms > 0));
+        assert!(creds.delete("openai-api-key").unwrap());
+        assert!(!creds.delete("openai-api-key").unwrap());
+        assert!(creds.entries().unwrap().is_empty());
     }
 }

@@ -31,18 +31,16 @@ impl std::fmt::Debug for References {
 impl Credentials for References {
     fn resolve(&self, reference: &str) -> std::result::Result<String, String> {
         use warrant_core::Coded as _;
-        if let Some(name) = reference.strip_prefix("env:") {
-            return self
-                .env
-                .get(name)
-                .filter(|v| !v.is_empty())
-                .cloned()
-                .ok_or_else(|| format!("the environment variable {name} is not set"));
-        }
-        if let Some(path) = reference.strip_prefix("file:") {
-            return std::fs::read_to_string(path)
-                .map(|t| t.trim().to_owned())
-                .map_err(|e| format!("{path} cannot be read: {e}"));
+        // `env:`, `file:` and `cred:` through the one resolver of references.
+        if ["env:", "file:", warrant_llm::secret::CRED_PREFIX]
+            .iter()
+            .any(|p| reference.starts_with(p))
+        {
+            let key = warrant_llm::secret::resolve_key("catalog", Some(reference), "", &self.env)
+                .map_err(|e| format!("{e} ({})", e.code()))?;
+            return key
+                .value
+                .ok_or_else(|| format!("{} is not set or empty", key.source));
         }
         if let Some(name) = reference.strip_prefix("secret:") {
             let value = self
@@ -52,14 +50,20 @@ impl Credentials for References {
             return String::from_utf8(value.expose().to_vec())
                 .map_err(|_| format!("secret {name} is not UTF-8 text"));
         }
-        Err("not a secret reference (`env:NAME`, `file:PATH`, `secret:NAME`)".to_owned())
+        Err(
+            "not a secret reference (`env:NAME`, `file:PATH`, `cred:NAME`, `secret:NAME`)"
+                .to_owned(),
+        )
     }
 }
 
 /// How the catalogs' secret references are resolved in this installation.
 pub fn references(paths: &Paths, installation_secret: &[u8]) -> Arc<dyn Credentials> {
     Arc::new(References {
-        env: install::parent_env().into_iter().collect(),
+        env: warrant_llm::secret::reference_env(
+            install::parent_env(),
+            crate::credentials::values(paths).unwrap_or_default(),
+        ),
         vault: warrant_exec::vault::Vault::open(&paths.dot, installation_secret),
     })
 }

@@ -51,7 +51,7 @@ pub fn recognizers() -> warrant_core::risk::Recognizers {
 /// Values Warrant knows to be secret: every variable of its own environment whose name marks
 /// it as one (`*KEY*`, `*SECRET*`, `*TOKEN*`, `*PASSWORD*`: provider keys, sink tokens), and the
 /// store's password (in its URL, or behind `[store] password`).
-pub fn known_secrets(settings: &Settings) -> Vec<String> {
+pub fn known_secrets(paths: &crate::Paths, settings: &Settings) -> Vec<String> {
     let mut out: Vec<String> = std::env::vars()
         .filter(|(k, _)| warrant_exec::secret_pattern(k).is_some())
         .map(|(_, v)| v)
@@ -63,9 +63,15 @@ pub fn known_secrets(settings: &Settings) -> Vec<String> {
     {
         out.push(password.to_owned());
     }
-    if let Ok(Some(password)) = crate::install::store_password(settings) {
+    if let Ok(Some(password)) = crate::install::store_password(paths, settings) {
         out.push(password);
     }
+    // The stored credentials (`warrant credentials set`): provider keys and tokens.
+    out.extend(
+        crate::credentials::values(paths)
+            .unwrap_or_default()
+            .into_values(),
+    );
     out
 }
 
@@ -93,9 +99,9 @@ pub fn tools(
 /// The installation's redactor: the configured scanner and the known secret values. Built once
 /// per [`crate::Host`] and shared by the tools' results, a person's replies and the journal's
 /// sealing, so rule files are read and compiled once.
-pub fn redactor(settings: &Settings) -> Result<Redactor, HostError> {
+pub fn redactor(paths: &crate::Paths, settings: &Settings) -> Result<Redactor, HostError> {
     let scanner = configured_scanner(settings)?;
-    Ok(Redactor::new(scanner, known_secrets(settings)))
+    Ok(Redactor::new(scanner, known_secrets(paths, settings)))
 }
 
 /// The redactor as the control over tool results and replies: `None` only for a debug build's

@@ -73,6 +73,8 @@ pub fn doctor(
 ) -> crate::Result<DoctorReport> {
     let mut checks = Checks::default();
     let paths = install::paths(at, false)?;
+    // A pinned managed layer that changed refuses here too, as every command that opens it.
+    crate::config_check::verify_managed_pin(&paths)?;
     let layers = install::read_layers(&paths);
     checks.add(
         "configuration",

@@ -136,6 +136,7 @@ fn layer_dirs(paths: &Paths) -> Vec<(LayerKind, PathBuf)> {
 }
 
 pub fn read_layers(paths: &Paths) -> Result<Vec<Layer>, HostError> {
+    crate::config_check::verify_managed_pin(paths)?;
     let mut layers = Vec::new();
     for (kind, dir) in layer_dirs(paths) {
         let file = dir.join(CONFIG_FILE);
@@ -260,12 +261,15 @@ impl std::fmt::Debug for Installation {
     }
 }
 
-/// `[store] password`, resolved: a reference only (`env:NAME`, `file:PATH`).
-pub(crate) fn store_password(settings: &Settings) -> Result<Option<String>, HostError> {
+/// `[store] password`, resolved: a reference only (`env:NAME`, `file:PATH`, `cred:NAME`).
+pub(crate) fn store_password(
+    paths: &Paths,
+    settings: &Settings,
+) -> Result<Option<String>, HostError> {
     let Some(reference) = &settings.store_password else {
         return Ok(None);
     };
-    let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    let env = crate::credentials::reference_env(paths)?;
     let key = warrant_llm::secret::resolve_key("[store] password", Some(reference), "", &env)
         .map_err(|e| HostError::bad_input(&e))?;
     match key.value {
@@ -280,6 +284,54 @@ pub(crate) fn store_password(settings: &Settings) -> Result<Option<String>, Host
     }
 }
 
+/// The HTTP sinks with each `cred:NAME` header replaced by the credential (in memory only; the
+/// delivery worker resolves `env:` itself, and no view shows a header).
+fn sinks_with_credentials(
+    paths: &Paths,
+    sinks: &BTreeMap<String, warrant_core::config::SinkConfig>,
+) -> Result<BTreeMap<String, warrant_core::config::SinkConfig>, HostError> {
+    let prefix = warrant_llm::secret::CRED_PREFIX;
+    let uses = sinks.values().any(|s| {
+        let warrant_core::config::SinkConfig::Http { headers, .. } = s;
+        headers.values().any(|v| v.starts_with(prefix))
+    });
+    if !uses {
+        return Ok(sinks.clone());
+    }
+    let env = crate::credentials::reference_env(paths)?;
+    let mut out = sinks.clone();
+    for (name, sink) in &mut out {
+        let warrant_core::config::SinkConfig::Http { headers, .. } = sink;
+        for (header, value) in headers.iter_mut() {
+            if value.starts_with(prefix) {
+                let setting = format!("audit.sinks.{name}.headers.{header}");
+                let key = warrant_llm::secret::resolve_key(&setting, Some(value), "", &env)
+                    .map_err(|e| HostError::bad_input(&e))?;
+                *value = key.value.unwrap_or_default();
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The installation secret (`.warrant/keys/installation.secret`): what the vault, the
+/// credentials and the journal's seal derive their keys from.
+pub fn installation_secret(paths: &Paths) -> Result<Vec<u8>, HostError> {
+    let secret_hex = fs::read_to_string(paths.keys().join(SECRET_FILE)).map_err(|e| {
+        HostError::usage(
+            "W-INIT-003",
+            format!("cannot read the installation secret: {e}"),
+        )
+        .with_hint(crate::Hint::CheckInit)
+    })?;
+    hex::decode(secret_hex.trim()).map_err(|e| {
+        HostError::usage(
+            "W-INIT-003",
+            format!("the installation secret is malformed: {e}"),
+        )
+    })
+}
+
 /// The store: `--store`, else `[store] url` of the configuration, else `.warrant/store.db`.
 pub fn installation(
     paths: &Paths,
@@ -292,7 +344,7 @@ pub fn installation(
         .clone()
         .or_else(|| settings.store_url.clone())
         .unwrap_or_else(|| paths.store().display().to_string());
-    let password = store_password(settings)?;
+    let password = store_password(paths, settings)?;
     let store =
         warrant_store::open_with_password(&location, password.as_deref(), Arc::new(SystemClock))
             .map_err(|e| HostError::bad_input(&e))?;
@@ -304,19 +356,7 @@ pub fn installation(
     let key = AuditKey::load(&paths.keys()).map_err(|e| HostError::bad_input(&e))?;
     // Current and retired keys: records signed before a rotation still verify.
     let public_keys = PublicKeys::load_dir(&paths.keys()).map_err(|e| HostError::bad_input(&e))?;
-    let secret_hex = fs::read_to_string(paths.keys().join(SECRET_FILE)).map_err(|e| {
-        HostError::usage(
-            "W-INIT-003",
-            format!("cannot read the installation secret: {e}"),
-        )
-        .with_hint(crate::Hint::CheckInit)
-    })?;
-    let secret = hex::decode(secret_hex.trim()).map_err(|e| {
-        HostError::usage(
-            "W-INIT-003",
-            format!("the installation secret is malformed: {e}"),
-        )
-    })?;
+    let secret = installation_secret(paths)?;
     let installation = fs::read_to_string(paths.dot.join(INSTALLATION_FILE))
         .map(|s| s.trim().to_owned())
         .unwrap_or_else(|_| "unknown".into());
@@ -347,7 +387,7 @@ pub fn installation(
     };
     Ok(Installation {
         store,
-        sinks: settings.audit_sinks.clone(),
+        sinks: sinks_with_credentials(paths, &settings.audit_sinks)?,
         fail_after_ms: settings.audit_fail_after_ms,
         max_pending: settings.audit_max_pending,
         on_full: settings.audit_on_full,
@@ -556,6 +596,8 @@ pub fn ttls(
 #[derive(Debug)]
 struct VaultSecrets {
     vault: warrant_exec::vault::Vault,
+    /// `cred:NAME` entries read from here (`warrant credentials set`).
+    credentials: warrant_exec::vault::Vault,
     env: std::collections::BTreeMap<String, Vec<(String, String)>>,
 }
 
@@ -566,10 +608,20 @@ impl warrant_kernel::SecretSource for VaultSecrets {
 
     fn value(&self, name: &str) -> Result<String, (String, String)> {
         use warrant_core::Coded as _;
-        let v = self
-            .vault
-            .get(name)
-            .map_err(|e| (e.code().to_owned(), e.to_string()))?;
+        let v = match name.strip_prefix(warrant_llm::secret::CRED_PREFIX) {
+            Some(cred) => self.credentials.get(cred).map_err(|e| match e {
+                warrant_exec::vault::VaultError::Unknown { .. } => (
+                    "W-CRED-002".to_owned(),
+                    format!("no credential named {cred} is stored; `warrant credentials set {cred}` stores it"),
+                ),
+                other @ (warrant_exec::vault::VaultError::Unreadable { .. }
+                | warrant_exec::vault::VaultError::Unwritable { .. }
+                | warrant_exec::vault::VaultError::Undecryptable { .. }) => {
+                    (other.code().to_owned(), other.to_string())
+                }
+            }),
+            None => self.vault.get(name).map_err(|e| (e.code().to_owned(), e.to_string())),
+        }?;
         String::from_utf8(v.expose().to_vec()).map_err(|_| {
             (
                 "W-SECRET-003".to_owned(),
@@ -611,17 +663,25 @@ pub fn secret_source(
                     "[secret_env.{profile}] {var:?} is not an environment variable name (letters, digits, _)"
                 )));
             }
-            let Some(name) = handle.strip_prefix("secret:").filter(|n| !n.is_empty()) else {
-                return Err(bad(format!(
-                    "[secret_env.{profile}] {var} = {handle:?} is not a secret handle; write \"secret:NAME\""
-                )));
+            // `cred:NAME` stays whole (the credentials are looked up by it); `secret:NAME` is
+            // the vault's name.
+            let name = match handle.strip_prefix("secret:") {
+                Some(name) => name,
+                None if handle.starts_with(warrant_llm::secret::CRED_PREFIX) => handle.as_str(),
+                None => "",
             };
+            if name.is_empty() || name == warrant_llm::secret::CRED_PREFIX {
+                return Err(bad(format!(
+                    "[secret_env.{profile}] {var} = {handle:?} is not a secret handle; write \"secret:NAME\" (a provided secret) or \"cred:NAME\" (a stored credential)"
+                )));
+            }
             pairs.push((var.clone(), name.to_owned()));
         }
         env.insert(profile.clone(), pairs);
     }
     Ok(Some(std::sync::Arc::new(VaultSecrets {
         vault: warrant_exec::vault::Vault::open(&paths.dot, installation_secret),
+        credentials: warrant_exec::vault::Vault::credentials(&paths.dot, installation_secret),
         env,
     })))
 }

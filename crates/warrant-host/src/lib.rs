@@ -16,12 +16,15 @@ pub mod capabilities;
 pub mod catalog;
 pub mod chat;
 pub mod confidential;
+pub mod config_check;
 pub mod controls;
+pub mod credentials;
 pub mod doctor;
 pub mod drive;
 mod error;
 pub mod explain;
 pub mod fault;
+pub mod get_started;
 pub mod identity;
 pub mod init;
 pub mod install;
@@ -31,11 +34,13 @@ pub mod memory;
 pub mod narrate;
 mod notice;
 pub mod origin;
+pub mod providers;
 pub mod records;
 pub mod request_views;
 pub mod requests;
 pub mod runs;
 pub mod serve;
+pub mod setup;
 pub mod spawn;
 pub mod touched;
 pub mod verify;
@@ -137,7 +142,7 @@ impl Host {
         let rules = install::approval_rules(&paths, &layers)?;
         let inst = install::installation(&paths, &settings, notices)?;
         let request_ttls = install::ttls(&settings.requests)?;
-        let redactor = Arc::new(controls::redactor(&settings)?);
+        let redactor = Arc::new(controls::redactor(&paths, &settings)?);
         let confidential = controls::journal_seal(&redactor, &inst.secret);
         let memory = Arc::new(warrant_memory::MemoryStore::at(
             &paths.dot.join(memory::MEMORY_DB),
@@ -313,7 +318,7 @@ impl Host {
                 Ok(Box::new(p))
             }
             ModelSpec::OpenAi { model } => {
-                let env = std::env::vars().collect();
+                let env = credentials::reference_env(&self.paths)?;
                 let settings = openai_settings_from(&self.settings.openai, &env, &model)
                     .map_err(|e| HostError::bad_input(&e))?;
                 Ok(Box::new(OpenAiProvider::new(settings)))
@@ -321,16 +326,23 @@ impl Host {
             ModelSpec::Ollama { model } => {
                 let env = std::env::vars().collect();
                 Ok(Box::new(OpenAiProvider::new(ollama_settings_from(
-                    &env, &model,
+                    &self.settings.ollama,
+                    &env,
+                    &model,
                 ))))
             }
             ModelSpec::Anthropic { model } => {
-                let env = std::env::vars().collect();
+                let env = credentials::reference_env(&self.paths)?;
                 let settings = anthropic_settings_from(&self.settings.anthropic, &env, &model)
                     .map_err(|e| HostError::bad_input(&e))?;
                 Ok(Box::new(AnthropicProvider::new(settings)))
             }
         }
+    }
+
+    /// The installation's redactor (the scanner's rules and the secrets it knows).
+    pub fn redactor(&self) -> &warrant_secrets::Redactor {
+        &self.redactor
     }
 
     /// Budgets and prices for model calls, as configured now.

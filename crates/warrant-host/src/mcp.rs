@@ -22,6 +22,7 @@ pub fn source(paths: &Paths, settings: &Settings) -> Result<Option<Arc<McpSource
         workspace: paths.workspace_canonical()?,
         profiles: settings.profiles.clone(),
         parent_env: install::parent_env(),
+        credentials: crate::credentials::values(paths)?,
         // A confined server runs through this binary's sandbox launcher; without one (a
         // library caller) only unconfined profiles can start.
         launcher: warrant_exec::Launcher::current_exe().ok(),

@@ -12,6 +12,32 @@ use warrant_llm::ModelProvider;
 use crate::drive::{self, Drive};
 use crate::{Class, Host, HostError, Result, install, tools_digest};
 
+/// The model of a run: `given` (`--model`), else `$WARRANT_MODEL`, else `[providers] model`
+/// of the configuration (`warrant configure provider` writes it).
+pub fn model_spec(
+    settings: &warrant_core::config::Settings,
+    given: Option<&str>,
+) -> Result<String> {
+    given
+        .map(str::to_owned)
+        .or_else(|| std::env::var("WARRANT_MODEL").ok().filter(|m| !m.trim().is_empty()))
+        .or_else(|| settings.default_model.clone())
+        .filter(|m| !m.trim().is_empty())
+        .ok_or_else(|| {
+            HostError::usage(
+                "W-MODEL-017",
+                "no model for the run: pass --model PROVIDER:MODEL, or configure one with `warrant configure provider` (it writes [providers] model)",
+            )
+        })
+}
+
+/// `[providers] model` of the configuration at `at`, when it can be read and sets one.
+pub fn configured_model(at: &crate::Where) -> Option<String> {
+    let paths = install::paths(at, false).ok()?;
+    let layers = install::read_layers(&paths).ok()?;
+    install::settings(&layers).ok()?.default_model
+}
+
 /// What to run: the model spec, the task, and an optional deadline.
 #[derive(Clone, Debug)]
 pub struct RunRequest {

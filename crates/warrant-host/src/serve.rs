@@ -160,7 +160,7 @@ impl Host {
     /// The callers HTTP tokens stand for, each token read from its secret reference now.
     /// A token that is not a reference, unreadable or empty is an error naming the entry.
     pub fn serve_tokens(&self) -> Result<Vec<TokenCaller>> {
-        let env: BTreeMap<String, String> = std::env::vars().collect();
+        let env: BTreeMap<String, String> = crate::credentials::reference_env(&self.paths)?;
         let mut out = Vec::new();
         for (name, entry) in &self.settings.mcp.serve.tokens {
             let setting = format!("mcp.serve.tokens.{name}.token");

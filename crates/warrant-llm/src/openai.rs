@@ -115,9 +115,15 @@ pub const OLLAMA_HOST_ENV: &str = "OLLAMA_HOST";
 /// Settings for `ollama:MODEL`: Ollama's OpenAI-compatible endpoint at `OLLAMA_HOST` (as the
 /// Ollama CLI reads it: `host`, `host:port` or a URL; the port defaults to 11434) plus `/v1`.
 /// Ollama needs no key; streaming as for any compatible server.
-pub fn ollama_settings_from(env: &BTreeMap<String, String>, model: &str) -> OpenAiSettings {
-    let host = env
-        .get(OLLAMA_HOST_ENV)
+pub fn ollama_settings_from(
+    config: &warrant_core::config::OllamaConfig,
+    env: &BTreeMap<String, String>,
+    model: &str,
+) -> OpenAiSettings {
+    let host = config
+        .base_url
+        .as_ref()
+        .or_else(|| env.get(OLLAMA_HOST_ENV))
         .map(|h| h.trim().trim_end_matches('/'))
         .filter(|h| !h.is_empty())
         .map_or_else(

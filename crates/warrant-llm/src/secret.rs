@@ -1,6 +1,11 @@
 //! API keys from secret references: `env:NAME` reads the variable `NAME`, `file:PATH` reads a
-//! file (trailing newline dropped, as secret mounts write it). A key is never accepted as a
-//! literal in configuration, and never appears in an error.
+//! file (trailing newline dropped, as secret mounts write it), `cred:NAME` reads a credential
+//! stored with `warrant credentials set NAME`. A key is never accepted as a literal in
+//! configuration, and never appears in an error.
+//!
+//! The one resolver of references: callers hand it the reference environment, which is the
+//! process environment plus, under [`CRED_PREFIX`] names no environment variable can take
+//! (see [`reference_env`]), the credentials the caller could open.
 
 use std::collections::BTreeMap;
 
@@ -15,12 +20,37 @@ pub struct ResolvedKey {
     pub source: String,
 }
 
+/// How a credential reference starts, and the names credentials take in a reference
+/// environment.
+pub const CRED_PREFIX: &str = "cred:";
+
+/// The environment references resolve against: `vars` (the process environment) with every
+/// name holding `:` dropped (so no variable can pose as a credential), plus each credential as
+/// `cred:NAME`.
+pub fn reference_env(
+    vars: impl IntoIterator<Item = (String, String)>,
+    credentials: impl IntoIterator<Item = (String, String)>,
+) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> =
+        vars.into_iter().filter(|(k, _)| !k.contains(':')).collect();
+    env.extend(
+        credentials
+            .into_iter()
+            .map(|(name, value)| (format!("{CRED_PREFIX}{name}"), value)),
+    );
+    env
+}
+
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum KeyError {
     #[error(
-        "`{setting}` must be a secret reference, `env:NAME` or `file:PATH`, never the key itself"
+        "`{setting}` must be a secret reference, `env:NAME`, `file:PATH` or `cred:NAME`, never the key itself"
     )]
     NotAReference { setting: String },
+    #[error(
+        "`{setting}` names the credential {name}, which is not stored here; store it with `warrant credentials set {name}` (the value is read from standard input)"
+    )]
+    NoCredential { setting: String, name: String },
     #[error("could not read the key file {path} named by `{setting}`: {message}")]
     Unreadable {
         setting: String,
@@ -43,6 +73,7 @@ impl Coded for KeyError {
         match self {
             Self::NotAReference { .. } => "W-MODEL-014",
             Self::Unreadable { .. } => "W-MODEL-015",
+            Self::NoCredential { .. } => "W-CRED-004",
         }
     }
 }
@@ -65,6 +96,18 @@ pub fn resolve_key(
     if let Some(name) = reference.strip_prefix("env:") {
         return Ok(from_env(name));
     }
+    if let Some(name) = reference.strip_prefix(CRED_PREFIX) {
+        return match env.get(reference).filter(|v| !v.is_empty()) {
+            Some(value) => Ok(ResolvedKey {
+                value: Some(value.clone()),
+                source: reference.to_owned(),
+            }),
+            None => Err(KeyError::NoCredential {
+                setting: setting.to_owned(),
+                name: name.to_owned(),
+            }),
+        };
+    }
     if let Some(path) = reference.strip_prefix("file:") {
         let text = std::fs::read_to_string(path).map_err(|e| KeyError::Unreadable {
             setting: setting.to_owned(),
@@ -80,4 +123,44 @@ pub fn resolve_key(
     Err(KeyError::NotAReference {
         setting: setting.to_owned(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn credentials_resolve_and_no_variable_can_pose_as_one() {
+        let env = reference_env(
+            [
+                ("OPENAI_API_KEY".to_owned(), "from-env".to_owned()),
+                ("cred:forged".to_owned(), "from-a-variable".to_owned()),
+            ],
+            [("stored".to_owned(), "from-the-vault".to_owned())],
+        );
+        let got = resolve_key("s", Some("cred:stored"), "", &env).unwrap();
+        assert_eq!(got.value.as_deref(), Some("from-the-vault"));
+        assert_eq!(got.source, "cred:stored");
+        assert_eq!(
+            resolve_key("s", Some("cred:forged"), "", &env).unwrap_err(),
+            KeyError::NoCredential {
+                setting: "s".to_owned(),
+                name: "forged".to_owned()
+            }
+        );
+        assert_eq!(
+            resolve_key("s", Some("env:OPENAI_API_KEY"), "", &env)
+                .unwrap()
+                .value
+                .as_deref(),
+            Some("from-env")
+        );
+        assert_eq!(
+            resolve_key("s", Some("cred:forged"), "", &env)
+                .unwrap_err()
+                .code(),
+            "W-CRED-004"
+        );
+    }
 }

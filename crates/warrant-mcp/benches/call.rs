@@ -126,6 +126,7 @@ fn mcp_call(c: &mut Criterion) {
         workspace: workspace.clone(),
         profiles: BTreeMap::from([("open".to_owned(), open.clone())]),
         parent_env: std::env::vars().collect(),
+        credentials: Default::default(),
         launcher: None,
         screen_descriptions: true,
     };

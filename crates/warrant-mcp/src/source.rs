@@ -40,6 +40,8 @@ pub struct StartContext {
     pub workspace: CanonicalPath,
     pub profiles: BTreeMap<String, ProfileConfig>,
     pub parent_env: Vec<(String, String)>,
+    /// The stored credentials (`warrant credentials set`), by name, for `cred:NAME` headers.
+    pub credentials: BTreeMap<String, String>,
     /// Needed for a confined profile (the default); `None` refuses to start one.
     pub launcher: Option<Launcher>,
     /// Screen a vouched-for description with the prompt guard's screen
@@ -213,9 +215,12 @@ fn check(name: &str, config: &McpServerConfig, ctx: &StartContext) -> Result<Ser
                 )));
             }
             for (header, value) in &config.headers {
-                if !(value.starts_with("env:") || value.starts_with("file:")) {
+                if !(value.starts_with("env:")
+                    || value.starts_with("file:")
+                    || value.starts_with(warrant_llm::secret::CRED_PREFIX))
+                {
                     return Err(bad(format!(
-                        "header `{header}` must be a secret reference (`env:NAME` or `file:PATH`), never the value itself"
+                        "header `{header}` must be a secret reference (`env:NAME`, `file:PATH` or `cred:NAME`), never the value itself"
                     )));
                 }
             }
@@ -282,7 +287,10 @@ fn connect(server: &Arc<Server>, ctx: &StartContext) -> Result<Arc<Connection>, 
             }
         }
         (None, Some(url)) => {
-            let env: BTreeMap<String, String> = ctx.parent_env.iter().cloned().collect();
+            let env = warrant_llm::secret::reference_env(
+                ctx.parent_env.iter().cloned(),
+                ctx.credentials.clone(),
+            );
             let mut headers = Vec::new();
             for (header, reference) in &server.config.headers {
                 let setting = format!("mcp.servers.{}.headers.{header}", server.name);

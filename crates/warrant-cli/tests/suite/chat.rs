@@ -409,7 +409,7 @@ fn a_session_without_a_model_says_how_to_name_one() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stderr(&out),
-        "error[W-SESSION-004]: no model for the session: pass --model PROVIDER:MODEL (e.g. openai:gpt-4.1) or set WARRANT_MODEL\n"
+        "error[W-SESSION-004]: no model for the session: pass --model PROVIDER:MODEL (e.g. openai:gpt-4.1), configure one with `warrant configure`, or set WARRANT_MODEL\n"
     );
 }
 

@@ -15,6 +15,7 @@ mod crash;
 mod delivery;
 mod docs;
 mod faults;
+mod first_hour;
 mod harness;
 mod identity;
 mod injection;

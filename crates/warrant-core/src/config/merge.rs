@@ -31,6 +31,9 @@ pub struct Settings {
     pub profiles: BTreeMap<String, ProfileConfig>,
     pub openai: OpenAiConfig,
     pub anthropic: AnthropicConfig,
+    pub ollama: super::OllamaConfig,
+    /// `[providers] model`: the model of a run without `--model`.
+    pub default_model: Option<String>,
     pub audit_jsonl_path: String,
     pub audit_jsonl_max_bytes: Option<u64>,
     pub audit_jsonl_max_age_ms: Option<u64>,
@@ -101,7 +104,8 @@ macro_rules! merge_fields {
 
 merge_fields! {
     RunConfig { max_denials, max_turns, max_tool_calls, menu, max_depth, max_children }
-    ProvidersConfig { openai, anthropic }
+    ProvidersConfig { model, openai, ollama, anthropic }
+    super::OllamaConfig { base_url }
     OpenAiConfig { base_url, api_key_env, timeout_ms, api_key, stream, api_version }
     AnthropicConfig { base_url, api_key_env, timeout_ms, max_tokens, api_key, stream }
     AuditConfig {
@@ -163,6 +167,8 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
         profiles,
         openai: providers.openai,
         anthropic: providers.anthropic,
+        ollama: providers.ollama,
+        default_model: providers.model,
         audit_jsonl_path: audit
             .jsonl_path
             .unwrap_or_else(|| "audit/audit.jsonl".to_owned()),
@@ -412,6 +418,8 @@ actor = "bot"
                     max_tokens: Some(100),
                     ..AnthropicConfig::default()
                 },
+                ollama: Default::default(),
+                default_model: None,
                 audit_jsonl_path: "mine.jsonl".to_owned(),
                 audit_jsonl_max_bytes: Some(5000),
                 audit_jsonl_max_age_ms: None,

@@ -40,7 +40,7 @@ pub use profiles::{
     DEFAULT_DENIED, DEFAULT_READ_ROOTS, DEFAULT_SCRATCH, Enforcement, EnvInherit, Isolation,
     NetworkPolicy, OutsideLinks, ProfileConfig, ResourceLimits, SandboxConfig,
 };
-pub use providers::{AnthropicConfig, OpenAiConfig, ProvidersConfig};
+pub use providers::{AnthropicConfig, OllamaConfig, OpenAiConfig, ProvidersConfig};
 pub use run::{
     BudgetLimit, BudgetsConfig, MenuConfig, PriceConfig, RequestsConfig, RunConfig, SecretRulesRef,
     SecretsConfig, TestsConfig, WebConfig,

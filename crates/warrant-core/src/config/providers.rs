@@ -6,8 +6,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProvidersConfig {
+    /// The model a run uses when `--model` is not given: `PROVIDER:MODEL` (`openai:gpt-4.1`),
+    /// as `warrant configure provider` writes it.
+    #[serde(default)]
+    pub model: Option<String>,
     #[serde(default)]
     pub openai: OpenAiConfig,
+    #[serde(default)]
+    pub ollama: OllamaConfig,
     #[serde(default)]
     pub anthropic: AnthropicConfig,
 }
@@ -52,4 +58,13 @@ pub struct AnthropicConfig {
     /// Stream answers (default true).
     #[serde(default)]
     pub stream: Option<bool>,
+}
+
+/// `[providers.ollama]`: where Ollama listens (`ollama:MODEL`); no key.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OllamaConfig {
+    /// `http://host:11434` (without `/v1`); default: `OLLAMA_HOST`, else `http://localhost:11434`.
+    #[serde(default)]
+    pub base_url: Option<String>,
 }

@@ -649,7 +649,7 @@ fn keys_come_from_secret_references_only() {
     let literal = openai_settings_from(&with("sk-pasted-into-config"), &env, "m").unwrap_err();
     assert_eq!(
         (literal.code(), literal.to_string()),
-        ("W-MODEL-014", "`providers.openai.api_key` must be a secret reference, `env:NAME` or `file:PATH`, never the key itself".to_owned())
+        ("W-MODEL-014", "`providers.openai.api_key` must be a secret reference, `env:NAME`, `file:PATH` or `cred:NAME`, never the key itself".to_owned())
     );
     assert!(!format!("{literal:?}").contains("sk-pasted"));
     let missing = anthropic_settings_from(

@@ -199,7 +199,7 @@ fn ollama_settings_follow_ollama_host_as_the_ollama_cli_reads_it() {
         let env: BTreeMap<String, String> = host
             .map(|h| [("OLLAMA_HOST".to_owned(), h.to_owned())].into())
             .unwrap_or_default();
-        warrant_llm::ollama_settings_from(&env, "llama3.2").base_url
+        warrant_llm::ollama_settings_from(&Default::default(), &env, "llama3.2").base_url
     };
     assert_eq!(
         [
@@ -218,6 +218,7 @@ fn ollama_settings_follow_ollama_host_as_the_ollama_cli_reads_it() {
         ]
         .map(str::to_owned)
     );
-    let settings = warrant_llm::ollama_settings_from(&BTreeMap::new(), "llama3.2");
+    let settings =
+        warrant_llm::ollama_settings_from(&Default::default(), &BTreeMap::new(), "llama3.2");
     assert_eq!((settings.api_key, settings.stream), (None, true));
 }

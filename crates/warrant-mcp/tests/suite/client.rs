@@ -23,6 +23,7 @@ pub fn ctx(dir: &std::path::Path) -> StartContext {
         workspace: CanonicalPath::from_normalized(dir.to_str().unwrap()).unwrap(),
         profiles: BTreeMap::from([("open".to_owned(), profile)]),
         parent_env: std::env::vars().collect(),
+        credentials: Default::default(),
         launcher: None,
         screen_descriptions: true,
     }
