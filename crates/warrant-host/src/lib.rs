@@ -18,6 +18,7 @@ pub mod confidential;
 pub mod controls;
 pub mod doctor;
 pub mod drive;
+pub mod envelope;
 mod error;
 pub mod explain;
 pub mod fault;

@@ -103,6 +103,46 @@ fn default_ttls(t: &RequestTtls) -> bool {
     t.is_default()
 }
 
+/// Why the autonomy envelope stopped a run, named in [`RunEvent::Halted`]: the run ends
+/// stopped in the same append, and nothing is retried.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "control", rename_all = "snake_case")]
+pub enum Halt {
+    /// A kill switch covering the run is set (`warrant kill`).
+    KillSwitch {
+        #[serde(flatten)]
+        switch: warrant_store::KillSwitch,
+    },
+    /// The kill switch could not be read, so the run stops rather than act unchecked.
+    KillSwitchUnreadable { error: String },
+}
+
+impl Halt {
+    /// Stable error code of the refusal.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::KillSwitch { .. } => "W-ENVELOPE-001",
+            Self::KillSwitchUnreadable { .. } => "W-ENVELOPE-002",
+        }
+    }
+
+    /// The run's end reason, in words.
+    pub fn reason(&self) -> String {
+        match self {
+            Self::KillSwitch { switch } => format!(
+                "stopped by the kill switch ({}) set by {} at {}: {}",
+                switch.scope.describe(),
+                switch.set_by,
+                switch.set_at.rfc3339(),
+                switch.reason
+            ),
+            Self::KillSwitchUnreadable { error } => format!(
+                "stopped because the kill switch could not be read ({error}); the run does not act unchecked"
+            ),
+        }
+    }
+}
+
 /// A cap on a run's work, named in [`RunEvent::LimitReached`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -526,6 +566,12 @@ pub enum RunEvent {
         limit: RunLimit,
         max: u32,
     },
+    /// The autonomy envelope refused the run's next effect; the run ends stopped in the same
+    /// append.
+    Halted {
+        code: String,
+        halt: Halt,
+    },
     RunEnded {
         outcome: Outcome,
     },
@@ -652,6 +698,7 @@ impl RunEvent {
             Self::EffectInDoubt { .. } => "effect_in_doubt",
             Self::AuditGap { .. } => "audit_gap",
             Self::LimitReached { .. } => "limit_reached",
+            Self::Halted { .. } => "halted",
             Self::RunEnded { .. } => "run_ended",
             Self::RequestRaised { .. } => "request_raised",
             Self::RequestReplied { .. } => "request_replied",

@@ -13,6 +13,7 @@ mod contained;
 mod crash;
 mod delivery;
 mod docs;
+mod envelope;
 mod harness;
 mod identity;
 mod injection;

@@ -226,6 +226,12 @@ impl Ring<'_> {
             )?;
             return Ok(CallStep::Done);
         }
+        // The kill switch, read again right before the effect: a switch set while this call
+        // waited for a person (or a queue) stops it here.
+        if let Some(halt) = self.halt(state) {
+            self.stop_halted(state, halt)?;
+            return Ok(CallStep::Done);
+        }
         let started_seq = match already {
             Some(seq) => seq,
             None => {
@@ -261,6 +267,7 @@ impl Ring<'_> {
         let principal = state.principal.clone();
         let workspace = state.workspace.clone();
         let (run, deadline) = (state.run.clone(), state.settings.deadline);
+        let subject = super::envelope::HaltSubject::of(state);
         let may_read = |p: &CanonicalPath| {
             self.pdp
                 .decide(&principal, &Action::FsRead { path: p.clone() }, &workspace)
@@ -270,6 +277,10 @@ impl Ring<'_> {
         let stop = || {
             if self.interrupt_requested() {
                 return Some("stopped by the person (Ctrl-C)".to_owned());
+            }
+            // A kill switch set while the effect runs stops it too (and fails closed).
+            if let Some(halt) = self.halt_of(&subject) {
+                return Some(halt.reason());
             }
             self.stop_reason_of(&run, deadline, self.clock.now())
                 .ok()

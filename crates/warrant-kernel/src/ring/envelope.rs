@@ -1,0 +1,85 @@
+//! The autonomy envelope at an effect boundary: the store-shared kill switch. Checked before a
+//! step of the loop (a model call, the next tool call) and again right before an effect is
+//! recorded as started, so a switch set while a run waited (at a prompt, in a queue) still
+//! stops it. A switch that cannot be read stops the run too: the envelope fails closed.
+
+use warrant_store::KillSubject;
+
+use super::*;
+use crate::events::Halt;
+
+/// What the kill switch is checked against for one run, owned so a running effect can keep
+/// checking it while the run's state is borrowed elsewhere.
+pub(crate) struct HaltSubject {
+    tenant: String,
+    actors: Vec<String>,
+    runs: Vec<RunId>,
+}
+
+impl HaltSubject {
+    pub(crate) fn of(state: &RunState) -> Self {
+        // A subagent's id extends its parent's, so the run's ancestors are its id's prefixes.
+        let depth = state.settings.spawn.as_ref().map_or(0, |s| s.depth);
+        let mut runs = vec![state.run.clone()];
+        let mut above = state.run.as_str();
+        for _ in 0..depth {
+            let Some((parent, _)) = above.rsplit_once('-') else {
+                break;
+            };
+            above = parent;
+            if let Some(run) = RunId::parse(above) {
+                runs.push(run);
+            }
+        }
+        let principal = &state.principal;
+        let mut actors = vec![principal.actor.clone()];
+        actors.extend(principal.on_behalf_of.clone());
+        Self {
+            tenant: principal.tenant.clone(),
+            actors,
+            runs,
+        }
+    }
+}
+
+impl Ring<'_> {
+    /// The envelope's verdict on the run's next effect: `Some` when it must not happen.
+    pub fn halt(&self, state: &RunState) -> Option<Halt> {
+        self.halt_of(&HaltSubject::of(state))
+    }
+
+    pub(crate) fn halt_of(&self, subject: &HaltSubject) -> Option<Halt> {
+        let actors: Vec<&str> = subject.actors.iter().map(String::as_str).collect();
+        let subject = KillSubject {
+            tenant: &subject.tenant,
+            actors: &actors,
+            runs: &subject.runs,
+        };
+        match self.store.kill_for(&subject) {
+            Ok(Some(switch)) => Some(Halt::KillSwitch { switch }),
+            Ok(None) => None,
+            Err(e) => Some(Halt::KillSwitchUnreadable {
+                error: e.to_string(),
+            }),
+        }
+    }
+
+    /// Ends the run stopped by the envelope: the typed refusal and the end in one append.
+    pub fn stop_halted(&self, state: &mut RunState, halt: Halt) -> Result<(), KernelError> {
+        let reason = halt.reason();
+        self.append(
+            state,
+            vec![
+                RunEvent::Halted {
+                    code: halt.code().to_owned(),
+                    halt,
+                },
+                RunEvent::RunEnded {
+                    outcome: Outcome::Stopped { reason },
+                },
+            ],
+            Some(RunStatus::Stopped),
+            vec![],
+        )
+    }
+}
