@@ -124,6 +124,7 @@ impl Fixture {
                 max_tool_calls: None,
                 session: None,
                 spawn: None,
+                standing: None,
             },
             tools: tools.specs().into_iter().map(|s| s.name).collect(),
         };

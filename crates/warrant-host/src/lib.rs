@@ -128,13 +128,13 @@ impl Host {
         }
         .validate()
         .map_err(|e| HostError::bad_input(&e))?;
-        let policy = install::policy(&paths)?;
+        let rules = install::approval_rules(&paths, &layers)?;
+        let policy = install::policy(&paths)?.with_directory(rules.directory.clone(), rules.team.clone());
         for warning in policy.warnings() {
             notices.notice(Notice::PolicyWarning {
                 text: warning.to_string(),
             });
         }
-        let rules = install::approval_rules(&paths, &layers)?;
         let inst = install::installation(&paths, &settings, notices)?;
         let request_ttls = install::ttls(&settings.requests)?;
         let redactor = Arc::new(controls::redactor(&settings)?);
@@ -365,6 +365,20 @@ impl Host {
         install::deliver(&self.inst);
     }
 
+    /// The standing in the identity directory of the person a run started here acts for (the
+    /// agent's person, or the user themself), recorded in the run: losing it stops the run.
+    pub(crate) fn person_standing(&self) -> Option<Box<warrant_core::directory::Standing>> {
+        let p = &self.identity.principal;
+        let person = match (p.kind, &p.on_behalf_of) {
+            (warrant_core::PrincipalKind::Agent, Some(person)) => person.as_str(),
+            (warrant_core::PrincipalKind::Agent, None) => return None,
+            (warrant_core::PrincipalKind::User | warrant_core::PrincipalKind::Service, _) => {
+                p.actor.as_str()
+            }
+        };
+        self.policy.standing(person).map(Box::new)
+    }
+
     pub(crate) fn new_run_spec(
         &self,
         tools: &Toolbox,
@@ -396,6 +410,7 @@ impl Host {
                     profile: None,
                     budget: None,
                 })),
+                standing: self.person_standing(),
             },
             tools: specs.iter().map(|s| s.name.clone()).collect(),
             tools_digest: digest_of(&specs).ok(),

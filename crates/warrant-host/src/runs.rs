@@ -244,7 +244,11 @@ impl Host {
             }
             // The run's principal and model are the ones in its log, whoever resumes it.
             let model = self.provider(&state.model, &tools)?;
-            if let Some(request) = &state.parked
+            // A run the envelope stops (a kill switch, the person's lost standing) is driven to
+            // its next step, which stops it and cancels its open requests, instead of waiting.
+            let halted = ring.halt(&state).is_some();
+            if !halted
+                && let Some(request) = &state.parked
                 && let Some(r) = state.requests.get(request)
                 && r.answer.is_none()
                 && r.resolution.is_none()
@@ -265,7 +269,8 @@ impl Host {
             }
             // Parked on a request the agent raised that nobody has answered and that has not
             // expired: nothing to do yet, and nothing is appended.
-            if let Some(ask) = state.parked.as_ref().and_then(|r| state.asks.get(r))
+            if !halted
+                && let Some(ask) = state.parked.as_ref().and_then(|r| state.asks.get(r))
                 && ask.reply.is_none()
                 && ask.expired.is_none()
                 && SystemClock.now() < ask.expires_at

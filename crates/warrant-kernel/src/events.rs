@@ -41,6 +41,11 @@ pub struct RunSettings {
     /// started it. Absent in logs written before subagents (such a run cannot spawn).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spawn: Option<Box<SpawnSettings>>,
+    /// The standing in the identity directory of the person the run acts for, when it
+    /// started: losing any of it (leaving the directory, a role, a team, the approver key)
+    /// stops the run at its next step. Absent without a directory, and in older logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standing: Option<Box<warrant_core::directory::Standing>>,
 }
 
 /// A run's place among subagents, fixed when it starts.
@@ -115,6 +120,8 @@ pub enum Halt {
     },
     /// The kill switch could not be read, so the run stops rather than act unchecked.
     KillSwitchUnreadable { error: String },
+    /// The person the run acts for lost standing in the identity directory since it started.
+    AuthorityLost { person: String, lost: String },
 }
 
 impl Halt {
@@ -123,6 +130,7 @@ impl Halt {
         match self {
             Self::KillSwitch { .. } => "W-ENVELOPE-001",
             Self::KillSwitchUnreadable { .. } => "W-ENVELOPE-002",
+            Self::AuthorityLost { .. } => "W-AUTHORITY-001",
         }
     }
 
@@ -138,6 +146,9 @@ impl Halt {
             ),
             Self::KillSwitchUnreadable { error } => format!(
                 "stopped because the kill switch could not be read ({error}); the run does not act unchecked"
+            ),
+            Self::AuthorityLost { lost, .. } => format!(
+                "stopped because {lost} since the run started; nothing runs as them any more"
             ),
         }
     }
@@ -571,6 +582,9 @@ pub enum RunEvent {
     Halted {
         code: String,
         halt: Halt,
+        /// Requests of the run that were still open, cancelled with the same reason.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        cancelled: Vec<RequestId>,
     },
     RunEnded {
         outcome: Outcome,

@@ -220,6 +220,7 @@ fn mcp_call(c: &mut Criterion) {
             max_tool_calls: None,
             session: None,
             spawn: None,
+            standing: None,
         },
         tools: tools.specs().into_iter().map(|s| s.name).collect(),
     };

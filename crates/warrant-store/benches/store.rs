@@ -264,6 +264,7 @@ fn replay_log(total: u64) -> Vec<EventDraft> {
             max_tool_calls: None,
             session: None,
             spawn: None,
+            standing: None,
         },
         tools: vec!["run_command".into(), "read_file".into()],
         tools_digest: None,

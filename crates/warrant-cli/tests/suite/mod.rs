@@ -4,6 +4,7 @@ mod approvals;
 mod approvers;
 mod artifacts;
 mod audit;
+mod authority;
 mod bad_input;
 mod binding;
 mod catalog;

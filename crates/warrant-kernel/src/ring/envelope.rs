@@ -1,4 +1,5 @@
-//! The autonomy envelope at an effect boundary: the store-shared kill switch. Checked before a
+//! The autonomy envelope at an effect boundary: the store-shared kill switch, and the standing
+//! of the person the run acts for in the identity directory. Checked before a
 //! step of the loop (a model call, the next tool call) and again right before an effect is
 //! recorded as started, so a switch set while a run waited (at a prompt, in a queue) still
 //! stops it. A switch that cannot be read stops the run too: the envelope fails closed.
@@ -46,6 +47,25 @@ impl Ring<'_> {
     /// The envelope's verdict on the run's next effect: `Some` when it must not happen.
     pub fn halt(&self, state: &RunState) -> Option<Halt> {
         self.halt_of(&HaltSubject::of(state))
+            .or_else(|| self.authority_lost(state))
+    }
+
+    /// The person the run acts for, measured against the directory as this process read it:
+    /// `Some` when they lost anything of the standing the run started with. A directory that
+    /// is gone counts as losing it all (fail closed).
+    fn authority_lost(&self, state: &RunState) -> Option<Halt> {
+        let before = state.settings.standing.as_deref()?;
+        let now = self.pdp.approval_rules().and_then(|rules| {
+            rules
+                .directory
+                .as_ref()
+                .and_then(|d| d.standing(&before.person, rules.team.as_deref()))
+        });
+        let lost = before.lost_in(now.as_ref())?;
+        Some(Halt::AuthorityLost {
+            person: before.person.clone(),
+            lost,
+        })
     }
 
     pub(crate) fn halt_of(&self, subject: &HaltSubject) -> Option<Halt> {
@@ -67,19 +87,40 @@ impl Ring<'_> {
     /// Ends the run stopped by the envelope: the typed refusal and the end in one append.
     pub fn stop_halted(&self, state: &mut RunState, halt: Halt) -> Result<(), KernelError> {
         let reason = halt.reason();
+        // Nothing is left waiting on a person for a run that will never act again.
+        let mut cancelled: Vec<RequestId> = state
+            .requests
+            .values()
+            .filter(|r| r.answer.is_none() && r.resolution.is_none())
+            .map(|r| r.id.clone())
+            .chain(
+                state
+                    .asks
+                    .values()
+                    .filter(|a| a.reply.is_none() && a.expired.is_none())
+                    .map(|a| a.id.clone()),
+            )
+            .collect();
+        cancelled.sort();
+        cancelled.dedup();
+        let closed = cancelled
+            .iter()
+            .map(|id| RequestUpdate::Answered { id: id.clone() })
+            .collect();
         self.append(
             state,
             vec![
                 RunEvent::Halted {
                     code: halt.code().to_owned(),
                     halt,
+                    cancelled,
                 },
                 RunEvent::RunEnded {
                     outcome: Outcome::Stopped { reason },
                 },
             ],
             Some(RunStatus::Stopped),
-            vec![],
+            closed,
         )
     }
 }

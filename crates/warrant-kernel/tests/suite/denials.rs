@@ -22,6 +22,7 @@ fn denials_by_policy_and_by_person_both_count() {
         max_tool_calls: None,
         session: None,
         spawn: None,
+        standing: None,
     };
     let mut state = w.start(&ring, settings.clone());
     let calls: Vec<(&str, serde_json::Value, Option<Answer>)> = vec![

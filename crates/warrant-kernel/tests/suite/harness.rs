@@ -222,6 +222,7 @@ pub fn settings() -> RunSettings {
         max_tool_calls: None,
         session: None,
         spawn: None,
+        standing: None,
     }
 }
 
