@@ -594,6 +594,17 @@ impl warrant_host::Notices for Stderr {
             Notice::McpUnavailable { code, error } => {
                 format!("warning: {error} ({code}); its tools are not offered")
             }
+            Notice::BaselineGaps { gaps } => {
+                let listed: Vec<String> = gaps
+                    .iter()
+                    .map(|g| format!("[{}] {}", g.control, g.problem))
+                    .collect();
+                format!(
+                    "notice: {} baseline control(s) missing (strict mode would refuse to start): {}",
+                    gaps.len(),
+                    listed.join("; ")
+                )
+            }
         };
         eprintln!("{}", shown(&line));
     }

@@ -37,6 +37,7 @@ pub mod requests;
 pub mod runs;
 pub mod serve;
 pub mod spawn;
+pub mod strict;
 pub mod touched;
 pub mod verify;
 
@@ -335,8 +336,13 @@ impl Host {
 
     /// Budgets and prices for model calls, as configured now.
     pub fn model_rules(&self) -> warrant_kernel::ModelRules {
+        let mut budgets = self.settings.budgets.clone();
+        // Strict mode's token budget for a run, when none is configured (see `strict`).
+        if self.settings.strict && budgets.run.tokens.is_none() {
+            budgets.run.tokens = Some(strict::StrictDefaults::RUN_TOKENS);
+        }
         warrant_kernel::ModelRules {
-            budgets: self.settings.budgets.clone(),
+            budgets,
             prices: self.settings.prices.clone(),
         }
     }
@@ -398,7 +404,12 @@ impl Host {
             settings: RunSettings {
                 max_denials: self.settings.max_denials,
                 max_turns: self.settings.max_turns,
-                deadline,
+                deadline: deadline.or_else(|| {
+                    self.settings
+                        .strict
+                        .then(|| deadline_after(strict::StrictDefaults::DEADLINE))
+                        .flatten()
+                }),
                 requests: Box::new(self.request_ttls),
                 max_tool_calls: self.settings.max_tool_calls,
                 session: None,

@@ -155,6 +155,7 @@ impl Host {
         observer: &dyn Observer,
         prompter: &mut dyn Prompter,
     ) -> Result<Driven> {
+        self.preflight()?;
         let tools = self.tools()?;
         let model = self.provider(&request.model, &tools)?;
         let env = self.tool_env()?;
@@ -194,6 +195,7 @@ impl Host {
     /// Queues a run for a worker. The model spec (a transcript whole) is checked first, so a
     /// bad one is refused before anything is queued.
     pub fn submit(&self, request: RunRequest) -> Result<RunId> {
+        self.preflight()?;
         let tools = self.tools()?;
         self.provider(&request.model, &tools)?;
         let env = self.tool_env()?;
@@ -322,6 +324,7 @@ impl Host {
         observer: &dyn Observer,
         report: &dyn Fn(WorkerEvent),
     ) -> Result<()> {
+        self.preflight()?;
         let tools = self.tools()?;
         let env = self.tool_env()?;
         let digest = tools_digest(&tools)?;

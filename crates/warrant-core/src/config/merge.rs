@@ -63,6 +63,9 @@ pub struct Settings {
     pub catalog: BTreeMap<String, super::CatalogConfig>,
     /// `[memory.shared]`: the highest layer that sets it, whole.
     pub shared_memory: Option<super::SharedMemoryConfig>,
+    /// `[security] strict`: the managed layer's value when it locks it, else the highest
+    /// layer's that sets it; off by default.
+    pub strict: bool,
 }
 
 /// One part of the configuration as a layer sets it, laid over the same part of a lower layer.
@@ -187,6 +190,12 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
         mcp: merged(&layers, |d| &d.mcp),
         catalog: merged(&layers, |d| &d.catalog),
         shared_memory: layers.iter().find_map(|l| l.doc.memory.shared.clone()),
+        strict: layers
+            .iter()
+            .find(|l| l.kind == super::LayerKind::Managed && l.doc.security.locked)
+            .and_then(|l| l.doc.security.strict)
+            .or_else(|| layers.iter().find_map(|l| l.doc.security.strict))
+            .unwrap_or(false),
     }
 }
 
@@ -508,6 +517,7 @@ actor = "bot"
                 },
                 catalog: BTreeMap::new(),
                 shared_memory: None,
+                strict: false,
             }
         );
     }

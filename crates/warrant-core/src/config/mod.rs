@@ -17,6 +17,7 @@ mod merge;
 mod profiles;
 mod providers;
 mod run;
+mod security;
 
 use std::collections::BTreeMap;
 
@@ -36,6 +37,7 @@ pub use mcp_serve::{
     READ_ONLY_TOOLS, ServeToken,
 };
 pub use merge::{Settings, merge_settings};
+pub use security::SecurityConfig;
 pub use profiles::{
     DEFAULT_DENIED, DEFAULT_READ_ROOTS, DEFAULT_SCRATCH, Enforcement, EnvInherit, Isolation,
     NetworkPolicy, OutsideLinks, ProfileConfig, ResourceLimits, SandboxConfig,
@@ -122,6 +124,9 @@ pub struct ConfigDoc {
     /// `[memory.shared]`: the backend published shared memory is appended to.
     #[serde(default)]
     pub memory: MemoryConfig,
+    /// `[security]`: strict mode (see `security.rs`).
+    #[serde(default)]
+    pub security: SecurityConfig,
 }
 
 /// A config file as read by the CLI.
@@ -140,7 +145,9 @@ impl Layer {
             message: e.to_string(),
         })?;
         if kind != LayerKind::Managed
-            && (!doc.identity.required.is_empty() || !doc.identity.locked.is_empty())
+            && (!doc.identity.required.is_empty()
+                || !doc.identity.locked.is_empty()
+                || doc.security.locked)
         {
             return Err(ConfigError::ManagedOnly {
                 path: path.to_owned(),
@@ -166,7 +173,7 @@ pub enum ConfigError {
     #[error("configuration file {path} is malformed: {message}")]
     Malformed { path: String, message: String },
     #[error(
-        "{path} sets identity `required` or `locked`; only the managed layer (/etc/warrant/config.toml) may"
+        "{path} sets identity `required` or `locked`, or `[security] locked`; only the managed layer (/etc/warrant/config.toml) may"
     )]
     ManagedOnly { path: String },
     #[error(
