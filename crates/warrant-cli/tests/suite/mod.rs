@@ -31,6 +31,7 @@ mod sealing;
 mod secrets;
 mod spawn;
 mod spoofing;
+mod strict;
 mod store_tls;
 mod surface;
 mod views;
