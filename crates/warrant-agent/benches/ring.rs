@@ -125,6 +125,8 @@ impl Fixture {
                 session: None,
                 spawn: None,
                 standing: None,
+                rate: None,
+                ceiling: None,
             },
             tools: tools.specs().into_iter().map(|s| s.name).collect(),
         };

@@ -217,6 +217,7 @@ impl Host {
             spawn::SUBAGENT_MENU.to_owned(),
             warrant_core::config::MenuConfig {
                 tools: offered.to_vec(),
+                ceiling: None,
             },
         );
         settings.menu = Some(spawn::SUBAGENT_MENU.to_owned());
@@ -385,6 +386,21 @@ impl Host {
         self.policy.standing(person).map(Box::new)
     }
 
+    /// The worst risk class a run started here may reach: the tighter of `[run] ceiling` and
+    /// the ceiling of the menu in force.
+    pub(crate) fn run_ceiling(&self) -> Option<warrant_core::RiskClass> {
+        let menu = self
+            .settings
+            .menu
+            .as_ref()
+            .and_then(|m| self.settings.menus.get(m))
+            .and_then(|m| m.ceiling);
+        match (self.settings.ceiling, menu) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     pub(crate) fn new_run_spec(
         &self,
         tools: &Toolbox,
@@ -422,6 +438,9 @@ impl Host {
                     budget: None,
                 })),
                 standing: self.person_standing(),
+                rate: (!self.settings.rate.is_empty())
+                    .then(|| Box::new(self.settings.rate.clone())),
+                ceiling: self.run_ceiling(),
             },
             tools: specs.iter().map(|s| s.name.clone()).collect(),
             tools_digest: digest_of(&specs).ok(),

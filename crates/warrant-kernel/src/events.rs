@@ -46,6 +46,13 @@ pub struct RunSettings {
     /// stops the run at its next step. Absent without a directory, and in older logs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub standing: Option<Box<warrant_core::directory::Standing>>,
+    /// `[rate]` as it was when the run started: the token buckets its actions draw from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Box<warrant_core::config::RateConfig>>,
+    /// The worst risk class the run may reach (`[run] ceiling`, the menu's); an action above
+    /// it is refused (W-ENVELOPE-006).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<RiskClass>,
 }
 
 /// A run's place among subagents, fixed when it starts.

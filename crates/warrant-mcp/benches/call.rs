@@ -221,6 +221,8 @@ fn mcp_call(c: &mut Criterion) {
             session: None,
             spawn: None,
             standing: None,
+            rate: None,
+            ceiling: None,
         },
         tools: tools.specs().into_iter().map(|s| s.name).collect(),
     };

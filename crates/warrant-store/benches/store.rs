@@ -265,6 +265,8 @@ fn replay_log(total: u64) -> Vec<EventDraft> {
             session: None,
             spawn: None,
             standing: None,
+            rate: None,
+            ceiling: None,
         },
         tools: vec!["run_command".into(), "read_file".into()],
         tools_digest: None,

@@ -267,3 +267,101 @@ fn lifting_from_a_command_and_bad_scopes_are_refused() {
     assert_eq!(none.status.code(), Some(2));
     assert!(stderr(&none).contains("W-ENVELOPE-004"), "{}", stderr(&none));
 }
+
+const THREE_WRITES: &str = "version: 1\nturns:\n  - calls:\n      - tool: write_file\n        args: { path: one.txt, content: x }\n  - calls:\n      - tool: write_file\n        args: { path: two.txt, content: x }\n  - calls:\n      - tool: write_file\n        args: { path: three.txt, content: x }\n  - say: done\n";
+
+/// `[rate.kinds.fs]`: two `fs` actions at once per principal, refilled at one a minute (so
+/// nothing refills while the test runs). The third write is refused, typed and audited; the
+/// bucket is the store's, so the same person's next run, in another process, is refused at its
+/// first write; another person has a bucket of their own; without `[rate]` all three land.
+#[test]
+fn a_rate_limit_is_shared_by_every_process_of_a_principal() {
+    let sb = Sandbox::init();
+    let cfg = sb.ws.join(".warrant/config.toml");
+    let mut text = std::fs::read_to_string(&cfg).unwrap_or_default();
+    text.push_str("\n[rate.kinds.fs]\nper_minute = 1\nburst = 2\n");
+    std::fs::write(&cfg, text).unwrap();
+    let model = sb.transcript(THREE_WRITES);
+    let out = sb.run(&["run", "--model", &model, "three files"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(sb.exists("one.txt") && sb.exists("two.txt") && !sb.exists("three.txt"));
+    let runs = sb.json(&["runs", "list", "--json"]);
+    let run = runs["runs"][0]["run"].as_str().unwrap().to_owned();
+    let refused: Vec<Value> = events(&sb, &run)
+        .into_iter()
+        .filter(|e| e["kind"] == "call_refused")
+        .map(|e| e["payload"].clone())
+        .collect();
+    assert_eq!(
+        refused,
+        vec![json!({"call_id": refused[0]["call_id"], "tool": "write_file", "code": "W-ENVELOPE-005",
+            "message": "rate limit: `fs` actions of harbour/tester may be 1 a minute (at most 2 at once); the next is possible in 60 s. Nothing ran, and it is not retried"})]
+    );
+    let audit = sb.run(&["audit", "query", "--run", &run, "--json"]);
+    assert!(stdout(&audit).contains("W-ENVELOPE-005"));
+
+    // Another process, the same principal: the bucket is still empty.
+    std::fs::remove_file(sb.ws.join("one.txt")).unwrap();
+    let again = sb.run(&["run", "--model", &model, "three files"]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert!(!sb.exists("one.txt"));
+
+    // Another person: a bucket of their own.
+    let other = sb
+        .std_cmd(&["run", "--model", &model, "three files"])
+        .env("WARRANT_ACTOR", "someone-else")
+        .output()
+        .unwrap();
+    assert_eq!(other.status.code(), Some(0), "{}", stderr(&other));
+    assert!(sb.exists("one.txt"));
+
+    // The control: no `[rate]`, and every write lands.
+    let free = Sandbox::init();
+    let model = free.transcript(THREE_WRITES);
+    let out = free.run(&["run", "--model", &model, "three files"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(free.exists("one.txt") && free.exists("two.txt") && free.exists("three.txt"));
+}
+
+/// `[run] ceiling = "change"`: a delete (class `destructive`) is refused at run time before
+/// any person is asked, typed and audited; a write (`change`) runs. The menu's ceiling counts
+/// the same way; the control, without a ceiling, asks a person for the delete (exit 10).
+#[test]
+fn an_action_above_the_runs_ceiling_is_refused_before_anyone_is_asked() {
+    let transcript = "version: 1\nturns:\n  - calls:\n      - tool: write_file\n        args: { path: note.txt, content: x }\n  - calls:\n      - tool: delete_path\n        args: { path: build, recursive: true }\n  - say: done\n";
+    for config in [
+        "\n[run]\nceiling = \"change\"\n",
+        "\n[run]\nmenu = \"tidy\"\n[menus.tidy]\ntools = [\"write_file\", \"delete_path\"]\nceiling = \"change\"\n",
+    ] {
+        let sb = Sandbox::init();
+        let cfg = sb.ws.join(".warrant/config.toml");
+        let mut text = std::fs::read_to_string(&cfg).unwrap_or_default();
+        text.push_str(config);
+        std::fs::write(&cfg, text).unwrap();
+        let model = sb.transcript(transcript);
+        let out = sb.run(&["run", "--prompt", "never", "--model", &model, "tidy"]);
+        assert_eq!(out.status.code(), Some(0), "{config}: {}", stderr(&out));
+        assert!(sb.exists("note.txt") && sb.exists("build"), "{config}");
+        let runs = sb.json(&["runs", "list", "--json"]);
+        let run = runs["runs"][0]["run"].as_str().unwrap().to_owned();
+        let all = events(&sb, &run);
+        assert!(!all.iter().any(|e| e["kind"] == "approval_requested"), "{config}");
+        let refused: Vec<Value> = all
+            .iter()
+            .filter(|e| e["kind"] == "call_refused")
+            .map(|e| json!({"tool": e["payload"]["tool"], "code": e["payload"]["code"], "message": e["payload"]["message"]}))
+            .collect();
+        assert_eq!(
+            refused,
+            vec![json!({"tool": "delete_path", "code": "W-ENVELOPE-006",
+                "message": "this call reaches the risk class `destructive`, above the run's ceiling `change`; nothing ran"})],
+            "{config}"
+        );
+        let audit = sb.run(&["audit", "query", "--run", &run, "--json"]);
+        assert!(stdout(&audit).contains("W-ENVELOPE-006"));
+    }
+    let control = Sandbox::init();
+    let model = control.transcript(transcript);
+    let out = control.run(&["run", "--prompt", "never", "--model", &model, "tidy"]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+}

@@ -37,7 +37,7 @@ pub use mcp_serve::{
     READ_ONLY_TOOLS, ServeToken,
 };
 pub use merge::{Settings, merge_settings};
-pub use security::SecurityConfig;
+pub use security::{RateConfig, RateLimit, SecurityConfig};
 pub use profiles::{
     DEFAULT_DENIED, DEFAULT_READ_ROOTS, DEFAULT_SCRATCH, Enforcement, EnvInherit, Isolation,
     NetworkPolicy, OutsideLinks, ProfileConfig, ResourceLimits, SandboxConfig,
@@ -127,6 +127,9 @@ pub struct ConfigDoc {
     /// `[security]`: strict mode (see `security.rs`).
     #[serde(default)]
     pub security: SecurityConfig,
+    /// `[rate]`: token buckets on actions, per principal and per resource kind.
+    #[serde(default)]
+    pub rate: RateConfig,
 }
 
 /// A config file as read by the CLI.

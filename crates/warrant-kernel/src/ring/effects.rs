@@ -232,6 +232,27 @@ impl Ring<'_> {
             self.stop_halted(state, halt)?;
             return Ok(CallStep::Done);
         }
+        // Rate limits: a refused call is a typed, audited refusal the model is told of.
+        if already.is_none()
+            && let Some(message) = self.rate_refusal(state, actions)
+        {
+            let tool = state
+                .call(call_id)
+                .map(|c| c.record.tool.clone())
+                .unwrap_or_default();
+            self.append(
+                state,
+                vec![RunEvent::CallRefused {
+                    call_id: call_id.to_owned(),
+                    tool,
+                    code: "W-ENVELOPE-005".to_owned(),
+                    message,
+                }],
+                None,
+                vec![],
+            )?;
+            return Ok(CallStep::Done);
+        }
         let started_seq = match already {
             Some(seq) => seq,
             None => {

@@ -4,7 +4,7 @@
 //! recorded as started, so a switch set while a run waited (at a prompt, in a queue) still
 //! stops it. A switch that cannot be read stops the run too: the envelope fails closed.
 
-use warrant_store::KillSubject;
+use warrant_store::{KillSubject, Taken};
 
 use super::*;
 use crate::events::Halt;
@@ -122,5 +122,49 @@ impl Ring<'_> {
             Some(RunStatus::Stopped),
             closed,
         )
+    }
+
+    /// The rate limits of the run (`[rate]` as it started): one token per action from the
+    /// principal's bucket and from its resource kind's, shared through the store. `Some`
+    /// with the refusal's message when a bucket is empty or cannot be read (fail closed).
+    pub(crate) fn rate_refusal(&self, state: &RunState, actions: &[Action]) -> Option<String> {
+        let rate = state.settings.rate.as_deref()?;
+        let who = format!("{}/{}", state.principal.tenant, state.principal.actor);
+        for action in actions {
+            let kind = action.verb().kind().as_str();
+            let buckets = rate
+                .principal
+                .map(|l| (format!("principal:{who}"), format!("every action of {who}"), l))
+                .into_iter()
+                .chain(rate.kinds.get(kind).map(|l| {
+                    (
+                        format!("kind:{who}:{kind}"),
+                        format!("`{kind}` actions of {who}"),
+                        *l,
+                    )
+                }));
+            for (key, what, limit) in buckets {
+                match self
+                    .store
+                    .take_token(&key, limit.capacity(), limit.per_minute)
+                {
+                    Ok(Taken::Granted) => {}
+                    Ok(Taken::Empty { retry_after_ms }) => {
+                        return Some(format!(
+                            "rate limit: {what} may be {} a minute (at most {} at once); the next is possible in {} s. Nothing ran, and it is not retried",
+                            limit.per_minute,
+                            limit.capacity(),
+                            retry_after_ms.div_ceil(1000)
+                        ));
+                    }
+                    Err(e) => {
+                        return Some(format!(
+                            "the rate limit of {what} could not be read ({e}); nothing ran"
+                        ));
+                    }
+                }
+            }
+        }
+        None
     }
 }

@@ -23,6 +23,8 @@ fn denials_by_policy_and_by_person_both_count() {
         session: None,
         spawn: None,
         standing: None,
+        rate: None,
+        ceiling: None,
     };
     let mut state = w.start(&ring, settings.clone());
     let calls: Vec<(&str, serde_json::Value, Option<Answer>)> = vec![

@@ -223,6 +223,8 @@ pub fn settings() -> RunSettings {
         session: None,
         spawn: None,
         standing: None,
+        rate: None,
+        ceiling: None,
     }
 }
 
