@@ -334,10 +334,7 @@ fn an_action_above_the_runs_ceiling_is_refused_before_anyone_is_asked() {
         "\n[run]\nmenu = \"tidy\"\n[menus.tidy]\ntools = [\"write_file\", \"delete_path\"]\nceiling = \"change\"\n",
     ] {
         let sb = Sandbox::init();
-        let cfg = sb.ws.join(".warrant/config.toml");
-        let mut text = std::fs::read_to_string(&cfg).unwrap_or_default();
-        text.push_str(config);
-        std::fs::write(&cfg, text).unwrap();
+        std::fs::write(sb.managed.join("config.toml"), config).unwrap();
         let model = sb.transcript(transcript);
         let out = sb.run(&["run", "--prompt", "never", "--model", &model, "tidy"]);
         assert_eq!(out.status.code(), Some(0), "{config}: {}", stderr(&out));
