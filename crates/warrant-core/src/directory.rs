@@ -67,7 +67,10 @@ impl Standing {
     /// or a team stops nothing). `now` is `None` when the person left the directory.
     pub fn lost_in(&self, now: Option<&Standing>) -> Option<String> {
         let Some(now) = now else {
-            return Some(format!("{} is no longer in the identity directory", self.person));
+            return Some(format!(
+                "{} is no longer in the identity directory",
+                self.person
+            ));
         };
         let mut lost = Vec::new();
         let roles: Vec<&str> = self

@@ -130,7 +130,8 @@ impl Host {
         .validate()
         .map_err(|e| HostError::bad_input(&e))?;
         let rules = install::approval_rules(&paths, &layers)?;
-        let policy = install::policy(&paths)?.with_directory(rules.directory.clone(), rules.team.clone());
+        let policy =
+            install::policy(&paths)?.with_directory(rules.directory.clone(), rules.team.clone());
         for warning in policy.warnings() {
             notices.notice(Notice::PolicyWarning {
                 text: warning.to_string(),

@@ -146,7 +146,9 @@ impl Host {
     fn serve_toolbox(&self, exported: Vec<String>) -> Result<Toolbox> {
         let mut sources: Vec<&dyn ToolSource> = vec![&Builtin];
         sources.extend(self.sources.iter().map(|s| s.as_ref() as &dyn ToolSource));
-        let menus = BTreeMap::from([(SERVE_MENU.to_owned(), MenuConfig {
+        let menus = BTreeMap::from([(
+            SERVE_MENU.to_owned(),
+            MenuConfig {
                 tools: exported,
                 ceiling: None,
             },

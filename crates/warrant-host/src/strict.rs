@@ -104,7 +104,9 @@ impl Host {
         if !any_budget {
             gaps.push(Gap {
                 control: "budget",
-                problem: "no budget is configured (`[budgets.run|actor|tenant] tokens` or `cost_usd`)".to_owned(),
+                problem:
+                    "no budget is configured (`[budgets.run|actor|tenant] tokens` or `cost_usd`)"
+                        .to_owned(),
             });
         }
         match self.records().audit_status() {

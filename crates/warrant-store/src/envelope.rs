@@ -88,7 +88,9 @@ pub struct KillSubject<'a> {
 pub enum Taken {
     Granted,
     /// The bucket is empty; the next token comes in this many milliseconds.
-    Empty { retry_after_ms: u64 },
+    Empty {
+        retry_after_ms: u64,
+    },
 }
 
 /// The envelope's state in the store: kill switches and rate buckets.

@@ -57,7 +57,9 @@ fn project(project: &str, directory: Option<&str>) -> Sandbox {
 /// The verdict for the agent `bot` acting for `person` on `verb` of `file`.
 fn verdict(sb: &Sandbox, person: &str, verb: &str, file: &str) -> String {
     let out = sb
-        .std_cmd(&["policy", "explain", "--action", verb, "--target", file, "--json"])
+        .std_cmd(&[
+            "policy", "explain", "--action", verb, "--target", file, "--json",
+        ])
         .env("WARRANT_ACTOR", "bot")
         .env("WARRANT_KIND", "agent")
         .env("WARRANT_ON_BEHALF_OF", person)
@@ -65,7 +67,10 @@ fn verdict(sb: &Sandbox, person: &str, verb: &str, file: &str) -> String {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    v["decision"]["verdict"]["kind"].as_str().unwrap().to_owned()
+    v["decision"]["verdict"]["kind"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 #[test]
@@ -98,7 +103,13 @@ fn person_team_project_and_action_decide_the_verdict() {
     let mut got = Vec::new();
     for (person, proj, verb, file, _) in rows {
         let sb = if *proj == "payments" { &payments } else { &web };
-        got.push((*person, *proj, *verb, *file, verdict(sb, person, verb, file)));
+        got.push((
+            *person,
+            *proj,
+            *verb,
+            *file,
+            verdict(sb, person, verb, file),
+        ));
     }
     let want: Vec<_> = rows
         .iter()
@@ -107,7 +118,10 @@ fn person_team_project_and_action_decide_the_verdict() {
     assert_eq!(got, want);
 
     // The person holding `publisher` too: now both do.
-    let both = DIRECTORY.replace("[people.dave]", "[people.alice]\nroles = [\"publisher\"]\n[people.dave]");
+    let both = DIRECTORY.replace(
+        "[people.dave]",
+        "[people.alice]\nroles = [\"publisher\"]\n[people.dave]",
+    );
     let sb = project("payments", Some(&both));
     assert_eq!(verdict(&sb, "alice", "fs.write", "publish.txt"), "allow");
     // The agent without the role (not in the directory): denied, whatever its person holds.

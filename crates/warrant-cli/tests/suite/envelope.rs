@@ -81,8 +81,15 @@ fn events(sb: &Sandbox, run: &str) -> Vec<Value> {
 /// `what` runs from this process; then the turn is released and the worker finishes.
 fn worker_scenario(sb: &mut Sandbox, what: impl FnOnce(&Sandbox, &str)) -> (String, Output) {
     let model = gated_model();
-    sb.extra_env.push(("OPENAI_BASE_URL".into(), model.url.clone()));
-    let submitted = sb.json(&["submit", "--json", "--model", "openai:gpt-test", "two files"]);
+    sb.extra_env
+        .push(("OPENAI_BASE_URL".into(), model.url.clone()));
+    let submitted = sb.json(&[
+        "submit",
+        "--json",
+        "--model",
+        "openai:gpt-test",
+        "two files",
+    ]);
     let run = submitted["run"].as_str().unwrap().to_owned();
     let worker: Child = sb
         .std_cmd(&["worker", "--once", "--id", "worker-k"])
@@ -90,9 +97,11 @@ fn worker_scenario(sb: &mut Sandbox, what: impl FnOnce(&Sandbox, &str)) -> (Stri
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_until("the worker to ask for turn 2", Duration::from_secs(30), || {
-        model.seen.load(Ordering::SeqCst) >= 2
-    });
+    wait_until(
+        "the worker to ask for turn 2",
+        Duration::from_secs(30),
+        || model.seen.load(Ordering::SeqCst) >= 2,
+    );
     assert!(sb.exists("a.txt"), "turn 1's effect ran before the switch");
     what(sb, &run);
     model.gate.send(()).unwrap();
@@ -104,10 +113,17 @@ fn kill_stops_a_worker_in_another_process(mut sb: Sandbox) {
     let (run, worker) = worker_scenario(&mut sb, |sb, _| {
         let out = sb.run(&["kill", "--all", "--reason", "incident 42"]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        assert!(stdout(&out).starts_with("set      all by tester at "), "{}", stdout(&out));
+        assert!(
+            stdout(&out).starts_with("set      all by tester at "),
+            "{}",
+            stdout(&out)
+        );
     });
     assert_eq!(worker.status.code(), Some(0), "{}", stderr(&worker));
-    assert!(!sb.exists("b.txt"), "the effect after the switch must not run");
+    assert!(
+        !sb.exists("b.txt"),
+        "the effect after the switch must not run"
+    );
     let all = events(&sb, &run);
     let tail: Vec<Value> = all[all.len() - 2..]
         .iter()
@@ -129,7 +145,11 @@ fn kill_stops_a_worker_in_another_process(mut sb: Sandbox) {
     );
     // The refusal is in the signed audit trail.
     let audit = sb.run(&["audit", "query", "--run", &run, "--json"]);
-    assert!(stdout(&audit).contains("W-ENVELOPE-001"), "{}", stdout(&audit));
+    assert!(
+        stdout(&audit).contains("W-ENVELOPE-001"),
+        "{}",
+        stdout(&audit)
+    );
     assert_eq!(sb.run(&["audit", "verify"]).status.code(), Some(0));
     // Never retried: the run is final, and a new run under the switch stops before acting.
     let queued = sb.json(&["runs", "show", &run, "--json"]);
@@ -145,7 +165,11 @@ fn kill_stops_a_worker_in_another_process(mut sb: Sandbox) {
     assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
     let lifted = sb.run(&["kill", "--lift", "--all", "--reason", "resolved"]);
     assert_eq!(lifted.status.code(), Some(0), "{}", stderr(&lifted));
-    assert!(stdout(&lifted).starts_with("lifted   all by tester"), "{}", stdout(&lifted));
+    assert!(
+        stdout(&lifted).starts_with("lifted   all by tester"),
+        "{}",
+        stdout(&lifted)
+    );
     assert_eq!(sb.json(&["kill", "--list", "--json"]), json!([]));
     let again = sb.run(&["run", "--model", &model, "write c"]);
     assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
@@ -193,9 +217,17 @@ fn tenant_actor_and_run_switches_each_stop_a_run_with_exit_3() {
         let sb = Sandbox::init();
         let model = gated_model();
         let mut sb = sb;
-        sb.extra_env.push(("OPENAI_BASE_URL".into(), model.url.clone()));
+        sb.extra_env
+            .push(("OPENAI_BASE_URL".into(), model.url.clone()));
         let child = sb
-            .std_cmd(&["run", "--prompt", "never", "--model", "openai:gpt-test", "two files"])
+            .std_cmd(&[
+                "run",
+                "--prompt",
+                "never",
+                "--model",
+                "openai:gpt-test",
+                "two files",
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -254,18 +286,32 @@ fn lifting_from_a_command_and_bad_scopes_are_refused() {
     let mut sb = Sandbox::init();
     assert_eq!(sb.run(&["kill", "--all"]).status.code(), Some(0));
     let again = sb.run(&["kill", "--all", "--reason", "second"]);
-    assert!(stdout(&again).starts_with("already set all by tester"), "{}", stdout(&again));
+    assert!(
+        stdout(&again).starts_with("already set all by tester"),
+        "{}",
+        stdout(&again)
+    );
     sb.extra_env.push(("WARRANT_COMMAND".into(), "r-1".into()));
     let out = sb.run(&["kill", "--lift", "--all"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("W-APPROVAL-026"), "{}", stderr(&out));
-    assert_eq!(sb.json(&["kill", "--list", "--json"]).as_array().unwrap().len(), 1);
+    assert_eq!(
+        sb.json(&["kill", "--list", "--json"])
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     sb.extra_env.pop();
     let unknown = sb.run(&["kill", "--run", "run-0000abcd"]);
     assert_eq!(unknown.status.code(), Some(2), "{}", stderr(&unknown));
     let none = sb.run(&["kill"]);
     assert_eq!(none.status.code(), Some(2));
-    assert!(stderr(&none).contains("W-ENVELOPE-004"), "{}", stderr(&none));
+    assert!(
+        stderr(&none).contains("W-ENVELOPE-004"),
+        "{}",
+        stderr(&none)
+    );
 }
 
 const THREE_WRITES: &str = "version: 1\nturns:\n  - calls:\n      - tool: write_file\n        args: { path: one.txt, content: x }\n  - calls:\n      - tool: write_file\n        args: { path: two.txt, content: x }\n  - calls:\n      - tool: write_file\n        args: { path: three.txt, content: x }\n  - say: done\n";
@@ -294,8 +340,10 @@ fn a_rate_limit_is_shared_by_every_process_of_a_principal() {
         .collect();
     assert_eq!(
         refused,
-        vec![json!({"call_id": refused[0]["call_id"], "tool": "write_file", "code": "W-ENVELOPE-005",
-            "message": "rate limit: `fs` actions of harbour/tester may be 1 a minute (at most 2 at once); the next is possible in 60 s. Nothing ran, and it is not retried"})]
+        vec![
+            json!({"call_id": refused[0]["call_id"], "tool": "write_file", "code": "W-ENVELOPE-005",
+            "message": "rate limit: `fs` actions of harbour/tester may be 1 a minute (at most 2 at once); the next is possible in 60 s. Nothing ran, and it is not retried"})
+        ]
     );
     let audit = sb.run(&["audit", "query", "--run", &run, "--json"]);
     assert!(stdout(&audit).contains("W-ENVELOPE-005"));
@@ -342,7 +390,10 @@ fn an_action_above_the_runs_ceiling_is_refused_before_anyone_is_asked() {
         let runs = sb.json(&["runs", "list", "--json"]);
         let run = runs["runs"][0]["run"].as_str().unwrap().to_owned();
         let all = events(&sb, &run);
-        assert!(!all.iter().any(|e| e["kind"] == "approval_requested"), "{config}");
+        assert!(
+            !all.iter().any(|e| e["kind"] == "approval_requested"),
+            "{config}"
+        );
         let refused: Vec<Value> = all
             .iter()
             .filter(|e| e["kind"] == "call_refused")

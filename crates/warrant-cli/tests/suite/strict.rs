@@ -117,5 +117,9 @@ fn without_strict_mode_the_gaps_are_one_notice_and_the_run_goes_on() {
     std::fs::write(&cfg, text).unwrap();
     let refused = sb.run(&["run", "--model", &model, "task"]);
     assert_eq!(refused.status.code(), Some(2));
-    assert!(stderr(&refused).contains("W-CONFIG-002"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("W-CONFIG-002"),
+        "{}",
+        stderr(&refused)
+    );
 }

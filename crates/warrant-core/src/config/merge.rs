@@ -201,11 +201,9 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
             .and_then(|l| l.doc.security.strict)
             .or_else(|| layers.iter().find_map(|l| l.doc.security.strict))
             .unwrap_or(false),
-        rate: layers
-            .iter()
-            .fold(super::RateConfig::default(), |acc, l| {
-                acc.tightest(&l.doc.rate)
-            }),
+        rate: layers.iter().fold(super::RateConfig::default(), |acc, l| {
+            acc.tightest(&l.doc.rate)
+        }),
     }
 }
 

@@ -37,7 +37,6 @@ pub use mcp_serve::{
     READ_ONLY_TOOLS, ServeToken,
 };
 pub use merge::{Settings, merge_settings};
-pub use security::{RateConfig, RateLimit, SecurityConfig};
 pub use profiles::{
     DEFAULT_DENIED, DEFAULT_READ_ROOTS, DEFAULT_SCRATCH, Enforcement, EnvInherit, Isolation,
     NetworkPolicy, OutsideLinks, ProfileConfig, ResourceLimits, SandboxConfig,
@@ -47,6 +46,7 @@ pub use run::{
     BudgetLimit, BudgetsConfig, MenuConfig, PriceConfig, RequestsConfig, RunConfig, SecretRulesRef,
     SecretsConfig, TestsConfig, WebConfig,
 };
+pub use security::{RateConfig, RateLimit, SecurityConfig};
 
 /// Where a layer came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -134,7 +134,13 @@ impl Ring<'_> {
             let kind = action.verb().kind().as_str();
             let buckets = rate
                 .principal
-                .map(|l| (format!("principal:{who}"), format!("every action of {who}"), l))
+                .map(|l| {
+                    (
+                        format!("principal:{who}"),
+                        format!("every action of {who}"),
+                        l,
+                    )
+                })
                 .into_iter()
                 .chain(rate.kinds.get(kind).map(|l| {
                     (
