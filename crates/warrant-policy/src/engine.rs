@@ -698,6 +698,7 @@ mod tests {
             digest: Digest::of_bytes(b""),
             authorizer: Authorizer::new(),
             recognizers: Recognizers::default(),
+            directory: None,
         }
     }
 

@@ -47,7 +47,9 @@ impl KillScope {
     pub fn describe(&self) -> String {
         match self {
             Self::All => "all".to_owned(),
-            other => format!("{} {}", other.name(), other.target()),
+            other @ (Self::Tenant(_) | Self::Actor(_) | Self::Run(_)) => {
+                format!("{} {}", other.name(), other.target())
+            }
         }
     }
 
