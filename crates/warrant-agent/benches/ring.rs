@@ -125,6 +125,9 @@ impl Fixture {
                 max_tool_calls: None,
                 session: None,
                 spawn: None,
+                standing: None,
+                rate: None,
+                ceiling: None,
             },
             tools: tools.specs().into_iter().map(|s| s.name).collect(),
         };

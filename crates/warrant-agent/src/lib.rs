@@ -158,7 +158,12 @@ impl Agent<'_> {
                     },
                 }));
             }
-            // Each step is an effect boundary: a cancellation or a passed deadline stops here.
+            // Each step is an effect boundary: the kill switch, a cancellation or a passed
+            // deadline stops here.
+            if let Some(halt) = self.ring.halt(state) {
+                self.ring.stop_halted(state, halt)?;
+                return Ok(None);
+            }
             if let Some(reason) = self.ring.stop_reason(state, self.ring.clock().now())? {
                 self.ring.end(state, Outcome::Stopped { reason })?;
                 return Ok(None);

@@ -234,6 +234,7 @@ fn step_after(event: &RunEvent) -> Option<String> {
         | RunEvent::InDoubtResolved { .. }
         | RunEvent::AuditGap { .. }
         | RunEvent::LimitReached { .. }
+        | RunEvent::Halted { .. }
         | RunEvent::RunEnded { .. }
         | RunEvent::RequestRaised { .. }
         | RunEvent::RequestReplied { .. }

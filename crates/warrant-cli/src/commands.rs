@@ -108,6 +108,28 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Audit { command } => crate::audit_cmd::dispatch(ws, command),
         Command::Doctor { json } => inspect::doctor(ws, json),
+        Command::Kill {
+            all,
+            tenant,
+            actor,
+            run,
+            reason,
+            lift,
+            list,
+            json,
+        } => crate::envelope_cmd::kill(
+            ws,
+            crate::envelope_cmd::KillArgs {
+                all,
+                tenant,
+                actor,
+                run,
+                reason,
+                lift,
+                list,
+                json,
+            },
+        ),
         Command::Requests { command } => crate::requests::dispatch(ws, command),
         Command::Secrets { command } => crate::secrets_cmd::dispatch(ws, command),
         Command::Memory { command } => crate::memory_cmd::dispatch(ws, command),

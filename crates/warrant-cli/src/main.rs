@@ -40,6 +40,7 @@ mod audit_cmd;
 mod catalog_cmd;
 mod chat;
 mod commands;
+mod envelope_cmd;
 mod inspect;
 mod mcp_cmd;
 mod memory_cmd;
@@ -210,6 +211,34 @@ pub enum Command {
         id: String,
         #[arg(long)]
         reason: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The kill switch: stop every run it covers at its next effect, in every process and
+    /// worker of the store (exit code 3); `--lift` takes it off, `--list` shows what is set.
+    #[command(group(clap::ArgGroup::new("scope").args(["all", "tenant", "actor", "run"])))]
+    Kill {
+        /// Every run of the store.
+        #[arg(long)]
+        all: bool,
+        /// Every run of this tenant.
+        #[arg(long, value_name = "T")]
+        tenant: Option<String>,
+        /// Every run this actor drives or that acts on their behalf.
+        #[arg(long, value_name = "A")]
+        actor: Option<String>,
+        /// One run and its subagents.
+        #[arg(long, value_name = "R")]
+        run: Option<String>,
+        /// Why: recorded with the switch and in every run it stops.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+        /// Lift the switch of exactly this scope instead of setting it.
+        #[arg(long, conflicts_with = "list")]
+        lift: bool,
+        /// Show the switches that are set.
+        #[arg(long)]
+        list: bool,
         #[arg(long)]
         json: bool,
     },
@@ -610,6 +639,17 @@ impl warrant_host::Notices for Stderr {
             }
             Notice::McpUnavailable { code, error } => {
                 format!("warning: {error} ({code}); its tools are not offered")
+            }
+            Notice::BaselineGaps { gaps } => {
+                let listed: Vec<String> = gaps
+                    .iter()
+                    .map(|g| format!("[{}] {}", g.control, g.problem))
+                    .collect();
+                format!(
+                    "notice: {} baseline control(s) missing (strict mode would refuse to start): {}",
+                    gaps.len(),
+                    listed.join("; ")
+                )
             }
         };
         eprintln!("{}", shown(&line));

@@ -42,6 +42,58 @@ pub struct Person {
 pub struct Team {
     #[serde(default)]
     pub members: Vec<String>,
+    /// `[teams.<name>] roles`: roles the team's members hold on the team's own projects (a
+    /// workspace whose `[approvals] team` is this team) and nowhere else. Not allowed in a
+    /// `[roles.<name>]` table.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<String>,
+}
+
+/// A person's standing in the directory as policy sees it on one project: their roles (their
+/// own, the role tables listing them, and their teams' roles when the project is that team's),
+/// their teams, and their approver key. A run records the standing of the person it acts for
+/// when it starts; a later standing that lost any of it stops the run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Standing {
+    pub person: String,
+    pub roles: BTreeSet<String>,
+    pub teams: BTreeSet<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_key: Option<String>,
+}
+
+impl Standing {
+    /// What `now` lost against `self`, in words; `None` when nothing was lost (gaining a role
+    /// or a team stops nothing). `now` is `None` when the person left the directory.
+    pub fn lost_in(&self, now: Option<&Standing>) -> Option<String> {
+        let Some(now) = now else {
+            return Some(format!(
+                "{} is no longer in the identity directory",
+                self.person
+            ));
+        };
+        let mut lost = Vec::new();
+        let roles: Vec<&str> = self
+            .roles
+            .difference(&now.roles)
+            .map(String::as_str)
+            .collect();
+        if !roles.is_empty() {
+            lost.push(format!("lost the role(s) {}", roles.join(", ")));
+        }
+        let teams: Vec<&str> = self
+            .teams
+            .difference(&now.teams)
+            .map(String::as_str)
+            .collect();
+        if !teams.is_empty() {
+            lost.push(format!("left the team(s) {}", teams.join(", ")));
+        }
+        if self.public_key.is_some() && self.public_key != now.public_key {
+            lost.push("their approver key was removed or replaced".to_owned());
+        }
+        (!lost.is_empty()).then(|| format!("{} {}", self.person, lost.join("; ")))
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -75,7 +127,64 @@ impl Directory {
                 }
             }
         }
+        for (role, t) in &dir.roles {
+            if !t.roles.is_empty() {
+                return Err(DirectoryError {
+                    path: path.to_owned(),
+                    message: format!(
+                        "roles.{role} has `roles`: only a team's table may give roles (to its members, on its projects)"
+                    ),
+                });
+            }
+        }
         Ok(dir)
+    }
+
+    /// Whether `actor` is in the directory at all: a person, a member of a team or a role, or
+    /// an administrator.
+    pub fn knows(&self, actor: &str) -> bool {
+        self.people.contains_key(actor)
+            || self.admins.iter().any(|a| a == actor)
+            || self
+                .teams
+                .values()
+                .chain(self.roles.values())
+                .any(|t| t.members.iter().any(|m| m == actor))
+    }
+
+    /// `actor`'s standing on a project owned by `project_team` (`None`: a project of no
+    /// team, where no team's roles count). `None` when the directory does not know them.
+    pub fn standing(&self, actor: &str, project_team: Option<&str>) -> Option<Standing> {
+        if !self.knows(actor) {
+            return None;
+        }
+        let teams: BTreeSet<String> = self
+            .teams
+            .keys()
+            .filter(|t| self.team_members(t).contains(actor))
+            .cloned()
+            .collect();
+        let mut roles: BTreeSet<String> = self
+            .roles
+            .keys()
+            .filter(|r| self.role_members(r).contains(actor))
+            .cloned()
+            .collect();
+        if let Some(p) = self.people.get(actor) {
+            roles.extend(p.roles.iter().cloned());
+        }
+        if let Some(project) = project_team
+            && teams.contains(project)
+            && let Some(team) = self.teams.get(project)
+        {
+            roles.extend(team.roles.iter().cloned());
+        }
+        Some(Standing {
+            person: actor.to_owned(),
+            roles,
+            teams,
+            public_key: self.people.get(actor).and_then(|p| p.public_key.clone()),
+        })
     }
 
     /// Everyone in `team`: its listed members and the people naming it.

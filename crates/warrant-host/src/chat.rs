@@ -62,6 +62,7 @@ impl Host {
         inbox: &mut dyn Inbox,
         interrupt: Arc<AtomicBool>,
     ) -> Result<Chatted> {
+        self.preflight()?;
         let tools = self.tools()?;
         let env = self.tool_env()?;
         crate::layers::sweep(self.inst.store.as_ref(), &env.workspace);

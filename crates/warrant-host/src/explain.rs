@@ -46,7 +46,8 @@ pub fn explain(
             ..principal
         };
     }
-    let policy = install::policy(&paths)?;
+    let directory = install::approval_rules(&paths, &layers)?;
+    let policy = install::policy(&paths)?.with_directory(directory.directory, directory.team);
     for warning in policy.warnings() {
         notices.notice(Notice::PolicyWarning {
             text: warning.to_string(),

@@ -21,6 +21,7 @@ pub mod controls;
 pub mod credentials;
 pub mod doctor;
 pub mod drive;
+pub mod envelope;
 mod error;
 pub mod explain;
 pub mod fault;
@@ -42,6 +43,7 @@ pub mod runs;
 pub mod serve;
 pub mod setup;
 pub mod spawn;
+pub mod strict;
 pub mod touched;
 pub mod verify;
 
@@ -133,13 +135,14 @@ impl Host {
         }
         .validate()
         .map_err(|e| HostError::bad_input(&e))?;
-        let policy = install::policy(&paths)?;
+        let rules = install::approval_rules(&paths, &layers)?;
+        let policy =
+            install::policy(&paths)?.with_directory(rules.directory.clone(), rules.team.clone());
         for warning in policy.warnings() {
             notices.notice(Notice::PolicyWarning {
                 text: warning.to_string(),
             });
         }
-        let rules = install::approval_rules(&paths, &layers)?;
         let inst = install::installation(&paths, &settings, notices)?;
         let request_ttls = install::ttls(&settings.requests)?;
         let redactor = Arc::new(controls::redactor(&paths, &settings)?);
@@ -221,6 +224,7 @@ impl Host {
             spawn::SUBAGENT_MENU.to_owned(),
             warrant_core::config::MenuConfig {
                 tools: offered.to_vec(),
+                ceiling: None,
             },
         );
         settings.menu = Some(spawn::SUBAGENT_MENU.to_owned());
@@ -347,8 +351,13 @@ impl Host {
 
     /// Budgets and prices for model calls, as configured now.
     pub fn model_rules(&self) -> warrant_kernel::ModelRules {
+        let mut budgets = self.settings.budgets.clone();
+        // Strict mode's token budget for a run, when none is configured (see `strict`).
+        if self.settings.strict && budgets.run.tokens.is_none() {
+            budgets.run.tokens = Some(strict::StrictDefaults::RUN_TOKENS);
+        }
         warrant_kernel::ModelRules {
-            budgets: self.settings.budgets.clone(),
+            budgets,
             prices: self.settings.prices.clone(),
         }
     }
@@ -377,6 +386,35 @@ impl Host {
         install::deliver(&self.inst);
     }
 
+    /// The standing in the identity directory of the person a run started here acts for (the
+    /// agent's person, or the user themself), recorded in the run: losing it stops the run.
+    pub(crate) fn person_standing(&self) -> Option<Box<warrant_core::directory::Standing>> {
+        let p = &self.identity.principal;
+        let person = match (p.kind, &p.on_behalf_of) {
+            (warrant_core::PrincipalKind::Agent, Some(person)) => person.as_str(),
+            (warrant_core::PrincipalKind::Agent, None) => return None,
+            (warrant_core::PrincipalKind::User | warrant_core::PrincipalKind::Service, _) => {
+                p.actor.as_str()
+            }
+        };
+        self.policy.standing(person).map(Box::new)
+    }
+
+    /// The worst risk class a run started here may reach: the tighter of `[run] ceiling` and
+    /// the ceiling of the menu in force.
+    pub(crate) fn run_ceiling(&self) -> Option<warrant_core::RiskClass> {
+        let menu = self
+            .settings
+            .menu
+            .as_ref()
+            .and_then(|m| self.settings.menus.get(m))
+            .and_then(|m| m.ceiling);
+        match (self.settings.ceiling, menu) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     pub(crate) fn new_run_spec(
         &self,
         tools: &Toolbox,
@@ -397,7 +435,12 @@ impl Host {
                 agent_profile: None,
                 max_denials: self.settings.max_denials,
                 max_turns: self.settings.max_turns,
-                deadline,
+                deadline: deadline.or_else(|| {
+                    self.settings
+                        .strict
+                        .then(|| deadline_after(strict::StrictDefaults::DEADLINE))
+                        .flatten()
+                }),
                 requests: Box::new(self.request_ttls),
                 max_tool_calls: self.settings.max_tool_calls,
                 session: None,
@@ -409,6 +452,10 @@ impl Host {
                     profile: None,
                     budget: None,
                 })),
+                standing: self.person_standing(),
+                rate: (!self.settings.rate.is_empty())
+                    .then(|| Box::new(self.settings.rate.clone())),
+                ceiling: self.run_ceiling(),
             },
             tools: specs.iter().map(|s| s.name.clone()).collect(),
             tools_digest: digest_of(&specs).ok(),

@@ -385,6 +385,9 @@ impl Narrator {
             RunEvent::JournalRejected { code, seq, problem, .. } => vec![format!(
                 "refused  the journal does not match its signed audit records ({problem} at event {seq}) [{code}]; nothing was done"
             )],
+            RunEvent::Halted { code, halt, .. } => {
+                vec![format!("halted   {} [{code}]", halt.reason())]
+            }
             RunEvent::LimitReached { limit, max } => vec![format!(
                 "limit    the run reached its {} cap ({max})",
                 limit.as_str()

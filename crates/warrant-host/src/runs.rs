@@ -255,6 +255,7 @@ impl Host {
         observer: &dyn Observer,
         prompter: &mut dyn Prompter,
     ) -> Result<Driven> {
+        self.preflight()?;
         let tools = self.tools()?;
         let model = self.provider(&request.model, &tools)?;
         let env = self.tool_env()?;
@@ -286,6 +287,7 @@ impl Host {
     /// Queues a run for a worker. The model spec (a transcript whole) is checked first, so a
     /// bad one is refused before anything is queued.
     pub fn submit(&self, request: RunRequest) -> Result<RunId> {
+        self.preflight()?;
         let tools = self.tools()?;
         self.provider(&request.model, &tools)?;
         let env = self.tool_env()?;
@@ -333,7 +335,11 @@ impl Host {
             }
             // The run's principal and model are the ones in its log, whoever resumes it.
             let model = self.provider(&state.model, &tools)?;
-            if let Some(request) = &state.parked
+            // A run the envelope stops (a kill switch, the person's lost standing) is driven to
+            // its next step, which stops it and cancels its open requests, instead of waiting.
+            let halted = ring.halt(&state).is_some();
+            if !halted
+                && let Some(request) = &state.parked
                 && let Some(r) = state.requests.get(request)
                 && r.answer.is_none()
                 && r.resolution.is_none()
@@ -354,7 +360,8 @@ impl Host {
             }
             // Parked on a request the agent raised that nobody has answered and that has not
             // expired: nothing to do yet, and nothing is appended.
-            if let Some(ask) = state.parked.as_ref().and_then(|r| state.asks.get(r))
+            if !halted
+                && let Some(ask) = state.parked.as_ref().and_then(|r| state.asks.get(r))
                 && ask.reply.is_none()
                 && ask.expired.is_none()
                 && SystemClock.now() < ask.expires_at
@@ -406,6 +413,7 @@ impl Host {
         observer: &dyn Observer,
         report: &dyn Fn(WorkerEvent),
     ) -> Result<()> {
+        self.preflight()?;
         let tools = self.tools()?;
         let env = self.tool_env()?;
         let digest = tools_digest(&tools)?;

@@ -98,6 +98,7 @@ impl Host {
     /// The export of `[mcp.serve]`: the configured tools (default: the read-only file tools)
     /// that exist, minus those the ceiling holds back. A name that is no tool is an error.
     pub fn serve_export(&self) -> Result<(Export, Toolbox)> {
+        self.preflight()?;
         let config = &self.settings.mcp.serve;
         // Warrant's own tools only: serving never starts (nor re-exports) a configured server.
         let all = self.own_tools()?;
@@ -145,7 +146,13 @@ impl Host {
     fn serve_toolbox(&self, exported: Vec<String>) -> Result<Toolbox> {
         let mut sources: Vec<&dyn ToolSource> = vec![&Builtin];
         sources.extend(self.sources.iter().map(|s| s.as_ref() as &dyn ToolSource));
-        let menus = BTreeMap::from([(SERVE_MENU.to_owned(), MenuConfig { tools: exported })]);
+        let menus = BTreeMap::from([(
+            SERVE_MENU.to_owned(),
+            MenuConfig {
+                tools: exported,
+                ceiling: None,
+            },
+        )]);
         Toolbox::new(
             &sources,
             Controls {

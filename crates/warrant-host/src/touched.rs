@@ -201,6 +201,7 @@ fn call_of(event: &RunEvent) -> Option<(&str, Step)> {
         | RunEvent::RunResumed { .. }
         | RunEvent::AuditGap { .. }
         | RunEvent::LimitReached { .. }
+        | RunEvent::Halted { .. }
         | RunEvent::RunEnded { .. }
         | RunEvent::RequestRaised { .. }
         | RunEvent::RequestReplied { .. }

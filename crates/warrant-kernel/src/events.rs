@@ -45,6 +45,18 @@ pub struct RunSettings {
     /// a subagent carries its parent's. Absent for a run without one (and in older logs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_profile: Option<Box<crate::agent_profile::ProfilePin>>,
+    /// The standing in the identity directory of the person the run acts for, when it
+    /// started: losing any of it (leaving the directory, a role, a team, the approver key)
+    /// stops the run at its next step. Absent without a directory, and in older logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standing: Option<Box<warrant_core::directory::Standing>>,
+    /// `[rate]` as it was when the run started: the token buckets its actions draw from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Box<warrant_core::config::RateConfig>>,
+    /// The worst risk class the run may reach (`[run] ceiling`, the menu's); an action above
+    /// it is refused (W-ENVELOPE-006).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<RiskClass>,
 }
 
 /// A run's place among subagents, fixed when it starts.
@@ -105,6 +117,52 @@ impl Interrupted {
 
 fn default_ttls(t: &RequestTtls) -> bool {
     t.is_default()
+}
+
+/// Why the autonomy envelope stopped a run, named in [`RunEvent::Halted`]: the run ends
+/// stopped in the same append, and nothing is retried.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "control", rename_all = "snake_case")]
+pub enum Halt {
+    /// A kill switch covering the run is set (`warrant kill`).
+    KillSwitch {
+        #[serde(flatten)]
+        switch: warrant_store::KillSwitch,
+    },
+    /// The kill switch could not be read, so the run stops rather than act unchecked.
+    KillSwitchUnreadable { error: String },
+    /// The person the run acts for lost standing in the identity directory since it started.
+    AuthorityLost { person: String, lost: String },
+}
+
+impl Halt {
+    /// Stable error code of the refusal.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::KillSwitch { .. } => "W-ENVELOPE-001",
+            Self::KillSwitchUnreadable { .. } => "W-ENVELOPE-002",
+            Self::AuthorityLost { .. } => "W-AUTHORITY-001",
+        }
+    }
+
+    /// The run's end reason, in words.
+    pub fn reason(&self) -> String {
+        match self {
+            Self::KillSwitch { switch } => format!(
+                "stopped by the kill switch ({}) set by {} at {}: {}",
+                switch.scope.describe(),
+                switch.set_by,
+                switch.set_at.rfc3339(),
+                switch.reason
+            ),
+            Self::KillSwitchUnreadable { error } => format!(
+                "stopped because the kill switch could not be read ({error}); the run does not act unchecked"
+            ),
+            Self::AuthorityLost { lost, .. } => format!(
+                "stopped because {lost} since the run started; nothing runs as them any more"
+            ),
+        }
+    }
 }
 
 /// A cap on a run's work, named in [`RunEvent::LimitReached`].
@@ -530,6 +588,15 @@ pub enum RunEvent {
         limit: RunLimit,
         max: u32,
     },
+    /// The autonomy envelope refused the run's next effect; the run ends stopped in the same
+    /// append.
+    Halted {
+        code: String,
+        halt: Halt,
+        /// Requests of the run that were still open, cancelled with the same reason.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        cancelled: Vec<RequestId>,
+    },
     RunEnded {
         outcome: Outcome,
     },
@@ -656,6 +723,7 @@ impl RunEvent {
             Self::EffectInDoubt { .. } => "effect_in_doubt",
             Self::AuditGap { .. } => "audit_gap",
             Self::LimitReached { .. } => "limit_reached",
+            Self::Halted { .. } => "halted",
             Self::RunEnded { .. } => "run_ended",
             Self::RequestRaised { .. } => "request_raised",
             Self::RequestReplied { .. } => "request_replied",

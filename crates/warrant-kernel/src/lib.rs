@@ -23,7 +23,7 @@ pub use authorized::Authorized;
 pub use confidential::{Confidential, InTheClear};
 pub use error::KernelError;
 pub use events::{
-    Approver, AskedOf, Binding, BudgetMetric, BudgetScope, CallRecord, DeniedBy, FenceRecord,
+    Approver, AskedOf, Binding, BudgetMetric, BudgetScope, CallRecord, DeniedBy, FenceRecord, Halt,
     InDoubtOutcome, Interrupted, ModelRequest, Outcome, ParentLink, Presentation, ReasonRecord,
     RejectReason, Resolution, RunEvent, RunLimit, RunSettings, Scope, SessionSettings,
     SpawnSettings, Verdict, Via,

@@ -341,6 +341,7 @@ impl RunState {
             | RunEvent::AuditGap { .. }
             | RunEvent::JournalRejected { .. }
             | RunEvent::LimitReached { .. }
+            | RunEvent::Halted { .. }
             | RunEvent::CallRefused { .. }
             | RunEvent::ActionProposed { .. }
             | RunEvent::PolicyDecided { .. }
@@ -685,6 +686,7 @@ impl RunState {
             // A refusal to act on the log as it then was; the fold itself changes nothing.
             RunEvent::JournalRejected { .. } => {}
             RunEvent::LimitReached { .. } => {}
+            RunEvent::Halted { .. } => {}
             RunEvent::RunEnded { outcome } => self.ended = Some(outcome),
             RunEvent::AwaitingMessage { usage, .. } => {
                 self.usage.add_recorded(usage.as_ref());

@@ -222,6 +222,9 @@ fn mcp_call(c: &mut Criterion) {
             max_tool_calls: None,
             session: None,
             spawn: None,
+            standing: None,
+            rate: None,
+            ceiling: None,
         },
         tools: tools.specs().into_iter().map(|s| s.name).collect(),
     };

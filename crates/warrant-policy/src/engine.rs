@@ -59,6 +59,9 @@ pub struct PolicyEngine {
     /// How far the risk recognizers read a command line (following is off only in the
     /// negative controls of tests).
     recognizers: Recognizers,
+    /// The managed identity directory and the project's team (`[approvals] team`): where the
+    /// roles and teams of the principal and of the person it acts for come from.
+    directory: Option<(warrant_core::directory::Directory, Option<String>)>,
 }
 
 /// The result of evaluating one principal, before the results for several are combined.
@@ -108,6 +111,7 @@ impl PolicyEngine {
             digest,
             authorizer: Authorizer::new(),
             recognizers: Recognizers::default(),
+            directory: None,
         })
     }
 
@@ -116,6 +120,26 @@ impl PolicyEngine {
     pub fn with_recognizers(mut self, recognizers: Recognizers) -> Self {
         self.recognizers = recognizers;
         self
+    }
+
+    /// Decides with the roles and teams the identity directory gives: the principal's (beside
+    /// those its identity names) and those of the person an agent acts for, with a team's
+    /// roles counting only on `project_team`'s projects. Without it the person is evaluated
+    /// by name alone.
+    pub fn with_directory(
+        mut self,
+        directory: Option<warrant_core::directory::Directory>,
+        project_team: Option<String>,
+    ) -> Self {
+        self.directory = directory.map(|d| (d, project_team));
+        self
+    }
+
+    /// `actor`'s standing in the directory on this project; `None` without a directory or
+    /// when it does not know them.
+    pub fn standing(&self, actor: &str) -> Option<warrant_core::directory::Standing> {
+        let (d, team) = self.directory.as_ref()?;
+        d.standing(actor, team.as_deref())
     }
 
     /// The class of `action` as this engine's recognizers read it, and why it was raised.
@@ -203,14 +227,21 @@ impl PolicyEngine {
 
     /// The principal itself, then (for an agent acting for a person) that person.
     fn evaluate_all(&self, req: &DecisionRequest<'_>) -> Vec<Evaluated> {
+        // The principal's own roles and teams, and what the directory adds for it.
+        let mut principal = req.principal.clone();
+        if let Some(s) = self.standing(&principal.actor) {
+            principal.roles.extend(s.roles);
+            principal.teams.extend(s.teams);
+        }
         let mut specs = vec![RequestSpec::for_principal(
-            req.principal,
+            &principal,
             req.action,
             req.workspace,
         )];
         match (req.principal.kind, &req.principal.on_behalf_of) {
             (PrincipalKind::Agent, Some(person)) => specs.push(RequestSpec::for_person(
                 person,
+                self.standing(person).as_ref(),
                 req.principal,
                 req.action,
                 req.workspace,
@@ -667,6 +698,7 @@ mod tests {
             digest: Digest::of_bytes(b""),
             authorizer: Authorizer::new(),
             recognizers: Recognizers::default(),
+            directory: None,
         }
     }
 

@@ -151,16 +151,31 @@ impl RequestSpec {
         Self::build(entity, groups, principal, action, workspace)
     }
 
-    /// The request for the person an agent acts for. Their roles are not known here, so the
-    /// entity is just the name: a policy that grants by role will not grant to them.
+    /// The request for the person an agent acts for, with the roles and teams their standing
+    /// in the identity directory gives them on this project. Without one (no directory, or a
+    /// person it does not know) the entity is just the name: a policy that grants by role or
+    /// team does not grant to them.
     pub(crate) fn for_person(
         person: &str,
+        standing: Option<&warrant_core::directory::Standing>,
         principal: &Principal,
         action: &Action,
         workspace: &CanonicalPath,
     ) -> Self {
-        let entity = principal_entity(EntityKind::User, &principal.tenant, person);
-        Self::build(entity, Vec::new(), principal, action, workspace)
+        let mut entity = principal_entity(EntityKind::User, &principal.tenant, person);
+        let mut groups = Vec::new();
+        if let Some(s) = standing {
+            let memberships = s
+                .roles
+                .iter()
+                .map(|r| (EntityKind::Role, r))
+                .chain(s.teams.iter().map(|t| (EntityKind::Team, t)));
+            for (kind, name) in memberships {
+                entity.parents.push((kind, name.clone()));
+                groups.push(EntitySpec::new(kind, name.clone()));
+            }
+        }
+        Self::build(entity, groups, principal, action, workspace)
     }
 
     fn build(

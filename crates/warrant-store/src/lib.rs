@@ -4,6 +4,7 @@
 //!
 //! The store knows run events only as `(kind, version, payload)`; it never interprets them.
 
+mod envelope;
 mod error;
 mod postgres;
 mod sql;
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use warrant_core::{Clock, RequestId, RunId, Timestamp};
 
+pub use crate::envelope::{EnvelopeStore, KillScope, KillSubject, KillSwitch, Taken};
 pub use crate::error::StoreError;
 pub use crate::postgres::{Postgres, PostgresStore};
 pub use crate::sql::Store;
@@ -388,7 +390,7 @@ pub trait AuditOutbox {
     fn audit_head(&self) -> Result<ChainHead, StoreError>;
 }
 
-pub trait EventStore: AuditOutbox {
+pub trait EventStore: AuditOutbox + EnvelopeStore {
     /// How this process reaches the store, in words (`doctor`): a local file, or the TLS the
     /// server negotiated on this connection and what was verified.
     fn transport(&self) -> Result<String, StoreError>;

@@ -134,8 +134,30 @@ CREATE INDEX audit_by_actor ON audit(actor, decision, seq);
 CREATE INDEX audit_by_at ON audit(at);
 ";
 
+/// Version 4: the autonomy envelope: kill switches (set and lifted, kept as history; at most
+/// one set per scope and target) and the shared rate buckets.
+const SCHEMA_V4: &str = "
+CREATE TABLE kill_switches (
+    id        BIGSERIAL PRIMARY KEY,
+    scope       TEXT NOT NULL,
+    target      TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    set_by      TEXT NOT NULL,
+    set_at      BIGINT NOT NULL,
+    lifted_by   TEXT,
+    lifted_at   BIGINT,
+    lift_reason TEXT
+);
+CREATE UNIQUE INDEX kill_switches_set ON kill_switches(scope, target) WHERE lifted_at IS NULL;
+CREATE TABLE rate_buckets (
+    bucket     TEXT PRIMARY KEY,
+    level      BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL
+);
+";
+
 /// Each step takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 3] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
+const MIGRATIONS: [&str; 4] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4];
 
 /// Prepared statements kept per connection before the cache starts over (audit queries are
 /// built from their filters, so their texts vary).

@@ -84,13 +84,14 @@ impl From<Option<&str>> for Val {
 macro_rules! vals {
     ($($v:expr),* $(,)?) => { [$(Val::from($v)),*] };
 }
+pub(crate) use vals;
 
 /// One result row. Accessors name what was wrong in words; the store adds which store.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Row(pub(crate) Vec<Val>);
 
 impl Row {
-    fn opt_int(&self, i: usize) -> Result<Option<i64>, String> {
+    pub(crate) fn opt_int(&self, i: usize) -> Result<Option<i64>, String> {
         match self.0.get(i) {
             Some(Val::Int(v)) => Ok(*v),
             Some(Val::Text(Some(s))) => s
@@ -102,16 +103,16 @@ impl Row {
         }
     }
 
-    fn int(&self, i: usize) -> Result<i64, String> {
+    pub(crate) fn int(&self, i: usize) -> Result<i64, String> {
         self.opt_int(i)?
             .ok_or_else(|| format!("column {i} is NULL, not an integer"))
     }
 
-    fn u64(&self, i: usize) -> Result<u64, String> {
+    pub(crate) fn u64(&self, i: usize) -> Result<u64, String> {
         Ok(self.int(i)? as u64)
     }
 
-    fn opt_text(&self, i: usize) -> Result<Option<String>, String> {
+    pub(crate) fn opt_text(&self, i: usize) -> Result<Option<String>, String> {
         match self.0.get(i) {
             Some(Val::Text(v)) => Ok(v.clone()),
             Some(Val::Int(None)) => Ok(None),
@@ -120,16 +121,16 @@ impl Row {
         }
     }
 
-    fn text(&self, i: usize) -> Result<String, String> {
+    pub(crate) fn text(&self, i: usize) -> Result<String, String> {
         self.opt_text(i)?
             .ok_or_else(|| format!("column {i} is NULL, not a text"))
     }
 
-    fn ts(&self, i: usize) -> Result<Timestamp, String> {
+    pub(crate) fn ts(&self, i: usize) -> Result<Timestamp, String> {
         millis(self.int(i)?)
     }
 
-    fn opt_ts(&self, i: usize) -> Result<Option<Timestamp>, String> {
+    pub(crate) fn opt_ts(&self, i: usize) -> Result<Option<Timestamp>, String> {
         self.opt_int(i)?.map(millis).transpose()
     }
 
@@ -222,7 +223,7 @@ pub(crate) fn numbered_dollars(sql: &str) -> String {
 pub struct Store<D: Dialect> {
     pub(crate) dialect: D,
     slots: Vec<Mutex<Option<D::Conn>>>,
-    clock: Arc<dyn Clock>,
+    pub(crate) clock: Arc<dyn Clock>,
 }
 
 /// One slot of the pool, taken: its connection is open (see [`Store::conn`]).
@@ -236,7 +237,7 @@ fn open_conn<'s, C>(slot: &'s mut Slot<'_, C>) -> Result<&'s mut C, StoreError> 
 }
 
 /// An open transaction: rolled back when dropped uncommitted (an error, a panic).
-struct Tx<'a, D: Dialect> {
+pub(crate) struct Tx<'a, D: Dialect> {
     dialect: &'a D,
     conn: Slot<'a, D::Conn>,
     open: bool,
@@ -255,12 +256,12 @@ impl<D: Dialect> Drop for Tx<'_, D> {
 }
 
 impl<D: Dialect> Tx<'_, D> {
-    fn execute(&mut self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
+    pub(crate) fn execute(&mut self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
         self.dialect
             .execute(open_conn(&mut self.conn)?, sql, params)
     }
 
-    fn rows<T>(
+    pub(crate) fn rows<T>(
         &mut self,
         sql: &str,
         params: &[Val],
@@ -274,7 +275,7 @@ impl<D: Dialect> Tx<'_, D> {
             .collect()
     }
 
-    fn row<T>(
+    pub(crate) fn row<T>(
         &mut self,
         sql: &str,
         params: &[Val],
@@ -283,7 +284,7 @@ impl<D: Dialect> Tx<'_, D> {
         Ok(self.rows(sql, params, read)?.into_iter().next())
     }
 
-    fn commit(mut self) -> Result<(), StoreError> {
+    pub(crate) fn commit(mut self) -> Result<(), StoreError> {
         self.open = false;
         self.dialect.commit(open_conn(&mut self.conn)?)
     }
@@ -340,7 +341,7 @@ impl<D: Dialect> Store<D> {
     }
 
     /// One statement outside any explicit transaction.
-    fn single(&self) -> Result<Tx<'_, D>, StoreError> {
+    pub(crate) fn single(&self) -> Result<Tx<'_, D>, StoreError> {
         Ok(Tx {
             dialect: &self.dialect,
             conn: self.conn()?,
@@ -348,7 +349,7 @@ impl<D: Dialect> Store<D> {
         })
     }
 
-    fn begin(&self, kind: TxKind) -> Result<Tx<'_, D>, StoreError> {
+    pub(crate) fn begin(&self, kind: TxKind) -> Result<Tx<'_, D>, StoreError> {
         let mut conn = self.conn()?;
         self.dialect.begin(open_conn(&mut conn)?, kind)?;
         Ok(Tx {

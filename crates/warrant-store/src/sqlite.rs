@@ -17,7 +17,7 @@ use crate::sql::{Dialect, Row, Store, TxKind, Val};
 
 /// The schema this build writes, in SQLite and PostgreSQL alike (the same steps). Older stores
 /// are migrated forward on open; newer are refused.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 const SCHEMA_V1: &str = "
 CREATE TABLE runs (
@@ -107,8 +107,30 @@ CREATE INDEX audit_by_actor ON audit(actor, decision, seq);
 CREATE INDEX audit_by_at ON audit(at);
 ";
 
+/// Version 4: the autonomy envelope: kill switches (set and lifted, kept as history; at most
+/// one set per scope and target) and the shared rate buckets.
+const SCHEMA_V4: &str = "
+CREATE TABLE kill_switches (
+    id        INTEGER PRIMARY KEY,
+    scope       TEXT NOT NULL,
+    target      TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    set_by      TEXT NOT NULL,
+    set_at      INTEGER NOT NULL,
+    lifted_by   TEXT,
+    lifted_at   INTEGER,
+    lift_reason TEXT
+);
+CREATE UNIQUE INDEX kill_switches_set ON kill_switches(scope, target) WHERE lifted_at IS NULL;
+CREATE TABLE rate_buckets (
+    bucket     TEXT PRIMARY KEY,
+    level      INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+";
+
 /// Each step takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 3] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
+const MIGRATIONS: [&str; 4] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4];
 
 /// The embedded SQLite store: the shared algorithm over one SQLite file.
 pub type SqliteStore = Store<Sqlite>;

@@ -84,17 +84,25 @@ impl HttpServer {
         c.stdout(Stdio::null()).stderr(Stdio::piped());
         let mut child = c.spawn().unwrap();
         let mut err = child.stderr.take().unwrap();
-        // The first line on stderr names the address (port 0 resolved).
+        // The line on stderr that names the address (port 0 resolved); notices (the baseline's
+        // gaps) may come before it.
         let mut seen = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(60);
         let mut byte = [0u8; 1];
-        while Instant::now() < deadline && !seen.ends_with(b"\n") {
-            if err.read(&mut byte).unwrap_or(0) == 0 {
+        let mut line = String::new();
+        while Instant::now() < deadline && !line.contains("http://") {
+            seen.clear();
+            while Instant::now() < deadline && !seen.ends_with(b"\n") {
+                if err.read(&mut byte).unwrap_or(0) == 0 {
+                    break;
+                }
+                seen.push(byte[0]);
+            }
+            if seen.is_empty() {
                 break;
             }
-            seen.push(byte[0]);
+            line = String::from_utf8_lossy(&seen).into_owned();
         }
-        let line = String::from_utf8_lossy(&seen).into_owned();
         let addr = line
             .split("http://")
             .nth(1)

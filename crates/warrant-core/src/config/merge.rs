@@ -25,6 +25,8 @@ pub struct Settings {
     /// `max_children` of them.
     pub max_depth: u32,
     pub max_children: u32,
+    /// `[run] ceiling`: the worst risk class a run may reach.
+    pub ceiling: Option<crate::RiskClass>,
     /// The menu in force (name and tools), if `[run] menu` names one; checked by the CLI.
     pub menu: Option<String>,
     pub menus: BTreeMap<String, MenuConfig>,
@@ -66,6 +68,11 @@ pub struct Settings {
     pub catalog: BTreeMap<String, super::CatalogConfig>,
     /// `[memory.shared]`: the highest layer that sets it, whole.
     pub shared_memory: Option<super::SharedMemoryConfig>,
+    /// `[security] strict`: the managed layer's value when it locks it, else the highest
+    /// layer's that sets it; off by default.
+    pub strict: bool,
+    /// `[rate]`: every layer's limits count, the tightest of each kept.
+    pub rate: super::RateConfig,
 }
 
 /// One part of the configuration as a layer sets it, laid over the same part of a lower layer.
@@ -103,7 +110,7 @@ macro_rules! merge_fields {
 }
 
 merge_fields! {
-    RunConfig { max_denials, max_turns, max_tool_calls, menu, max_depth, max_children }
+    RunConfig { max_denials, max_turns, max_tool_calls, menu, max_depth, max_children, ceiling }
     ProvidersConfig { model, openai, ollama, anthropic }
     super::OllamaConfig { base_url }
     OpenAiConfig { base_url, api_key_env, timeout_ms, api_key, stream, api_version }
@@ -162,6 +169,7 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
         max_tool_calls: Some(run.max_tool_calls.unwrap_or(200)),
         max_depth: run.max_depth.unwrap_or(2),
         max_children: run.max_children.unwrap_or(4),
+        ceiling: run.ceiling,
         menu: run.menu,
         menus: merged(&layers, |d| &d.menus),
         profiles,
@@ -193,6 +201,15 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
         mcp: merged(&layers, |d| &d.mcp),
         catalog: merged(&layers, |d| &d.catalog),
         shared_memory: layers.iter().find_map(|l| l.doc.memory.shared.clone()),
+        strict: layers
+            .iter()
+            .find(|l| l.kind == super::LayerKind::Managed && l.doc.security.locked)
+            .and_then(|l| l.doc.security.strict)
+            .or_else(|| layers.iter().find_map(|l| l.doc.security.strict))
+            .unwrap_or(false),
+        rate: layers.iter().fold(super::RateConfig::default(), |acc, l| {
+            acc.tightest(&l.doc.rate)
+        }),
     }
 }
 
@@ -378,6 +395,7 @@ actor = "bot"
         };
         let menu = |tools: &[&str]| MenuConfig {
             tools: tools.iter().map(|t| (*t).to_owned()).collect(),
+            ceiling: None,
         };
         assert_eq!(
             merge_settings(&[project, managed, user]),
@@ -387,6 +405,7 @@ actor = "bot"
                 max_tool_calls: Some(9),
                 max_depth: 2,
                 max_children: 4,
+                ceiling: None,
                 menu: Some("small".to_owned()),
                 menus: BTreeMap::from([
                     ("small".to_owned(), menu(&["read_file"])),
@@ -516,6 +535,8 @@ actor = "bot"
                 },
                 catalog: BTreeMap::new(),
                 shared_memory: None,
+                strict: false,
+                rate: Default::default(),
             }
         );
     }

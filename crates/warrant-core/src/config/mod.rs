@@ -17,6 +17,7 @@ mod merge;
 mod profiles;
 mod providers;
 mod run;
+mod security;
 
 use std::collections::BTreeMap;
 
@@ -45,6 +46,7 @@ pub use run::{
     BudgetLimit, BudgetsConfig, MenuConfig, PriceConfig, RequestsConfig, RunConfig, SecretRulesRef,
     SecretsConfig, TestsConfig, WebConfig,
 };
+pub use security::{RateConfig, RateLimit, SecurityConfig};
 
 /// Where a layer came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -122,6 +124,12 @@ pub struct ConfigDoc {
     /// `[memory.shared]`: the backend published shared memory is appended to.
     #[serde(default)]
     pub memory: MemoryConfig,
+    /// `[security]`: strict mode (see `security.rs`).
+    #[serde(default)]
+    pub security: SecurityConfig,
+    /// `[rate]`: token buckets on actions, per principal and per resource kind.
+    #[serde(default)]
+    pub rate: RateConfig,
 }
 
 /// A config file as read by the CLI.
@@ -140,7 +148,9 @@ impl Layer {
             message: e.to_string(),
         })?;
         if kind != LayerKind::Managed
-            && (!doc.identity.required.is_empty() || !doc.identity.locked.is_empty())
+            && (!doc.identity.required.is_empty()
+                || !doc.identity.locked.is_empty()
+                || doc.security.locked)
         {
             return Err(ConfigError::ManagedOnly {
                 path: path.to_owned(),
@@ -166,7 +176,7 @@ pub enum ConfigError {
     #[error("configuration file {path} is malformed: {message}")]
     Malformed { path: String, message: String },
     #[error(
-        "{path} sets identity `required` or `locked`; only the managed layer (/etc/warrant/config.toml) may"
+        "{path} sets identity `required` or `locked`, or `[security] locked`; only the managed layer (/etc/warrant/config.toml) may"
     )]
     ManagedOnly { path: String },
     #[error(

@@ -20,6 +20,9 @@ pub struct RunConfig {
     pub max_depth: Option<u32>,
     /// How many subagents one run may start (default 4).
     pub max_children: Option<u32>,
+    /// The worst risk class a run may reach (`read`, `change`, `external`, `destructive`,
+    /// `secret`, `irreversible`); an action above it is refused at run time.
+    pub ceiling: Option<crate::RiskClass>,
 }
 
 /// A named test command for `run_tests`: `[tests.unit] argv = ["cargo", "test"]`.
@@ -53,6 +56,10 @@ pub struct WebConfig {
 #[serde(deny_unknown_fields)]
 pub struct MenuConfig {
     pub tools: Vec<String>,
+    /// The worst risk class a run offered this menu may reach (with `[run] ceiling`, the
+    /// tighter counts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<crate::RiskClass>,
 }
 
 /// Limits on what model calls may consume. Each scope is checked before every model call and

@@ -214,6 +214,31 @@ impl Ring<'_> {
                 self.stage(state, call_id, events)?;
                 continue;
             }
+            // The effect-class ceiling: an action whose class is worse than the run may reach
+            // is refused before any person is asked or anything starts.
+            if call.started.is_none()
+                && let Some(ceiling) = state.settings.ceiling
+                && let Some(worst) = call.decisions.iter().map(|d| d.risk).max()
+                && worst > ceiling
+            {
+                let tool = call.record.tool.clone();
+                self.append(
+                    state,
+                    vec![RunEvent::CallRefused {
+                        call_id: call_id.to_owned(),
+                        tool,
+                        code: "W-ENVELOPE-006".to_owned(),
+                        message: format!(
+                            "this call reaches the risk class `{}`, above the run's ceiling `{}`; nothing ran",
+                            worst.as_str(),
+                            ceiling.as_str()
+                        ),
+                    }],
+                    None,
+                    vec![],
+                )?;
+                return Ok(CallStep::Done);
+            }
             // An effect that already started went through the gate then; what remains is to
             // re-run it (idempotent) or record it in doubt, never to ask or refuse again. A
             // person's "retry" of an in-doubt effect is itself the authorization to run again.

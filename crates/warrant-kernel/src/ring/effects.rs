@@ -226,6 +226,33 @@ impl Ring<'_> {
             )?;
             return Ok(CallStep::Done);
         }
+        // The kill switch, read again right before the effect: a switch set while this call
+        // waited for a person (or a queue) stops it here.
+        if let Some(halt) = self.halt(state) {
+            self.stop_halted(state, halt)?;
+            return Ok(CallStep::Done);
+        }
+        // Rate limits: a refused call is a typed, audited refusal the model is told of.
+        if already.is_none()
+            && let Some(message) = self.rate_refusal(state, actions)
+        {
+            let tool = state
+                .call(call_id)
+                .map(|c| c.record.tool.clone())
+                .unwrap_or_default();
+            self.append(
+                state,
+                vec![RunEvent::CallRefused {
+                    call_id: call_id.to_owned(),
+                    tool,
+                    code: "W-ENVELOPE-005".to_owned(),
+                    message,
+                }],
+                None,
+                vec![],
+            )?;
+            return Ok(CallStep::Done);
+        }
         let started_seq = match already {
             Some(seq) => seq,
             None => {
@@ -261,6 +288,7 @@ impl Ring<'_> {
         let principal = state.principal.clone();
         let workspace = state.workspace.clone();
         let (run, deadline) = (state.run.clone(), state.settings.deadline);
+        let subject = super::envelope::HaltSubject::of(state);
         let may_read = |p: &CanonicalPath| {
             self.pdp
                 .decide(&principal, &Action::FsRead { path: p.clone() }, &workspace)
@@ -270,6 +298,10 @@ impl Ring<'_> {
         let stop = || {
             if self.interrupt_requested() {
                 return Some("stopped by the person (Ctrl-C)".to_owned());
+            }
+            // A kill switch set while the effect runs stops it too (and fails closed).
+            if let Some(halt) = self.halt_of(&subject) {
+                return Some(halt.reason());
             }
             self.stop_reason_of(&run, deadline, self.clock.now())
                 .ok()

@@ -389,6 +389,11 @@ pub(crate) fn facts_of(
             facts.reasons = vec![format!("limit {}: {max}", limit.as_str())];
             facts.outcome = Some(format!("the run reached its {} cap", limit.as_str()));
         }
+        RunEvent::Halted { code, halt, .. } => {
+            facts.decision = Some(Decision::Deny);
+            facts.reasons = vec![code.clone(), halt.reason()];
+            facts.outcome = Some("the autonomy envelope stopped the run".to_owned());
+        }
         RunEvent::RunEnded { outcome } => facts.outcome = Some(outcome_label(outcome)),
         RunEvent::AwaitingMessage {
             turn, interrupted, ..

@@ -324,6 +324,7 @@ pub struct NewRunSpec {
 mod answers;
 mod calls;
 mod effects;
+mod envelope;
 mod facts;
 mod lifecycle;
 mod session;

@@ -23,6 +23,9 @@ fn denials_by_policy_and_by_person_both_count() {
         max_tool_calls: None,
         session: None,
         spawn: None,
+        standing: None,
+        rate: None,
+        ceiling: None,
     };
     let mut state = w.start(&ring, settings.clone());
     let calls: Vec<(&str, serde_json::Value, Option<Answer>)> = vec![

@@ -56,6 +56,46 @@ impl AuditOutbox for Counting<'_> {
     }
 }
 
+impl warrant_store::EnvelopeStore for Counting<'_> {
+    fn set_kill(
+        &self,
+        scope: &warrant_store::KillScope,
+        by: &str,
+        reason: &str,
+    ) -> Result<warrant_store::KillSwitch, StoreError> {
+        self.inner.set_kill(scope, by, reason)
+    }
+
+    fn lift_kill(
+        &self,
+        scope: &warrant_store::KillScope,
+        by: &str,
+        reason: &str,
+    ) -> Result<Option<warrant_store::KillSwitch>, StoreError> {
+        self.inner.lift_kill(scope, by, reason)
+    }
+
+    fn kill_switches(&self) -> Result<Vec<warrant_store::KillSwitch>, StoreError> {
+        self.inner.kill_switches()
+    }
+
+    fn kill_for(
+        &self,
+        subject: &warrant_store::KillSubject<'_>,
+    ) -> Result<Option<warrant_store::KillSwitch>, StoreError> {
+        self.inner.kill_for(subject)
+    }
+
+    fn take_token(
+        &self,
+        key: &str,
+        capacity: u32,
+        per_minute: u32,
+    ) -> Result<warrant_store::Taken, StoreError> {
+        self.inner.take_token(key, capacity, per_minute)
+    }
+}
+
 impl EventStore for Counting<'_> {
     fn transport(&self) -> Result<String, StoreError> {
         self.inner.transport()

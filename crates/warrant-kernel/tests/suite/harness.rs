@@ -223,6 +223,9 @@ pub fn settings() -> RunSettings {
         max_tool_calls: None,
         session: None,
         spawn: None,
+        standing: None,
+        rate: None,
+        ceiling: None,
     }
 }
 

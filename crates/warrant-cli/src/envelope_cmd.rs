@@ -1,0 +1,112 @@
+//! `warrant kill`: parsing the scope and printing what the host did.
+
+use std::path::Path;
+
+use warrant_host::Host;
+use warrant_store::{KillScope, KillSwitch};
+
+use crate::{Failure, pretty};
+
+pub struct KillArgs {
+    pub all: bool,
+    pub tenant: Option<String>,
+    pub actor: Option<String>,
+    pub run: Option<String>,
+    pub reason: Option<String>,
+    pub lift: bool,
+    pub list: bool,
+    pub json: bool,
+}
+
+pub fn kill(ws: Option<&Path>, args: KillArgs) -> Result<u8, Failure> {
+    let scope = if args.all {
+        Some(KillScope::All)
+    } else if let Some(t) = args.tenant {
+        Some(KillScope::Tenant(non_empty("--tenant", t)?))
+    } else if let Some(a) = args.actor {
+        Some(KillScope::Actor(non_empty("--actor", a)?))
+    } else if let Some(r) = args.run {
+        Some(KillScope::Run(warrant_host::runs::parse_run(&r)?))
+    } else {
+        None
+    };
+    let host = Host::open(&crate::at(ws), crate::notices())?;
+    match (scope, args.list) {
+        (None, true) => {
+            let set = host.kill_switches()?;
+            if args.json {
+                outln!("{}", pretty(&set));
+            } else if set.is_empty() {
+                outln!("no kill switch is set");
+            } else {
+                for s in &set {
+                    outln!("{}", line(s));
+                }
+            }
+            Ok(0)
+        }
+        (Some(_), true) => Err(Failure::usage(
+            "W-ENVELOPE-004",
+            "--list shows every switch; give it without a scope",
+        )),
+        (None, false) => Err(Failure::usage(
+            "W-ENVELOPE-004",
+            "say what to stop: --all, --tenant T, --actor A or --run R (or --list)",
+        )),
+        (Some(scope), false) if args.lift => {
+            let reason = args
+                .reason
+                .unwrap_or_else(|| "lifted from the command line".to_owned());
+            let lifted = host.lift_kill(scope.clone(), &reason)?;
+            if args.json {
+                outln!("{}", pretty(&lifted));
+            } else {
+                match &lifted.lifted {
+                    Some(s) => outln!("lifted   {}", line(s)),
+                    None => outln!("no kill switch was set for {}", scope.describe()),
+                }
+                for s in &lifted.still_set {
+                    outln!("still set {}", line(s));
+                }
+            }
+            Ok(0)
+        }
+        (Some(scope), false) => {
+            let reason = args
+                .reason
+                .unwrap_or_else(|| "stopped from the command line".to_owned());
+            let set = host.kill(scope, &reason)?;
+            if args.json {
+                outln!("{}", pretty(&set));
+            } else if set.newly_set {
+                outln!(
+                    "set      {}; every run it covers stops at its next effect",
+                    line(&set.switch)
+                );
+            } else {
+                outln!("already set {}", line(&set.switch));
+            }
+            Ok(0)
+        }
+    }
+}
+
+fn line(s: &KillSwitch) -> String {
+    format!(
+        "{} by {} at {}: {}",
+        s.scope.describe(),
+        s.set_by,
+        s.set_at.rfc3339(),
+        crate::shown_inline(&s.reason)
+    )
+}
+
+fn non_empty(flag: &str, v: String) -> Result<String, Failure> {
+    if v.trim().is_empty() {
+        return Err(Failure::usage(
+            "W-ENVELOPE-004",
+            format!("{flag} needs a name; an empty one would match nothing"),
+        ));
+    }
+    Ok(v)
+}

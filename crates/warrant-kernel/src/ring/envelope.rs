@@ -1,0 +1,176 @@
+//! The autonomy envelope at an effect boundary: the store-shared kill switch, and the standing
+//! of the person the run acts for in the identity directory. Checked before a
+//! step of the loop (a model call, the next tool call) and again right before an effect is
+//! recorded as started, so a switch set while a run waited (at a prompt, in a queue) still
+//! stops it. A switch that cannot be read stops the run too: the envelope fails closed.
+
+use warrant_store::{KillSubject, Taken};
+
+use super::*;
+use crate::events::Halt;
+
+/// What the kill switch is checked against for one run, owned so a running effect can keep
+/// checking it while the run's state is borrowed elsewhere.
+pub(crate) struct HaltSubject {
+    tenant: String,
+    actors: Vec<String>,
+    runs: Vec<RunId>,
+}
+
+impl HaltSubject {
+    pub(crate) fn of(state: &RunState) -> Self {
+        // A subagent's id extends its parent's, so the run's ancestors are its id's prefixes.
+        let depth = state.settings.spawn.as_ref().map_or(0, |s| s.depth);
+        let mut runs = vec![state.run.clone()];
+        let mut above = state.run.as_str();
+        for _ in 0..depth {
+            let Some((parent, _)) = above.rsplit_once('-') else {
+                break;
+            };
+            above = parent;
+            if let Some(run) = RunId::parse(above) {
+                runs.push(run);
+            }
+        }
+        let principal = &state.principal;
+        let mut actors = vec![principal.actor.clone()];
+        actors.extend(principal.on_behalf_of.clone());
+        Self {
+            tenant: principal.tenant.clone(),
+            actors,
+            runs,
+        }
+    }
+}
+
+impl Ring<'_> {
+    /// The envelope's verdict on the run's next effect: `Some` when it must not happen.
+    pub fn halt(&self, state: &RunState) -> Option<Halt> {
+        self.halt_of(&HaltSubject::of(state))
+            .or_else(|| self.authority_lost(state))
+    }
+
+    /// The person the run acts for, measured against the directory as this process read it:
+    /// `Some` when they lost anything of the standing the run started with. A directory that
+    /// is gone counts as losing it all (fail closed).
+    fn authority_lost(&self, state: &RunState) -> Option<Halt> {
+        let before = state.settings.standing.as_deref()?;
+        let now = self.pdp.approval_rules().and_then(|rules| {
+            rules
+                .directory
+                .as_ref()
+                .and_then(|d| d.standing(&before.person, rules.team.as_deref()))
+        });
+        let lost = before.lost_in(now.as_ref())?;
+        Some(Halt::AuthorityLost {
+            person: before.person.clone(),
+            lost,
+        })
+    }
+
+    pub(crate) fn halt_of(&self, subject: &HaltSubject) -> Option<Halt> {
+        let actors: Vec<&str> = subject.actors.iter().map(String::as_str).collect();
+        let subject = KillSubject {
+            tenant: &subject.tenant,
+            actors: &actors,
+            runs: &subject.runs,
+        };
+        match self.store.kill_for(&subject) {
+            Ok(Some(switch)) => Some(Halt::KillSwitch { switch }),
+            Ok(None) => None,
+            Err(e) => Some(Halt::KillSwitchUnreadable {
+                error: e.to_string(),
+            }),
+        }
+    }
+
+    /// Ends the run stopped by the envelope: the typed refusal and the end in one append.
+    pub fn stop_halted(&self, state: &mut RunState, halt: Halt) -> Result<(), KernelError> {
+        let reason = halt.reason();
+        // Nothing is left waiting on a person for a run that will never act again.
+        let mut cancelled: Vec<RequestId> = state
+            .requests
+            .values()
+            .filter(|r| r.answer.is_none() && r.resolution.is_none())
+            .map(|r| r.id.clone())
+            .chain(
+                state
+                    .asks
+                    .values()
+                    .filter(|a| a.reply.is_none() && a.expired.is_none())
+                    .map(|a| a.id.clone()),
+            )
+            .collect();
+        cancelled.sort();
+        cancelled.dedup();
+        let closed = cancelled
+            .iter()
+            .map(|id| RequestUpdate::Answered { id: id.clone() })
+            .collect();
+        self.append(
+            state,
+            vec![
+                RunEvent::Halted {
+                    code: halt.code().to_owned(),
+                    halt,
+                    cancelled,
+                },
+                RunEvent::RunEnded {
+                    outcome: Outcome::Stopped { reason },
+                },
+            ],
+            Some(RunStatus::Stopped),
+            closed,
+        )
+    }
+
+    /// The rate limits of the run (`[rate]` as it started): one token per action from the
+    /// principal's bucket and from its resource kind's, shared through the store. `Some`
+    /// with the refusal's message when a bucket is empty or cannot be read (fail closed).
+    pub(crate) fn rate_refusal(&self, state: &RunState, actions: &[Action]) -> Option<String> {
+        let rate = state.settings.rate.as_deref()?;
+        let who = format!("{}/{}", state.principal.tenant, state.principal.actor);
+        for action in actions {
+            let kind = action.verb().kind().as_str();
+            let buckets = rate
+                .principal
+                .map(|l| {
+                    (
+                        format!("principal:{who}"),
+                        format!("every action of {who}"),
+                        l,
+                    )
+                })
+                .into_iter()
+                .chain(rate.kinds.get(kind).map(|l| {
+                    (
+                        format!("kind:{who}:{kind}"),
+                        format!("`{kind}` actions of {who}"),
+                        *l,
+                    )
+                }));
+            for (key, what, limit) in buckets {
+                match self
+                    .store
+                    .take_token(&key, limit.capacity(), limit.per_minute)
+                {
+                    Ok(Taken::Granted) => {}
+                    Ok(Taken::Empty { retry_after_ms }) => {
+                        return Some(format!(
+                            "rate limit: {what} may be {} a minute (at most {} at once); the next is possible in {} s. Nothing ran, and it is not retried",
+                            limit.per_minute,
+                            limit.capacity(),
+                            retry_after_ms.div_ceil(1000)
+                        ));
+                    }
+                    Err(e) => {
+                        return Some(format!(
+                            "the rate limit of {what} could not be read ({e}); nothing ran"
+                        ));
+                    }
+                }
+            }
+        }
+        None
+    }
+}
