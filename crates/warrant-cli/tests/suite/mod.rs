@@ -32,4 +32,5 @@ mod spoofing;
 mod store_tls;
 mod surface;
 mod views;
+mod web;
 mod workers;
