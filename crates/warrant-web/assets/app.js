@@ -298,6 +298,7 @@ async function viewRequest(id) {
   let d;
   try { d = await api("GET", "/api/requests/" + id); } catch (e) { fail(e); return; }
   const v = d.view || {};
+  const ask = v.ask || {};
   const box = el("section", { class: "card" });
   box.append(
     el("dl", {},
@@ -309,9 +310,16 @@ async function viewRequest(id) {
       el("dt", { text: "On behalf of" }), el("dd", { text: d.principal ? d.principal.actor + "@" + d.principal.tenant : "" }),
       el("dt", { text: "Asked of" }), el("dd", { id: "asked-of", text: describeAsked(d.item.asked_of) }),
       el("dt", { text: "Digest" }), el("dd", {}, el("code", { text: v.digest || "" }))),
-    el("h2", {}, outside("span", v.title || v.question || d.item.title || "", "request-title")));
+    el("h2", {}, outside("span", ask.question || v.title || d.item.title || "", "request-title")));
   if (v.body) box.append(outside("pre", v.body, "outside request-body"));
-  if (v.question) box.append(outside("p", v.question, "request-question"));
+  if (ask.type === "secret") box.append(el("dl", {},
+    el("dt", { text: "Secret" }), outside("dd", ask.name),
+    el("dt", { text: "For" }), outside("dd", ask.purpose),
+    el("dt", { text: "Used by" }), outside("dd", ask.used_by)));
+  if (ask.type === "resource") box.append(el("dl", {},
+    el("dt", { text: ask.resource || "Resource" }), outside("dd", ask.name),
+    el("dt", { text: "Proposed" }), outside("dd", ask.url || (ask.command || []).join(" "))));
+  if (v.reply) box.append(el("p", { class: "muted", text: "Replied by " + v.reply.by.actor + " via " + v.reply.by.via + "." }));
   if (d.profiles && d.profiles.length) {
     const conf = el("ul", { id: "confinement" });
     for (const p of d.profiles) conf.append(el("li", {}, el("strong", { text: p.name + ": " }), el("span", { text: p.words || p.confinement || JSON.stringify(p) })));
@@ -326,15 +334,15 @@ async function viewRequest(id) {
       el("button", { id: "approve-session", class: "secondary", on: { click: () => act("approve", { scope: "session" }) } }, "Approve for the session"),
       reason,
       el("button", { id: "deny", class: "danger", on: { click: () => act("deny", { reason: reason.value }) } }, "Deny"));
-  } else if (kind === "question") {
+  } else if (kind === "question" && v.status === "open") {
     const opts = el("div", { id: "options" });
-    (v.options || []).forEach((o, i) => opts.append(el("label", { class: "option" }, el("input", { type: "radio", name: "option", value: i + 1 }), outside("span", o))));
+    (ask.options || []).forEach((o, i) => opts.append(el("label", { class: "option" }, el("input", { type: "radio", name: "option", value: i + 1 }), outside("span", o))));
     const text = el("input", { id: "answer-text", placeholder: "Or answer in words" });
     actions.append(opts, text, el("button", { id: "answer", on: { click: () => {
       const chosen = document.querySelector("input[name=option]:checked");
       act("answer", chosen ? { option: Number(chosen.value) } : { text: text.value });
     } } }, "Answer"));
-  } else if (kind === "secret") {
+  } else if (kind === "secret" && v.status === "open") {
     const value = el("input", { id: "secret-value", type: "password", autocomplete: "off", spellcheck: "false", placeholder: "The value (stored in the vault; the agent sees a handle)" });
     actions.append(value, el("button", { id: "provide", on: { click: async () => {
       const body = { value: value.value };
@@ -342,7 +350,7 @@ async function viewRequest(id) {
       await act("provide", body);
     } } }, "Provide"));
   }
-  if (kind === "question" || kind === "secret" || kind === "resource") {
+  if ((kind === "question" || kind === "secret" || kind === "resource") && v.status === "open") {
     const why = el("input", { id: "decline-reason", placeholder: "Why not" });
     actions.append(why, el("button", { id: "decline", class: "danger", on: { click: () => act("decline", { reason: why.value }) } }, "Decline"));
   }

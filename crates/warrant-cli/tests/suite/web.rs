@@ -596,3 +596,149 @@ fn the_warning_is_printed_for_a_public_bind() {
     assert!(line.contains("not loopback"), "{line}");
     sb.extra_env.clear();
 }
+
+/// Debian's Chromium, installed with apt when missing (as `.ci/run` does).
+fn chromium() -> std::path::PathBuf {
+    let bin = std::path::PathBuf::from("/usr/bin/chromium");
+    if !bin.exists() {
+        eprintln!("installing chromium with apt-get");
+        let status = std::process::Command::new("apt-get")
+            .args(["install", "-y", "--no-install-recommends", "chromium"])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .unwrap();
+        assert!(
+            status.success() && bin.exists(),
+            "apt-get could not install chromium"
+        );
+    }
+    bin
+}
+
+/// playwright-core, pinned, under the peers cache (as `.ci/run` installs it).
+fn playwright_core() -> std::path::PathBuf {
+    let dir = super::harness::peers_dir().join("playwright");
+    let module = dir.join("node_modules/playwright-core");
+    if !module.join("package.json").exists() {
+        std::fs::create_dir_all(&dir).unwrap();
+        let status = std::process::Command::new("npm")
+            .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&dir)
+            .arg("playwright-core@1.64.1")
+            .status()
+            .unwrap();
+        assert!(status.success(), "npm could not install playwright-core");
+    }
+    module
+}
+
+const XSS_TRANSCRIPT: &str = r#"version: 1
+turns:
+  - say: "<img src=x onerror=alert('model')><script>alert('script')</script> Looking."
+    calls:
+      - tool: write_file
+        args: { path: "<img src=x onerror=alert('file')>.txt", content: "x" }
+  - calls:
+      - tool: ask_question
+        args: { question: "<img src=x onerror=alert('question')> Which one?", options: ["a", "<b onmouseover=alert(1)>b</b>"] }
+  - calls:
+      - tool: run_command
+        args: { argv: ["sh", "-c", "echo ran >> counter.txt"] }
+  - say: done
+"#;
+
+fn browse(sb: &mut Sandbox, disabled: Option<&str>, mode: &str) -> Value {
+    chromium();
+    let module = playwright_core();
+    sb.review_commands();
+    let model = sb.transcript(XSS_TRANSCRIPT);
+    let web = web_with(sb, disabled, &[]);
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/web/browser.cjs");
+    let out = std::process::Command::new("node")
+        .arg(script)
+        .env("PLAYWRIGHT_CORE", &module)
+        .env("WEB_URL", web.url())
+        .env("MODEL", &model)
+        .env("MODE", mode)
+        .env(
+            "SCREENSHOTS",
+            std::env::var("WARRANT_WEB_SCREENSHOTS").unwrap_or_default(),
+        )
+        .output()
+        .unwrap();
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(out.status.success(), "{seen:#}");
+    seen
+}
+
+#[test]
+fn browser_a_person_signs_in_answers_approves_and_verifies_and_no_payload_runs() {
+    let mut sb = Sandbox::init();
+    let seen = browse(&mut sb, None, "full");
+    let run = seen["run"].as_str().unwrap().to_owned();
+    assert_eq!(
+        seen,
+        json!({
+            "dialogs": [],
+            "pageerrors": [],
+            "address_after_sign_in": "/",
+            "cookie_visible_to_script": "",
+            "signed_in_as": "tester@harbour",
+            "model_text_shown": "<img src=x onerror=alert('model')><script>alert('script')</script> Looking.",
+            "injected_elements": 0,
+            "question_shown": "<img src=x onerror=alert('question')> Which one?",
+            "approval_body_has_argv": true,
+            "asked_of": "anyone",
+            "confinement_shown": true,
+            "completed": true,
+            "audit_has_web_approval": true,
+            "verified": true,
+            "without_csrf": {"status": 403, "code": "W-WEB-013"},
+            "cross_origin": {"read": "blocked", "post": "failed"},
+            "runs_after": ["web tour"],
+            "run": run,
+        })
+    );
+    // The effect happened once, and the answer is the person's, via web.
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("counter.txt")).unwrap(),
+        "ran\n"
+    );
+    assert!(sb.exists("<img src=x onerror=alert('file')>.txt"));
+    let shown = sb.json(&["runs", "show", &run, "--json"]);
+    let answers: Vec<(&Value, &Value)> = shown["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e["kind"].as_str() {
+            Some("approval_granted") => Some((&e["kind"], &e["payload"]["approver"])),
+            Some("request_replied") => Some((&e["kind"], &e["payload"]["by"])),
+            _ => None,
+        })
+        .collect();
+    let person = json!({"tenant": "harbour", "actor": "tester", "via": "web"});
+    assert_eq!(
+        answers,
+        vec![
+            (&json!("request_replied"), &person),
+            (&json!("approval_granted"), &person)
+        ]
+    );
+}
+
+#[test]
+fn browser_negative_control_the_same_output_runs_when_escaping_and_the_csp_are_off() {
+    let mut sb = Sandbox::init();
+    let seen = browse(&mut sb, Some("web-escape,web-csp"), "xss-only");
+    let dialogs = seen["dialogs"].as_array().unwrap();
+    assert!(
+        dialogs.iter().any(|d| d == "model"),
+        "the model's markup should have run without the defenses: {seen:#}"
+    );
+}
