@@ -742,3 +742,143 @@ fn browser_negative_control_the_same_output_runs_when_escaping_and_the_csp_are_o
         "the model's markup should have run without the defenses: {seen:#}"
     );
 }
+
+/// Three messages: the first reads, the second deletes (a person's approval in the middle),
+/// the third only talks (the transcript of `suite::chat`).
+const CHAT: &str = r#"version: 1
+turns:
+  - say: "Reading the notes."
+    calls:
+      - tool: read_file
+        args: { path: "notes/meeting-2026-11-20.md" }
+  - say: "The notes cover the tide-table import."
+  - say: "Removing the old build artifacts."
+    calls:
+      - tool: delete_path
+        args: { path: "build", recursive: true }
+  - say: "Removed build/."
+  - say: "You're welcome."
+"#;
+
+/// Waits (bounded) until `done` holds of the run's events.
+fn wait_for(sb: &Sandbox, run: &str, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    for _ in 0..600 {
+        let shown = sb.json(&["runs", "show", run, "--json"]);
+        let events = shown["events"].as_array().unwrap().clone();
+        if done(&events) {
+            return events;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{run} never reached: {what}");
+}
+
+fn last_kind(events: &[Value]) -> &str {
+    events.last().and_then(|e| e["kind"].as_str()).unwrap_or("")
+}
+
+#[test]
+fn a_conversation_is_a_chat_session_that_survives_the_server_and_appends_only() {
+    let mut sb = Sandbox::init();
+    let model = sb.transcript(CHAT);
+    let web = web_with(&mut sb, None, &[]);
+    let (cookie, csrf) = web.sign_in();
+    let post = |web: &Web, cookie: &str, csrf: &str, path: &str, body: Value| {
+        let r = web.send(
+            "POST",
+            path,
+            &[("Cookie", cookie), ("X-Warrant-CSRF", csrf)],
+            Some(&body.to_string()),
+        );
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        r.json()
+    };
+    let started = post(
+        &web,
+        &cookie,
+        &csrf,
+        "/api/conversations",
+        json!({"model": model, "text": "summarize the notes"}),
+    );
+    let run = started["run"].as_str().unwrap().to_owned();
+    wait_for(&sb, &run, "the first answer", |e| {
+        last_kind(e) == "awaiting_message"
+    });
+    post(
+        &web,
+        &cookie,
+        &csrf,
+        &format!("/api/runs/{run}/messages"),
+        json!({"text": "now clean up build/"}),
+    );
+    wait_for(&sb, &run, "the delete's approval", |e| {
+        e.iter().any(|e| e["kind"] == "approval_requested") && last_kind(e) == "run_parked"
+    });
+    let requests = sb.json(&["requests", "list", "--json"]);
+    let request = requests["requests"][0]["id"].as_str().unwrap().to_owned();
+    post(
+        &web,
+        &cookie,
+        &csrf,
+        &format!("/api/requests/{request}/approve"),
+        json!({"scope": "once"}),
+    );
+    wait_for(&sb, &run, "the answer after the delete", |e| {
+        e.iter()
+            .any(|e| e["kind"] == "effect_completed" && e["payload"]["call_id"] != "call-0-0")
+            && last_kind(e) == "awaiting_message"
+    });
+    assert!(!sb.exists("build"));
+
+    // History is appended to, never edited or removed through the API.
+    for method in ["PUT", "DELETE", "PATCH"] {
+        let r = web.send(
+            method,
+            &format!("/api/runs/{run}/messages"),
+            &[("Cookie", &cookie), ("X-Warrant-CSRF", &csrf)],
+            Some("{}"),
+        );
+        assert_eq!(r.status, 405, "{method}");
+    }
+
+    // The server goes; the session waits in its log; a new launch continues it.
+    drop(web);
+    let web = web_with(&mut sb, None, &[]);
+    let (cookie, csrf) = web.sign_in();
+    post(
+        &web,
+        &cookie,
+        &csrf,
+        &format!("/api/runs/{run}/messages"),
+        json!({"text": "thanks"}),
+    );
+    wait_for(&sb, &run, "the last answer", |e| {
+        e.iter().filter(|e| e["kind"] == "model_responded").count() == 5
+            && last_kind(e) == "awaiting_message"
+    });
+    let ended = post(
+        &web,
+        &cookie,
+        &csrf,
+        &format!("/api/runs/{run}/end"),
+        json!({}),
+    );
+    assert_eq!(ended["ended"], json!(true));
+    let events = wait_for(&sb, &run, "the end", |e| last_kind(e) == "run_ended");
+    let said: Vec<&str> = events
+        .iter()
+        .filter(|e| e["kind"] == "message_received")
+        .map(|e| e["payload"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        said,
+        vec!["summarize the notes", "now clean up build/", "thanks"]
+    );
+    assert_eq!(
+        sb.json(&["runs", "list", "--json"])["runs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
