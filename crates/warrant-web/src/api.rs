@@ -105,7 +105,7 @@ pub fn router(web: Arc<Web>) -> Router {
 
 async fn not_found() -> Response {
     // Nothing of the workspace is served: only the page, its assets and the API.
-    guard::refusal(StatusCode::NOT_FOUND, "W-WEB-030", "no such page", true)
+    guard::refusal(StatusCode::NOT_FOUND, "W-WEBUI-030", "no such page", true)
 }
 
 fn status_of(e: &HostError) -> StatusCode {
@@ -120,7 +120,7 @@ fn status_of(e: &HostError) -> StatusCode {
 }
 
 fn error(e: &HostError) -> Response {
-    let status = if e.code == "W-WEB-020" {
+    let status = if e.code == "W-WEBUI-020" {
         StatusCode::SERVICE_UNAVAILABLE
     } else {
         status_of(e)
@@ -136,7 +136,7 @@ async fn blocking<T: Serialize + Send + 'static>(
     let Ok(permit) = Arc::clone(&web.busy).try_acquire_owned() else {
         return guard::refusal(
             StatusCode::SERVICE_UNAVAILABLE,
-            "W-WEB-022",
+            "W-WEBUI-022",
             "too many requests at once; try again",
             true,
         );
@@ -278,7 +278,7 @@ struct NewRun {
 async fn start_run(State(web): State<Arc<Web>>, Json(body): Json<NewRun>) -> Response {
     blocking(&web, move |web| {
         if body.task.trim().is_empty() {
-            return Err(HostError::usage("W-WEB-023", "say what the run is to do"));
+            return Err(HostError::usage("W-WEBUI-023", "say what the run is to do"));
         }
         let run = drives::start_run(web, body.model, body.task)?;
         Ok(json!({ "run": run }))
@@ -298,7 +298,7 @@ async fn start_conversation(
 ) -> Response {
     blocking(&web, move |web| {
         if body.text.trim().is_empty() {
-            return Err(HostError::usage("W-WEB-023", "a message cannot be empty"));
+            return Err(HostError::usage("W-WEBUI-023", "a message cannot be empty"));
         }
         let run = drives::converse(web, body.model, Some(body.text), None)?;
         Ok(json!({ "run": run }))
@@ -320,7 +320,7 @@ async fn message(
     blocking(&web, move |web| {
         let run = run_id(&run)?;
         if body.text.trim().is_empty() {
-            return Err(HostError::usage("W-WEB-023", "a message cannot be empty"));
+            return Err(HostError::usage("W-WEBUI-023", "a message cannot be empty"));
         }
         drives::send(web, &run, body.text)?;
         Ok(json!({ "run": run, "sent": true }))
@@ -543,7 +543,7 @@ async fn provide(
     blocking(&web, move |web| {
         let id = request_id(&id)?;
         if body.value.is_empty() {
-            return Err(HostError::usage("W-WEB-023", "the secret is empty"));
+            return Err(HostError::usage("W-WEBUI-023", "the secret is empty"));
         }
         let mut value = Some(body.value.into_bytes());
         let done = web

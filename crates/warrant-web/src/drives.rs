@@ -19,7 +19,7 @@ use warrant_store::StoredEvent;
 
 use crate::api::Web;
 
-/// Drives at once; another is refused (W-WEB-020) rather than queued behind a person's back.
+/// Drives at once; another is refused (W-WEBUI-020) rather than queued behind a person's back.
 pub const MAX_DRIVES: usize = 8;
 
 #[derive(Debug, Default)]
@@ -62,7 +62,7 @@ impl Inbox for PageInbox {
 
 fn busy() -> HostError {
     HostError::usage(
-        "W-WEB-020",
+        "W-WEBUI-020",
         format!(
             "{MAX_DRIVES} runs are being driven by this server already; wait for one to park or end"
         ),
@@ -123,20 +123,20 @@ fn spawn_drive(
     if let Err(e) = spawned {
         web.drives.give_slot();
         return Err(HostError::usage(
-            "W-WEB-021",
+            "W-WEBUI-021",
             format!("cannot start a thread for the run: {e}"),
         ));
     }
     rx.recv().unwrap_or_else(|_| {
         Err(HostError::usage(
-            "W-WEB-021",
+            "W-WEBUI-021",
             "the run ended before it recorded anything",
         ))
     })
 }
 
 fn recorded(run: Option<RunId>) -> Result<RunId, HostError> {
-    run.ok_or_else(|| HostError::usage("W-WEB-021", "the run ended before it recorded anything"))
+    run.ok_or_else(|| HostError::usage("W-WEBUI-021", "the run ended before it recorded anything"))
 }
 
 /// Starts a run of `task` with `model` and drives it until it ends or parks.

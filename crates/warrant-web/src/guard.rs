@@ -191,7 +191,7 @@ async fn check(web: &Web, req: &mut Request) -> Option<Response> {
     if !disabled("web-host") && !door.host_allowed(host) {
         return Some(refusal(
             StatusCode::FORBIDDEN,
-            "W-WEB-010",
+            "W-WEBUI-010",
             &format!(
                 "this server does not answer to the host name `{host}`; open the address `warrant web` printed"
             ),
@@ -213,7 +213,7 @@ async fn check(web: &Web, req: &mut Request) -> Option<Response> {
         if foreign || cross_site {
             return Some(refusal(
                 StatusCode::FORBIDDEN,
-                "W-WEB-011",
+                "W-WEBUI-011",
                 &format!(
                     "a request from another origin ({}) is refused",
                     origin.unwrap_or("a cross-site page")
@@ -225,7 +225,7 @@ async fn check(web: &Web, req: &mut Request) -> Option<Response> {
     if req.method() == Method::OPTIONS {
         return Some(refusal(
             StatusCode::METHOD_NOT_ALLOWED,
-            "W-WEB-012",
+            "W-WEBUI-012",
             "cross-origin requests are not answered (no CORS)",
             api,
         ));
@@ -237,7 +237,7 @@ async fn check(web: &Web, req: &mut Request) -> Option<Response> {
         if !door.token_matches(token) {
             return Some(refusal(
                 StatusCode::UNAUTHORIZED,
-                "W-WEB-014",
+                "W-WEBUI-014",
                 "this token is not the one of this launch; open the address `warrant web` printed last",
                 false,
             ));
@@ -274,7 +274,7 @@ async fn check(web: &Web, req: &mut Request) -> Option<Response> {
     let Some(session) = session else {
         return Some(refusal(
             StatusCode::UNAUTHORIZED,
-            "W-WEB-015",
+            "W-WEBUI-015",
             "not signed in: open the address with the token that `warrant web` printed",
             api,
         ));
@@ -284,7 +284,7 @@ async fn check(web: &Web, req: &mut Request) -> Option<Response> {
         if !ok {
             return Some(refusal(
                 StatusCode::UNAUTHORIZED,
-                "W-WEB-016",
+                "W-WEBUI-016",
                 "this server listens beyond loopback: every request needs the launch token (Authorization: Bearer)",
                 api,
             ));
@@ -296,7 +296,7 @@ async fn check(web: &Web, req: &mut Request) -> Option<Response> {
         if session.csrf.is_empty() || sent != Some(session.csrf.as_str()) {
             return Some(refusal(
                 StatusCode::FORBIDDEN,
-                "W-WEB-013",
+                "W-WEBUI-013",
                 "a state-changing request needs the page's CSRF header; reload the page",
                 api,
             ));

@@ -49,7 +49,7 @@ pub fn serve(
 ) -> Result<(), HostError> {
     if !options.bind.ip().is_loopback() && !options.public {
         return Err(HostError::usage(
-            "W-WEB-001",
+            "W-WEBUI-001",
             format!(
                 "{} is not a loopback address: anyone who can reach it could try the interface; pass --public to listen there anyway (the token is then needed on every request)",
                 options.bind
@@ -65,7 +65,7 @@ pub fn serve(
         .build()
         .map_err(|e| {
             HostError::usage(
-                "W-WEB-002",
+                "W-WEBUI-002",
                 format!("cannot start the web server's runtime: {e}"),
             )
         })?;
@@ -74,12 +74,12 @@ pub fn serve(
             .await
             .map_err(|e| {
                 HostError::usage(
-                    "W-WEB-003",
+                    "W-WEBUI-003",
                     format!("cannot listen on {}: {e}", options.bind),
                 )
             })?;
         let local = listener.local_addr().map_err(|e| {
-            HostError::usage("W-WEB-003", format!("cannot read the bound address: {e}"))
+            HostError::usage("W-WEBUI-003", format!("cannot read the bound address: {e}"))
         })?;
         let (door, token) = Door::new(local, options.public);
         let state = Arc::new(api::Web::new(at, notices, door));
@@ -102,6 +102,6 @@ pub fn serve(
             let _ = tokio::signal::ctrl_c().await;
         })
         .await
-        .map_err(|e| HostError::usage("W-WEB-003", format!("the web server stopped: {e}")))
+        .map_err(|e| HostError::usage("W-WEBUI-003", format!("the web server stopped: {e}")))
     })
 }

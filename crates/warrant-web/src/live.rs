@@ -58,7 +58,7 @@ pub async fn stream(
     let Ok(permit) = Arc::clone(&web.streams).try_acquire_owned() else {
         return guard::refusal(
             StatusCode::SERVICE_UNAVAILABLE,
-            "W-WEB-022",
+            "W-WEBUI-022",
             "too many live streams at once; close another page",
             true,
         );

@@ -220,7 +220,7 @@ fn the_token_becomes_an_http_only_strict_cookie_and_the_api_is_runs_list_json() 
         &[("Cookie", "warrant_session=0000")],
         None,
     );
-    assert_eq!((forged.status, forged.code()), (401, "W-WEB-015".into()));
+    assert_eq!((forged.status, forged.code()), (401, "W-WEBUI-015".into()));
 
     // With it: `GET /api/runs` is `runs list --json`, and the workspace is never served.
     let runs = web.send("GET", "/api/runs", &[("Cookie", &pair)], None);
@@ -258,7 +258,7 @@ fn a_state_changing_request_without_the_csrf_header_is_refused_and_changes_nothi
         let r = web.send("POST", &path, &headers, Some(body));
         assert_eq!(
             (r.status, r.code()),
-            (403, "W-WEB-013".into()),
+            (403, "W-WEBUI-013".into()),
             "{}",
             r.body
         );
@@ -382,15 +382,15 @@ fn a_foreign_origin_and_a_rebound_host_name_are_refused() {
     let evil_host = format!("evil.example:{port}");
     let evil_origin = format!("http://{evil_host}");
     let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
-        (vec![("Origin", "http://evil.example")], "W-WEB-011"),
-        (vec![("Origin", "null")], "W-WEB-011"),
-        (vec![("Sec-Fetch-Site", "cross-site")], "W-WEB-011"),
+        (vec![("Origin", "http://evil.example")], "W-WEBUI-011"),
+        (vec![("Origin", "null")], "W-WEBUI-011"),
+        (vec![("Sec-Fetch-Site", "cross-site")], "W-WEBUI-011"),
         (
             vec![
                 ("Host", evil_host.as_str()),
                 ("Origin", evil_origin.as_str()),
             ],
-            "W-WEB-010",
+            "W-WEBUI-010",
         ),
     ];
     for (extra, code) in &cases {
@@ -528,7 +528,7 @@ fn beyond_loopback_needs_the_flag_warns_and_wants_the_token_on_every_request() {
     let mut sb = Sandbox::init();
     let out = sb.run(&["web", "--bind", "0.0.0.0:0"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("W-WEB-001"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("W-WEBUI-001"), "{}", stderr(&out));
     assert!(stderr(&out).contains("--public"), "{}", stderr(&out));
 
     let mut web = web_with(&mut sb, None, &["--bind", "0.0.0.0:0", "--public"]);
@@ -541,7 +541,7 @@ fn beyond_loopback_needs_the_flag_warns_and_wants_the_token_on_every_request() {
     let cookie = r.header("set-cookie").unwrap();
     let cookie = cookie.split(';').next().unwrap();
     let r = web.send("GET", "/api/runs", &[("Cookie", cookie)], None);
-    assert_eq!((r.status, r.code()), (401, "W-WEB-016".into()));
+    assert_eq!((r.status, r.code()), (401, "W-WEBUI-016".into()));
     let bearer = format!("Bearer {}", web.token);
     let r = web.send(
         "GET",
@@ -699,7 +699,7 @@ fn browser_a_person_signs_in_answers_approves_and_verifies_and_no_payload_runs()
             "completed": true,
             "audit_has_web_approval": true,
             "verified": true,
-            "without_csrf": {"status": 403, "code": "W-WEB-013"},
+            "without_csrf": {"status": 403, "code": "W-WEBUI-013"},
             "cross_origin": {"read": "blocked", "post": "failed"},
             "runs_after": ["web tour"],
             "run": run,
