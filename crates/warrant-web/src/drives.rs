@@ -5,7 +5,7 @@
 //! message to a session nobody here holds continues it (`resume`). Approvals are never asked on
 //! a drive's thread: they park, and the page answers them like `warrant approve` does.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -24,17 +24,39 @@ pub const MAX_DRIVES: usize = 8;
 
 #[derive(Debug, Default)]
 pub struct Drives {
-    /// The message channel of each conversation held here, by run.
-    inboxes: Mutex<HashMap<RunId, mpsc::Sender<String>>>,
+    inboxes: Mutex<Inboxes>,
     live: Mutex<usize>,
 }
 
-/// Tells the starter which run its drive started, at the run's first committed event.
-struct Started(Mutex<Option<mpsc::Sender<Result<Option<RunId>, HostError>>>>);
+/// The conversations held here, and the messages a session's drive left unread when it parked
+/// (delivered first when the session is continued). A message is handed over under this lock,
+/// and a drive leaves under it too, so a message is either read, kept here, or continues the
+/// session: never lost between the two.
+#[derive(Debug, Default)]
+struct Inboxes {
+    held: HashMap<RunId, mpsc::Sender<String>>,
+    unread: HashMap<RunId, VecDeque<String>>,
+}
+
+/// A drive's first word to its starter: the run it records to, none, or its error.
+type Outcome = Result<Option<RunId>, HostError>;
+
+/// Tells the starter which run its drive started, at the run's first committed event; a new
+/// conversation's channel is held from then on (before the starter hears of the run).
+struct Started {
+    tx: Mutex<Option<mpsc::Sender<Outcome>>>,
+    hold: Mutex<Option<(Arc<Web>, mpsc::Sender<String>)>>,
+}
 
 impl Observer for Started {
     fn committed(&self, stored: &StoredEvent, _event: &RunEvent) {
-        if let Ok(mut slot) = self.0.lock()
+        if let Ok(mut slot) = self.hold.lock()
+            && let Some((web, inbox)) = slot.take()
+            && let Ok(mut m) = web.drives.inboxes.lock()
+        {
+            m.held.insert(stored.run.clone(), inbox);
+        }
+        if let Ok(mut slot) = self.tx.lock()
             && let Some(tx) = slot.take()
         {
             let _ = tx.send(Ok(Some(stored.run.clone())));
@@ -43,13 +65,13 @@ impl Observer for Started {
 }
 
 struct PageInbox {
-    first: Option<String>,
+    first: VecDeque<String>,
     rx: mpsc::Receiver<String>,
 }
 
 impl Inbox for PageInbox {
     fn next(&mut self, _host: &Host, _state: Option<&RunState>) -> Incoming {
-        if let Some(text) = self.first.take() {
+        if let Some(text) = self.first.pop_front() {
             return Incoming::Message(text);
         }
         // Ended when the page ends the session (its sender is dropped).
@@ -89,7 +111,7 @@ impl Drives {
     pub fn holds(&self, run: &RunId) -> bool {
         self.inboxes
             .lock()
-            .map(|m| m.contains_key(run))
+            .map(|m| m.held.contains_key(run))
             .unwrap_or(false)
     }
 
@@ -97,7 +119,7 @@ impl Drives {
     pub fn end(&self, run: &RunId) -> bool {
         self.inboxes
             .lock()
-            .map(|mut m| m.remove(run).is_some())
+            .map(|mut m| m.held.remove(run).is_some())
             .unwrap_or(false)
     }
 }
@@ -106,8 +128,9 @@ impl Drives {
 /// `None` when it ended having recorded nothing (a run still waiting on a person).
 fn spawn_drive(
     web: &Arc<Web>,
+    hold: Option<mpsc::Sender<String>>,
     work: impl FnOnce(&Host, &Started) -> Result<(), HostError> + Send + 'static,
-) -> Result<Option<RunId>, HostError> {
+) -> Outcome {
     web.drives.take_slot()?;
     let (tx, rx) = mpsc::channel();
     let web2 = Arc::clone(web);
@@ -115,7 +138,10 @@ fn spawn_drive(
     let spawned = std::thread::Builder::new()
         .name("warrant-web-drive".to_owned())
         .spawn(move || {
-            let observer = Started(Mutex::new(Some(tx)));
+            let observer = Started {
+                tx: Mutex::new(Some(tx)),
+                hold: Mutex::new(hold.map(|inbox| (Arc::clone(&web2), inbox))),
+            };
             let outcome = web2.host().and_then(|host| work(&host, &observer));
             let _ = errors.send(outcome.map(|()| None));
             web2.drives.give_slot();
@@ -141,7 +167,7 @@ fn recorded(run: Option<RunId>) -> Result<RunId, HostError> {
 
 /// Starts a run of `task` with `model` and drives it until it ends or parks.
 pub fn start_run(web: &Arc<Web>, model: String, task: String) -> Result<RunId, HostError> {
-    spawn_drive(web, move |host, observer| {
+    spawn_drive(web, None, move |host, observer| {
         host.run(
             RunRequest {
                 model,
@@ -156,7 +182,8 @@ pub fn start_run(web: &Arc<Web>, model: String, task: String) -> Result<RunId, H
     .and_then(recorded)
 }
 
-/// Starts a conversation whose first message is `text`, or continues `resume` with it.
+/// Starts a conversation whose first message is `text`, or continues `resume` with the
+/// messages it left unread and `text`.
 pub fn converse(
     web: &Arc<Web>,
     model: String,
@@ -164,16 +191,19 @@ pub fn converse(
     resume: Option<RunId>,
 ) -> Result<RunId, HostError> {
     let (tx, rx) = mpsc::channel::<String>();
-    let inbox_tx = tx.clone();
     let held = resume.clone();
-    if let Some(run) = &resume {
-        if let Ok(mut m) = web.drives.inboxes.lock() {
-            m.insert(run.clone(), inbox_tx.clone());
-        }
+    let mut first = VecDeque::new();
+    let mut hold = Some(tx.clone());
+    if let (Some(run), Ok(mut m)) = (&resume, web.drives.inboxes.lock()) {
+        first = m.unread.remove(run).unwrap_or_default();
+        m.held.insert(run.clone(), tx.clone());
+        hold = None;
     }
+    first.extend(text);
+    drop(tx);
     let web2 = Arc::clone(web);
-    let started = spawn_drive(web, move |host, observer| {
-        let mut inbox = PageInbox { first: text, rx };
+    let started = spawn_drive(web, hold, move |host, observer| {
+        let mut inbox = PageInbox { first, rx };
         let result = host.chat(
             ChatRequest {
                 model,
@@ -186,44 +216,36 @@ pub fn converse(
             &mut inbox,
             Arc::new(AtomicBool::new(false)),
         );
-        // Parked on a person, ended or failed: nobody here holds the session any more.
+        // Parked on a person, ended or failed: nobody here holds the session any more, and
+        // what was sent meanwhile waits for its continuation.
         let run = match &result {
             Ok(chatted) => chatted.run.clone(),
             Err(_) => held.clone(),
         };
         if let (Some(run), Ok(mut m)) = (run, web2.drives.inboxes.lock()) {
-            m.remove(&run);
+            m.held.remove(&run);
+            let mut unread: VecDeque<String> = inbox.first.drain(..).collect();
+            unread.extend(inbox.rx.try_iter());
+            if !unread.is_empty() {
+                m.unread.entry(run).or_default().extend(unread);
+            }
         }
         // How it ended is in the run's log; the page reads it from there.
         result.map(|_: warrant_host::chat::Chatted| ())
     });
-    let started = started.and_then(|run| recorded(run.or(resume.clone())));
-    match &started {
-        Ok(run) => {
-            if let Ok(mut m) = web.drives.inboxes.lock() {
-                m.entry(run.clone()).or_insert(inbox_tx);
-            }
-        }
-        Err(_) => {
-            if let (Some(run), Ok(mut m)) = (&resume, web.drives.inboxes.lock()) {
-                m.remove(run);
-            }
-        }
+    if started.is_err()
+        && let (Some(run), Ok(mut m)) = (&resume, web.drives.inboxes.lock())
+    {
+        m.held.remove(run);
     }
-    drop(tx);
-    started
+    started.and_then(|run| recorded(run.or(resume)))
 }
 
 /// The next message of a conversation: to its drive when held here, else the session is
 /// continued from its log with it.
 pub fn send(web: &Arc<Web>, run: &RunId, text: String) -> Result<(), HostError> {
-    let held = web
-        .drives
-        .inboxes
-        .lock()
-        .ok()
-        .and_then(|m| m.get(run).cloned());
-    if let Some(tx) = held
+    if let Ok(m) = web.drives.inboxes.lock()
+        && let Some(tx) = m.held.get(run)
         && tx.send(text.clone()).is_ok()
     {
         return Ok(());
@@ -250,7 +272,7 @@ pub fn continue_run(web: &Arc<Web>, run: &RunId) -> Result<(), HostError> {
         return converse(web, String::new(), None, Some(run.clone())).map(|_| ());
     }
     let run = run.clone();
-    spawn_drive(web, move |host, observer| {
+    spawn_drive(web, None, move |host, observer| {
         host.resume(&run, observer, &mut NoPrompter, false)
             .map(|_| ())
     })
