@@ -320,6 +320,12 @@ async function viewRequest(id) {
     el("dt", { text: ask.resource || "Resource" }), outside("dd", ask.name),
     el("dt", { text: "Proposed" }), outside("dd", ask.url || (ask.command || []).join(" "))));
   if (v.reply) box.append(el("p", { class: "muted", text: "Replied by " + v.reply.by.actor + " via " + v.reply.by.via + "." }));
+  if (d.asked && d.asked.fell_through) box.append(el("p", { id: "asked-why", class: "muted", text: "Why them: " + d.asked.fell_through }));
+  if (d.reasons && d.reasons.length) {
+    const ul = el("ul", { id: "reasons" });
+    for (const r of d.reasons) ul.append(el("li", {}, el("code", { text: r.policy }), el("span", { text: ": " + r.reason })));
+    box.append(el("h3", { text: "Why a person is asked" }), ul);
+  }
   if (d.profiles && d.profiles.length) {
     const conf = el("ul", { id: "confinement" });
     for (const p of d.profiles) conf.append(el("li", {}, el("strong", { text: p.name + ": " }), el("span", { text: p.words || p.confinement || JSON.stringify(p) })));

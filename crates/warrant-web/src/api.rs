@@ -436,14 +436,59 @@ async fn request(State(web): State<Arc<Web>>, Path(id): Path<String>) -> Respons
         let now = warrant_core::Clock::now(&warrant_core::SystemClock).millis();
         let item = warrant_host::request_views::RequestItem::of(&row, now);
         let shown = host.show_request(&id)?;
+        let why = why_asked(&host, &row.run, &id)?;
         Ok(json!({
             "item": item,
             "view": shown.view,
             "principal": shown.state.principal,
             "profiles": host.profiles_in_words(),
+            "asked": why.asked,
+            "reasons": why.reasons,
         }))
     })
     .await
+}
+
+/// Who an approval is put to and why (from its `approval_requested`), and the policies that
+/// asked (from the `policy_decided` of its call).
+#[derive(Debug, Default)]
+struct Why {
+    asked: Option<warrant_kernel::AskedOf>,
+    reasons: Vec<warrant_kernel::ReasonRecord>,
+}
+
+fn why_asked(host: &Host, run: &RunId, request: &RequestId) -> Result<Why, HostError> {
+    let view = host.records().run(run)?;
+    let events: Vec<warrant_kernel::RunEvent> = view
+        .events
+        .iter()
+        .filter_map(|e| warrant_kernel::RunEvent::from_stored(e).ok())
+        .collect();
+    let mut why = Why::default();
+    let mut call = None;
+    for event in &events {
+        if let warrant_kernel::RunEvent::ApprovalRequested {
+            request_id,
+            asked,
+            call_id,
+            ..
+        } = event
+            && request_id == request
+        {
+            why.asked = asked.clone();
+            call = Some(call_id.clone());
+        }
+    }
+    for event in &events {
+        if let warrant_kernel::RunEvent::PolicyDecided {
+            call_id, reasons, ..
+        } = event
+            && Some(call_id) == call.as_ref()
+        {
+            why.reasons.extend(reasons.iter().cloned());
+        }
+    }
+    Ok(why)
 }
 
 #[derive(Debug, Deserialize)]

@@ -696,6 +696,7 @@ fn browser_a_person_signs_in_answers_approves_and_verifies_and_no_payload_runs()
             "approval_body_has_argv": true,
             "asked_of": "anyone",
             "confinement_shown": true,
+            "why_shown": "project:review-commands: Commands in this project are reviewed by a person.project:shell-contained: A command confined to the workspace (no network, .git read-only, secrets hidden) runs without asking.",
             "completed": true,
             "audit_has_web_approval": true,
             "verified": true,

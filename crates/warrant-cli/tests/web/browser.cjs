@@ -98,6 +98,7 @@ async function main() {
     out.approval_body_has_argv = (await page.textContent(".request-body")).includes("argv:");
     out.asked_of = await page.textContent("#asked-of");
     out.confinement_shown = (await page.textContent("#confinement")).includes("no network");
+    out.why_shown = await page.textContent("#reasons");
     if (shots) await shoot(page, "approval");
     await page.click("#approve-once");
     await page.waitForURL(/#\/run\//);
