@@ -332,3 +332,77 @@ fn secure_headers(headers: &mut HeaderMap) {
         HeaderValue::from_static("same-origin"),
     );
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn a_loopback_door_answers_to_loopback_names_of_its_port_only() {
+        let (door, token) = Door::new("127.0.0.1:8080".parse().unwrap(), false);
+        let answers: Vec<bool> = [
+            "127.0.0.1:8080",
+            "localhost:8080",
+            "[::1]:8080",
+            "127.0.0.1:8081",
+            "evil.example:8080",
+            "127.0.0.1",
+            "10.0.0.1:8080",
+        ]
+        .iter()
+        .map(|h| door.host_allowed(h))
+        .collect();
+        assert_eq!(answers, vec![true, true, true, false, false, false, false]);
+        assert!(door.token_matches(&token));
+        assert!(!door.token_matches(&token[1..]));
+        assert_eq!(token.len(), 64);
+    }
+
+    #[test]
+    fn a_door_on_every_address_answers_to_ip_literals_never_to_names() {
+        let (door, _) = Door::new("0.0.0.0:9000".parse().unwrap(), true);
+        let answers: Vec<bool> = [
+            "10.1.2.3:9000",
+            "[fe80::1]:9000",
+            "evil.example:9000",
+            "10.1.2.3:9001",
+        ]
+        .iter()
+        .map(|h| door.host_allowed(h))
+        .collect();
+        assert_eq!(answers, vec![true, true, false, false]);
+    }
+
+    #[test]
+    fn the_session_cookie_and_the_token_are_read_exactly() {
+        let mut headers = HeaderMap::new();
+        headers.append(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; warrant_session=abc; b=2"),
+        );
+        headers.append(
+            header::COOKIE,
+            HeaderValue::from_static("warrant_sessionx=no"),
+        );
+        assert_eq!(cookie_value(&headers, COOKIE), Some("abc"));
+        assert_eq!(query_token(Some("x=1&token=t0k")), Some("t0k"));
+        assert_eq!(query_token(Some("tokens=t0k")), None);
+        assert_eq!(query_token(None), None);
+    }
+
+    #[test]
+    fn sessions_are_kept_by_digest_and_each_has_its_own_csrf_value() {
+        let (door, _) = Door::new("127.0.0.1:1".parse().unwrap(), false);
+        let one = door.open_session().unwrap();
+        let two = door.open_session().unwrap();
+        let (a, b) = (door.session(&one).unwrap(), door.session(&two).unwrap());
+        assert_ne!(a.csrf, b.csrf);
+        assert!(door.session("not-a-session").is_none());
+        let kept = door.sessions.lock().unwrap();
+        assert!(!kept.contains_key(&[0u8; 32]));
+        assert!(kept.contains_key(&digest(&one)));
+    }
+}
