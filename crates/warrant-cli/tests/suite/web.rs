@@ -883,3 +883,78 @@ fn a_conversation_is_a_chat_session_that_survives_the_server_and_appends_only() 
         1
     );
 }
+
+#[test]
+fn a_secret_given_in_the_page_is_never_echoed_and_the_run_sees_only_its_handle() {
+    let mut sb = Sandbox::init();
+    let model = sb.transcript(
+        "version: 1\nturns:\n  - calls:\n      - tool: request_secret\n        args: { name: API_KEY, purpose: tests, used_by: \"run_command pytest\" }\n  - say: ok\n",
+    );
+    let out = sb.run(&["run", "--model", &model, "needs a key"]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let request = super::harness::parked_request(&out);
+    let (run, _) = sb.last_run();
+    let web = web_with(&mut sb, None, &[]);
+    let (cookie, csrf) = web.sign_in();
+    let value = format!("sk-web-{}-never-echoed", std::process::id());
+    let headers = [
+        ("Cookie", cookie.as_str()),
+        ("X-Warrant-CSRF", csrf.as_str()),
+    ];
+    let path = format!("/api/requests/{request}/provide");
+    let empty = web.send("POST", &path, &headers, Some(r#"{"value":""}"#));
+    assert_eq!((empty.status, empty.code()), (400, "W-WEBUI-023".into()));
+    let body = json!({ "value": value }).to_string();
+    let r = web.send("POST", &path, &headers, Some(&body));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.json()["replied"],
+        json!({"request": request, "run": run, "reply": "secret provided", "by": "tester"})
+    );
+    assert!(!r.body.contains(&value));
+    let events = wait_for(&sb, &run, "the end", |e| last_kind(e) == "run_ended");
+    let all = serde_json::to_string(&events).unwrap();
+    assert!(!all.contains(&value), "the value is in the journal");
+    let replied = events
+        .iter()
+        .find(|e| e["kind"] == "request_replied")
+        .unwrap();
+    assert_eq!(
+        replied["payload"]["by"],
+        json!({"tenant": "harbour", "actor": "tester", "via": "web"})
+    );
+    let audit = web.send("GET", "/api/audit", &[("Cookie", &cookie)], None);
+    assert!(!audit.body.contains(&value));
+}
+
+#[test]
+fn a_run_says_when_the_policy_it_was_pinned_to_changed() {
+    let mut sb = Sandbox::init();
+    let (run, _) = parked_command(&sb);
+    let web = web_with(&mut sb, None, &[]);
+    let (cookie, _) = web.sign_in();
+    let pins = |web: &Web| {
+        let r = web.send(
+            "GET",
+            &format!("/api/runs/{run}/pins"),
+            &[("Cookie", &cookie)],
+            None,
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.json()
+    };
+    let before = pins(&web);
+    assert_eq!(before["changed"], json!([]));
+    assert_eq!(before["started"], before["now"]);
+    sb.write(
+        ".warrant/policies/extra.cedar",
+        "@id(\"extra\")\n@reason(\"Reading is fine.\")\npermit (principal, action == Warrant::Action::\"fs.read\", resource);\n",
+    );
+    let after = pins(&web);
+    assert_eq!(after["changed"], json!(["policy"]));
+    assert_eq!(after["started"], before["started"]);
+    assert_ne!(
+        after["now"]["policy_digest"],
+        before["now"]["policy_digest"]
+    );
+}
