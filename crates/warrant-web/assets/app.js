@@ -235,6 +235,7 @@ async function viewRun(run) {
         try { await api("POST", "/api/runs/" + run + "/resume", {}); flash("continuing"); } catch (e) { fail(e); }
       } } }, "Continue"),
       el("button", { id: "show-touched", class: "secondary", on: { click: () => showTouched(run, touched) } }, "What it touched")),
+    resolveForm(run),
     list, composer, touched);
   api("GET", "/api/runs/" + run + "/pins").then(p => {
     const short = d => d ? String(d).slice(0, 19) : "none";
@@ -251,6 +252,20 @@ async function viewRun(run) {
   follow(run, list, status, st => {
     if (st === "parked") refreshCount();
   });
+}
+
+// An effect in doubt (started, never recorded as ended): a person says what happened to it.
+function resolveForm(run) {
+  const step = el("input", { id: "resolve-step", placeholder: "step (call id) in doubt" });
+  const as = el("select", { id: "resolve-as" }, ...["completed", "retry", "failed"].map(r => el("option", { value: r, text: r })));
+  return el("details", { class: "card" }, el("summary", { text: "Resolve an effect in doubt" }),
+    el("div", { class: "actions" }, step, as, el("button", { id: "resolve", on: { click: async () => {
+      try {
+        await api("POST", "/api/runs/" + run + "/resolve", { step: step.value, resolution: as.value });
+        await api("POST", "/api/runs/" + run + "/resume", {});
+        flash("resolved as " + as.value + "; the run continues");
+      } catch (e) { fail(e); }
+    } } }, "Resolve")));
 }
 
 async function showTouched(run, box) {

@@ -211,6 +211,7 @@ impl Ring<'_> {
         state: &mut RunState,
         step: &str,
         person: &Principal,
+        via: &Via,
         resolution: Resolution,
     ) -> Result<(), KernelError> {
         if person.kind == PrincipalKind::Agent {
@@ -232,7 +233,7 @@ impl Ring<'_> {
         let by = Approver {
             tenant: person.tenant.clone(),
             actor: person.actor.clone(),
-            via: "cli".into(),
+            via: via.as_str().into(),
         };
         let proof = approval::prove_resolution(
             self.secret,
