@@ -51,6 +51,7 @@ mod requests;
 mod secrets_cmd;
 mod setup_cmd;
 mod surface;
+mod web_cmd;
 
 use std::process::ExitCode;
 
@@ -290,6 +291,20 @@ pub enum Command {
     Mcp {
         #[command(subcommand)]
         command: mcp_cmd::McpCommand,
+    },
+    /// The local web interface: prints an address carrying a fresh token; the page holds
+    /// conversations, requests and approvals, runs, the audit trail and policy explanations,
+    /// every answer recorded as yours "via web".
+    Web {
+        /// Listen here (port 0 picks one). Loopback unless `--public` says otherwise.
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+        bind: std::net::SocketAddr,
+        /// Allow a `--bind` address that is not loopback; the token is then needed on every request.
+        #[arg(long)]
+        public: bool,
+        /// Open the address in the desktop's browser (`xdg-open`).
+        #[arg(long)]
+        open: bool,
     },
     /// A session with the agent: each message continues the same run. Without a terminal, one
     /// message per line of standard input, ending at its end.

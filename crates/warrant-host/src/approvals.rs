@@ -77,7 +77,7 @@ impl Host {
                 }));
             }
             let key = crate::approver_key::load(&self.paths)?;
-            let via = crate::origin::via();
+            let via = crate::origin::via_from(self.front);
             let result = ring.answer_signed(
                 &mut state,
                 request,

@@ -111,6 +111,9 @@ pub struct Host {
     catalogs: Option<Arc<warrant_catalog::Catalogs>>,
     /// Where published shared memory is appended besides the store (`[memory.shared]`).
     shared_sink: Option<Arc<dyn warrant_memory::SharedSink>>,
+    /// The front end this process's person answers through ([`Host::through`]): recorded with
+    /// every answer and reply (`via`), never a widening of who may answer.
+    front: origin::Front,
 }
 
 impl std::fmt::Debug for Host {
@@ -173,7 +176,16 @@ impl Host {
             mcp,
             catalogs,
             shared_sink,
+            front: origin::Front::Cli,
         })
+    }
+
+    /// The same host, its person answering through `front` (the web interface records its
+    /// answers and replies as `via: web`). A process a run started is still refused whatever
+    /// the front: [`origin::via`] looks at this process, not at what it claims.
+    pub fn through(mut self, front: origin::Front) -> Self {
+        self.front = front;
+        self
     }
 
     /// Adds a source of tools (an MCP server, memory, a catalog, …) to every run this host
@@ -381,6 +393,15 @@ impl Host {
         })
     }
 
+    /// The digests a run started now would be pinned to: the policy set and the subprocess
+    /// profiles. A front end compares them with a run's `run_started` to say what changed.
+    pub fn pins(&self) -> Pins {
+        Pins {
+            policy_digest: Some(self.policy.digest().clone()),
+            profiles_digest: digest_of(&self.settings.profiles).ok(),
+        }
+    }
+
     /// Delivers new audit records to every sink after an operation (failures become notices).
     pub fn deliver(&self) {
         install::deliver(&self.inst);
@@ -462,6 +483,13 @@ impl Host {
             profiles_digest: digest_of(&self.settings.profiles).ok(),
         }
     }
+}
+
+/// The policy and profiles digests a run is pinned to (see [`Host::pins`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Pins {
+    pub policy_digest: Option<Digest>,
+    pub profiles_digest: Option<Digest>,
 }
 
 /// The digest of the tools a run offers, as its first event recorded it.

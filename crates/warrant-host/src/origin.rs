@@ -10,15 +10,31 @@ use warrant_kernel::Via;
 
 use crate::HostError;
 
+/// The front end a person answers through: the command line or the local web interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Front {
+    Cli,
+    Web,
+}
+
 /// How this process answers: [`Via::Command`] when it carries a mark of a run's command.
 /// A debug build's negative control turns the recognition off (`WARRANT_TEST_DISABLE=origin`).
 pub fn via() -> Via {
+    via_from(Front::Cli)
+}
+
+/// [`via`] for a person answering through `front`.
+pub fn via_from(front: Front) -> Via {
+    let person = match front {
+        Front::Cli => Via::Cli,
+        Front::Web => Via::Web,
+    };
     if crate::controls::disabled("origin") {
-        return Via::Cli;
+        return person;
     }
     match started_by_a_run() {
         Some(evidence) => Via::Command(evidence),
-        None => Via::Cli,
+        None => person,
     }
 }
 
@@ -124,6 +140,6 @@ pub fn refuse_from_command(what: &str) -> Result<(), HostError> {
                 "this process was started by a Warrant run ({evidence}); a command can never {what}: a person does it from their own terminal"
             ),
         )),
-        Via::Cli | Via::Terminal => Ok(()),
+        Via::Cli | Via::Web | Via::Terminal => Ok(()),
     }
 }

@@ -54,7 +54,13 @@ impl Host {
         };
         let tools = self.own_tools()?;
         self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
-            let result = ring.reply(state, request, &self.identity.principal, "cli", reply);
+            let result = ring.reply(
+                state,
+                request,
+                &self.identity.principal,
+                crate::origin::via_from(self.front).as_str(),
+                reply,
+            );
             self.deliver();
             result.map_err(|e| HostError::bad_input(&e))
         })

@@ -599,7 +599,8 @@ impl Host {
                 }
                 None => crate::origin::refuse_from_command("resolve an effect in doubt")?,
             }
-            let result = ring.resolve(&mut state, step, &self.identity.principal, resolution);
+            let via = crate::origin::via_from(self.front);
+            let result = ring.resolve(&mut state, step, &self.identity.principal, &via, resolution);
             self.deliver();
             result.map_err(|e| HostError::bad_input(&e))
         })

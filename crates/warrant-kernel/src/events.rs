@@ -310,6 +310,9 @@ pub enum Via {
     Terminal,
     /// Another process of a person (`warrant approve`, `warrant requests answer`).
     Cli,
+    /// The local web interface (`warrant web`), a person's own process signed in with the
+    /// launch's token; authenticated like `Cli` (an approver key where the rules ask one).
+    Web,
     /// A process that a Warrant run started, or a descendant of one; the evidence says how it
     /// was recognized. Always refused.
     Command(String),
@@ -320,6 +323,7 @@ impl Via {
         match self {
             Self::Terminal => "terminal",
             Self::Cli => "cli",
+            Self::Web => "web",
             Self::Command(_) => "command",
         }
     }

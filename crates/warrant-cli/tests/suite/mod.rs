@@ -38,4 +38,5 @@ mod store_tls;
 mod strict;
 mod surface;
 mod views;
+mod web;
 mod workers;

@@ -84,19 +84,19 @@ impl Ring<'_> {
                     "this answer came from a process a Warrant run started ({evidence}); a command can never answer a request, whatever it runs or claims to be"
                 ),
             )),
-            Via::Terminal | Via::Cli => Ok(()),
+            Via::Terminal | Via::Cli | Via::Web => Ok(()),
         };
         let authenticated = |()| match (via, &registered, signing_key) {
             // The run's own prompt: the person at the terminal that drives the run.
             (Via::Terminal, _, _) | (_, Some(_), Some(_)) => Ok(()),
-            (Via::Cli | Via::Command(_), Some(_), None) => Err((
+            (Via::Cli | Via::Web | Via::Command(_), Some(_), None) => Err((
                 RejectReason::Unsigned,
                 format!(
                     "an approver key is registered for {}; approve with it (`warrant approvals keygen` made it, in the user configuration directory)",
                     approver.actor
                 ),
             )),
-            (Via::Cli | Via::Command(_), None, _)
+            (Via::Cli | Via::Web | Via::Command(_), None, _)
                 if rules.needs_authentication(req.risk, &asked) =>
             {
                 Err((
@@ -113,7 +113,7 @@ impl Ring<'_> {
                     ),
                 ))
             }
-            (Via::Cli | Via::Command(_), None, _) => Ok(()),
+            (Via::Cli | Via::Web | Via::Command(_), None, _) => Ok(()),
         };
         let check = from_command.and_then(|()| match answer {
             Answer::Approve(_) => rules.may_answer(approver, &asked).and_then(authenticated),
@@ -211,6 +211,7 @@ impl Ring<'_> {
         state: &mut RunState,
         step: &str,
         person: &Principal,
+        via: &Via,
         resolution: Resolution,
     ) -> Result<(), KernelError> {
         if person.kind == PrincipalKind::Agent {
@@ -232,7 +233,7 @@ impl Ring<'_> {
         let by = Approver {
             tenant: person.tenant.clone(),
             actor: person.actor.clone(),
-            via: "cli".into(),
+            via: via.as_str().into(),
         };
         let proof = approval::prove_resolution(
             self.secret,

@@ -76,8 +76,14 @@ fn crash_after_start_of_approved_command(
         "{wrong:?}"
     );
     if let Some(resolution) = resolution {
-        ring.resolve(&mut resumed, &call, &bob(), resolution)
-            .unwrap();
+        ring.resolve(
+            &mut resumed,
+            &call,
+            &bob(),
+            &warrant_kernel::Via::Cli,
+            resolution,
+        )
+        .unwrap();
         assert_eq!(
             w.process(&ring, &mut resumed, &call, &mut NoPrompter),
             CallStep::Done

@@ -1,0 +1,38 @@
+//! `warrant web [--bind ADDR] [--public] [--open]`: one call into `warrant-web`, which prints
+//! nothing itself; the address with its token goes to standard output, the rest to stderr.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use crate::Failure;
+
+pub fn web(
+    ws: Option<&Path>,
+    bind: std::net::SocketAddr,
+    public: bool,
+    open: bool,
+) -> Result<u8, Failure> {
+    let options = warrant_web::Options { bind, public };
+    warrant_web::serve(crate::at(ws), crate::notices, options, |launched| {
+        if let Some(warning) = &launched.warning {
+            eprintln!("warning: {warning}");
+        }
+        eprintln!(
+            "open this address in your browser (the token is for this launch only; Ctrl-C stops the server):"
+        );
+        outln!("{}", launched.url);
+        let _ = std::io::stdout().flush();
+        if open {
+            // The browser is the person's; a failure to start it is only said.
+            if let Err(e) = std::process::Command::new("xdg-open")
+                .arg(&launched.url)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+            {
+                eprintln!("could not open a browser ({e}); open the address yourself");
+            }
+        }
+    })?;
+    Ok(0)
+}
