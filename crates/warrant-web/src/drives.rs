@@ -173,6 +173,8 @@ pub fn start_run(web: &Arc<Web>, model: String, task: String) -> Result<RunId, H
                 model,
                 task,
                 deadline: None,
+                // An agent profile is not chosen from the page (yet): the run has none.
+                agent_profile: None,
             },
             observer,
             &mut NoPrompter,
