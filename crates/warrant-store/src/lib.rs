@@ -8,6 +8,7 @@ mod error;
 mod postgres;
 mod sql;
 mod sqlite;
+mod tenant;
 pub mod tls;
 
 use std::path::Path;
@@ -22,6 +23,7 @@ pub use crate::error::StoreError;
 pub use crate::postgres::{Postgres, PostgresStore};
 pub use crate::sql::Store;
 pub use crate::sqlite::{SCHEMA_VERSION, Sqlite, SqliteStore};
+pub use crate::tenant::{Scoped, Target, Tenant, TenantRefusal, TenantStore};
 /// A store location as messages may show it: a URL's password and any `password=` removed.
 pub use postgres::redact as redact_location;
 
@@ -375,6 +377,8 @@ impl AuditIndex {
 #[derive(Clone, Debug)]
 pub struct NewRun {
     pub run: RunId,
+    /// The tenant of the principal the run acts for: every row of the run carries it.
+    pub tenant: Tenant,
     pub actor: String,
     pub task: String,
     /// `Running` for a run driven by the process that starts it, `Queued` for `submit`.
@@ -388,7 +392,7 @@ pub trait AuditOutbox {
     fn audit_head(&self) -> Result<ChainHead, StoreError>;
 }
 
-pub trait EventStore: AuditOutbox {
+pub trait EventStore: AuditOutbox + TenantStore {
     /// How this process reaches the store, in words (`doctor`): a local file, or the TLS the
     /// server negotiated on this connection and what was verified.
     fn transport(&self) -> Result<String, StoreError>;
