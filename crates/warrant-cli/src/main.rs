@@ -427,6 +427,12 @@ pub enum AuditCommand {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Attempts to reach another tenant's runs or requests: made by this tenant, or on its
+    /// records (each was answered as "does not exist").
+    Refusals {
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the last records of the trail.
     Tail {
         #[arg(short = 'n', long, default_value_t = 20)]

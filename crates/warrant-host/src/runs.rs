@@ -327,9 +327,10 @@ impl Host {
                 store: self.inst.store_location.clone(),
             });
             loop {
+                // A worker drives the runs of its own tenant only.
                 let lease = self
                     .inst
-                    .store
+                    .scoped()
                     .lease_next(&holder, ttl)
                     .map_err(|e| HostError::failed(&e))?;
                 let Some(lease) = lease else {
@@ -402,6 +403,7 @@ impl Host {
     /// Cancels a run: recorded for whoever drives it, and stopped here and now when nobody does
     /// (queued, parked, abandoned).
     pub fn cancel(&self, run: &RunId, reason: &str) -> Result<Cancelled> {
+        self.records().own_run(run, "cancel a run")?;
         // Its subagents go with it (a parked one would otherwise wait for nobody); one that is
         // being driven stops at its next boundary, where it also sees its parent's cancellation.
         let subagents = self

@@ -304,7 +304,11 @@ impl Host {
     /// A run of `caller` waiting on the same call (same task: tool and argument digest): one
     /// whose request a person answered first (queued again), else the latest still parked.
     fn waiting_call(&self, caller: &Principal, task: &str) -> Result<Option<RunId>> {
-        let runs = self.inst.store.runs().map_err(|e| HostError::failed(&e))?;
+        let runs = self
+            .inst
+            .scoped()
+            .runs()
+            .map_err(|e| HostError::failed(&e))?;
         let mine = |status: RunStatus| {
             runs.iter()
                 .filter(|r| r.actor == caller.actor && r.task == task && r.status == status)

@@ -137,8 +137,8 @@ CREATE INDEX audit_by_at ON audit(at);
 /// Version 4: tenants (see the SQLite step), and row-level security as the second layer: a
 /// session sees only the rows of the tenant in `warrant.tenant` (every row for `*`, the
 /// installation's own statements; none when unset). `FORCE` holds the table owner to it too;
-/// a superuser or a `BYPASSRLS` role is not held by any policy, so the store's role must be
-/// neither (`doctor` says so).
+/// a superuser or a `BYPASSRLS` role is held by no policy, so the store's role must be neither
+/// for this layer to hold (the statements' own filter holds either way).
 const SCHEMA_V4: &str = "
 ALTER TABLE runs ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
 ALTER TABLE events ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';

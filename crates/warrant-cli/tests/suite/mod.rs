@@ -31,5 +31,6 @@ mod spawn;
 mod spoofing;
 mod store_tls;
 mod surface;
+mod tenancy;
 mod views;
 mod workers;
