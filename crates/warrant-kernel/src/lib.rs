@@ -6,6 +6,7 @@ pub mod asks;
 pub mod authority;
 pub mod authorized;
 pub mod confidential;
+pub mod delegation;
 pub mod error;
 pub mod events;
 pub mod journal;
