@@ -91,6 +91,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Memory { command } => crate::memory_cmd::dispatch(ws, command),
         Command::Catalog { command } => crate::catalog_cmd::dispatch(ws, command),
         Command::Artifacts { command } => crate::artifacts_cmd::dispatch(ws, command),
+        Command::Delegate { command } => crate::delegate_cmd::dispatch(ws, command),
         Command::Mcp { command } => crate::mcp_cmd::dispatch(ws, command),
         Command::Chat {
             model,

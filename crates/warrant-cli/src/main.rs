@@ -40,6 +40,7 @@ mod audit_cmd;
 mod catalog_cmd;
 mod chat;
 mod commands;
+mod delegate_cmd;
 mod inspect;
 mod mcp_cmd;
 mod memory_cmd;
@@ -206,6 +207,12 @@ pub enum Command {
     Catalog {
         #[command(subcommand)]
         command: catalog_cmd::CatalogCommand,
+    },
+    /// Delegation tokens: hand part of your authority to another principal (signed, expiring,
+    /// holder-bound, only narrowing), show, verify (offline with `--pubkeys`), revoke.
+    Delegate {
+        #[command(subcommand)]
+        command: delegate_cmd::DelegateCommand,
     },
     /// Generated documents and their signed provenance: verify one, list them.
     Artifacts {

@@ -16,6 +16,7 @@ pub mod catalog;
 pub mod chat;
 pub mod confidential;
 pub mod controls;
+pub mod delegation;
 pub mod doctor;
 pub mod drive;
 mod error;

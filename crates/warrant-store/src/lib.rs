@@ -6,6 +6,7 @@
 
 mod error;
 mod postgres;
+mod revocations;
 mod sql;
 mod sqlite;
 mod tenant;
@@ -21,6 +22,7 @@ use warrant_core::{Clock, RequestId, RunId, Timestamp};
 
 pub use crate::error::StoreError;
 pub use crate::postgres::{Postgres, PostgresStore};
+pub use crate::revocations::RevocationStore;
 pub use crate::sql::Store;
 pub use crate::sqlite::{SCHEMA_VERSION, Sqlite, SqliteStore};
 pub use crate::tenant::{Scoped, Target, Tenant, TenantRefusal, TenantStore};
@@ -392,7 +394,7 @@ pub trait AuditOutbox {
     fn audit_head(&self) -> Result<ChainHead, StoreError>;
 }
 
-pub trait EventStore: AuditOutbox + TenantStore {
+pub trait EventStore: AuditOutbox + TenantStore + RevocationStore {
     /// How this process reaches the store, in words (`doctor`): a local file, or the TLS the
     /// server negotiated on this connection and what was verified.
     fn transport(&self) -> Result<String, StoreError>;

@@ -167,6 +167,12 @@ CREATE TABLE tenant_refusals (
 );
 CREATE INDEX tenant_refusals_by_tenant ON tenant_refusals(tenant, at);
 CREATE INDEX tenant_refusals_by_owner ON tenant_refusals(owner, at);
+CREATE TABLE delegation_revocations (
+    id         TEXT PRIMARY KEY,
+    revoked_by TEXT NOT NULL,
+    reason     TEXT NOT NULL,
+    at         BIGINT NOT NULL
+);
 ALTER TABLE runs ENABLE ROW LEVEL SECURITY;
 ALTER TABLE runs FORCE ROW LEVEL SECURITY;
 CREATE POLICY tenant_scope ON runs

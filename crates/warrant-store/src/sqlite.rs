@@ -137,6 +137,12 @@ CREATE TABLE tenant_refusals (
 );
 CREATE INDEX tenant_refusals_by_tenant ON tenant_refusals(tenant, at);
 CREATE INDEX tenant_refusals_by_owner ON tenant_refusals(owner, at);
+CREATE TABLE delegation_revocations (
+    id         TEXT PRIMARY KEY,
+    revoked_by TEXT NOT NULL,
+    reason     TEXT NOT NULL,
+    at         INTEGER NOT NULL
+);
 ";
 
 /// Each step takes the schema from version `i` to `i + 1`.

@@ -11,6 +11,7 @@ mod chat;
 mod coding;
 mod contained;
 mod crash;
+mod delegation;
 mod delivery;
 mod docs;
 mod harness;

@@ -128,6 +128,16 @@ impl warrant_store::TenantStore for Counting<'_> {
     }
 }
 
+impl warrant_store::RevocationStore for Counting<'_> {
+    fn revoke_delegation(&self, id: &str, by: &str, reason: &str) -> Result<bool, StoreError> {
+        self.inner.revoke_delegation(id, by, reason)
+    }
+
+    fn revoked_delegations(&self) -> Result<Vec<String>, StoreError> {
+        self.inner.revoked_delegations()
+    }
+}
+
 impl EventStore for Counting<'_> {
     fn transport(&self) -> Result<String, StoreError> {
         self.inner.transport()

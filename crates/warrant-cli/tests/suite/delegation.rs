@@ -1,0 +1,243 @@
+//! Delegation tokens from the binary: issued by one principal to another, verified offline with
+//! only the public keys, refused for the wrong holder, when expired, when minted by another key,
+//! when a re-delegation would widen, and once revoked (in the store, and offline through the
+//! list file; without the list the offline verifier still accepts it: the control).
+
+use pretty_assertions::assert_eq;
+
+use super::harness::{Sandbox, stderr, stdout};
+
+fn as_actor(sb: &mut Sandbox, actor: &str) {
+    sb.extra_env.retain(|(k, _)| k != "WARRANT_ACTOR");
+    sb.extra_env.push(("WARRANT_ACTOR".into(), actor.into()));
+}
+
+/// Runs and returns (exit code, the `W-…` code on standard error, if any).
+fn outcome(out: &std::process::Output) -> (Option<i32>, Option<String>) {
+    let err = stderr(out);
+    let code = err
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .find(|w| w.starts_with("W-DELEGATE-"))
+        .map(str::to_owned);
+    (out.status.code(), code)
+}
+
+#[test]
+fn a_token_is_verified_offline_narrowed_only_and_stopped_by_revocation() {
+    let mut sb = Sandbox::init();
+    as_actor(&mut sb, "alice");
+    let tok = sb.dir.path().join("builder.token");
+    let issued = sb.run(&[
+        "delegate",
+        "issue",
+        "--holder",
+        "builder@harbour",
+        "--verb",
+        "fs.read",
+        "--verb",
+        "fs.write",
+        "--resource",
+        "/srv/app/*",
+        "--ceiling",
+        "change",
+        "--ttl",
+        "1h",
+        "--out",
+        tok.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(issued.status.code(), Some(0), "{}", stderr(&issued));
+    let issued: serde_json::Value = serde_json::from_slice(&issued.stdout).unwrap();
+    let id = issued["grant"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(issued["grant"]["delegator"], "alice@harbour");
+    assert_eq!(
+        std::fs::read_to_string(&tok).unwrap().trim(),
+        issued["token"].as_str().unwrap()
+    );
+
+    // Offline: only the public keys, from a directory with no installation.
+    let keys = sb.dir.path().join("keys.pub");
+    std::fs::write(&keys, sb.run(&["audit", "keys", "export"]).stdout).unwrap();
+    let offline = |sb: &Sandbox, token: &std::path::Path, holder: &str, list: Option<&str>| {
+        let mut args = vec![
+            "delegate".to_owned(),
+            "verify".into(),
+            token.to_str().unwrap().into(),
+            "--holder".into(),
+            holder.into(),
+            "--pubkeys".into(),
+            keys.to_str().unwrap().into(),
+            "--json".into(),
+        ];
+        if let Some(list) = list {
+            args.push("--revoked".into());
+            args.push(list.into());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut cmd = sb.std_cmd(&args);
+        cmd.current_dir(sb.dir.path());
+        cmd.output().unwrap()
+    };
+    let ok = offline(&sb, &tok, "builder@harbour", None);
+    assert_eq!(outcome(&ok), (Some(0), None), "{}", stderr(&ok));
+    let verified: serde_json::Value = serde_json::from_slice(&ok.stdout).unwrap();
+    assert_eq!(verified["grant"], issued["grant"]);
+    assert_eq!(verified["digest"], issued["digest"]);
+
+    // The wrong holder.
+    let wrong = offline(&sb, &tok, "mallory@harbour", None);
+    assert_eq!(
+        outcome(&wrong).1.as_deref(),
+        Some("W-DELEGATE-005"),
+        "{}",
+        stderr(&wrong)
+    );
+
+    // Minted by another installation's key: the verifier cannot be made to accept it.
+    let mut other = Sandbox::init();
+    as_actor(&mut other, "alice");
+    let forged = other.dir.path().join("forged.token");
+    let made = other.run(&[
+        "delegate",
+        "issue",
+        "--holder",
+        "builder@harbour",
+        "--verb",
+        "fs.*",
+        "--resource",
+        "/*",
+        "--ceiling",
+        "irreversible",
+        "--out",
+        forged.to_str().unwrap(),
+    ]);
+    assert_eq!(made.status.code(), Some(0), "{}", stderr(&made));
+    let refused = offline(&sb, &forged, "builder@harbour", None);
+    assert_eq!(
+        outcome(&refused).1.as_deref(),
+        Some("W-DELEGATE-002"),
+        "{}",
+        stderr(&refused)
+    );
+
+    // Expired: a token valid for no time at all.
+    let brief = sb.dir.path().join("brief.token");
+    let made = sb.run(&[
+        "delegate",
+        "issue",
+        "--holder",
+        "builder@harbour",
+        "--verb",
+        "fs.read",
+        "--resource",
+        "/srv/app/*",
+        "--ceiling",
+        "read",
+        "--ttl",
+        "0s",
+        "--out",
+        brief.to_str().unwrap(),
+    ]);
+    assert_eq!(made.status.code(), Some(0), "{}", stderr(&made));
+    let expired = offline(&sb, &brief, "builder@harbour", None);
+    assert_eq!(
+        outcome(&expired).1.as_deref(),
+        Some("W-DELEGATE-003"),
+        "{}",
+        stderr(&expired)
+    );
+
+    // The holder re-delegates a narrower part; a wider one is refused.
+    as_actor(&mut sb, "builder");
+    let child = sb.dir.path().join("helper.token");
+    let narrowed = sb.run(&[
+        "delegate",
+        "issue",
+        "--from",
+        tok.to_str().unwrap(),
+        "--holder",
+        "helper@harbour",
+        "--verb",
+        "fs.read",
+        "--resource",
+        "/srv/app/docs/*",
+        "--ceiling",
+        "read",
+        "--ttl",
+        "10m",
+        "--out",
+        child.to_str().unwrap(),
+    ]);
+    assert_eq!(narrowed.status.code(), Some(0), "{}", stderr(&narrowed));
+    let widened = sb.run(&[
+        "delegate",
+        "issue",
+        "--from",
+        tok.to_str().unwrap(),
+        "--holder",
+        "helper@harbour",
+        "--verb",
+        "fs.delete",
+        "--resource",
+        "/srv/app/docs/*",
+        "--ceiling",
+        "read",
+    ]);
+    assert_eq!(
+        outcome(&widened),
+        (Some(2), Some("W-DELEGATE-007".into())),
+        "{}",
+        stderr(&widened)
+    );
+    assert_eq!(stdout(&widened), "");
+    // Someone who does not hold the token cannot hand it on.
+    as_actor(&mut sb, "mallory");
+    let stolen = sb.run(&[
+        "delegate",
+        "issue",
+        "--from",
+        tok.to_str().unwrap(),
+        "--holder",
+        "mallory@harbour",
+        "--verb",
+        "fs.read",
+        "--resource",
+        "/srv/app/*",
+        "--ceiling",
+        "read",
+    ]);
+    assert_eq!(
+        outcome(&stolen).1.as_deref(),
+        Some("W-DELEGATE-005"),
+        "{}",
+        stderr(&stolen)
+    );
+
+    // Revoked: refused by the installation and by an offline verifier given the list; the
+    // control: an offline verifier without the list does not know.
+    as_actor(&mut sb, "alice");
+    let revoked = sb.run(&["delegate", "revoke", &id, "--reason", "job done"]);
+    assert_eq!(revoked.status.code(), Some(0), "{}", stderr(&revoked));
+    let list = sb.ws.join(".warrant/delegations.revoked");
+    assert!(std::fs::read_to_string(&list).unwrap().contains(&id));
+    let here = sb.run(&[
+        "delegate",
+        "verify",
+        tok.to_str().unwrap(),
+        "--holder",
+        "builder@harbour",
+    ]);
+    assert_eq!(
+        outcome(&here).1.as_deref(),
+        Some("W-DELEGATE-006"),
+        "{}",
+        stderr(&here)
+    );
+    let with_list = offline(&sb, &tok, "builder@harbour", Some(list.to_str().unwrap()));
+    assert_eq!(outcome(&with_list).1.as_deref(), Some("W-DELEGATE-006"));
+    // The re-delegated token falls with its parent.
+    let child_refused = offline(&sb, &child, "helper@harbour", Some(list.to_str().unwrap()));
+    assert_eq!(outcome(&child_refused).1.as_deref(), Some("W-DELEGATE-006"));
+    let unaware = offline(&sb, &tok, "builder@harbour", None);
+    assert_eq!(outcome(&unaware), (Some(0), None));
+}
