@@ -117,6 +117,7 @@ impl Fixture {
             model: "bench".into(),
             workspace,
             settings: RunSettings {
+                delegation: None,
                 max_denials: 1_000_000,
                 max_turns: 1_000_000,
                 deadline: None,

@@ -31,8 +31,17 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
             json,
             prompt,
             deadline,
+            delegation,
             task,
-        } => run(ws, &model, json, &prompt, deadline.as_deref(), task),
+        } => run(
+            ws,
+            &model,
+            json,
+            &prompt,
+            deadline.as_deref(),
+            delegation.as_deref(),
+            task,
+        ),
         Command::Submit {
             model,
             deadline,
@@ -240,9 +249,19 @@ fn run(
     json: bool,
     prompt: &str,
     deadline: Option<&str>,
+    delegation: Option<&Path>,
     task: String,
 ) -> Result<u8, Failure> {
-    let host = load(ws)?;
+    let mut host = load(ws)?;
+    if let Some(path) = delegation {
+        let token = std::fs::read_to_string(path).map_err(|e| {
+            Failure::usage(
+                "W-DELEGATE-015",
+                format!("cannot read the token {}: {e}", path.display()),
+            )
+        })?;
+        host.act_under(&token)?;
+    }
     let request = RunRequest {
         model: model.to_owned(),
         task,

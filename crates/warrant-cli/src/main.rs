@@ -106,6 +106,10 @@ pub enum Command {
         /// a running command is killed.
         #[arg(long, value_name = "DURATION")]
         deadline: Option<String>,
+        /// Act under this delegation token (a file, `warrant delegate issue`): every effect must
+        /// also be within it, and it must be unexpired and unrevoked at each.
+        #[arg(long, value_name = "TOKEN")]
+        delegation: Option<std::path::PathBuf>,
         /// What the agent should do.
         task: String,
     },

@@ -213,6 +213,7 @@ fn mcp_call(c: &mut Criterion) {
         model: "bench".into(),
         workspace,
         settings: RunSettings {
+            delegation: None,
             max_denials: 1_000_000,
             max_turns: 1_000_000,
             deadline: None,

@@ -258,6 +258,7 @@ fn replay_log(total: u64) -> Vec<EventDraft> {
         workspace,
         policy_digest: Digest::of_bytes(b"policy"),
         settings: RunSettings {
+            delegation: None,
             max_denials: 1_000_000,
             max_turns: 1_000_000,
             deadline: None,

@@ -5,7 +5,7 @@
 
 use pretty_assertions::assert_eq;
 
-use super::harness::{Sandbox, stderr, stdout};
+use super::harness::{Sandbox, parked_request, stderr, stdout};
 
 fn as_actor(sb: &mut Sandbox, actor: &str) {
     sb.extra_env.retain(|(k, _)| k != "WARRANT_ACTOR");
@@ -240,4 +240,125 @@ fn a_token_is_verified_offline_narrowed_only_and_stopped_by_revocation() {
     assert_eq!(outcome(&child_refused).1.as_deref(), Some("W-DELEGATE-006"));
     let unaware = offline(&sb, &tok, "builder@harbour", None);
     assert_eq!(outcome(&unaware), (Some(0), None));
+}
+
+/// The call_refused codes of a run's events, and how many effects started.
+fn refused_and_started(events: &[serde_json::Value]) -> (Vec<String>, usize) {
+    let refused = events
+        .iter()
+        .filter(|e| e["kind"] == "call_refused")
+        .map(|e| e["payload"]["code"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    let started = events
+        .iter()
+        .filter(|e| e["kind"] == "effect_started")
+        .count();
+    (refused, started)
+}
+
+/// A run under a token: each effect is held to the token (an action outside it is refused),
+/// and a revocation while the run waits stops its next effect. The control is the same run
+/// without the revocation, whose read goes through.
+#[test]
+fn a_revoked_token_stops_the_next_effect_of_a_run_under_it() {
+    let mut sb = Sandbox::init();
+    sb.write("notes.txt", "hello\n");
+    as_actor(&mut sb, "alice");
+    let tok = sb.dir.path().join("tester.token");
+    let resource = format!("{}/*", sb.ws.display());
+    let issued = sb.run(&[
+        "delegate",
+        "issue",
+        "--holder",
+        "tester@harbour",
+        "--verb",
+        "fs.read",
+        "--resource",
+        &resource,
+        "--ceiling",
+        "change",
+        "--out",
+        tok.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(issued.status.code(), Some(0), "{}", stderr(&issued));
+    let issued: serde_json::Value = serde_json::from_slice(&issued.stdout).unwrap();
+    let id = issued["grant"]["id"].as_str().unwrap().to_owned();
+    let token = issued["token"].as_str().unwrap().to_owned();
+    as_actor(&mut sb, "tester");
+    let model = sb.transcript(concat!(
+        "version: 1\nturns:\n",
+        "  - calls:\n      - tool: read_file\n        args: { path: notes.txt }\n",
+        "  - calls:\n      - tool: ask_question\n        args: { question: \"Go on?\" }\n",
+        "  - calls:\n      - tool: read_file\n        args: { path: notes.txt }\n",
+        "  - calls:\n      - tool: write_file\n        args: { path: out.txt, content: x }\n",
+        "  - say: done\n"
+    ));
+    let drive = |sb: &mut Sandbox, revoke: bool| -> Vec<serde_json::Value> {
+        let out = sb.run(&[
+            "run",
+            "--prompt",
+            "never",
+            "--delegation",
+            tok.to_str().unwrap(),
+            "--model",
+            &model,
+            "read notes",
+        ]);
+        assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+        let req = parked_request(&out);
+        let (run, _) = sb.last_run();
+        if revoke {
+            as_actor(sb, "alice");
+            let r = sb.run(&["delegate", "revoke", &id]);
+            assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+            as_actor(sb, "tester");
+        }
+        let answered = sb.run(&["requests", "answer", &req, "--text", "yes"]);
+        assert_eq!(answered.status.code(), Some(0), "{}", stderr(&answered));
+        let resumed = sb.run(&["resume", &run]);
+        assert!(resumed.status.code().is_some(), "{}", stderr(&resumed));
+        let shown = sb.json(&["runs", "show", &run, "--json"]);
+        shown["events"].as_array().unwrap().clone()
+    };
+    // The control: the token holds; the second read runs, the write is outside the token.
+    let control = drive(&mut sb, false);
+    assert_eq!(
+        refused_and_started(&control),
+        (vec!["W-DELEGATE-017".to_owned()], 2)
+    );
+    assert!(!sb.exists("out.txt"));
+    // The log keeps the grant and the token's digest, never the token.
+    let log = serde_json::to_string(&control).unwrap();
+    assert!(!log.contains(&token), "the token itself reached the log");
+    assert_eq!(
+        control[0]["payload"]["settings"]["delegation"]["digest"],
+        issued["digest"]
+    );
+    // Revoked while the run waited: its next effect (and every one after) is refused.
+    let revoked = drive(&mut sb, true);
+    assert_eq!(
+        refused_and_started(&revoked),
+        (
+            vec!["W-DELEGATE-006".to_owned(), "W-DELEGATE-006".to_owned()],
+            1
+        )
+    );
+    // And a new run under it does not start.
+    let refused = sb.run(&[
+        "run",
+        "--prompt",
+        "never",
+        "--delegation",
+        tok.to_str().unwrap(),
+        "--model",
+        &model,
+        "again",
+    ]);
+    assert_eq!(
+        outcome(&refused),
+        (Some(2), Some("W-DELEGATE-006".into())),
+        "{}",
+        stderr(&refused)
+    );
 }

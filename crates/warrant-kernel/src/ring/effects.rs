@@ -226,6 +226,27 @@ impl Ring<'_> {
             )?;
             return Ok(CallStep::Done);
         }
+        // A run under a delegation token: within the token, and the token still good.
+        if already.is_none()
+            && let Some((code, message)) = self.delegation_refusal(state, actions)?
+        {
+            let tool = state
+                .call(call_id)
+                .map(|c| c.record.tool.clone())
+                .unwrap_or_default();
+            self.append(
+                state,
+                vec![RunEvent::CallRefused {
+                    call_id: call_id.to_owned(),
+                    tool,
+                    code: code.to_owned(),
+                    message,
+                }],
+                None,
+                vec![],
+            )?;
+            return Ok(CallStep::Done);
+        }
         let started_seq = match already {
             Some(seq) => seq,
             None => {

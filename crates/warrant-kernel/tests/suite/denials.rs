@@ -15,6 +15,7 @@ fn denials_by_policy_and_by_person_both_count() {
     let pdp = Pdp(&w.engine);
     let ring = w.ring(&pdp, SECRET);
     let settings = RunSettings {
+        delegation: None,
         max_denials: 2,
         max_turns: 20,
         deadline: None,

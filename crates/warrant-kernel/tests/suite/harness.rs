@@ -214,7 +214,9 @@ impl World {
 }
 
 pub fn settings() -> RunSettings {
+    delegation: None,
     RunSettings {
+        delegation: None,
         max_denials: 3,
         max_turns: 20,
         deadline: None,
