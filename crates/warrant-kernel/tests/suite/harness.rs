@@ -214,7 +214,6 @@ impl World {
 }
 
 pub fn settings() -> RunSettings {
-    delegation: None,
     RunSettings {
         delegation: None,
         max_denials: 3,
