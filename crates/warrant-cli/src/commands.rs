@@ -45,9 +45,17 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Submit {
             model,
             deadline,
+            delegation,
             json,
             task,
-        } => submit(ws, &model, deadline.as_deref(), json, task),
+        } => submit(
+            ws,
+            &model,
+            deadline.as_deref(),
+            delegation.as_deref(),
+            json,
+            task,
+        ),
         Command::Worker {
             once,
             lease_ms,
@@ -252,16 +260,7 @@ fn run(
     delegation: Option<&Path>,
     task: String,
 ) -> Result<u8, Failure> {
-    let mut host = load(ws)?;
-    if let Some(path) = delegation {
-        let token = std::fs::read_to_string(path).map_err(|e| {
-            Failure::usage(
-                "W-DELEGATE-015",
-                format!("cannot read the token {}: {e}", path.display()),
-            )
-        })?;
-        host.act_under(&token)?;
-    }
+    let host = load_under(ws, delegation)?;
     let request = RunRequest {
         model: model.to_owned(),
         task,
@@ -274,14 +273,30 @@ fn run(
     Ok(finish(driven.exit, &driven.run, json))
 }
 
+/// Opens the installation; with a token file, its runs act under that delegation.
+fn load_under(ws: Option<&Path>, delegation: Option<&Path>) -> Result<Host, Failure> {
+    let mut host = load(ws)?;
+    if let Some(path) = delegation {
+        let token = std::fs::read_to_string(path).map_err(|e| {
+            Failure::usage(
+                "W-DELEGATE-015",
+                format!("cannot read the token {}: {e}", path.display()),
+            )
+        })?;
+        host.act_under(&token)?;
+    }
+    Ok(host)
+}
+
 fn submit(
     ws: Option<&Path>,
     model: &str,
     deadline: Option<&str>,
+    delegation: Option<&Path>,
     json: bool,
     task: String,
 ) -> Result<u8, Failure> {
-    let host = load(ws)?;
+    let host = load_under(ws, delegation)?;
     let run = host.submit(RunRequest {
         model: model.to_owned(),
         task,

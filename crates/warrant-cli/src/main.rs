@@ -119,6 +119,10 @@ pub enum Command {
         model: String,
         #[arg(long, value_name = "DURATION")]
         deadline: Option<String>,
+        /// The run acts under this delegation token (a file): the worker that drives it is held
+        /// to the token before each effect, as `run --delegation` is.
+        #[arg(long, value_name = "TOKEN")]
+        delegation: Option<std::path::PathBuf>,
         #[arg(long)]
         json: bool,
         task: String,

@@ -362,3 +362,57 @@ fn a_revoked_token_stops_the_next_effect_of_a_run_under_it() {
         stderr(&refused)
     );
 }
+
+/// A run submitted under a token is held to it by whichever worker drives it.
+#[test]
+fn a_worker_drives_a_submitted_run_held_to_its_token() {
+    let mut sb = Sandbox::init();
+    sb.write("notes.txt", "hello\n");
+    as_actor(&mut sb, "alice");
+    let tok = sb.dir.path().join("tester.token");
+    let resource = format!("{}/*", sb.ws.display());
+    let issued = sb.run(&[
+        "delegate",
+        "issue",
+        "--holder",
+        "tester@harbour",
+        "--verb",
+        "fs.read",
+        "--resource",
+        &resource,
+        "--ceiling",
+        "read",
+        "--out",
+        tok.to_str().unwrap(),
+    ]);
+    assert_eq!(issued.status.code(), Some(0), "{}", stderr(&issued));
+    as_actor(&mut sb, "tester");
+    let model = sb.transcript(concat!(
+        "version: 1\nturns:\n",
+        "  - calls:\n      - tool: read_file\n        args: { path: notes.txt }\n",
+        "  - calls:\n      - tool: write_file\n        args: { path: notes.txt, content: gone }\n",
+        "  - say: done\n"
+    ));
+    let submitted = sb.json(&[
+        "submit",
+        "--json",
+        "--delegation",
+        tok.to_str().unwrap(),
+        "--model",
+        &model,
+        "tidy",
+    ]);
+    let run = submitted["run"].as_str().unwrap().to_owned();
+    let worked = sb.run(&["worker", "--once"]);
+    assert_eq!(worked.status.code(), Some(0), "{}", stderr(&worked));
+    let shown = sb.json(&["runs", "show", &run, "--json"]);
+    let events = shown["events"].as_array().unwrap();
+    assert_eq!(
+        refused_and_started(events),
+        (vec!["W-DELEGATE-017".to_owned()], 1)
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.ws.join("notes.txt")).unwrap(),
+        "hello\n"
+    );
+}
