@@ -187,7 +187,7 @@ pub fn verify(token: &str, holder: &str, against: Against) -> Result<Verified> {
         Against::Installation { at, notices } => {
             let opened = records::open(&at, notices)?;
             let revoked = store_revocations(&opened)?;
-            (opened.inst.public_keys.clone(), revoked)
+            (opened.inst.public_keys, revoked)
         }
     };
     delegation::verify(token, &keys, holder, SystemClock.now(), &revoked)

@@ -307,7 +307,7 @@ pub fn installation(
     // Whose records this process may read: the identity the layers and environment resolve.
     let who = identity(&read_layers(paths)?)?;
     let tenant = warrant_store::Tenant::of(&who.principal);
-    let actor = who.principal.actor.clone();
+    let actor = who.principal.actor;
     let location = paths
         .store_override
         .clone()

@@ -482,7 +482,7 @@ mod tests {
                 "delegator",
                 Grant {
                     delegator: "mallory@acme".into(),
-                    ..child.clone()
+                    ..child
                 },
             ),
         ];
