@@ -529,10 +529,20 @@ pub fn load_run(
     run: &warrant_core::RunId,
     class: Class,
 ) -> Result<warrant_kernel::RunState, HostError> {
+    load_run_of(inst, ring, run, class, &inst.tenant)
+}
+
+/// [`load_run`] for a run of `tenant` (a served caller's, which may differ from this process's).
+pub fn load_run_of(
+    inst: &Installation,
+    ring: &warrant_kernel::Ring<'_>,
+    run: &warrant_core::RunId,
+    class: Class,
+    tenant: &warrant_store::Tenant,
+) -> Result<warrant_kernel::RunState, HostError> {
     // Another tenant's run is not there for this process: the same answer as a run that does
     // not exist, and the attempt is kept.
-    let own = inst
-        .scoped()
+    let own = warrant_store::Scoped::new(inst.store.as_ref(), tenant)
         .run(run)
         .map_err(|e| HostError::coded(&e, class))?;
     if own.is_none() {
