@@ -118,6 +118,7 @@ impl Fixture {
             workspace,
             settings: RunSettings {
                 agent_profile: None,
+                delegation: None,
                 max_denials: 1_000_000,
                 max_turns: 1_000_000,
                 deadline: None,

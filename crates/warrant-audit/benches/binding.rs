@@ -89,6 +89,7 @@ fn binding(c: &mut Criterion) {
         .create_run(
             &NewRun {
                 run: run.clone(),
+                tenant: bench_tenant(),
                 actor: "alice".into(),
                 task: "bench".into(),
                 status: RunStatus::Running,
@@ -298,3 +299,16 @@ fn binding(c: &mut Criterion) {
 
 criterion_group!(benches, binding);
 criterion_main!(benches);
+
+/// A tenant for the runs of this file.
+fn bench_tenant() -> warrant_store::Tenant {
+    warrant_store::Tenant::of(&warrant_core::Principal {
+        tenant: "acme".into(),
+        actor: "alice".into(),
+        kind: warrant_core::PrincipalKind::User,
+        on_behalf_of: None,
+        roles: vec![],
+        teams: vec![],
+        attrs: Default::default(),
+    })
+}

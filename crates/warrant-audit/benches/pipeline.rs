@@ -71,6 +71,7 @@ impl Fixture {
             .create_run(
                 &NewRun {
                     run: run.clone(),
+                    tenant: bench_tenant(),
                     actor: "alice".into(),
                     task: "bench".into(),
                     status: RunStatus::Running,
@@ -631,3 +632,16 @@ fn query(c: &mut Criterion) {
 
 criterion_group!(benches, pipeline, http, query);
 criterion_main!(benches);
+
+/// A tenant for the runs of this file.
+fn bench_tenant() -> warrant_store::Tenant {
+    warrant_store::Tenant::of(&warrant_core::Principal {
+        tenant: "acme".into(),
+        actor: "alice".into(),
+        kind: warrant_core::PrincipalKind::User,
+        on_behalf_of: None,
+        roles: vec![],
+        teams: vec![],
+        attrs: Default::default(),
+    })
+}

@@ -32,6 +32,26 @@ pub fn dispatch(ws: Option<&Path>, command: AuditCommand) -> Result<u8, Failure>
             print_records(&open(ws)?.records().tail(lines)?, json);
             Ok(0)
         }
+        AuditCommand::Refusals { json } => {
+            let view = open(ws)?.records().tenant_refusals()?;
+            if json {
+                outln!("{}", pretty(&view));
+            } else {
+                for r in &view.refusals {
+                    outln!(
+                        "{}  {}@{} tried to {} {} of tenant {}",
+                        r.at.rfc3339(),
+                        r.actor,
+                        r.tenant,
+                        r.operation,
+                        r.target,
+                        r.owner
+                    );
+                }
+                eprintln!("{} refusal(s)", view.refusals.len());
+            }
+            Ok(0)
+        }
         AuditCommand::Status { json } => status(ws, json),
         AuditCommand::Deliver { follow, interval } => {
             let every = duration_arg("interval", &interval, "5s")?;

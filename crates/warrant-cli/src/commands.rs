@@ -37,6 +37,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
             prompt,
             deadline,
             agent_profile,
+            delegation,
             task,
         } => run(
             ws,
@@ -45,12 +46,14 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
             &prompt,
             deadline.as_deref(),
             agent_profile,
+            delegation.as_deref(),
             task,
         ),
         Command::Submit {
             model,
             deadline,
             agent_profile,
+            delegation,
             json,
             task,
         } => submit(
@@ -58,6 +61,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
             model.as_deref(),
             deadline.as_deref(),
             agent_profile,
+            delegation.as_deref(),
             json,
             task,
         ),
@@ -136,6 +140,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Catalog { command } => crate::catalog_cmd::dispatch(ws, command),
         Command::Artifacts { command } => crate::artifacts_cmd::dispatch(ws, command),
         Command::Profiles { command } => crate::profiles_cmd::dispatch(ws, command),
+        Command::Delegate { command } => crate::delegate_cmd::dispatch(ws, command),
         Command::Mcp { command } => crate::mcp_cmd::dispatch(ws, command),
         Command::Web { bind, public, open } => crate::web_cmd::web(ws, bind, public, open),
         Command::Chat {
@@ -286,9 +291,10 @@ fn run(
     prompt: &str,
     deadline: Option<&str>,
     agent_profile: Option<String>,
+    delegation: Option<&Path>,
     task: String,
 ) -> Result<u8, Failure> {
-    let host = load(ws)?;
+    let host = load_under(ws, delegation)?;
     let request = RunRequest {
         model: warrant_host::runs::model_spec(&host.settings, model)?,
         task,
@@ -302,15 +308,31 @@ fn run(
     Ok(finish(driven.exit, &driven.run, json))
 }
 
+/// Opens the installation; with a token file, its runs act under that delegation.
+fn load_under(ws: Option<&Path>, delegation: Option<&Path>) -> Result<Host, Failure> {
+    let mut host = load(ws)?;
+    if let Some(path) = delegation {
+        let token = std::fs::read_to_string(path).map_err(|e| {
+            Failure::usage(
+                "W-DELEGATE-015",
+                format!("cannot read the token {}: {e}", path.display()),
+            )
+        })?;
+        host.act_under(&token)?;
+    }
+    Ok(host)
+}
+
 fn submit(
     ws: Option<&Path>,
     model: Option<&str>,
     deadline: Option<&str>,
     agent_profile: Option<String>,
+    delegation: Option<&Path>,
     json: bool,
     task: String,
 ) -> Result<u8, Failure> {
-    let host = load(ws)?;
+    let host = load_under(ws, delegation)?;
     let run = host.submit(RunRequest {
         model: warrant_host::runs::model_spec(&host.settings, model)?,
         task,

@@ -40,6 +40,7 @@ mod audit_cmd;
 mod catalog_cmd;
 mod chat;
 mod commands;
+mod delegate_cmd;
 mod envelope_cmd;
 mod inspect;
 mod mcp_cmd;
@@ -142,6 +143,10 @@ pub enum Command {
         /// Not a subprocess profile (`[profiles.*]`, the sandbox of a command).
         #[arg(long = "profile", value_name = "AGENT_PROFILE")]
         agent_profile: Option<String>,
+        /// Act under this delegation token (a file, `warrant delegate issue`): every effect must
+        /// also be within it, and it must be unexpired and unrevoked at each.
+        #[arg(long, value_name = "TOKEN")]
+        delegation: Option<std::path::PathBuf>,
         /// What the agent should do.
         task: String,
     },
@@ -155,6 +160,10 @@ pub enum Command {
         /// The agent profile to work under, as for `run --profile`.
         #[arg(long = "profile", value_name = "AGENT_PROFILE")]
         agent_profile: Option<String>,
+        /// The run acts under this delegation token (a file): the worker that drives it is held
+        /// to the token before each effect, as `run --delegation` is.
+        #[arg(long, value_name = "TOKEN")]
+        delegation: Option<std::path::PathBuf>,
         #[arg(long)]
         json: bool,
         task: String,
@@ -281,6 +290,12 @@ pub enum Command {
     Profiles {
         #[command(subcommand)]
         command: profiles_cmd::ProfilesCommand,
+    },
+    /// Delegation tokens: hand part of your authority to another principal (signed, expiring,
+    /// holder-bound, only narrowing), show, verify (offline with `--pubkeys`), revoke.
+    Delegate {
+        #[command(subcommand)]
+        command: delegate_cmd::DelegateCommand,
     },
     /// Generated documents and their signed provenance: verify one, list them.
     Artifacts {
@@ -516,6 +531,12 @@ pub enum AuditCommand {
     Keys {
         #[command(subcommand)]
         command: KeysCommand,
+    },
+    /// Attempts to reach another tenant's runs or requests: made by this tenant, or on its
+    /// records (each was answered as "does not exist").
+    Refusals {
+        #[arg(long)]
+        json: bool,
     },
     /// Print the last records of the trail.
     Tail {

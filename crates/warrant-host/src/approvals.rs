@@ -54,10 +54,14 @@ impl Host {
     pub fn answer(&self, request: &RequestId, answer: Answer) -> Result<Answered> {
         let row = self
             .inst
-            .store
+            .scoped()
             .request(request)
             .map_err(|e| HostError::failed(&e))?
             .ok_or_else(|| {
+                self.inst.refused(
+                    "answer an approval",
+                    warrant_store::Target::Request(request.clone()),
+                );
                 HostError::usage(
                     "W-APPROVAL-001",
                     format!("request {request} does not exist"),

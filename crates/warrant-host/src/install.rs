@@ -226,6 +226,11 @@ pub fn policy(paths: &Paths) -> Result<PolicyEngine, HostError> {
 /// The installation's store, keys and sink.
 pub struct Installation {
     pub store: Box<dyn EventStore + Send + Sync>,
+    /// The tenant of this process's identity: every read a person's command makes of the
+    /// store is scoped to it ([`Installation::scoped`]).
+    pub tenant: warrant_store::Tenant,
+    /// The actor of this process's identity, named in a refused cross-tenant attempt.
+    pub actor: String,
     /// Configured sinks besides the JSONL file, by name.
     pub sinks: std::collections::BTreeMap<String, warrant_core::config::SinkConfig>,
     pub fail_after_ms: u64,
@@ -243,6 +248,18 @@ pub struct Installation {
 }
 
 impl Installation {
+    /// The store as this process's tenant sees it.
+    pub fn scoped(&self) -> warrant_store::Scoped<'_> {
+        warrant_store::Scoped::new(self.store.as_ref(), &self.tenant)
+    }
+
+    /// Keeps the attempt to reach `target`, which this tenant's scope did not find: recorded
+    /// when it is another tenant's, never told to the caller (a store that cannot record it
+    /// changes nothing in the answer either, which stays "does not exist").
+    pub fn refused(&self, operation: &str, target: warrant_store::Target) {
+        let _ = self.scoped().refuse(&self.actor, operation, &target);
+    }
+
     /// The JSONL file and the configured sinks, for delivery and health.
     pub fn sinks(&self) -> warrant_audit::Sinks<'_> {
         warrant_audit::Sinks {
@@ -339,6 +356,10 @@ pub fn installation(
     notices: Arc<dyn Notices + Send>,
 ) -> Result<Installation, HostError> {
     let ids: Arc<dyn IdSource> = Arc::new(RandomIds);
+    // Whose records this process may read: the identity the layers and environment resolve.
+    let who = identity(&read_layers(paths)?)?;
+    let tenant = warrant_store::Tenant::of(&who.principal);
+    let actor = who.principal.actor;
     let location = paths
         .store_override
         .clone()
@@ -387,6 +408,8 @@ pub fn installation(
     };
     Ok(Installation {
         store,
+        tenant,
+        actor,
         sinks: sinks_with_credentials(paths, &settings.audit_sinks)?,
         fail_after_ms: settings.audit_fail_after_ms,
         max_pending: settings.audit_max_pending,
@@ -548,6 +571,26 @@ pub fn load_run(
     run: &warrant_core::RunId,
     class: Class,
 ) -> Result<warrant_kernel::RunState, HostError> {
+    load_run_of(inst, ring, run, class, &inst.tenant)
+}
+
+/// [`load_run`] for a run of `tenant` (a served caller's, which may differ from this process's).
+pub fn load_run_of(
+    inst: &Installation,
+    ring: &warrant_kernel::Ring<'_>,
+    run: &warrant_core::RunId,
+    class: Class,
+    tenant: &warrant_store::Tenant,
+) -> Result<warrant_kernel::RunState, HostError> {
+    // Another tenant's run is not there for this process: the same answer as a run that does
+    // not exist, and the attempt is kept.
+    let own = warrant_store::Scoped::new(inst.store.as_ref(), tenant)
+        .run(run)
+        .map_err(|e| HostError::coded(&e, class))?;
+    if own.is_none() {
+        inst.refused("act on a run", warrant_store::Target::Run(run.clone()));
+        return Err(crate::records::run_missing(run));
+    }
     let loaded = if crate::controls::disabled("binding") {
         ring.load_unverified(run)
     } else {

@@ -19,6 +19,7 @@ pub mod confidential;
 pub mod config_check;
 pub mod controls;
 pub mod credentials;
+pub mod delegation;
 pub mod doctor;
 pub mod drive;
 pub mod envelope;
@@ -100,6 +101,8 @@ pub struct Host {
     confidential: Box<dyn warrant_kernel::Confidential + Send + Sync>,
     /// The installation's redactor, built once (results, replies, sealing).
     redactor: Arc<warrant_secrets::Redactor>,
+    /// The delegation the runs this host starts act under ([`Host::act_under`]).
+    delegation: Option<Box<warrant_kernel::DelegationSettings>>,
     /// Tool sources beyond the built-in set ([`Host::with_source`]), composed after it.
     sources: Vec<Arc<dyn ToolSource + Send + Sync>>,
     /// The workspace's memory (`.warrant/memory.db`), opened on first use.
@@ -177,6 +180,7 @@ impl Host {
             catalogs,
             shared_sink,
             front: origin::Front::Cli,
+            delegation: None,
         })
     }
 
@@ -186,6 +190,33 @@ impl Host {
     pub fn through(mut self, front: origin::Front) -> Self {
         self.front = front;
         self
+    }
+
+    /// Makes the runs this host starts act under delegation `token`: it must verify for this
+    /// process's principal now (installation keys, store revocations), and from then on each
+    /// effect must also be within it, checked by the ring before the effect.
+    pub fn act_under(&mut self, token: &str) -> Result<()> {
+        let p = &self.identity.principal;
+        let me = format!("{}@{}", p.actor, p.tenant);
+        let revoked = warrant_kernel::delegation::Revocations::new(
+            self.inst
+                .store
+                .revoked_delegations()
+                .map_err(|e| HostError::failed(&e))?,
+        );
+        let verified = warrant_kernel::delegation::verify(
+            token,
+            &self.inst.public_keys,
+            &me,
+            SystemClock.now(),
+            &revoked,
+        )
+        .map_err(|e| HostError::bad_input(&e))?;
+        self.delegation = Some(Box::new(warrant_kernel::DelegationSettings {
+            digest: verified.digest,
+            grant: verified.grant,
+        }));
+        Ok(())
     }
 
     /// Adds a source of tools (an MCP server, memory, a catalog, …) to every run this host
@@ -454,6 +485,7 @@ impl Host {
             workspace: env.workspace.clone(),
             settings: RunSettings {
                 agent_profile: None,
+                delegation: self.delegation.clone(),
                 max_denials: self.settings.max_denials,
                 max_turns: self.settings.max_turns,
                 deadline: deadline.or_else(|| {

@@ -58,6 +58,12 @@ pub struct RunView {
     pub subagents: Vec<RunId>,
 }
 
+/// Attempts across tenants (`audit refusals`), oldest first.
+#[derive(Debug, Serialize)]
+pub struct Refusals {
+    pub refusals: Vec<warrant_store::TenantRefusal>,
+}
+
 /// The chain head and every sink's health (`audit status`).
 #[derive(Debug, Serialize)]
 pub struct AuditStatus {
@@ -86,17 +92,44 @@ pub(crate) fn run_missing(run: &RunId) -> HostError {
 }
 
 impl Records<'_> {
+    /// This tenant's runs.
     pub fn runs(&self) -> Result<Vec<RunRow>> {
-        self.inst.store.runs().map_err(|e| HostError::failed(&e))
+        self.inst.scoped().runs().map_err(|e| HostError::failed(&e))
+    }
+
+    /// The row of `run` when it is this tenant's. Another tenant's run answers exactly as one
+    /// that does not exist (no existence oracle), and the attempt (`operation`) is kept.
+    pub fn own_run(&self, run: &RunId, operation: &str) -> Result<RunRow> {
+        match self
+            .inst
+            .scoped()
+            .run(run)
+            .map_err(|e| HostError::failed(&e))?
+        {
+            Some(row) => Ok(row),
+            None => {
+                self.inst
+                    .refused(operation, warrant_store::Target::Run(run.clone()));
+                Err(run_missing(run))
+            }
+        }
+    }
+
+    /// The refused attempts this tenant made on another's records, or another made on its.
+    pub fn tenant_refusals(&self) -> Result<Refusals> {
+        let refusals = self
+            .inst
+            .scoped()
+            .refusals()
+            .map_err(|e| HostError::failed(&e))?;
+        Ok(Refusals { refusals })
     }
 
     pub fn run(&self, run: &RunId) -> Result<RunView> {
         let store = self.inst.store.as_ref();
-        let row = store
-            .run(run)
-            .map_err(|e| HostError::failed(&e))?
-            .ok_or_else(|| run_missing(run))?;
-        let events = store.events(run).map_err(|e| HostError::failed(&e))?;
+        let scoped = self.inst.scoped();
+        let row = self.own_run(run, "show a run")?;
+        let events = scoped.events(run).map_err(|e| HostError::failed(&e))?;
         let fence_rejections = store
             .fence_rejections(run)
             .map_err(|e| HostError::failed(&e))?;
@@ -113,7 +146,7 @@ impl Records<'_> {
             } else if let warrant_kernel::RunEvent::ActionProposed { actions, .. } = event {
                 for a in actions {
                     if let warrant_core::Action::AgentSpawn { child, .. } = a
-                        && store.run(&child).ok().flatten().is_some()
+                        && scoped.run(&child).ok().flatten().is_some()
                     {
                         subagents.push(child);
                     }
@@ -132,7 +165,7 @@ impl Records<'_> {
     /// The request index: the open requests, or every one with `all`.
     pub fn requests(&self, all: bool) -> Result<Vec<RequestRow>> {
         self.inst
-            .store
+            .scoped()
             .requests(if all { None } else { Some(RequestStatus::Open) })
             .map_err(|e| HostError::failed(&e))
     }
@@ -146,20 +179,23 @@ impl Records<'_> {
             .seq)
     }
 
-    /// The last `lines` records of the chain, after delivering what is new.
+    /// This tenant's last `lines` records of the chain, after delivering what is new.
     pub fn tail(&self, lines: usize) -> Result<Vec<SealedRecord>> {
         install::deliver(self.inst);
-        let after = self.audit_head()?.saturating_sub(lines as u64);
-        self.inst
-            .store
-            .audit_records(after, lines)
-            .map_err(|e| HostError::failed(&e))
+        let mut records = self
+            .inst
+            .scoped()
+            .audit(&warrant_store::AuditQuery::default())
+            .map_err(|e| HostError::failed(&e))?;
+        let cut = records.len().saturating_sub(lines);
+        Ok(records.split_off(cut))
     }
 
+    /// This tenant's audit records matching `query`.
     pub fn query(&self, query: &warrant_store::AuditQuery) -> Result<Vec<SealedRecord>> {
         self.inst
-            .store
-            .query_audit(query)
+            .scoped()
+            .audit(query)
             .map_err(|e| HostError::failed(&e))
     }
 
@@ -253,6 +289,7 @@ impl Records<'_> {
         run: &RunId,
     ) -> Result<(Vec<warrant_store::StoredEvent>, Vec<SealedRecord>)> {
         let store = self.inst.store.as_ref();
+        self.own_run(run, "read a run's journal")?;
         let events = store.events(run).map_err(|e| HostError::failed(&e))?;
         if events.is_empty() {
             return Err(run_missing(run));

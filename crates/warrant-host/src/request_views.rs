@@ -90,12 +90,21 @@ pub(crate) fn request_missing(request: &RequestId) -> HostError {
 }
 
 impl Records<'_> {
+    /// The request when it is this tenant's; another tenant's answers as a missing one, and
+    /// the attempt is kept.
     pub fn request_row(&self, request: &RequestId) -> Result<RequestRow> {
-        self.inst
-            .store
+        let row = self
+            .inst
+            .scoped()
             .request(request)
-            .map_err(|e| HostError::failed(&e))?
-            .ok_or_else(|| request_missing(request))
+            .map_err(|e| HostError::failed(&e))?;
+        row.ok_or_else(|| {
+            self.inst.refused(
+                "reach a request",
+                warrant_store::Target::Request(request.clone()),
+            );
+            request_missing(request)
+        })
     }
 
     /// The requests (open ones, or every one with `all`), only those asked of `me` when given.

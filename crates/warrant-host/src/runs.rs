@@ -425,7 +425,8 @@ impl Host {
             });
             let mut backoff = poll.max(std::time::Duration::from_millis(100));
             loop {
-                let lease = match self.inst.store.lease_next(&holder, ttl) {
+                // A worker drives the runs of its own tenant only.
+                let lease = match self.inst.scoped().lease_next(&holder, ttl) {
                     Ok(lease) => lease,
                     Err(e) if e.is_transient() && !once => {
                         report(WorkerEvent::StoreUnavailable {
@@ -517,6 +518,7 @@ impl Host {
     /// Cancels a run: recorded for whoever drives it, and stopped here and now when nobody does
     /// (queued, parked, abandoned).
     pub fn cancel(&self, run: &RunId, reason: &str) -> Result<Cancelled> {
+        self.records().own_run(run, "cancel a run")?;
         // Its subagents go with it (a parked one would otherwise wait for nobody); one that is
         // being driven stops at its next boundary, where it also sees its parent's cancellation.
         let subagents = self

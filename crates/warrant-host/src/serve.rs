@@ -230,7 +230,13 @@ impl Host {
                     )
                     .map_err(|e| HostError::bad_input(&e))?;
                     ring.hold_fence(Some(lease.token));
-                    let state = install::load_run(&self.inst, ring, &run, Class::Failed);
+                    let state = install::load_run_of(
+                        &self.inst,
+                        ring,
+                        &run,
+                        Class::Failed,
+                        &warrant_store::Tenant::of(caller),
+                    );
                     (state, lease)
                 }
                 None => {
@@ -311,7 +317,12 @@ impl Host {
     /// A run of `caller` waiting on the same call (same task: tool and argument digest): one
     /// whose request a person answered first (queued again), else the latest still parked.
     fn waiting_call(&self, caller: &Principal, task: &str) -> Result<Option<RunId>> {
-        let runs = self.inst.store.runs().map_err(|e| HostError::failed(&e))?;
+        // The caller's tenant: a served client may be configured into another one than this
+        // process's identity ([mcp.serve] tenant).
+        let tenant = warrant_store::Tenant::of(caller);
+        let runs = warrant_store::Scoped::new(self.inst.store.as_ref(), &tenant)
+            .runs()
+            .map_err(|e| HostError::failed(&e))?;
         let mine = |status: RunStatus| {
             runs.iter()
                 .filter(|r| r.actor == caller.actor && r.task == task && r.status == status)

@@ -57,6 +57,19 @@ pub struct RunSettings {
     /// it is refused (W-ENVELOPE-006).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceiling: Option<RiskClass>,
+    /// For a run driven under a delegation token: what the token grants and its digest (the
+    /// token itself is never written). Every effect must also be within it, and the token must
+    /// be unexpired and unrevoked at that effect. Absent for a run under its own authority.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegation: Option<Box<DelegationSettings>>,
+}
+
+/// The delegation a run acts under (see [`crate::delegation`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DelegationSettings {
+    /// SHA-256 of the token as presented.
+    pub digest: Digest,
+    pub grant: crate::delegation::Grant,
 }
 
 /// A run's place among subagents, fixed when it starts.

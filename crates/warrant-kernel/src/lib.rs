@@ -7,6 +7,7 @@ pub mod asks;
 pub mod authority;
 pub mod authorized;
 pub mod confidential;
+pub mod delegation;
 pub mod error;
 pub mod events;
 pub mod journal;
@@ -23,10 +24,10 @@ pub use authorized::Authorized;
 pub use confidential::{Confidential, InTheClear};
 pub use error::KernelError;
 pub use events::{
-    Approver, AskedOf, Binding, BudgetMetric, BudgetScope, CallRecord, DeniedBy, FenceRecord, Halt,
-    InDoubtOutcome, Interrupted, ModelRequest, Outcome, ParentLink, Presentation, ReasonRecord,
-    RejectReason, Resolution, RunEvent, RunLimit, RunSettings, Scope, SessionSettings,
-    SpawnSettings, Verdict, Via,
+    Approver, AskedOf, Binding, BudgetMetric, BudgetScope, CallRecord, DelegationSettings,
+    DeniedBy, FenceRecord, Halt, InDoubtOutcome, Interrupted, ModelRequest, Outcome, ParentLink,
+    Presentation, ReasonRecord, RejectReason, Resolution, RunEvent, RunLimit, RunSettings, Scope,
+    SessionSettings, SpawnSettings, Verdict, Via,
 };
 pub use model_gate::{Crossing, GuardSettings, Headroom, ModelGate, ModelRules, ModelUsage};
 pub use ring::{

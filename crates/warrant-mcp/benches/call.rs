@@ -215,6 +215,7 @@ fn mcp_call(c: &mut Criterion) {
         workspace,
         settings: RunSettings {
             agent_profile: None,
+            delegation: None,
             max_denials: 1_000_000,
             max_turns: 1_000_000,
             deadline: None,

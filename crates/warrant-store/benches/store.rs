@@ -84,6 +84,7 @@ fn small_draft() -> EventDraft {
 fn new_run(ids: &SequentialIds, status: RunStatus) -> NewRun {
     NewRun {
         run: ids.run_id(),
+        tenant: bench_tenant(),
         actor: "alice".into(),
         task: "bench".into(),
         status,
@@ -258,6 +259,7 @@ fn replay_log(total: u64) -> Vec<EventDraft> {
         policy_digest: Digest::of_bytes(b"policy"),
         settings: RunSettings {
             agent_profile: None,
+            delegation: None,
             max_denials: 1_000_000,
             max_turns: 1_000_000,
             deadline: None,
@@ -539,3 +541,16 @@ fn store_lease(c: &mut Criterion) {
 
 criterion_group!(benches, store_append, store_replay, store_lease);
 criterion_main!(benches);
+
+/// A tenant for the runs of this file.
+fn bench_tenant() -> warrant_store::Tenant {
+    warrant_store::Tenant::of(&warrant_core::Principal {
+        tenant: "acme".into(),
+        actor: "alice".into(),
+        kind: warrant_core::PrincipalKind::User,
+        on_behalf_of: None,
+        roles: vec![],
+        teams: vec![],
+        attrs: Default::default(),
+    })
+}

@@ -7,8 +7,10 @@
 mod envelope;
 mod error;
 mod postgres;
+mod revocations;
 mod sql;
 mod sqlite;
+mod tenant;
 pub mod tls;
 
 use std::path::Path;
@@ -22,8 +24,10 @@ use warrant_core::{Clock, RequestId, RunId, Timestamp};
 pub use crate::envelope::{EnvelopeStore, KillScope, KillSubject, KillSwitch, Taken};
 pub use crate::error::StoreError;
 pub use crate::postgres::{Postgres, PostgresStore};
+pub use crate::revocations::RevocationStore;
 pub use crate::sql::Store;
 pub use crate::sqlite::{SCHEMA_VERSION, Sqlite, SqliteStore};
+pub use crate::tenant::{Scoped, Target, Tenant, TenantRefusal, TenantStore};
 /// A store location as messages may show it: a URL's password and any `password=` removed.
 pub use postgres::redact as redact_location;
 
@@ -377,6 +381,8 @@ impl AuditIndex {
 #[derive(Clone, Debug)]
 pub struct NewRun {
     pub run: RunId,
+    /// The tenant of the principal the run acts for: every row of the run carries it.
+    pub tenant: Tenant,
     pub actor: String,
     pub task: String,
     /// `Running` for a run driven by the process that starts it, `Queued` for `submit`.
@@ -390,7 +396,7 @@ pub trait AuditOutbox {
     fn audit_head(&self) -> Result<ChainHead, StoreError>;
 }
 
-pub trait EventStore: AuditOutbox + EnvelopeStore {
+pub trait EventStore: AuditOutbox + EnvelopeStore + TenantStore + RevocationStore {
     /// How this process reaches the store, in words (`doctor`): a local file, or the TLS the
     /// server negotiated on this connection and what was verified.
     fn transport(&self) -> Result<String, StoreError>;

@@ -156,8 +156,69 @@ CREATE TABLE rate_buckets (
 );
 ";
 
+/// Version 5: tenants (see the SQLite step), and row-level security as the second layer: a
+/// session sees only the rows of the tenant in `warrant.tenant` (every row for `*`, the
+/// installation's own statements; none when unset). `FORCE` holds the table owner to it too;
+/// a superuser or a `BYPASSRLS` role is held by no policy, so the store's role must be neither
+/// for this layer to hold (the statements' own filter holds either way).
+const SCHEMA_V5: &str = "
+ALTER TABLE runs ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE events ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE requests ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE audit ADD COLUMN tenant TEXT;
+UPDATE runs r SET tenant = coalesce(
+    (SELECT e.payload::jsonb->'principal'->>'tenant' FROM events e WHERE e.run_id = r.run_id AND e.seq = 1),
+    'default');
+UPDATE events e SET tenant = r.tenant FROM runs r WHERE r.run_id = e.run_id;
+UPDATE requests q SET tenant = r.tenant FROM runs r WHERE r.run_id = q.run_id;
+UPDATE audit a SET tenant = coalesce(
+    (SELECT r.tenant FROM runs r WHERE r.run_id = a.run_id),
+    a.line::jsonb->'data'->>'tenant');
+CREATE INDEX runs_by_tenant ON runs(tenant, created_at);
+CREATE INDEX events_by_tenant ON events(tenant, run_id, seq);
+CREATE INDEX requests_by_tenant ON requests(tenant, status, created_at);
+CREATE INDEX audit_by_tenant ON audit(tenant, seq);
+CREATE TABLE tenant_refusals (
+    id        BIGSERIAL PRIMARY KEY,
+    tenant    TEXT NOT NULL,
+    actor     TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    target    TEXT NOT NULL,
+    owner     TEXT NOT NULL,
+    at        BIGINT NOT NULL
+);
+CREATE INDEX tenant_refusals_by_tenant ON tenant_refusals(tenant, at);
+CREATE INDEX tenant_refusals_by_owner ON tenant_refusals(owner, at);
+CREATE TABLE delegation_revocations (
+    id         TEXT PRIMARY KEY,
+    revoked_by TEXT NOT NULL,
+    reason     TEXT NOT NULL,
+    at         BIGINT NOT NULL
+);
+ALTER TABLE runs ENABLE ROW LEVEL SECURITY;
+ALTER TABLE runs FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_scope ON runs
+    USING (current_setting('warrant.tenant', true) IN ('*', tenant));
+ALTER TABLE events ENABLE ROW LEVEL SECURITY;
+ALTER TABLE events FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_scope ON events
+    USING (current_setting('warrant.tenant', true) IN ('*', tenant));
+ALTER TABLE requests ENABLE ROW LEVEL SECURITY;
+ALTER TABLE requests FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_scope ON requests
+    USING (current_setting('warrant.tenant', true) IN ('*', tenant));
+ALTER TABLE audit ENABLE ROW LEVEL SECURITY;
+ALTER TABLE audit FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_scope ON audit
+    USING (current_setting('warrant.tenant', true) IN ('*', tenant));
+ALTER TABLE tenant_refusals ENABLE ROW LEVEL SECURITY;
+ALTER TABLE tenant_refusals FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_scope ON tenant_refusals
+    USING (current_setting('warrant.tenant', true) IN ('*', tenant, owner));
+";
+
 /// Each step takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 4] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4];
+const MIGRATIONS: [&str; 5] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5];
 
 /// Prepared statements kept per connection before the cache starts over (audit queries are
 /// built from their filters, so their texts vary).
@@ -184,6 +245,9 @@ pub struct PgConn {
     statements: HashMap<String, Statement>,
     /// Between this connection's `BEGIN` and its `COMMIT`/`ROLLBACK`.
     in_tx: bool,
+    /// The tenant this session's `warrant.tenant` is set to (`*`: every tenant); `None` until
+    /// set, when row-level security shows no row at all.
+    scope: Option<String>,
 }
 
 impl std::fmt::Debug for PgConn {
@@ -252,6 +316,7 @@ impl Store<Postgres> {
             client,
             statements: HashMap::new(),
             in_tx: false,
+            scope: None,
         };
         Ok(Self::new(dialect, conn, clock))
     }
@@ -266,6 +331,9 @@ impl Postgres {
     fn migrate(&self, client: &mut Client) -> Result<(), StoreError> {
         let mut tx = client.transaction().map_err(|e| self.err(&e))?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+            .map_err(|e| self.err(&e))?;
+        // Migration steps see every tenant's rows (row-level security from version 4 on).
+        tx.execute("SELECT set_config('warrant.tenant', '*', true)", &[])
             .map_err(|e| self.err(&e))?;
         let present: Vec<String> = tx
             .query(
@@ -350,6 +418,18 @@ impl Postgres {
         conn.client = connect_with_backoff(&self.config, self.tls.as_ref(), &self.shown)?;
         conn.statements.clear();
         conn.in_tx = false;
+        // The new session is scoped as the old one was.
+        match conn.scope.take() {
+            Some(scope) => self.set_scope(conn, &scope),
+            None => Ok(()),
+        }
+    }
+
+    fn set_scope(&self, conn: &mut PgConn, scope: &str) -> Result<(), StoreError> {
+        conn.client
+            .execute("SELECT set_config('warrant.tenant', $1, false)", &[&scope])
+            .map_err(|e| self.err(&e))?;
+        conn.scope = Some(scope.to_owned());
         Ok(())
     }
 
@@ -419,6 +499,7 @@ impl Dialect for Postgres {
             client: connect_with_backoff(&self.config, self.tls.as_ref(), &self.shown)?,
             statements: HashMap::new(),
             in_tx: false,
+            scope: None,
         })
     }
 
@@ -428,8 +509,19 @@ impl Dialect for Postgres {
         if conn.client.is_closed() {
             conn.client = connect_with_backoff(&self.config, self.tls.as_ref(), &self.shown)?;
             conn.statements.clear();
+            conn.scope = None;
         }
         Ok(())
+    }
+
+    /// Sets `warrant.tenant` for the session when it differs from what it holds: the tenant,
+    /// or `*` for the installation's own statements. Row-level security reads it.
+    fn scope(&self, conn: &mut PgConn, tenant: Option<&str>) -> Result<(), StoreError> {
+        let want = tenant.unwrap_or("*");
+        if conn.scope.as_deref() == Some(want) {
+            return Ok(());
+        }
+        self.set_scope(conn, want)
     }
 
     fn begin(&self, conn: &mut PgConn, kind: TxKind) -> Result<(), StoreError> {

@@ -134,12 +134,12 @@ impl Row {
         self.opt_int(i)?.map(millis).transpose()
     }
 
-    fn run_id(&self, i: usize) -> Result<RunId, String> {
+    pub(crate) fn run_id(&self, i: usize) -> Result<RunId, String> {
         let s = self.text(i)?;
         RunId::parse(&s).ok_or_else(|| format!("malformed run id {s:?}"))
     }
 
-    fn json(&self, i: usize) -> Result<Value, String> {
+    pub(crate) fn json(&self, i: usize) -> Result<Value, String> {
         serde_json::from_str(&self.text(i)?).map_err(|e| format!("malformed JSON: {e}"))
     }
 }
@@ -199,6 +199,10 @@ pub trait Dialect: Send + Sync + 'static {
     /// How this process reaches the store, in words (`doctor`): a local file, or the TLS the
     /// server negotiated on this connection.
     fn transport(&self, conn: &mut Self::Conn) -> Result<String, StoreError>;
+    /// Tells the database which tenant the next statements on `conn` act for (`None`: the
+    /// installation itself, every tenant), for a database that enforces it as a second layer
+    /// (PostgreSQL's row-level security). A no-op where the database has no such layer.
+    fn scope(&self, conn: &mut Self::Conn, tenant: Option<&str>) -> Result<(), StoreError>;
 }
 
 /// Rewrites `?N` placeholders as `$N`, for databases that number them that way. A `?` in a
@@ -304,6 +308,11 @@ impl<D: Dialect> Store<D> {
     /// A connection of the pool, made ready: the first idle slot (opened now if it never was),
     /// else the first slot once it is free.
     pub(crate) fn conn(&self) -> Result<Slot<'_, D::Conn>, StoreError> {
+        self.conn_as(None)
+    }
+
+    /// [`Store::conn`], scoped for the database's own tenant layer to `tenant` (`None`: all).
+    pub(crate) fn conn_as(&self, tenant: Option<&str>) -> Result<Slot<'_, D::Conn>, StoreError> {
         // A poisoned lock only means another thread panicked mid-call; its transaction was
         // rolled back when its `Tx` was dropped, so the connection is still consistent.
         let idle = self.slots.iter().find_map(|slot| match slot.try_lock() {
@@ -324,6 +333,7 @@ impl<D: Dialect> Store<D> {
             *slot = Some(self.dialect.connect()?);
         }
         self.dialect.ready(open_conn(&mut slot)?)?;
+        self.dialect.scope(open_conn(&mut slot)?, tenant)?;
         Ok(slot)
     }
 
@@ -342,15 +352,28 @@ impl<D: Dialect> Store<D> {
 
     /// One statement outside any explicit transaction.
     pub(crate) fn single(&self) -> Result<Tx<'_, D>, StoreError> {
+        self.single_as(None)
+    }
+
+    /// One statement for `tenant` alone (`None`: the installation, every tenant).
+    pub(crate) fn single_as(&self, tenant: Option<&str>) -> Result<Tx<'_, D>, StoreError> {
         Ok(Tx {
             dialect: &self.dialect,
-            conn: self.conn()?,
+            conn: self.conn_as(tenant)?,
             open: false,
         })
     }
 
     pub(crate) fn begin(&self, kind: TxKind) -> Result<Tx<'_, D>, StoreError> {
-        let mut conn = self.conn()?;
+        self.begin_as(kind, None)
+    }
+
+    pub(crate) fn begin_as(
+        &self,
+        kind: TxKind,
+        tenant: Option<&str>,
+    ) -> Result<Tx<'_, D>, StoreError> {
+        let mut conn = self.conn_as(tenant)?;
         self.dialect.begin(open_conn(&mut conn)?, kind)?;
         Ok(Tx {
             dialect: &self.dialect,
@@ -381,6 +404,7 @@ impl<D: Dialect> Store<D> {
     fn insert_events(
         tx: &mut Tx<'_, D>,
         run: &RunId,
+        tenant: &str,
         first_seq: u64,
         events: Vec<EventDraft>,
         sealer: &dyn Sealer,
@@ -398,7 +422,7 @@ impl<D: Dialect> Store<D> {
                 payload: draft.payload,
             };
             tx.execute(
-                "INSERT INTO events (run_id, seq, kind, version, recorded_at, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO events (run_id, seq, kind, version, recorded_at, payload, tenant) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 &vals![
                     run.as_str(),
                     event.seq,
@@ -406,6 +430,7 @@ impl<D: Dialect> Store<D> {
                     i64::from(event.version),
                     now.millis(),
                     event.payload.to_string(),
+                    tenant,
                 ],
             )?;
             let record = sealer
@@ -419,7 +444,7 @@ impl<D: Dialect> Store<D> {
             }
             let ix = AuditIndex::of(&record.line);
             tx.execute(
-                "INSERT INTO audit (seq, record_id, hash, line, at, run_id, actor, on_behalf_of, event, verb, resource, decision) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                "INSERT INTO audit (seq, record_id, hash, line, at, run_id, actor, on_behalf_of, event, verb, resource, decision, tenant) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                 &vals![
                     record.seq,
                     record.id,
@@ -433,6 +458,7 @@ impl<D: Dialect> Store<D> {
                     ix.verb,
                     ix.resource,
                     ix.decision,
+                    tenant,
                 ],
             )?;
             head = ChainHead {
@@ -445,7 +471,7 @@ impl<D: Dialect> Store<D> {
     }
 
     /// Takes the lease of `run` inside `tx`: refused while another holder's lease is live.
-    fn take_lease(
+    pub(crate) fn take_lease(
         tx: &mut Tx<'_, D>,
         run: &RunId,
         holder: &str,
@@ -497,15 +523,55 @@ impl<D: Dialect> Store<D> {
     }
 }
 
+impl<D: Dialect> Store<D> {
+    /// Leases the oldest run a worker may take (see [`EventStore::lease_next`]), of `tenant`
+    /// alone when given.
+    pub(crate) fn lease_next_in(
+        &self,
+        holder: &str,
+        ttl: Duration,
+        tenant: Option<&str>,
+    ) -> Result<Option<Lease>, StoreError> {
+        let now = self.clock.now();
+        let mut tx = self.begin_as(TxKind::Lease, tenant)?;
+        let pick = "(status = 'queued' OR (status = 'running' AND lease_expires IS NOT NULL AND lease_expires <= ?1))";
+        let next = match tenant {
+            None => tx.row(
+                &format!(
+                    "SELECT run_id FROM runs WHERE {pick} ORDER BY created_at, run_id LIMIT 1{}",
+                    D::SKIP_LOCKED
+                ),
+                &vals![now.millis()],
+                |r| r.run_id(0),
+            )?,
+            Some(tenant) => tx.row(
+                &format!(
+                    "SELECT run_id FROM runs WHERE {pick} AND {} ORDER BY created_at, run_id LIMIT 1{}",
+                    crate::tenant::filter("tenant", 2),
+                    D::SKIP_LOCKED
+                ),
+                &vals![now.millis(), tenant],
+                |r| r.run_id(0),
+            )?,
+        };
+        let Some(run) = next else {
+            return Ok(None);
+        };
+        let lease = Self::take_lease(&mut tx, &run, holder, ttl, now)?;
+        tx.commit()?;
+        Ok(Some(lease))
+    }
+}
+
 fn ttl_millis(ttl: Duration) -> i64 {
     i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 2)
 }
 
-const RUN_COLUMNS: &str = "run_id, created_at, updated_at, actor, task, status, events";
-const REQUEST_COLUMNS: &str = "request_id, run_id, status, created_at, summary";
-const EVENT_COLUMNS: &str = "run_id, seq, kind, version, recorded_at, payload";
+pub(crate) const RUN_COLUMNS: &str = "run_id, created_at, updated_at, actor, task, status, events";
+pub(crate) const REQUEST_COLUMNS: &str = "request_id, run_id, status, created_at, summary";
+pub(crate) const EVENT_COLUMNS: &str = "run_id, seq, kind, version, recorded_at, payload";
 
-fn read_event(r: &Row) -> Result<StoredEvent, String> {
+pub(crate) fn read_event(r: &Row) -> Result<StoredEvent, String> {
     let version = r.int(3)?;
     Ok(StoredEvent {
         run: r.run_id(0)?,
@@ -518,7 +584,7 @@ fn read_event(r: &Row) -> Result<StoredEvent, String> {
     })
 }
 
-fn read_run(r: &Row) -> Result<RunRow, String> {
+pub(crate) fn read_run(r: &Row) -> Result<RunRow, String> {
     let status = r.text(5)?;
     Ok(RunRow {
         run: r.run_id(0)?,
@@ -531,7 +597,7 @@ fn read_run(r: &Row) -> Result<RunRow, String> {
     })
 }
 
-fn read_request(r: &Row) -> Result<RequestRow, String> {
+pub(crate) fn read_request(r: &Row) -> Result<RequestRow, String> {
     let id = r.text(0)?;
     let status = r.text(2)?;
     Ok(RequestRow {
@@ -547,7 +613,7 @@ fn read_request(r: &Row) -> Result<RequestRow, String> {
     })
 }
 
-fn read_record(r: &Row) -> Result<SealedRecord, String> {
+pub(crate) fn read_record(r: &Row) -> Result<SealedRecord, String> {
     Ok(SealedRecord {
         seq: r.u64(0)?,
         id: r.text(1)?,
@@ -582,7 +648,7 @@ impl<D: Dialect> EventStore for Store<D> {
             });
         }
         tx.execute(
-            "INSERT INTO runs (run_id, created_at, updated_at, actor, task, status, events) VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO runs (run_id, created_at, updated_at, actor, task, status, events, tenant) VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7)",
             &vals![
                 run.run.as_str(),
                 now.millis(),
@@ -590,9 +656,18 @@ impl<D: Dialect> EventStore for Store<D> {
                 run.task.as_str(),
                 run.status.as_str(),
                 events.len() as u64,
+                run.tenant.as_str(),
             ],
         )?;
-        let stored = Self::insert_events(&mut tx, &run.run, 1, events, sealer, now)?;
+        let stored = Self::insert_events(
+            &mut tx,
+            &run.run,
+            run.tenant.as_str(),
+            1,
+            events,
+            sealer,
+            now,
+        )?;
         tx.commit()?;
         Ok(stored)
     }
@@ -610,14 +685,14 @@ impl<D: Dialect> EventStore for Store<D> {
         let mut tx = self.begin(TxKind::Chain)?;
         // The row lock (where the dialect has one) orders this append against a concurrent
         // lease: a new lease commits either before (and this append is fenced) or after it.
-        let (current, token) = tx
+        let (current, token, tenant) = tx
             .row(
                 &format!(
-                    "SELECT events, lease_token FROM runs WHERE run_id = ?1{}",
+                    "SELECT events, lease_token, tenant FROM runs WHERE run_id = ?1{}",
                     D::FOR_UPDATE
                 ),
                 &vals![run.as_str()],
-                |r| Ok((r.u64(0)?, r.u64(1)?)),
+                |r| Ok((r.u64(0)?, r.u64(1)?, r.text(2)?)),
             )?
             .ok_or_else(|| StoreError::UnknownRun(run.to_string()))?;
         if let Some(presented) = fence
@@ -654,7 +729,8 @@ impl<D: Dialect> EventStore for Store<D> {
             });
         }
         let added = events.len() as u64;
-        let stored = Self::insert_events(&mut tx, &run, expected_seq, events, sealer, now)?;
+        let stored =
+            Self::insert_events(&mut tx, &run, &tenant, expected_seq, events, sealer, now)?;
         tx.execute(
             "UPDATE runs SET events = ?2, updated_at = ?3, status = COALESCE(?4, status) WHERE run_id = ?1",
             &vals![
@@ -667,8 +743,8 @@ impl<D: Dialect> EventStore for Store<D> {
         for update in requests {
             match update {
                 RequestUpdate::Open { id, summary } => tx.execute(
-                    "INSERT INTO requests (request_id, run_id, status, created_at, summary) VALUES (?1, ?2, 'open', ?3, ?4)",
-                    &vals![id.as_str(), run.as_str(), now.millis(), summary.to_string()],
+                    "INSERT INTO requests (request_id, run_id, status, created_at, summary, tenant) VALUES (?1, ?2, 'open', ?3, ?4, ?5)",
+                    &vals![id.as_str(), run.as_str(), now.millis(), summary.to_string(), tenant.as_str()],
                 ),
                 RequestUpdate::Answered { id } => tx.execute(
                     "UPDATE requests SET status = 'answered' WHERE request_id = ?1",
@@ -741,22 +817,7 @@ impl<D: Dialect> EventStore for Store<D> {
     }
 
     fn lease_next(&self, holder: &str, ttl: Duration) -> Result<Option<Lease>, StoreError> {
-        let now = self.clock.now();
-        let mut tx = self.begin(TxKind::Lease)?;
-        let next = tx.row(
-            &format!(
-                "SELECT run_id FROM runs WHERE status = 'queued' OR (status = 'running' AND lease_expires IS NOT NULL AND lease_expires <= ?1) ORDER BY created_at, run_id LIMIT 1{}",
-                D::SKIP_LOCKED
-            ),
-            &vals![now.millis()],
-            |r| r.run_id(0),
-        )?;
-        let Some(run) = next else {
-            return Ok(None);
-        };
-        let lease = Self::take_lease(&mut tx, &run, holder, ttl, now)?;
-        tx.commit()?;
-        Ok(Some(lease))
+        self.lease_next_in(holder, ttl, None)
     }
 
     fn heartbeat(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {

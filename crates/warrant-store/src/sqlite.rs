@@ -17,7 +17,7 @@ use crate::sql::{Dialect, Row, Store, TxKind, Val};
 
 /// The schema this build writes, in SQLite and PostgreSQL alike (the same steps). Older stores
 /// are migrated forward on open; newer are refused.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 const SCHEMA_V1: &str = "
 CREATE TABLE runs (
@@ -129,8 +129,46 @@ CREATE TABLE rate_buckets (
 );
 ";
 
+/// Version 5: tenants. Every run, event, request and audit row carries the tenant of the run's
+/// principal (runs made before take the tenant their `run_started` recorded), indexes lead with
+/// it, and refused attempts to reach another tenant's records are kept.
+const SCHEMA_V5: &str = "
+ALTER TABLE runs ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE events ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE requests ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE audit ADD COLUMN tenant TEXT;
+UPDATE runs SET tenant = coalesce(
+    (SELECT json_extract(e.payload, '$.principal.tenant') FROM events e WHERE e.run_id = runs.run_id AND e.seq = 1),
+    'default');
+UPDATE events SET tenant = (SELECT r.tenant FROM runs r WHERE r.run_id = events.run_id);
+UPDATE requests SET tenant = (SELECT r.tenant FROM runs r WHERE r.run_id = requests.run_id);
+UPDATE audit SET tenant = coalesce(
+    (SELECT r.tenant FROM runs r WHERE r.run_id = audit.run_id),
+    json_extract(line, '$.data.tenant'));
+CREATE INDEX runs_by_tenant ON runs(tenant, created_at);
+CREATE INDEX events_by_tenant ON events(tenant, run_id, seq);
+CREATE INDEX requests_by_tenant ON requests(tenant, status, created_at);
+CREATE INDEX audit_by_tenant ON audit(tenant, seq);
+CREATE TABLE tenant_refusals (
+    tenant    TEXT NOT NULL,
+    actor     TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    target    TEXT NOT NULL,
+    owner     TEXT NOT NULL,
+    at        INTEGER NOT NULL
+);
+CREATE INDEX tenant_refusals_by_tenant ON tenant_refusals(tenant, at);
+CREATE INDEX tenant_refusals_by_owner ON tenant_refusals(owner, at);
+CREATE TABLE delegation_revocations (
+    id         TEXT PRIMARY KEY,
+    revoked_by TEXT NOT NULL,
+    reason     TEXT NOT NULL,
+    at         INTEGER NOT NULL
+);
+";
+
 /// Each step takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 4] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4];
+const MIGRATIONS: [&str; 5] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5];
 
 /// The embedded SQLite store: the shared algorithm over one SQLite file.
 pub type SqliteStore = Store<Sqlite>;
@@ -374,6 +412,12 @@ impl Dialect for Sqlite {
 
     fn transport(&self, _conn: &mut Self::Conn) -> Result<String, StoreError> {
         Ok("a local file".to_owned())
+    }
+
+    /// A file of one installation has no database roles: the statements' own tenant filter is
+    /// the only layer.
+    fn scope(&self, _conn: &mut Self::Conn, _tenant: Option<&str>) -> Result<(), StoreError> {
+        Ok(())
     }
 
     fn bad_row(&self, what: String) -> StoreError {

@@ -50,7 +50,9 @@ fn a_command_approves_in(
         sb.add_unconfined_profile();
     }
     let bin = assert_cmd::cargo::cargo_bin("warrant");
-    let mut argv: Vec<String> = vec!["env".into()];
+    // The command's environment is minimized: it names the tenant the person works in (as
+    // their configuration would), so what stops it is that it is a command, not the tenant.
+    let mut argv: Vec<String> = vec!["env".into(), "WARRANT_TENANT=harbour".into()];
     argv.extend(extra.iter().map(|s| (*s).to_owned()));
     argv.push(bin.display().to_string());
     argv.extend(["approve".to_owned(), request.to_owned()]);
@@ -76,7 +78,12 @@ fn a_command_approves_in(
 /// profile) runs `warrant` with `args`; the command's result as the journal holds it.
 fn a_command_runs_warrant(sb: &Sandbox, args: &[&str]) -> String {
     let bin = assert_cmd::cargo::cargo_bin("warrant");
-    let mut argv = vec![bin.display().to_string()];
+    // In the person's tenant (the command's environment is minimized), as above.
+    let mut argv = vec![
+        "env".to_owned(),
+        "WARRANT_TENANT=harbour".to_owned(),
+        bin.display().to_string(),
+    ];
     argv.extend(args.iter().map(|a| (*a).to_owned()));
     let argv = serde_json::to_string(&argv).unwrap();
     let model = sb.transcript(&format!(

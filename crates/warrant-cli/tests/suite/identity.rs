@@ -55,10 +55,19 @@ fn a_missing_required_field_stops_the_run_before_anything_happens() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("W-CONFIG-003"), "{}", stderr(&out));
     assert!(stderr(&out).contains("`teams`"), "{}", stderr(&out));
-    assert_eq!(sb.json(&["runs", "list", "--json"])["runs"], json!([]));
+    // Whose runs a listing shows is the identity's tenant's: without a complete identity the
+    // listing is refused the same way, and shows nothing was started once it is complete.
+    let listed = sb.run(&["runs", "list", "--json"]);
+    assert_eq!(listed.status.code(), Some(2));
+    assert!(
+        stderr(&listed).contains("W-CONFIG-003"),
+        "{}",
+        stderr(&listed)
+    );
     sb.extra_env
         .push(("WARRANT_TEAMS".into(), "harbour-ops".into()));
     assert_eq!(sb.run(&["whoami"]).status.code(), Some(0));
+    assert_eq!(sb.json(&["runs", "list", "--json"])["runs"], json!([]));
 }
 
 #[test]

@@ -232,10 +232,18 @@ impl Ring<'_> {
             self.stop_halted(state, halt)?;
             return Ok(CallStep::Done);
         }
-        // Rate limits: a refused call is a typed, audited refusal the model is told of.
-        if already.is_none()
-            && let Some(message) = self.rate_refusal(state, actions)
-        {
+        // A run under a delegation token: within the token, and the token still good. Then
+        // rate limits. Either refusal is a typed, audited refusal the model is told of.
+        let refusal = match already {
+            Some(_) => None,
+            None => match self.delegation_refusal(state, actions)? {
+                Some((code, message)) => Some((code.to_owned(), message)),
+                None => self
+                    .rate_refusal(state, actions)
+                    .map(|message| ("W-ENVELOPE-005".to_owned(), message)),
+            },
+        };
+        if let Some((code, message)) = refusal {
             let tool = state
                 .call(call_id)
                 .map(|c| c.record.tool.clone())
@@ -245,7 +253,7 @@ impl Ring<'_> {
                 vec![RunEvent::CallRefused {
                     call_id: call_id.to_owned(),
                     tool,
-                    code: "W-ENVELOPE-005".to_owned(),
+                    code,
                     message,
                 }],
                 None,

@@ -28,6 +28,7 @@ impl Ring<'_> {
         let stored = self.store.create_run(
             &NewRun {
                 run,
+                tenant: warrant_store::Tenant::of(&spec.principal),
                 actor: spec.principal.actor.clone(),
                 task: spec.task,
                 status: if spec.queued {

@@ -323,6 +323,7 @@ pub struct NewRunSpec {
 
 mod answers;
 mod calls;
+mod delegated;
 mod effects;
 mod envelope;
 mod facts;

@@ -16,6 +16,7 @@ fn denials_by_policy_and_by_person_both_count() {
     let ring = w.ring(&pdp, SECRET);
     let settings = RunSettings {
         agent_profile: None,
+        delegation: None,
         max_denials: 2,
         max_turns: 20,
         deadline: None,

@@ -96,6 +96,88 @@ impl warrant_store::EnvelopeStore for Counting<'_> {
     }
 }
 
+impl warrant_store::TenantStore for Counting<'_> {
+    fn tenant_runs(&self, t: &warrant_store::Tenant) -> Result<Vec<RunRow>, StoreError> {
+        self.inner.tenant_runs(t)
+    }
+
+    fn tenant_run(
+        &self,
+        t: &warrant_store::Tenant,
+        run: &RunId,
+    ) -> Result<Option<RunRow>, StoreError> {
+        self.inner.tenant_run(t, run)
+    }
+
+    fn tenant_events(
+        &self,
+        t: &warrant_store::Tenant,
+        run: &RunId,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        self.inner.tenant_events(t, run)
+    }
+
+    fn tenant_requests(
+        &self,
+        t: &warrant_store::Tenant,
+        status: Option<RequestStatus>,
+    ) -> Result<Vec<RequestRow>, StoreError> {
+        self.inner.tenant_requests(t, status)
+    }
+
+    fn tenant_request(
+        &self,
+        t: &warrant_store::Tenant,
+        id: &RequestId,
+    ) -> Result<Option<RequestRow>, StoreError> {
+        self.inner.tenant_request(t, id)
+    }
+
+    fn tenant_audit(
+        &self,
+        t: &warrant_store::Tenant,
+        q: &warrant_store::AuditQuery,
+    ) -> Result<Vec<SealedRecord>, StoreError> {
+        self.inner.tenant_audit(t, q)
+    }
+
+    fn tenant_lease_next(
+        &self,
+        t: &warrant_store::Tenant,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<Option<Lease>, StoreError> {
+        self.inner.tenant_lease_next(t, holder, ttl)
+    }
+
+    fn refuse_tenant(
+        &self,
+        t: &warrant_store::Tenant,
+        actor: &str,
+        operation: &str,
+        target: &warrant_store::Target,
+    ) -> Result<bool, StoreError> {
+        self.inner.refuse_tenant(t, actor, operation, target)
+    }
+
+    fn tenant_refusals(
+        &self,
+        t: &warrant_store::Tenant,
+    ) -> Result<Vec<warrant_store::TenantRefusal>, StoreError> {
+        self.inner.tenant_refusals(t)
+    }
+}
+
+impl warrant_store::RevocationStore for Counting<'_> {
+    fn revoke_delegation(&self, id: &str, by: &str, reason: &str) -> Result<bool, StoreError> {
+        self.inner.revoke_delegation(id, by, reason)
+    }
+
+    fn revoked_delegations(&self) -> Result<Vec<String>, StoreError> {
+        self.inner.revoked_delegations()
+    }
+}
+
 impl EventStore for Counting<'_> {
     fn transport(&self) -> Result<String, StoreError> {
         self.inner.transport()

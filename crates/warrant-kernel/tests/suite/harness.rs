@@ -216,6 +216,7 @@ impl World {
 pub fn settings() -> RunSettings {
     RunSettings {
         agent_profile: None,
+        delegation: None,
         max_denials: 3,
         max_turns: 20,
         deadline: None,

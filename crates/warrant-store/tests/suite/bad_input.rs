@@ -147,6 +147,7 @@ fn pg_dump_runs(db: &TestDb) -> Vec<String> {
 fn v1_run() -> warrant_store::NewRun {
     warrant_store::NewRun {
         run: RunId::parse("run-000000000001").unwrap(),
+        tenant: super::conformance::tenant("acme"),
         actor: "alice".into(),
         task: "t".into(),
         status: RunStatus::Running,
@@ -165,9 +166,19 @@ fn check_migrated(store: &dyn EventStore) {
             kind: "run_started".into(),
             version: 1,
             recorded_at: at,
-            payload: json!({"k": "run_started"}),
+            payload: json!({"k": "run_started", "principal": {"tenant": "acme"}}),
         }]
     );
+    // The run keeps the tenant its `run_started` recorded, and only that tenant sees it.
+    let acme = super::conformance::tenant("acme");
+    let globex = super::conformance::tenant("globex");
+    assert_eq!(
+        store.tenant_run(&acme, &run).unwrap().map(|r| r.run),
+        Some(run.clone())
+    );
+    assert_eq!(store.tenant_run(&globex, &run).unwrap(), None);
+    assert_eq!(store.tenant_events(&acme, &run).unwrap().len(), 1);
+    assert_eq!(store.tenant_events(&globex, &run).unwrap(), vec![]);
     assert_eq!(
         store.run(&run).unwrap(),
         Some(RunRow {
@@ -224,7 +235,7 @@ CREATE TABLE audit (seq INTEGER PRIMARY KEY, record_id TEXT NOT NULL UNIQUE, has
 /// The same version-1 contents in either store.
 const V1_ROWS: &str = "
 INSERT INTO runs VALUES ('run-000000000001', 1600000000000, 1600000000000, 'alice', 't', 'running', 1);
-INSERT INTO events VALUES ('run-000000000001', 1, 'run_started', 1, 1600000000000, '{\"k\":\"run_started\"}');
+INSERT INTO events VALUES ('run-000000000001', 1, 'run_started', 1, 1600000000000, '{\"k\":\"run_started\",\"principal\":{\"tenant\":\"acme\"}}');
 INSERT INTO audit VALUES (1, 'rec-1', 'v1-hash', '{\"seq\":1}');
 ";
 

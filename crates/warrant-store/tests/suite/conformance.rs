@@ -17,6 +17,19 @@ use warrant_store::{
 
 use warrant_testkit::pg::TestDb;
 
+/// The tenant `name`, as a principal of it would be scoped.
+pub fn tenant(name: &str) -> warrant_store::Tenant {
+    warrant_store::Tenant::of(&warrant_core::Principal {
+        tenant: name.into(),
+        actor: "alice".into(),
+        kind: warrant_core::PrincipalKind::User,
+        on_behalf_of: None,
+        roles: vec![],
+        teams: vec![],
+        attrs: Default::default(),
+    })
+}
+
 /// Opens handles on one store; each handle has its own connection, like separate processes.
 pub trait Backend: Sync {
     fn open(&self, clock: Arc<dyn Clock>) -> Box<dyn EventStore + Send + Sync>;
@@ -137,6 +150,7 @@ pub fn started_run(store: &dyn EventStore, id: &str) -> RunId {
         .create_run(
             &NewRun {
                 run: run.clone(),
+                tenant: tenant("acme"),
                 actor: "alice".into(),
                 task: "t".into(),
                 status: RunStatus::Running,
@@ -163,6 +177,7 @@ pub fn basics(backend: &dyn Backend) {
         .create_run(
             &NewRun {
                 run: run.clone(),
+                tenant: tenant("acme"),
                 actor: "alice".into(),
                 task: "t".into(),
                 status: RunStatus::Running,
@@ -178,6 +193,7 @@ pub fn basics(backend: &dyn Backend) {
     let again = store.create_run(
         &NewRun {
             run: run.clone(),
+            tenant: tenant("acme"),
             actor: "alice".into(),
             task: "t".into(),
             status: RunStatus::Running,
@@ -315,6 +331,7 @@ fn start(store: &dyn EventStore, run: &RunId, status: RunStatus) {
         .create_run(
             &NewRun {
                 run: run.clone(),
+                tenant: tenant("acme"),
                 actor: "alice".into(),
                 task: "t".into(),
                 status,
@@ -604,6 +621,7 @@ pub fn audit_order_under_concurrency(backend: &dyn Backend) {
                     .create_run(
                         &NewRun {
                             run: run.clone(),
+                            tenant: tenant("acme"),
                             actor: "alice".into(),
                             task: "t".into(),
                             status: RunStatus::Running,
@@ -693,6 +711,7 @@ pub fn sinks_and_queries(backend: &dyn Backend) {
             .create_run(
                 &NewRun {
                     run: run.clone(),
+                    tenant: tenant("acme"),
                     actor: actor.into(),
                     task: "t".into(),
                     status: RunStatus::Running,

@@ -3,3 +3,4 @@ mod conformance;
 mod pg;
 mod pg_tls;
 mod sqlite_files;
+mod tenant;
