@@ -70,14 +70,22 @@ impl Host {
             .map_err(|e| HostError::failed(&e))
     }
 
+    /// A run of this person's tenant: another tenant's run answers as a missing one (and the
+    /// attempt is kept), so the switch is no oracle for what other tenants run.
     fn known_run(&self, run: &RunId) -> Result<()> {
-        match self.inst.store.run(run) {
+        match self.inst.scoped().run(run) {
             Ok(Some(_)) => Ok(()),
-            Ok(None) => Err(HostError::usage(
-                "W-ENVELOPE-003",
-                format!("run {run} does not exist in this store; no kill switch was set"),
-            )
-            .with_hint(crate::Hint::ListRuns)),
+            Ok(None) => Err({
+                self.inst.refused(
+                    "set a kill switch on a run",
+                    warrant_store::Target::Run(run.clone()),
+                );
+                HostError::usage(
+                    "W-ENVELOPE-003",
+                    format!("run {run} does not exist in this store; no kill switch was set"),
+                )
+                .with_hint(crate::Hint::ListRuns)
+            }),
             Err(e) => Err(HostError::failed(&e)),
         }
     }
