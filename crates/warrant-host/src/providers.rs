@@ -297,7 +297,14 @@ pub fn call_once(
             content: CHECK_PROMPT.to_owned(),
         }],
     };
-    let response = provider.respond(&conversation, &[], 0).map_err(|e| {
+    // The person's own check of their endpoint, outside any run (so no `provider.call` is
+    // decided): it still goes out the one way every request does, through the guard. It
+    // carries nothing untrusted, so the guard passes it.
+    let taint = warrant_llm::untrusted::Taint::default();
+    let request =
+        warrant_llm::untrusted::GuardedRequest::assemble(&conversation, &[], &taint, true)
+            .map_err(|e| HostError::failed(&e))?;
+    let response = request.send(provider.as_ref(), 0).map_err(|e| {
         HostError::usage(
             "W-SETUP-006",
             format!(

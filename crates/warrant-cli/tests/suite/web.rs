@@ -49,6 +49,9 @@ impl Web {
         if stderr_first.starts_with("warning") {
             err.read_line(&mut stderr_first).unwrap();
         }
+        // Keep reading what the server says later (notices when a run starts): a closed pipe
+        // would make its next line on standard error fail.
+        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
         let url = line.trim().to_owned();
         assert!(
             url.starts_with("http://"),
