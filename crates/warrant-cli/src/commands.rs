@@ -45,8 +45,10 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
             json,
             &prompt,
             deadline.as_deref(),
-            agent_profile,
-            delegation.as_deref(),
+            Under {
+                agent_profile,
+                delegation: delegation.as_deref(),
+            },
             task,
         ),
         Command::Submit {
@@ -290,22 +292,28 @@ fn run(
     json: bool,
     prompt: &str,
     deadline: Option<&str>,
-    agent_profile: Option<String>,
-    delegation: Option<&Path>,
+    under: Under<'_>,
     task: String,
 ) -> Result<u8, Failure> {
-    let host = load_under(ws, delegation)?;
+    let host = load_under(ws, under.delegation)?;
     let request = RunRequest {
         model: warrant_host::runs::model_spec(&host.settings, model)?,
         task,
         deadline: warrant_host::runs::deadline_from(deadline)?,
-        agent_profile,
+        agent_profile: under.agent_profile,
     };
     let printer = Printer::new(json);
     let observer = Faulty::from_env(&printer);
     let mut prompter = prompter_for(prompt, &host.identity.principal);
     let driven = host.run(request, &observer, prompter.as_mut())?;
     Ok(finish(driven.exit, &driven.run, json))
+}
+
+/// What a run works under besides the installation's own authority: an agent profile that
+/// narrows it, a delegation token it is held to.
+struct Under<'a> {
+    agent_profile: Option<String>,
+    delegation: Option<&'a Path>,
 }
 
 /// Opens the installation; with a token file, its runs act under that delegation.
