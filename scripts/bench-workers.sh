@@ -72,7 +72,7 @@ for w in $WORKERS; do
     export HOME="$TMP/home-$w" WARRANT_MANAGED_DIR="$TMP/managed-$w"
     "$WARRANT" --store "$url" init --yes >/dev/null
     for i in $(seq 1 "$RUNS"); do
-      "$WARRANT" --store "$url" submit --model "scripted:$TMP/run.yaml" "job $i" >/dev/null
+      "$WARRANT" --store "$url" submit --model "scripted:$TMP/run.yaml" "job $i" >/dev/null 2>&1
     done
     start=$(date +%s.%N)
     pids=()
