@@ -503,6 +503,13 @@ struct Approve {
     scope: Scope,
 }
 
+/// What an answer came to (`key`: the host's view of it) and, when its run could not be
+/// continued here, why: the reply a page gets after answering, replying or providing.
+fn continued<T: Serialize>(web: &Arc<Web>, key: &str, run: &RunId, done: &T) -> Value {
+    let error = drives::continue_run(web, run).err();
+    json!({ key: done, "continue_error": error })
+}
+
 async fn approve(
     State(web): State<Arc<Web>>,
     Path(id): Path<String>,
@@ -512,8 +519,7 @@ async fn approve(
         let id = request_id(&id)?;
         let answer = warrant_host::approvals::approval(matches!(body.scope, Scope::Session));
         let done = web.host()?.answer(&id, answer)?;
-        let continued = drives::continue_run(web, &done.run).err();
-        Ok(json!({"answered": done, "continue_error": continued}))
+        Ok(continued(web, "answered", &done.run, &done))
     })
     .await
 }
@@ -527,8 +533,7 @@ async fn deny(
         let id = request_id(&id)?;
         let answer = warrant_host::approvals::denial(body.reason)?;
         let done = web.host()?.answer(&id, answer)?;
-        let continued = drives::continue_run(web, &done.run).err();
-        Ok(json!({"answered": done, "continue_error": continued}))
+        Ok(continued(web, "answered", &done.run, &done))
     })
     .await
 }
@@ -548,8 +553,7 @@ async fn answer(
         let id = request_id(&id)?;
         let text = body.text.filter(|t| !t.trim().is_empty());
         let done = web.host()?.answer_question(&id, body.option, text)?;
-        let continued = drives::continue_run(web, &done.run).err();
-        Ok(json!({"replied": done, "continue_error": continued}))
+        Ok(continued(web, "replied", &done.run, &done))
     })
     .await
 }
@@ -562,8 +566,7 @@ async fn decline(
     blocking(&web, move |web| {
         let id = request_id(&id)?;
         let done = web.host()?.decline(&id, body.reason)?;
-        let continued = drives::continue_run(web, &done.run).err();
-        Ok(json!({"replied": done, "continue_error": continued}))
+        Ok(continued(web, "replied", &done.run, &done))
     })
     .await
 }
@@ -598,8 +601,7 @@ async fn provide(
             left.iter_mut().for_each(|b| *b = 0);
         }
         let done = done?;
-        let continued = drives::continue_run(web, &done.run).err();
-        Ok(json!({"replied": done, "continue_error": continued}))
+        Ok(continued(web, "replied", &done.run, &done))
     })
     .await
 }

@@ -10,8 +10,8 @@ use std::time::Duration;
 use super::harness::{Sandbox, kinds, parked_request, stderr, stdout};
 
 /// Three messages: the first reads, the second deletes (a person's approval in the middle),
-/// the third only talks.
-const TRANSCRIPT: &str = r#"version: 1
+/// the third only talks (the web interface's conversation test drives it too).
+pub(super) const TRANSCRIPT: &str = r#"version: 1
 turns:
   - say: "Reading the notes."
     calls:

@@ -6,21 +6,13 @@ use std::process::{Child, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use warrant_testkit::pg::TestDb;
 
-use super::harness::{Sandbox, stderr, stdout};
-
-fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !cond() {
-        assert!(started.elapsed() < limit, "timed out waiting for {what}");
-        thread::sleep(Duration::from_millis(50));
-    }
-}
+use super::harness::{Sandbox, stderr, stdout, wait_until};
 
 /// An OpenAI-compatible endpoint whose second answer waits for the test: turn 1 writes
 /// `a.txt`; turn 2 (held until the gate opens) writes `b.txt`; then "done". What the test does

@@ -443,3 +443,13 @@ pub fn python_venv(name: &str, probe: &str, packages: &[&str]) -> PathBuf {
     );
     venv
 }
+
+/// Polls `cond` every 50 ms until it holds; panics naming `what` after `limit` (a guard against
+/// a hang, not a timing assertion).
+pub fn wait_until(what: &str, limit: std::time::Duration, mut cond: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !cond() {
+        assert!(started.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

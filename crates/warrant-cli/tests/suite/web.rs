@@ -748,21 +748,8 @@ fn browser_negative_control_the_same_output_runs_when_escaping_and_the_csp_are_o
 }
 
 /// Three messages: the first reads, the second deletes (a person's approval in the middle),
-/// the third only talks (the transcript of `suite::chat`).
-const CHAT: &str = r#"version: 1
-turns:
-  - say: "Reading the notes."
-    calls:
-      - tool: read_file
-        args: { path: "notes/meeting-2026-11-20.md" }
-  - say: "The notes cover the tide-table import."
-  - say: "Removing the old build artifacts."
-    calls:
-      - tool: delete_path
-        args: { path: "build", recursive: true }
-  - say: "Removed build/."
-  - say: "You're welcome."
-"#;
+/// the third only talks: `suite::chat`'s transcript.
+const CHAT: &str = super::chat::TRANSCRIPT;
 
 /// Waits (bounded) until `done` holds of the run's events.
 fn wait_for(sb: &Sandbox, run: &str, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {

@@ -11,19 +11,11 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use warrant_testkit::pg::TestDb;
 
-use super::harness::{Sandbox, parked_request, stderr, stdout};
+use super::harness::{Sandbox, parked_request, stderr, stdout, wait_until};
 
 fn signal(child: &Child, sig: rustix::process::Signal) {
     let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
     rustix::process::kill_process(pid, sig).unwrap();
-}
-
-fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !cond() {
-        assert!(started.elapsed() < limit, "timed out waiting for {what}");
-        thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn events(sb: &Sandbox, run: &str) -> Value {
