@@ -168,6 +168,21 @@ pub fn prompt_with(
         taint.add(learned);
         messages.insert(0, Message::User { content });
     }
+    // A run answering an MCP server's sampling request: the server's messages come first, in
+    // a message of their own that is only their fence (the task is Warrant's own words).
+    if let Some(asked) = sampling_request(state) {
+        let content = if guard.fence {
+            asked.fence().into_string()
+        } else {
+            asked.unfenced_for_negative_control()
+        };
+        fences.push(FenceRecord {
+            source: asked.source().label(),
+            digest: Digest::of_bytes(content.as_bytes()),
+        });
+        taint.add(asked);
+        messages.insert(0, Message::User { content });
+    }
     Prompt {
         conversation: Conversation {
             system: system_prompt(state),
@@ -217,4 +232,30 @@ pub fn profile_state(state: &RunState) -> Option<Untrusted> {
         detail: Some(format!("revision {}", pin.revision)),
     };
     Some(Untrusted::new(source, learned.clone()))
+}
+
+/// What an MCP server asked the model, for the run that answers it: the server's proposed
+/// system prompt and messages as one untrusted text naming the server and the parent call.
+/// `None` for every other run.
+pub fn sampling_request(state: &RunState) -> Option<Untrusted> {
+    let spawn = state.settings.spawn.as_deref()?;
+    let ask = spawn.sampling.as_deref()?;
+    let mut text = String::new();
+    if let Some(system) = &ask.system {
+        text.push_str("system prompt proposed by the server:\n");
+        text.push_str(system);
+        text.push_str("\n\n");
+    }
+    for m in &ask.messages {
+        text.push_str(&m.role);
+        text.push_str(":\n");
+        text.push_str(&m.text);
+        text.push_str("\n\n");
+    }
+    let source = Source {
+        origin: format!("mcp-sampling:{}", ask.server),
+        call_id: spawn.parent.as_ref().map(|p| p.call.clone()),
+        detail: spawn.parent.as_ref().map(|p| format!("run {}", p.run)),
+    };
+    Some(Untrusted::new(source, text.trim_end().to_owned()))
 }

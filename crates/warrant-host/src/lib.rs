@@ -504,6 +504,7 @@ impl Host {
                     max_children: self.settings.max_children,
                     profile: None,
                     budget: None,
+                    sampling: None,
                 })),
                 standing: self.person_standing(),
                 rate: (!self.settings.rate.is_empty())

@@ -53,7 +53,8 @@ pub struct RunView {
     /// For a subagent: the run and call that started it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<warrant_kernel::ParentLink>,
-    /// The subagents this run started, by the spawns its log holds.
+    /// The subagents this run started, by the spawns its log holds, and the runs that answered
+    /// its MCP servers' sampling requests.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub subagents: Vec<RunId>,
 }
@@ -148,6 +149,18 @@ impl Records<'_> {
                     if let warrant_core::Action::AgentSpawn { child, .. } = a
                         && scoped.run(&child).ok().flatten().is_some()
                     {
+                        subagents.push(child);
+                    }
+                }
+            } else if let warrant_kernel::RunEvent::EffectCompleted { result, .. } = event {
+                // The runs that answered a peer's sampling requests during the call.
+                let answered = result.get("sampled").and_then(serde_json::Value::as_array);
+                for child in answered.into_iter().flatten().filter_map(|s| {
+                    s.get("child_run")
+                        .and_then(serde_json::Value::as_str)
+                        .and_then(RunId::parse)
+                }) {
+                    if scoped.run(&child).ok().flatten().is_some() {
                         subagents.push(child);
                     }
                 }

@@ -92,6 +92,35 @@ pub struct SpawnSettings {
     /// run-scope limit, on top of the configured one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<warrant_core::config::BudgetLimit>,
+    /// For a run that answers an MCP server's sampling request made during its parent's call:
+    /// what the server asked. Its messages are the server's words, so they reach the model
+    /// fenced as untrusted, never as the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<Box<SamplingAsk>>,
+}
+
+/// What an MCP server asked the model for (`sampling/createMessage`), as the run that answers
+/// it records it: the text of its messages (other content is refused before a run starts).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SamplingAsk {
+    /// The configured name of the server that asked.
+    pub server: String,
+    /// The system prompt it proposed, if any: shown to the model as part of its fenced request,
+    /// never as Warrant's system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    /// Its messages in order.
+    pub messages: Vec<SampledMessage>,
+    /// The most tokens it asked for.
+    pub max_tokens: u32,
+}
+
+/// One message of a sampling request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampledMessage {
+    /// `user` or `assistant`.
+    pub role: String,
+    pub text: String,
 }
 
 /// The run and call that started a subagent.

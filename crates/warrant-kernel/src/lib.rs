@@ -26,8 +26,8 @@ pub use error::KernelError;
 pub use events::{
     Approver, AskedOf, Binding, BudgetMetric, BudgetScope, CallRecord, DelegationSettings,
     DeniedBy, FenceRecord, Halt, InDoubtOutcome, Interrupted, ModelRequest, Outcome, ParentLink,
-    Presentation, ReasonRecord, RejectReason, Resolution, RunEvent, RunLimit, RunSettings, Scope,
-    SessionSettings, SpawnSettings, Verdict, Via,
+    Presentation, ReasonRecord, RejectReason, Resolution, RunEvent, RunLimit, RunSettings,
+    SampledMessage, SamplingAsk, Scope, SessionSettings, SpawnSettings, Verdict, Via,
 };
 pub use model_gate::{Crossing, GuardSettings, Headroom, ModelGate, ModelRules, ModelUsage};
 pub use ring::{
@@ -40,6 +40,6 @@ pub use state::{
 };
 pub use summary::{ApprovalSummary, AskedSummary, InDoubtSummary, RequestSummary};
 pub use tool::{
-    EffectResult, PENDING_JUDGEMENT, PendingJudgement, ReadFilter, Refusal, RunContext,
-    SpawnOutcome, Spawner, StopCheck, Tool, ToolEnv, ToolRegistry,
+    EffectResult, NoPeerAsks, PENDING_JUDGEMENT, PeerAsks, PendingJudgement, ReadFilter, Refusal,
+    RunContext, Sampled, SpawnOutcome, Spawner, StopCheck, Tool, ToolEnv, ToolRegistry,
 };

@@ -512,7 +512,7 @@ impl Ring<'_> {
 
 /// The subagents a run has started (or is starting), by the spawns it proposed.
 pub fn subagents(state: &RunState) -> Vec<warrant_core::RunId> {
-    state
+    let spawned = state
         .calls
         .iter()
         .filter(|c| c.started.is_some())
@@ -523,8 +523,35 @@ pub fn subagents(state: &RunState) -> Vec<warrant_core::RunId> {
             } else {
                 None
             }
-        })
+        });
+    spawned.chain(sampling_runs(state)).collect()
+}
+
+/// The runs that answered sampling requests of the peers of `state`'s completed calls (named
+/// in each call's result under `sampled`): their model use is their parent's too.
+pub fn sampling_runs(state: &RunState) -> Vec<warrant_core::RunId> {
+    state
+        .calls
+        .iter()
+        .flat_map(sampled_of)
+        .filter_map(|s| s.get("child_run").and_then(serde_json::Value::as_str))
+        .filter_map(warrant_core::RunId::parse)
         .collect()
+}
+
+/// How many sampling requests `call`'s peer made (answered or refused).
+pub fn sampling_runs_of(call: &crate::CallState) -> usize {
+    sampled_of(call).len()
+}
+
+fn sampled_of(call: &crate::CallState) -> &[serde_json::Value] {
+    match &call.result {
+        Some(crate::CallResult::Completed { result, .. }) => result
+            .get("sampled")
+            .and_then(serde_json::Value::as_array)
+            .map_or(&[], Vec::as_slice),
+        _ => &[],
+    }
 }
 
 fn same_actor(a: &Principal, b: &Principal) -> bool {

@@ -148,6 +148,20 @@ pub trait Tool: Send + Sync {
         stop: StopCheck<'_>,
     ) -> EffectResult;
 
+    /// [`Self::execute`] for a tool whose peer may ask something of the run while the effect
+    /// runs (an MCP server's sampling request): the ring hands it `peers`, through which such
+    /// an ask becomes governed work of its own. Every other tool keeps the default.
+    fn execute_with(
+        &self,
+        actions: &[Authorized<Action>],
+        env: &ToolEnv,
+        may_read: ReadFilter<'_>,
+        stop: StopCheck<'_>,
+        _peers: &dyn PeerAsks,
+    ) -> EffectResult {
+        self.execute(actions, env, may_read, stop)
+    }
+
     /// For a tool that raises a request of a person instead of acting (ask_question,
     /// request_secret, request_resource): the request its validated arguments make, or why
     /// they cannot. The ring handles such calls itself; `None` for every ordinary tool.
@@ -217,6 +231,65 @@ pub trait Spawner {
         parent: &crate::RunState,
         stop: StopCheck<'_>,
     ) -> SpawnOutcome;
+
+    /// Answers a sampling request a peer made during `call` of `parent` (the `ordinal`-th of
+    /// that call) with a child run, driven here to its end. The default refuses.
+    fn sample(
+        &self,
+        _parent: &crate::RunState,
+        _call: &str,
+        _ordinal: usize,
+        ask: &crate::events::SamplingAsk,
+        _stop: StopCheck<'_>,
+    ) -> Sampled {
+        NoPeerAsks.sample(ask)
+    }
+}
+
+/// What a tool's peer may ask of the run while the tool's effect runs. The ring implements it
+/// for the effect it is running; each answer is a run of its own, linked to the call.
+pub trait PeerAsks {
+    /// An MCP server's sampling request: a model call on the run's behalf. It is answered by a
+    /// child run under the run's principal (every model call a `provider.call` decided by
+    /// policy, on the parent's remaining budget), or refused.
+    fn sample(&self, ask: &crate::events::SamplingAsk) -> Sampled;
+}
+
+/// How a sampling request was answered: the child run that answered it (when one started: its
+/// model use counts against its parent's budget whatever the answer), the model, and the text
+/// or why there is none.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sampled {
+    pub run: Option<warrant_core::RunId>,
+    pub model: String,
+    pub answer: Result<String, Refusal>,
+}
+
+impl Sampled {
+    /// Refused before any run started.
+    pub fn refused(code: &str, message: impl Into<String>) -> Self {
+        Self {
+            run: None,
+            model: String::new(),
+            answer: Err(Refusal {
+                code: code.to_owned(),
+                message: message.into(),
+            }),
+        }
+    }
+}
+
+/// Peers get nothing: every ask refused (outside a run, or without a host to run it).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoPeerAsks;
+
+impl PeerAsks for NoPeerAsks {
+    fn sample(&self, _ask: &crate::events::SamplingAsk) -> Sampled {
+        Sampled::refused(
+            "W-MCP-012",
+            "sampling cannot be answered here: no run to answer it under",
+        )
+    }
 }
 
 /// How a subagent's drive ended for its parent.

@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::{Duration, Instant};
 
-#[allow(deprecated)] // sampling is deprecated upstream; Warrant refuses it by name
+#[allow(deprecated)] // sampling is deprecated upstream (SEP-2577); still what servers send
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, CreateMessageRequestParams,
     CreateMessageResult, ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, Implementation,
-    InitializeRequestParams, ProtocolVersion, ServerCapabilities, Tool,
+    InitializeRequestParams, ProtocolVersion, SamplingCapability, ServerCapabilities, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::{ClientHandler, Peer, ServiceExt as _};
@@ -30,15 +30,37 @@ pub const PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 /// person: neither is configured, so neither is offered, and a request is refused by name.
 pub const REFUSED_REQUEST: i32 = -32601;
 
-/// What the client does when the server asks it something. Warrant offers no sampling, no
-/// elicitation and no roots; a server that asks anyway gets a clear JSON-RPC error, and the
-/// refusal is kept for the result of the call it came in (journaled and audited with it).
+/// What the client does when the server asks it something. Sampling is offered only where the
+/// operator configured it (`sampling = true`), and then only while one of the server's tool
+/// calls runs: the request is handed to the thread waiting for that call, which answers it
+/// through the ring (a run of its own). Elicitation and roots are never offered; a server that
+/// asks anyway gets a clear JSON-RPC error, and the refusal is kept for the result of the call
+/// it came in (journaled and audited with it).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Handler {
     /// Set when the server says its tool list changed; the next call re-checks its tool.
     pub(crate) tools_changed: Arc<AtomicBool>,
     /// What the server asked for and was refused, not yet handed to a result.
     pub(crate) refused: Arc<Mutex<Vec<ServerRequest>>>,
+    /// Whether the operator lets this server ask for sampling.
+    pub(crate) sampling: bool,
+    /// Where a request goes while a call runs; `None` between calls.
+    pub(crate) asks: Arc<Mutex<Option<mpsc::Sender<CallMsg>>>>,
+}
+
+/// The answer a sampling request gets.
+#[allow(deprecated)]
+pub type SamplingAnswer = Result<CreateMessageResult, ErrorData>;
+
+/// What the thread waiting for a call receives: the call's end, or a request of the server's
+/// made during the call, with where its answer goes.
+#[allow(clippy::large_enum_variant, deprecated)]
+pub(crate) enum CallMsg {
+    Done(Result<CallToolResult, rmcp::ServiceError>),
+    Sampling(
+        CreateMessageRequestParams,
+        tokio::sync::oneshot::Sender<SamplingAnswer>,
+    ),
 }
 
 impl Handler {
@@ -65,8 +87,12 @@ impl Handler {
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> InitializeRequestParams {
+        let mut caps = ClientCapabilities::default();
+        if self.sampling {
+            caps.sampling = Some(SamplingCapability::default());
+        }
         InitializeRequestParams::new(
-            ClientCapabilities::default(),
+            caps,
             Implementation::new("warrant", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(PROTOCOL)
@@ -75,10 +101,40 @@ impl ClientHandler for Handler {
     #[allow(deprecated)]
     async fn create_message(
         &self,
-        _params: CreateMessageRequestParams,
+        params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        Err(self.refuse(ServerRequest::Sampling))
+        if !self.sampling {
+            return Err(self.refuse(ServerRequest::Sampling));
+        }
+        let to = self
+            .asks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let Some(to) = to else {
+            // Outside a call there is no run to answer under.
+            return Err(ErrorData::new(
+                ErrorCode(REFUSED_REQUEST),
+                "sampling is answered only while one of this server's tool calls runs (W-MCP-012)",
+                None,
+            ));
+        };
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        if to.send(CallMsg::Sampling(params, reply)).is_err() {
+            return Err(ErrorData::new(
+                ErrorCode(REFUSED_REQUEST),
+                "the tool call ended before the sampling request could be answered (W-MCP-013)",
+                None,
+            ));
+        }
+        answer.await.unwrap_or_else(|_| {
+            Err(ErrorData::new(
+                ErrorCode(REFUSED_REQUEST),
+                "the tool call ended before the sampling request was answered (W-MCP-013)",
+                None,
+            ))
+        })
     }
 
     async fn create_elicitation(
@@ -173,6 +229,7 @@ pub struct Connection {
     timeout: Duration,
     tools_changed: Arc<AtomicBool>,
     refused: Arc<Mutex<Vec<ServerRequest>>>,
+    asks: Arc<Mutex<Option<mpsc::Sender<CallMsg>>>>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     child: Mutex<Option<Supervised>>,
 }
@@ -187,10 +244,21 @@ impl std::fmt::Debug for Connection {
 
 impl Connection {
     /// Connects to `server` at `endpoint`: `initialize` must be answered within `timeout`.
-    pub fn open(server: &str, endpoint: Endpoint, timeout: Duration) -> Result<Self, McpError> {
-        let handler = Handler::default();
+    /// With `sampling`, the client declares the capability and hands the server's sampling
+    /// requests to [`Self::call`]'s `answer`.
+    pub fn open(
+        server: &str,
+        endpoint: Endpoint,
+        timeout: Duration,
+        sampling: bool,
+    ) -> Result<Self, McpError> {
+        let handler = Handler {
+            sampling,
+            ..Handler::default()
+        };
         let tools_changed = Arc::clone(&handler.tools_changed);
         let refused_requests = Arc::clone(&handler.refused);
+        let asks = Arc::clone(&handler.asks);
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Ready>(1);
         let (shutdown_tx, shutdown_rx) = tokio::sync::oneshot::channel::<()>();
         let name = server.to_owned();
@@ -344,6 +412,7 @@ impl Connection {
             timeout,
             tools_changed,
             refused: refused_requests,
+            asks,
             shutdown: Some(shutdown_tx),
             child: Mutex::new(child),
         })
@@ -382,12 +451,16 @@ impl Connection {
     }
 
     /// Calls `tool` with `arguments`; `stop` is polled while it runs (a cancelled run stops
-    /// waiting at once).
+    /// waiting at once). A sampling request the server makes meanwhile is handed to `answer`
+    /// on this thread; the time it takes is not counted against the call's timeout (it is the
+    /// run's own work, bounded by its own limits).
+    #[allow(deprecated)]
     pub fn call(
         &self,
         tool: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
         stop: &dyn Fn() -> Option<String>,
+        answer: &dyn Fn(&CreateMessageRequestParams) -> SamplingAnswer,
     ) -> Result<CallToolResult, McpError> {
         let peer = self.peer.clone();
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
@@ -396,11 +469,43 @@ impl Connection {
             tool: tool.to_owned(),
             message,
         };
-        match self.wait(
-            async move { peer.call_tool(params).await },
-            self.timeout,
-            stop,
-        ) {
+        let (tx, rx) = mpsc::channel::<CallMsg>();
+        let asks = AsksDuring::open(&self.asks, tx.clone());
+        let task = self.handle.spawn(async move {
+            let _ = tx.send(CallMsg::Done(peer.call_tool(params).await));
+        });
+        let mut deadline = Instant::now() + self.timeout;
+        let waited = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                task.abort();
+                break Err(Waited::Timeout);
+            }
+            match rx.recv_timeout(left.min(Duration::from_millis(200))) {
+                Ok(CallMsg::Done(v)) => break Ok(v),
+                Ok(CallMsg::Sampling(params, reply)) => {
+                    let began = Instant::now();
+                    let _ = reply.send(answer(&params));
+                    deadline += began.elapsed();
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if let Some(why) = stop() {
+                        task.abort();
+                        break Err(Waited::Stopped(why));
+                    }
+                    if task.is_finished() {
+                        // Ended without a word (its runtime went away): one last look.
+                        match rx.try_recv() {
+                            Ok(CallMsg::Done(v)) => break Ok(v),
+                            Ok(CallMsg::Sampling(..)) | Err(_) => break Err(Waited::Closed),
+                        }
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break Err(Waited::Closed),
+            }
+        };
+        drop(asks);
+        match waited {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(e)) => Err(failed(self.explain(e.to_string()))),
             Err(Waited::Timeout) => Err(McpError::CallTimeout {
@@ -461,6 +566,22 @@ impl Connection {
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Waited::Closed),
             }
         }
+    }
+}
+
+/// The handler's way to the waiting call, open while the call runs and closed however it ends.
+struct AsksDuring<'a>(&'a Mutex<Option<mpsc::Sender<CallMsg>>>);
+
+impl<'a> AsksDuring<'a> {
+    fn open(slot: &'a Mutex<Option<mpsc::Sender<CallMsg>>>, to: mpsc::Sender<CallMsg>) -> Self {
+        *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(to);
+        Self(slot)
+    }
+}
+
+impl Drop for AsksDuring<'_> {
+    fn drop(&mut self) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 }
 

@@ -3,16 +3,19 @@
 //! and every call is an `mcp.call` action through the ring; descriptions of servers nobody
 //! vouched for are withheld, results are bounded (the toolbox redacts them, the agent fences
 //! them). The SDK is `rmcp`; its async runtime stays inside [`connection`], one per server.
-//! Limits: tools only (resources, prompts, sampling and elicitation are not used: requests for
-//! the last two are refused). HTTP servers are reached over TLS (rustls, the platform's
+//! A server configured with `sampling = true` may ask for a completion while one of its calls
+//! runs ([`sampling`]): a run of its own answers it through the ring. Resources, prompts and
+//! elicitation are not used (elicitation requests are refused). HTTP servers are reached over TLS (rustls, the platform's
 //! certificate store); plain `http://` only to this machine, never across a network.
 
 pub mod connection;
 pub mod error;
 pub mod names;
+pub mod sampling;
 pub mod source;
 
 pub use connection::{Connection, ConnectionRecord, Endpoint, PROTOCOL};
 pub use error::{McpError, ServerRequest};
 pub use names::{MAX_NAME, model_name};
+pub use sampling::{MAX_SAMPLING_TOKENS, sampling_ask};
 pub use source::{McpSource, McpTool, StartContext, WITHHELD, shape};

@@ -5,6 +5,7 @@
 //! the host that drives the run). A server that cannot be reached offers no tools, and the
 //! source keeps why ([`McpSource::failures`]).
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,20 +13,23 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use rmcp::model::{CallToolResult, Tool as RemoteTool};
+#[allow(deprecated)] // sampling is deprecated upstream (SEP-2577); still what servers send
+use rmcp::model::{CallToolResult, CreateMessageRequestParams, Tool as RemoteTool};
 use serde_json::{Value, json};
 use warrant_core::config::{DEFAULT_MCP_PROFILE, McpServerConfig, ProfileConfig, SandboxConfig};
 use warrant_core::{Action, CanonicalPath, Coded, McpCall, RiskClass, ToolSpec, digest_of};
 use warrant_exec::Launcher;
 use warrant_exec::child::{ChildSpec, Supervised};
 use warrant_kernel::{
-    Authorized, EffectResult, Presentation, ReadFilter, Refusal, StopCheck, Tool, ToolEnv,
+    Authorized, EffectResult, NoPeerAsks, PeerAsks, Presentation, ReadFilter, Refusal, StopCheck,
+    Tool, ToolEnv,
 };
 use warrant_tools::ToolSource;
 
 use crate::connection::{Connection, ConnectionRecord, Endpoint};
 use crate::error::McpError;
 use crate::names::{is_plain, model_name};
+use crate::sampling::sample;
 
 /// What the model is told of a tool of a server the operator did not vouch for.
 pub const WITHHELD: &str = "Third-party tool; description withheld.";
@@ -319,7 +323,13 @@ fn connect(server: &Arc<Server>, ctx: &StartContext) -> Result<Arc<Connection>, 
             });
         }
     };
-    Connection::open(&server.name, endpoint, server.timeout).map(Arc::new)
+    Connection::open(
+        &server.name,
+        endpoint,
+        server.timeout,
+        server.config.sampling,
+    )
+    .map(Arc::new)
 }
 
 type Listed = (Arc<Live>, Vec<(RemoteTool, String, RiskClass)>);
@@ -492,7 +502,7 @@ impl McpTool {
         }
     }
 
-    fn run(&self, call: &McpCall, stop: StopCheck<'_>) -> EffectResult {
+    fn run(&self, call: &McpCall, stop: StopCheck<'_>, peers: &dyn PeerAsks) -> EffectResult {
         let failed = |e: McpError| EffectResult {
             ok: false,
             result: json!({"error": e.to_string(), "code": e.code()}),
@@ -511,11 +521,35 @@ impl McpTool {
                 });
             }
         };
-        let result = match self.live.conn.call(&call.tool, arguments, stop) {
+        // Each sampling request of the server during the call, answered through the ring (a
+        // run of its own) or refused, is part of the call's journaled, audited result.
+        let sampled: RefCell<Vec<Value>> = RefCell::new(Vec::new());
+        #[allow(deprecated)]
+        let answer = |params: &CreateMessageRequestParams| {
+            let (answer, record) = sample(&call.server, params, peers);
+            sampled.borrow_mut().push(record);
+            answer
+        };
+        let result = self.live.conn.call(&call.tool, arguments, stop, &answer);
+        let sampled = sampled.into_inner();
+        let result = match result {
             Ok(r) => r,
-            Err(e) => return failed(e),
+            Err(e) => {
+                let mut out = failed(e);
+                if !sampled.is_empty()
+                    && let Value::Object(map) = &mut out.result
+                {
+                    map.insert("sampled".into(), Value::Array(sampled));
+                }
+                return out;
+            }
         };
         let mut out = shape(&result, self.live.server.max_result);
+        if !sampled.is_empty()
+            && let Value::Object(map) = &mut out
+        {
+            map.insert("sampled".into(), Value::Array(sampled));
+        }
         // What the server asked of Warrant during the call and was refused: part of the
         // journaled (and audited) result, each with its code.
         let refused: Vec<Value> = self
@@ -634,12 +668,23 @@ impl Tool for Shared {
     fn execute(
         &self,
         actions: &[Authorized<Action>],
+        env: &ToolEnv,
+        may_read: ReadFilter<'_>,
+        stop: StopCheck<'_>,
+    ) -> EffectResult {
+        self.execute_with(actions, env, may_read, stop, &NoPeerAsks)
+    }
+
+    fn execute_with(
+        &self,
+        actions: &[Authorized<Action>],
         _env: &ToolEnv,
         _may_read: ReadFilter<'_>,
         stop: StopCheck<'_>,
+        peers: &dyn PeerAsks,
     ) -> EffectResult {
         match actions.first().and_then(|a| a.narrow::<McpCall>()) {
-            Some(call) => self.0.run(call.get(), stop),
+            Some(call) => self.0.run(call.get(), stop, peers),
             None => EffectResult {
                 ok: false,
                 result: json!({"error": "not an mcp.call action (a wiring bug)"}),

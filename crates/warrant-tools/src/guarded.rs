@@ -12,7 +12,7 @@ use warrant_core::config::MenuConfig;
 use warrant_core::{Action, Coded, ToolSpec};
 use warrant_kernel::events::Presentation;
 use warrant_kernel::{
-    Ask, Authorized, EffectResult, ReadFilter, Refusal, StopCheck, Tool, ToolEnv,
+    Ask, Authorized, EffectResult, PeerAsks, ReadFilter, Refusal, StopCheck, Tool, ToolEnv,
 };
 use warrant_secrets::Redactor;
 
@@ -62,6 +62,18 @@ impl Tool for Redacting {
         stop: StopCheck<'_>,
     ) -> EffectResult {
         let raw = self.inner.execute(actions, env, may_read, stop);
+        redact_result(&self.redactor, raw)
+    }
+
+    fn execute_with(
+        &self,
+        actions: &[Authorized<Action>],
+        env: &ToolEnv,
+        may_read: ReadFilter<'_>,
+        stop: StopCheck<'_>,
+        peers: &dyn PeerAsks,
+    ) -> EffectResult {
+        let raw = self.inner.execute_with(actions, env, may_read, stop, peers);
         redact_result(&self.redactor, raw)
     }
 

@@ -14,19 +14,45 @@ use warrant_core::config::DEFAULT_READ_ROOTS;
 use super::harness::{Sandbox, parked_request, stderr};
 
 /// The pinned reference server, installed under `~/.cache/warrant-test-peers` when missing.
+/// Installed into a directory of this process's own and renamed into place, so tests (and
+/// test processes) that need it at once never see half an installation.
 pub fn everything() -> PathBuf {
     let home = std::env::var_os("HOME").map(PathBuf::from).unwrap();
-    let dir = home.join(".cache/warrant-test-peers/npm");
-    let index = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let peers = home.join(".cache/warrant-test-peers");
+    let dir = peers.join("npm");
+    let entry = "node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+    let index = dir.join(entry);
     if !index.exists() {
-        std::fs::create_dir_all(&dir).unwrap();
+        let mine = peers.join(
+            format!(
+                "npm-installing-{}-{:?}",
+                std::process::id(),
+                std::thread::current().id()
+            )
+            .replace(['(', ')'], ""),
+        );
+        let _ = std::fs::remove_dir_all(&mine);
+        std::fs::create_dir_all(&mine).unwrap();
         let status = Command::new("npm")
             .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&dir)
+            .arg(&mine)
             .arg("@modelcontextprotocol/server-everything@2026.8.31")
             .status()
             .unwrap();
         assert!(status.success(), "npm could not install server-everything");
+        assert!(
+            mine.join(entry).exists(),
+            "npm installed no server-everything"
+        );
+        // Someone else may have finished first: theirs stays, ours goes.
+        if std::fs::rename(&mine, &dir).is_err() {
+            let _ = std::fs::remove_dir_all(&mine);
+        }
+        assert!(
+            index.exists(),
+            "server-everything is not at {}",
+            index.display()
+        );
     }
     index
 }

@@ -23,6 +23,7 @@ mod harness;
 mod identity;
 mod injection;
 mod mcp;
+mod mcp_sampling;
 mod mcp_serve;
 mod memory;
 mod models;

@@ -58,6 +58,12 @@ pub struct McpServerConfig {
     /// cut and say so.
     #[serde(default)]
     pub max_result_bytes: Option<u64>,
+    /// The server may ask for sampling (a model call) while one of its tool calls runs: each
+    /// request is answered by a run of its own under the caller's principal, every model call
+    /// a `provider.call` decided by policy on the parent run's remaining budget. Default false:
+    /// the capability is not declared and a request is refused.
+    #[serde(default)]
+    pub sampling: bool,
 }
 
 /// The profile a stdio server runs under when none is named.

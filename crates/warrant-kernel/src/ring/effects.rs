@@ -349,7 +349,16 @@ impl Ring<'_> {
                 }
             }
         }
-        let mut outcome = tool.execute(&authorized, env, &may_read, &stop);
+        // What the tool's peer asks during the effect (an MCP server's sampling) is answered
+        // by runs of its own, linked to this call, through the spawner.
+        let peers = Peers {
+            spawner: self.spawner,
+            parent: state,
+            call: call_id,
+            asked: std::cell::Cell::new(0),
+            stop: &stop,
+        };
+        let mut outcome = tool.execute_with(&authorized, env, &may_read, &stop, &peers);
         let pending = outcome
             .result
             .as_object_mut()
@@ -599,5 +608,27 @@ fn grant_of(state: &RunState, started_seq: u64, by_person: bool) -> crate::autho
             .calls
             .iter()
             .any(|c| matches!(c.result, Some(crate::CallResult::Completed { .. }))),
+    }
+}
+
+/// The ring's answer to what a tool's peer asks while its effect runs: each sampling request a
+/// child run started by the spawner (the host), numbered within the call so the same call
+/// names the same children.
+struct Peers<'a> {
+    spawner: Option<&'a dyn crate::tool::Spawner>,
+    parent: &'a RunState,
+    call: &'a str,
+    asked: std::cell::Cell<usize>,
+    stop: crate::tool::StopCheck<'a>,
+}
+
+impl crate::tool::PeerAsks for Peers<'_> {
+    fn sample(&self, ask: &crate::events::SamplingAsk) -> crate::tool::Sampled {
+        let ordinal = self.asked.get();
+        self.asked.set(ordinal + 1);
+        match self.spawner {
+            Some(spawner) => spawner.sample(self.parent, self.call, ordinal, ask, self.stop),
+            None => crate::tool::PeerAsks::sample(&crate::tool::NoPeerAsks, ask),
+        }
     }
 }
