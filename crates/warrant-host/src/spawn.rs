@@ -264,8 +264,8 @@ impl HostSpawner<'_> {
             ),
         };
         Sampled {
-            run: Some(state.run.clone()),
-            model: state.model.clone(),
+            run: Some(state.run),
+            model: state.model,
             answer,
         }
     }

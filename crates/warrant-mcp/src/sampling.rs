@@ -43,9 +43,17 @@ pub fn sampling_ask(
         for block in m.content.clone().into_vec() {
             match block {
                 SamplingMessageContentBlock::Text(t) => text.push(t.text),
-                SamplingMessageContentBlock::Image(_) => return Err("image content is not sampled: text only".into()),
-                SamplingMessageContentBlock::Audio(_) => return Err("audio content is not sampled: text only".into()),
-                _ => return Err("only text content is sampled (tool use, tool results and other kinds are refused)".into()),
+                SamplingMessageContentBlock::Image(_) => {
+                    return Err("image content is not sampled: text only".into());
+                }
+                SamplingMessageContentBlock::Audio(_) => {
+                    return Err("audio content is not sampled: text only".into());
+                }
+                SamplingMessageContentBlock::ToolUse(_)
+                | SamplingMessageContentBlock::ToolResult(_)
+                | _ => {
+                    return Err("only text content is sampled (tool use, tool results and other kinds are refused)".into());
+                }
             }
         }
         messages.push(SampledMessage {
