@@ -21,6 +21,8 @@ use crate::{HostError, Result, Where};
 pub const STORED_IN: &str = "encrypted vault";
 /// Where the keyring's are.
 pub const IN_KEYRING: &str = "OS keyring";
+/// `check`'s word for a credential read from the keyring.
+pub const READ_FROM_KEYRING: &str = "read from the OS keyring";
 
 /// Where `set` stores a credential.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -410,9 +412,7 @@ pub fn check(at: &Where) -> Result<CredentialCheck> {
                 continue;
             }
             let (ok, detail) = match k.get(&e.name) {
-                Ok(Some(v)) if !v.expose().is_empty() => {
-                    (true, "read from the OS keyring".to_owned())
-                }
+                Ok(Some(v)) if !v.expose().is_empty() => (true, READ_FROM_KEYRING.to_owned()),
                 Ok(_) => (false, "stored empty in the OS keyring".to_owned()),
                 Err(err) => (false, format!("[{}] {err}", err.code())),
             };
