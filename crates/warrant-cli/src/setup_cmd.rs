@@ -142,11 +142,22 @@ impl From<ClassArg> for warrant_core::RiskClass {
     }
 }
 
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum StoreArg {
+    Auto,
+    Keyring,
+    Vault,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum CredentialsCommand {
     /// Store a credential: the value is read from standard input (hidden on a terminal).
     Set {
         name: String,
+        /// Where: the OS keyring when one answers unlocked, else the encrypted vault (auto);
+        /// `keyring` refuses when it does not.
+        #[arg(long = "in", value_enum, default_value_t = StoreArg::Auto)]
+        store_in: StoreArg,
         #[arg(long)]
         json: bool,
     },
@@ -417,7 +428,9 @@ fn print_configured(done: &warrant_host::providers::ProviderConfigured, json: bo
         crate::shown_inline(&done.check_answer)
     );
     if let Some(c) = &done.credential {
-        outln!("key stored as credential {c} (encrypted vault, never in the configuration)");
+        outln!(
+            "key stored as credential {c} (never in the configuration; `warrant credentials list` says where)"
+        );
     }
     outln!(
         "wrote [providers] model = \"{}\" to {}",
@@ -542,9 +555,22 @@ fn wizard(ws: Option<&Path>) -> Result<u8, Failure> {
 pub fn credentials(ws: Option<&Path>, command: CredentialsCommand) -> Result<u8, Failure> {
     let at = crate::at(ws);
     match command {
-        CredentialsCommand::Set { name, json } => {
+        CredentialsCommand::Set {
+            name,
+            store_in,
+            json,
+        } => {
+            use warrant_host::credentials::Backend;
+            let backend = match store_in {
+                StoreArg::Auto => Backend::Auto,
+                StoreArg::Keyring => Backend::Keyring,
+                StoreArg::Vault => Backend::Vault,
+            };
             let value = read_value(&format!("the value of credential {name}"))?;
-            let done = warrant_host::credentials::set(&at, &name, &value)?;
+            let done = warrant_host::credentials::set(&at, &name, &value, backend)?;
+            if let Some(note) = done.note.as_deref().filter(|_| !json) {
+                eprintln!("note: {note}");
+            }
             if json {
                 outln!("{}", pretty(&done));
             } else {
@@ -578,9 +604,10 @@ pub fn credentials(ws: Option<&Path>, command: CredentialsCommand) -> Result<u8,
                 }
                 for c in &list.credentials {
                     outln!(
-                        "{:<24} {:<16} set {:<25} used by {}",
+                        "{:<24} {:<16}{} set {:<25} used by {}",
                         c.name,
                         c.stored_in,
+                        if c.readable { "" } else { " (locked)" },
                         c.set_at.as_deref().unwrap_or("(unknown)"),
                         if c.used_by.is_empty() {
                             "nothing".to_owned()

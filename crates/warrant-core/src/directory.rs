@@ -35,6 +35,10 @@ pub struct Person {
     /// Hex Ed25519 public key of the person's approver key (reserved; proofs are HMAC today).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub public_key: Option<String>,
+    /// When the approver key expires (`2027-06-30` or an RFC 3339 time): `warrant config check`
+    /// reports it expired after that, and expiring in the 30 days before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_expires: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -14,6 +14,7 @@ pub mod fs;
 pub mod git;
 pub mod grants;
 pub mod judged;
+pub mod keyring;
 pub mod netns;
 pub mod output;
 pub mod program;

@@ -67,6 +67,10 @@ struct Sealed {
 pub struct SecretValue(Vec<u8>);
 
 impl SecretValue {
+    pub(crate) fn new(bytes: Vec<u8>) -> Self {
+        Self(bytes)
+    }
+
     pub fn expose(&self) -> &[u8] {
         &self.0
     }

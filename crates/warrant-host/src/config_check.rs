@@ -431,7 +431,34 @@ pub fn check(
         }
     }
 
+    // Permits no request can match (the schema's appliesTo, Cedar's validator, an
+    // unconditional forbid over them), each at its file and line.
+    if let Ok(sources) = install::policy_sources(&paths) {
+        for u in warrant_policy::unreachable_permits(&sources) {
+            findings.push(Finding {
+                code: "W-CONFIG-038".into(),
+                severity: if u.blocks_loading {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                },
+                layer: "policy".into(),
+                path: Some(u.file),
+                line: Some(u.line),
+                key: Some(u.id.clone()),
+                message: format!("permit {} can never match a request: {}", u.id, u.reason),
+                fix: "correct its scope or condition so it names what it is meant to allow, or remove it".into(),
+            });
+        }
+    }
+
     keys(&paths, &mut findings);
+    key_ages(
+        &paths,
+        settings.audit_key_max_age_days,
+        warrant_core::Clock::now(&warrant_core::SystemClock),
+        &mut findings,
+    );
 
     // Credential references that do not resolve.
     if let Ok(c) = crate::credentials::check(at) {
@@ -524,4 +551,153 @@ fn weak(path: &Path, message: String, fix: String) -> Finding {
         message,
         fix,
     }
+}
+
+/// Days before an approver key's `key_expires` from which it is reported as expiring.
+const EXPIRING_DAYS: i64 = 30;
+const DAY_MS: i64 = 24 * 3600 * 1000;
+
+/// An approver key's `key_expires`: an RFC 3339 time, or a date (valid through that day, UTC).
+fn expiry(text: &str) -> Option<warrant_core::Timestamp> {
+    let t = text.trim();
+    warrant_core::Timestamp::parse(t).or_else(|| {
+        (t.len() == 10)
+            .then(|| warrant_core::Timestamp::parse(&format!("{t}T23:59:59.999Z")))
+            .flatten()
+    })
+}
+
+/// Expired, expiring and malformed keys: the approver keys of the managed identity directory
+/// (`public_key`, `key_expires`) and the audit signing key (its file's age against `[audit]
+/// key_max_age_days`, its seed's length).
+fn key_ages(
+    paths: &Paths,
+    max_age_days: Option<u64>,
+    now: warrant_core::Timestamp,
+    findings: &mut Vec<Finding>,
+) {
+    let file = paths.managed.join(install::DIRECTORY_FILE);
+    if let Ok(text) = std::fs::read_to_string(&file)
+        && let Ok(dir) =
+            warrant_core::directory::Directory::parse(&file.display().to_string(), &text)
+    {
+        for (actor, person) in &dir.people {
+            let key = format!("people.{actor}");
+            let line = line_of(&text, &key);
+            let at = |code: &str, severity, message: String, fix: String| Finding {
+                code: code.into(),
+                severity,
+                layer: "keys".into(),
+                path: Some(file.display().to_string()),
+                line,
+                key: Some(key.clone()),
+                message,
+                fix,
+            };
+            if let Some(pk) = &person.public_key
+                && (pk.len() != 64 || !pk.chars().all(|c| c.is_ascii_hexdigit()))
+            {
+                findings.push(at(
+                    "W-CONFIG-041",
+                    Severity::Error,
+                    format!(
+                        "the approver key of {actor} is not an Ed25519 public key (64 hex digits, 32 bytes): it has {} characters",
+                        pk.len()
+                    ),
+                    format!("set people.{actor}.public_key to the 64-hex-digit public key"),
+                ));
+            }
+            let Some(raw) = &person.key_expires else {
+                continue;
+            };
+            match expiry(raw) {
+                None => findings.push(at(
+                    "W-CONFIG-041",
+                    Severity::Error,
+                    format!("people.{actor}.key_expires = {raw:?} is neither a date (2027-06-30) nor an RFC 3339 time"),
+                    "write the expiry as YYYY-MM-DD or an RFC 3339 time".into(),
+                )),
+                Some(t) if t <= now => findings.push(at(
+                    "W-CONFIG-039",
+                    Severity::Error,
+                    format!("the approver key of {actor} expired at {}", t.rfc3339()),
+                    format!("issue {actor} a new key and set people.{actor}.public_key and key_expires"),
+                )),
+                Some(t) if t.millis() - now.millis() <= EXPIRING_DAYS * DAY_MS => findings.push(at(
+                    "W-CONFIG-040",
+                    Severity::Warning,
+                    format!(
+                        "the approver key of {actor} expires at {} (in {} day(s))",
+                        t.rfc3339(),
+                        (t.millis() - now.millis()) / DAY_MS
+                    ),
+                    format!("issue {actor} a new key before then"),
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+
+    let audit_key = paths.keys().join(warrant_audit::PRIVATE_KEY_FILE);
+    let Ok(text) = std::fs::read_to_string(&audit_key) else {
+        return;
+    };
+    let seed = text.trim();
+    if seed.len() != 64 || !seed.chars().all(|c| c.is_ascii_hexdigit()) {
+        findings.push(Finding {
+            code: "W-CONFIG-041".into(),
+            ..weak(
+                &audit_key,
+                format!(
+                    "the audit signing key is not an Ed25519 seed (64 hex digits, 32 bytes): it has {} characters",
+                    seed.len()
+                ),
+                "restore .warrant/keys/audit.key from a backup".into(),
+            )
+        });
+    }
+    let Some(max_days) = max_age_days else {
+        return;
+    };
+    let Some(born) = std::fs::metadata(&audit_key)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .and_then(|d| i64::try_from(d.as_millis()).ok())
+    else {
+        return;
+    };
+    let age_ms = now.millis().saturating_sub(born);
+    let max_ms = i64::try_from(max_days)
+        .unwrap_or(i64::MAX / DAY_MS)
+        .saturating_mul(DAY_MS);
+    let days = age_ms / DAY_MS;
+    let (code, severity, message) = if age_ms > max_ms {
+        (
+            "W-CONFIG-039",
+            Severity::Error,
+            format!(
+                "the audit signing key is {days} day(s) old, past [audit] key_max_age_days = {max_days}"
+            ),
+        )
+    } else if age_ms > max_ms - max_ms / 10 {
+        (
+            "W-CONFIG-040",
+            Severity::Warning,
+            format!(
+                "the audit signing key is {days} day(s) old; [audit] key_max_age_days = {max_days} is near"
+            ),
+        )
+    } else {
+        return;
+    };
+    findings.push(Finding {
+        code: code.into(),
+        severity,
+        ..weak(
+            &audit_key,
+            message,
+            "rotate it: `warrant audit keys rotate` (records signed before stay verifiable with the retired key)".into(),
+        )
+    });
 }

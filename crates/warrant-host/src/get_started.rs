@@ -160,12 +160,21 @@ pub fn get_started(at: &Where, notices: std::sync::Arc<dyn Notices + Send>) -> R
         Ok(c) if c.ok => row(
             "credentials",
             State::Ready,
-            format!(
-                "{} stored, {} reference(s) resolve; {}",
-                c.stored.len(),
-                c.references.len(),
-                crate::credentials::STORED_IN
-            ),
+            {
+                let in_keyring = c
+                    .stored
+                    .iter()
+                    .filter(|s| s.detail == crate::credentials::READ_FROM_KEYRING)
+                    .count();
+                format!(
+                    "{} stored ({in_keyring} in the {}, {} in the {}), {} reference(s) resolve",
+                    c.stored.len(),
+                    crate::credentials::IN_KEYRING,
+                    c.stored.len() - in_keyring,
+                    crate::credentials::STORED_IN,
+                    c.references.len(),
+                )
+            },
             None,
         ),
         Ok(c) => row(

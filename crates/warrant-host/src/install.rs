@@ -186,6 +186,13 @@ pub fn settings(layers: &[Layer]) -> Result<Settings, HostError> {
 /// Reads `policies/*.cedar` of every layer and validates them strictly: one bad policy and
 /// nothing runs.
 pub fn policy(paths: &Paths) -> Result<PolicyEngine, HostError> {
+    PolicyEngine::load(&policy_sources(paths)?)
+        .map(|engine| engine.with_recognizers(crate::controls::recognizers()))
+        .map_err(|e| HostError::bad_input(&e))
+}
+
+/// The policy files of every layer, in load order.
+pub fn policy_sources(paths: &Paths) -> Result<Vec<PolicySource>, HostError> {
     let mut sources = Vec::new();
     for (kind, dir) in layer_dirs(paths) {
         let pdir = dir.join(POLICY_DIR);
@@ -218,9 +225,7 @@ pub fn policy(paths: &Paths) -> Result<PolicyEngine, HostError> {
             });
         }
     }
-    PolicyEngine::load(&sources)
-        .map(|engine| engine.with_recognizers(crate::controls::recognizers()))
-        .map_err(|e| HostError::bad_input(&e))
+    Ok(sources)
 }
 
 /// The installation's store, keys and sink.

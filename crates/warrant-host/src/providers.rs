@@ -430,6 +430,7 @@ pub fn configure(at: &Where, setup: &ProviderSetup) -> Result<ProviderConfigured
                 },
                 &credential,
                 k,
+                crate::credentials::Backend::Auto,
             )?;
             Some(had)
         }

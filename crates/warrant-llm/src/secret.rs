@@ -41,6 +41,29 @@ pub fn reference_env(
     env
 }
 
+/// How a credential that is stored but could not be read (a locked OS keyring) is named in a
+/// reference environment, with the reason as its value; [`KEYRING_UNAVAILABLE`] holds why the
+/// keyring could not be asked at all.
+pub const UNREADABLE_PREFIX: &str = "cred-unreadable:";
+pub const KEYRING_UNAVAILABLE: &str = "cred-unreadable:";
+
+/// [`reference_env`], plus the credentials that could not be read and why (by name; the empty
+/// name: the keyring itself did not answer), so a reference to one says why instead of "not
+/// stored".
+pub fn reference_env_with(
+    vars: impl IntoIterator<Item = (String, String)>,
+    credentials: impl IntoIterator<Item = (String, String)>,
+    unreadable: impl IntoIterator<Item = (String, String)>,
+) -> BTreeMap<String, String> {
+    let mut env = reference_env(vars, credentials);
+    env.extend(
+        unreadable
+            .into_iter()
+            .map(|(name, why)| (format!("{UNREADABLE_PREFIX}{name}"), why)),
+    );
+    env
+}
+
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum KeyError {
     #[error(
@@ -48,9 +71,22 @@ pub enum KeyError {
     )]
     NotAReference { setting: String },
     #[error(
-        "`{setting}` names the credential {name}, which is not stored here; store it with `warrant credentials set {name}` (the value is read from standard input)"
+        "`{setting}` names the credential {name}, which is not stored here{keyring}; store it with `warrant credentials set {name}` (the value is read from standard input)"
     )]
-    NoCredential { setting: String, name: String },
+    NoCredential {
+        setting: String,
+        name: String,
+        /// Empty, or why the OS keyring could not be asked.
+        keyring: String,
+    },
+    #[error(
+        "`{setting}` names the credential {name}, which is stored in the OS keyring but cannot be read now: {reason}"
+    )]
+    UnreadableCredential {
+        setting: String,
+        name: String,
+        reason: String,
+    },
     #[error("could not read the key file {path} named by `{setting}`: {message}")]
     Unreadable {
         setting: String,
@@ -74,6 +110,7 @@ impl Coded for KeyError {
             Self::NotAReference { .. } => "W-MODEL-014",
             Self::Unreadable { .. } => "W-MODEL-015",
             Self::NoCredential { .. } => "W-CRED-004",
+            Self::UnreadableCredential { .. } => "W-CRED-008",
         }
     }
 }
@@ -102,10 +139,21 @@ pub fn resolve_key(
                 value: Some(value.clone()),
                 source: reference.to_owned(),
             }),
-            None => Err(KeyError::NoCredential {
-                setting: setting.to_owned(),
-                name: name.to_owned(),
-            }),
+            None => match env.get(&format!("{UNREADABLE_PREFIX}{name}")) {
+                Some(reason) => Err(KeyError::UnreadableCredential {
+                    setting: setting.to_owned(),
+                    name: name.to_owned(),
+                    reason: reason.clone(),
+                }),
+                None => Err(KeyError::NoCredential {
+                    setting: setting.to_owned(),
+                    name: name.to_owned(),
+                    keyring: env
+                        .get(KEYRING_UNAVAILABLE)
+                        .map(|why| format!(" (nor in the OS keyring: {why})"))
+                        .unwrap_or_default(),
+                }),
+            },
         };
     }
     if let Some(path) = reference.strip_prefix("file:") {
@@ -146,7 +194,8 @@ mod tests {
             resolve_key("s", Some("cred:forged"), "", &env).unwrap_err(),
             KeyError::NoCredential {
                 setting: "s".to_owned(),
-                name: "forged".to_owned()
+                name: "forged".to_owned(),
+                keyring: String::new(),
             }
         );
         assert_eq!(

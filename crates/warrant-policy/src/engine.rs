@@ -33,13 +33,13 @@ pub struct PolicySource {
 
 /// What we keep about each loaded policy besides its Cedar form.
 #[derive(Clone, Debug)]
-struct PolicyMeta {
+pub(crate) struct PolicyMeta {
     layer: LayerKind,
     file: String,
     effect: PolicyEffect,
     reason: Option<String>,
     ask: Option<RiskClass>,
-    text: String,
+    pub(crate) text: String,
     /// Verbs this permit would let through without a person although their class always
     /// needs one (reported at load; `builtin:always-ask` still asks).
     silent: Vec<warrant_core::Verb>,
@@ -490,7 +490,7 @@ fn default_deny_note(
 }
 
 /// Parse one file into `(full id, policy renamed to it, metadata)`, in file order.
-fn parse_source(
+pub(crate) fn parse_source(
     source: &PolicySource,
 ) -> Result<Vec<(String, cedar_policy::Policy, PolicyMeta)>, PolicyError> {
     let parse_err = |message: String| PolicyError::Parse {

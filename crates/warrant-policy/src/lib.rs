@@ -6,6 +6,7 @@ mod decision;
 mod engine;
 mod error;
 mod explain;
+mod reach;
 mod request;
 mod schema;
 mod warnings;
@@ -14,6 +15,7 @@ pub use decision::{Decision, DecisionRequest, PolicyEffect, PolicyLayer, PolicyR
 pub use engine::{ALWAYS_ASK_ID, JUDGED_AFTER_ID, PolicyEngine, PolicySource, judged_after};
 pub use error::PolicyError;
 pub use explain::{CedarDecision, CedarRequest, EvaluatedAs, Evaluation, Explanation};
+pub use reach::{Unreachable, unreachable_permits};
 pub use schema::{NAMESPACE, SCHEMA_JSON, SCHEMA_TEXT};
 
 /// The policy pack `warrant init` writes to `.warrant/policy/default.cedar`.

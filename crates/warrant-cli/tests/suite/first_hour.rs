@@ -11,18 +11,18 @@ use serde_json::{Value, json};
 
 use super::harness::{Sandbox, kinds, stderr, stdout};
 
-const KEY: &str = "sk-first-hour-key-0123456789abcdef";
+pub(super) const KEY: &str = "sk-first-hour-key-0123456789abcdef";
 
 /// One request the fake endpoint saw.
 #[derive(Clone, Debug)]
-struct Seen {
-    method: String,
-    path: String,
-    authorization: Option<String>,
-    body: Value,
+pub(super) struct Seen {
+    pub(super) method: String,
+    pub(super) path: String,
+    pub(super) authorization: Option<String>,
+    pub(super) body: Value,
 }
 
-fn completion(message: Value) -> String {
+pub(super) fn completion(message: Value) -> String {
     json!({
         "id": "chatcmpl-1",
         "object": "chat.completion",
@@ -37,7 +37,7 @@ fn completion(message: Value) -> String {
 /// A local endpoint speaking the OpenAI wire format: `GET /v1/models` lists `gpt-test` and
 /// `gpt-other`; `POST /v1/chat/completions` answers with `answers` in order. A request without
 /// `Bearer KEY` gets 401, as the real API does. Runs until the test process ends.
-fn endpoint(answers: Vec<String>) -> (String, Arc<Mutex<Vec<Seen>>>) {
+pub(super) fn endpoint(answers: Vec<String>) -> (String, Arc<Mutex<Vec<Seen>>>) {
     let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", server.server_addr().to_ip().unwrap());
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -135,7 +135,7 @@ fn holds_key(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         .collect()
 }
 
-fn configure(sb: &Sandbox, url: &str, model: &str, key: &str) -> std::process::Output {
+pub(super) fn configure(sb: &Sandbox, url: &str, model: &str, key: &str) -> std::process::Output {
     sb.run_stdin(
         &[
             "configure",

@@ -89,7 +89,12 @@ impl Sandbox {
         c.env("WARRANT_MANAGED_DIR", &self.managed)
             .env("HOME", &self.home)
             .env("WARRANT_ACTOR", "tester")
-            .env("WARRANT_TENANT", "harbour");
+            .env("WARRANT_TENANT", "harbour")
+            // No OS keyring unless a test starts one: a developer's desktop keyring stays out.
+            .env(
+                "DBUS_SESSION_BUS_ADDRESS",
+                format!("unix:path={}", self.dir.path().join("no-bus").display()),
+            );
         for (k, v) in &self.extra_env {
             c.env(k, v);
         }

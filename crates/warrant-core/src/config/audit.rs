@@ -25,6 +25,10 @@ pub struct AuditConfig {
     /// `drop` (an HTTP sink that lags skips the pending records; an audited gap marker says so,
     /// and verification of that sink's copy reports the gap).
     pub on_full: Option<OnFull>,
+    /// `warrant config check` reports the audit signing key as expired once it is older than
+    /// this many days (from the key file's creation or last rotation), and as expiring in the
+    /// last tenth of that time. Unset: keys have no age limit.
+    pub key_max_age_days: Option<u64>,
     /// Further sinks by name.
     #[serde(default)]
     pub sinks: BTreeMap<String, SinkConfig>,

@@ -42,6 +42,8 @@ pub struct Settings {
     pub audit_jsonl_fsync: JsonlFsync,
     pub audit_fail_after_ms: u64,
     pub audit_max_pending: u64,
+    /// `[audit] key_max_age_days`: the audit key's age limit, when one is set.
+    pub audit_key_max_age_days: Option<u64>,
     pub audit_on_full: OnFull,
     pub audit_sinks: BTreeMap<String, SinkConfig>,
     pub store_url: Option<String>,
@@ -117,7 +119,7 @@ merge_fields! {
     AnthropicConfig { base_url, api_key_env, timeout_ms, max_tokens, api_key, stream }
     AuditConfig {
         jsonl_path, jsonl_max_bytes, jsonl_max_age_ms, jsonl_fsync, fail_after_ms, max_pending,
-        on_full, sinks,
+        on_full, key_max_age_days, sinks,
     }
     StoreConfig { url, password }
     RequestsConfig { question_ttl, secret_ttl, resource_ttl }
@@ -185,6 +187,7 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
         audit_jsonl_fsync: audit.jsonl_fsync.unwrap_or(JsonlFsync::Batch),
         audit_fail_after_ms: audit.fail_after_ms.unwrap_or(3_600_000),
         audit_max_pending: audit.max_pending.unwrap_or(10_000),
+        audit_key_max_age_days: audit.key_max_age_days,
         audit_on_full: audit.on_full.unwrap_or(OnFull::Wait),
         audit_sinks: audit.sinks,
         store_url: merged(&layers, |d| &d.store).url,
@@ -445,6 +448,7 @@ actor = "bot"
                 audit_jsonl_fsync: JsonlFsync::Batch,
                 audit_fail_after_ms: 3_600_000,
                 audit_max_pending: 10_000,
+                audit_key_max_age_days: None,
                 audit_on_full: OnFull::Drop,
                 audit_sinks: BTreeMap::from([
                     ("local".to_owned(), sink("http://127.0.0.1:9/in", None)),
