@@ -613,8 +613,21 @@ fn shared_memory_on_postgres_is_reviewed_recalled_withdrawn_and_kept_per_tenant(
             "version: 1\nturns:\n  - calls:\n      - tool: retract_memory\n        args: {{ entry: {entry_id}, reason: x }}\n  - say: done\n"
         ),
     );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unknown tool `retract_memory`"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(
+        &sb,
+        &format!(
+            "version: 1\nturns:\n  - calls:\n      - tool: forget\n        args: {{ id: {entry_id} }}\n  - say: done\n"
+        ),
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(results(&sb)[0].1["kind"], "call_refused");
+    assert!(sb.json(&["memory", "show", &entry_id, "--json"])["retracted"].is_object());
     let out = sb.run(&["audit", "verify"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
