@@ -45,8 +45,10 @@ pub enum MemoryCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Withdraw a published entry of shared memory, with a reason (a person only; through the
-    /// ring, recorded): it is kept, marked, and no longer recalled or listed.
+    /// Withdraw a published entry of shared memory, with a reason (a person only).
+    ///
+    /// Performed through the ring and recorded as a run of its own; the entry is kept, marked
+    /// with who withdrew it and why, and no longer recalled or listed.
     Retract {
         id: String,
         #[arg(long)]
