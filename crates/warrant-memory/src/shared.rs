@@ -116,8 +116,12 @@ pub(crate) fn may_decide(
 ) -> Result<bool, MemoryError> {
     match draft.status {
         DraftStatus::Open => Ok(true),
-        s if s == replay && draft.reviewer.as_deref() == Some(reviewer) => Ok(false),
-        s => Err(MemoryError::DraftDecided {
+        s @ (DraftStatus::Published | DraftStatus::Rejected)
+            if s == replay && draft.reviewer.as_deref() == Some(reviewer) =>
+        {
+            Ok(false)
+        }
+        s @ (DraftStatus::Published | DraftStatus::Rejected) => Err(MemoryError::DraftDecided {
             id: draft.id.clone(),
             status: s.as_str().to_owned(),
         }),
