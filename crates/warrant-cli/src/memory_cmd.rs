@@ -1,4 +1,4 @@
-//! `warrant memory list|search|show|forget` and `warrant memory drafts
+//! `warrant memory list|search|show|forget|retract` and `warrant memory drafts
 //! list|show|publish|reject`: reading the workspace's memory, and a person's operations on it
 //! (each performed through the ring by `warrant-host`, recorded as a run of its own).
 
@@ -42,6 +42,17 @@ pub enum MemoryCommand {
     /// Forget a local entry (through the ring; recorded as a run of its own).
     Forget {
         id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Withdraw a published entry of shared memory, with a reason (a person only).
+    ///
+    /// Performed through the ring and recorded as a run of its own; the entry is kept, marked
+    /// with who withdrew it and why, and no longer recalled or listed.
+    Retract {
+        id: String,
+        #[arg(long)]
+        reason: String,
         #[arg(long)]
         json: bool,
     },
@@ -143,6 +154,17 @@ pub fn dispatch(ws: Option<&Path>, command: MemoryCommand) -> Result<u8, Failure
                 );
             } else {
                 outln!("forgot {id} (recorded in run {})", op.run);
+            }
+        }
+        MemoryCommand::Retract { id, reason, json } => {
+            let op = host.memory_retract(&id, &reason, &mut NoPrompter)?;
+            if json {
+                outln!(
+                    "{}",
+                    pretty(&serde_json::json!({"run": op.run, "result": op.result}))
+                );
+            } else {
+                outln!("withdrew {id} (recorded in run {})", op.run);
             }
         }
         MemoryCommand::Drafts { command } => drafts(&host, command)?,
@@ -258,6 +280,9 @@ fn entry_detail(e: &Entry) {
     }
     if let Some(p) = &e.published {
         outln!("published  {p}");
+    }
+    if let Some(r) = &e.retracted {
+        outln!("WITHDRAWN  {r}");
     }
     outln!("digest     {}", e.digest);
     outln!("");

@@ -391,12 +391,15 @@ pub enum Action {
         query: String,
         limit: u32,
     },
-    /// Forget one entry (`id`) of a namespace.
+    /// Forget one entry (`id`) of a namespace; for a published entry of shared memory, a
+    /// person's withdrawal, with their `reason`.
     #[serde(rename = "memory.delete")]
     MemoryDelete {
         scope: MemoryScope,
         namespace: String,
         id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// Propose `text` for a shared namespace: a draft that only a person may publish.
     #[serde(rename = "memory.propose")]
@@ -749,6 +752,7 @@ impl Action {
                 scope,
                 namespace,
                 id,
+                ..
             } => format!("{}#{id}", memory_resource(*scope, namespace)),
             Self::MemoryPropose { namespace, .. } => {
                 memory_resource(MemoryScope::Shared, namespace)
@@ -1084,6 +1088,7 @@ pub struct MemoryDelete {
     pub scope: MemoryScope,
     pub namespace: String,
     pub id: String,
+    pub reason: Option<String>,
 }
 
 /// The payload of `memory.propose`.
@@ -1140,6 +1145,7 @@ impl Payload for MemoryDelete {
             scope,
             namespace,
             id,
+            reason,
         } = action
         else {
             return None;
@@ -1148,6 +1154,7 @@ impl Payload for MemoryDelete {
             scope: *scope,
             namespace: namespace.clone(),
             id: id.clone(),
+            reason: reason.clone(),
         })
     }
 }

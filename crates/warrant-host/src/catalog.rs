@@ -98,11 +98,11 @@ pub fn shared_sink(
     };
     let bad = |m: String| HostError::usage("W-MEMORY-017", format!("[memory.shared] {m}"));
     match shared.backend.as_str() {
-        "local" => return Ok(None),
+        "local" | "postgres" => return Ok(None),
         "iceberg" => {}
         other => {
             return Err(bad(format!(
-                "backend = {other:?} is not one Warrant has; use \"local\" or \"iceberg\""
+                "backend = {other:?} is not one Warrant has; use \"local\", \"postgres\" or \"iceberg\""
             )));
         }
     }

@@ -238,6 +238,7 @@ fn memory_action(verb: Verb, scope: warrant_core::MemoryScope, namespace: String
             scope,
             namespace,
             id: String::new(),
+            reason: None,
         },
         Verb::MemoryPropose => Action::MemoryPropose {
             namespace,

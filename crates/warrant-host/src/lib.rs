@@ -112,6 +112,8 @@ pub struct Host {
     mcp: Option<Arc<warrant_mcp::McpSource>>,
     /// The configured data catalogs (also among `sources`).
     catalogs: Option<Arc<warrant_catalog::Catalogs>>,
+    /// Where shared memory lives (`[memory.shared] backend`): `memory`, or PostgreSQL.
+    shared: Arc<dyn warrant_memory::SharedStore>,
     /// Where published shared memory is appended besides the store (`[memory.shared]`).
     shared_sink: Option<Arc<dyn warrant_memory::SharedSink>>,
     /// The front end this process's person answers through ([`Host::through`]): recorded with
@@ -161,6 +163,7 @@ impl Host {
         let references = catalog::references(&paths, &inst.secret);
         let catalogs = catalog::source(&settings, &references)?;
         let shared_sink = catalog::shared_sink(&settings, &references)?;
+        let shared = memory::shared_store(&paths, &settings, &memory)?;
         if let Some(c) = &catalogs {
             sources.push(Arc::clone(c) as Arc<dyn ToolSource + Send + Sync>);
         }
@@ -178,6 +181,7 @@ impl Host {
             memory,
             mcp,
             catalogs,
+            shared,
             shared_sink,
             front: origin::Front::Cli,
             delegation: None,

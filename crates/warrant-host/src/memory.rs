@@ -11,9 +11,13 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use warrant_core::{MemoryScope, RunId};
 use warrant_kernel::{CallRecord, CallResult, CallStep, Prompter};
-use warrant_memory::{Draft, Entry, Found, Memory, MemoryError, PublishTool, bound_query};
+use warrant_memory::{
+    Draft, Entry, Found, Memory, MemoryError, PgShared, PublishTool, RetractTool, SharedStore,
+    bound_query,
+};
 use warrant_tools::{Controls, ToolSource, Toolbox};
 
+use crate::install::Paths;
 use crate::{Host, HostError, Result, controls, origin};
 
 /// The memory database, beside the store in `.warrant/`.
@@ -24,7 +28,9 @@ pub const PERSON_MODEL: &str = "person:cli";
 
 fn memory_error(e: &MemoryError) -> HostError {
     match e {
-        MemoryError::Open { .. } | MemoryError::Sql(_) => HostError::failed(e),
+        MemoryError::Open { .. } | MemoryError::Sql(_) | MemoryError::Shared(_) => {
+            HostError::failed(e)
+        }
         MemoryError::UnknownEntry(_)
         | MemoryError::UnknownDraft(_)
         | MemoryError::DraftDecided { .. }
@@ -44,7 +50,7 @@ pub struct PersonOp {
 
 /// The tools only a person's operation is given.
 struct PersonTools(
-    Arc<warrant_memory::MemoryStore>,
+    Arc<dyn SharedStore>,
     Option<Arc<dyn warrant_memory::SharedSink>>,
 );
 
@@ -54,10 +60,83 @@ impl ToolSource for PersonTools {
     }
 
     fn tools(&self) -> Vec<Box<dyn warrant_kernel::Tool>> {
-        vec![Box::new(
-            PublishTool::new(Arc::clone(&self.0)).with_sink(self.1.clone()),
-        )]
+        vec![
+            Box::new(PublishTool::new(Arc::clone(&self.0)).with_sink(self.1.clone())),
+            Box::new(RetractTool::new(Arc::clone(&self.0))),
+        ]
     }
+}
+
+/// Where shared memory lives (`[memory.shared] backend`): PostgreSQL for `"postgres"` (at
+/// `url`, else the installation's PostgreSQL store; `password` a reference, else the store's),
+/// this workspace's memory database otherwise. Nothing connects until shared memory is used.
+pub(crate) fn shared_store(
+    paths: &Paths,
+    settings: &warrant_core::config::Settings,
+    local: &Arc<warrant_memory::MemoryStore>,
+) -> Result<Arc<dyn SharedStore>> {
+    let Some(shared) = settings
+        .shared_memory
+        .as_ref()
+        .filter(|s| s.backend == "postgres")
+    else {
+        return Ok(Arc::clone(local) as Arc<dyn SharedStore>);
+    };
+    let bad = |m: String| HostError::usage("W-MEMORY-017", format!("[memory.shared] {m}"));
+    let store = paths
+        .store_override
+        .clone()
+        .or_else(|| settings.store_url.clone())
+        .filter(|l| warrant_store::is_postgres_url(l));
+    let (url, reference) = match (&shared.url, store) {
+        (Some(url), _) if warrant_store::is_postgres_url(url) => (url.clone(), &shared.password),
+        (Some(url), _) => {
+            return Err(bad(format!(
+                "url = {:?} is not a postgres:// or postgresql:// URL",
+                warrant_store::redact_location(url)
+            )));
+        }
+        (None, Some(store)) => (
+            store,
+            if shared.password.is_some() {
+                &shared.password
+            } else {
+                &settings.store_password
+            },
+        ),
+        (None, None) => {
+            return Err(bad(
+                "backend = \"postgres\" needs url = \"postgres://…\", or a PostgreSQL [store] to share"
+                    .to_owned(),
+            ));
+        }
+    };
+    let password = match reference {
+        None => None,
+        Some(reference) => {
+            let env = crate::credentials::reference_env(paths)?;
+            let key = warrant_llm::secret::resolve_key(
+                "[memory.shared] password",
+                Some(reference),
+                "",
+                &env,
+            )
+            .map_err(|e| HostError::bad_input(&e))?;
+            Some(key.value.ok_or_else(|| {
+                bad(format!(
+                    "password refers to {}, which is unset or empty",
+                    key.source
+                ))
+            })?)
+        }
+    };
+    let pg = PgShared::new(
+        &url,
+        password.as_deref(),
+        !controls::disabled("memory-tenant"),
+    )
+    .map_err(|e| bad(e.to_string()))?;
+    Ok(Arc::new(pg))
 }
 
 impl Host {
@@ -66,11 +145,22 @@ impl Host {
     /// control, `WARRANT_TEST_DISABLE=memory-scan`).
     pub fn memory_tools(&self) -> Memory {
         let screen = (!controls::disabled("memory-scan")).then(|| Arc::clone(&self.redactor));
-        Memory::new(Arc::clone(&self.memory), screen)
+        Memory::new(Arc::clone(&self.memory), screen).with_shared(Arc::clone(&self.shared))
+    }
+
+    /// The tenant this process's person reads and reviews shared memory as.
+    fn tenant(&self) -> &str {
+        &self.identity.principal.tenant
+    }
+
+    /// Where shared memory lives: `local` or `postgres`.
+    pub fn shared_memory_backend(&self) -> &'static str {
+        self.shared.backend()
     }
 
     /// The newest entries, optionally of one namespace (`local/NAME`, `shared/NAME`).
     pub fn memory_list(&self, namespace: Option<&str>, limit: u32) -> Result<Vec<Entry>> {
+        let separate = self.shared.backend() != "local";
         let (scope, name) = match namespace {
             Some(ns) => {
                 let (scope, name) = parse_namespace(ns)?;
@@ -78,9 +168,26 @@ impl Host {
             }
             None => (None, None),
         };
-        self.memory
+        if separate && scope == Some(MemoryScope::Shared) {
+            return self
+                .shared
+                .entries(self.tenant(), name.as_deref(), limit)
+                .map_err(|e| memory_error(&e));
+        }
+        let mut entries = self
+            .memory
             .list(scope, name.as_deref(), limit)
-            .map_err(|e| memory_error(&e))
+            .map_err(|e| memory_error(&e))?;
+        if separate && scope.is_none() {
+            entries.extend(
+                self.shared
+                    .entries(self.tenant(), None, limit)
+                    .map_err(|e| memory_error(&e))?,
+            );
+            entries.sort_by(|a, b| b.provenance.at.cmp(&a.provenance.at));
+            entries.truncate(limit as usize);
+        }
+        Ok(entries)
     }
 
     /// Entries matching `query` in a namespace (default `local/notes`), best first.
@@ -92,28 +199,37 @@ impl Host {
     ) -> Result<Vec<Found>> {
         let (scope, name) = parse_namespace(namespace.unwrap_or("local/notes"))?;
         let terms = bound_query(query).map_err(|e| memory_error(&e))?;
-        self.memory
-            .recall(scope, &name, &terms, limit)
-            .map_err(|e| memory_error(&e))
+        match scope {
+            MemoryScope::Shared => self.shared.recall(self.tenant(), &name, &terms, limit),
+            MemoryScope::Local => self.memory.recall(scope, &name, &terms, limit),
+        }
+        .map_err(|e| memory_error(&e))
     }
 
     /// One entry.
     pub fn memory_show(&self, id: &str) -> Result<Entry> {
-        self.memory
-            .get(id)
-            .map_err(|e| memory_error(&e))?
-            .ok_or_else(|| memory_error(&MemoryError::UnknownEntry(id.to_owned())))
+        let local = self.memory.get(id).map_err(|e| memory_error(&e))?;
+        match local {
+            Some(e) => Some(e),
+            None => self
+                .shared
+                .entry(self.tenant(), id)
+                .map_err(|e| memory_error(&e))?,
+        }
+        .ok_or_else(|| memory_error(&MemoryError::UnknownEntry(id.to_owned())))
     }
 
     /// Drafts for shared memory, newest first; only open ones unless `all`.
     pub fn memory_drafts(&self, all: bool) -> Result<Vec<Draft>> {
-        self.memory.drafts(all).map_err(|e| memory_error(&e))
+        self.shared
+            .drafts(self.tenant(), all)
+            .map_err(|e| memory_error(&e))
     }
 
     /// One draft, with the digest a review binds to.
     pub fn memory_draft(&self, id: &str) -> Result<Draft> {
-        self.memory
-            .draft(id)
+        self.shared
+            .draft(self.tenant(), id)
             .map_err(|e| memory_error(&e))?
             .ok_or_else(|| memory_error(&MemoryError::UnknownDraft(id.to_owned())))
     }
@@ -148,6 +264,22 @@ impl Host {
         )
     }
 
+    /// A person withdraws a published entry of shared memory, with their reason, through the
+    /// ring (`memory.delete` on its shared namespace): kept, marked, no longer recalled.
+    pub fn memory_retract(
+        &self,
+        id: &str,
+        reason: &str,
+        prompter: &mut dyn Prompter,
+    ) -> Result<PersonOp> {
+        self.person_op(
+            format!("withdraw shared memory entry {id}"),
+            RetractTool::NAME,
+            json!({ "entry": id, "reason": reason }),
+            prompter,
+        )
+    }
+
     /// One call of a person's, through the ring, in a run of its own that ends with it.
     pub(crate) fn person_op(
         &self,
@@ -165,7 +297,7 @@ impl Host {
             ));
         }
         let memory = self.memory_tools();
-        let person = PersonTools(Arc::clone(&self.memory), self.shared_sink.clone());
+        let person = PersonTools(Arc::clone(&self.shared), self.shared_sink.clone());
         let mut sources: Vec<&dyn ToolSource> = vec![&memory, &person];
         if let Some(c) = &self.catalogs {
             sources.push(c.as_ref());

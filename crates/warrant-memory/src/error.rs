@@ -24,6 +24,8 @@ pub enum MemoryError {
     },
     #[error("{0}")]
     Invalid(String),
+    #[error("shared memory failed: {0}")]
+    Shared(String),
 }
 
 impl Coded for MemoryError {
@@ -36,6 +38,7 @@ impl Coded for MemoryError {
             Self::DraftDecided { .. } => "W-MEMORY-005",
             Self::DraftChanged { .. } => "W-MEMORY-006",
             Self::Invalid(_) => "W-MEMORY-007",
+            Self::Shared(_) => "W-MEMORY-018",
         }
     }
 }

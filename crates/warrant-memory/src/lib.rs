@@ -10,18 +10,25 @@
 //! The tools ([`Memory`], a `ToolSource`) normalize into `memory.*` actions on
 //! `memory/<scope>/<namespace>`, so policy decides every one, and execute only what the ring
 //! authorized. Queries are bounded before they reach SQLite ([`bound_query`]).
+//!
+//! Shared memory lives in a [`SharedStore`]: this workspace's database by default, or
+//! PostgreSQL ([`PgShared`]: namespaces as rows of each tenant, `tsvector` search).
 
 mod error;
+mod pg;
 mod query;
+mod shared;
 mod sink;
 mod store;
 mod tools;
 
 pub use error::MemoryError;
+pub use pg::PgShared;
 pub use query::{MAX_TERM_CHARS, bound_query};
+pub use shared::{Review, SharedStore};
 pub use sink::{Published, SharedSink};
 pub use store::{
     Draft, DraftStatus, Entry, Found, MAX_TAGS, MAX_TEXT_BYTES, MemoryStore, NewEntry, Provenance,
     draft_digest, validate_namespace,
 };
-pub use tools::{Memory, PublishTool, secret_in};
+pub use tools::{Memory, PublishTool, RetractTool, secret_in};

@@ -11,6 +11,9 @@ use warrant_core::{Digest, MemoryScope, digest_of};
 
 use crate::MemoryError;
 use crate::query::fts_expression;
+use crate::shared::{
+    Review, SharedStore, check_digest, entry_id, may_decide, publication, retraction,
+};
 
 /// The largest entry (or draft) text, in bytes. Memory is notes, not files.
 pub const MAX_TEXT_BYTES: usize = 64 * 1024;
@@ -97,6 +100,9 @@ pub struct Entry {
     pub provenance: Provenance,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub published: Option<serde_json::Value>,
+    /// Who withdrew a published entry, when and why (it is no longer recalled or listed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retracted: Option<serde_json::Value>,
 }
 
 /// An entry a search found, with its BM25 rank (lower is better, as SQLite gives it).
@@ -116,7 +122,7 @@ pub enum DraftStatus {
 }
 
 impl DraftStatus {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Open => "open",
             Self::Published => "published",
@@ -124,7 +130,7 @@ impl DraftStatus {
         }
     }
 
-    fn parse(s: &str) -> Self {
+    pub(crate) fn parse(s: &str) -> Self {
         match s {
             "published" => Self::Published,
             "rejected" => Self::Rejected,
@@ -219,17 +225,18 @@ fn scope_of(s: &str) -> MemoryScope {
     }
 }
 
-fn tags_of(s: &str) -> Vec<String> {
+pub(crate) fn tags_of(s: &str) -> Vec<String> {
     serde_json::from_str(s).unwrap_or_default()
 }
 
-const ENTRY_COLUMNS: &str = "e.id, e.scope, e.namespace, e.text, e.tags, e.digest, e.run, e.actor, e.on_behalf_of, e.created_at, e.tainted, e.published";
+const ENTRY_COLUMNS: &str = "e.id, e.scope, e.namespace, e.text, e.tags, e.digest, e.run, e.actor, e.on_behalf_of, e.created_at, e.tainted, e.published, e.retracted";
 
 fn entry_of(row: &Row<'_>) -> rusqlite::Result<Entry> {
     let scope: String = row.get(1)?;
     let tags: String = row.get(4)?;
     let digest: String = row.get(5)?;
     let published: Option<String> = row.get(11)?;
+    let retracted: Option<String> = row.get(12)?;
     Ok(Entry {
         id: row.get(0)?,
         scope: scope_of(&scope),
@@ -245,6 +252,7 @@ fn entry_of(row: &Row<'_>) -> rusqlite::Result<Entry> {
             tainted: row.get::<_, i64>(10)? != 0,
         },
         published: published.and_then(|p| serde_json::from_str(&p).ok()),
+        retracted: retracted.and_then(|p| serde_json::from_str(&p).ok()),
     })
 }
 
@@ -301,6 +309,15 @@ impl MemoryStore {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.execute_batch(SCHEMA)?;
+        // Added after the first release: a published entry withdrawn by a person.
+        let has_retracted: i64 = conn.query_row(
+            "SELECT count(*) FROM pragma_table_info('entries') WHERE name = 'retracted'",
+            [],
+            |r| r.get(0),
+        )?;
+        if has_retracted == 0 {
+            conn.execute_batch("ALTER TABLE entries ADD COLUMN retracted TEXT")?;
+        }
         Ok(conn)
     }
 
@@ -372,7 +389,7 @@ impl MemoryStore {
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {ENTRY_COLUMNS}, bm25(entries_fts) AS rank
              FROM entries_fts JOIN entries e ON e.seq = entries_fts.rowid
-             WHERE entries_fts MATCH ?1 AND e.scope = ?2 AND e.namespace = ?3
+             WHERE entries_fts MATCH ?1 AND e.scope = ?2 AND e.namespace = ?3 AND e.retracted IS NULL
              ORDER BY rank LIMIT ?4"
         ))?;
         let rows = stmt.query_map(
@@ -380,7 +397,7 @@ impl MemoryStore {
             |row| {
                 Ok(Found {
                     entry: entry_of(row)?,
-                    rank: row.get(12)?,
+                    rank: row.get(13)?,
                 })
             },
         )?;
@@ -409,7 +426,7 @@ impl MemoryStore {
         let conn = self.conn()?;
         let mut stmt = conn.prepare(&format!(
             "SELECT {ENTRY_COLUMNS} FROM entries e
-             WHERE (?1 IS NULL OR e.scope = ?1) AND (?2 IS NULL OR e.namespace = ?2)
+             WHERE (?1 IS NULL OR e.scope = ?1) AND (?2 IS NULL OR e.namespace = ?2) AND e.retracted IS NULL
              ORDER BY e.seq DESC LIMIT ?3"
         ))?;
         let rows = stmt.query_map(
@@ -426,10 +443,28 @@ impl MemoryStore {
             .execute("DELETE FROM entries WHERE id = ?1", [id])?
             == 1)
     }
+}
 
-    /// Records a draft for a shared namespace (keyed by id, like [`Self::remember`]).
-    pub fn propose(
+fn find_draft(conn: &Connection, id: &str) -> Result<Draft, MemoryError> {
+    conn.query_row(
+        &format!("SELECT {DRAFT_COLUMNS} FROM drafts WHERE id = ?1"),
+        [id],
+        draft_of,
+    )
+    .optional()?
+    .ok_or_else(|| MemoryError::UnknownDraft(id.to_owned()))
+}
+
+/// Shared memory in this workspace's database: one tenant (the workspace's), so `tenant` is
+/// not consulted.
+impl SharedStore for MemoryStore {
+    fn backend(&self) -> &'static str {
+        "local"
+    }
+
+    fn propose(
         &self,
+        _tenant: &str,
         id: &str,
         namespace: &str,
         text: &str,
@@ -458,20 +493,15 @@ impl MemoryStore {
         Ok(digest)
     }
 
-    /// One draft by id.
-    pub fn draft(&self, id: &str) -> Result<Option<Draft>, MemoryError> {
-        Ok(self
-            .conn()?
-            .query_row(
-                &format!("SELECT {DRAFT_COLUMNS} FROM drafts WHERE id = ?1"),
-                [id],
-                draft_of,
-            )
-            .optional()?)
+    fn draft(&self, _tenant: &str, id: &str) -> Result<Option<Draft>, MemoryError> {
+        match find_draft(&*self.conn()?, id) {
+            Ok(d) => Ok(Some(d)),
+            Err(MemoryError::UnknownDraft(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
-    /// Drafts, newest first; only open ones unless `all`.
-    pub fn drafts(&self, all: bool) -> Result<Vec<Draft>, MemoryError> {
+    fn drafts(&self, _tenant: &str, all: bool) -> Result<Vec<Draft>, MemoryError> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare(&format!(
             "SELECT {DRAFT_COLUMNS} FROM drafts WHERE (?1 OR status = 'open') ORDER BY created_at DESC, id"
@@ -480,138 +510,88 @@ impl MemoryStore {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// The open draft `id` as a review must find it: still open, and saying what the reviewer
-    /// saw (`seen`) and what was proposed.
-    fn reviewable(conn: &Connection, id: &str, seen: &Digest) -> Result<Draft, MemoryError> {
-        let draft = conn
-            .query_row(
-                &format!("SELECT {DRAFT_COLUMNS} FROM drafts WHERE id = ?1"),
-                [id],
-                draft_of,
-            )
-            .optional()?
-            .ok_or_else(|| MemoryError::UnknownDraft(id.to_owned()))?;
-        if draft.current_digest != *seen || draft.digest != *seen {
-            let now = if draft.current_digest == draft.digest {
-                draft.current_digest.to_string()
-            } else {
-                format!(
-                    "{} (edited since it was proposed as {})",
-                    draft.current_digest, draft.digest
-                )
-            };
-            return Err(MemoryError::DraftChanged {
-                id: id.to_owned(),
-                now,
-                seen: seen.to_string(),
-            });
-        }
-        Ok(draft)
-    }
-
-    /// Publishes the draft `id` as reviewed (`seen`: the digest the reviewer was shown) into its
-    /// shared namespace, in one transaction with the draft's decision. Publishing a draft this
-    /// reviewer already published returns its entry (a replay); any other decided draft, or one
-    /// whose text changed, is refused.
-    pub fn publish(
-        &self,
-        id: &str,
-        seen: &Digest,
-        reviewer: &str,
-        reason: &str,
-        at: &str,
-        run: Option<&str>,
-    ) -> Result<Entry, MemoryError> {
+    fn publish(&self, _tenant: &str, review: &Review<'_>) -> Result<Entry, MemoryError> {
         let mut conn = self.conn()?;
         let tx = conn.transaction()?;
-        let draft = Self::reviewable(&tx, id, seen)?;
-        let entry_id = format!("pub-{id}");
-        match draft.status {
-            DraftStatus::Open => {}
-            DraftStatus::Published if draft.reviewer.as_deref() == Some(reviewer) => {
-                drop(tx);
-                drop(conn);
-                return self
-                    .get(&entry_id)?
-                    .ok_or_else(|| MemoryError::UnknownEntry(entry_id));
-            }
-            DraftStatus::Published | DraftStatus::Rejected => {
-                return Err(MemoryError::DraftDecided {
-                    id: id.to_owned(),
-                    status: draft.status.as_str().to_owned(),
-                });
-            }
+        let draft = check_digest(find_draft(&tx, review.id)?, review.seen)?;
+        let entry_id = entry_id(review.id);
+        if may_decide(&draft, review.reviewer, DraftStatus::Published)? {
+            tx.execute(
+                "INSERT INTO entries (id, scope, namespace, text, tags, digest, run, actor, on_behalf_of, created_at, tainted, published)
+                 VALUES (?1, 'shared', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                params![
+                    entry_id,
+                    draft.namespace,
+                    draft.text,
+                    serde_json::to_string(&draft.tags).unwrap_or_else(|_| "[]".to_owned()),
+                    Digest::of_bytes(draft.text.as_bytes()).to_string(),
+                    draft.provenance.run,
+                    draft.provenance.actor,
+                    draft.provenance.on_behalf_of,
+                    review.at,
+                    i64::from(draft.provenance.tainted),
+                    publication(&draft, review).to_string(),
+                ],
+            )?;
+            tx.execute(
+                "UPDATE drafts SET status = 'published', reviewer = ?2, reason = ?3, decided_at = ?4, entry = ?5 WHERE id = ?1",
+                params![review.id, review.reviewer, review.reason, review.at, entry_id],
+            )?;
+            tx.commit()?;
+        } else {
+            drop(tx);
         }
-        let published = json!({
-            "draft": id,
-            "proposer": draft.provenance.actor,
-            "proposed_for": draft.provenance.on_behalf_of,
-            "proposed_in": draft.provenance.run,
-            "proposed_at": draft.provenance.at,
-            "proposal_digest": draft.digest,
-            "reviewer": reviewer,
-            "reviewed_digest": seen,
-            "reviewed_in": run,
-            "reason": reason,
-        });
-        tx.execute(
-            "INSERT INTO entries (id, scope, namespace, text, tags, digest, run, actor, on_behalf_of, created_at, tainted, published)
-             VALUES (?1, 'shared', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            params![
-                entry_id,
-                draft.namespace,
-                draft.text,
-                serde_json::to_string(&draft.tags).unwrap_or_else(|_| "[]".to_owned()),
-                Digest::of_bytes(draft.text.as_bytes()).to_string(),
-                draft.provenance.run,
-                draft.provenance.actor,
-                draft.provenance.on_behalf_of,
-                at,
-                i64::from(draft.provenance.tainted),
-                published.to_string(),
-            ],
-        )?;
-        tx.execute(
-            "UPDATE drafts SET status = 'published', reviewer = ?2, reason = ?3, decided_at = ?4, entry = ?5 WHERE id = ?1",
-            params![id, reviewer, reason, at, entry_id],
-        )?;
-        tx.commit()?;
         drop(conn);
         self.get(&entry_id)?
             .ok_or_else(|| MemoryError::UnknownEntry(entry_id))
     }
 
-    /// Rejects the open draft `id` as reviewed, with the reviewer's reason.
-    pub fn reject(
-        &self,
-        id: &str,
-        seen: &Digest,
-        reviewer: &str,
-        reason: &str,
-        at: &str,
-    ) -> Result<Draft, MemoryError> {
+    fn reject(&self, _tenant: &str, review: &Review<'_>) -> Result<Draft, MemoryError> {
         let mut conn = self.conn()?;
         let tx = conn.transaction()?;
-        let draft = Self::reviewable(&tx, id, seen)?;
-        match draft.status {
-            DraftStatus::Open => {}
-            DraftStatus::Rejected if draft.reviewer.as_deref() == Some(reviewer) => {
-                return Ok(draft);
-            }
-            DraftStatus::Published | DraftStatus::Rejected => {
-                return Err(MemoryError::DraftDecided {
-                    id: id.to_owned(),
-                    status: draft.status.as_str().to_owned(),
-                });
-            }
+        let draft = check_digest(find_draft(&tx, review.id)?, review.seen)?;
+        if !may_decide(&draft, review.reviewer, DraftStatus::Rejected)? {
+            return Ok(draft);
         }
         tx.execute(
             "UPDATE drafts SET status = 'rejected', reviewer = ?2, reason = ?3, decided_at = ?4 WHERE id = ?1",
-            params![id, reviewer, reason, at],
+            params![review.id, review.reviewer, review.reason, review.at],
         )?;
+        let draft = find_draft(&tx, review.id)?;
         tx.commit()?;
-        drop(conn);
-        self.draft(id)?
-            .ok_or_else(|| MemoryError::UnknownDraft(id.to_owned()))
+        Ok(draft)
+    }
+
+    fn retract(&self, _tenant: &str, review: &Review<'_>) -> Result<Entry, MemoryError> {
+        self.conn()?.execute(
+            "UPDATE entries SET retracted = ?2 WHERE id = ?1 AND scope = 'shared' AND retracted IS NULL",
+            params![review.id, retraction(review).to_string()],
+        )?;
+        self.get(review.id)?
+            .filter(|e| e.scope == MemoryScope::Shared)
+            .ok_or_else(|| MemoryError::UnknownEntry(review.id.to_owned()))
+    }
+
+    fn recall(
+        &self,
+        _tenant: &str,
+        namespace: &str,
+        terms: &[String],
+        limit: u32,
+    ) -> Result<Vec<Found>, MemoryError> {
+        MemoryStore::recall(self, MemoryScope::Shared, namespace, terms, limit)
+    }
+
+    fn entry(&self, _tenant: &str, id: &str) -> Result<Option<Entry>, MemoryError> {
+        Ok(self.get(id)?.filter(|e| e.scope == MemoryScope::Shared))
+    }
+
+    fn entries(
+        &self,
+        _tenant: &str,
+        namespace: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Entry>, MemoryError> {
+        self.list(Some(MemoryScope::Shared), namespace, limit)
     }
 }

@@ -23,7 +23,7 @@ use warrant_core::{Clock, RequestId, RunId, Timestamp};
 
 pub use crate::envelope::{EnvelopeStore, KillScope, KillSubject, KillSwitch, Taken};
 pub use crate::error::StoreError;
-pub use crate::postgres::{Postgres, PostgresStore};
+pub use crate::postgres::{PgConnector, Postgres, PostgresStore};
 pub use crate::revocations::RevocationStore;
 pub use crate::sql::Store;
 pub use crate::sqlite::{SCHEMA_VERSION, Sqlite, SqliteStore};

@@ -288,29 +288,9 @@ impl Store<Postgres> {
         password: Option<&str>,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, StoreError> {
-        let shown = redact(url);
-        let open_err = |message: String| StoreError::Open {
-            path: shown.clone(),
-            message,
-        };
-        let (driver_url, params) = tls::split(url).map_err(open_err)?;
-        let tls = tls::connector(&params).map_err(open_err)?;
-        let mut config = Config::from_str(&driver_url).map_err(|e| open_err(describe(&e)))?;
-        config.ssl_mode(params.mode.driver());
-        if let Some(password) = password {
-            config.password(password);
-        }
-        if config.get_connect_timeout().is_none() {
-            // A blackholed host would otherwise hang each attempt for the OS's TCP timeout.
-            config.connect_timeout(Duration::from_secs(5));
-        }
-        let mut client = connect_with_backoff(&config, tls.as_ref(), &shown)?;
-        let dialect = Postgres {
-            config,
-            shown,
-            tls_mode: params.mode,
-            tls,
-        };
+        let dialect = Postgres::configure(url, password)?;
+        let mut client =
+            connect_with_backoff(&dialect.config, dialect.tls.as_ref(), &dialect.shown)?;
         dialect.migrate(&mut client)?;
         let conn = PgConn {
             client,
@@ -327,7 +307,66 @@ impl Store<Postgres> {
     }
 }
 
+/// A connection to a PostgreSQL server made as the store makes its own (the same URL forms,
+/// `sslmode` meanings and TLS, password apart from the URL, connect timeout, backoff), for a
+/// crate that keeps tables of its own in the same or another database (shared memory).
+pub struct PgConnector(Postgres);
+
+impl std::fmt::Debug for PgConnector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl PgConnector {
+    /// Reads `url` (and `password`, which wins over one in it); connects nothing yet.
+    pub fn new(url: &str, password: Option<&str>) -> Result<Self, StoreError> {
+        Postgres::configure(url, password).map(Self)
+    }
+
+    /// A new connection, retried with backoff while the server cannot be reached.
+    pub fn connect(&self) -> Result<Client, StoreError> {
+        connect_with_backoff(&self.0.config, self.0.tls.as_ref(), &self.0.shown)
+    }
+
+    /// The URL without its password, for messages.
+    pub fn shown(&self) -> &str {
+        &self.0.shown
+    }
+
+    /// A driver error as the store words it (the server's own message, the location without
+    /// its password; a lost connection as [`StoreError::Interrupted`]).
+    pub fn error(&self, e: &postgres::Error) -> StoreError {
+        self.0.err(e)
+    }
+}
+
 impl Postgres {
+    fn configure(url: &str, password: Option<&str>) -> Result<Self, StoreError> {
+        let shown = redact(url);
+        let open_err = |message: String| StoreError::Open {
+            path: shown.clone(),
+            message,
+        };
+        let (driver_url, params) = tls::split(url).map_err(open_err)?;
+        let tls = tls::connector(&params).map_err(open_err)?;
+        let mut config = Config::from_str(&driver_url).map_err(|e| open_err(describe(&e)))?;
+        config.ssl_mode(params.mode.driver());
+        if let Some(password) = password {
+            config.password(password);
+        }
+        if config.get_connect_timeout().is_none() {
+            // A blackholed host would otherwise hang each attempt for the OS's TCP timeout.
+            config.connect_timeout(Duration::from_secs(5));
+        }
+        Ok(Postgres {
+            config,
+            shown,
+            tls_mode: params.mode,
+            tls,
+        })
+    }
+
     fn migrate(&self, client: &mut Client) -> Result<(), StoreError> {
         let mut tx = client.transaction().map_err(|e| self.err(&e))?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])

@@ -2,10 +2,13 @@
 //! across runs with provenance and taint; a secret in any memory write blocked, named by rule
 //! and position and never stored (negative control: the scanner switched off stores it); a
 //! draft for shared memory published only by another person, only as reviewed (digest-bound:
-//! an edited draft is refused), only from a person's own process; policy over shared reads.
+//! an edited draft is refused), only from a person's own process; policy over shared reads;
+//! shared memory on PostgreSQL, per tenant (negative control: the tenant filter switched off),
+//! withdrawn by a person.
 
 use pretty_assertions::assert_eq;
 use serde_json::Value;
+use warrant_testkit::pg::TestDb;
 
 use super::harness::{Sandbox, stderr, stdout};
 
@@ -402,4 +405,229 @@ fn bad_memory_input_ends_in_clear_refusals() {
             "remember:effect_completed",
         ]
     );
+}
+
+/// A sandbox whose store is `db` and whose shared memory is PostgreSQL (the store's database:
+/// `backend = "postgres"` with no `url`).
+fn on_postgres(db: &TestDb) -> Sandbox {
+    let sb = Sandbox::init_with(Some(db.url.clone()));
+    let config = sb.ws.join(".warrant/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[memory.shared]\nbackend = \"postgres\"\n");
+    std::fs::write(&config, text).unwrap();
+    sb
+}
+
+fn as_tenant(sb: &mut Sandbox, tenant: &str, actor: &str) {
+    sb.extra_env
+        .retain(|(k, _)| k != "WARRANT_TENANT" && k != "WARRANT_ACTOR");
+    sb.extra_env.push(("WARRANT_TENANT".into(), tenant.into()));
+    sb.extra_env.push(("WARRANT_ACTOR".into(), actor.into()));
+}
+
+#[test]
+fn shared_memory_on_postgres_is_reviewed_recalled_withdrawn_and_kept_per_tenant() {
+    let db = TestDb::new();
+    let mut sb = on_postgres(&db);
+    as_tenant(&mut sb, "harbour", "tester");
+    let big = "x".repeat(10 * 1024 * 1024);
+    let out = run(
+        &sb,
+        &format!(
+            concat!(
+                "version: 1\nturns:\n  - calls:\n",
+                "      - tool: propose_memory\n        args: {{ namespace: team, text: \"Releases are cut on Tuesdays.\", tags: [release] }}\n",
+                "      - tool: propose_memory\n        args: {{ namespace: team, text: \"Freeze starts on Fridays.\" }}\n",
+                "      - tool: propose_memory\n        args: {{ namespace: team, text: \"CI uses {t}\" }}\n",
+                "      - tool: propose_memory\n        args: {{ namespace: team, text: \"{big}\" }}\n",
+                "  - say: done\n",
+            ),
+            t = TOKEN,
+            big = big
+        ),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let codes: Vec<String> = results(&sb)
+        .iter()
+        .map(|(_, e)| {
+            e["code"]
+                .as_str()
+                .unwrap_or(e["kind"].as_str().unwrap())
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "effect_completed",
+            "effect_completed",
+            "W-MEMORY-009",
+            "W-MEMORY-007"
+        ],
+        "the secret and the 10 MB text are refused before anything is stored"
+    );
+    // The drafts are rows of the tenant in PostgreSQL, not in the workspace's file.
+    let mut pg = db.client();
+    let rows: Vec<(String, String)> = pg
+        .query("SELECT tenant, text FROM memory_drafts ORDER BY text", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("harbour".to_owned(), "Freeze starts on Fridays.".to_owned()),
+            (
+                "harbour".to_owned(),
+                "Releases are cut on Tuesdays.".to_owned()
+            )
+        ]
+    );
+    let held: i64 = pg
+        .query_one(
+            "SELECT count(*) FROM memory_drafts WHERE text LIKE '%' || $1 || '%'",
+            &[&TOKEN],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(held, 0);
+    assert!(!memory_db_holds(&sb, "Tuesdays"));
+
+    let drafts = sb.json(&["memory", "drafts", "list", "--json"]);
+    let find = |text: &str| {
+        let d = drafts
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["text"].as_str().unwrap().starts_with(text))
+            .unwrap();
+        (
+            d["id"].as_str().unwrap().to_owned(),
+            d["digest"].as_str().unwrap().to_owned(),
+        )
+    };
+    let (tuesday, tuesday_digest) = find("Releases");
+    let (friday, friday_digest) = find("Freeze");
+
+    // Edited in the database after it was shown: refused with what the reviewer saw.
+    pg.execute(
+        "UPDATE memory_drafts SET text = 'Freeze starts on Mondays.' WHERE id = $1",
+        &[&friday],
+    )
+    .unwrap();
+    let out = review(&sb, "bob", "publish", &friday, &friday_digest);
+    assert!(stderr(&out).contains("W-MEMORY-006"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("edited since it was proposed"));
+    // Its proposer may not publish it; another person may.
+    let out = review(&sb, "tester", "publish", &tuesday, &tuesday_digest);
+    assert!(stderr(&out).contains("W-MEMORY-012"), "{}", stderr(&out));
+    let out = review(&sb, "bob", "publish", &tuesday, &tuesday_digest);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let review_run = stdout(&out)
+        .rsplit("recorded in run ")
+        .next()
+        .unwrap()
+        .trim()
+        .trim_end_matches(')')
+        .to_owned();
+    let shared = sb.json(&["memory", "list", "--namespace", "shared/team", "--json"]);
+    let entry = &shared.as_array().unwrap()[0];
+    let entry_id = entry["id"].as_str().unwrap().to_owned();
+    let p = &entry["published"];
+    assert_eq!(
+        (p["proposer"].as_str(), p["reviewer"].as_str()),
+        (Some("tester"), Some("bob"))
+    );
+    assert_eq!(p["proposal_digest"], tuesday_digest.as_str());
+    assert_eq!(p["reviewed_digest"], tuesday_digest.as_str());
+    assert_eq!(p["reviewed_in"], review_run.as_str());
+    assert!(entry["provenance"]["run"].as_str().is_some());
+
+    // An agent recalls it from PostgreSQL with a query of 10,000 repeated words, across a
+    // shared and a local namespace at once.
+    let query = "tuesdays ".repeat(10_000) + "release";
+    let recall = format!(
+        "version: 1\nturns:\n  - calls:\n      - tool: recall\n        args: {{ query: \"{query}\", namespaces: [shared/team, notes] }}\n  - say: done\n"
+    );
+    let out = run(&sb, &recall);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (_, e) = &results(&sb)[0];
+    let found = e["result"]["found"].as_array().unwrap();
+    assert_eq!(found.len(), 1, "{e}");
+    assert_eq!(found[0]["text"], "Releases are cut on Tuesdays.");
+    assert_eq!(found[0]["published"]["by"], "bob");
+    let (_, events) = sb.last_run();
+    let proposed = events
+        .iter()
+        .find(|e| e["kind"] == "action_proposed")
+        .unwrap();
+    assert_eq!(proposed["payload"]["actions"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        proposed["payload"]["actions"][0]["query"],
+        "tuesdays release"
+    );
+
+    // Another tenant of the same database sees none of it, and cannot review or withdraw it.
+    as_tenant(&mut sb, "quay", "quentin");
+    let list = |sb: &Sandbox| sb.json(&["memory", "list", "--namespace", "shared/team", "--json"]);
+    assert_eq!(list(&sb), Value::Array(vec![]));
+    assert_eq!(
+        sb.json(&["memory", "drafts", "list", "--all", "--json"]),
+        Value::Array(vec![])
+    );
+    let out = sb.run(&["memory", "show", &entry_id]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("W-MEMORY-003"), "{}", stderr(&out));
+    let out = review(&sb, "quentin", "reject", &friday, &friday_digest);
+    assert!(stderr(&out).contains("W-MEMORY-004"), "{}", stderr(&out));
+    let out = sb.run(&["memory", "retract", &entry_id, "--reason", "mine now"]);
+    assert!(stderr(&out).contains("W-MEMORY-003"), "{}", stderr(&out));
+    let out = run(&sb, &recall);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(results(&sb)[0].1["result"]["found"], Value::Array(vec![]));
+    // Negative control: with the tenant filter off, Harbour's entry shows to Quay.
+    sb.extra_env
+        .push(("WARRANT_TEST_DISABLE".into(), "memory-tenant".into()));
+    assert_eq!(list(&sb)[0]["id"], entry_id.as_str());
+    sb.extra_env.retain(|(k, _)| k != "WARRANT_TEST_DISABLE");
+
+    // A person of Harbour withdraws it, with a reason: kept, marked, no longer recalled.
+    as_tenant(&mut sb, "harbour", "tester");
+    let mut c = sb.cmd(&["memory", "retract", &entry_id, "--reason", "superseded"]);
+    c.env("WARRANT_ACTOR", "carol");
+    let out = c.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("recorded in run"));
+    let shown = sb.json(&["memory", "show", &entry_id, "--json"]);
+    assert_eq!(shown["retracted"]["by"], "carol");
+    assert_eq!(shown["retracted"]["reason"], "superseded");
+    assert_eq!(list(&sb), Value::Array(vec![]));
+    let out = run(&sb, &recall);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(results(&sb)[0].1["result"]["found"], Value::Array(vec![]));
+    // An agent cannot withdraw: it is never offered the tool, and `forget` refuses.
+    let out = run(
+        &sb,
+        &format!(
+            "version: 1\nturns:\n  - calls:\n      - tool: retract_memory\n        args: {{ entry: {entry_id}, reason: x }}\n  - say: done\n"
+        ),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unknown tool `retract_memory`"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(
+        &sb,
+        &format!(
+            "version: 1\nturns:\n  - calls:\n      - tool: forget\n        args: {{ id: {entry_id} }}\n  - say: done\n"
+        ),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(results(&sb)[0].1["kind"], "call_refused");
+    assert!(sb.json(&["memory", "show", &entry_id, "--json"])["retracted"].is_object());
+    let out = sb.run(&["audit", "verify"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }

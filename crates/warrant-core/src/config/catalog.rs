@@ -51,8 +51,10 @@ pub struct MemoryConfig {
 }
 
 /// `[memory.shared]`: `backend = "iceberg"` appends every published entry to `table` (dotted:
-/// `namespace.levels.table`) of the configured catalog `catalog`; `"local"` (the default)
-/// keeps it in this workspace only.
+/// `namespace.levels.table`) of the configured catalog `catalog`; `"postgres"` keeps drafts
+/// and published entries in PostgreSQL (`url`, by default the `[store]` PostgreSQL location,
+/// with `password` a reference, by default `[store] password`); `"local"` (the default)
+/// keeps them in this workspace only.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SharedMemoryConfig {
@@ -61,4 +63,8 @@ pub struct SharedMemoryConfig {
     pub catalog: Option<String>,
     #[serde(default)]
     pub table: Option<String>,
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub password: Option<String>,
 }
