@@ -239,6 +239,10 @@ impl Tool for Remember {
         &self.spec
     }
 
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Change)
+    }
+
     fn normalize(&self, args: &Value, _env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         let (scope, namespace) = namespace_arg(args)?;
         if scope == MemoryScope::Shared {
@@ -335,6 +339,10 @@ impl Tool for Recall {
         &self.spec
     }
 
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Read)
+    }
+
     fn normalize(&self, args: &Value, _env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         let (scope, namespace) = namespace_arg(args)?;
         let terms = bound_query(&text_arg(args, "query")).map_err(|e| Refusal::of(&e))?;
@@ -420,6 +428,10 @@ impl Tool for Forget {
         &self.spec
     }
 
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Change)
+    }
+
     fn normalize(&self, args: &Value, _env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         let id = text_arg(args, "id");
         let entry = self
@@ -495,6 +507,10 @@ struct Propose {
 impl Tool for Propose {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Change)
     }
 
     fn normalize(&self, args: &Value, _env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
@@ -619,6 +635,10 @@ fn published(e: &crate::Entry, draft: &str) -> crate::Published {
 impl Tool for PublishTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Change)
     }
 
     fn normalize(&self, args: &Value, _env: &ToolEnv) -> Result<Vec<Action>, Refusal> {

@@ -33,8 +33,8 @@ impl Ring<'_> {
         }
         // Read at every effect, so a revocation by any process stops the next one.
         let revoked = self.store.revoked_delegations()?;
-        if let Some(id) = std::iter::once(&grant.id)
-            .chain(grant.parent.iter())
+        if let Some(id) = delegation
+            .ids()
             .find(|id| revoked.iter().any(|r| r == *id))
         {
             return Ok(Some((
