@@ -124,7 +124,10 @@ pub fn verify(
     let c = host.verify_composition(menu, profile)?;
     let code = if c.holds() { 0 } else { 1 };
     if json {
-        outln!("{}", pretty(&serde_json::json!({"holds": c.holds(), "composition": c})));
+        outln!(
+            "{}",
+            pretty(&serde_json::json!({"holds": c.holds(), "composition": c}))
+        );
         return Ok(code);
     }
     let menu = c.menu.as_deref().unwrap_or("every tool");
@@ -135,7 +138,11 @@ pub fn verify(
     match c.ceiling {
         None => outln!(
             "ok       menu {menu}{profile}: no ceiling declared (`[run] ceiling`, `[menus.NAME] ceiling`); its tools can reach `{}`",
-            c.tools.iter().map(|t| t.class).max().map_or("nothing", |m| m.as_str())
+            c.tools
+                .iter()
+                .map(|t| t.class)
+                .max()
+                .map_or("nothing", |m| m.as_str())
         ),
         Some(ceiling) if c.holds() => outln!(
             "ok       menu {menu}{profile}: {} tool(s), none can reach worse than the ceiling `{}`",

@@ -251,8 +251,8 @@ pub(crate) fn for_subagent(
         parent: Some(p.id.clone()),
     };
     grant.narrows(p).map_err(|e| HostError::bad_input(&e))?;
-    let key = warrant_audit::AuditKey::load(&host.paths.keys())
-        .map_err(|e| HostError::bad_input(&e))?;
+    let key =
+        warrant_audit::AuditKey::load(&host.paths.keys()).map_err(|e| HostError::bad_input(&e))?;
     let token = grant.sign(&key).map_err(|e| HostError::bad_input(&e))?;
     let mut above: Vec<String> = p.parent.iter().cloned().collect();
     above.extend(parent.above.iter().cloned());

@@ -220,7 +220,11 @@ impl Halt {
             ),
             Self::ReplayDiverged { what, .. } => format!(
                 "stopped because the run is strict and was resumed under another {} than the one it logged (replay divergence); nothing ran. Start the work again as a new run",
-                if what == "tools" { "tool catalogue" } else { "policy set" }
+                if what == "tools" {
+                    "tool catalogue"
+                } else {
+                    "policy set"
+                }
             ),
             Self::CeilingExceeded { ceiling, tools } => format!(
                 "refused before its first step: the run's ceiling is `{}`, and its tools can reach worse: {}. Nothing ran; narrow the menu (`[menus.NAME]`) or raise the ceiling, and see `warrant verify`",

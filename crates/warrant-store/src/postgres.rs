@@ -593,16 +593,19 @@ impl Dialect for Postgres {
             &[],
         )?;
         match rows.first().map(|r| r.0.as_slice()) {
-            Some([Val::Text(Some(role)), Val::Int(Some(sup)), Val::Int(Some(bypass))]) => {
-                Ok(Some(crate::RowSecurity {
-                    role: role.clone(),
-                    superuser: *sup != 0,
-                    bypass_rls: *bypass != 0,
-                }))
-            }
-            _ => Err(self.bad_row(
-                "the login role's attributes could not be read from pg_roles".to_owned(),
-            )),
+            Some(
+                [
+                    Val::Text(Some(role)),
+                    Val::Int(Some(sup)),
+                    Val::Int(Some(bypass)),
+                ],
+            ) => Ok(Some(crate::RowSecurity {
+                role: role.clone(),
+                superuser: *sup != 0,
+                bypass_rls: *bypass != 0,
+            })),
+            _ => Err(self
+                .bad_row("the login role's attributes could not be read from pg_roles".to_owned())),
         }
     }
 

@@ -205,10 +205,8 @@ pub trait Dialect: Send + Sync + 'static {
     fn scope(&self, conn: &mut Self::Conn, tenant: Option<&str>) -> Result<(), StoreError>;
     /// The login's standing against row-level security (`doctor`); `None` where the database
     /// has no such layer.
-    fn row_security(
-        &self,
-        conn: &mut Self::Conn,
-    ) -> Result<Option<crate::RowSecurity>, StoreError>;
+    fn row_security(&self, conn: &mut Self::Conn)
+    -> Result<Option<crate::RowSecurity>, StoreError>;
 }
 
 /// Rewrites `?N` placeholders as `$N`, for databases that number them that way. A `?` in a

@@ -419,14 +419,26 @@ fn a_worker_drives_a_submitted_run_held_to_its_token() {
 
 /// Issues a token from alice to tester for `verbs` on every resource, ceiling `ceiling`; returns
 /// its file, id and digest. Leaves the sandbox acting as tester.
-fn issue_for_tester(sb: &mut Sandbox, verbs: &[&str], ceiling: &str) -> (std::path::PathBuf, String, String) {
+fn issue_for_tester(
+    sb: &mut Sandbox,
+    verbs: &[&str],
+    ceiling: &str,
+) -> (std::path::PathBuf, String, String) {
     as_actor(sb, "alice");
     let tok = sb.dir.path().join(format!("tester-{}.token", verbs.len()));
     let mut args = vec!["delegate", "issue", "--holder", "tester@harbour"];
     for v in verbs {
         args.extend_from_slice(&["--verb", v]);
     }
-    args.extend_from_slice(&["--resource", "*", "--ceiling", ceiling, "--out", tok.to_str().unwrap(), "--json"]);
+    args.extend_from_slice(&[
+        "--resource",
+        "*",
+        "--ceiling",
+        ceiling,
+        "--out",
+        tok.to_str().unwrap(),
+        "--json",
+    ]);
     let issued = sb.run(&args);
     assert_eq!(issued.status.code(), Some(0), "{}", stderr(&issued));
     let issued: serde_json::Value = serde_json::from_slice(&issued.stdout).unwrap();
@@ -466,9 +478,15 @@ fn an_action_outside_the_token_is_refused_before_anyone_is_asked() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(sb.exists("notes/a.txt"));
     let (_, events) = sb.last_run();
-    assert_eq!(refused_and_started(&events), (vec!["W-DELEGATE-017".to_owned()], 0));
+    assert_eq!(
+        refused_and_started(&events),
+        (vec!["W-DELEGATE-017".to_owned()], 0)
+    );
     for kind in ["policy_decided", "approval_requested"] {
-        assert!(!events.iter().any(|e| e["kind"] == kind), "{kind} in {events:?}");
+        assert!(
+            !events.iter().any(|e| e["kind"] == kind),
+            "{kind} in {events:?}"
+        );
     }
     let pending = sb.run(&["approvals", "list", "--all", "--json"]);
     assert!(!stdout(&pending).contains("notes"), "{}", stdout(&pending));
@@ -507,8 +525,7 @@ children:
     for revoke in [false, true] {
         let mut sb = Sandbox::init();
         sb.write("notes/a.txt", "hello\n");
-        let (tok, id, digest) =
-            issue_for_tester(&mut sb, &["fs.*", "agent.spawn"], "destructive");
+        let (tok, id, digest) = issue_for_tester(&mut sb, &["fs.*", "agent.spawn"], "destructive");
         let model = sb.transcript(transcript);
         let out = sb.run(&[
             "run",
@@ -537,7 +554,10 @@ children:
         let (p, c) = (started(&parent), started(&child));
         assert_eq!(p["digest"], digest.as_str());
         assert_eq!(p["grant"]["id"], id.as_str());
-        assert_ne!(c["digest"], p["digest"], "the child holds the parent's token");
+        assert_ne!(
+            c["digest"], p["digest"],
+            "the child holds the parent's token"
+        );
         assert_ne!(c["grant"]["id"], p["grant"]["id"]);
         assert_eq!(c["grant"]["parent"], id.as_str());
         assert_eq!(c["grant"]["holder"], "tester@harbour");

@@ -443,7 +443,10 @@ fn a_composition_that_can_reach_above_its_ceiling_is_reported_and_never_starts()
         let mut all = vec!["verify", "--json"];
         all.extend_from_slice(args);
         let out = sb.run(&all);
-        (out.status.code(), serde_json::from_slice(&out.stdout).unwrap())
+        (
+            out.status.code(),
+            serde_json::from_slice(&out.stdout).unwrap(),
+        )
     };
     let (code, wide) = verify(&[]);
     assert_eq!(code, Some(1), "{wide}");
@@ -466,7 +469,10 @@ fn a_composition_that_can_reach_above_its_ceiling_is_reported_and_never_starts()
     assert_eq!(text.status.code(), Some(1));
     let text = stdout(&text);
     assert!(text.contains("W-ENVELOPE-007"), "{text}");
-    assert!(text.contains("delete_path") && text.contains("irreversible"), "{text}");
+    assert!(
+        text.contains("delete_path") && text.contains("irreversible"),
+        "{text}"
+    );
     let unknown = sb.run(&["verify", "--menu", "nosuch"]);
     assert_eq!(unknown.status.code(), Some(2), "{}", stderr(&unknown));
 
@@ -478,8 +484,14 @@ fn a_composition_that_can_reach_above_its_ceiling_is_reported_and_never_starts()
     assert!(!sb.exists("note.txt"));
     let runs = sb.json(&["runs", "list", "--json"]);
     let run = runs["runs"][0]["run"].as_str().unwrap().to_owned();
-    let kinds: Vec<Value> = events(&sb, &run).iter().map(|e| e["kind"].clone()).collect();
-    assert_eq!(kinds, vec![json!("run_started"), json!("halted"), json!("run_ended")]);
+    let kinds: Vec<Value> = events(&sb, &run)
+        .iter()
+        .map(|e| e["kind"].clone())
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![json!("run_started"), json!("halted"), json!("run_ended")]
+    );
     let halted = events(&sb, &run)[1]["payload"].clone();
     assert_eq!(halted["code"], "W-ENVELOPE-007");
     assert_eq!(halted["halt"]["control"], "ceiling_exceeded");

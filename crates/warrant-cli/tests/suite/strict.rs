@@ -23,7 +23,9 @@ fn with_controls(sb: &Sandbox, managed_extra: &str) {
     .unwrap();
     std::fs::write(
         sb.managed.join("config.toml"),
-        format!("{managed_extra}[budgets.run]\ntokens = 100000\n[run]\nceiling = \"irreversible\"\n"),
+        format!(
+            "{managed_extra}[budgets.run]\ntokens = 100000\n[run]\nceiling = \"irreversible\"\n"
+        ),
     )
     .unwrap();
     let cfg = sb.ws.join(".warrant/config.toml");
@@ -150,7 +152,9 @@ fn strict_mode_refuses_a_composition_that_fails_pre_flight_verification() {
     assert_eq!(runs["runs"], serde_json::json!([]));
     std::fs::write(
         &managed,
-        format!("{text}menu = \"reading\"\n[menus.reading]\ntools = [\"read_file\", \"write_file\"]\n"),
+        format!(
+            "{text}menu = \"reading\"\n[menus.reading]\ntools = [\"read_file\", \"write_file\"]\n"
+        ),
     )
     .unwrap();
     let ok = sb.run(&["run", "--model", &model, "task"]);

@@ -330,8 +330,8 @@ mod facts;
 mod lifecycle;
 mod session;
 
-pub(crate) use facts::audit_facts;
 pub use envelope::{above_ceiling, reachable};
+pub(crate) use facts::audit_facts;
 
 /// What a request listing shows of an approval request.
 /// Undoes staged steps: their call as it was before them, and the sequence number they took.

@@ -362,11 +362,13 @@ fn the_store_says_whether_row_level_security_holds_its_login() {
     let db = TestDb::new();
     // The plain role creates (and owns) the schema; the superuser can open it as well.
     let role = AppRole::create(&db);
-    let plain =
-        PostgresStore::connect_with_password(&role.url(), Some("app"), clock()).unwrap();
+    let plain = PostgresStore::connect_with_password(&role.url(), Some("app"), clock()).unwrap();
     let admin = warrant_store::open(&db.url, clock()).unwrap();
     let su = admin.row_security().unwrap().unwrap();
-    assert_eq!((su.role.as_str(), su.superuser, su.holds()), ("postgres", true, false));
+    assert_eq!(
+        (su.role.as_str(), su.superuser, su.holds()),
+        ("postgres", true, false)
+    );
     assert!(su.problem().unwrap().contains("is a superuser"), "{su:?}");
 
     let rls = plain.row_security().unwrap().unwrap();
