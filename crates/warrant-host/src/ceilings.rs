@@ -80,7 +80,7 @@ impl Host {
             None => Vec::new(),
         };
         Ok(Composition {
-            menu: settings.menu.clone(),
+            menu: settings.menu,
             profile: profile.map(str::to_owned),
             ceiling,
             tools: reach,

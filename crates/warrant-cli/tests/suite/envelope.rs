@@ -473,6 +473,27 @@ fn a_composition_that_can_reach_above_its_ceiling_is_reported_and_never_starts()
         text.contains("delete_path") && text.contains("irreversible"),
         "{text}"
     );
+    // An agent profile narrows the composition by the tools it denies: the code reviewer
+    // (reads, searches and git reads only) holds under the same wide menu's ceiling.
+    sb.write(
+        ".agents/code-reviewer.agent.yaml",
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../warrant-oap/tests/fixtures/oap/examples/code-reviewer.agent.yaml"),
+        )
+        .unwrap(),
+    );
+    let (code, reviewer) = verify(&["--menu", "tidy", "--profile", "code-reviewer"]);
+    assert_eq!(code, Some(0), "{reviewer}");
+    assert_eq!(reviewer["composition"]["profile"], "code-reviewer");
+    assert!(
+        reviewer["composition"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["tool"] != "write_file"),
+        "{reviewer}"
+    );
     let unknown = sb.run(&["verify", "--menu", "nosuch"]);
     assert_eq!(unknown.status.code(), Some(2), "{}", stderr(&unknown));
 

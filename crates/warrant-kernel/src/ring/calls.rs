@@ -196,12 +196,11 @@ impl Ring<'_> {
                 && !env.delegation_late
                 && let Some((code, message)) = self.delegation_refusal(state, &actions)?
             {
-                let tool = call.record.tool.clone();
                 self.append(
                     state,
                     vec![RunEvent::CallRefused {
                         call_id: call_id.to_owned(),
-                        tool,
+                        tool: call.record.tool,
                         code: code.to_owned(),
                         message,
                     }],
