@@ -99,6 +99,8 @@ impl Fixture {
             web_loopback_allowed: false,
             menus: Default::default(),
             spawn_unnarrowed: false,
+            ceiling_unchecked: false,
+            delegation_late: false,
         };
         let spec = NewRunSpec {
             queued: false,
@@ -129,6 +131,7 @@ impl Fixture {
                 standing: None,
                 rate: None,
                 ceiling: None,
+                strict: false,
             },
             tools: tools.specs().into_iter().map(|s| s.name).collect(),
         };

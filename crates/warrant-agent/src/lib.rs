@@ -164,6 +164,19 @@ impl Agent<'_> {
                 self.ring.stop_halted(state, halt)?;
                 return Ok(None);
             }
+            // The static ceiling: a composition whose tools can reach worse than the run's
+            // ceiling never takes a step.
+            if !self.env.ceiling_unchecked
+                && let Some(halt) = self.ring.composition_halt(state)
+            {
+                self.ring.stop_halted(state, halt)?;
+                return Ok(None);
+            }
+            // A strict run replayed under another tool catalogue or policy set stops.
+            if let Some(halt) = self.ring.replay_divergence(state) {
+                self.ring.stop_halted(state, halt)?;
+                return Ok(None);
+            }
             if let Some(reason) = self.ring.stop_reason(state, self.ring.clock().now())? {
                 self.ring.end(state, Outcome::Stopped { reason })?;
                 return Ok(None);

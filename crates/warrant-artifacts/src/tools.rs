@@ -323,6 +323,10 @@ impl Tool for ArtifactTool {
         &self.spec
     }
 
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Change)
+    }
+
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         let raw = args.get("path").and_then(Value::as_str).unwrap_or_default();
         let path = warrant_tools::normalize_path(env, raw)?;

@@ -117,6 +117,10 @@ impl Tool for List {
         &self.spec
     }
 
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Read)
+    }
+
     fn normalize(&self, args: &Value, _env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         match args.get("path").and_then(Value::as_str) {
             None => {
@@ -204,6 +208,10 @@ struct Describe {
 impl Tool for Describe {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Read)
     }
 
     fn normalize(&self, args: &Value, _env: &ToolEnv) -> Result<Vec<Action>, Refusal> {

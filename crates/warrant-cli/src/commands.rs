@@ -114,6 +114,11 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Audit { command } => crate::audit_cmd::dispatch(ws, command),
         Command::Doctor { json } => inspect::doctor(ws, json),
+        Command::Verify {
+            menu,
+            profile,
+            json,
+        } => crate::envelope_cmd::verify(ws, menu.as_deref(), profile.as_deref(), json),
         Command::Kill {
             all,
             tenant,

@@ -1,4 +1,5 @@
-//! `warrant kill`: parsing the scope and printing what the host did.
+//! `warrant kill`: parsing the scope and printing what the host did; `warrant verify`: the
+//! static ceiling check of a composition, printed.
 
 use std::path::Path;
 
@@ -109,4 +110,56 @@ fn non_empty(flag: &str, v: String) -> Result<String, Failure> {
         ));
     }
     Ok(v)
+}
+
+/// `warrant verify [--menu M] [--profile P] [--json]`: exit 0 when the composition holds, 1
+/// when a tool can reach worse than the ceiling.
+pub fn verify(
+    ws: Option<&Path>,
+    menu: Option<&str>,
+    profile: Option<&str>,
+    json: bool,
+) -> Result<u8, Failure> {
+    let host = Host::open(&crate::at(ws), crate::notices())?;
+    let c = host.verify_composition(menu, profile)?;
+    let code = if c.holds() { 0 } else { 1 };
+    if json {
+        outln!(
+            "{}",
+            pretty(&serde_json::json!({"holds": c.holds(), "composition": c}))
+        );
+        return Ok(code);
+    }
+    let menu = c.menu.as_deref().unwrap_or("every tool");
+    let profile = c
+        .profile
+        .as_deref()
+        .map_or_else(String::new, |p| format!(", agent profile {p}"));
+    match c.ceiling {
+        None => outln!(
+            "ok       menu {menu}{profile}: no ceiling declared (`[run] ceiling`, `[menus.NAME] ceiling`); its tools can reach `{}`",
+            c.tools
+                .iter()
+                .map(|t| t.class)
+                .max()
+                .map_or("nothing", |m| m.as_str())
+        ),
+        Some(ceiling) if c.holds() => outln!(
+            "ok       menu {menu}{profile}: {} tool(s), none can reach worse than the ceiling `{}`",
+            c.tools.len(),
+            ceiling.as_str()
+        ),
+        Some(ceiling) => {
+            outln!(
+                "ABOVE    menu {menu}{profile}: {} of {} tool(s) can reach worse than the ceiling `{}` [W-ENVELOPE-007]; a run of it would stop before its first step:",
+                c.above.len(),
+                c.tools.len(),
+                ceiling.as_str()
+            );
+            for t in &c.above {
+                outln!("  {:<24} {}", t.tool, t.class.as_str());
+            }
+        }
+    }
+    Ok(code)
 }

@@ -252,6 +252,19 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check, before any run, that the tools a run would be offered cannot reach a worse risk
+    /// class than its ceiling (`[run] ceiling`, `[menus.NAME] ceiling`): each tool that can, and
+    /// its class (exit 1). Every run makes the same check before its first step.
+    Verify {
+        /// The menu to check (default: `[run] menu`, else every tool).
+        #[arg(long, value_name = "MENU")]
+        menu: Option<String>,
+        /// Narrowed by this agent profile, as `run --profile` would be.
+        #[arg(long = "profile", value_name = "AGENT_PROFILE")]
+        profile: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Check what this installation really has working: store, policy, keys, audit sinks.
     Doctor {
         #[arg(long)]

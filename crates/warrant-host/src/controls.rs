@@ -1,7 +1,7 @@
 //! Wiring of the untrusted-content controls: the tools a run offers (menu) and the redactor
 //! every result passes through (known secret values from Warrant's environment, plus the
 //! scanner), and the prompt guard's switches. The switches can be turned off only in debug
-//! builds, through `WARRANT_TEST_DISABLE=fence,escape,guard,redact,render,origin,authenticate,follow,binding,checkpoint,seal,overlay,web-address,web-loopback,mcp-screen,spawn-narrowing,sink-turns`,
+//! builds, through `WARRANT_TEST_DISABLE=fence,escape,guard,redact,render,origin,authenticate,follow,binding,checkpoint,seal,overlay,web-address,web-loopback,mcp-screen,spawn-narrowing,static-ceiling,delegation-first,sink-turns`,
 //! for the negative controls of the security tests; a release build ignores the variable.
 //! (`follow` switches off the risk recognizers' following of wrappers, shells and inline code;
 //! `binding` is read by [`crate::install::load_run`]: the journal check before a fold that feeds

@@ -2,10 +2,8 @@
 //! ([`warrant_kernel::delegation`]). The installation's Ed25519 key signs; a verifier needs
 //! only the public keys (`warrant audit keys export`) and, offline, a revocation list file this
 //! installation writes on every revocation (`.warrant/delegations.revoked`).
-//!
-//! Limits: the ring does not consult tokens yet (a run is not started under one, and
-//! `spawn_agent` does not hand its child one); these operations are the format, the checks and
-//! revocation that such runs will use.
+//! A run started under a token (`run`/`submit --delegation`) is held to it by the ring; its
+//! subagents act under tokens narrowed from it ([`for_subagent`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -222,5 +220,45 @@ pub fn revoke(
         newly,
         by,
         list,
+    })
+}
+
+/// The token a subagent of a run under `parent` acts under: minted for it when it starts,
+/// narrowed from its parent's (re-delegation only narrows; checked), held by the same
+/// principal, with the tighter of the parent token's ceiling and the child run's, and
+/// expiring no later than its parent's token nor the child's deadline. The child's run keeps
+/// its grant and digest; revoking the parent's token (or any above it) stops the child too.
+pub(crate) fn for_subagent(
+    host: &crate::Host,
+    parent: &warrant_kernel::DelegationSettings,
+    ceiling: Option<warrant_core::RiskClass>,
+    deadline: Option<Timestamp>,
+) -> Result<warrant_kernel::DelegationSettings> {
+    let p = &parent.grant;
+    let expires_at = match deadline {
+        Some(d) if d < p.expires_at => d,
+        _ => p.expires_at,
+    };
+    let grant = Grant {
+        id: format!("dlg-{}", host.inst.ids.next_suffix()),
+        delegator: p.holder.clone(),
+        holder: p.holder.clone(),
+        verbs: p.verbs.clone(),
+        resources: p.resources.clone(),
+        ceiling: ceiling.map_or(p.ceiling, |c| c.min(p.ceiling)),
+        issued_at: SystemClock.now(),
+        expires_at,
+        parent: Some(p.id.clone()),
+    };
+    grant.narrows(p).map_err(|e| HostError::bad_input(&e))?;
+    let key =
+        warrant_audit::AuditKey::load(&host.paths.keys()).map_err(|e| HostError::bad_input(&e))?;
+    let token = grant.sign(&key).map_err(|e| HostError::bad_input(&e))?;
+    let mut above: Vec<String> = p.parent.iter().cloned().collect();
+    above.extend(parent.above.iter().cloned());
+    Ok(warrant_kernel::DelegationSettings {
+        digest: Digest::of_bytes(token.as_bytes()),
+        grant,
+        above,
     })
 }

@@ -165,6 +165,20 @@ fn store_checks(checks: &mut Checks, records: Records<'_>) {
         "store connection",
         inst.store.transport().map_err(|e| e.to_string()),
     );
+    match inst.store.row_security() {
+        Ok(None) => {}
+        Ok(Some(rls)) => checks.add(
+            "row-level security",
+            match rls.problem() {
+                None => Ok(format!(
+                    "holds the login role `{}` (not a superuser, no BYPASSRLS)",
+                    rls.role
+                )),
+                Some(problem) => Err(problem),
+            },
+        ),
+        Err(e) => checks.add("row-level security", Err(e.to_string())),
+    }
     if let Ok(ws) = records.paths.workspace_canonical() {
         let swept = crate::layers::sweep(inst.store.as_ref(), &ws);
         checks.add(

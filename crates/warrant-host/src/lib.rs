@@ -14,6 +14,7 @@ pub mod artifacts;
 pub mod bundle;
 pub mod capabilities;
 pub mod catalog;
+pub mod ceilings;
 pub mod chat;
 pub mod confidential;
 pub mod config_check;
@@ -219,6 +220,7 @@ impl Host {
         self.delegation = Some(Box::new(warrant_kernel::DelegationSettings {
             digest: verified.digest,
             grant: verified.grant,
+            above: Vec::new(),
         }));
         Ok(())
     }
@@ -425,6 +427,8 @@ impl Host {
             web_loopback_allowed: controls::disabled("web-loopback"),
             menus: self.settings.menus.clone(),
             spawn_unnarrowed: controls::disabled("spawn-narrowing"),
+            ceiling_unchecked: controls::disabled("static-ceiling"),
+            delegation_late: controls::disabled("delegation-first"),
         })
     }
 
@@ -459,16 +463,7 @@ impl Host {
     /// The worst risk class a run started here may reach: the tighter of `[run] ceiling` and
     /// the ceiling of the menu in force.
     pub(crate) fn run_ceiling(&self) -> Option<warrant_core::RiskClass> {
-        let menu = self
-            .settings
-            .menu
-            .as_ref()
-            .and_then(|m| self.settings.menus.get(m))
-            .and_then(|m| m.ceiling);
-        match (self.settings.ceiling, menu) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        ceilings::ceiling_of(&self.settings)
     }
 
     pub(crate) fn new_run_spec(
@@ -514,6 +509,7 @@ impl Host {
                 rate: (!self.settings.rate.is_empty())
                     .then(|| Box::new(self.settings.rate.clone())),
                 ceiling: self.run_ceiling(),
+                strict: self.settings.strict,
             },
             tools: specs.iter().map(|s| s.name.clone()).collect(),
             tools_digest: digest_of(&specs).ok(),

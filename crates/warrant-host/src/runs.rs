@@ -335,9 +335,10 @@ impl Host {
             }
             // The run's principal and model are the ones in its log, whoever resumes it.
             let model = self.provider(&state.model, &tools)?;
-            // A run the envelope stops (a kill switch, the person's lost standing) is driven to
-            // its next step, which stops it and cancels its open requests, instead of waiting.
-            let halted = ring.halt(&state).is_some();
+            // A run the envelope stops (a kill switch, the person's lost standing, a strict
+            // run's replay divergence) is driven to its next step, which stops it and cancels
+            // its open requests, instead of waiting.
+            let halted = ring.halt(&state).is_some() || ring.replay_divergence(&state).is_some();
             if !halted
                 && let Some(request) = &state.parked
                 && let Some(r) = state.requests.get(request)

@@ -351,6 +351,22 @@ impl HostSpawner<'_> {
         let mut spec = host.new_run_spec(tools, env, &model, order.task.clone(), None, false);
         spec.principal = spawn.principal().clone();
         spec.settings.deadline = parent.settings.deadline;
+        // Never a wider ceiling than the parent's.
+        spec.settings.ceiling = match (parent.settings.ceiling, spec.settings.ceiling) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        // Under a delegation, a token narrowed from the parent's, minted for this child; the
+        // host's own (a process's `--delegation`) never reaches a subagent directly.
+        spec.settings.delegation = match parent.settings.delegation.as_deref() {
+            Some(d) => Some(Box::new(crate::delegation::for_subagent(
+                host,
+                d,
+                spec.settings.ceiling,
+                spec.settings.deadline,
+            )?)),
+            None => None,
+        };
         // A subagent works under its parent's effective agent profile (OAP L3-B1): the same
         // ceiling, never the harness default.
         spec.settings.agent_profile = parent.settings.agent_profile.clone();

@@ -4,6 +4,10 @@
 //! once; not strict, it tells the person once, in one notice. Strict also turns on limits that
 //! do not depend on the workload ([`StrictDefaults`]).
 //!
+//! Strict also records itself in each run it starts (`RunSettings::strict`): such a run,
+//! resumed under another tool catalogue or policy set than it logged, stops (replay divergence
+//! refused, W-STRICT-002) instead of going on under the new one.
+//!
 //! Checked from configuration and the store, not probed: "the confined default profile" means
 //! the configuration confines it (a host where the sandbox cannot be applied still refuses the
 //! command when it runs, as it always does).
@@ -18,7 +22,8 @@ use crate::{Host, HostError, Notice, Result};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Gap {
     /// Stable name of the control: `approval-route`, `budget`, `audit-sink`,
-    /// `approver-keys`, `confined-default`, `policy-warnings`.
+    /// `approver-keys`, `confined-default`, `policy-warnings`, `row-level-security`,
+    /// `preflight-verification`.
     pub control: &'static str,
     pub problem: String,
 }
@@ -138,7 +143,54 @@ impl Host {
                 problem: "the `default` profile is not confined (`unconfined = true`)".to_owned(),
             }),
         }
+        match self.inst.store.row_security() {
+            Ok(Some(rls)) => {
+                if let Some(problem) = rls.problem() {
+                    gaps.push(Gap {
+                        control: "row-level-security",
+                        problem,
+                    });
+                }
+            }
+            Ok(None) => {}
+            Err(e) => gaps.push(Gap {
+                control: "row-level-security",
+                problem: format!("the store login's attributes cannot be read: {e}"),
+            }),
+        }
+        if let Some(problem) = self.preflight_problem() {
+            gaps.push(Gap {
+                control: "preflight-verification",
+                problem,
+            });
+        }
         gaps
+    }
+
+    /// Pre-flight verification (`warrant verify` of the run's composition): what keeps it
+    /// from passing, if anything. No ceiling declared is a gap too: there is nothing to verify
+    /// the tools against.
+    fn preflight_problem(&self) -> Option<String> {
+        match self.verify_composition(None, None) {
+            Ok(c) if c.ceiling.is_none() => Some(
+                "no effect-class ceiling is declared (`[run] ceiling` or the menu's `ceiling`), so the run's tools cannot be verified against one before it starts"
+                    .to_owned(),
+            ),
+            Ok(c) if !c.holds() => Some(format!(
+                "the run's tools can reach worse than its ceiling `{}` (`warrant verify`): {}",
+                c.ceiling.map_or("", |c| c.as_str()),
+                c.above
+                    .iter()
+                    .map(|t| format!("{} ({})", t.tool, t.class.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            Ok(_) => None,
+            Err(e) => Some(format!(
+                "the run's tools cannot be verified: {}",
+                e.message
+            )),
+        }
     }
 
     /// Before a front end opens or serves a run: strict, refuse with every gap listed;

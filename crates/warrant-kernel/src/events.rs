@@ -57,6 +57,11 @@ pub struct RunSettings {
     /// it is refused (W-ENVELOPE-006).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceiling: Option<RiskClass>,
+    /// Strict mode (`[security] strict`) as it was when the run started: a resume whose tool
+    /// catalogue or policy set differs from the one the run logged is refused (W-STRICT-002)
+    /// instead of being accepted and recorded. Absent (false) for a run not started strict.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub strict: bool,
     /// For a run driven under a delegation token: what the token grants and its digest (the
     /// token itself is never written). Every effect must also be within it, and the token must
     /// be unexpired and unrevoked at that effect. Absent for a run under its own authority.
@@ -67,9 +72,23 @@ pub struct RunSettings {
 /// The delegation a run acts under (see [`crate::delegation`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DelegationSettings {
-    /// SHA-256 of the token as presented.
+    /// SHA-256 of the token as presented (for a subagent, of the token minted for it).
     pub digest: Digest,
     pub grant: crate::delegation::Grant,
+    /// For a subagent's token: the ids of every token above it, nearest first (its grant names
+    /// only the nearest); revoking any of them stops the subagent's next effect.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub above: Vec<String>,
+}
+
+impl DelegationSettings {
+    /// Every token id whose revocation stops a run under this one: its own, its grant's
+    /// parent, and every one above.
+    pub fn ids(&self) -> impl Iterator<Item = &String> {
+        std::iter::once(&self.grant.id)
+            .chain(self.grant.parent.iter())
+            .chain(self.above.iter())
+    }
 }
 
 /// A run's place among subagents, fixed when it starts.
@@ -175,6 +194,29 @@ pub enum Halt {
     KillSwitchUnreadable { error: String },
     /// The person the run acts for lost standing in the identity directory since it started.
     AuthorityLost { person: String, lost: String },
+    /// A strict run was resumed under a tool catalogue or policy set other than the one it
+    /// logged: replaying it there could decide differently, so it stops instead.
+    ReplayDiverged {
+        /// `tools` or `policy`.
+        what: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<Digest>,
+        to: Digest,
+    },
+    /// The run's tools can reach a worse risk class than its ceiling (the static check, before
+    /// a step): each offending tool with the worst class it declares.
+    CeilingExceeded {
+        ceiling: warrant_core::RiskClass,
+        tools: Vec<ToolReach>,
+    },
+}
+
+/// A tool and the worst risk class it can reach (its declaration, `irreversible` when it
+/// declares none).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolReach {
+    pub tool: String,
+    pub class: warrant_core::RiskClass,
 }
 
 impl Halt {
@@ -184,6 +226,8 @@ impl Halt {
             Self::KillSwitch { .. } => "W-ENVELOPE-001",
             Self::KillSwitchUnreadable { .. } => "W-ENVELOPE-002",
             Self::AuthorityLost { .. } => "W-AUTHORITY-001",
+            Self::CeilingExceeded { .. } => "W-ENVELOPE-007",
+            Self::ReplayDiverged { .. } => "W-STRICT-002",
         }
     }
 
@@ -202,6 +246,23 @@ impl Halt {
             ),
             Self::AuthorityLost { lost, .. } => format!(
                 "stopped because {lost} since the run started; nothing runs as them any more"
+            ),
+            Self::ReplayDiverged { what, .. } => format!(
+                "stopped because the run is strict and was resumed under another {} than the one it logged (replay divergence); nothing ran. Start the work again as a new run",
+                if what == "tools" {
+                    "tool catalogue"
+                } else {
+                    "policy set"
+                }
+            ),
+            Self::CeilingExceeded { ceiling, tools } => format!(
+                "refused before its first step: the run's ceiling is `{}`, and its tools can reach worse: {}. Nothing ran; narrow the menu (`[menus.NAME]`) or raise the ceiling, and see `warrant verify`",
+                ceiling.as_str(),
+                tools
+                    .iter()
+                    .map(|t| format!("{} ({})", t.tool, t.class.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         }
     }

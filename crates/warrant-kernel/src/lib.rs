@@ -27,12 +27,12 @@ pub use events::{
     Approver, AskedOf, Binding, BudgetMetric, BudgetScope, CallRecord, DelegationSettings,
     DeniedBy, FenceRecord, Halt, InDoubtOutcome, Interrupted, ModelRequest, Outcome, ParentLink,
     Presentation, ReasonRecord, RejectReason, Resolution, RunEvent, RunLimit, RunSettings,
-    SampledMessage, SamplingAsk, Scope, SessionSettings, SpawnSettings, Verdict, Via,
+    SampledMessage, SamplingAsk, Scope, SessionSettings, SpawnSettings, ToolReach, Verdict, Via,
 };
 pub use model_gate::{Crossing, GuardSettings, Headroom, ModelGate, ModelRules, ModelUsage};
 pub use ring::{
     Answer, CallStep, DecisionPoint, NewRunSpec, NoPrompter, Observer, PolicyVerdict, PromptView,
-    Prompter, Ring, RingParts, Silent,
+    Prompter, Ring, RingParts, Silent, above_ceiling, reachable,
 };
 pub use state::{
     CallResult, CallState, Compaction, PersonMessage, RequestAnswer, RequestKind, RequestState,

@@ -60,6 +60,14 @@ pub struct ToolEnv {
     /// A debug build's negative control only (`WARRANT_TEST_DISABLE=spawn-narrowing`):
     /// `spawn_agent` gives a subagent the menu it names even when it is wider than its parent's.
     pub spawn_unnarrowed: bool,
+    /// A debug build's negative control only (`WARRANT_TEST_DISABLE=static-ceiling`): a run
+    /// whose tools can reach worse than its ceiling starts anyway (the check at each call
+    /// still holds).
+    pub ceiling_unchecked: bool,
+    /// A debug build's negative control only (`WARRANT_TEST_DISABLE=delegation-first`): a
+    /// run's delegation token is checked only right before the effect, after policy (and any
+    /// person) decided.
+    pub delegation_late: bool,
 }
 
 /// Who a call runs for, from the run's log (never from the caller).
@@ -124,6 +132,16 @@ pub type StopCheck<'a> = &'a dyn Fn() -> Option<String>;
 
 pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
+
+    /// The worst risk class this tool's actions can reach by what the tool does (the classes
+    /// of the verbs it produces; for a tool running a command line of the model's, any class).
+    /// What the static ceiling check (`warrant verify`, the check before a run's first step)
+    /// measures a composition by. A raise by an action's content (a credential path) is held
+    /// by the dynamic check at each call. `None`: the tool declares nothing and counts as the
+    /// worst class there is.
+    fn worst_class(&self) -> Option<RiskClass> {
+        None
+    }
 
     /// Turns validated arguments into normalized actions (canonical paths, clamped limits).
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal>;
@@ -306,6 +324,21 @@ pub enum SpawnOutcome {
 pub trait ToolRegistry {
     fn get(&self, name: &str) -> Option<&dyn Tool>;
     fn specs(&self) -> Vec<ToolSpec>;
+
+    /// The tools offered (the menu's), each with the worst class it can reach; a tool that
+    /// declares none counts as `irreversible`.
+    fn reach(&self) -> Vec<(String, RiskClass)> {
+        self.specs()
+            .into_iter()
+            .map(|s| {
+                let class = self
+                    .get(&s.name)
+                    .and_then(|t| t.worst_class())
+                    .unwrap_or(RiskClass::Irreversible);
+                (s.name, class)
+            })
+            .collect()
+    }
     /// Validates arguments against the tool's JSON Schema before anything else looks at them.
     fn validate(&self, name: &str, args: &Value) -> Result<(), Refusal>;
 }

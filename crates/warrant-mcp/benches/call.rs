@@ -172,6 +172,8 @@ fn mcp_call(c: &mut Criterion) {
         web_loopback_allowed: false,
         menus: Default::default(),
         spawn_unnarrowed: false,
+        ceiling_unchecked: false,
+        delegation_late: false,
     };
     let conn_actions: Vec<_> = conn_tool
         .normalize(&json!({"message": "hi"}), &env)
@@ -226,6 +228,7 @@ fn mcp_call(c: &mut Criterion) {
             standing: None,
             rate: None,
             ceiling: None,
+            strict: false,
         },
         tools: tools.specs().into_iter().map(|s| s.name).collect(),
     };

@@ -618,6 +618,11 @@ impl Tool for Shared {
         &self.0.spec
     }
 
+    /// The operator's class for the tool, else its server's annotations'.
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(self.0.risk)
+    }
+
     fn normalize(&self, args: &Value, _env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         let t = &self.0;
         if !matches!(args, Value::Object(_) | Value::Null) {

@@ -290,6 +290,10 @@ impl Tool for Remember {
         &self.spec
     }
 
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Change)
+    }
+
     fn normalize(&self, args: &Value, _env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         let (scope, namespace) = namespace_arg(args)?;
         if scope == MemoryScope::Shared {
@@ -384,6 +388,10 @@ struct Recall {
 impl Tool for Recall {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Read)
     }
 
     fn normalize(&self, args: &Value, _env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
@@ -516,6 +524,10 @@ impl Tool for Forget {
         &self.spec
     }
 
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Change)
+    }
+
     fn normalize(&self, args: &Value, _env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         let id = text_arg(args, "id");
         let entry = self
@@ -592,6 +604,10 @@ struct Propose {
 impl Tool for Propose {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Change)
     }
 
     fn normalize(&self, args: &Value, _env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
@@ -717,6 +733,10 @@ fn published(e: &crate::Entry, draft: &str) -> crate::Published {
 impl Tool for PublishTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Change)
     }
 
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
@@ -924,6 +944,11 @@ impl RetractTool {
 impl Tool for RetractTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        // Withdrawing keeps the entry, marked: a change, never a deletion.
+        Some(warrant_core::RiskClass::Change)
     }
 
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {

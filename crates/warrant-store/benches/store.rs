@@ -270,6 +270,7 @@ fn replay_log(total: u64) -> Vec<EventDraft> {
             standing: None,
             rate: None,
             ceiling: None,
+            strict: false,
         },
         tools: vec!["run_command".into(), "read_file".into()],
         tools_digest: None,

@@ -185,6 +185,35 @@ pub struct Append {
     pub fence: Option<u64>,
 }
 
+/// The store login's standing against PostgreSQL's row-level security: a superuser or a
+/// role with `BYPASSRLS` is not held by it, so tenants are then kept apart by the statements'
+/// own filter alone.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RowSecurity {
+    pub role: String,
+    pub superuser: bool,
+    pub bypass_rls: bool,
+}
+
+impl RowSecurity {
+    pub fn holds(&self) -> bool {
+        !self.superuser && !self.bypass_rls
+    }
+
+    /// Why it does not hold, in words; `None` when it does.
+    pub fn problem(&self) -> Option<String> {
+        let what = match (self.superuser, self.bypass_rls) {
+            (false, false) => return None,
+            (true, _) => "a superuser",
+            (false, true) => "a role with BYPASSRLS",
+        };
+        Some(format!(
+            "the store's login role `{}` is {what}: PostgreSQL's row-level security does not hold it, so tenants are kept apart by the statements' own filter alone; connect as a plain login role",
+            self.role
+        ))
+    }
+}
+
 /// A lease on a run: its holder drives the run until the lease expires or is released. The
 /// token grows each time the run is leased anew, so a holder that lost its lease (paused,
 /// partitioned) is refused when it next appends.
@@ -400,6 +429,12 @@ pub trait EventStore: AuditOutbox + EnvelopeStore + TenantStore + RevocationStor
     /// How this process reaches the store, in words (`doctor`): a local file, or the TLS the
     /// server negotiated on this connection and what was verified.
     fn transport(&self) -> Result<String, StoreError>;
+
+    /// Whether the database's row-level security holds this login (`doctor`, strict mode);
+    /// `None` where the store has no such layer (SQLite).
+    fn row_security(&self) -> Result<Option<RowSecurity>, StoreError> {
+        Ok(None)
+    }
 
     /// Creates the run and appends its first events, atomically.
     fn create_run(

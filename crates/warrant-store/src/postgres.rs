@@ -624,6 +624,30 @@ impl Dialect for Postgres {
             .map_err(|e| self.err(&e))
     }
 
+    /// A superuser or a `BYPASSRLS` role is not held by row-level security, even `FORCE`d.
+    fn row_security(&self, conn: &mut PgConn) -> Result<Option<crate::RowSecurity>, StoreError> {
+        let rows = self.query(
+            conn,
+            "SELECT current_user::text, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user",
+            &[],
+        )?;
+        match rows.first().map(|r| r.0.as_slice()) {
+            Some(
+                [
+                    Val::Text(Some(role)),
+                    Val::Int(Some(sup)),
+                    Val::Int(Some(bypass)),
+                ],
+            ) => Ok(Some(crate::RowSecurity {
+                role: role.clone(),
+                superuser: *sup != 0,
+                bypass_rls: *bypass != 0,
+            })),
+            _ => Err(self
+                .bad_row("the login role's attributes could not be read from pg_roles".to_owned())),
+        }
+    }
+
     fn transport(&self, conn: &mut PgConn) -> Result<String, StoreError> {
         let rows = self.query(
             conn,

@@ -203,6 +203,10 @@ pub trait Dialect: Send + Sync + 'static {
     /// installation itself, every tenant), for a database that enforces it as a second layer
     /// (PostgreSQL's row-level security). A no-op where the database has no such layer.
     fn scope(&self, conn: &mut Self::Conn, tenant: Option<&str>) -> Result<(), StoreError>;
+    /// The login's standing against row-level security (`doctor`); `None` where the database
+    /// has no such layer.
+    fn row_security(&self, conn: &mut Self::Conn)
+    -> Result<Option<crate::RowSecurity>, StoreError>;
 }
 
 /// Rewrites `?N` placeholders as `$N`, for databases that number them that way. A `?` in a
@@ -625,6 +629,10 @@ pub(crate) fn read_record(r: &Row) -> Result<SealedRecord, String> {
 impl<D: Dialect> EventStore for Store<D> {
     fn transport(&self) -> Result<String, StoreError> {
         self.dialect.transport(open_conn(&mut self.conn()?)?)
+    }
+
+    fn row_security(&self) -> Result<Option<crate::RowSecurity>, StoreError> {
+        self.dialect.row_security(open_conn(&mut self.conn()?)?)
     }
 
     fn create_run(

@@ -420,6 +420,13 @@ impl Dialect for Sqlite {
         Ok(())
     }
 
+    fn row_security(
+        &self,
+        _conn: &mut Self::Conn,
+    ) -> Result<Option<crate::RowSecurity>, StoreError> {
+        Ok(None)
+    }
+
     fn bad_row(&self, what: String) -> StoreError {
         StoreError::Query(format!("{what} (store {})", self.path.display()))
     }

@@ -212,6 +212,10 @@ impl Tool for ReadFile {
     fn spec(&self) -> &ToolSpec {
         &self.0
     }
+
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Read)
+    }
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         Ok(vec![Action::FsRead {
             path: path_arg(args, env, "path")?,
@@ -236,6 +240,10 @@ impl Tool for ReadFile {
 impl Tool for WriteFile {
     fn spec(&self) -> &ToolSpec {
         &self.0
+    }
+
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Change)
     }
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         let path = path_arg(args, env, "path")?;
@@ -297,6 +305,10 @@ impl Tool for ListDir {
     fn spec(&self) -> &ToolSpec {
         &self.0
     }
+
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Read)
+    }
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         Ok(vec![Action::FsList {
             path: path_arg(args, env, "path")?,
@@ -319,6 +331,10 @@ impl Tool for ListDir {
 impl Tool for SearchFiles {
     fn spec(&self) -> &ToolSpec {
         &self.0
+    }
+
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Read)
     }
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         let path = match arg(args, "path") {
@@ -347,6 +363,10 @@ impl Tool for SearchFiles {
 impl Tool for DeletePath {
     fn spec(&self) -> &ToolSpec {
         &self.0
+    }
+
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Destructive)
     }
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         Ok(vec![Action::FsDelete {
@@ -389,6 +409,11 @@ impl Tool for DeletePath {
 impl Tool for RunCommand {
     fn spec(&self) -> &ToolSpec {
         &self.0
+    }
+
+    /// Any class: the command line is the model's (`cargo publish` is irreversible).
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Irreversible)
     }
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         let argv: Vec<String> = args

@@ -129,6 +129,10 @@ impl Tool for EditFile {
         &self.0
     }
 
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Change)
+    }
+
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         let raw = args.get("path").and_then(Value::as_str).unwrap_or_default();
         let old = args.get("old").and_then(Value::as_str).unwrap_or_default();
@@ -458,6 +462,10 @@ impl ApplyPatch {
 impl Tool for ApplyPatch {
     fn spec(&self) -> &ToolSpec {
         &self.0
+    }
+
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Destructive)
     }
 
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {

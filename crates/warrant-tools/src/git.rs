@@ -275,6 +275,14 @@ impl Tool for GitTool {
         &self.0
     }
 
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(match self.1 {
+            Kind::Status | Kind::Diff | Kind::Log | Kind::Show => warrant_core::RiskClass::Read,
+            Kind::Commit | Kind::Branch | Kind::Checkout => warrant_core::RiskClass::Change,
+            Kind::Push => warrant_core::RiskClass::External,
+        })
+    }
+
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         Ok(vec![self.action(args, env)?])
     }

@@ -38,6 +38,10 @@ impl Tool for Redacting {
         self.inner.spec()
     }
 
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        self.inner.worst_class()
+    }
+
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         self.inner.normalize(args, env)
     }

@@ -102,6 +102,9 @@ macro_rules! not_an_effect {
 
 impl Tool for AskQuestion {
     not_an_effect!();
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Read)
+    }
     fn ask(&self, args: &Value) -> Option<Result<Ask, Refusal>> {
         let options: Vec<String> = args
             .get("options")
@@ -128,6 +131,10 @@ impl Tool for AskQuestion {
 
 impl Tool for RequestSecret {
     not_an_effect!();
+    /// A secret handed to the run by a person is the `secret` class.
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Secret)
+    }
     fn ask(&self, args: &Value) -> Option<Result<Ask, Refusal>> {
         Some(Ok(Ask::Secret {
             name: text(args, "name"),
@@ -139,6 +146,9 @@ impl Tool for RequestSecret {
 
 impl Tool for RequestResource {
     not_an_effect!();
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Read)
+    }
     fn ask(&self, args: &Value) -> Option<Result<Ask, Refusal>> {
         let name = text(args, "name");
         let url = args.get("url").and_then(Value::as_str).map(str::to_owned);

@@ -54,6 +54,10 @@ impl Tool for SpawnAgent {
         &self.0
     }
 
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Change)
+    }
+
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         let text = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_owned);
         let task = text("task").unwrap_or_default();

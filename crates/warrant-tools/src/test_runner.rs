@@ -116,6 +116,11 @@ impl Tool for RunTests {
         &self.spec
     }
 
+    /// Any class: a configured test command is a command line like any other.
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::Irreversible)
+    }
+
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         let (_, command) = chosen(args, env)?;
         self.command.normalize(&command, env)

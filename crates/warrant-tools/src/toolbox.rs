@@ -309,6 +309,49 @@ mod tests {
             .collect()
     }
 
+    /// Every built-in tool declares the worst class it can reach; a tool that declares
+    /// nothing (here `read_file` wrapped so that its declaration is lost) counts as the worst
+    /// there is, and the redaction wrapper passes the declaration through.
+    #[test]
+    fn each_tool_declares_its_worst_class_and_one_that_does_not_counts_as_irreversible() {
+        use warrant_core::RiskClass;
+        let menus = BTreeMap::new();
+        let tools = Toolbox::new(&[&Builtin], unguarded(&menus)).unwrap();
+        let reach: BTreeMap<String, RiskClass> = tools.reach().into_iter().collect();
+        for (tool, class) in [
+            ("read_file", RiskClass::Read),
+            ("write_file", RiskClass::Change),
+            ("delete_path", RiskClass::Destructive),
+            ("run_command", RiskClass::Irreversible),
+            ("git_push", RiskClass::External),
+            ("git_status", RiskClass::Read),
+            ("web_fetch", RiskClass::External),
+            ("apply_patch", RiskClass::Destructive),
+            ("request_secret", RiskClass::Secret),
+        ] {
+            assert_eq!(reach.get(tool), Some(&class), "{tool}");
+        }
+        assert!(
+            Builtin.tools().iter().all(|t| t.worst_class().is_some()),
+            "a built-in tool declares nothing"
+        );
+        let redacted = Toolbox::assemble(
+            builtin::all(),
+            None,
+            Some(Arc::new(Redactor::new(
+                warrant_secrets::Scanner::default_rules(),
+                Vec::new(),
+            ))),
+        );
+        assert_eq!(
+            redacted.reach().into_iter().collect::<BTreeMap<_, _>>(),
+            reach
+        );
+        let undeclared = Toolbox::assemble(with_schema("read_file", json!({})), None, None);
+        let reach: BTreeMap<String, RiskClass> = undeclared.reach().into_iter().collect();
+        assert_eq!(reach.get("read_file"), Some(&RiskClass::Irreversible));
+    }
+
     #[test]
     fn a_schema_is_compiled_on_its_tools_first_call_only() {
         let tools = Toolbox::new(&[&Builtin], unguarded(&BTreeMap::new())).unwrap();

@@ -29,6 +29,10 @@ impl Tool for WebFetchTool {
         &self.0
     }
 
+    fn worst_class(&self) -> Option<warrant_core::RiskClass> {
+        Some(warrant_core::RiskClass::External)
+    }
+
     fn normalize(&self, args: &Value, env: &ToolEnv) -> Result<Vec<Action>, Refusal> {
         let url = args
             .get("url")

@@ -28,6 +28,8 @@ fn env(ws: &str) -> ToolEnv {
         web_loopback_allowed: false,
         menus: Default::default(),
         spawn_unnarrowed: false,
+        ceiling_unchecked: false,
+        delegation_late: false,
     }
 }
 

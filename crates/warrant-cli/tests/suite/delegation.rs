@@ -416,3 +416,175 @@ fn a_worker_drives_a_submitted_run_held_to_its_token() {
         "hello\n"
     );
 }
+
+/// Issues a token from alice to tester for `verbs` on every resource, ceiling `ceiling`; returns
+/// its file, id and digest. Leaves the sandbox acting as tester.
+fn issue_for_tester(
+    sb: &mut Sandbox,
+    verbs: &[&str],
+    ceiling: &str,
+) -> (std::path::PathBuf, String, String) {
+    as_actor(sb, "alice");
+    let tok = sb.dir.path().join(format!("tester-{}.token", verbs.len()));
+    let mut args = vec!["delegate", "issue", "--holder", "tester@harbour"];
+    for v in verbs {
+        args.extend_from_slice(&["--verb", v]);
+    }
+    args.extend_from_slice(&[
+        "--resource",
+        "*",
+        "--ceiling",
+        ceiling,
+        "--out",
+        tok.to_str().unwrap(),
+        "--json",
+    ]);
+    let issued = sb.run(&args);
+    assert_eq!(issued.status.code(), Some(0), "{}", stderr(&issued));
+    let issued: serde_json::Value = serde_json::from_slice(&issued.stdout).unwrap();
+    as_actor(sb, "tester");
+    (
+        tok,
+        issued["grant"]["id"].as_str().unwrap().to_owned(),
+        issued["digest"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// The token is checked before policy: a delete outside it (the token allows reads only) is
+/// refused without an approval request ever being raised, and the run goes on to its end. The
+/// negative control (debug-only `WARRANT_TEST_DISABLE=delegation-first`, the token checked only
+/// at the effect) asks a person first: the run parks on an approval request.
+#[test]
+fn an_action_outside_the_token_is_refused_before_anyone_is_asked() {
+    let mut sb = Sandbox::init();
+    sb.write("notes/a.txt", "hello\n");
+    let (tok, _, _) = issue_for_tester(&mut sb, &["fs.read"], "destructive");
+    let model = sb.transcript(concat!(
+        "version: 1\nturns:\n",
+        "  - calls:\n      - tool: delete_path\n        args: { path: notes, recursive: true }\n",
+        "  - say: done\n"
+    ));
+    let args = [
+        "run",
+        "--prompt",
+        "never",
+        "--delegation",
+        tok.to_str().unwrap(),
+        "--model",
+        &model,
+        "clear notes",
+    ];
+    let out = sb.run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(sb.exists("notes/a.txt"));
+    let (_, events) = sb.last_run();
+    assert_eq!(
+        refused_and_started(&events),
+        (vec!["W-DELEGATE-017".to_owned()], 0)
+    );
+    for kind in ["policy_decided", "approval_requested"] {
+        assert!(
+            !events.iter().any(|e| e["kind"] == kind),
+            "{kind} in {events:?}"
+        );
+    }
+    let pending = sb.run(&["approvals", "list", "--all", "--json"]);
+    assert!(!stdout(&pending).contains("notes"), "{}", stdout(&pending));
+
+    // The control: checked only at the effect, the delete is asked of a person first.
+    let late = sb
+        .std_cmd(&args)
+        .env("WARRANT_TEST_DISABLE", "delegation-first")
+        .output()
+        .unwrap();
+    assert_eq!(late.status.code(), Some(10), "{}", stderr(&late));
+    let (_, events) = sb.last_run();
+    assert!(events.iter().any(|e| e["kind"] == "approval_requested"));
+}
+
+/// A subagent of a run under a token acts under a token minted for it, narrowed from its
+/// parent's (its own id and digest in its `run_started`, the parent's id as its parent), never
+/// the parent's token itself; revoking the parent's token while the child waits for a person
+/// stops the child's next effect. The control, unrevoked, deletes.
+#[test]
+fn a_subagent_acts_under_a_narrowed_token_and_revoking_the_parents_stops_it() {
+    let transcript = r#"
+version: 1
+turns:
+  - calls:
+      - tool: spawn_agent
+        args: { task: "clear the notes" }
+  - say: "Parent done."
+children:
+  - turns:
+      - calls:
+          - tool: delete_path
+            args: { path: "notes", recursive: true }
+      - say: "Notes cleared."
+"#;
+    for revoke in [false, true] {
+        let mut sb = Sandbox::init();
+        sb.write("notes/a.txt", "hello\n");
+        let (tok, id, digest) = issue_for_tester(&mut sb, &["fs.*", "agent.spawn"], "destructive");
+        let model = sb.transcript(transcript);
+        let out = sb.run(&[
+            "run",
+            "--delegation",
+            tok.to_str().unwrap(),
+            "--model",
+            &model,
+            "clean up",
+        ]);
+        assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+        let request = parked_request(&out);
+        let runs = sb.json(&["runs", "list", "--json"]);
+        let mut ids: Vec<String> = runs["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["run"].as_str().unwrap().to_owned())
+            .collect();
+        ids.sort_by_key(String::len);
+        let (parent, child) = (ids[0].clone(), ids[1].clone());
+        let started = |run: &str| -> serde_json::Value {
+            sb.json(&["runs", "show", run, "--json"])["events"][0]["payload"]["settings"]
+                ["delegation"]
+                .clone()
+        };
+        let (p, c) = (started(&parent), started(&child));
+        assert_eq!(p["digest"], digest.as_str());
+        assert_eq!(p["grant"]["id"], id.as_str());
+        assert_ne!(
+            c["digest"], p["digest"],
+            "the child holds the parent's token"
+        );
+        assert_ne!(c["grant"]["id"], p["grant"]["id"]);
+        assert_eq!(c["grant"]["parent"], id.as_str());
+        assert_eq!(c["grant"]["holder"], "tester@harbour");
+        assert_eq!(c["grant"]["ceiling"], p["grant"]["ceiling"]);
+        if revoke {
+            as_actor(&mut sb, "alice");
+            let r = sb.run(&["delegate", "revoke", &id]);
+            assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+            as_actor(&mut sb, "tester");
+        }
+        let ok = sb.run(&["approve", &request]);
+        assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+        let resumed = sb.run(&["resume", &parent]);
+        assert!(resumed.status.code().is_some(), "{}", stderr(&resumed));
+        let child_events = sb.json(&["runs", "show", &child, "--json"])["events"]
+            .as_array()
+            .unwrap()
+            .clone();
+        if revoke {
+            assert!(sb.exists("notes/a.txt"), "the revoked child deleted");
+            assert_eq!(
+                refused_and_started(&child_events),
+                (vec!["W-DELEGATE-006".to_owned()], 0)
+            );
+        } else {
+            assert!(!sb.exists("notes"), "{}", stderr(&resumed));
+            assert_eq!(refused_and_started(&child_events), (vec![], 1));
+        }
+    }
+}

@@ -363,22 +363,27 @@ fn a_rate_limit_is_shared_by_every_process_of_a_principal() {
     assert!(free.exists("one.txt") && free.exists("two.txt") && free.exists("three.txt"));
 }
 
-/// `[run] ceiling = "change"`: a delete (class `destructive`) is refused at run time before
-/// any person is asked, typed and audited; a write (`change`) runs. The menu's ceiling counts
-/// the same way; the control, without a ceiling, asks a person for the delete (exit 10).
+/// The dynamic half: a write (`change` by what `write_file` does) to a credential file is
+/// `secret` by its content, above the ceiling `change` of a composition that holds statically;
+/// it is refused at run time before any person is asked, typed and audited, and the plain
+/// write runs. `[run] ceiling` and the menu's count the same way; the control, without a
+/// ceiling, leaves the credential write to policy (which denies it: no `call_refused`).
 #[test]
 fn an_action_above_the_runs_ceiling_is_refused_before_anyone_is_asked() {
-    let transcript = "version: 1\nturns:\n  - calls:\n      - tool: write_file\n        args: { path: note.txt, content: x }\n  - calls:\n      - tool: delete_path\n        args: { path: build, recursive: true }\n  - say: done\n";
+    let transcript = "version: 1\nturns:\n  - calls:\n      - tool: write_file\n        args: { path: note.txt, content: x }\n  - calls:\n      - tool: write_file\n        args: { path: .env, content: \"TOKEN=1\" }\n  - say: done\n";
+    let menu = "[menus.tidy]\ntools = [\"write_file\", \"read_file\"]\n";
     for config in [
-        "\n[run]\nceiling = \"change\"\n",
-        "\n[run]\nmenu = \"tidy\"\n[menus.tidy]\ntools = [\"write_file\", \"delete_path\"]\nceiling = \"change\"\n",
+        format!("\n[run]\nceiling = \"change\"\nmenu = \"tidy\"\n{menu}"),
+        format!("\n[run]\nmenu = \"tidy\"\n{menu}ceiling = \"change\"\n"),
     ] {
         let sb = Sandbox::init();
-        std::fs::write(sb.managed.join("config.toml"), config).unwrap();
+        std::fs::write(sb.managed.join("config.toml"), &config).unwrap();
         let model = sb.transcript(transcript);
         let out = sb.run(&["run", "--prompt", "never", "--model", &model, "tidy"]);
         assert_eq!(out.status.code(), Some(0), "{config}: {}", stderr(&out));
-        assert!(sb.exists("note.txt") && sb.exists("build"), "{config}");
+        assert!(sb.exists("note.txt"), "{config}");
+        let env = std::fs::read_to_string(sb.ws.join(".env")).unwrap_or_default();
+        assert!(!env.contains("TOKEN=1"), "{config}");
         let runs = sb.json(&["runs", "list", "--json"]);
         let run = runs["runs"][0]["run"].as_str().unwrap().to_owned();
         let all = events(&sb, &run);
@@ -393,15 +398,133 @@ fn an_action_above_the_runs_ceiling_is_refused_before_anyone_is_asked() {
             .collect();
         assert_eq!(
             refused,
-            vec![json!({"tool": "delete_path", "code": "W-ENVELOPE-006",
-                "message": "this call reaches the risk class `destructive`, above the run's ceiling `change`; nothing ran"})],
+            vec![json!({"tool": "write_file", "code": "W-ENVELOPE-006",
+                "message": "this call reaches the risk class `secret`, above the run's ceiling `change`; nothing ran"})],
             "{config}"
         );
         let audit = sb.run(&["audit", "query", "--run", &run, "--json"]);
         assert!(stdout(&audit).contains("W-ENVELOPE-006"));
     }
     let control = Sandbox::init();
+    std::fs::write(
+        control.managed.join("config.toml"),
+        format!("\n[run]\nmenu = \"tidy\"\n{menu}"),
+    )
+    .unwrap();
     let model = control.transcript(transcript);
     let out = control.run(&["run", "--prompt", "never", "--model", &model, "tidy"]);
-    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let runs = control.json(&["runs", "list", "--json"]);
+    let run = runs["runs"][0]["run"].as_str().unwrap().to_owned();
+    let all = events(&control, &run);
+    assert!(!all.iter().any(|e| e["kind"] == "call_refused"));
+    // Without a ceiling it is policy's to decide (the default policy denies credential files).
+    assert_eq!(
+        all.iter().filter(|e| e["kind"] == "effect_denied").count(),
+        1
+    );
+}
+
+/// The static half: `warrant verify` names each tool of a composition that can reach worse
+/// than its ceiling, with its class (exit 1), and passes a narrower menu (exit 0); a run of the
+/// failing composition stops before its first step (exit 3, a typed `halted` event in its
+/// audited log, no model turn, nothing written). The negative control: with the check
+/// switched off (debug-only `WARRANT_TEST_DISABLE=static-ceiling`) the same run starts and
+/// its write lands.
+#[test]
+fn a_composition_that_can_reach_above_its_ceiling_is_reported_and_never_starts() {
+    let sb = Sandbox::init();
+    std::fs::write(
+        sb.managed.join("config.toml"),
+        "\n[run]\nceiling = \"change\"\nmenu = \"wide\"\n[menus.wide]\ntools = [\"write_file\", \"delete_path\", \"run_command\", \"git_status\"]\n[menus.tidy]\ntools = [\"read_file\", \"write_file\", \"git_status\", \"ask_question\"]\n",
+    )
+    .unwrap();
+    let verify = |args: &[&str]| -> (Option<i32>, Value) {
+        let mut all = vec!["verify", "--json"];
+        all.extend_from_slice(args);
+        let out = sb.run(&all);
+        (
+            out.status.code(),
+            serde_json::from_slice(&out.stdout).unwrap(),
+        )
+    };
+    let (code, wide) = verify(&[]);
+    assert_eq!(code, Some(1), "{wide}");
+    assert_eq!(wide["holds"], false);
+    assert_eq!(wide["composition"]["menu"], "wide");
+    assert_eq!(wide["composition"]["ceiling"], "change");
+    assert_eq!(
+        wide["composition"]["above"],
+        json!([{"tool": "delete_path", "class": "destructive"}, {"tool": "run_command", "class": "irreversible"}])
+    );
+    let (code, tidy) = verify(&["--menu", "tidy"]);
+    assert_eq!(code, Some(0), "{tidy}");
+    assert_eq!(tidy["holds"], true);
+    assert_eq!(
+        tidy["composition"]["tools"],
+        json!([{"tool": "ask_question", "class": "read"}, {"tool": "git_status", "class": "read"},
+               {"tool": "read_file", "class": "read"}, {"tool": "write_file", "class": "change"}])
+    );
+    let text = sb.run(&["verify"]);
+    assert_eq!(text.status.code(), Some(1));
+    let text = stdout(&text);
+    assert!(text.contains("W-ENVELOPE-007"), "{text}");
+    assert!(
+        text.contains("delete_path") && text.contains("irreversible"),
+        "{text}"
+    );
+    // An agent profile narrows the composition by the tools it denies: the code reviewer
+    // (reads, searches and git reads only) holds under the same wide menu's ceiling.
+    sb.write(
+        ".agents/code-reviewer.agent.yaml",
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../warrant-oap/tests/fixtures/oap/examples/code-reviewer.agent.yaml"),
+        )
+        .unwrap(),
+    );
+    let (code, reviewer) = verify(&["--menu", "tidy", "--profile", "code-reviewer"]);
+    assert_eq!(code, Some(0), "{reviewer}");
+    assert_eq!(reviewer["composition"]["profile"], "code-reviewer");
+    assert!(
+        reviewer["composition"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["tool"] != "write_file"),
+        "{reviewer}"
+    );
+    let unknown = sb.run(&["verify", "--menu", "nosuch"]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", stderr(&unknown));
+
+    let transcript = "version: 1\nturns:\n  - calls:\n      - tool: write_file\n        args: { path: note.txt, content: x }\n  - say: done\n";
+    let model = sb.transcript(transcript);
+    let out = sb.run(&["run", "--prompt", "never", "--model", &model, "tidy"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("W-ENVELOPE-007") || stdout(&out).contains("W-ENVELOPE-007"));
+    assert!(!sb.exists("note.txt"));
+    let runs = sb.json(&["runs", "list", "--json"]);
+    let run = runs["runs"][0]["run"].as_str().unwrap().to_owned();
+    let kinds: Vec<Value> = events(&sb, &run)
+        .iter()
+        .map(|e| e["kind"].clone())
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![json!("run_started"), json!("halted"), json!("run_ended")]
+    );
+    let halted = events(&sb, &run)[1]["payload"].clone();
+    assert_eq!(halted["code"], "W-ENVELOPE-007");
+    assert_eq!(halted["halt"]["control"], "ceiling_exceeded");
+    let audit = sb.run(&["audit", "query", "--run", &run, "--json"]);
+    assert!(stdout(&audit).contains("W-ENVELOPE-007"));
+
+    // The negative control: the check off, the same composition starts and acts.
+    let off = sb
+        .std_cmd(&["run", "--prompt", "never", "--model", &model, "tidy"])
+        .env("WARRANT_TEST_DISABLE", "static-ceiling")
+        .output()
+        .unwrap();
+    assert_eq!(off.status.code(), Some(0), "{}", stderr(&off));
+    assert!(sb.exists("note.txt"));
 }

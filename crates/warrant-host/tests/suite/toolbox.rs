@@ -173,6 +173,8 @@ fn a_second_source_is_offered_governed_and_redacted_without_the_cli() {
         web_loopback_allowed: false,
         menus: Default::default(),
         spawn_unnarrowed: false,
+        ceiling_unchecked: false,
+        delegation_late: false,
     };
     let actions = bare
         .get("recall_note")

@@ -263,13 +263,19 @@ impl Ring<'_> {
 
     /// Before a resume drives a run again: a changed policy set re-decides every pending
     /// action (recorded), and a changed tool catalogue is accepted only if every completed
-    /// step's tool is still offered.
+    /// step's tool is still offered. Not for a strict run: there either is a divergence that
+    /// stops it at its next step.
     pub fn check_replay(
         &self,
         state: &mut RunState,
         tools: &dyn ToolRegistry,
         tools_digest: &Digest,
     ) -> Result<(), KernelError> {
+        // A strict run records no change: its next step stops on the divergence
+        // (`Ring::replay_divergence`, W-STRICT-002).
+        if state.settings.strict {
+            return Ok(());
+        }
         if state.tools_digest.as_ref() != Some(tools_digest) {
             for call in &state.calls {
                 if call.result.is_some() && tools.get(&call.record.tool).is_none() {

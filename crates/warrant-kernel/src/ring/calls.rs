@@ -188,6 +188,28 @@ impl Ring<'_> {
             };
             let digest = call.digest.clone().unwrap_or_else(|| Digest::of_bytes(b""));
 
+            // 1b. The delegation token before policy: an action outside it, or a token that
+            // expired or was revoked, is refused before policy decides, so no person is ever
+            // asked for what the token could not allow. Checked again right before the effect.
+            if call.decisions.is_empty()
+                && call.started.is_none()
+                && !env.delegation_late
+                && let Some((code, message)) = self.delegation_refusal(state, &actions)?
+            {
+                self.append(
+                    state,
+                    vec![RunEvent::CallRefused {
+                        call_id: call_id.to_owned(),
+                        tool: call.record.tool,
+                        code: code.to_owned(),
+                        message,
+                    }],
+                    None,
+                    vec![],
+                )?;
+                return Ok(CallStep::Done);
+            }
+
             // 2. Policy, once per action; the decisions are journaled before anyone acts on them.
             if call.decisions.len() < actions.len() {
                 let events = actions

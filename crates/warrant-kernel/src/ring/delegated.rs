@@ -33,10 +33,7 @@ impl Ring<'_> {
         }
         // Read at every effect, so a revocation by any process stops the next one.
         let revoked = self.store.revoked_delegations()?;
-        if let Some(id) = std::iter::once(&grant.id)
-            .chain(grant.parent.iter())
-            .find(|id| revoked.iter().any(|r| r == *id))
-        {
+        if let Some(id) = delegation.ids().find(|id| revoked.iter().any(|r| r == *id)) {
             return Ok(Some((
                 "W-DELEGATE-006",
                 format!(

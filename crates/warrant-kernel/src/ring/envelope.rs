@@ -7,7 +7,7 @@
 use warrant_store::{KillSubject, Taken};
 
 use super::*;
-use crate::events::Halt;
+use crate::events::{Halt, ToolReach};
 
 /// What the kill switch is checked against for one run, owned so a running effect can keep
 /// checking it while the run's state is borrowed elsewhere.
@@ -48,6 +48,38 @@ impl Ring<'_> {
     pub fn halt(&self, state: &RunState) -> Option<Halt> {
         self.halt_of(&HaltSubject::of(state))
             .or_else(|| self.authority_lost(state))
+    }
+
+    /// The static ceiling check: `Some` when a tool the run is offered can reach a worse
+    /// class than the run's ceiling (fixed in `run_started`). Checked before every step, so a
+    /// composition that could exceed it never takes its first.
+    pub fn composition_halt(&self, state: &RunState) -> Option<Halt> {
+        let ceiling = state.settings.ceiling?;
+        let tools = above_ceiling(self.tools, state.settings.agent_profile.as_deref(), ceiling);
+        (!tools.is_empty()).then_some(Halt::CeilingExceeded { ceiling, tools })
+    }
+
+    /// For a strict run: `Some` when the tool catalogue or policy set this ring has differs
+    /// from the one the run logged (a resume under changed configuration). Replaying there
+    /// could decide differently, so the run stops instead (W-STRICT-002).
+    pub fn replay_divergence(&self, state: &RunState) -> Option<Halt> {
+        if !state.settings.strict {
+            return None;
+        }
+        let tools = digest_of(&self.tools.specs()).ok()?;
+        if state.tools_digest.as_ref() != Some(&tools) {
+            return Some(Halt::ReplayDiverged {
+                what: "tools".to_owned(),
+                from: state.tools_digest.clone(),
+                to: tools,
+            });
+        }
+        let policy = self.pdp.digest();
+        (state.policy_digest != policy).then(|| Halt::ReplayDiverged {
+            what: "policy".to_owned(),
+            from: Some(state.policy_digest.clone()),
+            to: policy,
+        })
     }
 
     /// The person the run acts for, measured against the directory as this process read it:
@@ -173,4 +205,38 @@ impl Ring<'_> {
         }
         None
     }
+}
+
+/// The tools offered (the menu's) that can act, each with the worst class it can reach, in
+/// name order. A tool the agent profile denies outright never acts, so it reaches nothing.
+pub fn reachable(
+    tools: &dyn ToolRegistry,
+    profile: Option<&crate::agent_profile::ProfilePin>,
+) -> Vec<ToolReach> {
+    let mut out: Vec<ToolReach> = tools
+        .reach()
+        .into_iter()
+        .filter(|(tool, _)| {
+            profile.is_none_or(|p| {
+                p.tools
+                    .get(tool)
+                    .is_some_and(|c| *c != crate::agent_profile::Ceiling::Deny)
+            })
+        })
+        .map(|(tool, class)| ToolReach { tool, class })
+        .collect();
+    out.sort_by(|a, b| a.tool.cmp(&b.tool));
+    out
+}
+
+/// Of [`reachable`], the tools that can reach worse than `ceiling`.
+pub fn above_ceiling(
+    tools: &dyn ToolRegistry,
+    profile: Option<&crate::agent_profile::ProfilePin>,
+    ceiling: RiskClass,
+) -> Vec<ToolReach> {
+    reachable(tools, profile)
+        .into_iter()
+        .filter(|t| t.class > ceiling)
+        .collect()
 }

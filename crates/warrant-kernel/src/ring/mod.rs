@@ -330,6 +330,7 @@ mod facts;
 mod lifecycle;
 mod session;
 
+pub use envelope::{above_ceiling, reachable};
 pub(crate) use facts::audit_facts;
 
 /// What a request listing shows of an approval request.

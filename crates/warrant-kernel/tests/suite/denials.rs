@@ -27,6 +27,7 @@ fn denials_by_policy_and_by_person_both_count() {
         standing: None,
         rate: None,
         ceiling: None,
+        strict: false,
     };
     let mut state = w.start(&ring, settings.clone());
     let calls: Vec<(&str, serde_json::Value, Option<Answer>)> = vec![

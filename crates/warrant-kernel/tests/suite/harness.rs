@@ -102,6 +102,8 @@ impl World {
             web_loopback_allowed: false,
             menus: Default::default(),
             spawn_unnarrowed: false,
+            ceiling_unchecked: false,
+            delegation_late: false,
         };
         Self {
             dir,
@@ -227,6 +229,7 @@ pub fn settings() -> RunSettings {
         standing: None,
         rate: None,
         ceiling: None,
+        strict: false,
     }
 }
 

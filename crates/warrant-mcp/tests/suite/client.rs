@@ -52,6 +52,8 @@ pub fn env(dir: &std::path::Path) -> ToolEnv {
         web_loopback_allowed: false,
         menus: Default::default(),
         spawn_unnarrowed: false,
+        ceiling_unchecked: false,
+        delegation_late: false,
     }
 }
 

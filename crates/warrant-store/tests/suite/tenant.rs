@@ -350,3 +350,34 @@ fn a_tenant_is_made_from_a_principal() {
     assert_eq!(tenant("acme").as_str(), "acme");
     let _: fn(&warrant_core::Principal) -> Tenant = Tenant::of;
 }
+
+/// Whether row-level security holds the store's login (`doctor`, strict mode): the test
+/// cluster's `postgres` superuser is not held (the finding); a plain login role is; a SQLite
+/// file has no such layer.
+#[test]
+fn the_store_says_whether_row_level_security_holds_its_login() {
+    let sqlite = SqliteBackend::new().open(clock());
+    assert_eq!(sqlite.row_security().unwrap(), None);
+
+    let db = TestDb::new();
+    // The plain role creates (and owns) the schema; the superuser can open it as well.
+    let role = AppRole::create(&db);
+    let plain = PostgresStore::connect_with_password(&role.url(), Some("app"), clock()).unwrap();
+    let admin = warrant_store::open(&db.url, clock()).unwrap();
+    let su = admin.row_security().unwrap().unwrap();
+    assert_eq!(
+        (su.role.as_str(), su.superuser, su.holds()),
+        ("postgres", true, false)
+    );
+    assert!(su.problem().unwrap().contains("is a superuser"), "{su:?}");
+
+    let rls = plain.row_security().unwrap().unwrap();
+    assert_eq!(rls.role, role.name);
+    assert!(rls.holds() && rls.problem().is_none(), "{rls:?}");
+    // A role with BYPASSRLS is not held either.
+    db.client()
+        .batch_execute(&format!("ALTER ROLE {} BYPASSRLS", role.name))
+        .unwrap();
+    let bypass = plain.row_security().unwrap().unwrap();
+    assert!(!bypass.holds() && bypass.problem().unwrap().contains("BYPASSRLS"));
+}

@@ -74,6 +74,8 @@ impl Env {
                 web_loopback_allowed: false,
                 menus: Default::default(),
                 spawn_unnarrowed: false,
+                ceiling_unchecked: false,
+                delegation_late: false,
             },
             tools: Toolbox::new(
                 &[&Builtin],
