@@ -422,6 +422,44 @@ pub(crate) fn facts_of(
             }
             facts.outcome = Some(format!("message from {by}"));
         }
+        RunEvent::GraphNode(step) => {
+            use crate::graph::NodeStatus;
+            facts.resource = Some(format!("graph-node:{}", step.node));
+            let mut reasons: Vec<String> = step.code.iter().cloned().collect();
+            reasons.extend(step.reason.iter().cloned());
+            if let Some(c) = &step.ceiling {
+                reasons.push(format!(
+                    "ceiling: workspace {}; {}",
+                    c.workspace,
+                    c.permissions
+                        .iter()
+                        .map(crate::graph::Permission::text)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            facts.reasons = reasons;
+            // Outputs stay in the journal; the record holds their digest.
+            facts.output_digest = step
+                .outputs
+                .as_ref()
+                .map(|o| Digest::of_bytes(o.to_string().as_bytes()).to_string());
+            facts.decision = match step.status {
+                NodeStatus::Blocked => Some(Decision::Deny),
+                NodeStatus::AwaitingHuman => Some(Decision::Ask),
+                NodeStatus::Running
+                | NodeStatus::AttemptFailed
+                | NodeStatus::Succeeded
+                | NodeStatus::Failed
+                | NodeStatus::Skipped => None,
+            };
+            facts.outcome = Some(format!(
+                "node {} {} (attempt {})",
+                step.node,
+                step.status.as_str(),
+                step.attempt
+            ));
+        }
         RunEvent::MessageRefused { by, code, reason } => {
             facts.decision = Some(Decision::Deny);
             facts.reasons = vec![format!("{reason} [{code}]")];
