@@ -747,6 +747,15 @@ mod tests {
                    "reason": "run-01 is alice's session"}),
             json!({"type": "history_compacted", "through_turn": 3, "summary": "earlier",
                    "replaced": d('7'), "estimated_tokens": 9000, "budget": 8000}),
+            // A graph run's node steps (appended last, so the rows above keep their numbers).
+            json!({"type": "graph_node", "node": "fix", "status": "running", "attempt": 1,
+                   "ceiling": {"node": "fix", "workspace": "read_only", "permissions": [
+                       {"scope": "fs", "action": "write", "target": "notes/*"}]}}),
+            json!({"type": "graph_node", "node": "approve", "status": "awaiting_human",
+                   "attempt": 1}),
+            json!({"type": "graph_node", "node": "build", "status": "failed", "attempt": 2,
+                   "code": "criteria_failed", "reason": "criterion `green` failed",
+                   "outputs": {"status": "red"}}),
         ]
     }
 
