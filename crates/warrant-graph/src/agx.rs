@@ -294,7 +294,11 @@ pub fn eval(input: &str, scope: &Value) -> Result<Value, AgxError> {
 pub fn eval_bool(input: &str, scope: &Value) -> Result<bool, AgxError> {
     match eval(input, scope)? {
         Value::Bool(b) => Ok(b),
-        other => err(format!(
+        other @ (Value::Null
+        | Value::Number(_)
+        | Value::String(_)
+        | Value::Array(_)
+        | Value::Object(_)) => err(format!(
             "`{input}` is {} where a boolean is needed (AGX has no truthiness)",
             type_name(&other)
         )),
@@ -323,7 +327,9 @@ pub fn stringify(v: &Value) -> String {
     match v {
         Value::Null => String::new(),
         Value::String(s) => s.clone(),
-        other => other.to_string(),
+        other @ (Value::Bool(_) | Value::Number(_) | Value::Array(_) | Value::Object(_)) => {
+            other.to_string()
+        }
     }
 }
 
@@ -369,7 +375,7 @@ fn contains(hay: &Value, needle: &Value, what: &str) -> Result<bool, AgxError> {
         Value::Array(a) => Ok(a.contains(needle)),
         Value::String(s) => Ok(s.contains(string(needle, what)?)),
         Value::Object(o) => Ok(o.contains_key(string(needle, what)?)),
-        other => err(format!(
+        other @ (Value::Null | Value::Bool(_) | Value::Number(_)) => err(format!(
             "{what} needs an array, a string or an object, got {}",
             type_name(other)
         )),
@@ -498,7 +504,11 @@ fn call(name: &str, args: &[Value], scope: &Value) -> Result<Value, AgxError> {
                 Value::Array(a) => a.len(),
                 Value::String(s) if name == "len" => s.chars().count(),
                 Value::Object(o) if name == "len" => o.len(),
-                other => {
+                other @ (Value::Null
+                | Value::Bool(_)
+                | Value::Number(_)
+                | Value::String(_)
+                | Value::Object(_)) => {
                     return err(format!("{what} cannot measure {}", type_name(other)));
                 }
             };
@@ -564,7 +574,9 @@ fn call(name: &str, args: &[Value], scope: &Value) -> Result<Value, AgxError> {
                     .parse::<f64>()
                     .map_err(|_| AgxError(format!("{what} cannot convert {s:?}")))?,
                 Value::Bool(b) => f64::from(u8::from(*b)),
-                other => return err(format!("{what} cannot convert {}", type_name(other))),
+                other @ (Value::Null | Value::Array(_) | Value::Object(_)) => {
+                    return err(format!("{what} cannot convert {}", type_name(other)));
+                }
             };
             if name == "int" {
                 number(n.trunc())
@@ -578,7 +590,13 @@ fn call(name: &str, args: &[Value], scope: &Value) -> Result<Value, AgxError> {
                 Value::Bool(b) => Value::Bool(*b),
                 Value::String(s) if s == "true" => Value::Bool(true),
                 Value::String(s) if s == "false" => Value::Bool(false),
-                other => return err(format!("{what} cannot convert {}", type_name(other))),
+                other @ (Value::Null
+                | Value::Number(_)
+                | Value::String(_)
+                | Value::Array(_)
+                | Value::Object(_)) => {
+                    return err(format!("{what} cannot convert {}", type_name(other)));
+                }
             }
         }
         "str" => {

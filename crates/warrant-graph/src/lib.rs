@@ -185,7 +185,7 @@ impl Graph {
             if f.code == "AG001" && f.message.starts_with("cannot read") {
                 GraphError::Unreadable {
                     path: shown.clone(),
-                    error: f.message.clone(),
+                    error: f.message,
                 }
             } else {
                 GraphError::Invalid {

@@ -65,7 +65,7 @@ struct Explainer<'a> {
 impl Decide for Explainer<'_> {
     fn decide(&self, action: &str, target: &str) -> std::result::Result<Decided, String> {
         let e = crate::explain::explain(self.at, self.notices.clone(), action, target, None)
-            .map_err(|e| e.message.clone())?;
+            .map_err(|e| e.message)?;
         let d = &e.explanation.decision;
         let reason = e
             .explanation
@@ -266,7 +266,7 @@ impl GraphDrive<'_> {
         let rung = attempt::ladder(node, attempt, &failure, &scope);
         let mut s = step(&node.id, NodeStatus::AttemptFailed, attempt);
         s.code = Some(failure.code.unwrap_or(failure.class).to_owned());
-        s.reason = Some(failure.reason.clone());
+        s.reason = Some(failure.reason);
         let last = match rung {
             Rung::Retry | Rung::Alternate(_) => s,
             Rung::Skip => {
@@ -374,7 +374,11 @@ impl GraphDrive<'_> {
             self.host.deliver();
             match exit.map_err(|e| HostError::failed(&e))? {
                 RunExit::AwaitingMessage => {}
-                other => return Ok(Stepped::Exit(other)),
+                other @ (RunExit::Completed
+                | RunExit::Failed { .. }
+                | RunExit::Stopped { .. }
+                | RunExit::Parked { .. }
+                | RunExit::Superseded { .. }) => return Ok(Stepped::Exit(other)),
             }
         }
         // The node's turn is answered: its outputs, then whether they pass.

@@ -144,7 +144,13 @@ fn bad_graphs_are_refused_with_the_spec_codes_before_anything_runs() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("W-GRAPH-003"), "{}", stderr(&out));
     assert!(stderr(&out).contains("AG303"), "{}", stderr(&out));
-    assert_eq!(sb.json(&["runs", "list", "--json"])["runs"].as_array().unwrap().len(), 0);
+    assert_eq!(
+        sb.json(&["runs", "list", "--json"])["runs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
 }
 
 #[test]
