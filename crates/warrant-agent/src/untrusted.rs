@@ -96,7 +96,7 @@ pub fn prompt_with(
         let calls: Vec<_> = state
             .calls
             .iter()
-            .filter(|c| c.turn as usize == turn)
+            .filter(|c| c.turn as usize == turn && !c.received)
             .collect();
         messages.push(Message::Assistant {
             text: text.clone(),

@@ -243,6 +243,7 @@ fn step_after(event: &RunEvent) -> Option<String> {
         | RunEvent::BudgetExceeded { .. }
         | RunEvent::AwaitingMessage { .. }
         | RunEvent::MessageRefused { .. }
+        | RunEvent::GraphNode(_)
         | RunEvent::CallReceived { .. }
         | RunEvent::AccessRefused { .. }
         | RunEvent::JournalRejected { .. } => None,

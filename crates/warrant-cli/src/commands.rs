@@ -147,6 +147,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Catalog { command } => crate::catalog_cmd::dispatch(ws, command),
         Command::Artifacts { command } => crate::artifacts_cmd::dispatch(ws, command),
         Command::Profiles { command } => crate::profiles_cmd::dispatch(ws, command),
+        Command::Graph { command } => crate::graph_cmd::dispatch(ws, command),
         Command::Delegate { command } => crate::delegate_cmd::dispatch(ws, command),
         Command::Mcp { command } => crate::mcp_cmd::dispatch(ws, command),
         Command::Web { bind, public, open } => crate::web_cmd::web(ws, bind, public, open),
@@ -249,7 +250,7 @@ fn load(ws: Option<&Path>) -> Result<Host, Failure> {
     Ok(Host::open(&crate::at(ws), crate::notices())?)
 }
 
-fn prompter_for(mode: &str, principal: &Principal) -> Box<dyn Prompter> {
+pub(crate) fn prompter_for(mode: &str, principal: &Principal) -> Box<dyn Prompter> {
     let interactive = match mode {
         "always" => true,
         "never" => false,
@@ -265,7 +266,7 @@ fn prompter_for(mode: &str, principal: &Principal) -> Box<dyn Prompter> {
     }
 }
 
-fn finish(exit: RunExit, run: &RunId, json: bool) -> u8 {
+pub(crate) fn finish(exit: RunExit, run: &RunId, json: bool) -> u8 {
     if !json {
         match &exit {
             RunExit::Completed => outln!("run {run} completed"),

@@ -42,6 +42,7 @@ mod chat;
 mod commands;
 mod delegate_cmd;
 mod envelope_cmd;
+mod graph_cmd;
 mod inspect;
 mod mcp_cmd;
 mod memory_cmd;
@@ -303,6 +304,12 @@ pub enum Command {
     Profiles {
         #[command(subcommand)]
         command: profiles_cmd::ProfilesCommand,
+    },
+    /// Agentic graphs (AGS 1.0): validate, plan (read-only: order, permissions against
+    /// policy, gates), run as one governed run, resume.
+    Graph {
+        #[command(subcommand)]
+        command: graph_cmd::GraphCommand,
     },
     /// Delegation tokens: hand part of your authority to another principal (signed, expiring,
     /// holder-bound, only narrowing), show, verify (offline with `--pubkeys`), revoke.

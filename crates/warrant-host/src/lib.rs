@@ -28,6 +28,7 @@ mod error;
 pub mod explain;
 pub mod fault;
 pub mod get_started;
+pub mod graph;
 pub mod identity;
 pub mod init;
 pub mod install;
@@ -485,6 +486,7 @@ impl Host {
             settings: RunSettings {
                 agent_profile: None,
                 delegation: self.delegation.clone(),
+                graph: None,
                 max_denials: self.settings.max_denials,
                 max_turns: self.settings.max_turns,
                 deadline: deadline.or_else(|| {

@@ -426,6 +426,20 @@ impl Narrator {
             RunEvent::MessageRefused { by, code, reason } => {
                 vec![format!("refused  a message from {by}: {reason} [{code}]")]
             }
+            RunEvent::GraphNode(step) => {
+                let why = match (&step.code, &step.reason) {
+                    (Some(c), Some(r)) => format!(": {} [{c}]", inline(r)),
+                    (None, Some(r)) => format!(": {}", inline(r)),
+                    (Some(c), None) => format!(" [{c}]"),
+                    (None, None) => String::new(),
+                };
+                vec![format!(
+                    "node     {} {} (attempt {}){why}",
+                    step.node,
+                    step.status.as_str(),
+                    step.attempt
+                )]
+            }
             RunEvent::HistoryCompacted {
                 through_turn,
                 estimated_tokens,

@@ -308,6 +308,12 @@ impl Host {
         prompter: &mut dyn Prompter,
         can_prompt: bool,
     ) -> Result<Resumed> {
+        // A graph run continues through its graph (which checks the graph it pinned).
+        if self.is_graph_run(run)? {
+            return self
+                .graph_resume(run, observer, prompter)
+                .map(Resumed::Driven);
+        }
         let tools = self.tools()?;
         let env = self.tool_env()?;
         self.with_ring(&tools, observer, |ring| {

@@ -212,7 +212,8 @@ fn call_of(event: &RunEvent) -> Option<(&str, Step)> {
         | RunEvent::AwaitingMessage { .. }
         | RunEvent::MessageReceived { .. }
         | RunEvent::HistoryCompacted { .. }
-        | RunEvent::MessageRefused { .. } => None,
+        | RunEvent::MessageRefused { .. }
+        | RunEvent::GraphNode(_) => None,
     }
 }
 

@@ -67,6 +67,10 @@ pub struct RunSettings {
     /// be unexpired and unrevoked at that effect. Absent for a run under its own authority.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delegation: Option<Box<DelegationSettings>>,
+    /// The Agentic Graph the run executes (`warrant graph run`), pinned when it starts.
+    /// Absent for any other run (and in older logs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<Box<crate::graph::GraphPin>>,
 }
 
 /// The delegation a run acts under (see [`crate::delegation`]).
@@ -802,6 +806,9 @@ pub enum RunEvent {
         problem: String,
         detail: String,
     },
+    /// A step of one node of the run's Agentic Graph: an attempt started (with the node's
+    /// permission ceiling), a gate put to a person, an attempt failed, the node's end.
+    GraphNode(crate::graph::NodeStep),
 }
 
 impl RunEvent {
@@ -842,6 +849,7 @@ impl RunEvent {
             Self::MessageReceived { .. } => "message_received",
             Self::HistoryCompacted { .. } => "history_compacted",
             Self::MessageRefused { .. } => "message_refused",
+            Self::GraphNode(_) => "graph_node",
         }
     }
 

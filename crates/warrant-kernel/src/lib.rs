@@ -10,6 +10,7 @@ pub mod confidential;
 pub mod delegation;
 pub mod error;
 pub mod events;
+pub mod graph;
 pub mod journal;
 pub mod model_gate;
 pub mod pdp;

@@ -52,6 +52,9 @@ pub struct CallState {
     pub in_doubt: Option<RequestId>,
     /// How that person resolved it.
     pub resolution: Option<Resolution>,
+    /// A call a client made directly (`call_received`), not the model: it is no part of the
+    /// model's conversation.
+    pub received: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -151,6 +154,10 @@ pub struct RunState {
     pub awaiting: bool,
     /// The latest compaction of a session's history.
     pub compaction: Option<Compaction>,
+    /// Every step of the run's Agentic Graph nodes, in order (`graph_node` events).
+    pub graph: Vec<crate::graph::NodeStep>,
+    /// The permission ceiling of the graph node running now, if any.
+    pub ceiling: Option<crate::graph::NodeCeiling>,
     /// Steps of a call the ring decided and applied here but has not committed yet: they go
     /// to the store with its next append, in the same transaction. Empty whenever the ring
     /// hands the state back.
@@ -330,6 +337,8 @@ impl RunState {
                 messages: Vec::new(),
                 awaiting: false,
                 compaction: None,
+                graph: Vec::new(),
+                ceiling: None,
                 staged: Staged::default(),
             },
             other @ (RunEvent::ModelResponded { .. }
@@ -365,7 +374,8 @@ impl RunState {
             | RunEvent::AwaitingMessage { .. }
             | RunEvent::MessageReceived { .. }
             | RunEvent::HistoryCompacted { .. }
-            | RunEvent::MessageRefused { .. }) => {
+            | RunEvent::MessageRefused { .. }
+            | RunEvent::GraphNode(_)) => {
                 return Err(KernelError::Inconsistent {
                     run: first.run.to_string(),
                     message: format!("log starts with {} instead of run_started", other.kind()),
@@ -419,6 +429,7 @@ impl RunState {
                         result: None,
                         in_doubt: None,
                         resolution: None,
+                        received: false,
                     });
                 }
                 self.turn_texts.push(text);
@@ -444,6 +455,7 @@ impl RunState {
                     result: None,
                     in_doubt: None,
                     resolution: None,
+                    received: true,
                 });
             }
             RunEvent::CallRefused {
@@ -705,6 +717,14 @@ impl RunState {
             }
             // A refusal to take a message; the fold changes nothing.
             RunEvent::MessageRefused { .. } => {}
+            RunEvent::GraphNode(step) => {
+                if step.status == crate::graph::NodeStatus::Running {
+                    self.ceiling = step.ceiling.clone();
+                } else if self.ceiling.as_ref().is_some_and(|c| c.node == step.node) {
+                    self.ceiling = None;
+                }
+                self.graph.push(step);
+            }
             RunEvent::HistoryCompacted {
                 through_turn,
                 summary,

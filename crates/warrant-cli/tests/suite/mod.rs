@@ -20,6 +20,7 @@ mod docs;
 mod envelope;
 mod faults;
 mod first_hour;
+mod graph;
 mod harness;
 mod identity;
 mod injection;

@@ -222,6 +222,10 @@ impl Ring<'_> {
                         if let Some(pin) = state.settings.agent_profile.as_deref() {
                             v = pin.narrow(v, &call.record.tool, action);
                         }
+                        // So does the permission ceiling of the graph node that runs now.
+                        if let Some(ceiling) = state.ceiling.as_ref() {
+                            v = ceiling.narrow(v, action, &state.workspace);
+                        }
                         RunEvent::PolicyDecided {
                             call_id: call_id.to_owned(),
                             index: i as u32,

@@ -422,6 +422,44 @@ pub(crate) fn facts_of(
             }
             facts.outcome = Some(format!("message from {by}"));
         }
+        RunEvent::GraphNode(step) => {
+            use crate::graph::NodeStatus;
+            facts.resource = Some(format!("graph-node:{}", step.node));
+            let mut reasons: Vec<String> = step.code.iter().cloned().collect();
+            reasons.extend(step.reason.iter().cloned());
+            if let Some(c) = &step.ceiling {
+                reasons.push(format!(
+                    "ceiling: workspace {}; {}",
+                    c.workspace,
+                    c.permissions
+                        .iter()
+                        .map(crate::graph::Permission::text)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            facts.reasons = reasons;
+            // Outputs stay in the journal; the record holds their digest.
+            facts.output_digest = step
+                .outputs
+                .as_ref()
+                .map(|o| Digest::of_bytes(o.to_string().as_bytes()).to_string());
+            facts.decision = match step.status {
+                NodeStatus::Blocked => Some(Decision::Deny),
+                NodeStatus::AwaitingHuman => Some(Decision::Ask),
+                NodeStatus::Running
+                | NodeStatus::AttemptFailed
+                | NodeStatus::Succeeded
+                | NodeStatus::Failed
+                | NodeStatus::Skipped => None,
+            };
+            facts.outcome = Some(format!(
+                "node {} {} (attempt {})",
+                step.node,
+                step.status.as_str(),
+                step.attempt
+            ));
+        }
         RunEvent::MessageRefused { by, code, reason } => {
             facts.decision = Some(Decision::Deny);
             facts.reasons = vec![format!("{reason} [{code}]")];
@@ -709,6 +747,15 @@ mod tests {
                    "reason": "run-01 is alice's session"}),
             json!({"type": "history_compacted", "through_turn": 3, "summary": "earlier",
                    "replaced": d('7'), "estimated_tokens": 9000, "budget": 8000}),
+            // A graph run's node steps (appended last, so the rows above keep their numbers).
+            json!({"type": "graph_node", "node": "fix", "status": "running", "attempt": 1,
+                   "ceiling": {"node": "fix", "workspace": "read_only", "permissions": [
+                       {"scope": "fs", "action": "write", "target": "notes/*"}]}}),
+            json!({"type": "graph_node", "node": "approve", "status": "awaiting_human",
+                   "attempt": 1}),
+            json!({"type": "graph_node", "node": "build", "status": "failed", "attempt": 2,
+                   "code": "criteria_failed", "reason": "criterion `green` failed",
+                   "outputs": {"status": "red"}}),
         ]
     }
 

@@ -327,6 +327,7 @@ mod delegated;
 mod effects;
 mod envelope;
 mod facts;
+mod graph;
 mod lifecycle;
 mod session;
 

@@ -219,6 +219,7 @@ pub fn settings() -> RunSettings {
     RunSettings {
         agent_profile: None,
         delegation: None,
+        graph: None,
         max_denials: 3,
         max_turns: 20,
         deadline: None,
