@@ -119,6 +119,7 @@ impl Fixture {
             settings: RunSettings {
                 agent_profile: None,
                 delegation: None,
+                skills: Vec::new(),
                 max_denials: 1_000_000,
                 max_turns: 1_000_000,
                 deadline: None,

@@ -51,6 +51,7 @@ mod prompt;
 mod requests;
 mod secrets_cmd;
 mod setup_cmd;
+mod skills_cmd;
 mod surface;
 mod web_cmd;
 
@@ -290,6 +291,12 @@ pub enum Command {
     Profiles {
         #[command(subcommand)]
         command: profiles_cmd::ProfilesCommand,
+    },
+    /// Agent Skills (SKILL.md): list, show, install on your review and approval, verify
+    /// (a changed skill is not loaded), trust this workspace's project skills.
+    Skills {
+        #[command(subcommand)]
+        command: skills_cmd::SkillsCommand,
     },
     /// Delegation tokens: hand part of your authority to another principal (signed, expiring,
     /// holder-bound, only narrowing), show, verify (offline with `--pubkeys`), revoke.
@@ -675,6 +682,9 @@ impl warrant_host::Notices for Stderr {
             }
             Notice::McpUnavailable { code, error } => {
                 format!("warning: {error} ({code}); its tools are not offered")
+            }
+            Notice::SkillsUnavailable { code, error } => {
+                format!("warning: {error} ({code}); no skills are offered")
             }
             Notice::BaselineGaps { gaps } => {
                 let listed: Vec<String> = gaps

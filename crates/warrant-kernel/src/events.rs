@@ -62,6 +62,10 @@ pub struct RunSettings {
     /// be unexpired and unrevoked at that effect. Absent for a run under its own authority.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delegation: Option<Box<DelegationSettings>>,
+    /// The Agent Skills the run was offered (their catalog), pinned when it starts. Empty
+    /// without usable skills (and in older logs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<crate::skills::SkillPin>,
 }
 
 /// The delegation a run acts under (see [`crate::delegation`]).

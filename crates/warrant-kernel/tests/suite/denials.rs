@@ -17,6 +17,7 @@ fn denials_by_policy_and_by_person_both_count() {
     let settings = RunSettings {
         agent_profile: None,
         delegation: None,
+        skills: Vec::new(),
         max_denials: 2,
         max_turns: 20,
         deadline: None,

@@ -217,6 +217,7 @@ pub fn settings() -> RunSettings {
     RunSettings {
         agent_profile: None,
         delegation: None,
+        skills: Vec::new(),
         max_denials: 3,
         max_turns: 20,
         deadline: None,
