@@ -360,13 +360,15 @@ fn entry(scope: SkillScope, dir: &Path, trusted: bool, ledger: &Ledger) -> Entry
         Ok(s) => s,
         Err(err) => {
             e.status = Status::Invalid;
-            e.reason = Some(match &err {
-                SkillError::Invalid { problems, .. } if problems.len() == 1 => problems[0].clone(),
-                _ => Problem {
-                    code: warrant_core::Coded::code(&err),
-                    message: err.to_string(),
-                },
-            });
+            let single = if let SkillError::Invalid { problems, .. } = &err {
+                problems.first().filter(|_| problems.len() == 1).cloned()
+            } else {
+                None
+            };
+            e.reason = Some(single.unwrap_or_else(|| Problem {
+                code: warrant_core::Coded::code(&err),
+                message: err.to_string(),
+            }));
             return e;
         }
     };

@@ -121,9 +121,12 @@ impl Tool for ActivateSkill {
     fn present(&self, actions: &[Action], _env: &ToolEnv) -> Presentation {
         let paths: Vec<String> = actions
             .iter()
-            .filter_map(|a| match a {
-                Action::FsRead { path } => Some(path.to_string()),
-                _ => None,
+            .filter_map(|a| {
+                if let Action::FsRead { path } = a {
+                    Some(path.to_string())
+                } else {
+                    None
+                }
             })
             .collect();
         Presentation {

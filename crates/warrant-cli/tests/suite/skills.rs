@@ -380,13 +380,13 @@ fn the_catalog_reaches_the_model_fenced() {
     assert!(catalog.contains("- tidy-notes (project): Tidies notes."));
     assert_eq!(catalog.matches("</untrusted>").count(), 1, "{catalog}");
     assert_eq!(msgs[2]["content"], "hi");
-    let tools: Vec<&str> = first["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap())
-        .collect();
-    assert!(tools.contains(&"activate_skill"));
+    assert!(
+        first["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["function"]["name"] == "activate_skill")
+    );
     // The activated body comes back as a tool result, fenced like any file content.
     let second = seen.lock().unwrap()[1].clone();
     let last = second["messages"]
