@@ -122,6 +122,7 @@ impl Fixture {
                 agent_profile: None,
                 delegation: None,
                 graph: None,
+                skills: Vec::new(),
                 max_denials: 1_000_000,
                 max_turns: 1_000_000,
                 deadline: None,

@@ -18,7 +18,8 @@ use warrant_kernel::{Interrupted, ModelRequest, RunLimit};
 use warrant_llm::{Conversation, Flow, GuardedRequest, ModelError, ModelProvider, StreamProgress};
 
 pub use untrusted::{
-    GuardSettings, PROFILE_POSTAMBLE, Prompt, profile_state, prompt, system_prompt,
+    GuardSettings, PROFILE_POSTAMBLE, Prompt, SKILLS_PREAMBLE, profile_state, prompt,
+    skills_catalog, system_prompt,
 };
 use warrant_store::StoreError;
 

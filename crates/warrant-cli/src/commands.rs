@@ -148,6 +148,7 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Artifacts { command } => crate::artifacts_cmd::dispatch(ws, command),
         Command::Profiles { command } => crate::profiles_cmd::dispatch(ws, command),
         Command::Graph { command } => crate::graph_cmd::dispatch(ws, command),
+        Command::Skills { command } => crate::skills_cmd::dispatch(ws, command),
         Command::Delegate { command } => crate::delegate_cmd::dispatch(ws, command),
         Command::Mcp { command } => crate::mcp_cmd::dispatch(ws, command),
         Command::Web { bind, public, open } => crate::web_cmd::web(ws, bind, public, open),

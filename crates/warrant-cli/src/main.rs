@@ -52,6 +52,7 @@ mod prompt;
 mod requests;
 mod secrets_cmd;
 mod setup_cmd;
+mod skills_cmd;
 mod surface;
 mod web_cmd;
 
@@ -310,6 +311,12 @@ pub enum Command {
     Graph {
         #[command(subcommand)]
         command: graph_cmd::GraphCommand,
+    },
+    /// Agent Skills (SKILL.md): list, show, install on your review and approval, verify
+    /// (a changed skill is not loaded), trust this workspace's project skills.
+    Skills {
+        #[command(subcommand)]
+        command: skills_cmd::SkillsCommand,
     },
     /// Delegation tokens: hand part of your authority to another principal (signed, expiring,
     /// holder-bound, only narrowing), show, verify (offline with `--pubkeys`), revoke.
@@ -695,6 +702,9 @@ impl warrant_host::Notices for Stderr {
             }
             Notice::McpUnavailable { code, error } => {
                 format!("warning: {error} ({code}); its tools are not offered")
+            }
+            Notice::SkillsUnavailable { code, error } => {
+                format!("warning: {error} ({code}); no skills are offered")
             }
             Notice::BaselineGaps { gaps } => {
                 let listed: Vec<String> = gaps

@@ -45,6 +45,7 @@ pub mod requests;
 pub mod runs;
 pub mod serve;
 pub mod setup;
+pub mod skills;
 pub mod spawn;
 pub mod strict;
 pub mod touched;
@@ -285,6 +286,11 @@ impl Host {
         let memory = self.memory_tools();
         let artifacts = self.artifact_tools();
         let mut sources: Vec<&dyn ToolSource> = vec![&Builtin, &memory, &artifacts];
+        // `activate_skill` only for a run that has skills to activate (the client guide's rule).
+        let skill_tools = skills::SkillTools(self.skill_pins());
+        if !skill_tools.0.is_empty() {
+            sources.push(&skill_tools);
+        }
         if with_mcp && let Some(mcp) = &self.mcp {
             sources.push(mcp.as_ref() as &dyn ToolSource);
         }
@@ -512,6 +518,11 @@ impl Host {
                     .then(|| Box::new(self.settings.rate.clone())),
                 ceiling: self.run_ceiling(),
                 strict: self.settings.strict,
+                skills: if specs.iter().any(|s| s.name == warrant_skills::tool::TOOL) {
+                    self.skill_pins()
+                } else {
+                    Vec::new()
+                },
             },
             tools: specs.iter().map(|s| s.name.clone()).collect(),
             tools_digest: digest_of(&specs).ok(),

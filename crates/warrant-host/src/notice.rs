@@ -29,6 +29,9 @@ pub enum Notice {
     /// A configured MCP server offers no tools to this run: it could not be started, reached
     /// or listed (`code`, `error` say why).
     McpUnavailable { code: String, error: String },
+    /// The skill catalog could not be read (its install ledger or trust list): the run is
+    /// offered no skills.
+    SkillsUnavailable { code: String, error: String },
     /// Baseline controls strict mode would require are missing; told once when a run or a
     /// front end starts (strict mode refuses instead).
     BaselineGaps { gaps: Vec<crate::strict::Gap> },

@@ -71,6 +71,10 @@ pub struct RunSettings {
     /// Absent for any other run (and in older logs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graph: Option<Box<crate::graph::GraphPin>>,
+    /// The Agent Skills the run was offered (their catalog), pinned when it starts. Empty
+    /// without usable skills (and in older logs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<crate::skills::SkillPin>,
 }
 
 /// The delegation a run acts under (see [`crate::delegation`]).

@@ -15,6 +15,7 @@ pub mod journal;
 pub mod model_gate;
 pub mod pdp;
 pub mod ring;
+pub mod skills;
 pub mod state;
 pub mod summary;
 pub mod tool;

@@ -91,6 +91,8 @@ pub struct RunContext {
     /// [`crate::Authorized::seen_untrusted`] will say when it runs: what the call makes may carry
     /// an injection (an artifact then writes formulas as text).
     pub seen_untrusted: bool,
+    /// The run's pinned skill catalog, for `activate_skill`.
+    pub skills: Vec<crate::skills::SkillPin>,
 }
 
 impl RunContext {

@@ -219,6 +219,7 @@ fn mcp_call(c: &mut Criterion) {
             agent_profile: None,
             delegation: None,
             graph: None,
+            skills: Vec::new(),
             max_denials: 1_000_000,
             max_turns: 1_000_000,
             deadline: None,

@@ -261,6 +261,7 @@ fn replay_log(total: u64) -> Vec<EventDraft> {
             agent_profile: None,
             delegation: None,
             graph: None,
+            skills: Vec::new(),
             max_denials: 1_000_000,
             max_turns: 1_000_000,
             deadline: None,

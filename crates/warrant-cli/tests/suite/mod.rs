@@ -37,6 +37,7 @@ mod recognizers;
 mod requests;
 mod sealing;
 mod secrets;
+mod skills;
 mod spawn;
 mod spoofing;
 mod store_tls;

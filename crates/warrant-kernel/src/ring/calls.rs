@@ -149,6 +149,7 @@ impl Ring<'_> {
                             seen_untrusted: state.calls.iter().any(|c| {
                                 matches!(c.result, Some(crate::CallResult::Completed { .. }))
                             }),
+                            skills: state.settings.skills.clone(),
                         });
                         tool.normalize(&call.record.args, &scoped)
                             .and_then(|actions| held_to_profile(state, actions))

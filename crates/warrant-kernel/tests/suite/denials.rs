@@ -18,6 +18,7 @@ fn denials_by_policy_and_by_person_both_count() {
         agent_profile: None,
         delegation: None,
         graph: None,
+        skills: Vec::new(),
         max_denials: 2,
         max_turns: 20,
         deadline: None,

@@ -220,6 +220,7 @@ pub fn settings() -> RunSettings {
         agent_profile: None,
         delegation: None,
         graph: None,
+        skills: Vec::new(),
         max_denials: 3,
         max_turns: 20,
         deadline: None,
