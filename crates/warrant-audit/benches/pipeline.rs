@@ -4,9 +4,7 @@
 //! writing the same B sealed lines to a plain file with one `sync_data`; `audit_http` delivers
 //! N records through `HttpSink` to a local receiver, against POSTing the same batch bodies with
 //! a bare `ureq` agent; `audit_query_*` runs `query_audit` over 1,000,000 records, against the
-//! same SELECT (and an index-friendly one) through rusqlite; `audit_seal_call` seals the four
-//! records of one governed call as one signed batch, against signing each of them (what the
-//! store did before batch signing). See docs/BENCHMARKS.md.
+//! same SELECT (and an index-friendly one) through rusqlite. See docs/BENCHMARKS.md.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -33,8 +31,8 @@ use warrant_audit::{
 };
 use warrant_core::{IdSource, RandomIds, RunId, SystemClock, Timestamp};
 use warrant_store::{
-    Append, AuditOutbox, AuditQuery, ChainHead, EventDraft, EventStore, NewRun, RunStatus,
-    SealedRecord, SqliteStore, StoredEvent,
+    Append, AuditOutbox, AuditQuery, EventDraft, EventStore, NewRun, RunStatus, SealedRecord,
+    SqliteStore,
 };
 
 /// Events appended (each its own transaction) per delivery to the file sink.
@@ -632,81 +630,7 @@ fn query(c: &mut Criterion) {
     }
 }
 
-/// The four records of one governed call (proposal, decision, start in one transaction, the
-/// completion in a second), sealed in memory: each record signed, against one signature per
-/// transaction. Only the sealer runs; the store's part is the same in both.
-fn seal_call(c: &mut Criterion) {
-    let sealer = InstallationSealer::new(AuditKey::generate(), "inst-bench", Arc::new(RandomIds));
-    let run = RunId::parse("run-0000000000aa").unwrap();
-    let kinds = [
-        "action_proposed",
-        "policy_decided",
-        "effect_started",
-        "effect_completed",
-    ];
-    let events: Vec<(StoredEvent, serde_json::Value)> = (1u64..=4)
-        .map(|seq| {
-            let kind = kinds[usize::try_from(seq - 1).unwrap()];
-            let event = StoredEvent {
-                run: run.clone(),
-                seq,
-                kind: kind.to_owned(),
-                version: 1,
-                recorded_at: Timestamp::from_millis(T0_MS).unwrap(),
-                payload: json!({"call": "c-1", "action": {"verb": "shell.exec", "argv": ["/bin/true"]}}),
-            };
-            let facts = json!({"actor": "alice", "tenant": "acme", "reasons": ["policy:allow-true"]});
-            (event, facts)
-        })
-        .collect();
-    // The transactions of one call: the first three records, then the completion.
-    let per_call = |batch_end: &dyn Fn(u64) -> u64| {
-        let mut head = ChainHead {
-            seq: 0,
-            hash: String::new(),
-        };
-        let mut records = Vec::with_capacity(events.len());
-        for (event, facts) in &events {
-            let record = sealer
-                .seal_record(&head, event, facts, batch_end(head.seq + 1))
-                .unwrap();
-            head = ChainHead {
-                seq: record.seq,
-                hash: record.hash.clone(),
-            };
-            records.push(record);
-        }
-        records
-    };
-    let each = |seq: u64| seq;
-    let batch = |seq: u64| if seq <= 3 { 3 } else { 4 };
-    // Checked once: per record, four signatures; batched, two.
-    let signatures = |records: Vec<SealedRecord>| {
-        records
-            .iter()
-            .filter(|r| r.line.contains("\"sig\""))
-            .count()
-    };
-    assert_eq!(
-        (signatures(per_call(&each)), signatures(per_call(&batch))),
-        (4, 2)
-    );
-
-    let mut group = c.benchmark_group("audit_seal_call");
-    group
-        .sample_size(50)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3));
-    group.bench_function("each_record_signed", |b| {
-        b.iter(|| black_box(per_call(&each)))
-    });
-    group.bench_function("one_signature_per_batch", |b| {
-        b.iter(|| black_box(per_call(&batch)))
-    });
-    group.finish();
-}
-
-criterion_group!(benches, pipeline, http, query, seal_call);
+criterion_group!(benches, pipeline, http, query);
 criterion_main!(benches);
 
 /// A tenant for the runs of this file.
