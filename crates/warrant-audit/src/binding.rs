@@ -138,6 +138,7 @@ fn problem_name(kind: ProblemKind) -> &'static str {
         ProblemKind::UnknownKey => "unknown key",
         ProblemKind::BadSignature => "bad signature",
         ProblemKind::Unsigned => "unsigned",
+        ProblemKind::BrokenBatch => "broken batch",
     }
 }
 

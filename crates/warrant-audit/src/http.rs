@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 use warrant_store::{AuditOutbox, SealedRecord};
 
+use crate::record::whole_batches;
 use crate::{AuditError, Checkpointer};
 
 pub const DEFAULT_HTTP_BATCH: usize = 100;
@@ -191,7 +192,7 @@ impl HttpSink {
             ..HttpDeliveryReport::default()
         };
         loop {
-            let records = outbox.audit_records(report.acknowledged, self.config.batch.max(1))?;
+            let records = whole_batches(outbox, report.acknowledged, self.config.batch.max(1))?;
             let Some(last) = records.last() else {
                 return Ok(report);
             };

@@ -41,7 +41,7 @@ pub use keys::{
 pub use record::{
     AuditAction, AuditApproval, AuditData, AuditRecord, DATA_CONTENT_TYPE, DATA_SCHEMA_V1,
     DATA_SCHEMA_V2, Decision, GENESIS_HASH, RECORD_SCHEMA_V1, RECORD_SCHEMA_V2, RECORD_VERSION,
-    SPEC_VERSION, TYPE_PREFIX, chain_hash, event_digest, event_type,
+    SPEC_VERSION, TYPE_PREFIX, batch_end_of, chain_hash, event_digest, event_type,
 };
 pub use seal::InstallationSealer;
 pub use sink::{DEFAULT_BATCH, DeliveryReport, FsyncPolicy, JsonlSink};

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use warrant_core::{Digest, canonical_json};
-use warrant_store::StoredEvent;
+use warrant_store::{AuditOutbox, SealedRecord, StoreError, StoredEvent};
 
 /// The version of [`AuditData`] and of the record layout.
 pub const RECORD_VERSION: u32 = 2;
@@ -209,6 +209,12 @@ pub struct AuditRecord {
     /// Installation-wide position in the chain, 1-based.
     pub seq: u64,
     pub prevhash: String,
+    /// Batch signing: on every record of a committed batch but its last, the seq of that last
+    /// record, whose signature covers this one (through the `prevhash` links); such a record
+    /// has no `kid` and `sig`. Absent on a signed record. Covered by `hash`, so a verifier
+    /// knows where each record's signature must be and a stripped one is noticed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batchend: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -216,6 +222,44 @@ pub struct AuditRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sig: Option<String>,
     pub data: AuditData,
+}
+
+/// The `batchend` a sealed line declares, read from its text without parsing it: delivery uses
+/// it to move whole batches (never to trust anything; verification parses and checks every
+/// line). The sealer writes the attribute before `data`, so its first occurrence is it.
+pub fn batch_end_of(line: &str) -> Option<u64> {
+    const KEY: &str = "\"batchend\":";
+    let at = line.find(KEY)? + KEY.len();
+    let digits: &str = &line[at..];
+    let end = digits
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(digits.len());
+    digits[..end].parse().ok()
+}
+
+/// Up to `limit` records of `outbox` after `after`, and then, when the last of them is inside a
+/// batch, the rest of that batch: a delivery never ends inside a batch, so a copy never ends
+/// with records whose signature it does not hold.
+pub(crate) fn whole_batches(
+    outbox: &dyn AuditOutbox,
+    after: u64,
+    limit: usize,
+) -> Result<Vec<SealedRecord>, StoreError> {
+    let mut records = outbox.audit_records(after, limit)?;
+    while let Some(last) = records.last()
+        && let Some(end) = batch_end_of(&last.line)
+        && end > last.seq
+    {
+        let more = outbox.audit_records(
+            last.seq,
+            usize::try_from(end - last.seq).unwrap_or(usize::MAX),
+        )?;
+        if more.is_empty() {
+            break;
+        }
+        records.extend(more);
+    }
+    Ok(records)
 }
 
 /// The CloudEvents `type` of an event kind: `policy_decided` → `dev.warrant.policy.decided`.

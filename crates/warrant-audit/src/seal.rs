@@ -50,12 +50,14 @@ impl InstallationSealer {
         &self.key
     }
 
-    /// [`Sealer::seal`] with a typed error.
+    /// [`Sealer::seal`] with a typed error. The record at `batch_end` is signed; one before it
+    /// (an earlier record of the same committed batch) names `batch_end` instead.
     pub fn seal_record(
         &self,
         head: &ChainHead,
         event: &StoredEvent,
         audit: &Value,
+        batch_end: u64,
     ) -> Result<SealedRecord, AuditError> {
         let prevhash = prev_hash(head)?;
         let data = audit_data(event, audit)?;
@@ -67,6 +69,11 @@ impl InstallationSealer {
         })?;
         let id = self.ids.record_id();
         let seq = head.seq + 1;
+        if batch_end < seq {
+            return Err(AuditError::Seal(format!(
+                "record {seq} cannot belong to a batch that ends at {batch_end}"
+            )));
+        }
         let mut record = AuditRecord {
             specversion: SPEC_VERSION.to_owned(),
             id: id.clone(),
@@ -78,6 +85,7 @@ impl InstallationSealer {
             dataschema: DATA_SCHEMA_V2.to_owned(),
             seq,
             prevhash,
+            batchend: (batch_end > seq).then_some(batch_end),
             hash: None,
             kid: None,
             sig: None,
@@ -88,10 +96,12 @@ impl InstallationSealer {
         let unsigned = serde_json::to_string(&record).map_err(seal_json)?;
         let parsed: Map<String, Value> = serde_json::from_str(&unsigned).map_err(seal_json)?;
         let hash = chain_hash(&record.prevhash, &parsed).map_err(seal_json)?;
-        let signature = self.key.sign(&hash.bytes());
         record.hash = Some(hash.as_str().to_owned());
-        record.kid = Some(self.key.kid());
-        record.sig = Some(BASE64.encode(signature.to_bytes()));
+        if record.batchend.is_none() {
+            let signature = self.key.sign(&hash.bytes());
+            record.kid = Some(self.key.kid());
+            record.sig = Some(BASE64.encode(signature.to_bytes()));
+        }
         let line = serde_json::to_string(&record).map_err(seal_json)?;
         Ok(SealedRecord {
             seq,
@@ -108,11 +118,13 @@ impl Sealer for InstallationSealer {
         head: &ChainHead,
         event: &StoredEvent,
         audit: &Value,
+        batch_end: u64,
     ) -> Result<SealedRecord, String> {
-        self.seal_record(head, event, audit).map_err(|e| {
-            use warrant_core::Coded as _;
-            format!("{}: {e}", e.code())
-        })
+        self.seal_record(head, event, audit, batch_end)
+            .map_err(|e| {
+                use warrant_core::Coded as _;
+                format!("{}: {e}", e.code())
+            })
     }
 }
 

@@ -18,6 +18,7 @@ use warrant_core::Timestamp;
 use warrant_store::{AuditOutbox, SealedRecord};
 
 use crate::keys::sync_dir;
+use crate::record::{batch_end_of, whole_batches};
 use crate::{
     AuditError, Checkpoint, CheckpointError, Checkpointer, checkpoint_path, read_checkpoint,
 };
@@ -261,8 +262,9 @@ impl JsonlSink {
         let mut delivered = 0u64;
         let mut last_hash = String::new();
         let mut rotated = Vec::new();
+        let mut inside_batch = false;
         loop {
-            let records = store.audit_records(last, self.batch)?;
+            let records = whole_batches(store, last, self.batch)?;
             if records.is_empty() {
                 break;
             }
@@ -288,7 +290,9 @@ impl JsonlSink {
                     Some(_) => Some(self.record_time(record)?),
                 };
                 let line_len = record.line.len() as u64 + 1;
+                // A file never ends inside a batch: each rotated file verifies on its own.
                 if let Some((first, first_time)) = current.first
+                    && !inside_batch
                     && self.is_due(current.len + buf.len() as u64, line_len, first_time, time)
                 {
                     // Whole lines only: what is buffered belongs to the file being closed.
@@ -304,6 +308,7 @@ impl JsonlSink {
                 }
                 buf.push_str(&record.line);
                 buf.push('\n');
+                inside_batch = batch_end_of(&record.line).is_some_and(|end| end > record.seq);
                 last = record.seq;
                 delivered += 1;
             }

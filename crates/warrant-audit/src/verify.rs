@@ -65,8 +65,13 @@ pub enum ProblemKind {
     UnknownKey,
     /// The signature is not valid for the hash under the named key.
     BadSignature,
-    /// `kid` or `sig` is missing.
+    /// `kid` or `sig` is missing: on a record that should be signed, or on the record whose
+    /// signature the records of its batch wait for (the copy ends before it).
     Unsigned,
+    /// A record's `batchend` does not fit its batch: it names another end than the records
+    /// before it, is not after the record itself, or a record inside a batch carries a
+    /// signature.
+    BrokenBatch,
 }
 
 /// Where a line is: which of the verified files (by index), and its 1-based line there.
@@ -259,12 +264,14 @@ pub fn verify_sealed(records: &[SealedRecord], keys: &PublicKeys) -> VerifyRepor
     })
 }
 
-/// A record that passed every check.
+/// A record that passed every check. One inside a batch (`batchend` set) is authentic only once
+/// the record at `batchend` is signed.
 #[derive(Debug)]
 struct Checked {
     seq: u64,
     id: Option<String>,
     hash: String,
+    batchend: Option<u64>,
 }
 
 /// The chain so far: everything before this point verified.
@@ -272,6 +279,14 @@ struct Prev {
     seq: u64,
     hash: String,
     at: Pos,
+    /// The batch still waiting for its signature: where its first record is, and its end.
+    open: Option<OpenBatch>,
+}
+
+#[derive(Clone)]
+struct OpenBatch {
+    end: u64,
+    first: Problem,
 }
 
 /// Where a run of consecutive verified records starts: seq `seq` is at `at`, and each next
@@ -353,6 +368,21 @@ where
                 if let Some(problem) = extra(at.line, &checked) {
                     break Some(problem);
                 }
+                let open = match (prev.and_then(|p| p.open), checked.batchend) {
+                    (Some(open), Some(_)) => Some(open),
+                    (None, Some(end)) => Some(OpenBatch {
+                        end,
+                        first: Problem {
+                            file: places.name(at),
+                            line: at.line,
+                            record_id: checked.id.clone(),
+                            seq: Some(checked.seq),
+                            kind: ProblemKind::Unsigned,
+                            detail: String::new(),
+                        },
+                    }),
+                    (_, None) => None,
+                };
                 if segments.last().is_none_or(|s| s.at.file != at.file) {
                     segments.push(Segment {
                         seq: checked.seq,
@@ -364,6 +394,7 @@ where
                     seq: checked.seq,
                     hash: checked.hash,
                     at,
+                    open,
                 });
             }
             Err(Finding::Problem(problem)) => break Some(problem),
@@ -373,6 +404,18 @@ where
             }
         }
     };
+    // A copy that ends inside a batch holds records no signature covers yet.
+    let problem = problem.or_else(|| {
+        let p = prev.as_ref()?;
+        let open = p.open.as_ref()?;
+        let first = open.first.seq.unwrap_or(p.seq);
+        let mut problem = open.first.clone();
+        problem.detail = format!(
+            "records {first}..={} are signed by record {}, which is not in the copy: the copy ends inside a batch",
+            p.seq, open.end
+        );
+        Some(problem)
+    });
     VerifyReport {
         records,
         first_problem: problem,
@@ -548,14 +591,62 @@ fn check(
         ));
     }
 
-    if let Some((kind, detail)) = signature_problem(&record, &claimed, keys) {
+    let batchend = batch_end(&record, seq, prev.and_then(|p| p.open.as_ref()))
+        .map_err(|detail| fail(ProblemKind::BrokenBatch, detail, &found))?;
+    if batchend.is_none()
+        && let Some((kind, detail)) = signature_problem(&record, &claimed, keys)
+    {
         return Err(fail(kind, detail, &found));
     }
     Ok(Checked {
         seq,
         id: found.record_id,
         hash: claimed.as_str().to_owned(),
+        batchend,
     })
+}
+
+/// The `batchend` of record `seq` (its hash already verified), checked against the batch the
+/// records before it are in: every record of a batch names the same end, after itself, and
+/// carries no signature; the record at the end carries no `batchend` and is signed (checked by
+/// the caller), so its signature covers the whole batch through the `prevhash` links.
+fn batch_end(
+    record: &Map<String, Value>,
+    seq: u64,
+    open: Option<&OpenBatch>,
+) -> Result<Option<u64>, String> {
+    let mine = match record.get("batchend") {
+        None => None,
+        Some(v) => match v.as_u64() {
+            Some(end) if end > seq => Some(end),
+            _ => {
+                return Err(format!(
+                    "batchend is {v}, not a seq after the record's own ({seq})"
+                ));
+            }
+        },
+    };
+    match (open.map(|o| o.end), mine) {
+        (Some(end), Some(mine)) if end != mine => {
+            return Err(format!(
+                "the record names batch end {mine} but the records before it end their batch at {end}"
+            ));
+        }
+        (Some(end), None) if end != seq => {
+            return Err(format!(
+                "the batch the records before it are in ends at record {end}, but this record closes it"
+            ));
+        }
+        _ => {}
+    }
+    if let Some(end) = mine
+        && (record.contains_key("sig") || record.contains_key("kid"))
+    {
+        return Err(format!(
+            "a record inside a batch is not signed itself (record {end} signs it), yet it carries kid or sig"
+        ));
+    }
+    Ok(mine)
 }
 
 /// Why `claimed` (a record's verified hash) is not signed by a trusted key as the record's

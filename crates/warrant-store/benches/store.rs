@@ -60,6 +60,7 @@ impl Sealer for FixedSealer {
         head: &ChainHead,
         _event: &StoredEvent,
         _audit: &Value,
+        _batch_end: u64,
     ) -> Result<SealedRecord, String> {
         let seq = head.seq + 1;
         Ok(SealedRecord {

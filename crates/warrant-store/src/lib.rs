@@ -261,15 +261,18 @@ pub struct SealedRecord {
     pub line: String,
 }
 
-/// Turns an event's audit facts into the next chained, signed record. Implemented by
-/// warrant-audit; called by the store inside the append transaction, so the chain order is
-/// the commit order.
+/// Turns an event's audit facts into the next chained record. Implemented by warrant-audit;
+/// called by the store inside the append transaction, so the chain order is the commit order.
+/// The records of one transaction are one batch: `batch_end` is the seq the batch's last record
+/// will get. That record is signed, and its signature covers the batch's earlier records, which
+/// name it (batch signing: one signature per committed batch).
 pub trait Sealer {
     fn seal(
         &self,
         head: &ChainHead,
         event: &StoredEvent,
         audit: &Value,
+        batch_end: u64,
     ) -> Result<SealedRecord, String>;
 }
 

@@ -416,6 +416,7 @@ impl<D: Dialect> Store<D> {
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let mut stored = Vec::with_capacity(events.len());
         let mut head = Self::head(tx)?;
+        let batch_end = head.seq + events.len() as u64;
         for (i, draft) in events.into_iter().enumerate() {
             let event = StoredEvent {
                 run: run.clone(),
@@ -438,7 +439,7 @@ impl<D: Dialect> Store<D> {
                 ],
             )?;
             let record = sealer
-                .seal(&head, &event, &draft.audit)
+                .seal(&head, &event, &draft.audit, batch_end)
                 .map_err(StoreError::Seal)?;
             if record.seq != head.seq + 1 {
                 return Err(StoreError::Seal(format!(

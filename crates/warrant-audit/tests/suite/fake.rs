@@ -20,10 +20,25 @@ impl FakeStore {
     /// Seals one event the way the store does inside an append: head in, record out.
     pub fn seal(&self, sealer: &dyn Sealer, event: &StoredEvent, audit: &Value) -> SealedRecord {
         let head = self.audit_head().unwrap();
-        let record = sealer.seal(&head, event, audit).unwrap();
+        let record = sealer.seal(&head, event, audit, head.seq + 1).unwrap();
         assert_eq!(record.seq, head.seq + 1);
         self.records.lock().unwrap().push(record.clone());
         record
+    }
+
+    /// Seals events as one committed batch: one signature, on the last record.
+    pub fn seal_batch(&self, sealer: &dyn Sealer, events: &[(StoredEvent, Value)]) {
+        let head = self.audit_head().unwrap();
+        let batch_end = head.seq + events.len() as u64;
+        let mut at = head;
+        for (event, audit) in events {
+            let record = sealer.seal(&at, event, audit, batch_end).unwrap();
+            at = ChainHead {
+                seq: record.seq,
+                hash: record.hash.clone(),
+            };
+            self.records.lock().unwrap().push(record);
+        }
     }
 
     pub fn claim_head(&self, seq: u64) {

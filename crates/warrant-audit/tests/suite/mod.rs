@@ -1,3 +1,4 @@
+mod batch;
 mod binding;
 mod checkpoint;
 mod fake;

@@ -39,6 +39,7 @@ fn sealed_record_is_the_cloudevent_the_format_describes() {
             dataschema: "https://warrant.dev/schemas/audit/v2.json".into(),
             seq: 2,
             prevhash: first.hash.clone(),
+            batchend: None,
             hash: Some(second.hash.clone()),
             kid: Some(kid),
             sig: record.sig.clone(),
@@ -86,8 +87,9 @@ fn one_record_line_snapshot() {
 fn sealer_refuses_facts_that_contradict_the_store_or_the_format() {
     let sealer = sealer(AuditKey::from_seed(SEED));
     let ev = event(3);
-    let refuse =
-        |audit: serde_json::Value, head: &ChainHead| sealer.seal(head, &ev, &audit).unwrap_err();
+    let refuse = |audit: serde_json::Value, head: &ChainHead| {
+        sealer.seal(head, &ev, &audit, head.seq + 1).unwrap_err()
+    };
 
     let mut wrong_seq = audit(3);
     wrong_seq["event_seq"] = json!(9);
@@ -122,5 +124,8 @@ fn sealer_refuses_facts_that_contradict_the_store_or_the_format() {
     consistent["event_seq"] = json!(3);
     consistent["run"] = json!("run-0000000000aa");
     consistent["event"] = json!("policy_decided");
-    assert_eq!(sealer.seal(&empty_head(), &ev, &consistent).unwrap().seq, 1);
+    assert_eq!(
+        sealer.seal(&empty_head(), &ev, &consistent, 1).unwrap().seq,
+        1
+    );
 }

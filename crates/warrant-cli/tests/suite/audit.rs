@@ -129,3 +129,50 @@ fn tail_reads_the_trail_and_records_hold_who_what_and_why() {
         stdout(&human)
     );
 }
+
+/// Batch signing end to end: a governed call's records are committed as batches whose last
+/// record alone is signed; a copy with one batch signature stripped fails at that record, one
+/// cut inside a batch fails at the batch's first record, and the intact copy verifies.
+#[test]
+fn one_signature_per_committed_batch_and_a_stripped_one_is_caught() {
+    let (sb, lines) = sandbox_with_trail();
+    let records: Vec<serde_json::Map<String, Value>> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let signed = records.iter().filter(|r| r.contains_key("sig")).count();
+    let members: Vec<usize> = (0..records.len())
+        .filter(|&i| records[i].contains_key("batchend"))
+        .collect();
+    assert!(!members.is_empty() && signed < records.len(), "{lines:?}");
+    assert_eq!(signed + members.len(), records.len());
+    // The first batch with more than one record: its end is the record after its members.
+    let first = members[0];
+    let end = usize::try_from(records[first]["batchend"].as_u64().unwrap()).unwrap() - 1;
+    assert!(records[end].contains_key("sig") && !records[end].contains_key("batchend"));
+
+    // The control: the intact copy verifies.
+    let (code, v) = verify_copy(&sb, &lines);
+    assert_eq!((code, &v["ok"]), (0, &Value::from(true)), "{v}");
+
+    // The batch's signature stripped: its members have nothing that signs them.
+    let mut stripped = lines.clone();
+    let mut record = records[end].clone();
+    record.remove("sig");
+    record.remove("kid");
+    stripped[end] = serde_json::to_string(&record).unwrap();
+    let (code, v) = verify_copy(&sb, &stripped);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(
+        problem(&v),
+        (Value::from(end as u64 + 1), Value::from("unsigned"))
+    );
+
+    // A copy cut inside the batch: the records it holds of the batch are not signed.
+    let (code, v) = verify_copy(&sb, &lines[..end]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(
+        problem(&v),
+        (Value::from(first as u64 + 1), Value::from("unsigned"))
+    );
+}

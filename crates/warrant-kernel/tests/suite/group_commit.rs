@@ -1,7 +1,7 @@
 //! Group commit: a tool call costs two store transactions, one before its effect starts
 //! (`action_proposed`, `policy_decided`, `effect_started`) and one after it ends
 //! (`effect_completed`); a denial or an approval request is committed with the steps that led
-//! to it. Every event still has its own signed, chained audit record. A crash (here: a
+//! to it. Every event still has its own chained audit record, each batch signed at its end. A crash (here: a
 //! transaction the store never commits) inside a batch loses the whole batch and nothing else;
 //! between batches it leaves a journal that verifies and resumes.
 

@@ -119,6 +119,7 @@ impl Sealer for ToySealer {
         head: &ChainHead,
         event: &StoredEvent,
         audit: &Value,
+        _batch_end: u64,
     ) -> Result<SealedRecord, String> {
         if audit == &json!("fail") {
             return Err("refused by test".into());
@@ -574,12 +575,18 @@ struct ChainChecker {
     last: Mutex<Option<ChainHead>>,
 }
 
+/// The batch end a record was sealed with, as `ChainChecker` writes it on the line.
+fn batch_end_on(line: &Value) -> u64 {
+    line["batch_end"].as_u64().unwrap()
+}
+
 impl Sealer for ChainChecker {
     fn seal(
         &self,
         head: &ChainHead,
         event: &StoredEvent,
         _audit: &Value,
+        batch_end: u64,
     ) -> Result<SealedRecord, String> {
         let mut last = self.last.lock().unwrap();
         if let Some(last) = last.as_ref()
@@ -599,7 +606,7 @@ impl Sealer for ChainChecker {
             seq,
             id: format!("rec-{seq}"),
             hash,
-            line: json!({"seq": seq, "prev": head.hash, "run": event.run, "event": event.seq})
+            line: json!({"seq": seq, "prev": head.hash, "run": event.run, "event": event.seq, "batch_end": batch_end})
                 .to_string(),
         })
     }
@@ -659,6 +666,37 @@ pub fn audit_order_under_concurrency(backend: &dyn Backend) {
         .map(|r| r.hash.clone())
         .collect();
     assert_eq!(prevs, hashes);
+    // Each transaction's records are one batch, told its end before any is sealed: a record
+    // inside a batch is followed by the next of the same run and batch, and the batch closes
+    // at its last record (batches never interleave, never span appends).
+    let lines: Vec<Value> = records
+        .iter()
+        .map(|r| serde_json::from_str(&r.line).unwrap())
+        .collect();
+    let mut sizes = Vec::new();
+    let mut start = 0usize;
+    for (i, line) in lines.iter().enumerate() {
+        let seq = line["seq"].as_u64().unwrap();
+        let end = batch_end_on(line);
+        assert!(end >= seq, "{line}");
+        if end > seq {
+            let next = &lines[i + 1];
+            assert_eq!(
+                (batch_end_on(next), &next["run"]),
+                (end, &line["run"]),
+                "{line} then {next}"
+            );
+        } else {
+            sizes.push(i + 1 - start);
+            start = i + 1;
+        }
+    }
+    // One create (one event) and APPENDS appends (two events) per run.
+    assert_eq!(sizes.iter().filter(|&&n| n == 1).count(), 2);
+    assert_eq!(
+        sizes.iter().filter(|&&n| n == 2).count(),
+        2 * APPENDS as usize
+    );
     assert_eq!(
         store.audit_head().unwrap(),
         ChainHead {
@@ -681,6 +719,7 @@ impl Sealer for FactSealer {
         head: &ChainHead,
         event: &StoredEvent,
         audit: &Value,
+        _batch_end: u64,
     ) -> Result<SealedRecord, String> {
         let seq = head.seq + 1;
         Ok(SealedRecord {
