@@ -474,6 +474,26 @@ impl Host {
                         continue;
                     }
                 };
+                // A graph run continues through its graph, which checks the file it pinned
+                // and leases the run itself; driven as a plain session it would lose its nodes.
+                if state.settings.graph.is_some() {
+                    let _ = self.inst.store.release(&lease);
+                    let run = state.run.clone();
+                    match self.graph_resume(&run, observer, &mut NoPrompter) {
+                        Ok(driven) => report(WorkerEvent::Driven {
+                            holder: holder.clone(),
+                            run,
+                            exit: driven.exit,
+                        }),
+                        Err(e) => report(WorkerEvent::Failed {
+                            holder: holder.clone(),
+                            run,
+                            error: e.message,
+                        }),
+                    }
+                    self.deliver();
+                    continue;
+                }
                 ring.hold_fence(Some(lease.token));
                 // A run pinned to an agent profile is driven only under that very profile.
                 let pinned = match state.settings.agent_profile.as_deref() {

@@ -73,6 +73,13 @@ fn a_permit_no_request_can_match_is_reported_at_its_line_and_a_live_one_is_not()
     // default pack's push permit and this file's; the live permit beside them not.
     sb.write(".warrant/policies/extra.cedar", LIVE_AND_SHADOWED);
     let (code, report) = check(&sb, false);
+    // Where the default pack (as `init` wrote it) names its push permit.
+    let pack = std::fs::read_to_string(sb.ws.join(".warrant/policies/default.cedar")).unwrap();
+    let push_line = pack
+        .lines()
+        .position(|l| l.contains("@id(\"git-push-asks\")"))
+        .unwrap() as u64
+        + 1;
     let shadowed = |file: &str, line: u64, id: &str| {
         (
             "W-CONFIG-038".to_owned(),
@@ -85,7 +92,7 @@ fn a_permit_no_request_can_match_is_reported_at_its_line_and_a_live_one_is_not()
     assert_eq!(
         findings(&report, &["W-CONFIG-038"]),
         vec![
-            shadowed("default.cedar", 166, "project:git-push-asks"),
+            shadowed("default.cedar", push_line, "project:git-push-asks"),
             shadowed("extra.cedar", 12, "project:push-main"),
         ],
         "{report}"
@@ -123,7 +130,7 @@ fn a_permit_no_request_can_match_is_reported_at_its_line_and_a_live_one_is_not()
                 "W-CONFIG-038",
                 "warning",
                 "default.cedar",
-                Some(166),
+                Some(push_line),
                 "project:git-push-asks"
             ),
             (

@@ -255,6 +255,33 @@ fn a_gate_parks_the_run_until_a_person_answers_and_resume_checks_the_graph() {
     assert_eq!(audit.status.code(), Some(0), "{}", stderr(&audit));
 }
 
+/// A worker that leases a graph run (its gate was answered, so it is queued again) drives it
+/// through its graph, as `graph resume` does: the nodes after the gate run, and a changed graph
+/// file is refused the same way.
+#[test]
+fn a_worker_continues_a_graph_run_through_its_graph() {
+    let sb = Sandbox::init();
+    let g = sb.write("release.agraph.yaml", GATED);
+    let model = sb.transcript(GATED_TURNS);
+    let out = sb.run(&["graph", "run", g.to_str().unwrap(), "--model", &model]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let req = parked_request(&out);
+    let ok = sb.run(&["requests", "answer", &req, "--option", "1"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    let worked = sb.run(&["worker", "--once"]);
+    assert_eq!(worked.status.code(), Some(0), "{}", stderr(&worked));
+    let (_, events) = sb.last_run();
+    assert_eq!(
+        steps(&events)[3..].to_vec(),
+        vec![
+            step("approve", "succeeded", 1),
+            step("publish", "running", 1),
+            step("publish", "succeeded", 1)
+        ]
+    );
+    assert_eq!(events.last().unwrap()["kind"], "run_ended");
+}
+
 #[test]
 fn a_gate_that_cannot_be_presented_fails_its_node() {
     let sb = Sandbox::init();

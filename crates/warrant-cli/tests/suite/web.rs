@@ -602,6 +602,11 @@ fn the_warning_is_printed_for_a_public_bind() {
 
 /// Debian's Chromium, installed with apt when missing (as `.ci/run` does).
 fn chromium() -> std::path::PathBuf {
+    // One install at a time: apt holds dpkg's lock, so a second test installing at once fails.
+    static INSTALLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = INSTALLING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let bin = std::path::PathBuf::from("/usr/bin/chromium");
     if !bin.exists() {
         eprintln!("installing chromium with apt-get");
