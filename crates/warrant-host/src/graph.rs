@@ -684,13 +684,20 @@ impl Host {
         })
     }
 
-    /// Whether `run` executes a graph (its first event pinned one).
+    /// Whether `run` executes a graph (its first event pinned one). Only routes a resume:
+    /// whichever path it takes loads the run and checks it against its signed records, so
+    /// this reads the first event alone (no toolbox, no MCP server started, no second
+    /// verification of the whole log).
     pub fn is_graph_run(&self, run: &RunId) -> Result<bool> {
-        let tools = self.tools()?;
-        self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
-            install::load_run(&self.inst, ring, run, Class::Usage)
-                .map(|s| s.settings.graph.is_some())
-        })
+        let events = self
+            .inst
+            .scoped()
+            .events(run)
+            .map_err(|e| HostError::failed(&e))?;
+        Ok(matches!(
+            events.first().map(warrant_kernel::RunEvent::from_stored),
+            Some(Ok(warrant_kernel::RunEvent::RunStarted { settings, .. })) if settings.graph.is_some()
+        ))
     }
 
     /// Continues a graph run: only with the very graph it pinned (same digest, RT053).

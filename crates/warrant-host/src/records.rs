@@ -154,12 +154,7 @@ impl Records<'_> {
                 }
             } else if let warrant_kernel::RunEvent::EffectCompleted { result, .. } = event {
                 // The runs that answered a peer's sampling requests during the call.
-                let answered = result.get("sampled").and_then(serde_json::Value::as_array);
-                for child in answered.into_iter().flatten().filter_map(|s| {
-                    s.get("child_run")
-                        .and_then(serde_json::Value::as_str)
-                        .and_then(RunId::parse)
-                }) {
+                for child in warrant_kernel::model_gate::sampling_runs_in(&result) {
                     if scoped.run(&child).ok().flatten().is_some() {
                         subagents.push(child);
                     }

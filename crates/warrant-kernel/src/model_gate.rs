@@ -533,7 +533,22 @@ pub fn sampling_runs(state: &RunState) -> Vec<warrant_core::RunId> {
     state
         .calls
         .iter()
-        .flat_map(sampled_of)
+        .filter_map(|c| match &c.result {
+            Some(crate::CallResult::Completed { result, .. }) => Some(result),
+            _ => None,
+        })
+        .flat_map(sampling_runs_in)
+        .collect()
+}
+
+/// The runs a completed call's result names under `sampled` (each answered a sampling request
+/// of the call's peer).
+pub fn sampling_runs_in(result: &serde_json::Value) -> Vec<warrant_core::RunId> {
+    result
+        .get("sampled")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
         .filter_map(|s| s.get("child_run").and_then(serde_json::Value::as_str))
         .filter_map(warrant_core::RunId::parse)
         .collect()

@@ -551,22 +551,9 @@ impl Tool for Forget {
     }
 
     fn present(&self, actions: &[Action], _env: &ToolEnv) -> Presentation {
-        let mut body = String::new();
-        for a in actions {
-            if let Action::MemoryDelete { id, .. } = a
-                && let Ok(Some(e)) = self.memory.store.get(id)
-            {
-                body.push_str(&format!("{id}: {}\n", e.text));
-            }
-        }
-        Presentation {
-            title: actions
-                .iter()
-                .map(|a| format!("forget {}", a.target()))
-                .collect::<Vec<_>>()
-                .join("; "),
-            body,
-        }
+        present_deletions(actions, "forget", |id| {
+            self.memory.store.get(id).ok().flatten().map(|e| e.text)
+        })
     }
 
     fn execute(
@@ -974,22 +961,13 @@ impl Tool for RetractTool {
     }
 
     fn present(&self, actions: &[Action], env: &ToolEnv) -> Presentation {
-        let mut body = String::new();
-        for a in actions {
-            if let Action::MemoryDelete { id, .. } = a
-                && let Ok(Some(e)) = self.store.entry(tenant_of(env), id)
-            {
-                body.push_str(&format!("{id}: {}\n", e.text));
-            }
-        }
-        Presentation {
-            title: actions
-                .iter()
-                .map(|a| format!("withdraw from {}", a.target()))
-                .collect::<Vec<_>>()
-                .join("; "),
-            body,
-        }
+        present_deletions(actions, "withdraw from", |id| {
+            self.store
+                .entry(tenant_of(env), id)
+                .ok()
+                .flatten()
+                .map(|e| e.text)
+        })
     }
 
     fn execute(
@@ -1030,5 +1008,30 @@ impl Tool for RetractTool {
             ok: true,
             result: json!({ "retracted": out }),
         }
+    }
+}
+
+/// What a person is shown before entries are forgotten or withdrawn: `VERB target` for each
+/// action, and the text of each entry that can still be read.
+fn present_deletions(
+    actions: &[Action],
+    verb: &str,
+    text_of: impl Fn(&str) -> Option<String>,
+) -> Presentation {
+    let mut body = String::new();
+    for a in actions {
+        if let Action::MemoryDelete { id, .. } = a
+            && let Some(text) = text_of(id)
+        {
+            body.push_str(&format!("{id}: {text}\n"));
+        }
+    }
+    Presentation {
+        title: actions
+            .iter()
+            .map(|a| format!("{verb} {}", a.target()))
+            .collect::<Vec<_>>()
+            .join("; "),
+        body,
     }
 }
