@@ -607,7 +607,40 @@ pub fn recorded_usage(event: &RunEvent) -> Option<warrant_store::Usage> {
         RunEvent::ModelResponded { usage, .. }
         | RunEvent::BudgetExceeded { usage, .. }
         | RunEvent::AwaitingMessage { usage, .. } => usage.as_ref()?,
-        _ => return None,
+        // Listed, so a new event that records usage is a decision here, not a silent miss.
+        RunEvent::RunStarted { .. }
+        | RunEvent::PolicyChanged { .. }
+        | RunEvent::ToolsChanged { .. }
+        | RunEvent::CallReceived { .. }
+        | RunEvent::AccessRefused { .. }
+        | RunEvent::CallRefused { .. }
+        | RunEvent::ActionProposed { .. }
+        | RunEvent::PolicyDecided { .. }
+        | RunEvent::ApprovalRequested { .. }
+        | RunEvent::ApprovalGranted { .. }
+        | RunEvent::ApprovalRejected { .. }
+        | RunEvent::ApprovalDenied { .. }
+        | RunEvent::RunParked { .. }
+        | RunEvent::RunResumed { .. }
+        | RunEvent::EffectStarted { .. }
+        | RunEvent::EffectCompleted { .. }
+        | RunEvent::EffectDenied { .. }
+        | RunEvent::EffectJudging { .. }
+        | RunEvent::EffectInDoubt { .. }
+        | RunEvent::InDoubtResolved { .. }
+        | RunEvent::AuditGap { .. }
+        | RunEvent::LimitReached { .. }
+        | RunEvent::Halted { .. }
+        | RunEvent::RunEnded { .. }
+        | RunEvent::RequestRaised { .. }
+        | RunEvent::RequestReplied { .. }
+        | RunEvent::RequestExpired { .. }
+        | RunEvent::ModelCallDenied { .. }
+        | RunEvent::MessageReceived { .. }
+        | RunEvent::MessageRefused { .. }
+        | RunEvent::HistoryCompacted { .. }
+        | RunEvent::JournalRejected { .. }
+        | RunEvent::GraphNode(_) => return None,
     };
     Some(usage_of(usage))
 }
