@@ -7,6 +7,8 @@
 //! `cargo bench -p warrant-kernel --bench budget`; the store lives in `/dev/shm` when there is
 //! one (the fold's cost is reading and folding logs, not the disk).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::Arc;
@@ -14,10 +16,10 @@ use std::sync::Arc;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use warrant_audit::{AuditKey, InstallationSealer, PublicKeys};
-use warrant_core::config::{LayerKind, ProfileConfig};
+use warrant_core::config::LayerKind;
 use warrant_core::{CanonicalPath, FixedClock, Principal, PrincipalKind, SequentialIds, Timestamp};
 use warrant_kernel::pdp::Pdp;
-use warrant_kernel::{NewRunSpec, Ring, RingParts, RunSettings, RunState, Silent, ToolEnv};
+use warrant_kernel::{NewRunSpec, Ring, RingParts, RunSettings, RunState, Silent};
 use warrant_policy::{PolicyEngine, PolicySource, default_pack};
 use warrant_store::SqliteStore;
 use warrant_tools::{Builtin, Controls, Toolbox};
@@ -153,7 +155,11 @@ impl World {
     /// Adds runs until the store holds `n` finished ones (each with one answer's usage).
     fn fill(&self, ring: &Ring<'_>, n: usize, have: &mut usize) {
         while *have < n {
-            let actor = if *have % 4 == 0 { "bob" } else { "alice" };
+            let actor = if have.is_multiple_of(4) {
+                "bob"
+            } else {
+                "alice"
+            };
             let mut state = self.start(ring, actor);
             ring.record_model_response(
                 &mut state,
