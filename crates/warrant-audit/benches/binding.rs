@@ -73,6 +73,7 @@ fn draft(n: u64) -> EventDraft {
         version: 1,
         payload,
         audit,
+        usage: None,
     }
 }
 

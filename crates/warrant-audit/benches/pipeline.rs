@@ -133,6 +133,7 @@ fn draft(n: u64) -> EventDraft {
             "reasons": ["workspace-read"],
             "risk": "low",
         }),
+        usage: None,
     }
 }
 

@@ -174,6 +174,34 @@ fn print_verified(v: &Verified, json: bool) -> u8 {
     if let Some(j) = &v.journal {
         print_journal(&j.report);
     }
+    if let Some(b) = &v.budget {
+        if b.ok {
+            outln!(
+                "ok       budget totals: {} actors, each equal to the fold of {} runs' logs",
+                b.actors,
+                b.runs
+            );
+        } else {
+            outln!(
+                "BROKEN   budget totals: {} of {} actors differ from the fold of their runs' logs",
+                b.mismatches.len(),
+                b.actors
+            );
+            for m in &b.mismatches {
+                outln!(
+                    "         {} [{}]: kept {} tokens in, {} out, {} nano-USD; the logs add up to {} in, {} out, {} nano-USD",
+                    m.actor,
+                    m.code,
+                    m.projected.input_tokens,
+                    m.projected.output_tokens,
+                    m.projected.cost_nanos,
+                    m.folded.input_tokens,
+                    m.folded.output_tokens,
+                    m.folded.cost_nanos
+                );
+            }
+        }
+    }
     if v.ok { 0 } else { 1 }
 }
 

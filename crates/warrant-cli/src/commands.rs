@@ -117,8 +117,15 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Verify {
             menu,
             profile,
+            graph,
             json,
-        } => crate::envelope_cmd::verify(ws, menu.as_deref(), profile.as_deref(), json),
+        } => crate::envelope_cmd::verify(
+            ws,
+            menu.as_deref(),
+            profile.as_deref(),
+            graph.as_deref(),
+            json,
+        ),
         Command::Kill {
             all,
             tenant,

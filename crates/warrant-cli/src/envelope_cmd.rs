@@ -112,16 +112,17 @@ fn non_empty(flag: &str, v: String) -> Result<String, Failure> {
     Ok(v)
 }
 
-/// `warrant verify [--menu M] [--profile P] [--json]`: exit 0 when the composition holds, 1
-/// when a tool can reach worse than the ceiling.
+/// `warrant verify [--menu M] [--profile P] [--graph FILE] [--json]`: exit 0 when the
+/// composition holds, 1 when a tool can reach worse than the ceiling.
 pub fn verify(
     ws: Option<&Path>,
     menu: Option<&str>,
     profile: Option<&str>,
+    graph: Option<&Path>,
     json: bool,
 ) -> Result<u8, Failure> {
     let host = Host::open(&crate::at(ws), crate::notices())?;
-    let c = host.verify_composition(menu, profile)?;
+    let c = host.verify_composition(menu, profile, graph)?;
     let code = if c.holds() { 0 } else { 1 };
     if json {
         outln!(
@@ -131,13 +132,26 @@ pub fn verify(
         return Ok(code);
     }
     let menu = c.menu.as_deref().unwrap_or("every tool");
-    let profile = c
+    let mut profile = c
         .profile
         .as_deref()
         .map_or_else(String::new, |p| format!(", agent profile {p}"));
+    if let Some(g) = &c.graph {
+        profile.push_str(&format!(", graph {g}"));
+    }
+    if c.declared.len() > 1 {
+        outln!(
+            "ceilings declared: {} (the tightest counts)",
+            c.declared
+                .iter()
+                .map(|d| format!("{} `{}`", d.by, d.ceiling.as_str()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     match c.ceiling {
         None => outln!(
-            "ok       menu {menu}{profile}: no ceiling declared (`[run] ceiling`, `[menus.NAME] ceiling`); its tools can reach `{}`",
+            "ok       menu {menu}{profile}: no ceiling declared (`[run] ceiling`, `[menus.NAME] ceiling`, a profile's or graph's); its tools can reach `{}`",
             c.tools
                 .iter()
                 .map(|t| t.class)

@@ -255,8 +255,10 @@ pub enum Command {
         json: bool,
     },
     /// Check, before any run, that the tools a run would be offered cannot reach a worse risk
-    /// class than its ceiling (`[run] ceiling`, `[menus.NAME] ceiling`): each tool that can, and
-    /// its class (exit 1). Every run makes the same check before its first step.
+    /// class than its ceiling, the tightest declared (`[run] ceiling`, `[menus.NAME] ceiling`,
+    /// the agent profile's `warrant.dev/ceiling` annotation, the graph's `x-warrant-ceiling`):
+    /// each tool that can, and its class (exit 1). Every run makes the same check before its
+    /// first step.
     Verify {
         /// The menu to check (default: `[run] menu`, else every tool).
         #[arg(long, value_name = "MENU")]
@@ -264,6 +266,9 @@ pub enum Command {
         /// Narrowed by this agent profile, as `run --profile` would be.
         #[arg(long = "profile", value_name = "AGENT_PROFILE")]
         profile: Option<String>,
+        /// As a run of this agentic graph would be (its declared ceiling counts).
+        #[arg(long = "graph", value_name = "FILE")]
+        graph: Option<std::path::PathBuf>,
         #[arg(long)]
         json: bool,
     },

@@ -174,8 +174,14 @@ pub struct Graph {
     pub on_node_failure: String,
     /// `policy.on_expression_error`: `fail` (default) or `false`.
     pub on_expression_error: String,
+    /// `x-warrant-ceiling` (a top-level extension field, which AGS allows on every object):
+    /// the worst risk class a run of the graph may reach.
+    pub ceiling: Option<warrant_core::RiskClass>,
     pub warnings: Vec<Finding>,
 }
+
+/// The extension field a graph declares its effect-class ceiling in.
+pub const CEILING_FIELD: &str = "x-warrant-ceiling";
 
 impl Graph {
     /// Loads and validates `path`; any error-severity finding refuses it.
@@ -244,6 +250,24 @@ impl Graph {
                 .unwrap_or(d)
                 .to_owned()
         };
+        let ceiling = match doc.get(CEILING_FIELD) {
+            None => None,
+            Some(v) => Some(
+                v.as_str()
+                    .and_then(warrant_core::RiskClass::parse)
+                    .ok_or_else(|| GraphError::Invalid {
+                        path: shown.clone(),
+                        findings: vec![Finding {
+                            code: "W-ENVELOPE-009".into(),
+                            severity: "error".into(),
+                            message: format!(
+                                "`{CEILING_FIELD}` must be a risk class (read, change, external, destructive, secret, irreversible), not {v}"
+                            ),
+                            pointer: format!("/{CEILING_FIELD}"),
+                        }],
+                    })?,
+            ),
+        };
         let mut graph = Self {
             path: path.to_path_buf(),
             edges: agentic_graph_spec::graph_effective_edges(&doc),
@@ -264,6 +288,7 @@ impl Graph {
                 .unwrap_or(1),
             on_node_failure: policy_of("on_node_failure", "isolate"),
             on_expression_error: policy_of("on_expression_error", "fail"),
+            ceiling,
             nodes,
             order: Vec::new(),
             digest,

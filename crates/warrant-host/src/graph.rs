@@ -37,7 +37,7 @@ pub const NODE_FAILED: &str = "W-GRAPH-007";
 /// The run is not a graph run (`graph resume`), or a graph run continued another way.
 pub const NOT_A_GRAPH_RUN: &str = "W-GRAPH-008";
 
-fn graph_error(e: &GraphError) -> HostError {
+pub(crate) fn graph_error(e: &GraphError) -> HostError {
     HostError::usage(e.code(), e.to_string())
 }
 
@@ -655,6 +655,8 @@ impl Host {
         spec.settings.session = Some(SessionSettings {
             history_tokens: crate::chat::DEFAULT_HISTORY_TOKENS,
         });
+        // The graph's declared ceiling (`x-warrant-ceiling`) only tightens the run's.
+        spec.settings.ceiling = crate::ceilings::tightest(spec.settings.ceiling, graph.ceiling);
         spec.settings.graph = Some(Box::new(GraphPin {
             id: graph.id.clone(),
             title: graph.title.clone(),

@@ -202,6 +202,9 @@ impl Host {
                     spawn.budget = Some(spawn.budget.map_or(cap, |b| b.tightest(cap)));
                 }
             }
+            // The profile's declared ceiling (`metadata.annotations."warrant.dev/ceiling"`)
+            // only tightens the run's.
+            s.ceiling = crate::ceilings::tightest(s.ceiling, limits.ceiling);
             s.agent_profile = Some(Box::new(pin));
         }
         Ok(spec)

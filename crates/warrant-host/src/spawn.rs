@@ -351,8 +351,10 @@ impl HostSpawner<'_> {
         let mut spec = host.new_run_spec(tools, env, &model, order.task.clone(), None, false);
         spec.principal = spawn.principal().clone();
         spec.settings.deadline = parent.settings.deadline;
-        // Never a wider ceiling than the parent's.
-        spec.settings.ceiling = match (parent.settings.ceiling, spec.settings.ceiling) {
+        // Never a wider ceiling than the parent's as it is now (narrowed by the skills it
+        // activated).
+        spec.settings.ceiling = match (parent.ceiling_now().map(|(c, _)| c), spec.settings.ceiling)
+        {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };

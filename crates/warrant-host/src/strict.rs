@@ -171,7 +171,7 @@ impl Host {
     /// from passing, if anything. No ceiling declared is a gap too: there is nothing to verify
     /// the tools against.
     fn preflight_problem(&self) -> Option<String> {
-        match self.verify_composition(None, None) {
+        match self.verify_composition(None, None, None) {
             Ok(c) if c.ceiling.is_none() => Some(
                 "no effect-class ceiling is declared (`[run] ceiling` or the menu's `ceiling`), so the run's tools cannot be verified against one before it starts"
                     .to_owned(),

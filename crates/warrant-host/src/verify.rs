@@ -22,6 +22,32 @@ pub struct Verified {
     pub checked: Vec<Source>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub journal: Option<JournalCheck>,
+    /// The tenant's budget totals (the store's projection) against the fold of its runs' logs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetCheck>,
+}
+
+/// The budget totals the gate reads, checked against what the logs add up to.
+#[derive(Debug, Serialize)]
+pub struct BudgetCheck {
+    pub ok: bool,
+    /// Runs folded.
+    pub runs: usize,
+    /// Actors with a total (in the projection or the fold).
+    pub actors: usize,
+    /// The totals as the store keeps them, by actor.
+    pub totals: std::collections::BTreeMap<String, warrant_store::Usage>,
+    /// Each actor whose projected total differs from its fold (`W-ENVELOPE-008`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mismatches: Vec<BudgetMismatch>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BudgetMismatch {
+    pub code: &'static str,
+    pub actor: String,
+    pub projected: warrant_store::Usage,
+    pub folded: warrant_store::Usage,
 }
 
 /// One source checked: the store, a sink's files, a file given.
@@ -103,7 +129,14 @@ impl Verified {
             ok: checked.iter().all(|c| c.ok) && journal.as_ref().is_none_or(|j| j.ok),
             checked,
             journal,
+            budget: None,
         }
+    }
+
+    fn with_budget(mut self, budget: BudgetCheck) -> Self {
+        self.ok &= budget.ok;
+        self.budget = Some(budget);
+        self
     }
 }
 
@@ -176,7 +209,55 @@ impl Records<'_> {
                 warrant_audit::verify_files(&files, &keys).map_err(|e| HostError::bad_input(&e))?,
             )
         });
-        Ok(Verified::of(checked, journal))
+        Ok(Verified::of(checked, journal).with_budget(self.budget_check()?))
+    }
+
+    /// The tenant's budget totals as the store keeps them, against the fold of every one of
+    /// its runs' logs: they agree unless an append's usage was lost or the table was edited.
+    pub fn budget_check(&self) -> Result<BudgetCheck> {
+        let scoped = self.inst.scoped();
+        let runs = self.runs()?;
+        let logs = runs
+            .iter()
+            .map(|r| scoped.events(&r.run))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| HostError::failed(&e))?;
+        let tenant = scoped.tenant().as_str().to_owned();
+        let folded: std::collections::BTreeMap<String, warrant_store::Usage> =
+            warrant_kernel::fold_budget_totals(logs)
+                .into_iter()
+                .filter(|((t, _), _)| *t == tenant)
+                .map(|((_, actor), usage)| (actor, usage))
+                .collect();
+        let projected: std::collections::BTreeMap<String, warrant_store::Usage> = scoped
+            .budget_totals()
+            .map_err(|e| HostError::failed(&e))?
+            .into_iter()
+            .filter(|t| !t.usage.is_zero())
+            .map(|t| (t.actor, t.usage))
+            .collect();
+        let actors: BTreeSet<&String> = folded.keys().chain(projected.keys()).collect();
+        let mismatches: Vec<BudgetMismatch> = actors
+            .iter()
+            .filter_map(|actor| {
+                let p = projected.get(*actor).copied().unwrap_or_default();
+                let f = folded.get(*actor).copied().unwrap_or_default();
+                (p != f).then(|| BudgetMismatch {
+                    code: "W-ENVELOPE-008",
+                    actor: (*actor).clone(),
+                    projected: p,
+                    folded: f,
+                })
+            })
+            .collect();
+        let actors = actors.len();
+        Ok(BudgetCheck {
+            ok: mismatches.is_empty(),
+            runs: runs.len(),
+            actors,
+            totals: projected,
+            mismatches,
+        })
     }
 
     /// Every run's events against the records the chain holds for it: the runs the store lists

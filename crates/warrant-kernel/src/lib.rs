@@ -31,7 +31,10 @@ pub use events::{
     Presentation, ReasonRecord, RejectReason, Resolution, RunEvent, RunLimit, RunSettings,
     SampledMessage, SamplingAsk, Scope, SessionSettings, SpawnSettings, ToolReach, Verdict, Via,
 };
-pub use model_gate::{Crossing, GuardSettings, Headroom, ModelGate, ModelRules, ModelUsage};
+pub use model_gate::{
+    Crossing, GuardSettings, Headroom, ModelGate, ModelRules, ModelUsage, USAGE_KINDS,
+    fold_budget_totals, recorded_usage,
+};
 pub use ring::{
     Answer, CallStep, DecisionPoint, NewRunSpec, NoPrompter, Observer, PolicyVerdict, PromptView,
     Prompter, Ring, RingParts, Silent, above_ceiling, reachable,

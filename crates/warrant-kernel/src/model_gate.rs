@@ -3,8 +3,11 @@
 //! cost); while the answer streams in, the caller measures it against the [`Headroom`] left
 //! and cuts it off at the first crossing. A refusal or a stop is one atomic append of its
 //! typed event and the run's end, so it is durable and audited like any other verdict.
-//! Actor and tenant totals are summed from every run in the store at each call: simple and
-//! exact, but linear in the store's size (no usage index yet).
+//! Actor and tenant totals are read from the store's budget totals, a projection every append
+//! that records usage updates in its own transaction ([`recorded_usage`] says which events
+//! carry one): one indexed lookup per call, however many runs the store holds. The fold of
+//! every run's log it replaced is kept ([`Ring::budget_totals_folded`], [`fold_budget_totals`])
+//! to prove the two agree (`audit verify`, the crash matrices, the benches).
 
 use std::collections::BTreeMap;
 
@@ -39,6 +42,15 @@ impl ModelUsage {
         self.input_tokens = self.input_tokens.saturating_add(int("input_tokens"));
         self.output_tokens = self.output_tokens.saturating_add(int("output_tokens"));
         self.cost_usd += usage.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0);
+    }
+
+    /// A budget total as the gate compares it.
+    pub fn of_total(total: &warrant_store::Usage) -> Self {
+        Self {
+            input_tokens: total.input_tokens,
+            output_tokens: total.output_tokens,
+            cost_usd: total.cost_usd(),
+        }
     }
 
     fn add(&mut self, other: &ModelUsage) {
@@ -392,27 +404,11 @@ impl Ring<'_> {
 
     fn headroom(&self, state: &RunState, rules: &ModelRules) -> Result<Headroom, KernelError> {
         let needs = |limit: &BudgetLimit| limit.tokens.is_some() || limit.cost_usd.is_some();
-        let mut actor = ModelUsage::default();
-        let mut tenant = ModelUsage::default();
-        let tenant_wide = needs(&rules.budgets.tenant);
-        if needs(&rules.budgets.actor) || tenant_wide {
-            for row in self.store.runs()? {
-                // The index row names the run's actor: without a tenant budget, only this
-                // actor's runs are worth folding.
-                if row.run == state.run || (!tenant_wide && row.actor != state.principal.actor) {
-                    continue;
-                }
-                let other = self.load_unverified(&row.run)?;
-                if same_actor(&other.principal, &state.principal) {
-                    actor.add(&other.usage);
-                }
-                if other.principal.tenant == state.principal.tenant {
-                    tenant.add(&other.usage);
-                }
-            }
-        }
-        actor.add(&state.usage);
-        tenant.add(&state.usage);
+        let (actor, tenant) = if needs(&rules.budgets.actor) || needs(&rules.budgets.tenant) {
+            self.budget_totals(state)?
+        } else {
+            (ModelUsage::default(), ModelUsage::default())
+        };
         // A run's budget covers its subagents: they spend the share they were given out of it.
         let (run_limit, run_used) = self.run_budget(state, rules)?;
         let mut lines = Vec::new();
@@ -449,6 +445,41 @@ impl Ring<'_> {
 }
 
 impl Ring<'_> {
+    /// What the actor of `state` and its tenant have used over all their runs, this one
+    /// included, from the store's budget totals (two indexed lookups, scoped to the tenant).
+    pub fn budget_totals(&self, state: &RunState) -> Result<(ModelUsage, ModelUsage), KernelError> {
+        let tenant = warrant_store::Tenant::of(&state.principal);
+        let scoped = warrant_store::Scoped::new(self.store, &tenant);
+        let actor = scoped.budget(Some(&state.principal.actor))?;
+        let all = scoped.budget(None)?;
+        Ok((ModelUsage::of_total(&actor), ModelUsage::of_total(&all)))
+    }
+
+    /// The same totals folded from every run's log, as the gate did before the projection:
+    /// linear in the store's size. Kept to prove the two agree (benches, tests).
+    pub fn budget_totals_folded(
+        &self,
+        state: &RunState,
+    ) -> Result<(ModelUsage, ModelUsage), KernelError> {
+        let mut actor = ModelUsage::default();
+        let mut tenant = ModelUsage::default();
+        for row in self.store.runs()? {
+            if row.run == state.run {
+                continue;
+            }
+            let other = self.load_unverified(&row.run)?;
+            if same_actor(&other.principal, &state.principal) {
+                actor.add(&other.usage);
+            }
+            if other.principal.tenant == state.principal.tenant {
+                tenant.add(&other.usage);
+            }
+        }
+        actor.add(&state.usage);
+        tenant.add(&state.usage);
+        Ok((actor, tenant))
+    }
+
     /// The run-scope limit of `state` (the configured one, tightened by the share a subagent
     /// was given) and what the run and its subagents have used of it.
     fn run_budget(
@@ -567,6 +598,95 @@ fn sampled_of(call: &crate::CallState) -> &[serde_json::Value] {
             .map_or(&[], Vec::as_slice),
         _ => &[],
     }
+}
+
+/// The model usage `event` records, as the budget totals count it (tokens as recorded, the
+/// cost rounded to billionths of a dollar once); `None` for an event that records none.
+pub fn recorded_usage(event: &RunEvent) -> Option<warrant_store::Usage> {
+    let usage = match event {
+        RunEvent::ModelResponded { usage, .. }
+        | RunEvent::BudgetExceeded { usage, .. }
+        | RunEvent::AwaitingMessage { usage, .. } => usage.as_ref()?,
+        // Listed, so a new event that records usage is a decision here, not a silent miss.
+        RunEvent::RunStarted { .. }
+        | RunEvent::PolicyChanged { .. }
+        | RunEvent::ToolsChanged { .. }
+        | RunEvent::CallReceived { .. }
+        | RunEvent::AccessRefused { .. }
+        | RunEvent::CallRefused { .. }
+        | RunEvent::ActionProposed { .. }
+        | RunEvent::PolicyDecided { .. }
+        | RunEvent::ApprovalRequested { .. }
+        | RunEvent::ApprovalGranted { .. }
+        | RunEvent::ApprovalRejected { .. }
+        | RunEvent::ApprovalDenied { .. }
+        | RunEvent::RunParked { .. }
+        | RunEvent::RunResumed { .. }
+        | RunEvent::EffectStarted { .. }
+        | RunEvent::EffectCompleted { .. }
+        | RunEvent::EffectDenied { .. }
+        | RunEvent::EffectJudging { .. }
+        | RunEvent::EffectInDoubt { .. }
+        | RunEvent::InDoubtResolved { .. }
+        | RunEvent::AuditGap { .. }
+        | RunEvent::LimitReached { .. }
+        | RunEvent::Halted { .. }
+        | RunEvent::RunEnded { .. }
+        | RunEvent::RequestRaised { .. }
+        | RunEvent::RequestReplied { .. }
+        | RunEvent::RequestExpired { .. }
+        | RunEvent::ModelCallDenied { .. }
+        | RunEvent::MessageReceived { .. }
+        | RunEvent::MessageRefused { .. }
+        | RunEvent::HistoryCompacted { .. }
+        | RunEvent::JournalRejected { .. }
+        | RunEvent::GraphNode(_) => return None,
+    };
+    Some(usage_of(usage))
+}
+
+/// The event kinds that may record model usage (see [`recorded_usage`]).
+pub const USAGE_KINDS: [&str; 3] = ["model_responded", "budget_exceeded", "awaiting_message"];
+
+/// A journaled usage object (`{"input_tokens", "output_tokens", "cost_usd"?}`) as counted.
+fn usage_of(usage: &Value) -> warrant_store::Usage {
+    let int = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+    warrant_store::Usage {
+        input_tokens: int("input_tokens"),
+        output_tokens: int("output_tokens"),
+        cost_nanos: warrant_store::Usage::nanos(
+            usage.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0),
+        ),
+    }
+}
+
+/// The budget totals folded from the logs of `runs` (each run's events in order), by tenant
+/// and actor as each run's `run_started` names them: what the store's projection must equal.
+/// Read from the stored payloads alone (a usage object is never sealed), so a log whose other
+/// fields cannot be decoded is still counted.
+pub fn fold_budget_totals<I>(runs: I) -> BTreeMap<(String, String), warrant_store::Usage>
+where
+    I: IntoIterator<Item = Vec<warrant_store::StoredEvent>>,
+{
+    let mut totals: BTreeMap<(String, String), warrant_store::Usage> = BTreeMap::new();
+    for events in runs {
+        let mut owner: Option<(String, String)> = None;
+        for stored in &events {
+            let p = &stored.payload;
+            if stored.kind == "run_started" {
+                let text = |k: &str| p["principal"][k].as_str().unwrap_or_default().to_owned();
+                owner = Some((text("tenant"), text("actor")));
+            }
+            if !USAGE_KINDS.contains(&stored.kind.as_str()) {
+                continue;
+            }
+            if let (Some(usage), Some(key)) = (p.get("usage").filter(|u| u.is_object()), &owner) {
+                totals.entry(key.clone()).or_default().add(&usage_of(usage));
+            }
+        }
+    }
+    totals.retain(|_, u| !u.is_zero());
+    totals
 }
 
 fn same_actor(a: &Principal, b: &Principal) -> bool {

@@ -40,4 +40,11 @@ pub struct SkillPin {
     /// call whatever it says).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_tools: Vec<String>,
+    /// `metadata.warrant-ceiling`: the worst risk class the run may reach once the skill is
+    /// activated (from then on; a tighter one narrows the run's ceiling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<warrant_core::RiskClass>,
 }
+
+/// The key of a skill's `metadata` that declares its ceiling.
+pub const CEILING_KEY: &str = "warrant-ceiling";

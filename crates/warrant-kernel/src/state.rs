@@ -198,6 +198,38 @@ impl Staged {
 }
 
 impl RunState {
+    /// The worst risk class the run may reach now: its ceiling from `run_started`, narrowed by
+    /// the ceiling of every skill it has activated since (a completed `activate_skill` names
+    /// the skill; its pin says the ceiling). With the skill that narrowed it, if one did.
+    pub fn ceiling_now(&self) -> Option<(warrant_core::RiskClass, Option<String>)> {
+        let mut now = self.settings.ceiling.map(|c| (c, None));
+        for call in self
+            .calls
+            .iter()
+            .filter(|c| c.record.tool == "activate_skill")
+        {
+            let Some(CallResult::Completed { ok: true, result }) = &call.result else {
+                continue;
+            };
+            let Some(name) = result.get("skill").and_then(Value::as_str) else {
+                continue;
+            };
+            let Some(class) = self
+                .settings
+                .skills
+                .iter()
+                .find(|s| s.name == name)
+                .and_then(|s| s.ceiling)
+            else {
+                continue;
+            };
+            if now.as_ref().is_none_or(|(c, _)| class < *c) {
+                now = Some((class, Some(name.to_owned())));
+            }
+        }
+        now
+    }
+
     pub fn call(&self, id: &str) -> Option<&CallState> {
         self.calls.iter().find(|c| c.record.id == id)
     }

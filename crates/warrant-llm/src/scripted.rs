@@ -43,6 +43,18 @@ pub struct Turn {
     pub say: Option<String>,
     #[serde(default)]
     pub calls: Vec<ScriptedCall>,
+    /// What the answer is said to have cost, as a server would count it (none by default: a
+    /// scripted answer is free). For tests of budgets and their totals.
+    #[serde(default)]
+    pub usage: Option<ScriptedUsage>,
+}
+
+/// A scripted answer's token counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -61,7 +73,7 @@ fn empty_object() -> Value {
 /// The keys each level of a transcript may have. Checked by hand before typed parsing so the
 /// error can name the turn and call, which serde's own message cannot.
 const TOP_KEYS: [&str; 3] = ["version", "turns", "children"];
-const TURN_KEYS: [&str; 2] = ["say", "calls"];
+const TURN_KEYS: [&str; 3] = ["say", "calls", "usage"];
 const CALL_KEYS: [&str; 2] = ["tool", "args"];
 
 impl Transcript {
@@ -421,7 +433,10 @@ impl ModelProvider for ScriptedProvider {
                     arguments: c.args.clone(),
                 })
                 .collect(),
-            usage: None,
+            usage: scripted.usage.map(|u| crate::types::Usage {
+                input_tokens: u.input_tokens,
+                output_tokens: u.output_tokens,
+            }),
             model: "scripted".to_owned(),
         })
     }

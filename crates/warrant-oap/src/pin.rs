@@ -24,6 +24,42 @@ pub struct RunLimits {
     /// `spec.runtime.max_cost_usd`: the run's cost budget (metered where `[prices]` prices
     /// the model).
     pub max_cost_usd: Option<f64>,
+    /// `metadata.annotations."warrant.dev/ceiling"`: the worst risk class a run under the
+    /// profile may reach (OAP has no field for it; annotations are its extension point).
+    pub ceiling: Option<warrant_core::RiskClass>,
+}
+
+/// The annotation a profile declares its effect-class ceiling in.
+pub const CEILING_ANNOTATION: &str = "warrant.dev/ceiling";
+
+/// The ceiling `resolved` declares, if any; a value that is not a risk class is refused.
+pub fn declared_ceiling(resolved: &Resolved) -> Result<Option<warrant_core::RiskClass>, OapError> {
+    let Some(value) = resolved
+        .effective
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get(CEILING_ANNOTATION))
+    else {
+        return Ok(None);
+    };
+    match value.as_str().and_then(warrant_core::RiskClass::parse) {
+        Some(class) => Ok(Some(class)),
+        None => Err(OapError::Invalid {
+            path: resolved.path.display().to_string(),
+            kind: "AgentProfile".into(),
+            findings: vec![crate::Finding {
+                pointer: "/metadata/annotations/warrant.dev~1ceiling".into(),
+                message: format!(
+                    "{value} is not a risk class (one of {})",
+                    warrant_core::RiskClass::ALL
+                        .iter()
+                        .map(|c| c.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }],
+        }),
+    }
 }
 
 fn obj(v: Option<&Value>) -> Option<&serde_json::Map<String, Value>> {
@@ -597,6 +633,7 @@ pub fn pin(
         max_cost_usd: runtime
             .and_then(|r| r.get("max_cost_usd"))
             .and_then(Value::as_f64),
+        ceiling: declared_ceiling(resolved)?,
     };
     Ok((
         ProfilePin {

@@ -323,6 +323,12 @@ impl Catalog {
                     dir: s.dir.to_string_lossy().into_owned(),
                     digest: s.digest.clone(),
                     allowed_tools: s.front.allowed_tools.clone(),
+                    // Checked when the skill was read (W-SKILL-009 otherwise).
+                    ceiling: s
+                        .front
+                        .metadata
+                        .get(warrant_kernel::skills::CEILING_KEY)
+                        .and_then(|c| warrant_core::RiskClass::parse(c)),
                 })
             })
             .collect()

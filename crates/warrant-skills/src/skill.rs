@@ -273,6 +273,18 @@ fn frontmatter(yaml: &str, dir_name: &str) -> Result<Frontmatter, Vec<Problem>> 
             "`metadata` must be a mapping of strings to strings".to_owned(),
         )),
     }
+    // Warrant's one key in the client-specific map: the skill's effect-class ceiling.
+    if let Some(c) = metadata.get(warrant_kernel::skills::CEILING_KEY)
+        && warrant_core::RiskClass::parse(c).is_none()
+    {
+        problems.push(problem(
+            "W-SKILL-009",
+            format!(
+                "`metadata.{}` must be a risk class (read, change, external, destructive, secret, irreversible), not {c:?}",
+                warrant_kernel::skills::CEILING_KEY
+            ),
+        ));
+    }
     let allowed_tools = string("allowed-tools", &mut problems, "W-SKILL-009")
         .map(|s| s.split_whitespace().map(str::to_owned).collect())
         .unwrap_or_default();

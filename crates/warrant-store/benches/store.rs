@@ -79,6 +79,7 @@ fn small_draft() -> EventDraft {
         version: 1,
         payload: json!({"by": "alice"}),
         audit: json!({}),
+        usage: None,
     }
 }
 
@@ -322,6 +323,7 @@ fn replay_log(total: u64) -> Vec<EventDraft> {
             version: 1,
             payload: e.payload().unwrap(),
             audit: json!({}),
+            usage: None,
         })
         .collect()
 }

@@ -72,6 +72,65 @@ pub struct EventDraft {
     /// The audit facts the kernel derived from this event (an `AuditData` of warrant-audit,
     /// serialized), sealed into the audit outbox in the same transaction.
     pub audit: Value,
+    /// The model usage this event records (the kernel says which events carry one), added to
+    /// the budget totals of the run's tenant and actor in the same transaction.
+    pub usage: Option<Usage>,
+}
+
+/// Model usage as the budget totals count it: tokens, and cost in billionths of a US dollar
+/// (each recorded cost rounded once, so a total is an exact sum that any fold of the same
+/// events reproduces, whatever the order).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_nanos: u64,
+}
+
+impl Usage {
+    /// A recorded cost in US dollars as billionths (negative or non-finite counts as none;
+    /// prices are checked to be finite and non-negative before any run).
+    pub fn nanos(cost_usd: f64) -> u64 {
+        if cost_usd.is_finite() && cost_usd > 0.0 {
+            // Costs stay far below 2^63 billionths (9.2e9 dollars).
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let n = (cost_usd * 1e9 + 0.5).floor() as u64;
+            n
+        } else {
+            0
+        }
+    }
+
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cost_nanos = self.cost_nanos.saturating_add(other.cost_nanos);
+    }
+
+    pub fn tokens(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+
+    pub fn cost_usd(&self) -> f64 {
+        #[allow(clippy::cast_precision_loss)]
+        let n = self.cost_nanos as f64;
+        n / 1e9
+    }
+
+    pub fn is_zero(&self) -> bool {
+        *self == Usage::default()
+    }
+}
+
+/// One row of the budget totals: what one actor of one tenant has used over all its runs,
+/// kept up to date by every append that records model usage.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BudgetTotal {
+    pub tenant: String,
+    pub actor: String,
+    #[serde(flatten)]
+    pub usage: Usage,
+    pub updated_at: Timestamp,
 }
 
 /// An event as stored.

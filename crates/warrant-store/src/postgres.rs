@@ -217,8 +217,44 @@ CREATE POLICY tenant_scope ON tenant_refusals
     USING (current_setting('warrant.tenant', true) IN ('*', tenant, owner));
 ";
 
+/// Version 6: budget totals (see the SQLite store's step), under the same row-level security.
+const SCHEMA_V6: &str = "
+CREATE TABLE budget_totals (
+    tenant        TEXT NOT NULL,
+    actor         TEXT NOT NULL,
+    input_tokens  BIGINT NOT NULL DEFAULT 0,
+    output_tokens BIGINT NOT NULL DEFAULT 0,
+    cost_nanos    BIGINT NOT NULL DEFAULT 0,
+    updated_at    BIGINT NOT NULL,
+    PRIMARY KEY (tenant, actor)
+);
+INSERT INTO budget_totals (tenant, actor, input_tokens, output_tokens, cost_nanos, updated_at)
+SELECT r.tenant, r.actor, sum(u.input_tokens), sum(u.output_tokens), sum(u.cost_nanos), max(u.at)
+FROM runs r JOIN (
+    SELECT run_id, recorded_at AS at,
+        CASE WHEN p->'usage'->>'input_tokens' ~ '^[0-9]+$'
+            THEN (p->'usage'->>'input_tokens')::bigint ELSE 0 END AS input_tokens,
+        CASE WHEN p->'usage'->>'output_tokens' ~ '^[0-9]+$'
+            THEN (p->'usage'->>'output_tokens')::bigint ELSE 0 END AS output_tokens,
+        CASE WHEN jsonb_typeof(p->'usage'->'cost_usd') = 'number'
+            AND (p->'usage'->>'cost_usd')::float8 > 0
+            THEN trunc((p->'usage'->>'cost_usd')::float8 * 1e9::float8 + 0.5::float8)::bigint ELSE 0 END AS cost_nanos
+    FROM (SELECT run_id, recorded_at, payload::jsonb AS p FROM events
+        WHERE kind IN ('model_responded', 'budget_exceeded', 'awaiting_message')) e
+    WHERE jsonb_typeof(p->'usage') = 'object'
+) u ON u.run_id = r.run_id
+GROUP BY r.tenant, r.actor
+HAVING sum(u.input_tokens) + sum(u.output_tokens) + sum(u.cost_nanos) > 0;
+ALTER TABLE budget_totals ENABLE ROW LEVEL SECURITY;
+ALTER TABLE budget_totals FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_scope ON budget_totals
+    USING (current_setting('warrant.tenant', true) IN ('*', tenant));
+";
+
 /// Each step takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 5] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5];
+const MIGRATIONS: [&str; 6] = [
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6,
+];
 
 /// Prepared statements kept per connection before the cache starts over (audit queries are
 /// built from their filters, so their texts vary).

@@ -16,7 +16,7 @@ use warrant_core::{Clock, RequestId, RunId, Timestamp};
 use crate::{
     Append, AuditIndex, AuditOutbox, AuditQuery, CancelRequest, ChainHead, EventDraft, EventStore,
     FenceRejection, Lease, NewRun, RequestRow, RequestStatus, RequestUpdate, RunRow, RunStatus,
-    SealedRecord, Sealer, SinkState, StoreError, StoredEvent,
+    SealedRecord, Sealer, SinkState, StoreError, StoredEvent, Usage,
 };
 
 /// The hash the first audit record chains to.
@@ -403,6 +403,37 @@ impl<D: Dialect> Store<D> {
         }))
     }
 
+    /// Adds the model usage `events` record to the budget totals of `tenant` and `actor`, in
+    /// the transaction that appends them: the totals can never disagree with the logs.
+    fn count_usage(
+        tx: &mut Tx<'_, D>,
+        tenant: &str,
+        actor: &str,
+        events: &[EventDraft],
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut usage = Usage::default();
+        for u in events.iter().filter_map(|e| e.usage.as_ref()) {
+            usage.add(u);
+        }
+        if usage.is_zero() || crate::tenant::disabled("budget-totals") {
+            return Ok(());
+        }
+        tx.execute(
+            "INSERT INTO budget_totals (tenant, actor, input_tokens, output_tokens, cost_nanos, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (tenant, actor) DO UPDATE SET input_tokens = budget_totals.input_tokens + ?3, output_tokens = budget_totals.output_tokens + ?4, cost_nanos = budget_totals.cost_nanos + ?5, updated_at = ?6",
+            &vals![
+                tenant,
+                actor,
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cost_nanos,
+                now.millis(),
+            ],
+        )?;
+        Ok(())
+    }
+
     /// Inserts the events and their audit records. The transaction is a [`TxKind::Chain`]
     /// one, so the head read here is the head it commits after.
     fn insert_events(
@@ -668,6 +699,7 @@ impl<D: Dialect> EventStore for Store<D> {
                 run.tenant.as_str(),
             ],
         )?;
+        Self::count_usage(&mut tx, run.tenant.as_str(), &run.actor, &events, now)?;
         let stored = Self::insert_events(
             &mut tx,
             &run.run,
@@ -694,14 +726,14 @@ impl<D: Dialect> EventStore for Store<D> {
         let mut tx = self.begin(TxKind::Chain)?;
         // The row lock (where the dialect has one) orders this append against a concurrent
         // lease: a new lease commits either before (and this append is fenced) or after it.
-        let (current, token, tenant) = tx
+        let (current, token, tenant, actor) = tx
             .row(
                 &format!(
-                    "SELECT events, lease_token, tenant FROM runs WHERE run_id = ?1{}",
+                    "SELECT events, lease_token, tenant, actor FROM runs WHERE run_id = ?1{}",
                     D::FOR_UPDATE
                 ),
                 &vals![run.as_str()],
-                |r| Ok((r.u64(0)?, r.u64(1)?, r.text(2)?)),
+                |r| Ok((r.u64(0)?, r.u64(1)?, r.text(2)?, r.text(3)?)),
             )?
             .ok_or_else(|| StoreError::UnknownRun(run.to_string()))?;
         if let Some(presented) = fence
@@ -738,6 +770,7 @@ impl<D: Dialect> EventStore for Store<D> {
             });
         }
         let added = events.len() as u64;
+        Self::count_usage(&mut tx, &tenant, &actor, &events, now)?;
         let stored =
             Self::insert_events(&mut tx, &run, &tenant, expected_seq, events, sealer, now)?;
         tx.execute(

@@ -17,7 +17,7 @@ use crate::sql::{Dialect, Row, Store, TxKind, Val};
 
 /// The schema this build writes, in SQLite and PostgreSQL alike (the same steps). Older stores
 /// are migrated forward on open; newer are refused.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 const SCHEMA_V1: &str = "
 CREATE TABLE runs (
@@ -167,8 +167,45 @@ CREATE TABLE delegation_revocations (
 );
 ";
 
+/// Version 6: budget totals, what each actor of each tenant has used over all its runs, kept
+/// by every append that records model usage (in its transaction). Backfilled here from the
+/// usage of the events that carry one (`model_responded`, `budget_exceeded`,
+/// `awaiting_message`), each cost rounded to billionths once, as the kernel does.
+const SCHEMA_V6: &str = "
+CREATE TABLE budget_totals (
+    tenant        TEXT NOT NULL,
+    actor         TEXT NOT NULL,
+    input_tokens  INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_nanos    INTEGER NOT NULL DEFAULT 0,
+    updated_at    INTEGER NOT NULL,
+    PRIMARY KEY (tenant, actor)
+) WITHOUT ROWID;
+INSERT INTO budget_totals (tenant, actor, input_tokens, output_tokens, cost_nanos, updated_at)
+SELECT r.tenant, r.actor, sum(u.input_tokens), sum(u.output_tokens), sum(u.cost_nanos), max(u.at)
+FROM runs r JOIN (
+    SELECT run_id, recorded_at AS at,
+        CASE WHEN json_type(payload, '$.usage.input_tokens') = 'integer'
+            AND json_extract(payload, '$.usage.input_tokens') >= 0
+            THEN json_extract(payload, '$.usage.input_tokens') ELSE 0 END AS input_tokens,
+        CASE WHEN json_type(payload, '$.usage.output_tokens') = 'integer'
+            AND json_extract(payload, '$.usage.output_tokens') >= 0
+            THEN json_extract(payload, '$.usage.output_tokens') ELSE 0 END AS output_tokens,
+        CASE WHEN json_type(payload, '$.usage.cost_usd') IN ('integer', 'real')
+            AND json_extract(payload, '$.usage.cost_usd') > 0
+            THEN CAST(json_extract(payload, '$.usage.cost_usd') * 1e9 + 0.5 AS INTEGER) ELSE 0 END AS cost_nanos
+    FROM events
+    WHERE kind IN ('model_responded', 'budget_exceeded', 'awaiting_message')
+        AND json_type(payload, '$.usage') = 'object'
+) u ON u.run_id = r.run_id
+GROUP BY r.tenant, r.actor
+HAVING sum(u.input_tokens) + sum(u.output_tokens) + sum(u.cost_nanos) > 0;
+";
+
 /// Each step takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 5] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5];
+const MIGRATIONS: [&str; 6] = [
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6,
+];
 
 /// The embedded SQLite store: the shared algorithm over one SQLite file.
 pub type SqliteStore = Store<Sqlite>;

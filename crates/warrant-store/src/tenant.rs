@@ -20,7 +20,8 @@ use crate::sql::{
     read_record, read_request, read_run,
 };
 use crate::{
-    AuditQuery, Lease, RequestRow, RequestStatus, RunRow, SealedRecord, StoreError, StoredEvent,
+    AuditQuery, BudgetTotal, Lease, RequestRow, RequestStatus, RunRow, SealedRecord, StoreError,
+    StoredEvent, Usage,
 };
 
 /// The tenant a scoped read acts for. Only [`Tenant::of`] makes one, from the principal the
@@ -116,6 +117,11 @@ pub trait TenantStore {
     ) -> Result<bool, StoreError>;
     /// Refusals the tenant made or was the target of, oldest first.
     fn tenant_refusals(&self, tenant: &Tenant) -> Result<Vec<TenantRefusal>, StoreError>;
+    /// What `actor` of the tenant has used over all its runs (`None`: every actor of the
+    /// tenant), from the budget totals: one indexed lookup, however many runs the store holds.
+    fn tenant_budget(&self, tenant: &Tenant, actor: Option<&str>) -> Result<Usage, StoreError>;
+    /// Every budget total row of the tenant, by actor.
+    fn tenant_budget_totals(&self, tenant: &Tenant) -> Result<Vec<BudgetTotal>, StoreError>;
 }
 
 /// A store seen by one tenant: every read filtered, every miss the same.
@@ -183,6 +189,15 @@ impl<'a> Scoped<'a> {
     pub fn refusals(&self) -> Result<Vec<TenantRefusal>, StoreError> {
         self.store.tenant_refusals(self.tenant)
     }
+
+    /// What `actor` (`None`: the whole tenant) has used, from the budget totals.
+    pub fn budget(&self, actor: Option<&str>) -> Result<Usage, StoreError> {
+        self.store.tenant_budget(self.tenant, actor)
+    }
+
+    pub fn budget_totals(&self) -> Result<Vec<BudgetTotal>, StoreError> {
+        self.store.tenant_budget_totals(self.tenant)
+    }
 }
 
 /// The negative controls of the tenant tests, in debug builds only: `tenant-filter` drops the
@@ -226,7 +241,59 @@ fn read_refusal(r: &crate::sql::Row) -> Result<TenantRefusal, String> {
     })
 }
 
+fn read_usage(r: &crate::sql::Row, from: usize) -> Result<Usage, String> {
+    // A sum over no rows is NULL.
+    let n = |i: usize| r.opt_int(from + i).map(|v| v.unwrap_or(0).max(0) as u64);
+    Ok(Usage {
+        input_tokens: n(0)?,
+        output_tokens: n(1)?,
+        cost_nanos: n(2)?,
+    })
+}
+
 impl<D: Dialect> TenantStore for Store<D> {
+    fn tenant_budget(&self, tenant: &Tenant, actor: Option<&str>) -> Result<Usage, StoreError> {
+        let mut tx = self.single_as(layer(tenant))?;
+        let usage = match actor {
+            Some(actor) => tx.row(
+                &format!(
+                    "SELECT input_tokens, output_tokens, cost_nanos FROM budget_totals WHERE {} AND actor = ?2",
+                    filter("tenant", 1)
+                ),
+                &[Val::from(tenant.as_str()), Val::from(actor)],
+                |r| read_usage(r, 0),
+            )?,
+            // Cast back to an integer: PostgreSQL sums BIGINTs as NUMERIC.
+            None => tx.row(
+                &format!(
+                    "SELECT CAST(sum(input_tokens) AS BIGINT), CAST(sum(output_tokens) AS BIGINT), CAST(sum(cost_nanos) AS BIGINT) FROM budget_totals WHERE {}",
+                    filter("tenant", 1)
+                ),
+                &[Val::from(tenant.as_str())],
+                |r| read_usage(r, 0),
+            )?,
+        };
+        Ok(usage.unwrap_or_default())
+    }
+
+    fn tenant_budget_totals(&self, tenant: &Tenant) -> Result<Vec<BudgetTotal>, StoreError> {
+        self.single_as(layer(tenant))?.rows(
+            &format!(
+                "SELECT tenant, actor, input_tokens, output_tokens, cost_nanos, updated_at FROM budget_totals WHERE {} ORDER BY actor",
+                filter("tenant", 1)
+            ),
+            &[Val::from(tenant.as_str())],
+            |r| {
+                Ok(BudgetTotal {
+                    tenant: r.text(0)?,
+                    actor: r.text(1)?,
+                    usage: read_usage(r, 2)?,
+                    updated_at: r.ts(5)?,
+                })
+            },
+        )
+    }
+
     fn tenant_runs(&self, tenant: &Tenant) -> Result<Vec<RunRow>, StoreError> {
         self.single_as(layer(tenant))?.rows(
             &format!(

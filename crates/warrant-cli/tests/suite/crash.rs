@@ -20,16 +20,27 @@ use warrant_testkit::pg::TestDb;
 
 use super::harness::{Sandbox, stderr, stdout};
 
-/// Reads (idempotent), a file creation and a shell command (neither idempotent), four turns.
+/// Reads (idempotent), a file creation and a shell command (neither idempotent), four turns,
+/// each with what the model said it cost (so the budget totals have something to keep).
 const WORK: &str = concat!(
     "version: 1\nturns:\n",
-    "  - calls:\n",
+    "  - usage: { input_tokens: 1001, output_tokens: 11 }\n    calls:\n",
     "      - tool: list_dir\n        args: { path: . }\n",
     "      - tool: read_file\n        args: { path: README.md }\n",
-    "  - calls:\n      - tool: write_file\n        args: { path: SUMMARY.md, content: \"summary\\n\" }\n",
-    "  - calls:\n      - tool: run_command\n        args: { argv: [sh, -c, \"echo ran >> counter.txt\"] }\n",
-    "  - say: done\n",
+    "  - usage: { input_tokens: 1002, output_tokens: 12 }\n    calls:\n      - tool: write_file\n        args: { path: SUMMARY.md, content: \"summary\\n\" }\n",
+    "  - usage: { input_tokens: 1003, output_tokens: 13 }\n    calls:\n      - tool: run_command\n        args: { argv: [sh, -c, \"echo ran >> counter.txt\"] }\n",
+    "  - usage: { input_tokens: 1004, output_tokens: 14 }\n    say: done\n",
 );
+
+/// The budget totals the store keeps agree with the fold of the logs (`audit verify`'s budget
+/// check), whatever else the trail shows at this point; the totals, by actor.
+fn budget_agrees(sb: &Sandbox, label: &str) -> Value {
+    let out = sb.run(&["audit", "verify", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{label}: audit verify --json: {e}: {}", stderr(&out)));
+    assert_eq!(v["budget"]["ok"], true, "{label}: {}", v["budget"]);
+    v["budget"]["totals"].clone()
+}
 
 /// Answers for every approval a process may be asked (the shell command asks).
 const YES: &str = "o\no\no\no\n";
@@ -176,6 +187,17 @@ fn check(sb: &Sandbox, label: &str) {
     unique.dedup();
     assert_eq!(completed, unique, "{label}: a call completed twice");
     assert_eq!(completed.len(), 4, "{label}: every call completed");
+    // Each turn was asked once, so its usage was counted once: the totals are the four turns'.
+    let actor = events[0]["payload"]["principal"]["actor"].as_str().unwrap();
+    let totals = budget_agrees(sb, label);
+    assert_eq!(
+        (
+            &totals[actor]["input_tokens"],
+            &totals[actor]["output_tokens"]
+        ),
+        (&serde_json::json!(4010), &serde_json::json!(50)),
+        "{label}: {totals}"
+    );
     let verify = sb.run(&["audit", "verify"]);
     assert_eq!(
         verify.status.code(),
@@ -214,6 +236,9 @@ fn matrix(pg: bool) {
         );
         let (run_id, died_with) = sb.last_run();
         assert_whole_batches(&died_with, &label);
+        // Right after the kill, before anything resumes: the totals hold what the journal
+        // holds, no more and no less.
+        budget_agrees(&sb, &format!("{label}, killed"));
         if let Fault::BeforeBatch(kind, n) = fault {
             assert_eq!(
                 count(&died_with, kind) as u64,

@@ -244,11 +244,14 @@ impl Ring<'_> {
             // The effect-class ceiling: an action whose class is worse than the run may reach
             // is refused before any person is asked or anything starts.
             if call.started.is_none()
-                && let Some(ceiling) = state.settings.ceiling
+                && let Some((ceiling, skill)) = state.ceiling_now()
                 && let Some(worst) = call.decisions.iter().map(|d| d.risk).max()
                 && worst > ceiling
             {
                 let tool = call.record.tool.clone();
+                let by = skill.map_or_else(String::new, |s| {
+                    format!(" (narrowed by the skill `{s}`, activated in this run)")
+                });
                 self.append(
                     state,
                     vec![RunEvent::CallRefused {
@@ -256,7 +259,7 @@ impl Ring<'_> {
                         tool,
                         code: "W-ENVELOPE-006".to_owned(),
                         message: format!(
-                            "this call reaches the risk class `{}`, above the run's ceiling `{}`; nothing ran",
+                            "this call reaches the risk class `{}`, above the run's ceiling `{}`{by}; nothing ran",
                             worst.as_str(),
                             ceiling.as_str()
                         ),

@@ -94,6 +94,7 @@ impl Ring<'_> {
             version: EVENT_VERSION,
             payload,
             audit,
+            usage: crate::model_gate::recorded_usage(event),
         })
     }
 

@@ -166,6 +166,21 @@ impl warrant_store::TenantStore for Counting<'_> {
     ) -> Result<Vec<warrant_store::TenantRefusal>, StoreError> {
         self.inner.tenant_refusals(t)
     }
+
+    fn tenant_budget(
+        &self,
+        t: &warrant_store::Tenant,
+        actor: Option<&str>,
+    ) -> Result<warrant_store::Usage, StoreError> {
+        self.inner.tenant_budget(t, actor)
+    }
+
+    fn tenant_budget_totals(
+        &self,
+        t: &warrant_store::Tenant,
+    ) -> Result<Vec<warrant_store::BudgetTotal>, StoreError> {
+        self.inner.tenant_budget_totals(t)
+    }
 }
 
 impl warrant_store::RevocationStore for Counting<'_> {

@@ -50,6 +50,7 @@ fn the_contract_example_parses_and_validates() {
                             args: json!({ "path": "README.md" }),
                         },
                     ],
+                    usage: None,
                 },
                 Turn {
                     say: None,
@@ -57,10 +58,12 @@ fn the_contract_example_parses_and_validates() {
                         tool: "run_command".into(),
                         args: json!({ "argv": ["ls", "-la"] }),
                     }],
+                    usage: None,
                 },
                 Turn {
                     say: Some("Done.".into()),
                     calls: vec![],
+                    usage: None,
                 },
             ],
             children: vec![],

@@ -156,6 +156,26 @@ fn v1_run() -> warrant_store::NewRun {
 
 /// A store migrated from version 1 keeps its run, events and chain, and has leases now.
 fn check_migrated(store: &dyn EventStore) {
+    // Its budget totals were backfilled from the events that record usage (not from an
+    // `effect_completed` that happens to have the field), each cost rounded to billionths.
+    let acme = super::conformance::tenant("acme");
+    assert_eq!(
+        warrant_store::Scoped::new(store, &acme)
+            .budget_totals()
+            .unwrap()
+            .into_iter()
+            .map(|t| (t.actor, t.usage, t.updated_at.millis()))
+            .collect::<Vec<_>>(),
+        vec![(
+            "bob".to_owned(),
+            warrant_store::Usage {
+                input_tokens: 108,
+                output_tokens: 25,
+                cost_nanos: 2_100_000 + 400,
+            },
+            1_600_000_000_500
+        )]
+    );
     let run = v1_run().run;
     let at = Timestamp::from_millis(1_600_000_000_000).unwrap();
     assert_eq!(
@@ -237,6 +257,12 @@ const V1_ROWS: &str = "
 INSERT INTO runs VALUES ('run-000000000001', 1600000000000, 1600000000000, 'alice', 't', 'running', 1);
 INSERT INTO events VALUES ('run-000000000001', 1, 'run_started', 1, 1600000000000, '{\"k\":\"run_started\",\"principal\":{\"tenant\":\"acme\"}}');
 INSERT INTO audit VALUES (1, 'rec-1', 'v1-hash', '{\"seq\":1}');
+INSERT INTO runs VALUES ('run-000000000002', 1600000000000, 1600000000500, 'bob', 't', 'stopped', 5);
+INSERT INTO events VALUES ('run-000000000002', 1, 'run_started', 1, 1600000000000, '{\"principal\":{\"tenant\":\"acme\",\"actor\":\"bob\"}}');
+INSERT INTO events VALUES ('run-000000000002', 2, 'model_responded', 1, 1600000000100, '{\"turn\":0,\"calls\":[],\"usage\":{\"input_tokens\":100,\"output_tokens\":20,\"cost_usd\":0.0021}}');
+INSERT INTO events VALUES ('run-000000000002', 3, 'awaiting_message', 1, 1600000000200, '{\"turn\":1,\"usage\":{\"input_tokens\":3,\"output_tokens\":4,\"estimated\":true}}');
+INSERT INTO events VALUES ('run-000000000002', 4, 'effect_completed', 1, 1600000000300, '{\"usage\":{\"input_tokens\":1000}}');
+INSERT INTO events VALUES ('run-000000000002', 5, 'budget_exceeded', 1, 1600000000500, '{\"turn\":1,\"usage\":{\"input_tokens\":5,\"output_tokens\":1,\"cost_usd\":0.0000004}}');
 ";
 
 #[test]

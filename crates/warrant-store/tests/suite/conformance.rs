@@ -141,6 +141,7 @@ pub fn draft(kind: &str) -> EventDraft {
         version: 1,
         payload: json!({"k": kind}),
         audit: json!({}),
+        usage: None,
     }
 }
 
@@ -742,6 +743,7 @@ pub fn sinks_and_queries(backend: &dyn Backend) {
         version: 1,
         payload: json!({}),
         audit: json!({"run": run, "actor": actor, "event": "policy_decided", "action": {"verb": verb, "path": "/w/x"}, "resource": "/w/x", "decision": decision}),
+        usage: None,
     };
     let a = ids.run_id();
     let b = ids.run_id();
@@ -871,6 +873,141 @@ pub fn sinks_and_queries(backend: &dyn Backend) {
     );
 }
 
+/// An event recording model usage, as the kernel drafts one.
+fn usage_draft(input: u64, output: u64, cost_nanos: u64) -> EventDraft {
+    EventDraft {
+        usage: Some(warrant_store::Usage {
+            input_tokens: input,
+            output_tokens: output,
+            cost_nanos,
+        }),
+        ..draft("model_responded")
+    }
+}
+
+fn usage(input: u64, output: u64, cost_nanos: u64) -> warrant_store::Usage {
+    warrant_store::Usage {
+        input_tokens: input,
+        output_tokens: output,
+        cost_nanos,
+    }
+}
+
+/// The budget totals: kept per tenant and actor by the appends that record usage, in their
+/// transaction (a refused, conflicting or rolled-back append counts nothing), read only
+/// through a tenant's scope.
+pub fn budget_totals(backend: &dyn Backend) {
+    let handle = backend.open(clock());
+    let store = handle.as_ref();
+    let ids = SequentialIds::default();
+    let new = |tenant_name: &str, actor: &str, first: Vec<EventDraft>| {
+        let run = ids.run_id();
+        store
+            .create_run(
+                &NewRun {
+                    run: run.clone(),
+                    tenant: tenant(tenant_name),
+                    actor: actor.into(),
+                    task: "t".into(),
+                    status: RunStatus::Running,
+                },
+                first,
+                &ToySealer,
+            )
+            .unwrap();
+        run
+    };
+    let acme = tenant("acme");
+    let globex = tenant("globex");
+    let as_acme = warrant_store::Scoped::new(store, &acme);
+    let as_globex = warrant_store::Scoped::new(store, &globex);
+    assert_eq!(as_acme.budget(Some("alice")).unwrap(), usage(0, 0, 0));
+    assert_eq!(as_acme.budget(None).unwrap(), usage(0, 0, 0));
+
+    // A run's first events may carry usage too (a subagent's or a resumed log never does
+    // today, but the store does not care which events do).
+    let a1 = new(
+        "acme",
+        "alice",
+        vec![draft("run_started"), usage_draft(10, 1, 5)],
+    );
+    let a2 = new("acme", "alice", vec![draft("run_started")]);
+    let b1 = new("acme", "bob", vec![draft("run_started")]);
+    let g1 = new("globex", "alice", vec![draft("run_started")]);
+    let append = |run: &RunId, seq: u64, events: Vec<EventDraft>| Append {
+        run: run.clone(),
+        expected_seq: seq,
+        events,
+        status: None,
+        requests: vec![],
+        fence: None,
+    };
+    store
+        .append(
+            append(&a1, 3, vec![usage_draft(100, 20, 1_000), draft("x")]),
+            &ToySealer,
+        )
+        .unwrap();
+    store
+        .append(append(&a2, 2, vec![usage_draft(7, 3, 0)]), &ToySealer)
+        .unwrap();
+    store
+        .append(append(&b1, 2, vec![usage_draft(1, 1, 1)]), &ToySealer)
+        .unwrap();
+    store
+        .append(append(&g1, 2, vec![usage_draft(1_000, 0, 0)]), &ToySealer)
+        .unwrap();
+    // Nothing written, nothing counted: a conflict, a sealing failure, a stale fence.
+    assert!(
+        store
+            .append(append(&a2, 9, vec![usage_draft(50, 0, 0)]), &ToySealer)
+            .is_err()
+    );
+    let mut failing = usage_draft(50, 0, 0);
+    failing.audit = json!("fail");
+    assert!(
+        store
+            .append(
+                append(&a2, 3, vec![usage_draft(50, 0, 0), failing]),
+                &ToySealer
+            )
+            .is_err()
+    );
+    let lease = store.lease_run(&a2, "w", Duration::from_secs(30)).unwrap();
+    let mut fenced = append(&a2, 3, vec![usage_draft(50, 0, 0)]);
+    fenced.fence = Some(lease.token + 1);
+    assert!(store.append(fenced, &ToySealer).is_err());
+
+    assert_eq!(
+        as_acme.budget(Some("alice")).unwrap(),
+        usage(117, 24, 1_005)
+    );
+    assert_eq!(as_acme.budget(Some("bob")).unwrap(), usage(1, 1, 1));
+    assert_eq!(as_acme.budget(None).unwrap(), usage(118, 25, 1_006));
+    // Another tenant's totals are not there for it, even under the same actor's name.
+    assert_eq!(as_globex.budget(Some("alice")).unwrap(), usage(1_000, 0, 0));
+    assert_eq!(as_globex.budget(None).unwrap(), usage(1_000, 0, 0));
+    assert_eq!(as_acme.budget(Some("carol")).unwrap(), usage(0, 0, 0));
+    let rows = as_acme.budget_totals().unwrap();
+    assert_eq!(
+        rows.iter()
+            .map(|r| (r.tenant.as_str(), r.actor.as_str(), r.usage))
+            .collect::<Vec<_>>(),
+        vec![
+            ("acme", "alice", usage(117, 24, 1_005)),
+            ("acme", "bob", usage(1, 1, 1)),
+        ]
+    );
+    // A second handle (another process) reads the same.
+    let other = backend.open(clock());
+    assert_eq!(
+        warrant_store::Scoped::new(other.as_ref(), &acme)
+            .budget(Some("alice"))
+            .unwrap(),
+        usage(117, 24, 1_005)
+    );
+}
+
 /// One test per case and store.
 macro_rules! conformance_tests {
     ($store:ident, $backend:expr) => {
@@ -900,6 +1037,11 @@ macro_rules! conformance_tests {
             #[test]
             fn sinks_and_queries() {
                 super::sinks_and_queries(&$backend);
+            }
+
+            #[test]
+            fn budget_totals() {
+                super::budget_totals(&$backend);
             }
 
             #[test]
