@@ -108,10 +108,10 @@ pub fn log(repo: &Path, max: u32, path: Option<&str>) -> Result<GitOutcome, GitE
             .format(gix::date::time::format::ISO8601_STRICT)
             .map_err(|e| fail("format author date", &e))?;
         // git writes a zero offset as `Z` in this format.
-        if time.offset == 0 {
-            if let Some(local) = date.strip_suffix("+00:00") {
-                date = format!("{local}Z");
-            }
+        if time.offset == 0
+            && let Some(local) = date.strip_suffix("+00:00")
+        {
+            date = format!("{local}Z");
         }
         let message = commit.message_raw().map_err(|e| fail("read message", &e))?;
         let line = format!(

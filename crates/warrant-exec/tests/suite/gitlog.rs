@@ -152,7 +152,7 @@ fn a_log_of_a_repository_without_commits_is_a_clear_failure() {
     let (_tmp, repo) = tempdir();
     git(repo.as_path(), "2021-01-01T00:00:00Z", &["init", "-q"]);
     let op = authorized(Action::GitRead {
-        repo: repo.clone(),
+        repo,
         what: GitRead::Log { max: 5, path: None },
     });
     let err = run(&op).unwrap_err();
