@@ -1,5 +1,5 @@
-//! The git executor: every `git.*` action, run by the `git` program under a hardened
-//! invocation. The repository's own hooks and configuration-driven commands never run: hooks
+//! The git executor: every `git.*` action but the log (read through gix, `crate::gitlog`, with
+//! no program at all), run by the `git` program under a hardened invocation. The repository's own hooks and configuration-driven commands never run: hooks
 //! point at `/dev/null` and are skipped (`--no-verify`), `core.fsmonitor`, pagers, editors,
 //! external diff and textconv drivers, `core.sshCommand`, signing programs and the `ext::`
 //! transport are switched off, and every clean/smudge/process filter and credential helper the
