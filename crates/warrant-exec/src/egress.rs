@@ -11,9 +11,19 @@
 //! `127.1` that resolvers read as addresses) is refused unless listed literally. A listed name is
 //! trusted to resolve wherever DNS says. One request per plain-HTTP connection is checked; later
 //! requests on the same connection go to the same (allowed) upstream.
+//!
+//! It is the one egress point of Warrant: sandboxed commands reach it through their forwarder,
+//! and `web_fetch` (`crate::web`) opens a CONNECT tunnel through a proxy of its own for the
+//! length of the fetch. Both therefore share the allowlist, the address checks and the record.
+//! The address checks depend on the [`AddressPolicy`] the proxy starts with: a command's
+//! profile lists names a person trusts to resolve wherever DNS says ([`AddressPolicy::AsListed`],
+//! so `localhost:8000` works), while a fetch reaches public addresses only
+//! ([`AddressPolicy::PublicOnly`]): every address the name resolves to is checked before
+//! connecting (one internal address refuses the name, a rebinding setup), and the peer of the
+//! connected socket is checked again before a byte of the request is sent upstream.
 
 use std::io::{Read, Write};
-use std::net::{IpAddr, Shutdown, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -155,6 +165,145 @@ pub struct EgressAttempt {
     /// Why it was refused, or why an allowed connection failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Which check refused it (absent for an allowed attempt or a failed connection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_by: Option<EgressCheck>,
+    /// The address the connection reached (the connected socket's peer), when it was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
+}
+
+/// The check of the proxy that refused an attempt, in the order they run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EgressCheck {
+    /// The request was neither `CONNECT host:port` nor a plain-HTTP absolute URI.
+    Request,
+    /// The target is not on the allowlist.
+    Allowlist,
+    /// The name resolved to an internal address ([`AddressPolicy::PublicOnly`]).
+    Resolved,
+    /// The connected socket's peer is an internal address ([`AddressPolicy::PublicOnly`]).
+    Connected,
+}
+
+/// Which addresses an allowed target may reach.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddressPolicy {
+    /// Wherever the listed name resolves (a command's profile: a person listed the name).
+    AsListed,
+    /// Public addresses only, checked after resolution and on the connected socket (`web_fetch`).
+    /// `loopback` lets loopback through: only a debug build's negative control sets it.
+    PublicOnly { loopback: bool },
+}
+
+impl AddressPolicy {
+    /// Why `ip` may not be reached under this policy.
+    fn refuses(self, ip: IpAddr) -> Option<&'static str> {
+        match self {
+            Self::AsListed => None,
+            Self::PublicOnly { loopback } => {
+                if loopback && ip.is_loopback() {
+                    None
+                } else {
+                    forbidden(ip)
+                }
+            }
+        }
+    }
+}
+
+/// Why an address is internal (not reachable by a fetch), `None` when it is a public one.
+pub fn forbidden(ip: IpAddr) -> Option<&'static str> {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            if v4.is_loopback() {
+                Some("a loopback address")
+            } else if v4.is_private() {
+                Some("a private address")
+            } else if o[0] == 169 && o[1] == 254 {
+                Some("a link-local address (cloud metadata services live here)")
+            } else if v4.is_unspecified() || o[0] == 0 {
+                Some("an unspecified address")
+            } else if o[0] == 100 && (64..128).contains(&o[1]) {
+                Some("a shared (carrier-grade NAT) address")
+            } else if v4.is_broadcast() || v4.is_multicast() || o[0] >= 240 {
+                Some("a broadcast, multicast or reserved address")
+            } else if o[0] == 192 && o[1] == 0 && o[2] == 0 {
+                Some("an IETF protocol assignment address")
+            } else if o[0] == 198 && (o[1] == 18 || o[1] == 19) {
+                Some("a benchmarking address")
+            } else {
+                None
+            }
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return forbidden(IpAddr::V4(v4));
+            }
+            let s = v6.segments();
+            if v6.is_loopback() || v6.is_unspecified() {
+                Some("a loopback or unspecified address")
+            } else if (s[0] & 0xfe00) == 0xfc00 {
+                Some("a unique local (private) address")
+            } else if (s[0] & 0xffc0) == 0xfe80 {
+                Some("a link-local address")
+            } else if v6.is_multicast() {
+                Some("a multicast address")
+            } else if s[0] == 0x64 && s[1] == 0xff9b {
+                // NAT64 embeds an IPv4 address in the last 32 bits.
+                let v4 = std::net::Ipv4Addr::new(
+                    (s[6] >> 8) as u8,
+                    s[6] as u8,
+                    (s[7] >> 8) as u8,
+                    s[7] as u8,
+                );
+                forbidden(IpAddr::V4(v4))
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// How the proxy resolves names and opens connections. [`SystemNet`] is the only one Warrant
+/// uses; the trait is the seam a test uses to make a connection land somewhere other than where
+/// the name resolved (what DNS rebinding between two lookups, or a middlebox, does), so that
+/// the connected-socket check is reached on its own.
+pub trait Net: Send + Sync + std::fmt::Debug {
+    fn resolve(&self, host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>>;
+    fn connect(&self, addr: SocketAddr, timeout: Duration) -> std::io::Result<TcpStream>;
+}
+
+/// The system resolver and plain TCP connections.
+#[derive(Debug, Default)]
+pub struct SystemNet;
+
+impl Net for SystemNet {
+    fn resolve(&self, host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>> {
+        Ok((host, port).to_socket_addrs()?.collect())
+    }
+
+    fn connect(&self, addr: SocketAddr, timeout: Duration) -> std::io::Result<TcpStream> {
+        TcpStream::connect_timeout(&addr, timeout)
+    }
+}
+
+/// How a proxy is started: the address policy and the network it uses.
+#[derive(Clone, Debug)]
+pub struct ProxyOptions {
+    pub addresses: AddressPolicy,
+    pub net: Arc<dyn Net>,
+}
+
+impl Default for ProxyOptions {
+    fn default() -> Self {
+        Self {
+            addresses: AddressPolicy::AsListed,
+            net: Arc::new(SystemNet),
+        }
+    }
 }
 
 /// Every decision of the proxy during one command.
@@ -189,8 +338,14 @@ const DECIDE_WAIT: Duration = Duration::from_secs(1);
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl EgressProxy {
-    /// Listen on a fresh Unix socket in a private temporary directory.
+    /// Listen on a fresh Unix socket in a private temporary directory (a command's proxy: the
+    /// listed names are trusted to resolve wherever DNS says).
     pub fn start(allow: Allowlist) -> std::io::Result<Self> {
+        Self::start_with(allow, ProxyOptions::default())
+    }
+
+    /// [`EgressProxy::start`] with an address policy and a network of the caller's choosing.
+    pub fn start_with(allow: Allowlist, options: ProxyOptions) -> std::io::Result<Self> {
         let dir = std::env::temp_dir().join(format!(
             "warrant-egress-{}-{}",
             std::process::id(),
@@ -203,6 +358,7 @@ impl EgressProxy {
         let log = Arc::new(Mutex::new(EgressLog::default()));
         let stop = Arc::new(AtomicBool::new(false));
         let allow = Arc::new(allow);
+        let options = Arc::new(options);
         let deciding = Arc::new(AtomicUsize::new(0));
         let accept = {
             let (log, stop, deciding) =
@@ -213,10 +369,11 @@ impl EgressProxy {
                         return;
                     }
                     let Ok(conn) = conn else { continue };
-                    let (log, allow) = (Arc::clone(&log), Arc::clone(&allow));
+                    let (log, allow, options) =
+                        (Arc::clone(&log), Arc::clone(&allow), Arc::clone(&options));
                     deciding.fetch_add(1, Ordering::SeqCst);
                     let deciding = Arc::clone(&deciding);
-                    std::thread::spawn(move || handle(conn, &allow, &log, &deciding));
+                    std::thread::spawn(move || handle(conn, &allow, &options, &log, &deciding));
                 }
             })
         };
@@ -232,6 +389,15 @@ impl EgressProxy {
 
     pub fn socket(&self) -> &Path {
         &self.socket
+    }
+
+    /// The decisions so far (the proxy keeps running). A decision is logged before the client
+    /// hears its answer, so a client that read its answer finds it here.
+    pub fn log(&self) -> EgressLog {
+        self.log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Stop accepting, remove the socket, and return the log so far.
@@ -284,8 +450,14 @@ fn answer(conn: &mut UnixStream, status: &str, body: &str) {
 }
 
 /// One client connection: decide (counted in `deciding` until logged), then tunnel or forward.
-fn handle(conn: UnixStream, allow: &Allowlist, log: &Mutex<EgressLog>, deciding: &AtomicUsize) {
-    let decided = decide(conn, allow, log);
+fn handle(
+    conn: UnixStream,
+    allow: &Allowlist,
+    options: &ProxyOptions,
+    log: &Mutex<EgressLog>,
+    deciding: &AtomicUsize,
+) {
+    let decided = decide(conn, allow, options, log);
     deciding.fetch_sub(1, Ordering::SeqCst);
     if let Some((conn, upstream)) = decided {
         tunnel(conn, upstream);
@@ -296,6 +468,7 @@ fn handle(conn: UnixStream, allow: &Allowlist, log: &Mutex<EgressLog>, deciding:
 fn decide(
     mut conn: UnixStream,
     allow: &Allowlist,
+    options: &ProxyOptions,
     log: &Mutex<EgressLog>,
 ) -> Option<(UnixStream, TcpStream)> {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
@@ -355,6 +528,8 @@ fn decide(
                 reason: Some(
                     "not a CONNECT host:port or plain-HTTP absolute-URI request".to_owned(),
                 ),
+                refused_by: Some(EgressCheck::Request),
+                peer: None,
             },
             true,
         );
@@ -372,56 +547,107 @@ fn decide(
     };
     // Every decision is logged before the client hears it, so a command that saw its answer
     // and exited cannot end before its refusal is recorded.
-    if let Err(reason) = allow.check(&host, port) {
+    let refuse = |conn: &mut UnixStream, check: EgressCheck, reason: String| {
         let body = format!("warrant egress proxy: {target} refused: {reason}\n");
         record(
             log,
             EgressAttempt {
                 method: method.to_owned(),
-                target,
+                target: target.clone(),
                 reason: Some(reason),
+                refused_by: Some(check),
+                peer: None,
             },
             true,
         );
-        answer(&mut conn, "403 Forbidden", &body);
+        answer(conn, "403 Forbidden", &body);
+    };
+    if let Err(reason) = allow.check(&host, port) {
+        refuse(&mut conn, EgressCheck::Allowlist, reason);
         return None;
     }
-    let upstream = (host.as_str(), port)
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {host}: {e}"))
-        .and_then(|addrs| {
-            let mut last = format!("{host} resolved to no address");
-            for addr in addrs {
-                match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
-                    Ok(s) => return Ok(s),
-                    Err(e) => last = format!("cannot connect to {addr}: {e}"),
-                }
-            }
-            Err(last)
-        });
-    let mut upstream = match upstream {
-        Ok(s) => s,
-        Err(reason) => {
-            let body = format!("warrant egress proxy: {reason}\n");
-            record(
-                log,
-                EgressAttempt {
-                    method: method.to_owned(),
-                    target,
-                    reason: Some(reason),
-                },
-                false,
-            );
-            answer(&mut conn, "502 Bad Gateway", &body);
+    // A failed lookup or connection is an allowed attempt that failed (502), not a refusal.
+    let failed = |conn: &mut UnixStream, reason: String| {
+        let body = format!("warrant egress proxy: {reason}\n");
+        record(
+            log,
+            EgressAttempt {
+                method: method.to_owned(),
+                target: target.clone(),
+                reason: Some(reason),
+                refused_by: None,
+                peer: None,
+            },
+            false,
+        );
+        answer(conn, "502 Bad Gateway", &body);
+    };
+    let addrs = match options.net.resolve(&host, port) {
+        Ok(addrs) if !addrs.is_empty() => addrs,
+        Ok(_) => {
+            failed(&mut conn, format!("{host} resolved to no address"));
+            return None;
+        }
+        Err(e) => {
+            failed(&mut conn, format!("cannot resolve {host}: {e}"));
             return None;
         }
     };
+    // Every address is checked before any is tried: a name that resolves to a public and an
+    // internal address is a rebinding setup, refused whole.
+    for addr in &addrs {
+        if let Some(why) = options.addresses.refuses(addr.ip()) {
+            refuse(
+                &mut conn,
+                EgressCheck::Resolved,
+                format!("{} is {why}", addr.ip()),
+            );
+            return None;
+        }
+    }
+    let mut last = String::new();
+    let mut connected = None;
+    for addr in &addrs {
+        match options.net.connect(*addr, CONNECT_TIMEOUT) {
+            Ok(s) => {
+                connected = Some(s);
+                break;
+            }
+            Err(e) => last = format!("cannot connect to {addr}: {e}"),
+        }
+    }
+    let Some(mut upstream) = connected else {
+        failed(&mut conn, last);
+        return None;
+    };
+    // The connected socket's peer is what the bytes reach: checked again before any is sent.
+    let peer = match upstream.peer_addr() {
+        Ok(peer) => peer,
+        Err(e) => {
+            failed(
+                &mut conn,
+                format!("the connection to {host} has no peer: {e}"),
+            );
+            return None;
+        }
+    };
+    if let Some(why) = options.addresses.refuses(peer.ip()) {
+        let _ = upstream.shutdown(Shutdown::Both);
+        refuse(
+            &mut conn,
+            EgressCheck::Connected,
+            format!("the connected socket's peer {} is {why}", peer.ip()),
+        );
+        return None;
+    }
     record(
         log,
         EgressAttempt {
             method: method.to_owned(),
             target,
             reason: None,
+            refused_by: None,
+            peer: Some(peer.to_string()),
         },
         false,
     );

@@ -1,5 +1,5 @@
-//! The git executor: every `git.*` action, run by the `git` program under a hardened
-//! invocation. The repository's own hooks and configuration-driven commands never run: hooks
+//! The git executor: every `git.*` action but the log (read through gix, `crate::gitlog`, with
+//! no program at all), run by the `git` program under a hardened invocation. The repository's own hooks and configuration-driven commands never run: hooks
 //! point at `/dev/null` and are skipped (`--no-verify`), `core.fsmonitor`, pagers, editors,
 //! external diff and textconv drivers, `core.sshCommand`, signing programs and the `ext::`
 //! transport are switched off, and every clean/smudge/process filter and credential helper the
@@ -108,6 +108,15 @@ pub struct GitOutcome {
 /// Runs one authorized git action.
 pub fn run(op: &Authorized<GitOp>) -> Result<GitOutcome, GitError> {
     let op = op.get();
+    // The log is read through gix: the git program does not run at all.
+    if let Action::GitRead {
+        what: GitRead::Log { max, path },
+        ..
+    } = &op.action
+    {
+        work_tree(&op.repo)?;
+        return crate::gitlog::log(op.repo.as_path(), *max, path.as_deref());
+    }
     let git = Git::open(&op.repo)?;
     match &op.action {
         Action::GitRead { what, .. } => git.read(what),
@@ -288,19 +297,25 @@ const ALWAYS: &[&str] = &[
     "advice.detachedHead=false",
 ];
 
+/// `repo` is a work tree whose `.git` is a directory (not a file or a link).
+fn work_tree(repo: &CanonicalPath) -> Result<(), GitError> {
+    let dot_git = repo.as_path().join(".git");
+    let meta = std::fs::symlink_metadata(&dot_git).map_err(|e| GitError::NoRepository {
+        repo: repo.as_str().to_owned(),
+        why: format!("no .git: {e}"),
+    })?;
+    if !meta.is_dir() {
+        return Err(GitError::NoRepository {
+            repo: repo.as_str().to_owned(),
+            why: ".git is not a directory (a linked worktree, a submodule or a link)".into(),
+        });
+    }
+    Ok(())
+}
+
 impl Git {
     fn open(repo: &CanonicalPath) -> Result<Self, GitError> {
-        let dot_git = repo.as_path().join(".git");
-        let meta = std::fs::symlink_metadata(&dot_git).map_err(|e| GitError::NoRepository {
-            repo: repo.as_str().to_owned(),
-            why: format!("no .git: {e}"),
-        })?;
-        if !meta.is_dir() {
-            return Err(GitError::NoRepository {
-                repo: repo.as_str().to_owned(),
-                why: ".git is not a directory (a linked worktree, a submodule or a link)".into(),
-            });
-        }
+        work_tree(repo)?;
         let mut git = Self {
             repo: repo.clone(),
             overrides: Vec::new(),
@@ -481,21 +496,9 @@ impl Git {
                 args.extend(paths.iter().map(String::as_str));
                 Ok(Self::outcome("diff", self.ok_env(&args, None, &[], t)?))
             }
+            // `run` reads the log before opening git; this arm is the same read.
             GitRead::Log { max, path } => {
-                let n = format!("-n{max}");
-                let mut args = vec![
-                    "log",
-                    "--no-color",
-                    "--no-ext-diff",
-                    "--date=iso-strict",
-                    "--format=%H%x09%an <%ae>%x09%ad%x09%s",
-                    &n,
-                    "--",
-                ];
-                if let Some(p) = path {
-                    args.push(p);
-                }
-                Ok(Self::outcome("log", self.ok_env(&args, None, &[], t)?))
+                crate::gitlog::log(self.repo.as_path(), *max, path.as_deref())
             }
             GitRead::Show { rev } => {
                 check_name("revision", rev)?;

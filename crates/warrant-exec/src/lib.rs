@@ -12,6 +12,7 @@ pub mod env;
 pub mod error;
 pub mod fs;
 pub mod git;
+pub mod gitlog;
 pub mod grants;
 pub mod judged;
 pub mod keyring;

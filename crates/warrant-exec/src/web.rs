@@ -1,25 +1,27 @@
-//! The `web.fetch` executor: one HTTP(S) GET under the configured `[web] allow` list (the egress
-//! allowlist's rules and matching, [`crate::egress::Allowlist`]), with the address guard applied
-//! twice: after resolution (a resolver that returns only permitted addresses, and refuses the
-//! name when any address it has is loopback, private, link-local, metadata or otherwise
-//! internal) and on the connected socket (the peer address of the TCP connection, checked
-//! before a byte is sent). Redirects are followed by hand, at most five, each new URL checked
-//! like the first. The body is read up to `max_bytes`; the whole fetch has `timeout_ms`. HTML is
-//! reduced to text.
+//! The `web.fetch` executor: one HTTP(S) GET whose connections go through Warrant's egress
+//! proxy ([`crate::egress`], the code that serves sandboxed commands), started for the length of
+//! the fetch with the configured `[web] allow` list and [`AddressPolicy::PublicOnly`]: the proxy
+//! decides each hop's target against the list, refuses a name any of whose addresses is
+//! loopback, private, link-local, metadata or otherwise internal, checks the connected socket's
+//! peer again before a byte is sent, and keeps the record that comes back with the page. The
+//! fetch speaks HTTP (or TLS, then HTTP) inside a CONNECT tunnel, so the proxy never sees a
+//! request body or a page. Redirects are followed by hand, at most five, each new URL a new
+//! tunnel decided like the first. The body is read up to `max_bytes`; the whole fetch has
+//! `timeout_ms`. HTML is reduced to text.
 //!
-//! Why not the egress proxy itself: the proxy serves sandboxed commands over a Unix socket from
-//! inside their network namespace; a fetch runs in Warrant's own process, so it applies the same
-//! allowlist in process, with the address checks the proxy does not make. Limits: a fetch sends
-//! no cookies or credentials; only `http` and `https`; the text conversion is a plain one
-//! (`nanohtml2text`: no CSS, no scripts run).
+//! Limits: a fetch sends no cookies or credentials; only `http` and `https`; the text
+//! conversion is a plain one (`nanohtml2text`: no CSS, no scripts run).
 
-use std::net::{IpAddr, SocketAddr, TcpStream};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::net::{IpAddr, SocketAddr};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use thiserror::Error;
-use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
+use ureq::unversioned::resolver::{ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::{
     Buffers, ConnectionDetails, Connector, LazyBuffers, NextTimeout, RustlsConnector,
     ShutdownHandle, Transport,
@@ -28,7 +30,10 @@ use warrant_core::config::WebConfig;
 use warrant_core::{Coded, WebFetch};
 use warrant_kernel::Authorized;
 
-use crate::egress::Allowlist;
+use crate::egress::{
+    AddressPolicy, Allowlist, EgressAttempt, EgressCheck, EgressLog, EgressProxy, Net,
+    ProxyOptions, SystemNet,
+};
 
 pub const DEFAULT_MAX_BYTES: u64 = 2 * 1024 * 1024;
 pub const DEFAULT_TIMEOUT_MS: u64 = 20_000;
@@ -59,6 +64,11 @@ pub enum WebError {
 
     #[error("fetching {url} did not finish within {ms} ms")]
     Timeout { url: String, ms: u64 },
+
+    #[error(
+        "the [web] ca_certificates file `{path}` cannot be used: {why}; a person fixes it in the configuration"
+    )]
+    Certificates { path: String, why: String },
 }
 
 impl Coded for WebError {
@@ -70,6 +80,7 @@ impl Coded for WebError {
             Self::Failed { .. } => "W-WEB-004",
             Self::TooManyRedirects { .. } => "W-WEB-005",
             Self::Timeout { .. } => "W-WEB-006",
+            Self::Certificates { .. } => "W-WEB-007",
         }
     }
 }
@@ -90,6 +101,8 @@ pub struct Fetched {
     pub bytes: u64,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub redirects: Vec<String>,
+    /// The egress proxy's record of the fetch: every hop's target and the peer it reached.
+    pub egress: EgressLog,
 }
 
 /// The scheme, host (lower-case, IPv6 without brackets) and port of `url`.
@@ -130,136 +143,31 @@ pub fn allowlisted(web: &WebConfig, host: &str, port: u16) -> bool {
     }
 }
 
-/// Why an address is not reachable by a fetch, `None` when it is a public one.
-pub fn forbidden(ip: IpAddr) -> Option<&'static str> {
-    match ip {
-        IpAddr::V4(v4) => {
-            let o = v4.octets();
-            if v4.is_loopback() {
-                Some("a loopback address")
-            } else if v4.is_private() {
-                Some("a private address")
-            } else if o[0] == 169 && o[1] == 254 {
-                Some("a link-local address (cloud metadata services live here)")
-            } else if v4.is_unspecified() || o[0] == 0 {
-                Some("an unspecified address")
-            } else if o[0] == 100 && (64..128).contains(&o[1]) {
-                Some("a shared (carrier-grade NAT) address")
-            } else if v4.is_broadcast() || v4.is_multicast() || o[0] >= 240 {
-                Some("a broadcast, multicast or reserved address")
-            } else if o[0] == 192 && o[1] == 0 && o[2] == 0 {
-                Some("an IETF protocol assignment address")
-            } else if o[0] == 198 && (o[1] == 18 || o[1] == 19) {
-                Some("a benchmarking address")
-            } else {
-                None
-            }
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return forbidden(IpAddr::V4(v4));
-            }
-            let s = v6.segments();
-            if v6.is_loopback() || v6.is_unspecified() {
-                Some("a loopback or unspecified address")
-            } else if (s[0] & 0xfe00) == 0xfc00 {
-                Some("a unique local (private) address")
-            } else if (s[0] & 0xffc0) == 0xfe80 {
-                Some("a link-local address")
-            } else if v6.is_multicast() {
-                Some("a multicast address")
-            } else if s[0] == 0x64 && s[1] == 0xff9b {
-                // NAT64 embeds an IPv4 address in the last 32 bits.
-                let v4 = std::net::Ipv4Addr::new(
-                    (s[6] >> 8) as u8,
-                    s[6] as u8,
-                    (s[7] >> 8) as u8,
-                    s[7] as u8,
-                );
-                forbidden(IpAddr::V4(v4))
-            } else {
-                None
-            }
-        }
-    }
-}
+pub use crate::egress::forbidden;
 
-/// The guard's state for one fetch: whether it is on, and the first refusal it made (read back
-/// when the request fails, to say why).
-#[derive(Debug, Clone)]
-struct Guard {
-    on: bool,
-    loopback: bool,
-    refused: Arc<Mutex<Option<WebError>>>,
-}
-
-impl Guard {
-    fn check(&self, host: &str, ip: IpAddr) -> Result<(), ureq::Error> {
-        if !self.on || (self.loopback && ip.is_loopback()) {
-            return Ok(());
-        }
-        match forbidden(ip) {
-            None => Ok(()),
-            Some(why) => {
-                let e = WebError::Address {
-                    host: host.to_owned(),
-                    why: format!("{ip} is {why}"),
-                };
-                let mut slot = self.refused.lock().unwrap_or_else(PoisonError::into_inner);
-                slot.get_or_insert(e.clone());
-                Err(ureq::Error::Io(std::io::Error::new(
-                    std::io::ErrorKind::PermissionDenied,
-                    e.to_string(),
-                )))
-            }
-        }
-    }
-
-    fn refusal(&self) -> Option<WebError> {
-        self.refused
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-}
-
-/// Resolves as ureq would, then refuses the name if any of its addresses is internal (a name
-/// that resolves to both a public and a private address is a rebinding setup).
+/// A CONNECT tunnel through the fetch's egress proxy to `host:port`; for `https` ureq's TLS
+/// connector chains onto it, so TLS runs end to end through the tunnel and the proxy sees only
+/// the target it decided on.
 #[derive(Debug)]
-struct CheckedResolver(Guard);
-
-impl Resolver for CheckedResolver {
-    fn resolve(
-        &self,
-        uri: &ureq::http::Uri,
-        config: &ureq::config::Config,
-        timeout: NextTimeout,
-    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
-        let addrs = DefaultResolver::default().resolve(uri, config, timeout)?;
-        let host = uri.host().unwrap_or_default();
-        for a in addrs.iter() {
-            self.0.check(host, a.ip())?;
-        }
-        Ok(addrs)
-    }
+struct Tunnel {
+    socket: PathBuf,
+    /// `host:port` (`[v6]:port`) as the proxy is asked for it.
+    target: String,
+    /// What is left of the fetch's time, set on the socket for every read and write.
+    left: Duration,
 }
 
-/// Opens the TCP connection itself so the peer address can be checked on the connected socket
-/// before anything is sent.
+/// The tunnel as a ureq transport. Timeouts are the fetch's own (set once on the socket), not
+/// ureq's per-step ones.
 #[derive(Debug)]
-struct CheckedTcp(Guard);
-
-/// A plain TCP transport over a socket whose peer was checked. Timeouts are the fetch's own
-/// (set once on the socket), not ureq's per-step ones.
-#[derive(Debug)]
-struct CheckedStream {
-    stream: Arc<TcpStream>,
+struct TunnelStream {
+    stream: Arc<UnixStream>,
     buffers: LazyBuffers,
     /// The handle the agent holds weakly, alive as long as the transport.
     _shutdown: Arc<Shutdown>,
 }
 
-impl Transport for CheckedStream {
+impl Transport for TunnelStream {
     fn buffers(&mut self) -> &mut dyn Buffers {
         &mut self.buffers
     }
@@ -291,7 +199,7 @@ impl Transport for CheckedStream {
 }
 
 #[derive(Debug)]
-struct Shutdown(Arc<TcpStream>);
+struct Shutdown(Arc<UnixStream>);
 
 impl ShutdownHandle for Shutdown {
     fn shutdown(&self) {
@@ -299,47 +207,77 @@ impl ShutdownHandle for Shutdown {
     }
 }
 
-impl Connector<()> for CheckedTcp {
-    type Out = CheckedStream;
+/// The proxy did not open the tunnel; its answer's status line.
+fn not_tunneled(status: &str) -> ureq::Error {
+    ureq::Error::Io(std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        format!("the egress proxy answered {status}"),
+    ))
+}
+
+impl Connector<()> for Tunnel {
+    type Out = TunnelStream;
 
     fn connect(
         &self,
         details: &ConnectionDetails,
         _chained: Option<()>,
     ) -> Result<Option<Self::Out>, ureq::Error> {
-        let host = details.uri.host().unwrap_or_default();
-        let timeout = Duration::from_millis(DEFAULT_TIMEOUT_MS);
-        let mut last = None;
-        for addr in details.addrs.iter() {
-            match TcpStream::connect_timeout(addr, timeout) {
-                Ok(stream) => {
-                    let peer: SocketAddr = stream.peer_addr()?;
-                    self.0.check(host, peer.ip())?;
-                    stream.set_nodelay(true)?;
-                    stream.set_read_timeout(Some(timeout))?;
-                    stream.set_write_timeout(Some(timeout))?;
-                    let config = details.config;
-                    let stream = Arc::new(stream);
-                    let handle = Arc::new(Shutdown(stream.clone()));
-                    let shared: Arc<dyn ShutdownHandle> = handle.clone();
-                    (details.register_shutdown)(Arc::downgrade(&shared))?;
-                    return Ok(Some(CheckedStream {
-                        stream,
-                        _shutdown: handle,
-                        buffers: LazyBuffers::new(
-                            config.input_buffer_size(),
-                            config.output_buffer_size(),
-                        ),
-                    }));
-                }
-                Err(e) => last = Some(e),
+        use std::io::{Read, Write};
+        let mut stream = UnixStream::connect(&self.socket)?;
+        stream.set_read_timeout(Some(self.left))?;
+        stream.set_write_timeout(Some(self.left))?;
+        write!(
+            stream,
+            "CONNECT {0} HTTP/1.1\r\nHost: {0}\r\n\r\n",
+            self.target
+        )?;
+        // The head byte by byte: nothing past it may be consumed (the origin speaks next).
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            if head.len() > 16 * 1024 || stream.read(&mut byte)? == 0 {
+                return Err(not_tunneled("no complete answer"));
             }
+            head.push(byte[0]);
         }
-        Err(last.map_or(ureq::Error::HostNotFound, ureq::Error::Io))
+        let text = String::from_utf8_lossy(&head);
+        let status = text.lines().next().unwrap_or_default().trim().to_owned();
+        if status.split(' ').nth(1) != Some("200") {
+            return Err(not_tunneled(&status));
+        }
+        let config = details.config;
+        let stream = Arc::new(stream);
+        let handle = Arc::new(Shutdown(stream.clone()));
+        let shared: Arc<dyn ShutdownHandle> = handle.clone();
+        (details.register_shutdown)(Arc::downgrade(&shared))?;
+        Ok(Some(TunnelStream {
+            stream,
+            _shutdown: handle,
+            buffers: LazyBuffers::new(config.input_buffer_size(), config.output_buffer_size()),
+        }))
     }
 }
 
-/// The executor.
+/// ureq resolves before it connects; through a tunnel the proxy resolves (and checks) the
+/// name, so ureq is handed a placeholder it never uses.
+#[derive(Debug)]
+struct ProxyResolves;
+
+impl Resolver for ProxyResolves {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        _config: &ureq::config::Config,
+        _timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let mut addrs = self.empty();
+        let port = uri.port_u16().unwrap_or(0);
+        addrs.push(SocketAddr::new(IpAddr::from([0, 0, 0, 0]), port));
+        Ok(addrs)
+    }
+}
+
 /// How the address guard is set; anything but `On` only for a debug build's negative control.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AddressGuard {
@@ -349,10 +287,64 @@ pub enum AddressGuard {
     Off,
 }
 
+impl AddressGuard {
+    fn policy(self) -> AddressPolicy {
+        match self {
+            Self::On => AddressPolicy::PublicOnly { loopback: false },
+            Self::LoopbackAllowed => AddressPolicy::PublicOnly { loopback: true },
+            Self::Off => AddressPolicy::AsListed,
+        }
+    }
+}
+
+/// The roots a fetch trusts: Mozilla's (ureq's default), or, when `[web] ca_certificates`
+/// names a PEM file, the system's store and that file's certificates.
+fn root_certs(web: &WebConfig) -> Result<RootCerts, WebError> {
+    let Some(path) = web.ca_certificates.as_deref() else {
+        return Ok(RootCerts::WebPki);
+    };
+    let bad = |why: String| WebError::Certificates {
+        path: path.to_owned(),
+        why,
+    };
+    if !Path::new(path).is_absolute() {
+        return Err(bad("it is not an absolute path".into()));
+    }
+    let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+    let mut certs = Vec::new();
+    for item in ureq::tls::parse_pem(&pem) {
+        if let PemItem::Certificate(c) = item.map_err(|e| bad(e.to_string()))? {
+            certs.push(c);
+        }
+    }
+    if certs.is_empty() {
+        return Err(bad("it holds no PEM certificate".into()));
+    }
+    // The system's roots too, so listing a private CA does not lose the public ones.
+    for der in rustls_native_certs::load_native_certs().certs {
+        certs.push(Certificate::from_der(der.as_ref()).to_owned());
+    }
+    Ok(RootCerts::new_with_certs(&certs))
+}
+
+/// The executor: the fetch's connections go through an egress proxy started for it
+/// ([`crate::egress`], the one commands use) with the `[web] allow` list and public addresses
+/// only; its record comes back with the page.
 pub fn fetch(
     action: &Authorized<WebFetch>,
     web: &WebConfig,
     address_guard: AddressGuard,
+) -> Result<Fetched, WebError> {
+    fetch_through(action, web, address_guard, Arc::new(SystemNet))
+}
+
+/// [`fetch`] over a network of the caller's choosing (the seam for a test that makes a
+/// connection land somewhere other than where the name resolved).
+pub fn fetch_through(
+    action: &Authorized<WebFetch>,
+    web: &WebConfig,
+    address_guard: AddressGuard,
+    net: Arc<dyn Net>,
 ) -> Result<Fetched, WebError> {
     let start_url = action.get().url.clone();
     let max_bytes = web.max_bytes.unwrap_or(DEFAULT_MAX_BYTES);
@@ -363,21 +355,22 @@ pub fn fetch(
         url: start_url.clone(),
         why: format!("the [web] allow list does not parse: {why}"),
     })?;
+    let roots = root_certs(web)?;
+    let proxy = EgressProxy::start_with(
+        allow,
+        ProxyOptions {
+            addresses: address_guard.policy(),
+            net,
+        },
+    )
+    .map_err(|e| WebError::Failed {
+        url: start_url.clone(),
+        message: format!("cannot start the egress proxy: {e}"),
+    })?;
     let mut url = start_url.clone();
     let mut redirects = Vec::new();
     loop {
         let (_, host, port) = target(&url)?;
-        if list.is_empty() || allow.check(&host, port).is_err() {
-            return Err(WebError::NotAllowed {
-                host,
-                port,
-                list: if list.is_empty() {
-                    " (the list is empty: web fetch is off)".into()
-                } else {
-                    format!(" ({})", list.join(", "))
-                },
-            });
-        }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(WebError::Timeout {
@@ -385,26 +378,40 @@ pub fn fetch(
                 ms: timeout_ms,
             });
         }
-        let guard = Guard {
-            on: address_guard != AddressGuard::Off,
-            loopback: address_guard == AddressGuard::LoopbackAllowed,
-            refused: Arc::new(Mutex::new(None)),
-        };
         let config = ureq::Agent::config_builder()
             .proxy(None)
             .max_redirects(0)
             .http_status_as_error(false)
             .timeout_global(Some(left))
             .user_agent("warrant-web-fetch")
+            .tls_config(TlsConfig::builder().root_certs(roots.clone()).build())
             .build();
-        let connector = ().chain(CheckedTcp(guard.clone())).chain(RustlsConnector::default());
-        let agent = ureq::Agent::with_parts(config, connector, CheckedResolver(guard.clone()));
+        let tunnel = Tunnel {
+            socket: proxy.socket().to_path_buf(),
+            target: if host.contains(':') {
+                format!("[{host}]:{port}")
+            } else {
+                format!("{host}:{port}")
+            },
+            left,
+        };
+        let refused_before = proxy.log().refused.len();
+        let connector = ().chain(tunnel).chain(RustlsConnector::default());
+        let agent = ureq::Agent::with_parts(config, connector, ProxyResolves);
         let response = agent.get(&url).call();
         let mut response = match response {
             Ok(r) => r,
             Err(e) => {
-                if let Some(refused) = guard.refusal() {
-                    return Err(refused);
+                let log = proxy.log();
+                if let Some(refused) = log.refused.get(refused_before) {
+                    return Err(refusal(refused, &host, port, &list));
+                }
+                if let Some(failed) = log.allowed.last().filter(|a| a.peer.is_none()) {
+                    // The proxy could not resolve or reach the target.
+                    return Err(WebError::Failed {
+                        url,
+                        message: failed.reason.clone().unwrap_or_default(),
+                    });
                 }
                 // ureq's error enum is open (non-exhaustive): only a timeout is told apart.
                 return Err(if let ureq::Error::Timeout(_) = e {
@@ -456,6 +463,7 @@ pub fn fetch(
         } else {
             raw
         };
+        drop(response);
         return Ok(Fetched {
             url: start_url,
             final_url: url,
@@ -465,7 +473,32 @@ pub fn fetch(
             truncated,
             bytes,
             redirects,
+            egress: proxy.finish(),
         });
+    }
+}
+
+/// The typed error for the proxy's refusal of one hop.
+fn refusal(refused: &EgressAttempt, host: &str, port: u16, list: &[String]) -> WebError {
+    let why = refused.reason.clone().unwrap_or_default();
+    match refused.refused_by {
+        Some(EgressCheck::Allowlist) => WebError::NotAllowed {
+            host: host.to_owned(),
+            port,
+            list: if list.is_empty() {
+                " (the list is empty: web fetch is off)".into()
+            } else {
+                format!(" ({})", list.join(", "))
+            },
+        },
+        Some(EgressCheck::Resolved | EgressCheck::Connected) => WebError::Address {
+            host: host.to_owned(),
+            why,
+        },
+        Some(EgressCheck::Request) | None => WebError::Failed {
+            url: refused.target.clone(),
+            message: why,
+        },
     }
 }
 

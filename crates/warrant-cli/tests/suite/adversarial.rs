@@ -548,11 +548,16 @@ fn egress_refusals_are_journaled_control_with_the_host_network() {
     assert_eq!(
         result["egress"],
         serde_json::json!({
-            "allowed": [{ "method": "GET", "target": format!("localhost:{port}") }],
+            "allowed": [{
+                "method": "GET",
+                "target": format!("localhost:{port}"),
+                "peer": format!("127.0.0.1:{port}")
+            }],
             "refused": [{
                 "method": "GET",
                 "target": format!("127.0.0.1:{port}"),
-                "reason": "not on the profile's network allowlist"
+                "reason": "not on the profile's network allowlist",
+                "refused_by": "allowlist"
             }]
         }),
         "{result}"

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use pretty_assertions::assert_eq;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::harness::{Sandbox, parked_request, stderr};
 
@@ -662,4 +662,115 @@ fn web_fetch_rechecks_redirects_and_cuts_a_huge_page() {
     assert_eq!(huge["ok"], true, "{huge}");
     assert_eq!(huge["result"]["truncated"], true);
     assert_eq!(huge["result"]["bytes"], 1_048_576);
+}
+
+/// An HTTPS server on 127.0.0.1 answering every request with a small page, its certificate for
+/// `localhost` signed by a test CA; its port and the CA's PEM.
+fn https_server() -> (u16, String) {
+    use std::io::{BufRead, Write};
+    use std::sync::Arc;
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let leaf_key = rcgen::KeyPair::generate().unwrap();
+    let leaf = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
+        .unwrap()
+        .signed_by(&leaf_key, &issuer)
+        .unwrap();
+    let config = Arc::new(
+        rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![leaf.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
+        )
+        .unwrap(),
+    );
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut tcp) = conn else { continue };
+            let Ok(mut tls) = rustls::ServerConnection::new(Arc::clone(&config)) else {
+                continue;
+            };
+            let mut stream = rustls::Stream::new(&mut tls, &mut tcp);
+            let mut reader = std::io::BufReader::new(&mut stream);
+            let mut line = String::new();
+            let complete = loop {
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => break false,
+                    Ok(_) if line == "\r\n" => break true,
+                    Ok(_) => {}
+                }
+            };
+            if complete {
+                let page = "<html><body><p>Served over TLS.</p></body></html>";
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                    page.len()
+                );
+                let _ = stream.flush();
+            }
+            tls.send_close_notify();
+            let _ = tls.complete_io(&mut tcp);
+        }
+    });
+    (port, ca.pem())
+}
+
+#[test]
+fn web_fetch_over_https_goes_through_the_egress_proxy_and_verifies_the_server() {
+    let (port, ca_pem) = https_server();
+    let url = format!("https://localhost:{port}/docs");
+    let run = |ca: Option<&str>| {
+        // Loopback is let through (debug build) so the local server stands in for a public one.
+        let mut sb = Sandbox::init();
+        let ca_file = sb.ws.join("test-ca.pem");
+        std::fs::write(&ca_file, &ca_pem).unwrap();
+        let config = sb.ws.join(".warrant/config.toml");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str(&format!("\n[web]\nallow = [\"localhost:{port}\"]\n"));
+        if ca.is_some() {
+            text.push_str(&format!("ca_certificates = \"{}\"\n", ca_file.display()));
+        }
+        std::fs::write(&config, text).unwrap();
+        sb.extra_env
+            .push(("WARRANT_TEST_DISABLE".into(), "web-loopback".into()));
+        let events = fetch_run(&sb, std::slice::from_ref(&url));
+        results(&events, "web_fetch")[0].clone()
+    };
+
+    let trusted = run(Some("test-ca"));
+    assert_eq!(trusted["ok"], true, "{trusted}");
+    assert_eq!(
+        (
+            trusted["result"]["text"].as_str().unwrap().trim(),
+            &trusted["result"]["egress"]
+        ),
+        (
+            "Served over TLS.",
+            &json!({"allowed": [{"method": "CONNECT", "target": format!("localhost:{port}"), "peer": format!("127.0.0.1:{port}")}], "refused": []})
+        )
+    );
+
+    // Control: the same fetch without the test CA is refused by certificate verification.
+    let untrusted = run(None);
+    assert_eq!(untrusted["ok"], false, "{untrusted}");
+    assert_eq!(untrusted["result"]["code"], "W-WEB-004", "{untrusted}");
+    assert!(
+        untrusted["result"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("UnknownIssuer"),
+        "{untrusted}"
+    );
 }

@@ -125,7 +125,7 @@ merge_fields! {
     RequestsConfig { question_ttl, secret_ttl, resource_ttl }
     McpConfig { servers, serve }
     McpServeConfig { tools, lift_ceiling, tokens, max_body_bytes, allowed_origins, allowed_hosts }
-    super::run::WebConfig { allow, max_bytes, timeout_ms }
+    super::run::WebConfig { allow, max_bytes, timeout_ms, ca_certificates }
 }
 
 /// One part of every layer, merged; `layers` highest first (see `ordered`).

@@ -49,6 +49,10 @@ pub struct WebConfig {
     pub max_bytes: Option<u64>,
     /// The whole fetch, redirects included (default 20 s).
     pub timeout_ms: Option<u64>,
+    /// An absolute path to a PEM file of root certificates to trust besides the system's store
+    /// (a private CA, a TLS-inspecting gateway). Unset: Mozilla's roots only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_certificates: Option<String>,
 }
 
 /// The tools a model may see and call (by model-facing name).

@@ -1,8 +1,10 @@
 mod changeset;
 mod fs;
+mod gitlog;
 mod sandbox;
 mod spawn;
 mod view;
+mod web;
 
 use warrant_core::{Action, CanonicalPath, Payload};
 use warrant_kernel::Authorized;
