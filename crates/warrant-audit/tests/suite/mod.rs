@@ -8,3 +8,4 @@ mod schema;
 mod seal;
 mod sink;
 mod verify;
+mod partitioned;

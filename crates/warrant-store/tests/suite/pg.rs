@@ -35,20 +35,17 @@ fn database_names_are_replaced_in_urls() {
     );
 }
 
-/// The pool: while one call waits inside its transaction (here, for the audit chain's advisory
-/// lock, held by another session), another call of the same process goes through on a second
+/// The pool: while one call waits inside its transaction (here, for its audit partition's head
+/// row, locked by another session), another call of the same process goes through on a second
 /// connection instead of queueing behind it; the second connection is opened only then.
 #[test]
 fn a_call_waiting_in_a_transaction_does_not_hold_up_the_process_s_other_calls() {
     use std::sync::Arc;
     use std::sync::mpsc;
     use std::time::Duration;
-    use warrant_store::{Append, EventStore, PostgresStore};
+    use warrant_store::{Append, AuditOutbox as _, EventStore, PostgresStore};
 
     use super::conformance::{ToySealer, clock, draft};
-
-    /// The chain lock's key (fixed in the store's source).
-    const CHAIN_LOCK: i64 = 0x5741_5252_0000_0001;
 
     let db = TestDb::new();
     let store = Arc::new(PostgresStore::connect(&db.url, clock()).unwrap());
@@ -57,8 +54,12 @@ fn a_call_waiting_in_a_transaction_does_not_hold_up_the_process_s_other_calls() 
 
     let mut holder = db.client();
     let mut held = holder.transaction().unwrap();
-    held.execute("SELECT pg_advisory_xact_lock($1)", &[&CHAIN_LOCK])
-        .unwrap();
+    let part = warrant_store::partition_of(run.as_str(), store.audit_partitions().unwrap()) as i64;
+    held.execute(
+        "SELECT seq FROM audit_partitions WHERE part = $1 FOR UPDATE",
+        &[&part],
+    )
+    .unwrap();
 
     let (appended_tx, appended) = mpsc::channel();
     let appender = {
@@ -83,7 +84,7 @@ fn a_call_waiting_in_a_transaction_does_not_hold_up_the_process_s_other_calls() 
     let waiting = db
         .client()
         .query_one(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+            "SELECT count(*) FROM pg_locks WHERE NOT granted",
             &[],
         )
         .map(|r| r.get::<_, i64>(0));
@@ -95,7 +96,7 @@ fn a_call_waiting_in_a_transaction_does_not_hold_up_the_process_s_other_calls() 
         seen = db
             .client()
             .query_one(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+                "SELECT count(*) FROM pg_locks WHERE NOT granted",
                 &[],
             )
             .map(|r| r.get::<_, i64>(0))
@@ -103,7 +104,7 @@ fn a_call_waiting_in_a_transaction_does_not_hold_up_the_process_s_other_calls() 
     }
     assert_eq!(
         seen, 1,
-        "the append never started waiting for the chain lock"
+        "the append never started waiting for its partition's head row"
     );
 
     // Another call of the same process: answered while the append still waits.
