@@ -530,11 +530,13 @@ where
             let open = p.open.as_ref()?;
             let first = open.first.seq.unwrap_or(p.seq);
             let mut problem = open.first.clone();
+            let of = match chain {
+                Chain::Part(0) | Chain::Anchor => String::new(),
+                Chain::Part(part) => format!(" of partition {part}"),
+            };
             problem.detail = format!(
-                "{}..={} are signed by {}, which is not in the copy: the copy ends inside a batch",
-                chain.name(first),
-                p.seq,
-                chain.name(open.end)
+                "records {first}..={}{of} are signed by record {}, which is not in the copy: the copy ends inside a batch",
+                p.seq, open.end
             );
             Some(problem)
         })

@@ -140,6 +140,25 @@ impl Sealer for ToySealer {
                 .to_string(),
         })
     }
+    /// A store of several partitions (PostgreSQL's default) hands each its own head; the toy
+    /// line names the partition as the real one does.
+    fn seal_in(
+        &self,
+        part: u64,
+        head: &ChainHead,
+        event: &StoredEvent,
+        audit: &Value,
+        batch_end: u64,
+    ) -> Result<SealedRecord, String> {
+        let mut record = self.seal(head, event, audit, batch_end)?;
+        if part > 0 {
+            record.id = format!("rec-{part}-{}", record.seq);
+            let mut line: Value = serde_json::from_str(&record.line).unwrap();
+            line["part"] = json!(part);
+            record.line = line.to_string();
+        }
+        Ok(record)
+    }
 }
 
 pub fn draft(kind: &str) -> EventDraft {
