@@ -233,15 +233,12 @@ CREATE INDEX audit_unpositioned ON audit(part, seq) WHERE pos IS NULL;
 CREATE TABLE audit_partitions (
     part          BIGINT PRIMARY KEY,
     seq           BIGINT NOT NULL,
-    hash          TEXT NOT NULL,
-    anchored_seq  BIGINT NOT NULL DEFAULT 0,
-    anchored_hash TEXT NOT NULL
+    hash          TEXT NOT NULL
 );
-INSERT INTO audit_partitions (part, seq, hash, anchored_seq, anchored_hash)
-    SELECT 0, coalesce(max(seq), 0), coalesce((SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), 'sha256:0000000000000000000000000000000000000000000000000000000000000000'),
-           coalesce(max(seq), 0), coalesce((SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), 'sha256:0000000000000000000000000000000000000000000000000000000000000000')
+INSERT INTO audit_partitions (part, seq, hash)
+    SELECT 0, coalesce(max(seq), 0), coalesce((SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), 'sha256:0000000000000000000000000000000000000000000000000000000000000000')
     FROM audit;
-INSERT INTO audit_partitions (part, seq, hash, anchored_seq, anchored_hash) VALUES (-1, 0, 'sha256:0000000000000000000000000000000000000000000000000000000000000000', 0, 'sha256:0000000000000000000000000000000000000000000000000000000000000000');
+INSERT INTO audit_partitions (part, seq, hash) VALUES (-1, 0, 'sha256:0000000000000000000000000000000000000000000000000000000000000000');
 ";
 
 /// Each step takes the schema from version `i` to `i + 1`.
@@ -459,7 +456,7 @@ impl Postgres {
                 // A new store: its chain is partitioned from the start (an existing one keeps
                 // its one chain: its partitions are fixed once records exist).
                 tx.execute(
-                    "INSERT INTO audit_partitions (part, seq, hash, anchored_seq, anchored_hash) SELECT g, 0, $1, 0, $1 FROM generate_series(1::bigint, $2::bigint) g",
+                    "INSERT INTO audit_partitions (part, seq, hash) SELECT g, 0, $1 FROM generate_series(1::bigint, $2::bigint) g",
                     &[&crate::sql::GENESIS, &(<Postgres as Dialect>::DEFAULT_PARTITIONS as i64 - 1)],
                 )
                 .map_err(|e| self.err(&e))?;

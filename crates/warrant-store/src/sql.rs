@@ -40,6 +40,14 @@ pub(crate) fn with_pos(line: &str, pos: u64) -> String {
     }
 }
 
+/// The partition heads an anchor's line names (`data.heads`).
+fn anchored_heads(line: &str) -> Result<Vec<PartHead>, String> {
+    let value: Value =
+        serde_json::from_str(line).map_err(|e| format!("the last anchor is not JSON: {e}"))?;
+    serde_json::from_value(value["data"]["heads"].clone())
+        .map_err(|e| format!("the last anchor names no partition heads: {e}"))
+}
+
 /// A statement parameter or a column value. Every column the algorithm touches is an integer
 /// or a text; the type travels with a NULL, because PostgreSQL checks it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -475,7 +483,7 @@ impl<D: Dialect> Store<D> {
         tx.execute("DELETE FROM audit_partitions WHERE part > 0", &[])?;
         for part in 1..partitions {
             tx.execute(
-                "INSERT INTO audit_partitions (part, seq, hash, anchored_seq, anchored_hash) VALUES (?1, 0, ?2, 0, ?2)",
+                "INSERT INTO audit_partitions (part, seq, hash) VALUES (?1, 0, ?2)",
                 &vals![part, GENESIS],
             )?;
         }
@@ -1158,13 +1166,21 @@ impl<D: Dialect> AuditOutbox for Store<D> {
             tx.commit()?;
             return Ok(None);
         }
-        let mut heads: BTreeMap<i64, (u64, String)> = BTreeMap::new();
-        for (part, seq, hash) in tx.rows(
-            "SELECT part, anchored_seq, anchored_hash FROM audit_partitions WHERE part >= 0 ORDER BY part",
-            &[],
-            |r| Ok((r.int(0)?, r.u64(1)?, r.text(2)?)),
-        )? {
-            heads.insert(part, (seq, hash));
+        // The heads the last anchor named (read from its line, so an anchoring never touches
+        // the partitions' head rows, which appends lock): where each partition goes on.
+        let partitions = self.partitions_in(&mut tx)?;
+        let mut heads: BTreeMap<i64, (u64, String)> = (0..partitions as i64)
+            .map(|part| (part, (0, GENESIS.to_owned())))
+            .collect();
+        let last_anchor = tx.row(
+            "SELECT line FROM audit WHERE part = ?1 ORDER BY seq DESC LIMIT 1",
+            &vals![ANCHOR_PART],
+            |r| r.text(0),
+        )?;
+        if let Some(line) = last_anchor {
+            for head in anchored_heads(&line).map_err(|e| tx.dialect.bad_row(e))? {
+                heads.insert(head.part as i64, (head.seq, head.hash));
+            }
         }
         let last = tx
             .row("SELECT max(pos) FROM audit", &[], |r| r.opt_int(0))?
@@ -1234,12 +1250,6 @@ impl<D: Dialect> AuditOutbox for Store<D> {
             "UPDATE audit_partitions SET seq = ?2, hash = ?3 WHERE part = ?1",
             &vals![ANCHOR_PART, record.seq, record.hash.as_str()],
         )?;
-        for (part, (seq, hash)) in &heads {
-            tx.execute(
-                "UPDATE audit_partitions SET anchored_seq = ?2, anchored_hash = ?3 WHERE part = ?1",
-                &vals![*part, *seq, hash.as_str()],
-            )?;
-        }
         tx.commit()?;
         Ok(Some(SealedRecord { seq: pos, ..record }))
     }

@@ -171,7 +171,7 @@ CREATE TABLE delegation_revocations (
 /// its seq there; `pos` is its outbox position (the sinks' cursor), set as it is appended in a
 /// store of one partition and by an anchoring otherwise. Existing records are partition 0's
 /// history, positioned at their seq, so they verify as they did. `audit_partitions` holds
-/// each partition's head, and the head the last anchor named; row -1 is the anchor chain.
+/// each partition's head (locked by appends to it); row -1 is the anchor chain's.
 /// SQLite cannot change a primary key in place, so the table is rebuilt.
 const SCHEMA_V6: &str = "
 CREATE TABLE audit_v6 (
@@ -205,15 +205,12 @@ CREATE INDEX audit_unpositioned ON audit(part, seq) WHERE pos IS NULL;
 CREATE TABLE audit_partitions (
     part          INTEGER PRIMARY KEY,
     seq           INTEGER NOT NULL,
-    hash          TEXT NOT NULL,
-    anchored_seq  INTEGER NOT NULL DEFAULT 0,
-    anchored_hash TEXT NOT NULL
+    hash          TEXT NOT NULL
 );
-INSERT INTO audit_partitions (part, seq, hash, anchored_seq, anchored_hash)
-    SELECT 0, coalesce(max(seq), 0), coalesce((SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), 'sha256:0000000000000000000000000000000000000000000000000000000000000000'),
-           coalesce(max(seq), 0), coalesce((SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), 'sha256:0000000000000000000000000000000000000000000000000000000000000000')
+INSERT INTO audit_partitions (part, seq, hash)
+    SELECT 0, coalesce(max(seq), 0), coalesce((SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), 'sha256:0000000000000000000000000000000000000000000000000000000000000000')
     FROM audit;
-INSERT INTO audit_partitions (part, seq, hash, anchored_seq, anchored_hash) VALUES (-1, 0, 'sha256:0000000000000000000000000000000000000000000000000000000000000000', 0, 'sha256:0000000000000000000000000000000000000000000000000000000000000000');
+INSERT INTO audit_partitions (part, seq, hash) VALUES (-1, 0, 'sha256:0000000000000000000000000000000000000000000000000000000000000000');
 ";
 
 /// Each step takes the schema from version `i` to `i + 1`.
