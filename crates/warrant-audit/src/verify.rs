@@ -395,7 +395,7 @@ enum Finding {
     Problem(Problem),
     /// The seq of `chain` jumped from `expected` to the record's; Gap or Reordered, decided by
     /// looking at the rest of the stream.
-    Ahead(Problem, Chain, u64),
+    Ahead(Box<Problem>, Chain, u64),
 }
 
 /// Everything verified so far: each chain's head, and what the outbox positions and anchors
@@ -451,7 +451,7 @@ where
             Err(Finding::Ahead(problem, chain, expected)) => {
                 let before = st.chains.get(&chain).map(|p| p.at);
                 break Some(resolve_ahead(
-                    problem, chain, expected, at, before, &places, lines,
+                    *problem, chain, expected, at, before, &places, lines,
                 ));
             }
         };
@@ -822,7 +822,7 @@ fn check(
         return Err(fail(ProblemKind::Duplicate, detail, &found));
     }
     if seq > expected {
-        return Err(Finding::Ahead(found, chain, expected));
+        return Err(Finding::Ahead(Box::new(found), chain, expected));
     }
 
     let Some(prevhash) = record.get("prevhash").and_then(Value::as_str) else {
@@ -928,11 +928,12 @@ fn position(
 ) -> Result<u64, (ProblemKind, String)> {
     let stated = match record.get("pos") {
         None => None,
-        Some(v) => Some(
-            v.as_u64()
-                .filter(|p| *p > 0)
-                .ok_or_else(|| (ProblemKind::Malformed, format!("pos is {v}, not a position")))?,
-        ),
+        Some(v) => Some(v.as_u64().filter(|p| *p > 0).ok_or_else(|| {
+            (
+                ProblemKind::Malformed,
+                format!("pos is {v}, not a position"),
+            )
+        })?),
     };
     if let Some(anchor) = anchor
         && stated != Some(anchor.pos)

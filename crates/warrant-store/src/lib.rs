@@ -325,17 +325,15 @@ pub trait Sealer {
         if part == 0 {
             self.seal(head, event, audit, batch_end)
         } else {
-            Err(format!("this sealer cannot seal records of partition {part}"))
+            Err(format!(
+                "this sealer cannot seal records of partition {part}"
+            ))
         }
     }
 
     /// Seals the anchor after `head` (the anchor chain's head) stating `facts`: a signed record
     /// of its own chain, which the outbox places at `facts.pos`.
-    fn seal_anchor(
-        &self,
-        _head: &ChainHead,
-        _facts: &AnchorFacts,
-    ) -> Result<SealedRecord, String> {
+    fn seal_anchor(&self, _head: &ChainHead, _facts: &AnchorFacts) -> Result<SealedRecord, String> {
         Err("this sealer cannot sign anchors".to_owned())
     }
 }
@@ -502,7 +500,11 @@ pub trait AuditOutbox {
     /// appends the anchor naming every partition's head, sealed by `sealer`. `None` when there
     /// was nothing to anchor, or (`wait` false) another process is anchoring now. A store of
     /// one partition positions records as they are appended and never anchors.
-    fn anchor(&self, _sealer: &dyn Sealer, _wait: bool) -> Result<Option<SealedRecord>, StoreError> {
+    fn anchor(
+        &self,
+        _sealer: &dyn Sealer,
+        _wait: bool,
+    ) -> Result<Option<SealedRecord>, StoreError> {
         Ok(None)
     }
 }

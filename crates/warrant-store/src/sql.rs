@@ -16,9 +16,9 @@ use serde_json::Value;
 use warrant_core::{Clock, RequestId, RunId, Timestamp};
 
 use crate::{
-    AnchorFacts, Append, AuditIndex, PartHead, partition_of, AuditOutbox, AuditQuery, CancelRequest, ChainHead, EventDraft, EventStore,
-    FenceRejection, Lease, NewRun, RequestRow, RequestStatus, RequestUpdate, RunRow, RunStatus,
-    SealedRecord, Sealer, SinkState, StoreError, StoredEvent,
+    AnchorFacts, Append, AuditIndex, AuditOutbox, AuditQuery, CancelRequest, ChainHead, EventDraft,
+    EventStore, FenceRejection, Lease, NewRun, PartHead, RequestRow, RequestStatus, RequestUpdate,
+    RunRow, RunStatus, SealedRecord, Sealer, SinkState, StoreError, StoredEvent, partition_of,
 };
 
 /// The hash the first audit record chains to.
@@ -439,7 +439,10 @@ impl<D: Dialect> Store<D> {
                 })
             },
         )?
-        .ok_or_else(|| tx.dialect.bad_row(format!("audit partition {part} has no head row")))
+        .ok_or_else(|| {
+            tx.dialect
+                .bad_row(format!("audit partition {part} has no head row"))
+        })
     }
 
     /// How many partitions the chain has (read once; it never changes once records exist).
@@ -456,7 +459,9 @@ impl<D: Dialect> Store<D> {
             )?
             .unwrap_or(0);
         if count == 0 {
-            return Err(tx.dialect.bad_row("the audit chain has no partition".into()));
+            return Err(tx
+                .dialect
+                .bad_row("the audit chain has no partition".into()));
         }
         self.partitions.store(count, Ordering::Relaxed);
         Ok(count)
@@ -1190,9 +1195,9 @@ impl<D: Dialect> AuditOutbox for Store<D> {
         let mut pos = last;
         for (part, seq, hash, line) in fresh {
             let Some(anchored) = heads.get(&part) else {
-                return Err(tx
-                    .dialect
-                    .bad_row(format!("an audit record names partition {part}, which the store does not have")));
+                return Err(tx.dialect.bad_row(format!(
+                    "an audit record names partition {part}, which the store does not have"
+                )));
             };
             if seq != anchored.0 + 1 {
                 // Never vouch for a hole: the record before this one is not in the store.

@@ -12,11 +12,13 @@ use std::sync::Arc;
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 use warrant_audit::{
-    ANCHOR_TYPE, AuditKey, Checkpointer, CheckpointRule, InstallationSealer, JsonlSink,
-    ProblemKind, PublicKeys, VerifyReport, chain_hash, checkpoint_path, verify_copy,
-    verify_lines, verify_sealed,
+    ANCHOR_TYPE, AuditKey, CheckpointRule, Checkpointer, InstallationSealer, JsonlSink,
+    ProblemKind, PublicKeys, VerifyReport, chain_hash, checkpoint_path, verify_copy, verify_lines,
+    verify_sealed,
 };
-use warrant_core::{FixedClock, IdSource, Principal, PrincipalKind, RunId, SequentialIds, Timestamp};
+use warrant_core::{
+    FixedClock, IdSource, Principal, PrincipalKind, RunId, SequentialIds, Timestamp,
+};
 use warrant_store::{
     Append, AuditOutbox, EventDraft, EventStore, NewRun, PostgresStore, RunStatus, SealedRecord,
     SqliteStore, Tenant, partition_of,
@@ -43,7 +45,9 @@ impl IdSource for IdsFrom {
 }
 
 fn clock() -> Arc<FixedClock> {
-    Arc::new(FixedClock(Timestamp::from_millis(1_750_000_000_000).unwrap()))
+    Arc::new(FixedClock(
+        Timestamp::from_millis(1_750_000_000_000).unwrap(),
+    ))
 }
 
 fn sealer() -> InstallationSealer {
@@ -114,9 +118,7 @@ fn start(store: &dyn EventStore, sealer: &InstallationSealer, run: &RunId) {
 }
 
 fn step(store: &dyn EventStore, sealer: &InstallationSealer, run: &RunId, next: u64, n: u64) {
-    let events = (0..n)
-        .map(|i| draft("action_proposed", next + i))
-        .collect();
+    let events = (0..n).map(|i| draft("action_proposed", next + i)).collect();
     store
         .append(
             Append {
@@ -166,7 +168,11 @@ fn lines(store: &dyn AuditOutbox) -> Vec<String> {
 
 fn verify(lines: &[String]) -> VerifyReport {
     verify_lines(
-        lines.iter().cloned().enumerate().map(|(i, l)| (i as u64 + 1, l)),
+        lines
+            .iter()
+            .cloned()
+            .enumerate()
+            .map(|(i, l)| (i as u64 + 1, l)),
         &trusted(),
     )
 }
@@ -180,7 +186,10 @@ fn is_anchor(line: &str) -> bool {
 }
 
 fn part_of(line: &str) -> u64 {
-    object(line).get("part").and_then(Value::as_u64).unwrap_or(0)
+    object(line)
+        .get("part")
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
 }
 
 /// What an attacker can do to hide a change: rewrite every record's `pos` to its place in the
@@ -266,7 +275,7 @@ fn a_dropped_record_is_found_also_when_positions_are_renumbered() {
     let (_dir, store, _) = trail(3);
     let lines = lines(&store);
     let i = a_pair_in_one_partition(&lines);
-    let mut cut = lines.clone();
+    let mut cut = lines;
     cut.remove(i);
     assert_eq!(kind(&verify(&cut)), Some(ProblemKind::Gap));
     let hidden = verify(&renumber(&cut));
@@ -281,7 +290,10 @@ fn a_duplicated_record_is_found() {
     let mut twice = lines.clone();
     twice.insert(i + 1, lines[i].clone());
     assert_eq!(kind(&verify(&twice)), Some(ProblemKind::Duplicate));
-    assert_eq!(kind(&verify(&renumber(&twice))), Some(ProblemKind::Duplicate));
+    assert_eq!(
+        kind(&verify(&renumber(&twice))),
+        Some(ProblemKind::Duplicate)
+    );
 }
 
 #[test]
@@ -289,7 +301,7 @@ fn records_reordered_within_a_partition_are_found() {
     let (_dir, store, _) = trail(3);
     let lines = lines(&store);
     let i = a_pair_in_one_partition(&lines);
-    let mut swapped = lines.clone();
+    let mut swapped = lines;
     swapped.swap(i, i + 1);
     let report = verify(&renumber(&swapped));
     assert_eq!(kind(&report), Some(ProblemKind::Reordered), "{report:?}");
@@ -318,7 +330,7 @@ fn a_record_moved_across_an_anchor_is_found_either_way() {
     );
     assert!(!verify(&later).is_ok());
     // The record just after the anchor, moved before it.
-    let mut earlier = lines.clone();
+    let mut earlier = lines;
     let moved = earlier.remove(a + 1);
     earlier.insert(a, moved);
     let report = verify(&renumber(&earlier));
@@ -334,7 +346,7 @@ fn a_partition_s_tail_cut_before_an_anchor_is_found_by_the_anchor() {
     // The last record of some partition before the second anchor, with the records of its
     // batch (cutting whole batches keeps every signature in the copy).
     let part = part_of(&lines[a - 1]);
-    let mut cut: Vec<String> = lines.clone();
+    let mut cut: Vec<String> = lines;
     let mut i = a - 1;
     let batch_start = loop {
         if i == 0 || is_anchor(&cut[i - 1]) || part_of(&cut[i - 1]) != part {
@@ -397,7 +409,10 @@ fn a_forged_anchor_is_found() {
     let a = second_anchor(&lines);
     let lower = |o: &mut Map<String, Value>| {
         let heads = o["data"]["heads"].as_array_mut().unwrap();
-        let h = heads.iter_mut().find(|h| h["seq"].as_u64() > Some(1)).unwrap();
+        let h = heads
+            .iter_mut()
+            .find(|h| h["seq"].as_u64() > Some(1))
+            .unwrap();
         h["seq"] = json!(h["seq"].as_u64().unwrap() - 1);
     };
     // Edited in place.
@@ -440,7 +455,7 @@ fn the_unpartitioned_chain_is_unchanged_and_finds_the_same_tampering() {
     let mut twice = lines.clone();
     twice.insert(6, lines[5].clone());
     assert_eq!(kind(&verify(&twice)), Some(ProblemKind::Duplicate));
-    let mut swapped = lines.clone();
+    let mut swapped = lines;
     swapped.swap(5, 7);
     assert_eq!(kind(&verify(&swapped)), Some(ProblemKind::Reordered));
 }
@@ -449,14 +464,8 @@ fn the_unpartitioned_chain_is_unchanged_and_finds_the_same_tampering() {
 fn a_jsonl_copy_resumes_at_anchors_and_verifies_against_its_checkpoint() {
     let (dir, store, sealer) = trail(3);
     let path = dir.path().join("audit.jsonl");
-    let checkpointer = || {
-        Checkpointer::new(
-            AuditKey::from_seed(SEED),
-            INSTALLATION,
-            clock(),
-            trusted(),
-        )
-    };
+    let checkpointer =
+        || Checkpointer::new(AuditKey::from_seed(SEED), INSTALLATION, clock(), trusted());
     let sink = JsonlSink::new(&path).with_checkpoint(checkpointer());
     let first = sink.deliver(&store).unwrap();
     assert_eq!(first.to_seq, 19);
@@ -472,7 +481,7 @@ fn a_jsonl_copy_resumes_at_anchors_and_verifies_against_its_checkpoint() {
         .unwrap();
     assert_eq!((second.from_seq, second.to_seq), (19, 28));
     let report = verify_copy(
-        &[path.clone()],
+        std::slice::from_ref(&path),
         false,
         &checkpoint_path(&path),
         &trusted(),
@@ -485,7 +494,7 @@ fn a_jsonl_copy_resumes_at_anchors_and_verifies_against_its_checkpoint() {
     let kept: Vec<&str> = text.lines().take(19).collect();
     std::fs::write(&path, format!("{}\n", kept.join("\n"))).unwrap();
     let report = verify_copy(
-        &[path.clone()],
+        std::slice::from_ref(&path),
         false,
         &checkpoint_path(&path),
         &trusted(),

@@ -83,10 +83,7 @@ fn a_call_waiting_in_a_transaction_does_not_hold_up_the_process_s_other_calls() 
     // The append is now waiting for the lock, inside its transaction, on the first connection.
     let waiting = db
         .client()
-        .query_one(
-            "SELECT count(*) FROM pg_locks WHERE NOT granted",
-            &[],
-        )
+        .query_one("SELECT count(*) FROM pg_locks WHERE NOT granted", &[])
         .map(|r| r.get::<_, i64>(0));
     let mut waited = 0;
     let mut seen = waiting.unwrap_or(0);
@@ -95,10 +92,7 @@ fn a_call_waiting_in_a_transaction_does_not_hold_up_the_process_s_other_calls() 
         waited += 1;
         seen = db
             .client()
-            .query_one(
-                "SELECT count(*) FROM pg_locks WHERE NOT granted",
-                &[],
-            )
+            .query_one("SELECT count(*) FROM pg_locks WHERE NOT granted", &[])
             .map(|r| r.get::<_, i64>(0))
             .unwrap_or(0);
     }
