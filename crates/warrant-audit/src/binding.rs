@@ -139,6 +139,8 @@ fn problem_name(kind: ProblemKind) -> &'static str {
         ProblemKind::BadSignature => "bad signature",
         ProblemKind::Unsigned => "unsigned",
         ProblemKind::BrokenBatch => "broken batch",
+        ProblemKind::Unanchored => "unanchored",
+        ProblemKind::BrokenAnchor => "broken anchor",
     }
 }
 
@@ -268,7 +270,9 @@ fn hash_one(run: &RunId, stored: &SealedRecord, next_seq: u64) -> Result<Hashed,
             "seq, prevhash or hash is missing or mistyped".into(),
         ));
     };
-    if record != stored.seq {
+    // The store names a record by its seq in its partition's chain, or (read from the outbox)
+    // by its position, which a partitioned store's line carries as `pos`.
+    if record != stored.seq && line.get("pos").and_then(Value::as_u64) != Some(stored.seq) {
         return Err(bad(
             event_seq,
             ProblemKind::Malformed,

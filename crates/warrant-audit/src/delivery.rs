@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 use warrant_core::config::SinkConfig;
 use warrant_core::{Coded as _, Timestamp};
-use warrant_store::{EventStore, StoreError};
+use warrant_store::{EventStore, Sealer, StoreError};
 
 use crate::{HttpSink, HttpSinkConfig, JsonlSink};
 
@@ -30,10 +30,24 @@ pub struct Delivered {
 }
 
 /// The sinks of an installation: the JSONL file, always, and the configured others by name.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct Sinks<'a> {
     pub jsonl: &'a JsonlSink,
     pub others: &'a BTreeMap<String, SinkConfig>,
+    /// Who signs the anchors of a partitioned store (issue 22): before each delivery the
+    /// records committed since the last anchor are positioned and anchored, so the sinks get
+    /// them. `None`: deliver what is positioned already.
+    pub anchor: Option<&'a dyn Sealer>,
+}
+
+impl std::fmt::Debug for Sinks<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sinks")
+            .field("jsonl", self.jsonl)
+            .field("others", self.others)
+            .field("anchor", &self.anchor.is_some())
+            .finish()
+    }
 }
 
 impl Sinks<'_> {
@@ -48,6 +62,18 @@ impl Sinks<'_> {
     /// leaves the outbox: a sink that fails catches up on a later delivery.
     pub fn deliver_all(&self, store: &dyn EventStore, patience: Patience) -> Vec<Delivered> {
         let mut out = Vec::new();
+        if let Some(sealer) = self.anchor {
+            // Quick: when another process is anchoring now, its anchor will cover these
+            // records or the next delivery's will; a flush waits for its turn.
+            if let Err(e) = store.anchor(sealer, patience == Patience::Flush) {
+                let error = format!("[{}] cannot anchor the audit partitions: {e}", e.code());
+                out.extend(self.names().into_iter().map(|sink| Delivered {
+                    sink,
+                    outcome: Err(error.clone()),
+                }));
+                return out;
+            }
+        }
         let outcome = self
             .jsonl
             .deliver(store)

@@ -39,9 +39,10 @@ pub use keys::{
     AuditKey, PRIVATE_KEY_FILE, PUBLIC_KEY_FILE, PublicKeys, RETIRED_DIR, Rotation, kid_of,
 };
 pub use record::{
-    AuditAction, AuditApproval, AuditData, AuditRecord, DATA_CONTENT_TYPE, DATA_SCHEMA_V1,
-    DATA_SCHEMA_V2, Decision, GENESIS_HASH, RECORD_SCHEMA_V1, RECORD_SCHEMA_V2, RECORD_VERSION,
-    SPEC_VERSION, TYPE_PREFIX, batch_end_of, chain_hash, event_digest, event_type,
+    ANCHOR_SCHEMA, ANCHOR_TYPE, AnchorData, AnchorRecord, AuditAction, AuditApproval, AuditData,
+    AuditRecord, DATA_CONTENT_TYPE, DATA_SCHEMA_V1, DATA_SCHEMA_V2, Decision, GENESIS_HASH,
+    RECORD_SCHEMA_V1, RECORD_SCHEMA_V2, RECORD_VERSION, SPEC_VERSION, TYPE_PREFIX, batch_end_of,
+    chain_hash, closes_delivery, event_digest, event_type, is_anchor_line,
 };
 pub use seal::InstallationSealer;
 pub use sink::{DEFAULT_BATCH, DeliveryReport, FsyncPolicy, JsonlSink};

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use warrant_core::{Digest, canonical_json};
-use warrant_store::{AuditOutbox, SealedRecord, StoreError, StoredEvent};
+use warrant_store::{AuditOutbox, PartHead, SealedRecord, StoreError, StoredEvent};
 
 /// The version of [`AuditData`] and of the record layout.
 pub const RECORD_VERSION: u32 = 2;
@@ -27,8 +27,16 @@ pub const RECORD_SCHEMA_V2: &str = include_str!("../schema/audit-record-v2.json"
 /// Prefix of the CloudEvents `type`; the event kind follows with `_` turned into `.`.
 pub const TYPE_PREFIX: &str = "dev.warrant.";
 
-/// The attributes that are not covered by `hash`: the hash itself and its signature.
-pub(crate) const UNHASHED: [&str; 3] = ["hash", "kid", "sig"];
+/// The CloudEvents `type` of an anchor record (issue 22): the signed statement of every
+/// partition's head after the records positioned before it.
+pub const ANCHOR_TYPE: &str = "dev.warrant.audit.anchor";
+/// `dataschema` of an anchor record.
+pub const ANCHOR_SCHEMA: &str = "https://warrant.dev/schemas/audit/anchor-v1.json";
+
+/// The attributes that are not covered by `hash`: the hash itself, its signature, and the
+/// outbox position an anchoring writes into a record after it was sealed (an anchor states
+/// the positions it covers, inside its hashed data, and a verifier checks them).
+pub(crate) const UNHASHED: [&str; 4] = ["hash", "kid", "sig", "pos"];
 
 /// The facts the kernel derives from one run event (version 2). Never content: an action
 /// appears as its audit view, and the trail never holds a secret value.
@@ -206,8 +214,13 @@ pub struct AuditRecord {
     pub subject: String,
     pub datacontenttype: String,
     pub dataschema: String,
-    /// Installation-wide position in the chain, 1-based.
+    /// Position in its partition's chain, 1-based (the installation-wide position in a store
+    /// of one partition).
     pub seq: u64,
+    /// The partition whose chain the record is in; absent for partition 0, so a record of an
+    /// unpartitioned chain reads as it always has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<u64>,
     pub prevhash: String,
     /// Batch signing: on every record of a committed batch but its last, the seq of that last
     /// record, whose signature covers this one (through the `prevhash` links); such a record
@@ -224,6 +237,58 @@ pub struct AuditRecord {
     pub data: AuditData,
 }
 
+/// An anchor as it appears on a line: a record of the anchor chain (its own `seq` and
+/// `prevhash`), always signed, stating the outbox positions it covers and every partition's head.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnchorRecord {
+    /// The outbox position, also stated (hashed) in `data.pos`.
+    pub pos: u64,
+    pub specversion: String,
+    pub id: String,
+    pub source: String,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub time: String,
+    pub datacontenttype: String,
+    pub dataschema: String,
+    /// Position in the anchor chain, 1-based.
+    pub seq: u64,
+    pub prevhash: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sig: Option<String>,
+    pub data: AnchorData,
+}
+
+/// What an anchor states: it is at outbox position `pos`; the records it anchors are at
+/// `from..pos`; after them each partition's last record is the one in `heads` (every
+/// partition, in order; seq 0 and the genesis hash for one still empty).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnchorData {
+    pub pos: u64,
+    pub from: u64,
+    pub heads: Vec<PartHead>,
+}
+
+/// Whether a sealed line is an anchor, read from its text (delivery only; verification parses):
+/// the first `"type":` of a line is the CloudEvents one, written before `data`.
+pub fn is_anchor_line(line: &str) -> bool {
+    const KEY: &str = "\"type\":";
+    line.find(KEY)
+        .is_some_and(|at| line[at + KEY.len()..].starts_with(&format!("\"{ANCHOR_TYPE}\"")))
+}
+
+/// Whether a delivery may end after this line: not inside a batch (whose signature is on its
+/// last record), and not inside a partitioned store's run of positioned records before their
+/// anchor (a positioned record carries `pos` first; an unpartitioned chain's records do not).
+pub fn closes_delivery(line: &str) -> bool {
+    batch_end_of(line).is_none() && (!line.starts_with("{\"pos\":") || is_anchor_line(line))
+}
+
 /// The `batchend` a sealed line declares, read from its text without parsing it: delivery uses
 /// it to move whole batches (never to trust anything; verification parses and checks every
 /// line). The sealer writes the attribute before `data`, so its first occurrence is it.
@@ -238,26 +303,29 @@ pub fn batch_end_of(line: &str) -> Option<u64> {
 }
 
 /// Up to `limit` records of `outbox` after `after`, and then, when the last of them is inside a
-/// batch, the rest of that batch: a delivery never ends inside a batch, so a copy never ends
-/// with records whose signature it does not hold.
+/// batch or before its anchor, the rest up to the record that closes it ([`closes_delivery`]):
+/// a delivery never ends inside a batch, so a copy never ends with records whose signature it
+/// does not hold, and a partitioned store's copy ends at an anchor, which its checkpoint names.
 pub(crate) fn whole_batches(
     outbox: &dyn AuditOutbox,
     after: u64,
     limit: usize,
 ) -> Result<Vec<SealedRecord>, StoreError> {
     let mut records = outbox.audit_records(after, limit)?;
-    while let Some(last) = records.last()
-        && let Some(end) = batch_end_of(&last.line)
-        && end > last.seq
+    'more: while let Some(last) = records.last()
+        && !closes_delivery(&last.line)
     {
-        let more = outbox.audit_records(
-            last.seq,
-            usize::try_from(end - last.seq).unwrap_or(usize::MAX),
-        )?;
+        let more = outbox.audit_records(last.seq, limit.clamp(1, 512))?;
         if more.is_empty() {
             break;
         }
-        records.extend(more);
+        for record in more {
+            let closes = closes_delivery(&record.line);
+            records.push(record);
+            if closes {
+                break 'more;
+            }
+        }
     }
     Ok(records)
 }

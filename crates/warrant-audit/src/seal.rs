@@ -9,11 +9,12 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Map, Value};
 use warrant_core::{Digest, IdSource};
-use warrant_store::{ChainHead, SealedRecord, Sealer, StoredEvent};
+use warrant_store::{AnchorFacts, ChainHead, SealedRecord, Sealer, StoredEvent};
 
 use crate::record::{
-    AuditData, AuditRecord, DATA_CONTENT_TYPE, DATA_SCHEMA_V2, GENESIS_HASH, SPEC_VERSION,
-    chain_hash, event_digest, event_type,
+    ANCHOR_SCHEMA, ANCHOR_TYPE, AnchorData, AnchorRecord, AuditData, AuditRecord,
+    DATA_CONTENT_TYPE, DATA_SCHEMA_V2, GENESIS_HASH, SPEC_VERSION, chain_hash, event_digest,
+    event_type,
 };
 use crate::{AuditError, AuditKey};
 
@@ -59,6 +60,18 @@ impl InstallationSealer {
         audit: &Value,
         batch_end: u64,
     ) -> Result<SealedRecord, AuditError> {
+        self.seal_record_in(0, head, event, audit, batch_end)
+    }
+
+    /// [`Self::seal_record`] for a record of partition `part`, after that partition's `head`.
+    pub fn seal_record_in(
+        &self,
+        part: u64,
+        head: &ChainHead,
+        event: &StoredEvent,
+        audit: &Value,
+        batch_end: u64,
+    ) -> Result<SealedRecord, AuditError> {
         let prevhash = prev_hash(head)?;
         let data = audit_data(event, audit)?;
         let event_type = event_type(&event.kind).ok_or_else(|| {
@@ -84,6 +97,7 @@ impl InstallationSealer {
             datacontenttype: DATA_CONTENT_TYPE.to_owned(),
             dataschema: DATA_SCHEMA_V2.to_owned(),
             seq,
+            part: (part > 0).then_some(part),
             prevhash,
             batchend: (batch_end > seq).then_some(batch_end),
             hash: None,
@@ -112,7 +126,77 @@ impl InstallationSealer {
     }
 }
 
+impl InstallationSealer {
+    /// The anchor after `head` (the anchor chain's) stating `facts`: always signed, its outbox
+    /// position on the line (unhashed, as every positioned record's) and in its data (hashed).
+    pub fn seal_anchor_record(
+        &self,
+        head: &ChainHead,
+        facts: &AnchorFacts,
+    ) -> Result<SealedRecord, AuditError> {
+        let prevhash = prev_hash(head)?;
+        let id = self.ids.record_id();
+        let seq = head.seq + 1;
+        let mut record = AnchorRecord {
+            pos: facts.pos,
+            specversion: SPEC_VERSION.to_owned(),
+            id: id.clone(),
+            source: self.source.clone(),
+            event_type: ANCHOR_TYPE.to_owned(),
+            time: facts.at.rfc3339(),
+            datacontenttype: DATA_CONTENT_TYPE.to_owned(),
+            dataschema: ANCHOR_SCHEMA.to_owned(),
+            seq,
+            prevhash,
+            hash: None,
+            kid: None,
+            sig: None,
+            data: AnchorData {
+                pos: facts.pos,
+                from: facts.from,
+                heads: facts.heads.clone(),
+            },
+        };
+        let unsigned = serde_json::to_string(&record).map_err(seal_json)?;
+        let parsed: Map<String, Value> = serde_json::from_str(&unsigned).map_err(seal_json)?;
+        let hash = chain_hash(&record.prevhash, &parsed).map_err(seal_json)?;
+        let signature = self.key.sign(&hash.bytes());
+        record.hash = Some(hash.as_str().to_owned());
+        record.kid = Some(self.key.kid());
+        record.sig = Some(BASE64.encode(signature.to_bytes()));
+        let line = serde_json::to_string(&record).map_err(seal_json)?;
+        Ok(SealedRecord {
+            seq,
+            id,
+            hash: hash.as_str().to_owned(),
+            line,
+        })
+    }
+}
+
 impl Sealer for InstallationSealer {
+    fn seal_in(
+        &self,
+        part: u64,
+        head: &ChainHead,
+        event: &StoredEvent,
+        audit: &Value,
+        batch_end: u64,
+    ) -> Result<SealedRecord, String> {
+        self.seal_record_in(part, head, event, audit, batch_end)
+            .map_err(|e| {
+                use warrant_core::Coded as _;
+                format!("{}: {e}", e.code())
+            })
+    }
+
+    fn seal_anchor(&self, head: &ChainHead, facts: &AnchorFacts) -> Result<SealedRecord, String> {
+        self.seal_anchor_record(head, facts).map_err(|e| {
+            use warrant_core::Coded as _;
+            format!("{}: {e}", e.code())
+        })
+    }
+
     fn seal(
         &self,
         head: &ChainHead,

@@ -18,7 +18,7 @@ use warrant_core::Timestamp;
 use warrant_store::{AuditOutbox, SealedRecord};
 
 use crate::keys::sync_dir;
-use crate::record::{batch_end_of, whole_batches};
+use crate::record::{closes_delivery, whole_batches};
 use crate::{
     AuditError, Checkpoint, CheckpointError, Checkpointer, checkpoint_path, read_checkpoint,
 };
@@ -308,7 +308,7 @@ impl JsonlSink {
                 }
                 buf.push_str(&record.line);
                 buf.push('\n');
-                inside_batch = batch_end_of(&record.line).is_some_and(|end| end > record.seq);
+                inside_batch = !closes_delivery(&record.line);
                 last = record.seq;
                 delivered += 1;
             }
@@ -698,10 +698,13 @@ fn read_tail(file: &mut File, len: u64) -> io::Result<Option<Tail>> {
     }
 }
 
+/// A line's outbox position: its `pos` (a partitioned store's records and anchors), else its
+/// `seq` (an unpartitioned chain, where the two are the same).
 fn line_seq(line: &[u8]) -> Result<u64, String> {
     let value: Value = serde_json::from_slice(line).map_err(|e| format!("not JSON: {e}"))?;
     value
-        .get("seq")
+        .get("pos")
+        .or_else(|| value.get("seq"))
         .and_then(Value::as_u64)
         .ok_or_else(|| "it has no numeric seq".to_owned())
 }

@@ -15,7 +15,9 @@ use serde_json::{Map, Value};
 use warrant_core::Digest;
 use warrant_store::SealedRecord;
 
-use crate::record::{GENESIS_HASH, chain_hash};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::record::{ANCHOR_TYPE, AnchorData, GENESIS_HASH, chain_hash};
 use crate::{AuditError, PublicKeys};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,6 +74,13 @@ pub enum ProblemKind {
     /// before it, is not after the record itself, or a record inside a batch carries a
     /// signature.
     BrokenBatch,
+    /// A partitioned copy ends with records no anchor names: they may be the rest of a cut
+    /// copy, and nothing signed says what belongs after them.
+    Unanchored,
+    /// An anchor does not fit the copy: it names another head for a partition than the copy
+    /// has reached there (with the same seq but another hash), states positions the copy does
+    /// not have, or names another set of partitions than the anchors before it.
+    BrokenAnchor,
 }
 
 /// Where a line is: which of the verified files (by index), and its 1-based line there.
@@ -133,7 +142,7 @@ pub(crate) fn verify_paths(
     let mut lines = FileLines::new(paths, named);
     let mut seen = None;
     let report = drive(&mut lines, &names, keys, |_, checked| {
-        if Some(checked.seq) == watch {
+        if Some(checked.pos) == watch && checked.pos > 0 {
             seen = Some(checked.hash.clone());
         }
         None
@@ -233,12 +242,12 @@ pub fn verify_sealed(records: &[SealedRecord], keys: &PublicKeys) -> VerifyRepor
                 detail,
             })
         };
-        if stored.seq != checked.seq {
+        if stored.seq != checked.pos {
             return problem(
                 ProblemKind::Malformed,
                 format!(
-                    "the store's seq column says {} but the line says {}",
-                    stored.seq, checked.seq
+                    "the store's position column says {} but the line says {}",
+                    stored.seq, checked.pos
                 ),
             );
         }
@@ -264,17 +273,68 @@ pub fn verify_sealed(records: &[SealedRecord], keys: &PublicKeys) -> VerifyRepor
     })
 }
 
+/// The chain a record is in: a partition's (absent `part` is partition 0, the whole chain of an
+/// unpartitioned store) or the anchors'.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Chain {
+    Part(u64),
+    Anchor,
+}
+
+impl Chain {
+    fn of(record: &Map<String, Value>) -> Result<Self, String> {
+        if record.get("type").and_then(Value::as_str) == Some(ANCHOR_TYPE) {
+            return Ok(Self::Anchor);
+        }
+        match record.get("part") {
+            None => Ok(Self::Part(0)),
+            Some(v) => v
+                .as_u64()
+                .map(Self::Part)
+                .ok_or_else(|| format!("part is {v}, not a partition number")),
+        }
+    }
+
+    /// "record 7", or "record 7 of partition 3", or "anchor 2".
+    fn name(self, seq: u64) -> String {
+        match self {
+            Self::Part(0) => format!("record {seq}"),
+            Self::Part(p) => format!("record {seq} of partition {p}"),
+            Self::Anchor => format!("anchor {seq}"),
+        }
+    }
+
+    /// The chain of a line that was not (yet) verified, for looking ahead; `None` when it does
+    /// not parse.
+    fn peek(text: &str) -> Option<(Self, u64)> {
+        let v: Map<String, Value> = serde_json::from_str(text).ok()?;
+        let chain = Self::of(&v).ok()?;
+        Some((chain, v.get("seq").and_then(Value::as_u64)?))
+    }
+}
+
 /// A record that passed every check. One inside a batch (`batchend` set) is authentic only once
 /// the record at `batchend` is signed.
 #[derive(Debug)]
 struct Checked {
+    chain: Chain,
     seq: u64,
+    /// Its outbox position (`pos`, or the seq of a record of an unpartitioned chain); 0 for a
+    /// record not positioned yet.
+    pos: u64,
+    /// The line carries `pos`: a partitioned store's record.
+    positioned: bool,
     id: Option<String>,
     hash: String,
     batchend: Option<u64>,
+    /// What an anchor states.
+    anchor: Option<AnchorData>,
+    /// An anchor's position problem, reported after its heads are checked: a record moved
+    /// across it or cut before it shifts its position too, and the heads say which.
+    late: Option<(ProblemKind, String)>,
 }
 
-/// The chain so far: everything before this point verified.
+/// One chain so far: everything before this point verified.
 struct Prev {
     seq: u64,
     hash: String,
@@ -289,9 +349,10 @@ struct OpenBatch {
     first: Problem,
 }
 
-/// Where a run of consecutive verified records starts: seq `seq` is at `at`, and each next
-/// seq on the next line of the same file. One per file, so the position of any earlier seq
-/// is known without remembering every record.
+/// Where a run of consecutive verified records of one chain starts: seq `seq` is at `at`, and
+/// each next seq on the next line of the same file. A new one starts wherever the chain's
+/// records stop being on consecutive lines (another file, or another chain's records between),
+/// so the position of any earlier seq is known.
 struct Segment {
     seq: u64,
     at: Pos,
@@ -299,7 +360,7 @@ struct Segment {
 
 /// What `check` needs to place and name what it finds.
 struct Places<'a> {
-    segments: &'a [Segment],
+    segments: &'a BTreeMap<Chain, Vec<Segment>>,
     names: &'a [String],
 }
 
@@ -308,9 +369,10 @@ impl Places<'_> {
         at.file.and_then(|i| self.names.get(i)).cloned()
     }
 
-    /// Where verified record `seq` is.
-    fn of(&self, seq: u64) -> Option<Pos> {
+    /// Where verified record `seq` of `chain` is.
+    fn of(&self, chain: Chain, seq: u64) -> Option<Pos> {
         self.segments
+            .get(&chain)?
             .iter()
             .rev()
             .find(|s| s.seq <= seq)
@@ -331,9 +393,31 @@ impl Places<'_> {
 
 enum Finding {
     Problem(Problem),
-    /// The seq jumped from `expected` to the record's; Gap or Reordered, decided by looking
-    /// at the rest of the stream.
-    Ahead(Problem, u64),
+    /// The seq of `chain` jumped from `expected` to the record's; Gap or Reordered, decided by
+    /// looking at the rest of the stream.
+    Ahead(Box<Problem>, Chain, u64),
+}
+
+/// Everything verified so far: each chain's head, and what the outbox positions and anchors
+/// have established.
+#[derive(Default)]
+struct State {
+    chains: BTreeMap<Chain, Prev>,
+    segments: BTreeMap<Chain, Vec<Segment>>,
+    /// The position of the last positioned record.
+    last_pos: u64,
+    /// A record without a position was seen after positioned ones (a store's tail not
+    /// anchored yet): no positioned record may follow.
+    unpositioned: bool,
+    /// Any record carried `pos`: the copy is a partitioned store's.
+    partitioned: bool,
+    /// The position of the last anchor, and the partitions anchors name.
+    anchor_pos: u64,
+    parts: Option<BTreeSet<u64>>,
+    /// The first positioned record after the last anchor (none: the copy ends at an anchor).
+    unanchored: Option<Problem>,
+    records: u64,
+    last_hash: Option<String>,
 }
 
 fn drive<I, F>(mut lines: I, names: &[String], keys: &PublicKeys, mut extra: F) -> VerifyReport
@@ -341,15 +425,13 @@ where
     I: Iterator<Item = (Pos, Result<String, String>)>,
     F: FnMut(u64, &Checked) -> Option<Problem>,
 {
-    let mut records = 0u64;
-    let mut prev: Option<Prev> = None;
-    let mut segments: Vec<Segment> = Vec::new();
+    let mut st = State::default();
     let problem = loop {
         let Some((at, text)) = lines.next() else {
             break None;
         };
         let places = Places {
-            segments: &segments,
+            segments: &st.segments,
             names,
         };
         let checked = match text {
@@ -361,72 +443,261 @@ where
                 kind: ProblemKind::Malformed,
                 detail,
             })),
-            Ok(text) => check(at, &text, prev.as_ref(), &places, keys),
+            Ok(text) => check(at, &text, &st, &places, keys),
         };
-        match checked {
-            Ok(checked) => {
-                if let Some(problem) = extra(at.line, &checked) {
-                    break Some(problem);
-                }
-                let open = match (prev.and_then(|p| p.open), checked.batchend) {
-                    (Some(open), Some(_)) => Some(open),
-                    (None, Some(end)) => Some(OpenBatch {
-                        end,
-                        first: Problem {
-                            file: places.name(at),
-                            line: at.line,
-                            record_id: checked.id.clone(),
-                            seq: Some(checked.seq),
-                            kind: ProblemKind::Unsigned,
-                            detail: String::new(),
-                        },
-                    }),
-                    (_, None) => None,
-                };
-                if segments.last().is_none_or(|s| s.at.file != at.file) {
-                    segments.push(Segment {
-                        seq: checked.seq,
-                        at,
-                    });
-                }
-                records += 1;
-                prev = Some(Prev {
-                    seq: checked.seq,
-                    hash: checked.hash,
-                    at,
-                    open,
-                });
-            }
+        let checked = match checked {
+            Ok(checked) => checked,
             Err(Finding::Problem(problem)) => break Some(problem),
-            Err(Finding::Ahead(problem, expected)) => {
-                let before = prev.as_ref().map(|p| p.at);
-                break Some(resolve_ahead(problem, expected, at, before, &places, lines));
+            Err(Finding::Ahead(problem, chain, expected)) => {
+                let before = st.chains.get(&chain).map(|p| p.at);
+                break Some(resolve_ahead(
+                    *problem, chain, expected, at, before, &places, lines,
+                ));
             }
+        };
+        let found = Problem {
+            file: places.name(at),
+            line: at.line,
+            record_id: checked.id.clone(),
+            seq: Some(checked.seq),
+            kind: ProblemKind::Malformed,
+            detail: String::new(),
+        };
+        if let Some(anchor) = &checked.anchor
+            && let Some(problem) = check_anchor(&found, anchor, &st, at, &places, &mut lines)
+        {
+            break Some(problem);
         }
+        if let Some((kind, detail)) = checked.late.clone() {
+            break Some(Problem {
+                kind,
+                detail,
+                ..found
+            });
+        }
+        if let Some(problem) = extra(at.line, &checked) {
+            break Some(problem);
+        }
+        let prev = st.chains.remove(&checked.chain);
+        let open = match (prev.and_then(|p| p.open), checked.batchend) {
+            (Some(open), Some(_)) => Some(open),
+            (None, Some(end)) => Some(OpenBatch {
+                end,
+                first: Problem {
+                    kind: ProblemKind::Unsigned,
+                    ..found.clone()
+                },
+            }),
+            (_, None) => None,
+        };
+        let segments = st.segments.entry(checked.chain).or_default();
+        let follows = segments.last().is_some_and(|s| {
+            s.at.file == at.file && s.at.line + (checked.seq - s.seq.min(checked.seq)) == at.line
+        });
+        if !follows {
+            segments.push(Segment {
+                seq: checked.seq,
+                at,
+            });
+        }
+        if checked.pos > 0 {
+            st.last_pos = checked.pos;
+        } else {
+            st.unpositioned = true;
+        }
+        st.partitioned |= checked.positioned || checked.chain != Chain::Part(0);
+        if checked.anchor.is_some() {
+            st.anchor_pos = checked.pos;
+            st.unanchored = None;
+        } else if st.partitioned && st.unanchored.is_none() {
+            st.unanchored = Some(found);
+        }
+        st.records += 1;
+        st.last_hash = Some(checked.hash.clone());
+        st.chains.insert(
+            checked.chain,
+            Prev {
+                seq: checked.seq,
+                hash: checked.hash,
+                at,
+                open,
+            },
+        );
     };
     // A copy that ends inside a batch holds records no signature covers yet.
     let problem = problem.or_else(|| {
-        let p = prev.as_ref()?;
-        let open = p.open.as_ref()?;
-        let first = open.first.seq.unwrap_or(p.seq);
-        let mut problem = open.first.clone();
+        st.chains.iter().find_map(|(chain, p)| {
+            let open = p.open.as_ref()?;
+            let first = open.first.seq.unwrap_or(p.seq);
+            let mut problem = open.first.clone();
+            let of = match chain {
+                Chain::Part(0) | Chain::Anchor => String::new(),
+                Chain::Part(part) => format!(" of partition {part}"),
+            };
+            problem.detail = format!(
+                "records {first}..={}{of} are signed by record {}, which is not in the copy: the copy ends inside a batch",
+                p.seq, open.end
+            );
+            Some(problem)
+        })
+    });
+    // A partitioned copy ends at an anchor: what follows the last one is named by none.
+    let problem = problem.or_else(|| {
+        let mut problem = st.unanchored.take()?;
+        problem.kind = ProblemKind::Unanchored;
         problem.detail = format!(
-            "records {first}..={} are signed by record {}, which is not in the copy: the copy ends inside a batch",
-            p.seq, open.end
+            "the copy ends with records after its last anchor (position {}): no anchor names them, so a cut after them could not be seen",
+            st.anchor_pos
         );
         Some(problem)
     });
     VerifyReport {
-        records,
+        records: st.records,
         first_problem: problem,
-        head: prev.map(|p| p.hash),
+        head: st.last_hash,
     }
 }
 
-/// A seq that jumped ahead is a reordering when a skipped seq shows up later, else a gap.
-/// A gap where one file ends and the next begins says so: a rotated file may be missing.
+/// An anchor (its own chain link, hash and signature already verified) against the copy: it
+/// must sit at the position it states, after the positions of the anchor before it, name the
+/// same partitions as every anchor, and name for each partition exactly the head the copy has
+/// reached there. A partition behind its named head is missing records, or they were moved
+/// after the anchor (looked for in the rest of the stream); one ahead of it holds records moved
+/// before the anchor.
+fn check_anchor<I>(
+    found: &Problem,
+    anchor: &AnchorData,
+    st: &State,
+    at: Pos,
+    places: &Places<'_>,
+    rest: &mut I,
+) -> Option<Problem>
+where
+    I: Iterator<Item = (Pos, Result<String, String>)>,
+{
+    let fail = |kind, detail: String| {
+        Some(Problem {
+            kind,
+            detail,
+            ..found.clone()
+        })
+    };
+    if anchor.from != st.anchor_pos + 1 || anchor.from > anchor.pos {
+        return fail(
+            ProblemKind::BrokenAnchor,
+            format!(
+                "the anchor covers positions {}..{}, but the anchor before it ends at position {}",
+                anchor.from, anchor.pos, st.anchor_pos
+            ),
+        );
+    }
+    let parts: BTreeSet<u64> = anchor.heads.iter().map(|h| h.part).collect();
+    let count = parts.len() as u64;
+    if parts.len() != anchor.heads.len() || parts.iter().copied().ne(0..count) {
+        return fail(
+            ProblemKind::BrokenAnchor,
+            "the anchor does not name each of its partitions 0..P once".into(),
+        );
+    }
+    if let Some(known) = &st.parts
+        && *known != parts
+    {
+        return fail(
+            ProblemKind::BrokenAnchor,
+            format!(
+                "the anchor names {} partitions, the anchors before it {}",
+                parts.len(),
+                known.len()
+            ),
+        );
+    }
+    if let Some(Chain::Part(p)) = st
+        .chains
+        .keys()
+        .find(|c| matches!(c, Chain::Part(p) if !parts.contains(p)))
+    {
+        return fail(
+            ProblemKind::BrokenAnchor,
+            format!("the copy has records of partition {p}, which the anchor does not name"),
+        );
+    }
+    for head in &anchor.heads {
+        let chain = Chain::Part(head.part);
+        let (seq, hash) = st
+            .chains
+            .get(&chain)
+            .map_or((0, GENESIS_HASH), |p| (p.seq, p.hash.as_str()));
+        if seq == head.seq && hash == head.hash {
+            continue;
+        }
+        if seq == head.seq {
+            return fail(
+                ProblemKind::BrokenAnchor,
+                format!(
+                    "the anchor names {} with hash {}, but the copy's has {hash}",
+                    chain.name(seq),
+                    head.hash
+                ),
+            );
+        }
+        if seq > head.seq {
+            let moved = head.seq + 1;
+            let place = places
+                .of(chain, moved)
+                .map(|p| format!(" (at {})", places.describe(p, at)))
+                .unwrap_or_default();
+            return Some(Problem {
+                kind: ProblemKind::Reordered,
+                seq: Some(moved),
+                detail: format!(
+                    "{}{place} is before the anchor at position {}, which names partition {}'s head at record {}: the record was moved across the anchor",
+                    chain.name(moved),
+                    anchor.pos,
+                    head.part,
+                    head.seq
+                ),
+                ..found.clone()
+            });
+        }
+        let missing = seq + 1;
+        for (later, text) in rest.by_ref() {
+            if let Some((c, s)) = text.ok().as_deref().and_then(Chain::peek)
+                && c == chain
+                && (missing..=head.seq).contains(&s)
+            {
+                return fail(
+                    ProblemKind::Reordered,
+                    format!(
+                        "the anchor names partition {}'s head at record {}, but {} is after it, at {}: the record was moved across the anchor",
+                        head.part,
+                        head.seq,
+                        chain.name(s),
+                        places.describe(later, at)
+                    ),
+                );
+            }
+        }
+        return fail(
+            ProblemKind::Gap,
+            format!(
+                "the anchor names partition {}'s head at record {}, but the copy's partition {} ends at record {seq}: {}..={} are missing",
+                head.part,
+                head.seq,
+                head.part,
+                chain.name(missing),
+                head.seq
+            ),
+        );
+    }
+    None
+}
+
+/// A seq that jumped ahead is a reordering when a skipped seq of the same chain shows up later,
+/// else a gap. A gap where one file ends and the next begins says so: a rotated file may be
+/// missing.
 fn resolve_ahead<I>(
     mut problem: Problem,
+    chain: Chain,
     expected: u64,
     at: Pos,
     before: Option<Pos>,
@@ -438,27 +709,31 @@ where
 {
     let found = problem.seq.unwrap_or(expected);
     for (later, text) in rest {
-        let seq = text
-            .ok()
-            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-            .and_then(|v| v.get("seq").and_then(Value::as_u64));
-        if let Some(seq) = seq
+        if let Some((c, seq)) = text.ok().as_deref().and_then(Chain::peek)
+            && c == chain
             && (expected..found).contains(&seq)
         {
             problem.kind = ProblemKind::Reordered;
             problem.detail = format!(
-                "expected record {expected} here but found {found}; record {seq} appears later, at {}",
+                "expected {} here but found {found}; {} appears later, at {}",
+                chain.name(expected),
+                chain.name(seq),
                 places.describe(later, at)
             );
             return problem;
         }
     }
     problem.kind = ProblemKind::Gap;
+    let of = match chain {
+        Chain::Part(0) => String::new(),
+        Chain::Part(p) => format!(" of partition {p}"),
+        Chain::Anchor => " of the anchor chain".to_owned(),
+    };
     problem.detail = if found - expected == 1 {
-        format!("record {expected} is missing (expected {expected}, found {found})")
+        format!("record {expected}{of} is missing (expected {expected}, found {found})")
     } else {
         format!(
-            "records {expected}..={} are missing (expected {expected}, found {found})",
+            "records {expected}..={}{of} are missing (expected {expected}, found {found})",
             found - 1
         )
     };
@@ -477,7 +752,7 @@ where
 fn check(
     at: Pos,
     text: &str,
-    prev: Option<&Prev>,
+    st: &State,
     places: &Places<'_>,
     keys: &PublicKeys,
 ) -> Result<Checked, Finding> {
@@ -529,22 +804,25 @@ fn check(
             &found,
         ));
     }
+    let chain =
+        Chain::of(&record).map_err(|detail| fail(ProblemKind::Malformed, detail, &found))?;
+    let prev = st.chains.get(&chain);
 
     let expected = prev.map_or(1, |p| p.seq + 1);
     if seq < expected {
-        let earlier = places.describe(places.of(seq).unwrap_or(at), at);
+        let earlier = places.describe(places.of(chain, seq).unwrap_or(at), at);
         let detail = match prev {
             Some(p)
                 if p.seq == seq && record.get("hash").and_then(Value::as_str) == Some(&p.hash) =>
             {
-                format!("record {seq} again: an exact copy of {earlier}")
+                format!("{} again: an exact copy of {earlier}", chain.name(seq))
             }
-            Some(_) | None => format!("record {seq} already appeared at {earlier}"),
+            Some(_) | None => format!("{} already appeared at {earlier}", chain.name(seq)),
         };
         return Err(fail(ProblemKind::Duplicate, detail, &found));
     }
     if seq > expected {
-        return Err(Finding::Ahead(found, expected));
+        return Err(Finding::Ahead(Box::new(found), chain, expected));
     }
 
     let Some(prevhash) = record.get("prevhash").and_then(Value::as_str) else {
@@ -593,17 +871,109 @@ fn check(
 
     let batchend = batch_end(&record, seq, prev.and_then(|p| p.open.as_ref()))
         .map_err(|detail| fail(ProblemKind::BrokenBatch, detail, &found))?;
+    if chain == Chain::Anchor && batchend.is_some() {
+        return Err(fail(
+            ProblemKind::BrokenBatch,
+            "an anchor is signed on its own; it belongs to no batch".into(),
+            &found,
+        ));
+    }
     if batchend.is_none()
         && let Some((kind, detail)) = signature_problem(&record, &claimed, keys)
     {
         return Err(fail(kind, detail, &found));
     }
+
+    let anchor = match chain {
+        Chain::Anchor => {
+            let data = record.get("data").cloned().unwrap_or(Value::Null);
+            Some(serde_json::from_value::<AnchorData>(data).map_err(|e| {
+                fail(
+                    ProblemKind::Malformed,
+                    format!("the anchor's data is not an anchor's: {e}"),
+                    &found,
+                )
+            })?)
+        }
+        Chain::Part(_) => None,
+    };
+    let (pos, late) = match position(&record, chain, seq, anchor.as_ref(), st) {
+        Ok(pos) => (pos, None),
+        Err(problem) if anchor.is_some() => (0, Some(problem)),
+        Err((kind, detail)) => return Err(fail(kind, detail, &found)),
+    };
     Ok(Checked {
+        late,
+        chain,
         seq,
+        pos,
+        positioned: record.contains_key("pos"),
         id: found.record_id,
         hash: claimed.as_str().to_owned(),
         batchend,
+        anchor,
     })
+}
+
+/// The record's outbox position, checked against the previous one's: a positioned record
+/// (`pos`) is at the next position; a record of an unpartitioned chain (no `pos`, partition 0,
+/// no positioned record before it) is at its seq; an anchor states its position in its hashed
+/// data too. A record not positioned yet (0) may only be followed by others like it.
+fn position(
+    record: &Map<String, Value>,
+    chain: Chain,
+    seq: u64,
+    anchor: Option<&AnchorData>,
+    st: &State,
+) -> Result<u64, (ProblemKind, String)> {
+    let stated = match record.get("pos") {
+        None => None,
+        Some(v) => Some(v.as_u64().filter(|p| *p > 0).ok_or_else(|| {
+            (
+                ProblemKind::Malformed,
+                format!("pos is {v}, not a position"),
+            )
+        })?),
+    };
+    if let Some(anchor) = anchor
+        && stated != Some(anchor.pos)
+    {
+        return Err((
+            ProblemKind::BrokenAnchor,
+            format!(
+                "the anchor states position {} but its line is at {stated:?}",
+                anchor.pos
+            ),
+        ));
+    }
+    let pos = match stated {
+        Some(pos) => pos,
+        None if chain == Chain::Part(0) && !st.partitioned && !st.unpositioned => seq,
+        None => return Ok(0),
+    };
+    if st.unpositioned {
+        return Err((
+            ProblemKind::Malformed,
+            format!("position {pos} follows records that have none"),
+        ));
+    }
+    let expected = st.last_pos + 1;
+    if pos < expected {
+        return Err((
+            ProblemKind::Duplicate,
+            format!("position {pos} again (expected {expected})"),
+        ));
+    }
+    if pos > expected {
+        return Err((
+            ProblemKind::Gap,
+            format!(
+                "positions {expected}..={} are missing (expected {expected}, found {pos})",
+                pos - 1
+            ),
+        ));
+    }
+    Ok(pos)
 }
 
 /// The `batchend` of record `seq` (its hash already verified), checked against the batch the

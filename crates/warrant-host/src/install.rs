@@ -270,6 +270,7 @@ impl Installation {
         warrant_audit::Sinks {
             jsonl: &self.sink,
             others: &self.sinks,
+            anchor: Some(&self.sealer),
         }
     }
 }

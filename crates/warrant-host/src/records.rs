@@ -208,7 +208,11 @@ impl Records<'_> {
     }
 
     /// The store's whole audit trail, read in batches.
+    /// A partitioned store's records committed since its last anchor are anchored first, so
+    /// the trail read is whole up to now (when anchoring fails, what is anchored is read and
+    /// its verification says what is wrong).
     pub fn all_records(&self) -> Result<Vec<SealedRecord>, warrant_store::StoreError> {
+        let _ = self.inst.store.anchor(&self.inst.sealer, true);
         let mut records: Vec<SealedRecord> = Vec::new();
         loop {
             let after = records.last().map_or(0, |r| r.seq);

@@ -25,7 +25,7 @@ pub use crate::envelope::{EnvelopeStore, KillScope, KillSubject, KillSwitch, Tak
 pub use crate::error::StoreError;
 pub use crate::postgres::{PgConnector, Postgres, PostgresStore};
 pub use crate::revocations::RevocationStore;
-pub use crate::sql::Store;
+pub use crate::sql::{ANCHOR_PART, Store};
 pub use crate::sqlite::{SCHEMA_VERSION, Sqlite, SqliteStore};
 pub use crate::tenant::{Scoped, Target, Tenant, TenantRefusal, TenantStore};
 /// A store location as messages may show it: a URL's password and any `password=` removed.
@@ -311,7 +311,43 @@ pub struct ChainHead {
     pub hash: String,
 }
 
+/// One partition's head as an anchor names it: the partition's last record before the anchor
+/// (`seq` 0 and the genesis hash for a partition with no record yet).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartHead {
+    pub part: u64,
+    pub seq: u64,
+    pub hash: String,
+}
+
+/// What an anchor record states (issue 22): it takes outbox position `pos`; the records it
+/// anchors took `from..pos`; after them every partition's head is the one named in `heads`
+/// (all of them, in partition order).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnchorFacts {
+    pub pos: u64,
+    pub from: u64,
+    pub heads: Vec<PartHead>,
+    pub at: Timestamp,
+}
+
+/// The partition a run's records go to in a store of `partitions` partitions: the first 8 bytes
+/// of SHA-256(run id), big-endian, modulo `partitions`. Every batch of a run lands in the same
+/// partition, so a run's records are one stretch of one hash chain.
+pub fn partition_of(run: &str, partitions: u64) -> u64 {
+    if partitions <= 1 {
+        return 0;
+    }
+    let digest = warrant_core::Digest::of_bytes(run.as_bytes()).bytes();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_be_bytes(first) % partitions
+}
+
 /// An audit record ready for the outbox: its position, identity and the exact line sinks get.
+/// `seq` is the record's position as the reader asked for it: from [`AuditOutbox::audit_records`]
+/// its outbox position (`pos`, the sinks' cursor: the same as the chain seq in an unpartitioned
+/// store), from [`EventStore::query_audit`] its seq within its partition's chain, as on its line.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SealedRecord {
     pub seq: u64,
@@ -333,6 +369,32 @@ pub trait Sealer {
         audit: &Value,
         batch_end: u64,
     ) -> Result<SealedRecord, String>;
+
+    /// [`Sealer::seal`] for a record of partition `part` (issue 22): the line names its
+    /// partition (absent for partition 0, so an unpartitioned chain reads as it always has),
+    /// and `head` is that partition's head.
+    fn seal_in(
+        &self,
+        part: u64,
+        head: &ChainHead,
+        event: &StoredEvent,
+        audit: &Value,
+        batch_end: u64,
+    ) -> Result<SealedRecord, String> {
+        if part == 0 {
+            self.seal(head, event, audit, batch_end)
+        } else {
+            Err(format!(
+                "this sealer cannot seal records of partition {part}"
+            ))
+        }
+    }
+
+    /// Seals the anchor after `head` (the anchor chain's head) stating `facts`: a signed record
+    /// of its own chain, which the outbox places at `facts.pos`.
+    fn seal_anchor(&self, _head: &ChainHead, _facts: &AnchorFacts) -> Result<SealedRecord, String> {
+        Err("this sealer cannot sign anchors".to_owned())
+    }
 }
 
 /// Delivery state of one audit sink, kept in the store beside the outbox.
@@ -482,9 +544,28 @@ pub struct NewRun {
 
 /// The audit outbox as a sink reads it: sealed records in chain order.
 pub trait AuditOutbox {
-    /// Audit records with `seq > after`, in order, at most `limit`.
+    /// Audit records with outbox position `> after`, in order, at most `limit`; each
+    /// [`SealedRecord::seq`] is its position.
     fn audit_records(&self, after: u64, limit: usize) -> Result<Vec<SealedRecord>, StoreError>;
+    /// The last positioned record (its position as `seq`).
     fn audit_head(&self) -> Result<ChainHead, StoreError>;
+
+    /// How many partitions the chain has (1: one chain, positioned as it is appended).
+    fn audit_partitions(&self) -> Result<u64, StoreError> {
+        Ok(1)
+    }
+
+    /// Positions the records committed since the last anchor (partition, then seq order) and
+    /// appends the anchor naming every partition's head, sealed by `sealer`. `None` when there
+    /// was nothing to anchor, or (`wait` false) another process is anchoring now. A store of
+    /// one partition positions records as they are appended and never anchors.
+    fn anchor(
+        &self,
+        _sealer: &dyn Sealer,
+        _wait: bool,
+    ) -> Result<Option<SealedRecord>, StoreError> {
+        Ok(None)
+    }
 }
 
 pub trait EventStore: AuditOutbox + EnvelopeStore + TenantStore + RevocationStore {

@@ -22,9 +22,10 @@ use crate::sql::{Dialect, Row, Store, TxKind, Val, numbered_dollars};
 use crate::tls::{self, SslMode};
 use crate::{SCHEMA_VERSION, StoreError};
 
-/// Advisory lock keys (arbitrary, fixed): one serializes appends (the audit chain), one
-/// serializes schema migrations of concurrently starting processes.
-const CHAIN_LOCK: i64 = 0x5741_5252_0000_0001;
+/// Advisory lock keys (arbitrary, fixed): one serializes anchorings of the partitioned audit
+/// chain (appends wait only on their partition's head row), one serializes schema migrations
+/// of concurrently starting processes.
+const ANCHOR_LOCK: i64 = 0x5741_5252_0000_0001;
 const SCHEMA_LOCK: i64 = 0x5741_5252_0000_0002;
 
 /// Connection attempts before giving up, and the first pause between them (doubling).
@@ -249,11 +250,32 @@ ALTER TABLE budget_totals ENABLE ROW LEVEL SECURITY;
 ALTER TABLE budget_totals FORCE ROW LEVEL SECURITY;
 CREATE POLICY tenant_scope ON budget_totals
     USING (current_setting('warrant.tenant', true) IN ('*', tenant));
+/// Version 7: the partitioned audit chain (see the SQLite step). Existing records are
+/// partition 0's history at their seq; a store created now gets
+/// [`Dialect::DEFAULT_PARTITIONS`] partitions (added by [`Postgres::migrate`]).
+const SCHEMA_V7: &str = "
+ALTER TABLE audit
+    ADD COLUMN part BIGINT NOT NULL DEFAULT 0,
+    ADD COLUMN pos BIGINT;
+UPDATE audit SET pos = seq;
+ALTER TABLE audit DROP CONSTRAINT audit_pkey;
+ALTER TABLE audit ADD PRIMARY KEY (part, seq);
+CREATE UNIQUE INDEX audit_by_pos ON audit(pos);
+CREATE INDEX audit_unpositioned ON audit(part, seq) WHERE pos IS NULL;
+CREATE TABLE audit_partitions (
+    part          BIGINT PRIMARY KEY,
+    seq           BIGINT NOT NULL,
+    hash          TEXT NOT NULL
+);
+INSERT INTO audit_partitions (part, seq, hash)
+    SELECT 0, coalesce(max(seq), 0), coalesce((SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), 'sha256:0000000000000000000000000000000000000000000000000000000000000000')
+    FROM audit;
+INSERT INTO audit_partitions (part, seq, hash) VALUES (-1, 0, 'sha256:0000000000000000000000000000000000000000000000000000000000000000');
 ";
 
 /// Each step takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 6] = [
-    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6,
+const MIGRATIONS: [&str; 7] = [
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
 ];
 
 /// Prepared statements kept per connection before the cache starts over (audit queries are
@@ -462,6 +484,15 @@ impl Postgres {
             for step in &MIGRATIONS[version as usize..] {
                 tx.batch_execute(step).map_err(|e| self.err(&e))?;
             }
+            if version == 0 {
+                // A new store: its chain is partitioned from the start (an existing one keeps
+                // its one chain: its partitions are fixed once records exist).
+                tx.execute(
+                    "INSERT INTO audit_partitions (part, seq, hash) SELECT g, 0, $1 FROM generate_series(1::bigint, $2::bigint) g",
+                    &[&crate::sql::GENESIS, &(<Postgres as Dialect>::DEFAULT_PARTITIONS as i64 - 1)],
+                )
+                .map_err(|e| self.err(&e))?;
+            }
             tx.execute(
                 "UPDATE warrant_schema SET version = $1",
                 &[&(SCHEMA_VERSION as i32)],
@@ -565,6 +596,9 @@ impl Dialect for Postgres {
     const GREATEST: &'static str = "greatest";
     const FENCE_CURRENT: &'static str = "current_token";
     const FENCE_ORDER: &'static str = "id";
+    const TRY_ANCHOR: &'static str = "SELECT pg_try_advisory_xact_lock(6287397066926718977)";
+    /// Enough that four to eight workers rarely meet on one partition's head row.
+    const DEFAULT_PARTITIONS: u64 = 8;
 
     /// The worker's appends, the lease heartbeat and the delivery loop each get their own.
     const POOL: usize = 4;
@@ -601,9 +635,9 @@ impl Dialect for Postgres {
 
     fn begin(&self, conn: &mut PgConn, kind: TxKind) -> Result<(), StoreError> {
         let sql = match kind {
-            // Appends wait for each other: the audit chain is sealed in commit order.
-            TxKind::Chain => format!("BEGIN; SELECT pg_advisory_xact_lock({CHAIN_LOCK})"),
-            TxKind::Lease => "BEGIN".to_owned(),
+            // Appends wait only for the same partition's (its head row, `FOR UPDATE`).
+            TxKind::Chain | TxKind::Lease => "BEGIN".to_owned(),
+            TxKind::Anchor => format!("BEGIN; SELECT pg_advisory_xact_lock({ANCHOR_LOCK})"),
         };
         match conn.client.batch_execute(&sql) {
             Ok(()) => Ok(()),

@@ -7,6 +7,8 @@
 //! Statements are written with numbered `?N` placeholders; a dialect that spells them
 //! otherwise rewrites them (see [`numbered_dollars`]).
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
@@ -14,14 +16,37 @@ use serde_json::Value;
 use warrant_core::{Clock, RequestId, RunId, Timestamp};
 
 use crate::{
-    Append, AuditIndex, AuditOutbox, AuditQuery, CancelRequest, ChainHead, EventDraft, EventStore,
-    FenceRejection, Lease, NewRun, RequestRow, RequestStatus, RequestUpdate, RunRow, RunStatus,
-    SealedRecord, Sealer, SinkState, StoreError, StoredEvent, Usage,
+    AnchorFacts, Append, AuditIndex, AuditOutbox, AuditQuery, CancelRequest, ChainHead, EventDraft,
+    EventStore, FenceRejection, Lease, NewRun, PartHead, RequestRow, RequestStatus, RequestUpdate,
+    RunRow, RunStatus, SealedRecord, Sealer, SinkState, StoreError, StoredEvent, Usage, partition_of,
 };
 
 /// The hash the first audit record chains to.
 pub(crate) const GENESIS: &str =
     "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The `part` of the anchor chain's rows (in `audit` and in `audit_partitions`): the records
+/// partitions hold are numbered from 0.
+pub const ANCHOR_PART: i64 = -1;
+
+/// Inserts the unhashed outbox position into a sealed line, as its first attribute: the hash
+/// and the signature do not cover it (an anchor states the positions it covers, and a verifier
+/// checks them), so the record as signed is unchanged.
+pub(crate) fn with_pos(line: &str, pos: u64) -> String {
+    match line.strip_prefix('{') {
+        Some(rest) if rest.trim_start().starts_with('}') => format!("{{\"pos\":{pos}}}"),
+        Some(rest) => format!("{{\"pos\":{pos},{rest}"),
+        None => line.to_owned(),
+    }
+}
+
+/// The partition heads an anchor's line names (`data.heads`).
+fn anchored_heads(line: &str) -> Result<Vec<PartHead>, String> {
+    let value: Value =
+        serde_json::from_str(line).map_err(|e| format!("the last anchor is not JSON: {e}"))?;
+    serde_json::from_value(value["data"]["heads"].clone())
+        .map_err(|e| format!("the last anchor names no partition heads: {e}"))
+}
 
 /// A statement parameter or a column value. Every column the algorithm touches is an integer
 /// or a text; the type travels with a NULL, because PostgreSQL checks it.
@@ -151,8 +176,11 @@ fn millis(ms: i64) -> Result<Timestamp, String> {
 /// What a transaction is for, so a dialect can take the locks it needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TxKind {
-    /// Appends events and seals audit records: writers must commit in chain order.
+    /// Appends events and seals audit records: writers of one partition commit in its chain
+    /// order (they wait on its head row); writers of different partitions do not wait.
     Chain,
+    /// Positions records and appends an anchor: one anchoring at a time.
+    Anchor,
     /// Changes leases only.
     Lease,
 }
@@ -174,6 +202,12 @@ pub trait Dialect: Send + Sync + 'static {
     const FENCE_CURRENT: &'static str;
     /// The column that orders `fence_rejections` rows of one instant.
     const FENCE_ORDER: &'static str;
+
+    /// One row, one column, true when this transaction took the anchoring lock without
+    /// waiting (false: another process is anchoring now).
+    const TRY_ANCHOR: &'static str;
+    /// How many partitions a store created now gets.
+    const DEFAULT_PARTITIONS: u64;
 
     /// Connections a store of this dialect keeps per process, opened as concurrent calls need
     /// them (one for an embedded file, a few for a server).
@@ -232,6 +266,8 @@ pub struct Store<D: Dialect> {
     pub(crate) dialect: D,
     slots: Vec<Mutex<Option<D::Conn>>>,
     pub(crate) clock: Arc<dyn Clock>,
+    /// The number of audit partitions once read (0: not yet); fixed for the store's life.
+    partitions: AtomicU64,
 }
 
 /// One slot of the pool, taken: its connection is open (see [`Store::conn`]).
@@ -306,6 +342,7 @@ impl<D: Dialect> Store<D> {
             dialect,
             slots,
             clock,
+            partitions: AtomicU64::new(0),
         }
     }
 
@@ -386,21 +423,26 @@ impl<D: Dialect> Store<D> {
         })
     }
 
-    fn head(tx: &mut Tx<'_, D>) -> Result<ChainHead, StoreError> {
-        let head = tx.row(
-            "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
-            &[],
+    /// The head of partition `part`, locked for this transaction (where the dialect has row
+    /// locks): appends to one partition queue here, appends to others do not.
+    fn part_head(tx: &mut Tx<'_, D>, part: i64) -> Result<ChainHead, StoreError> {
+        tx.row(
+            &format!(
+                "SELECT seq, hash FROM audit_partitions WHERE part = ?1{}",
+                D::FOR_UPDATE
+            ),
+            &vals![part],
             |r| {
                 Ok(ChainHead {
                     seq: r.u64(0)?,
                     hash: r.text(1)?,
                 })
             },
-        )?;
-        Ok(head.unwrap_or_else(|| ChainHead {
-            seq: 0,
-            hash: GENESIS.to_owned(),
-        }))
+        )?
+        .ok_or_else(|| {
+            tx.dialect
+                .bad_row(format!("audit partition {part} has no head row"))
+        })
     }
 
     /// Adds the model usage `events` record to the budget totals of `tenant` and `actor`, in
@@ -434,10 +476,65 @@ impl<D: Dialect> Store<D> {
         Ok(())
     }
 
-    /// Inserts the events and their audit records. The transaction is a [`TxKind::Chain`]
-    /// one, so the head read here is the head it commits after.
+    /// How many partitions the chain has (read once; it never changes once records exist).
+    fn partitions_in(&self, tx: &mut Tx<'_, D>) -> Result<u64, StoreError> {
+        let known = self.partitions.load(Ordering::Relaxed);
+        if known > 0 {
+            return Ok(known);
+        }
+        let count = tx
+            .row(
+                "SELECT count(*) FROM audit_partitions WHERE part >= 0",
+                &[],
+                |r| r.u64(0),
+            )?
+            .unwrap_or(0);
+        if count == 0 {
+            return Err(tx
+                .dialect
+                .bad_row("the audit chain has no partition".into()));
+        }
+        self.partitions.store(count, Ordering::Relaxed);
+        Ok(count)
+    }
+
+    /// Sets the number of audit partitions of a store that holds no audit record yet (a
+    /// store's partitions are fixed once its chain has begun: a run's records must stay in
+    /// one partition). `1` is the unpartitioned chain.
+    pub fn set_audit_partitions(&self, partitions: u64) -> Result<(), StoreError> {
+        if partitions == 0 || partitions > 1024 {
+            return Err(StoreError::Query(format!(
+                "{partitions} audit partitions: a store has 1 to 1024"
+            )));
+        }
+        let mut tx = self.begin(TxKind::Anchor)?;
+        let records = tx
+            .row("SELECT count(*) FROM audit", &[], |r| r.u64(0))?
+            .unwrap_or(0);
+        if records > 0 {
+            return Err(StoreError::Query(format!(
+                "the audit chain already holds {records} records: its partitions are fixed"
+            )));
+        }
+        tx.execute("DELETE FROM audit_partitions WHERE part > 0", &[])?;
+        for part in 1..partitions {
+            tx.execute(
+                "INSERT INTO audit_partitions (part, seq, hash) VALUES (?1, 0, ?2)",
+                &vals![part, GENESIS],
+            )?;
+        }
+        tx.commit()?;
+        self.partitions.store(partitions, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Inserts the events and their audit records, in the run's partition, whose head row this
+    /// transaction locks, so the head read here is the head it commits after. In a store of one
+    /// partition a record takes its outbox position now (its seq); else an anchoring does.
+    #[allow(clippy::too_many_arguments)]
     fn insert_events(
         tx: &mut Tx<'_, D>,
+        partitions: u64,
         run: &RunId,
         tenant: &str,
         first_seq: u64,
@@ -446,7 +543,8 @@ impl<D: Dialect> Store<D> {
         now: Timestamp,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let mut stored = Vec::with_capacity(events.len());
-        let mut head = Self::head(tx)?;
+        let part = partition_of(run.as_str(), partitions);
+        let mut head = Self::part_head(tx, part as i64)?;
         let batch_end = head.seq + events.len() as u64;
         for (i, draft) in events.into_iter().enumerate() {
             let event = StoredEvent {
@@ -470,7 +568,7 @@ impl<D: Dialect> Store<D> {
                 ],
             )?;
             let record = sealer
-                .seal(&head, &event, &draft.audit, batch_end)
+                .seal_in(part, &head, &event, &draft.audit, batch_end)
                 .map_err(StoreError::Seal)?;
             if record.seq != head.seq + 1 {
                 return Err(StoreError::Seal(format!(
@@ -480,7 +578,7 @@ impl<D: Dialect> Store<D> {
             }
             let ix = AuditIndex::of(&record.line);
             tx.execute(
-                "INSERT INTO audit (seq, record_id, hash, line, at, run_id, actor, on_behalf_of, event, verb, resource, decision, tenant) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                "INSERT INTO audit (seq, record_id, hash, line, at, run_id, actor, on_behalf_of, event, verb, resource, decision, tenant, part, pos) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
                 &vals![
                     record.seq,
                     record.id,
@@ -495,6 +593,8 @@ impl<D: Dialect> Store<D> {
                     ix.resource,
                     ix.decision,
                     tenant,
+                    part,
+                    (partitions == 1).then_some(record.seq as i64),
                 ],
             )?;
             head = ChainHead {
@@ -503,6 +603,10 @@ impl<D: Dialect> Store<D> {
             };
             stored.push(event);
         }
+        tx.execute(
+            "UPDATE audit_partitions SET seq = ?2, hash = ?3 WHERE part = ?1",
+            &vals![part, head.seq, head.hash],
+        )?;
         Ok(stored)
     }
 
@@ -675,6 +779,7 @@ impl<D: Dialect> EventStore for Store<D> {
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let now = self.clock.now();
         let mut tx = self.begin(TxKind::Chain)?;
+        let partitions = self.partitions_in(&mut tx)?;
         let exists = tx
             .row(
                 "SELECT run_id FROM runs WHERE run_id = ?1",
@@ -702,6 +807,7 @@ impl<D: Dialect> EventStore for Store<D> {
         Self::count_usage(&mut tx, run.tenant.as_str(), &run.actor, &events, now)?;
         let stored = Self::insert_events(
             &mut tx,
+            partitions,
             &run.run,
             run.tenant.as_str(),
             1,
@@ -724,6 +830,7 @@ impl<D: Dialect> EventStore for Store<D> {
         } = append;
         let now = self.clock.now();
         let mut tx = self.begin(TxKind::Chain)?;
+        let partitions = self.partitions_in(&mut tx)?;
         // The row lock (where the dialect has one) orders this append against a concurrent
         // lease: a new lease commits either before (and this append is fenced) or after it.
         let (current, token, tenant, actor) = tx
@@ -771,8 +878,16 @@ impl<D: Dialect> EventStore for Store<D> {
         }
         let added = events.len() as u64;
         Self::count_usage(&mut tx, &tenant, &actor, &events, now)?;
-        let stored =
-            Self::insert_events(&mut tx, &run, &tenant, expected_seq, events, sealer, now)?;
+        let stored = Self::insert_events(
+            &mut tx,
+            partitions,
+            &run,
+            &tenant,
+            expected_seq,
+            events,
+            sealer,
+            now,
+        )?;
         tx.execute(
             "UPDATE runs SET events = ?2, updated_at = ?3, status = COALESCE(?4, status) WHERE run_id = ?1",
             &vals![
@@ -973,7 +1088,7 @@ impl<D: Dialect> EventStore for Store<D> {
         };
         let (texts, times) = q.values();
         let sql = format!(
-            "SELECT seq, record_id, hash, line FROM audit {} ORDER BY seq LIMIT {limit}",
+            "SELECT seq, record_id, hash, line FROM audit {} ORDER BY (pos IS NULL), pos, part, seq LIMIT {limit}",
             q.clause(|n| format!("?{n}"))
         );
         let params: Vec<Val> = texts
@@ -1036,14 +1151,145 @@ impl<D: Dialect> EventStore for Store<D> {
 impl<D: Dialect> AuditOutbox for Store<D> {
     fn audit_records(&self, after: u64, limit: usize) -> Result<Vec<SealedRecord>, StoreError> {
         self.single()?.rows(
-            "SELECT seq, record_id, hash, line FROM audit WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+            "SELECT pos, record_id, hash, line FROM audit WHERE pos > ?1 ORDER BY pos LIMIT ?2",
             &vals![after, i64::try_from(limit).unwrap_or(i64::MAX)],
             read_record,
         )
     }
 
     fn audit_head(&self) -> Result<ChainHead, StoreError> {
-        Self::head(&mut self.single()?)
+        let head = self.single()?.row(
+            "SELECT pos, hash FROM audit WHERE pos IS NOT NULL ORDER BY pos DESC LIMIT 1",
+            &[],
+            |r| {
+                Ok(ChainHead {
+                    seq: r.u64(0)?,
+                    hash: r.text(1)?,
+                })
+            },
+        )?;
+        Ok(head.unwrap_or_else(|| ChainHead {
+            seq: 0,
+            hash: GENESIS.to_owned(),
+        }))
+    }
+
+    fn audit_partitions(&self) -> Result<u64, StoreError> {
+        let mut tx = self.single()?;
+        self.partitions_in(&mut tx)
+    }
+
+    fn anchor(&self, sealer: &dyn Sealer, wait: bool) -> Result<Option<SealedRecord>, StoreError> {
+        if self.audit_partitions()? <= 1 {
+            return Ok(None);
+        }
+        let mut tx = if wait {
+            self.begin(TxKind::Anchor)?
+        } else {
+            let mut tx = self.begin(TxKind::Lease)?;
+            let took = tx.row(D::TRY_ANCHOR, &[], |r| r.int(0))?.unwrap_or(0) != 0;
+            if !took {
+                return Ok(None);
+            }
+            tx
+        };
+        // One statement, one snapshot: within a partition commits are serialized on its head
+        // row, so what is committed of each partition is a prefix of its chain.
+        let fresh = tx.rows(
+            "SELECT part, seq, hash, line FROM audit WHERE pos IS NULL ORDER BY part, seq",
+            &[],
+            |r| Ok((r.int(0)?, r.u64(1)?, r.text(2)?, r.text(3)?)),
+        )?;
+        if fresh.is_empty() {
+            tx.commit()?;
+            return Ok(None);
+        }
+        // The heads the last anchor named (read from its line, so an anchoring never touches
+        // the partitions' head rows, which appends lock): where each partition goes on.
+        let partitions = self.partitions_in(&mut tx)?;
+        let mut heads: BTreeMap<i64, (u64, String)> = (0..partitions as i64)
+            .map(|part| (part, (0, GENESIS.to_owned())))
+            .collect();
+        let last_anchor = tx.row(
+            "SELECT line FROM audit WHERE part = ?1 ORDER BY seq DESC LIMIT 1",
+            &vals![ANCHOR_PART],
+            |r| r.text(0),
+        )?;
+        if let Some(line) = last_anchor {
+            for head in anchored_heads(&line).map_err(|e| tx.dialect.bad_row(e))? {
+                heads.insert(head.part as i64, (head.seq, head.hash));
+            }
+        }
+        let last = tx
+            .row("SELECT max(pos) FROM audit", &[], |r| r.opt_int(0))?
+            .flatten()
+            .unwrap_or(0) as u64;
+        let from = last + 1;
+        let mut pos = last;
+        for (part, seq, hash, line) in fresh {
+            let Some(anchored) = heads.get(&part) else {
+                return Err(tx.dialect.bad_row(format!(
+                    "an audit record names partition {part}, which the store does not have"
+                )));
+            };
+            if seq != anchored.0 + 1 {
+                // Never vouch for a hole: the record before this one is not in the store.
+                return Err(tx.dialect.bad_row(format!(
+                    "audit partition {part}: record {seq} follows record {} (records {}..{seq} are missing)",
+                    anchored.0,
+                    anchored.0 + 1
+                )));
+            }
+            pos += 1;
+            tx.execute(
+                "UPDATE audit SET pos = ?3, line = ?4 WHERE part = ?1 AND seq = ?2",
+                &vals![part, seq, pos, with_pos(&line, pos)],
+            )?;
+            heads.insert(part, (seq, hash));
+        }
+        pos += 1;
+        let head = Self::part_head(&mut tx, ANCHOR_PART)?;
+        let facts = AnchorFacts {
+            pos,
+            from,
+            heads: heads
+                .iter()
+                .map(|(part, (seq, hash))| PartHead {
+                    part: *part as u64,
+                    seq: *seq,
+                    hash: hash.clone(),
+                })
+                .collect(),
+            at: self.clock.now(),
+        };
+        let record = sealer
+            .seal_anchor(&head, &facts)
+            .map_err(StoreError::Seal)?;
+        if record.seq != head.seq + 1 {
+            return Err(StoreError::Seal(format!(
+                "sealer returned anchor {} after anchor {}",
+                record.seq, head.seq
+            )));
+        }
+        let ix = AuditIndex::of(&record.line);
+        tx.execute(
+            "INSERT INTO audit (seq, record_id, hash, line, at, event, part, pos) VALUES (?1, ?2, ?3, ?4, ?5, 'audit_anchor', ?6, ?7)",
+            &vals![
+                record.seq,
+                record.id.as_str(),
+                record.hash.as_str(),
+                record.line.as_str(),
+                ix.at,
+                ANCHOR_PART,
+                pos,
+            ],
+        )?;
+        tx.execute(
+            "UPDATE audit_partitions SET seq = ?2, hash = ?3 WHERE part = ?1",
+            &vals![ANCHOR_PART, record.seq, record.hash.as_str()],
+        )?;
+        tx.commit()?;
+        Ok(Some(SealedRecord { seq: pos, ..record }))
     }
 }
 

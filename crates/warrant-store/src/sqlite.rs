@@ -17,7 +17,7 @@ use crate::sql::{Dialect, Row, Store, TxKind, Val};
 
 /// The schema this build writes, in SQLite and PostgreSQL alike (the same steps). Older stores
 /// are migrated forward on open; newer are refused.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 const SCHEMA_V1: &str = "
 CREATE TABLE runs (
@@ -200,11 +200,55 @@ FROM runs r JOIN (
 ) u ON u.run_id = r.run_id
 GROUP BY r.tenant, r.actor
 HAVING sum(u.input_tokens) + sum(u.output_tokens) + sum(u.cost_nanos) > 0;
+/// Version 7: the partitioned audit chain (issue 22). A record is keyed by its partition and
+/// its seq there; `pos` is its outbox position (the sinks' cursor), set as it is appended in a
+/// store of one partition and by an anchoring otherwise. Existing records are partition 0's
+/// history, positioned at their seq, so they verify as they did. `audit_partitions` holds
+/// each partition's head (locked by appends to it); row -1 is the anchor chain's.
+/// SQLite cannot change a primary key in place, so the table is rebuilt.
+const SCHEMA_V7: &str = "
+CREATE TABLE audit_v6 (
+    part         INTEGER NOT NULL DEFAULT 0,
+    seq          INTEGER NOT NULL,
+    record_id    TEXT NOT NULL UNIQUE,
+    hash         TEXT NOT NULL,
+    line         TEXT NOT NULL,
+    at           INTEGER,
+    run_id       TEXT,
+    actor        TEXT,
+    on_behalf_of TEXT,
+    event        TEXT,
+    verb         TEXT,
+    resource     TEXT,
+    decision     TEXT,
+    tenant       TEXT,
+    pos          INTEGER,
+    PRIMARY KEY (part, seq)
+);
+INSERT INTO audit_v6 (part, seq, record_id, hash, line, at, run_id, actor, on_behalf_of, event, verb, resource, decision, tenant, pos)
+    SELECT 0, seq, record_id, hash, line, at, run_id, actor, on_behalf_of, event, verb, resource, decision, tenant, seq FROM audit;
+DROP TABLE audit;
+ALTER TABLE audit_v6 RENAME TO audit;
+CREATE INDEX audit_by_run ON audit(run_id, seq);
+CREATE INDEX audit_by_actor ON audit(actor, decision, seq);
+CREATE INDEX audit_by_at ON audit(at);
+CREATE INDEX audit_by_tenant ON audit(tenant, seq);
+CREATE UNIQUE INDEX audit_by_pos ON audit(pos);
+CREATE INDEX audit_unpositioned ON audit(part, seq) WHERE pos IS NULL;
+CREATE TABLE audit_partitions (
+    part          INTEGER PRIMARY KEY,
+    seq           INTEGER NOT NULL,
+    hash          TEXT NOT NULL
+);
+INSERT INTO audit_partitions (part, seq, hash)
+    SELECT 0, coalesce(max(seq), 0), coalesce((SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), 'sha256:0000000000000000000000000000000000000000000000000000000000000000')
+    FROM audit;
+INSERT INTO audit_partitions (part, seq, hash) VALUES (-1, 0, 'sha256:0000000000000000000000000000000000000000000000000000000000000000');
 ";
 
 /// Each step takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 6] = [
-    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6,
+const MIGRATIONS: [&str; 7] = [
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
 ];
 
 /// The embedded SQLite store: the shared algorithm over one SQLite file.
@@ -395,6 +439,10 @@ impl Dialect for Sqlite {
     const GREATEST: &'static str = "max";
     const FENCE_CURRENT: &'static str = "current";
     const FENCE_ORDER: &'static str = "rowid";
+    /// `BEGIN IMMEDIATE` already holds the file's one write lock.
+    const TRY_ANCHOR: &'static str = "SELECT 1";
+    /// One writer at a time anyway: partitions would buy nothing.
+    const DEFAULT_PARTITIONS: u64 = 1;
 
     fn ready(&self, _conn: &mut Connection) -> Result<(), StoreError> {
         Ok(())

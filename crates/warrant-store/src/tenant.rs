@@ -394,7 +394,7 @@ impl<D: Dialect> TenantStore for Store<D> {
             format!("{clause} AND {}", filter("tenant", n))
         };
         let sql = format!(
-            "SELECT seq, record_id, hash, line FROM audit {scoped} ORDER BY seq LIMIT {limit}"
+            "SELECT seq, record_id, hash, line FROM audit {scoped} ORDER BY (pos IS NULL), pos, part, seq LIMIT {limit}"
         );
         let params: Vec<Val> = texts
             .into_iter()

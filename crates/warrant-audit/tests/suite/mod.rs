@@ -4,6 +4,7 @@ mod checkpoint;
 mod fake;
 mod http;
 mod keys;
+mod partitioned;
 mod schema;
 mod seal;
 mod sink;

@@ -38,6 +38,7 @@ fn sealed_record_is_the_cloudevent_the_format_describes() {
             datacontenttype: "application/json".into(),
             dataschema: "https://warrant.dev/schemas/audit/v2.json".into(),
             seq: 2,
+            part: None,
             prevhash: first.hash.clone(),
             batchend: None,
             hash: Some(second.hash.clone()),

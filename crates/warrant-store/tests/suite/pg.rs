@@ -35,20 +35,17 @@ fn database_names_are_replaced_in_urls() {
     );
 }
 
-/// The pool: while one call waits inside its transaction (here, for the audit chain's advisory
-/// lock, held by another session), another call of the same process goes through on a second
+/// The pool: while one call waits inside its transaction (here, for its audit partition's head
+/// row, locked by another session), another call of the same process goes through on a second
 /// connection instead of queueing behind it; the second connection is opened only then.
 #[test]
 fn a_call_waiting_in_a_transaction_does_not_hold_up_the_process_s_other_calls() {
     use std::sync::Arc;
     use std::sync::mpsc;
     use std::time::Duration;
-    use warrant_store::{Append, EventStore, PostgresStore};
+    use warrant_store::{Append, AuditOutbox as _, EventStore, PostgresStore};
 
     use super::conformance::{ToySealer, clock, draft};
-
-    /// The chain lock's key (fixed in the store's source).
-    const CHAIN_LOCK: i64 = 0x5741_5252_0000_0001;
 
     let db = TestDb::new();
     let store = Arc::new(PostgresStore::connect(&db.url, clock()).unwrap());
@@ -57,8 +54,12 @@ fn a_call_waiting_in_a_transaction_does_not_hold_up_the_process_s_other_calls() 
 
     let mut holder = db.client();
     let mut held = holder.transaction().unwrap();
-    held.execute("SELECT pg_advisory_xact_lock($1)", &[&CHAIN_LOCK])
-        .unwrap();
+    let part = warrant_store::partition_of(run.as_str(), store.audit_partitions().unwrap()) as i64;
+    held.execute(
+        "SELECT seq FROM audit_partitions WHERE part = $1 FOR UPDATE",
+        &[&part],
+    )
+    .unwrap();
 
     let (appended_tx, appended) = mpsc::channel();
     let appender = {
@@ -82,10 +83,7 @@ fn a_call_waiting_in_a_transaction_does_not_hold_up_the_process_s_other_calls() 
     // The append is now waiting for the lock, inside its transaction, on the first connection.
     let waiting = db
         .client()
-        .query_one(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
-            &[],
-        )
+        .query_one("SELECT count(*) FROM pg_locks WHERE NOT granted", &[])
         .map(|r| r.get::<_, i64>(0));
     let mut waited = 0;
     let mut seen = waiting.unwrap_or(0);
@@ -94,16 +92,13 @@ fn a_call_waiting_in_a_transaction_does_not_hold_up_the_process_s_other_calls() 
         waited += 1;
         seen = db
             .client()
-            .query_one(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
-                &[],
-            )
+            .query_one("SELECT count(*) FROM pg_locks WHERE NOT granted", &[])
             .map(|r| r.get::<_, i64>(0))
             .unwrap_or(0);
     }
     assert_eq!(
         seen, 1,
-        "the append never started waiting for the chain lock"
+        "the append never started waiting for its partition's head row"
     );
 
     // Another call of the same process: answered while the append still waits.
@@ -200,6 +195,8 @@ fn a_connection_cut_by_the_network_is_reopened_and_nothing_is_lost_or_doubled() 
         .url
         .replacen(&upstream, &format!("127.0.0.1:{}", proxy.port), 1);
     let store = PostgresStore::connect(&via, clock()).unwrap();
+    // One chain, positioned as appended: its head counts the records (see conformance).
+    store.set_audit_partitions(1).unwrap();
     let run = super::conformance::started_run(&store, "run-c07");
     for (i, seq) in [(0, 2u64), (1, 3)] {
         proxy.cut();
@@ -239,6 +236,8 @@ fn a_server_restart_between_appends_loses_and_doubles_nothing() {
     let server = Throwaway::start().unwrap();
     let db = TestDb::on(&server.url);
     let store = PostgresStore::connect(&db.url, clock()).unwrap();
+    // One chain, positioned as appended: its head counts the records (see conformance).
+    store.set_audit_partitions(1).unwrap();
     let run = super::conformance::started_run(&store, "run-7e57a7");
     server.restart().unwrap();
     let appended = store.append(
