@@ -324,6 +324,7 @@ pub struct NewRunSpec {
 mod answers;
 mod calls;
 mod delegated;
+mod elicitation;
 mod effects;
 mod envelope;
 mod facts;
