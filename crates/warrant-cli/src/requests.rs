@@ -35,9 +35,10 @@ pub enum RequestsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Answer a question: choose one of its options, or give free text. An MCP server's
-    /// elicitation is answered with `--text` holding a JSON object of its fields (`{}` takes
-    /// every default).
+    /// Answer a question: choose one of its options, or give free text.
+    ///
+    /// An MCP server's elicitation is answered with `--text` holding a JSON object of its
+    /// fields (`{}` takes every default).
     Answer {
         id: String,
         /// The number of the option (1 = the first).

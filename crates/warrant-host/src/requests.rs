@@ -180,8 +180,9 @@ impl Host {
                 ),
             )
         })?;
-        let content = warrant_kernel::elicit::accept(schema, &given)
-            .map_err(|why| HostError::usage("W-REQUEST-002", format!("request {request}: {why}")))?;
+        let content = warrant_kernel::elicit::accept(schema, &given).map_err(|why| {
+            HostError::usage("W-REQUEST-002", format!("request {request}: {why}"))
+        })?;
         if !crate::controls::disabled("elicit-scan") {
             let (_, found) = self.redactor.redact_json(&content);
             if !found.is_empty() {

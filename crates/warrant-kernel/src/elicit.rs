@@ -320,7 +320,10 @@ fn check_value(name: &str, p: &Value, v: &Value) -> Result<(), String> {
             };
             let allowed = choices(p.get("items").unwrap_or(&Value::Null)).unwrap_or_default();
             for item in list {
-                if !allowed.iter().any(|(c, _)| Some(c.as_str()) == item.as_str()) {
+                if !allowed
+                    .iter()
+                    .any(|(c, _)| Some(c.as_str()) == item.as_str())
+                {
                     return bad("a list of the offered choices");
                 }
             }
@@ -430,9 +433,22 @@ mod tests {
     #[test]
     fn the_fields_are_said_in_words_and_only_primitive_schemas_are_asked() {
         let lines = fields_in_words(&schema());
-        assert!(lines.contains(&"age (integer, optional): at least 0; at most 150; default 30".to_owned()), "{lines:?}");
-        assert!(lines.contains(&"colour (one of, required): choices: red, blue".to_owned()), "{lines:?}");
-        assert!(lines.iter().any(|l| l.starts_with("tags (any of, optional): choices: a (A), b")), "{lines:?}");
+        assert!(
+            lines.contains(
+                &"age (integer, optional): at least 0; at most 150; default 30".to_owned()
+            ),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"colour (one of, required): choices: red, blue".to_owned()),
+            "{lines:?}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("tags (any of, optional): choices: a (A), b")),
+            "{lines:?}"
+        );
         assert!(check_schema(&schema()).is_ok());
         let nested = json!({"type": "object", "properties": {"x": {"type": "object"}}});
         assert!(check_schema(&nested).is_err());

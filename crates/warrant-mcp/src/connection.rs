@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, CreateMessageRequestParams,
     CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationCapability, ErrorCode,
-    ErrorData, FormElicitationCapability, Implementation, InitializeRequestParams,
-    ProtocolVersion, SamplingCapability, ServerCapabilities, Tool,
+    ErrorData, FormElicitationCapability, Implementation, InitializeRequestParams, ProtocolVersion,
+    SamplingCapability, ServerCapabilities, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::{ClientHandler, Peer, ServiceExt as _};
@@ -106,9 +106,10 @@ impl ClientHandler for Handler {
         // Form mode only: URL mode would send the person to an address the server chose, which
         // Warrant does not vouch for, so it is not declared.
         if self.elicitation {
-            caps.elicitation = Some(ElicitationCapability::new().with_form(
-                FormElicitationCapability::new().with_schema_validation(true),
-            ));
+            caps.elicitation = Some(
+                ElicitationCapability::new()
+                    .with_form(FormElicitationCapability::new().with_schema_validation(true)),
+            );
         }
         InitializeRequestParams::new(
             caps,

@@ -17,8 +17,8 @@ pub mod sampling;
 pub mod source;
 
 pub use connection::{Connection, ConnectionRecord, Endpoint, PROTOCOL};
+pub use elicitation::{DEFAULT_ELICITATION_TIMEOUT_MS, elicitation_ask};
 pub use error::{McpError, ServerRequest};
 pub use names::{MAX_NAME, model_name};
-pub use elicitation::{DEFAULT_ELICITATION_TIMEOUT_MS, elicitation_ask};
 pub use sampling::{MAX_SAMPLING_TOKENS, sampling_ask};
 pub use source::{McpSource, McpTool, StartContext, WITHHELD, shape};

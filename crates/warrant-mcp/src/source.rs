@@ -29,9 +29,9 @@ use warrant_kernel::{
 use warrant_tools::ToolSource;
 
 use crate::connection::{Connection, ConnectionRecord, Endpoint};
+use crate::elicitation::{DEFAULT_ELICITATION_TIMEOUT_MS, elicit};
 use crate::error::McpError;
 use crate::names::{is_plain, model_name};
-use crate::elicitation::{DEFAULT_ELICITATION_TIMEOUT_MS, elicit};
 use crate::sampling::sample;
 
 /// What the model is told of a tool of a server the operator did not vouch for.

@@ -150,7 +150,11 @@ fn an_elicitation_is_a_request_answered_from_another_process_and_checked_against
         r#"{"name": "Ada Lovelace", "integer": 500}"#,
     ]);
     assert_eq!(wrong.status.code(), Some(2), "{}", stdout(&wrong));
-    assert!(stderr(&wrong).contains("W-REQUEST-002"), "{}", stderr(&wrong));
+    assert!(
+        stderr(&wrong).contains("W-REQUEST-002"),
+        "{}",
+        stderr(&wrong)
+    );
     let missing = sb.run(&["requests", "answer", &req, "--text", "{}"]);
     assert!(
         stderr(&missing).contains("`name` is required"),
@@ -214,7 +218,13 @@ fn a_declined_elicitation_tells_the_server_decline() {
     setup(&sb, true, 120_000);
     let child = start(&sb);
     let req = open_request(&sb);
-    let declined = sb.run(&["requests", "decline", &req, "--reason", "not for this server"]);
+    let declined = sb.run(&[
+        "requests",
+        "decline",
+        &req,
+        "--reason",
+        "not for this server",
+    ]);
     assert_eq!(declined.status.code(), Some(0), "{}", stderr(&declined));
     finish(&sb, child);
     let (_, result, _) = the_call(&sb);
@@ -267,7 +277,11 @@ fn an_answer_holding_a_secret_is_refused_and_never_sent_unless_the_scan_is_switc
     let answer = format!(r#"{{"name": "{token}"}}"#);
     let refused = sb.run(&["requests", "answer", &req, "--text", &answer]);
     assert_eq!(refused.status.code(), Some(2), "{}", stdout(&refused));
-    assert!(stderr(&refused).contains("W-MCP-015"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("W-MCP-015"),
+        "{}",
+        stderr(&refused)
+    );
     assert!(!stderr(&refused).contains(token), "{}", stderr(&refused));
     let shown = sb.json(&["requests", "show", &req, "--json"]);
     assert_eq!(shown["status"], "open", "{shown}");
@@ -291,7 +305,10 @@ fn an_answer_holding_a_secret_is_refused_and_never_sent_unless_the_scan_is_switc
     assert_eq!(rejected[0]["payload"]["reason"], "secret_in_answer");
     assert!(!rejected[0].to_string().contains(token));
     let audit = stdout(&sb.run(&["audit", "query", "--run", &run, "--json"]));
-    assert!(audit.contains("secret_in_answer") || audit.contains("W-MCP-015"), "{audit}");
+    assert!(
+        audit.contains("secret_in_answer") || audit.contains("W-MCP-015"),
+        "{audit}"
+    );
 }
 
 #[test]

@@ -359,7 +359,6 @@ impl Ring<'_> {
             stop: &stop,
         };
         let mut outcome = tool.execute_with(&authorized, env, &may_read, &stop, &peers);
-        drop(peers);
         let pending = outcome
             .result
             .as_object_mut()

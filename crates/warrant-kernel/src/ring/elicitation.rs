@@ -111,8 +111,7 @@ impl Ring<'_> {
             }
             let now = self.clock.now();
             let why = stop().or_else(|| {
-                (now >= expires_at)
-                    .then(|| format!("nobody answered within {} ms", ask.timeout_ms))
+                (now >= expires_at).then(|| format!("nobody answered within {} ms", ask.timeout_ms))
             });
             if let Some(why) = why {
                 let closed = self.append(

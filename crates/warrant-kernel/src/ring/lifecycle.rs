@@ -150,7 +150,13 @@ impl Ring<'_> {
             actor: who.actor.clone(),
             via: via.to_owned(),
         };
-        self.record_rejection(state, request, RejectReason::SecretInAnswer, detail, approver)
+        self.record_rejection(
+            state,
+            request,
+            RejectReason::SecretInAnswer,
+            detail,
+            approver,
+        )
     }
 
     /// Records a refused answer; the request stays as it was.

@@ -324,8 +324,8 @@ pub struct NewRunSpec {
 mod answers;
 mod calls;
 mod delegated;
-mod elicitation;
 mod effects;
+mod elicitation;
 mod envelope;
 mod facts;
 mod graph;
