@@ -36,11 +36,15 @@ pub enum RequestsCommand {
         json: bool,
     },
     /// Answer a question: choose one of its options, or give free text.
+    ///
+    /// An MCP server's elicitation is answered with `--text` holding a JSON object of its
+    /// fields (`{}` takes every default).
     Answer {
         id: String,
         /// The number of the option (1 = the first).
         #[arg(long, conflicts_with = "text")]
         option: Option<u32>,
+        /// Free text; for an elicitation, a JSON object of the requested fields.
         #[arg(long)]
         text: Option<String>,
         #[arg(long)]
@@ -223,6 +227,12 @@ fn show(ws: Option<&Path>, id: &str, json: bool) -> Result<u8, Failure> {
         if let Ask::Question { options, .. } = &a.ask {
             for (i, o) in options.iter().enumerate() {
                 outln!("  option {}   {o}", i + 1);
+            }
+        }
+        // An elicitation: the server's words, fenced as untrusted, and the fields it asks for.
+        for detail in a.ask.details() {
+            for line in detail.lines() {
+                outln!("  {}", crate::shown_inline(line));
             }
         }
         if let Some(r) = &a.reply {

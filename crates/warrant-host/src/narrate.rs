@@ -265,19 +265,32 @@ impl Narrator {
                 ..
             } => {
                 let hint = self.words.next(match ask {
-                    warrant_kernel::Ask::Question { .. } => Next::Answer { request: request_id },
+                    warrant_kernel::Ask::Question { .. } | warrant_kernel::Ask::Elicitation { .. } => {
+                        Next::Answer { request: request_id }
+                    }
                     warrant_kernel::Ask::Secret { .. } => Next::Provide { request: request_id },
                     warrant_kernel::Ask::Resource { .. } => Next::Connect { request: request_id },
                 });
                 self.tools
                     .borrow_mut()
                     .insert(format!("ask:{request_id}"), hint);
-                vec![format!(
+                let mut lines = vec![format!(
                     "asks     {request_id}: {} (of {}; expires {})",
                     inline(&ask.title()),
                     asked_of.join(", "),
                     expires_at.rfc3339()
-                )]
+                )];
+                // An elicitation: the server's words fenced, and each field it asks for.
+                lines.extend(
+                    ask.details()
+                        .iter()
+                        .flat_map(|d| {
+                            d.lines()
+                                .map(|l| format!("         {}", inline(l)))
+                                .collect::<Vec<_>>()
+                        }),
+                );
+                lines
             }
             RunEvent::RequestReplied {
                 request_id,
@@ -290,6 +303,14 @@ impl Narrator {
                     warrant_kernel::Reply::Declined { reason } => format!(": {reason}"),
                     warrant_kernel::Reply::SecretProvided { handle } => format!(" ({handle})"),
                     warrant_kernel::Reply::Connected { check } => format!(": {check}"),
+                    // The values stay in the journal; the narration names the fields.
+                    warrant_kernel::Reply::Accepted { content } => format!(
+                        ": {}",
+                        content
+                            .as_object()
+                            .map(|m| m.keys().cloned().collect::<Vec<_>>().join(", "))
+                            .unwrap_or_default()
+                    ),
                 };
                 vec![format!(
                     "replied  {request_id} {} by {} (via {}){detail}",

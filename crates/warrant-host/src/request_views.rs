@@ -153,6 +153,8 @@ pub fn list(
 /// One request in full, as `requests show` reads it.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
+// One view per command: its size does not matter (an elicitation's ask carries its schema).
+#[allow(clippy::large_enum_variant)]
 pub enum RequestView {
     /// A question, secret or resource the agent raised.
     Asked(AskView),

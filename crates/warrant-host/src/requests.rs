@@ -131,14 +131,23 @@ impl Host {
                         .and_then(|i| i.checked_sub(1))
                         .and_then(|i| options.get(i))
                         .cloned(),
-                    Ask::Secret { .. } | Ask::Resource { .. } => None,
+                    Ask::Secret { .. } | Ask::Resource { .. } | Ask::Elicitation { .. } => None,
                 };
                 Reply::Answered {
                     option: Some(n),
                     text: chosen.unwrap_or_default(),
                 }
             }
-            (None, Some(text)) => Reply::Answered { option: None, text },
+            (None, Some(text)) => match &ask.ask {
+                Ask::Elicitation { server, schema, .. } => {
+                    self.refuse_from_command(&mut state, request, "answer a request")?;
+                    let content = self.elicited(&mut state, request, server, schema, &text)?;
+                    Reply::Accepted { content }
+                }
+                Ask::Question { .. } | Ask::Secret { .. } | Ask::Resource { .. } => {
+                    Reply::Answered { option: None, text }
+                }
+            },
             (None, None) => {
                 return Err(HostError::usage(
                     "W-REQUEST-002",
@@ -147,6 +156,56 @@ impl Host {
             }
         };
         self.replied(&mut state, request, reply)
+    }
+
+    /// The person's answer to a server's elicitation: a JSON object of the requested fields,
+    /// checked against the schema with its defaults filled in (a wrong answer is refused and
+    /// may be given again), and scanned for secrets: the protocol forbids a server to ask for
+    /// sensitive information in form mode, so an answer in which the secret scanner finds one
+    /// is refused and never sent (W-MCP-015, recorded in the run as a refused answer; the
+    /// request stays open for another answer or a decline).
+    fn elicited(
+        &self,
+        state: &mut RunState,
+        request: &RequestId,
+        server: &str,
+        schema: &serde_json::Value,
+        text: &str,
+    ) -> Result<serde_json::Value> {
+        let given: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            HostError::usage(
+                "W-REQUEST-002",
+                format!(
+                    "request {request} asks for fields: answer with --text '{{\"field\": value, ...}}' (a JSON object; `{{}}` takes every default): {e}"
+                ),
+            )
+        })?;
+        let content = warrant_kernel::elicit::accept(schema, &given).map_err(|why| {
+            HostError::usage("W-REQUEST-002", format!("request {request}: {why}"))
+        })?;
+        if !crate::controls::disabled("elicit-scan") {
+            let (_, found) = self.redactor.redact_json(&content);
+            if !found.is_empty() {
+                let kinds = found.counts.keys().cloned().collect::<Vec<_>>().join(", ");
+                let detail = format!(
+                    "the answer to MCP server `{server}` holds what the secret scanner takes for a secret ({kinds}); a server may not ask for one in a form, so nothing was sent (W-MCP-015)"
+                );
+                let tools = self.own_tools()?;
+                self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
+                    ring.record_refused_answer(
+                        state,
+                        request,
+                        &self.identity.principal,
+                        crate::origin::via_from(self.front).as_str(),
+                        detail.clone(),
+                    )
+                    .map_err(|e| HostError::failed(&e))
+                })?;
+                self.deliver();
+                return Err(HostError::usage("W-MCP-015", detail));
+            }
+        }
+        Ok(content)
     }
 
     pub fn decline(&self, request: &RequestId, reason: String) -> Result<Replied> {
@@ -267,6 +326,8 @@ fn redacted(redactor: &warrant_secrets::Redactor, reply: Reply) -> Reply {
             check: clean(check),
         },
         Reply::SecretProvided { handle } => Reply::SecretProvided { handle },
+        // Scanned before it was built: an answer holding a secret is refused, not redacted.
+        Reply::Accepted { content } => Reply::Accepted { content },
     }
 }
 

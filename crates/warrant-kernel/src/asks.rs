@@ -61,6 +61,14 @@ pub enum Ask {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         command: Option<Vec<String>>,
     },
+    /// An MCP server's elicitation (form mode) made while one of its tool calls runs: the
+    /// server's message (untrusted, shown fenced as `mcp-elicitation:<server>`) and the schema
+    /// of what it asks for. The call waits in-process for the reply.
+    Elicitation {
+        server: String,
+        message: String,
+        schema: Value,
+    },
 }
 
 /// The kinds of request, for expiry and listings.
@@ -70,6 +78,7 @@ pub enum AskKind {
     Question,
     Secret,
     Resource,
+    Elicitation,
 }
 
 impl AskKind {
@@ -78,6 +87,7 @@ impl AskKind {
             Self::Question => "question",
             Self::Secret => "secret",
             Self::Resource => "resource",
+            Self::Elicitation => "elicitation",
         }
     }
 }
@@ -88,6 +98,7 @@ impl Ask {
             Self::Question { .. } => AskKind::Question,
             Self::Secret { .. } => AskKind::Secret,
             Self::Resource { .. } => AskKind::Resource,
+            Self::Elicitation { .. } => AskKind::Elicitation,
         }
     }
 
@@ -119,6 +130,45 @@ impl Ask {
                     .trim_end()
                     .to_owned()
             }
+            Self::Elicitation { server, schema, .. } => {
+                let fields: Vec<String> = crate::elicit::fields(schema)
+                    .into_iter()
+                    .map(|f| f.name)
+                    .collect();
+                format!(
+                    "MCP server `{server}` asks you for {}",
+                    if fields.is_empty() {
+                        "a confirmation".to_owned()
+                    } else {
+                        fields.join(", ")
+                    }
+                )
+            }
+        }
+    }
+
+    /// What a person is shown besides the title: for an elicitation, the server's message
+    /// fenced as untrusted and each requested field in words.
+    pub fn details(&self) -> Vec<String> {
+        match self {
+            Self::Elicitation {
+                server,
+                message,
+                schema,
+            } => {
+                let source = crate::elicit::fence_source(server);
+                let mut out = vec![format!(
+                    "<untrusted source=\"{source}\">\n{}\n</untrusted>",
+                    message.replace("</untrusted", "<\\/untrusted")
+                )];
+                out.extend(
+                    crate::elicit::fields_in_words(schema)
+                        .into_iter()
+                        .map(|f| format!("field {f}")),
+                );
+                out
+            }
+            Self::Question { .. } | Self::Secret { .. } | Self::Resource { .. } => Vec::new(),
         }
     }
 }
@@ -152,7 +202,7 @@ impl RequestTtls {
 
     pub fn for_kind(&self, kind: AskKind) -> u64 {
         match kind {
-            AskKind::Question => self.question_ms,
+            AskKind::Question | AskKind::Elicitation => self.question_ms,
             AskKind::Secret => self.secret_ms,
             AskKind::Resource => self.resource_ms,
         }
@@ -176,6 +226,11 @@ pub enum Reply {
         /// What Warrant checked before believing the resource exists.
         check: String,
     },
+    /// The person's answer to an elicitation: the content, checked against the requested
+    /// schema with its defaults filled in.
+    Accepted {
+        content: Value,
+    },
     Declined {
         reason: String,
     },
@@ -187,6 +242,7 @@ impl Reply {
             Self::Answered { .. } => "answered",
             Self::SecretProvided { .. } => "secret provided",
             Self::Connected { .. } => "connected",
+            Self::Accepted { .. } => "accepted",
             Self::Declined { .. } => "declined",
         }
     }
@@ -232,6 +288,11 @@ impl AskState {
 
 /// What the model is told once the request has an outcome: `(ok, result)`.
 pub fn result_for_model(ask: &AskState) -> Option<(bool, Value)> {
+    // An elicitation belongs to the tool call that waits for it: the call's result comes
+    // from the server, not from the request.
+    if ask.ask.kind() == AskKind::Elicitation {
+        return None;
+    }
     if let Some((reply, by)) = &ask.reply {
         return Some(match reply {
             Reply::Answered { option, text } => (
@@ -247,6 +308,8 @@ pub fn result_for_model(ask: &AskState) -> Option<(bool, Value)> {
                 true,
                 json!({"request": ask.id, "connected": ask.ask.title(), "checked": check, "connected_by": by.actor}),
             ),
+            // Only an elicitation is accepted, and it never reaches here.
+            Reply::Accepted { .. } => (false, json!({"request": ask.id})),
             Reply::Declined { reason } => (
                 false,
                 json!({"request": ask.id, "declined": reason, "declined_by": by.actor}),
@@ -273,7 +336,7 @@ pub fn asked_of(principal: &Principal, kind: AskKind) -> Vec<String> {
     out.extend(principal.teams.iter().map(|t| format!("team:{t}")));
     let admins = match kind {
         AskKind::Secret | AskKind::Resource => true,
-        AskKind::Question => principal.teams.is_empty(),
+        AskKind::Question | AskKind::Elicitation => principal.teams.is_empty(),
     };
     if admins {
         out.push("admins".to_owned());
@@ -290,7 +353,7 @@ pub fn asked_of_with(rules: &ApprovalRules, principal: &Principal, kind: AskKind
         return asked_of(principal, kind);
     }
     let risk = match kind {
-        AskKind::Question => RiskClass::Read,
+        AskKind::Question | AskKind::Elicitation => RiskClass::Read,
         AskKind::Secret => RiskClass::Secret,
         AskKind::Resource => RiskClass::External,
     };
@@ -379,6 +442,7 @@ impl Coded for AskError {
                 AskKind::Question => Hint::AnswerQuestion,
                 AskKind::Secret => Hint::ProvideSecret,
                 AskKind::Resource => Hint::ConnectResource,
+                AskKind::Elicitation => Hint::AnswerQuestion,
             }),
             Self::Expired { run, .. } => Some(Hint::Resume { run: run.clone() }),
             Self::NotAnAsk(_) => Some(Hint::ApproveOrDeny),
@@ -396,6 +460,7 @@ fn asked_for(kind: &AskKind) -> &'static str {
         AskKind::Question => "an answer",
         AskKind::Secret => "a secret",
         AskKind::Resource => "a resource",
+        AskKind::Elicitation => "an answer to the requested fields",
     }
 }
 
@@ -666,11 +731,36 @@ fn check_fits(ask: &AskState, reply: &Reply) -> Result<(), AskError> {
             }
         }
         (Ask::Resource { .. }, Reply::Connected { .. }) => Ok(()),
-        (Ask::Question { .. }, Reply::SecretProvided { .. } | Reply::Connected { .. })
-        | (Ask::Secret { .. }, Reply::Answered { .. } | Reply::Connected { .. })
-        | (Ask::Resource { .. }, Reply::Answered { .. } | Reply::SecretProvided { .. }) => {
-            Err(wrong())
+        (Ask::Elicitation { schema, .. }, Reply::Accepted { content }) => {
+            match crate::elicit::accept(schema, content) {
+                Ok(checked) if checked == *content => Ok(()),
+                Ok(_) => Err(AskError::BadOption {
+                    id: ask.id.to_string(),
+                    message: "the answer must be recorded with the schema's defaults filled in"
+                        .into(),
+                }),
+                Err(message) => Err(AskError::BadOption {
+                    id: ask.id.to_string(),
+                    message,
+                }),
+            }
         }
+        (
+            Ask::Question { .. },
+            Reply::SecretProvided { .. } | Reply::Connected { .. } | Reply::Accepted { .. },
+        )
+        | (
+            Ask::Secret { .. },
+            Reply::Answered { .. } | Reply::Connected { .. } | Reply::Accepted { .. },
+        )
+        | (
+            Ask::Resource { .. },
+            Reply::Answered { .. } | Reply::SecretProvided { .. } | Reply::Accepted { .. },
+        )
+        | (
+            Ask::Elicitation { .. },
+            Reply::Answered { .. } | Reply::SecretProvided { .. } | Reply::Connected { .. },
+        ) => Err(wrong()),
     }
 }
 

@@ -102,6 +102,9 @@ pub enum RejectReason {
     /// The answer came from a process a Warrant run started (or one of its descendants): a
     /// command can never answer a request.
     FromCommand,
+    /// The answer to an MCP server's elicitation holds what the secret scanner takes for a
+    /// secret: a server may not ask for one in a form, so it is never sent.
+    SecretInAnswer,
 }
 
 impl RejectReason {
@@ -119,6 +122,7 @@ impl RejectReason {
             Self::Unsigned => "unsigned",
             Self::Unauthenticated => "unauthenticated",
             Self::FromCommand => "from_command",
+            Self::SecretInAnswer => "secret_in_answer",
         }
     }
 
@@ -137,7 +141,8 @@ impl RejectReason {
             | Self::OnBehalf
             | Self::Unsigned
             | Self::Unauthenticated
-            | Self::FromCommand => false,
+            | Self::FromCommand
+            | Self::SecretInAnswer => false,
         }
     }
 }

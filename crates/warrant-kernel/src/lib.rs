@@ -8,6 +8,7 @@ pub mod authority;
 pub mod authorized;
 pub mod confidential;
 pub mod delegation;
+pub mod elicit;
 pub mod error;
 pub mod events;
 pub mod graph;

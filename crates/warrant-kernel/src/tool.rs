@@ -273,6 +273,16 @@ pub trait PeerAsks {
     /// child run under the run's principal (every model call a `provider.call` decided by
     /// policy, on the parent's remaining budget), or refused.
     fn sample(&self, ask: &crate::events::SamplingAsk) -> Sampled;
+
+    /// An MCP server's elicitation: a request to the run's person, raised in the run while the
+    /// call waits, answered from anywhere a request is answered, and bounded by the ask's
+    /// timeout and the run's stop conditions. The default refuses (no run to ask under).
+    fn elicit(&self, _ask: &crate::elicit::ElicitAsk) -> crate::elicit::Elicited {
+        crate::elicit::Elicited::refused(
+            "W-MCP-012",
+            "elicitation cannot be answered here: no run to ask the person under",
+        )
+    }
 }
 
 /// How a sampling request was answered: the child run that answered it (when one started: its

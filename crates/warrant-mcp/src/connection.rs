@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 #[allow(deprecated)] // sampling is deprecated upstream (SEP-2577); still what servers send
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, CreateMessageRequestParams,
-    CreateMessageResult, ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, Implementation,
-    InitializeRequestParams, ProtocolVersion, SamplingCapability, ServerCapabilities, Tool,
+    CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationCapability, ErrorCode,
+    ErrorData, FormElicitationCapability, Implementation, InitializeRequestParams, ProtocolVersion,
+    SamplingCapability, ServerCapabilities, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::{ClientHandler, Peer, ServiceExt as _};
@@ -33,9 +34,11 @@ pub const REFUSED_REQUEST: i32 = -32601;
 /// What the client does when the server asks it something. Sampling is offered only where the
 /// operator configured it (`sampling = true`), and then only while one of the server's tool
 /// calls runs: the request is handed to the thread waiting for that call, which answers it
-/// through the ring (a run of its own). Elicitation and roots are never offered; a server that
-/// asks anyway gets a clear JSON-RPC error, and the refusal is kept for the result of the call
-/// it came in (journaled and audited with it).
+/// through the ring (a run of its own). Elicitation likewise, where configured
+/// (`elicitation = true`, form mode only): the request goes to the waiting call, which asks the
+/// run's person. Roots are never offered; a server that asks for what is not configured gets a
+/// clear JSON-RPC error, and the refusal is kept for the result of the call it came in
+/// (journaled and audited with it).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Handler {
     /// Set when the server says its tool list changed; the next call re-checks its tool.
@@ -44,6 +47,8 @@ pub(crate) struct Handler {
     pub(crate) refused: Arc<Mutex<Vec<ServerRequest>>>,
     /// Whether the operator lets this server ask for sampling.
     pub(crate) sampling: bool,
+    /// Whether the operator lets this server ask the person (form mode elicitation).
+    pub(crate) elicitation: bool,
     /// Where a request goes while a call runs; `None` between calls.
     pub(crate) asks: Arc<Mutex<Option<mpsc::Sender<CallMsg>>>>,
 }
@@ -51,6 +56,9 @@ pub(crate) struct Handler {
 /// The answer a sampling request gets.
 #[allow(deprecated)]
 pub type SamplingAnswer = Result<CreateMessageResult, ErrorData>;
+
+/// The answer an elicitation gets.
+pub type ElicitAnswer = Result<ElicitResult, ErrorData>;
 
 /// What the thread waiting for a call receives: the call's end, or a request of the server's
 /// made during the call, with where its answer goes.
@@ -60,6 +68,10 @@ pub(crate) enum CallMsg {
     Sampling(
         CreateMessageRequestParams,
         tokio::sync::oneshot::Sender<SamplingAnswer>,
+    ),
+    Elicitation(
+        ElicitRequestParams,
+        tokio::sync::oneshot::Sender<ElicitAnswer>,
     ),
 }
 
@@ -90,6 +102,14 @@ impl ClientHandler for Handler {
         let mut caps = ClientCapabilities::default();
         if self.sampling {
             caps.sampling = Some(SamplingCapability::default());
+        }
+        // Form mode only: URL mode would send the person to an address the server chose, which
+        // Warrant does not vouch for, so it is not declared.
+        if self.elicitation {
+            caps.elicitation = Some(
+                ElicitationCapability::new()
+                    .with_form(FormElicitationCapability::new().with_schema_validation(true)),
+            );
         }
         InitializeRequestParams::new(
             caps,
@@ -139,10 +159,39 @@ impl ClientHandler for Handler {
 
     async fn create_elicitation(
         &self,
-        _request: ElicitRequestParams,
+        request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        Err(self.refuse(ServerRequest::Elicitation))
+        if !self.elicitation {
+            return Err(self.refuse(ServerRequest::Elicitation));
+        }
+        let to = self
+            .asks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let Some(to) = to else {
+            return Err(ErrorData::new(
+                ErrorCode(REFUSED_REQUEST),
+                "elicitation is answered only while one of this server's tool calls runs (W-MCP-012)",
+                None,
+            ));
+        };
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        if to.send(CallMsg::Elicitation(request, reply)).is_err() {
+            return Err(ErrorData::new(
+                ErrorCode(REFUSED_REQUEST),
+                "the tool call ended before the elicitation could be asked (W-MCP-013)",
+                None,
+            ));
+        }
+        answer.await.unwrap_or_else(|_| {
+            Err(ErrorData::new(
+                ErrorCode(REFUSED_REQUEST),
+                "the tool call ended before the elicitation was answered (W-MCP-013)",
+                None,
+            ))
+        })
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -251,9 +300,11 @@ impl Connection {
         endpoint: Endpoint,
         timeout: Duration,
         sampling: bool,
+        elicitation: bool,
     ) -> Result<Self, McpError> {
         let handler = Handler {
             sampling,
+            elicitation,
             ..Handler::default()
         };
         let tools_changed = Arc::clone(&handler.tools_changed);
@@ -453,7 +504,8 @@ impl Connection {
     /// Calls `tool` with `arguments`; `stop` is polled while it runs (a cancelled run stops
     /// waiting at once). A sampling request the server makes meanwhile is handed to `answer`
     /// on this thread; the time it takes is not counted against the call's timeout (it is the
-    /// run's own work, bounded by its own limits).
+    /// run's own work, bounded by its own limits). An elicitation is handed to `elicit` the
+    /// same way (the person's time is not the server's either).
     #[allow(deprecated)]
     pub fn call(
         &self,
@@ -461,6 +513,7 @@ impl Connection {
         arguments: serde_json::Map<String, serde_json::Value>,
         stop: &dyn Fn() -> Option<String>,
         answer: &dyn Fn(&CreateMessageRequestParams) -> SamplingAnswer,
+        elicit: &dyn Fn(&ElicitRequestParams) -> ElicitAnswer,
     ) -> Result<CallToolResult, McpError> {
         let peer = self.peer.clone();
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
@@ -488,6 +541,11 @@ impl Connection {
                     let _ = reply.send(answer(&params));
                     deadline += began.elapsed();
                 }
+                Ok(CallMsg::Elicitation(params, reply)) => {
+                    let began = Instant::now();
+                    let _ = reply.send(elicit(&params));
+                    deadline += began.elapsed();
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if let Some(why) = stop() {
                         task.abort();
@@ -497,7 +555,9 @@ impl Connection {
                         // Ended without a word (its runtime went away): one last look.
                         match rx.try_recv() {
                             Ok(CallMsg::Done(v)) => break Ok(v),
-                            Ok(CallMsg::Sampling(..)) | Err(_) => break Err(Waited::Closed),
+                            Ok(CallMsg::Sampling(..) | CallMsg::Elicitation(..)) | Err(_) => {
+                                break Err(Waited::Closed);
+                            }
                         }
                     }
                 }

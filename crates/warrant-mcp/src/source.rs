@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 #[allow(deprecated)] // sampling is deprecated upstream (SEP-2577); still what servers send
-use rmcp::model::{CallToolResult, CreateMessageRequestParams, Tool as RemoteTool};
+use rmcp::model::{
+    CallToolResult, CreateMessageRequestParams, ElicitRequestParams, Tool as RemoteTool,
+};
 use serde_json::{Value, json};
 use warrant_core::config::{DEFAULT_MCP_PROFILE, McpServerConfig, ProfileConfig, SandboxConfig};
 use warrant_core::{Action, CanonicalPath, Coded, McpCall, RiskClass, ToolSpec, digest_of};
@@ -27,6 +29,7 @@ use warrant_kernel::{
 use warrant_tools::ToolSource;
 
 use crate::connection::{Connection, ConnectionRecord, Endpoint};
+use crate::elicitation::{DEFAULT_ELICITATION_TIMEOUT_MS, elicit};
 use crate::error::McpError;
 use crate::names::{is_plain, model_name};
 use crate::sampling::sample;
@@ -328,6 +331,7 @@ fn connect(server: &Arc<Server>, ctx: &StartContext) -> Result<Arc<Connection>, 
         endpoint,
         server.timeout,
         server.config.sampling,
+        server.config.elicitation,
     )
     .map(Arc::new)
 }
@@ -530,16 +534,36 @@ impl McpTool {
             sampled.borrow_mut().push(record);
             answer
         };
-        let result = self.live.conn.call(&call.tool, arguments, stop, &answer);
+        // Each elicitation likewise: a request to the run's person the call waits for.
+        let elicited: RefCell<Vec<Value>> = RefCell::new(Vec::new());
+        let timeout_ms = self
+            .live
+            .server
+            .config
+            .elicitation_timeout_ms
+            .unwrap_or(DEFAULT_ELICITATION_TIMEOUT_MS);
+        let ask_person = |params: &ElicitRequestParams| {
+            let (answer, record) = elicit(&call.server, timeout_ms, params, peers);
+            elicited.borrow_mut().push(record);
+            answer
+        };
+        let result = self
+            .live
+            .conn
+            .call(&call.tool, arguments, stop, &answer, &ask_person);
         let sampled = sampled.into_inner();
+        let elicited = elicited.into_inner();
         let result = match result {
             Ok(r) => r,
             Err(e) => {
                 let mut out = failed(e);
-                if !sampled.is_empty()
-                    && let Value::Object(map) = &mut out.result
-                {
-                    map.insert("sampled".into(), Value::Array(sampled));
+                if let Value::Object(map) = &mut out.result {
+                    if !sampled.is_empty() {
+                        map.insert("sampled".into(), Value::Array(sampled));
+                    }
+                    if !elicited.is_empty() {
+                        map.insert("elicited".into(), Value::Array(elicited));
+                    }
                 }
                 return out;
             }
@@ -549,6 +573,11 @@ impl McpTool {
             && let Value::Object(map) = &mut out
         {
             map.insert("sampled".into(), Value::Array(sampled));
+        }
+        if !elicited.is_empty()
+            && let Value::Object(map) = &mut out
+        {
+            map.insert("elicited".into(), Value::Array(elicited));
         }
         // What the server asked of Warrant during the call and was refused: part of the
         // journaled (and audited) result, each with its code.

@@ -334,6 +334,11 @@ async function viewRequest(id) {
   if (ask.type === "resource") box.append(el("dl", {},
     el("dt", { text: ask.resource || "Resource" }), outside("dd", ask.name),
     el("dt", { text: "Proposed" }), outside("dd", ask.url || (ask.command || []).join(" "))));
+)  if (ask.type === "elicitation") {
+    // The server's words, shown as outside text, and one input per field it asks for.
+    box.append(el("p", { class: "muted", text: "MCP server " + ask.server + " asks (its words, untrusted):" }),
+      outside("pre", ask.message || "", "outside elicitation-message"));
+  }
   if (v.reply) box.append(el("p", { class: "muted", text: "Replied by " + v.reply.by.actor + " via " + v.reply.by.via + "." }));
   if (d.asked && d.asked.fell_through) box.append(el("p", { id: "asked-why", class: "muted", text: "Why them: " + d.asked.fell_through }));
   if (d.reasons && d.reasons.length) {
@@ -363,6 +368,29 @@ async function viewRequest(id) {
       const chosen = document.querySelector("input[name=option]:checked");
       act("answer", chosen ? { option: Number(chosen.value) } : { text: text.value });
     } } }, "Answer"));
+  } else if (kind === "elicitation" && v.status === "open") {
+    const props = (ask.schema && ask.schema.properties) || {};
+    const need = (ask.schema && ask.schema.required) || [];
+    const inputs = {};
+    const form = el("div", { id: "elicitation-fields" });
+    for (const name of Object.keys(props)) {
+      const p = props[name];
+      const input = el("input", { id: "field-" + name, placeholder: p.default !== undefined ? "default " + JSON.stringify(p.default) : (need.includes(name) ? "required" : "optional") });
+      inputs[name] = [input, p];
+      form.append(el("label", { class: "option" }, outside("span", name + " (" + (p.type || "choice") + ")" + (p.description ? ": " + p.description : "")), input));
+    }
+    actions.append(form, el("button", { id: "answer", on: { click: () => {
+      const content = {};
+      for (const [name, [input, p]] of Object.entries(inputs)) {
+        const raw = input.value.trim();
+        if (raw === "") continue;
+        if (p.type === "number" || p.type === "integer") content[name] = Number(raw);
+        else if (p.type === "boolean") content[name] = raw === "true" || raw === "yes";
+        else if (p.type === "array") content[name] = raw.split(",").map((x) => x.trim()).filter(Boolean);
+        else content[name] = raw;
+      }
+      act("answer", { text: JSON.stringify(content) });
+    } } }, "Answer"));
   } else if (kind === "secret" && v.status === "open") {
     const value = el("input", { id: "secret-value", type: "password", autocomplete: "off", spellcheck: "false", placeholder: "The value (stored in the vault; the agent sees a handle)" });
     actions.append(value, el("button", { id: "provide", on: { click: async () => {
@@ -371,7 +399,7 @@ async function viewRequest(id) {
       await act("provide", body);
     } } }, "Provide"));
   }
-  if ((kind === "question" || kind === "secret" || kind === "resource") && v.status === "open") {
+  if ((kind === "question" || kind === "secret" || kind === "resource" || kind === "elicitation") && v.status === "open") {
     const why = el("input", { id: "decline-reason", placeholder: "Why not" });
     actions.append(why, el("button", { id: "decline", class: "danger", on: { click: () => act("decline", { reason: why.value }) } }, "Decline"));
   }

@@ -28,6 +28,7 @@ mod identity;
 mod injection;
 mod keyring;
 mod mcp;
+mod mcp_elicitation;
 mod mcp_sampling;
 mod mcp_serve;
 mod memory;

@@ -64,6 +64,16 @@ pub struct McpServerConfig {
     /// the capability is not declared and a request is refused.
     #[serde(default)]
     pub sampling: bool,
+    /// The server may ask the person for input (elicitation, form mode) while one of its tool
+    /// calls runs: each request becomes a request to the run's person (`warrant requests`),
+    /// answered, declined, or cancelled when nobody answers in time. Default false: the
+    /// capability is not declared and a request is refused.
+    #[serde(default)]
+    pub elicitation: bool,
+    /// How long an elicitation waits for the person before the server is told `cancel`
+    /// (default 300000, five minutes); the call's own timeout does not count that wait.
+    #[serde(default)]
+    pub elicitation_timeout_ms: Option<u64>,
 }
 
 /// The profile a stdio server runs under when none is named.

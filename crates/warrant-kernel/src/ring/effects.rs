@@ -352,8 +352,8 @@ impl Ring<'_> {
         // What the tool's peer asks during the effect (an MCP server's sampling) is answered
         // by runs of its own, linked to this call, through the spawner.
         let peers = Peers {
-            spawner: self.spawner,
-            parent: state,
+            ring: self,
+            state: std::cell::RefCell::new(&mut *state),
             call: call_id,
             asked: std::cell::Cell::new(0),
             stop: &stop,
@@ -614,21 +614,38 @@ fn grant_of(state: &RunState, started_seq: u64, by_person: bool) -> crate::autho
 /// The ring's answer to what a tool's peer asks while its effect runs: each sampling request a
 /// child run started by the spawner (the host), numbered within the call so the same call
 /// names the same children.
-struct Peers<'a> {
-    spawner: Option<&'a dyn crate::tool::Spawner>,
-    parent: &'a RunState,
+/// An elicitation is a request raised in the run itself, so the run's state is lent to the
+/// peers while the effect runs (and advanced by what the request's reply appends).
+struct Peers<'a, 'r> {
+    ring: &'a Ring<'r>,
+    state: std::cell::RefCell<&'a mut RunState>,
     call: &'a str,
     asked: std::cell::Cell<usize>,
     stop: crate::tool::StopCheck<'a>,
 }
 
-impl crate::tool::PeerAsks for Peers<'_> {
+impl crate::tool::PeerAsks for Peers<'_, '_> {
     fn sample(&self, ask: &crate::events::SamplingAsk) -> crate::tool::Sampled {
         let ordinal = self.asked.get();
         self.asked.set(ordinal + 1);
-        match self.spawner {
-            Some(spawner) => spawner.sample(self.parent, self.call, ordinal, ask, self.stop),
+        match self.ring.spawner {
+            Some(spawner) => {
+                let parent = self.state.borrow();
+                spawner.sample(&parent, self.call, ordinal, ask, self.stop)
+            }
             None => crate::tool::PeerAsks::sample(&crate::tool::NoPeerAsks, ask),
         }
+    }
+
+    fn elicit(&self, ask: &crate::elicit::ElicitAsk) -> crate::elicit::Elicited {
+        let mut state = self.state.borrow_mut();
+        self.ring
+            .elicit_in(&mut state, self.call, ask, self.stop)
+            .unwrap_or_else(|e| {
+                crate::elicit::Elicited::refused(
+                    "W-MCP-017",
+                    format!("the request to the person could not be recorded: {e}"),
+                )
+            })
     }
 }

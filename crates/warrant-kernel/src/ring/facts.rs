@@ -512,6 +512,18 @@ pub(crate) fn facts_of(
                 crate::asks::Reply::SecretProvided { handle } => {
                     facts.resource = Some(handle.clone());
                 }
+                // The answered values stay in the journal (sealed where the redactor finds a
+                // secret); the audit record names the fields and the content's digest only.
+                crate::asks::Reply::Accepted { content } => {
+                    let mut named: Vec<String> = content
+                        .as_object()
+                        .map(|m| m.keys().map(|k| format!("field {k}")).collect())
+                        .unwrap_or_default();
+                    if let Ok(d) = warrant_core::digest_of(content) {
+                        named.push(format!("content {d}"));
+                    }
+                    facts.reasons = named;
+                }
                 crate::asks::Reply::Answered { .. } | crate::asks::Reply::Connected { .. } => {}
             }
         }

@@ -136,6 +136,30 @@ impl Ring<'_> {
         self.record_rejection(state, request, RejectReason::FromCommand, detail, approver)
     }
 
+    /// Records that `who`'s answer to an MCP server's elicitation was refused because it held
+    /// a secret (`detail` names the kinds found, never the value); the request stays open.
+    pub fn record_refused_answer(
+        &self,
+        state: &mut RunState,
+        request: &RequestId,
+        who: &Principal,
+        via: &str,
+        detail: String,
+    ) -> Result<(), KernelError> {
+        let approver = Approver {
+            tenant: who.tenant.clone(),
+            actor: who.actor.clone(),
+            via: via.to_owned(),
+        };
+        self.record_rejection(
+            state,
+            request,
+            RejectReason::SecretInAnswer,
+            detail,
+            approver,
+        )
+    }
+
     /// Records a refused answer; the request stays as it was.
     pub(super) fn record_rejection(
         &self,

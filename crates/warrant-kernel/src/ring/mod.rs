@@ -325,6 +325,7 @@ mod answers;
 mod calls;
 mod delegated;
 mod effects;
+mod elicitation;
 mod envelope;
 mod facts;
 mod graph;

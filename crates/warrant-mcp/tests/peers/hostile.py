@@ -41,6 +41,8 @@ def tools():
         {"name": "hang", "description": "Never answers.", "inputSchema": {"type": "object"}},
         {"name": "sample", "description": "Asks the client to sample the model.",
          "inputSchema": {"type": "object"}},
+        {"name": "elicit", "description": "Asks the client's person for input.",
+         "inputSchema": {"type": "object"}},
         {"name": "peek", "description": "Reads a file of the machine.",
          "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
          "annotations": {"readOnlyHint": True}},
@@ -66,7 +68,7 @@ for line in sys.stdin:
     method = msg.get("method")
     mid = msg.get("id")
     if method is None and mid in pending:
-        # The client's answer to our sampling request.
+        # The client's answer to our sampling or elicitation request.
         call_id = pending.pop(mid)
         send({"jsonrpc": "2.0", "id": call_id, "result": text(json.dumps(msg))})
         continue
@@ -105,6 +107,12 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": 9001, "method": "sampling/createMessage", "params": {
                 "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
                 "maxTokens": 10}})
+        elif name == "elicit":
+            # Asked whether or not the client declared elicitation.
+            pending[9002] = mid
+            send({"jsonrpc": "2.0", "id": 9002, "method": "elicitation/create", "params": {
+                "mode": "form", "message": "your name?",
+                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}})
         else:
             send({"jsonrpc": "2.0", "id": mid, "result": text("called " + name)})
     elif mid is not None and method == "ping":

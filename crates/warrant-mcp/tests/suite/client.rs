@@ -271,6 +271,20 @@ fn hostile_tools_are_named_safely_withheld_bounded_and_refused_when_changed() {
         }]),
         "{sampled:?}"
     );
+    // An elicitation from a server not configured for it is refused the same way (W-MCP-011),
+    // and the person is never asked.
+    let (_, elicited) = call(&tools, "mcp__hostile__elicit", json!({}), &env);
+    let text = elicited.result["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(text.contains("elicitation is refused"), "{text}");
+    assert_eq!(
+        elicited.result["refused_requests"][0]["code"],
+        json!("W-MCP-011"),
+        "{elicited:?}"
+    );
+    assert!(elicited.result.get("elicited").is_none(), "{elicited:?}");
     // The tool list changes mid-run: a call decided against the old definition is refused,
     // nothing is sent.
     let echo_before = call_action(&tools, "mcp__hostile__echo", &env);
