@@ -202,6 +202,14 @@ impl Host {
                     spawn.budget = Some(spawn.budget.map_or(cap, |b| b.tightest(cap)));
                 }
             }
+            // The run's skill catalog is the profile's attached skills when it names any.
+            if let Some(attached) = &pin.skills {
+                s.skills.retain(|k| {
+                    attached
+                        .iter()
+                        .any(|a| a.name == k.name && a.digest == k.digest)
+                });
+            }
             s.agent_profile = Some(Box::new(pin));
         }
         Ok(spec)
@@ -242,6 +250,9 @@ impl<'a> Parts<'a> {
             },
         };
         let exit = driver.run(state, lease, prompter);
+        if exit.is_ok() {
+            self.host.reconcile_profile(state);
+        }
         self.host.deliver();
         exit.map_err(|e| HostError::failed(&e))
     }
