@@ -118,7 +118,7 @@ pub fn delta(
             })
             .collect();
         if policy == "allowlist" && !wanted.is_empty() {
-            let mut value = allow.clone();
+            let mut value = allow;
             for (name, _) in &wanted {
                 if !value.contains(name) {
                     value.push(name.clone());

@@ -239,14 +239,14 @@ impl RequestSpec {
     /// Marks a path resource beneath one of `dirs` (installed skills verified against their
     /// approval) as `in_installed_skill`.
     pub(crate) fn with_installed_skills(mut self, action: &Action, dirs: &[CanonicalPath]) -> Self {
-        let path = match action {
-            Action::FsRead { path }
-            | Action::FsList { path }
-            | Action::FsSearch { path, .. }
-            | Action::FsWrite { path, .. }
-            | Action::FsCreate { path, .. }
-            | Action::FsDelete { path, .. } => path,
-            _ => return self,
+        let (Action::FsRead { path }
+        | Action::FsList { path }
+        | Action::FsSearch { path, .. }
+        | Action::FsWrite { path, .. }
+        | Action::FsCreate { path, .. }
+        | Action::FsDelete { path, .. }) = action
+        else {
+            return self;
         };
         if dirs.iter().any(|d| path.starts_with(d)) {
             for (k, v) in &mut self.resource.attrs {
