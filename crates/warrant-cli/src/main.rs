@@ -711,6 +711,29 @@ impl warrant_host::Notices for Stderr {
             Notice::SkillsUnavailable { code, error } => {
                 format!("warning: {error} ({code}); no skills are offered")
             }
+            Notice::ProfileDelta {
+                run,
+                profile,
+                path,
+                applied,
+                queued,
+                error,
+            } => match (error, path, applied) {
+                (Some(e), _, _) => {
+                    format!("warning: the state delta of {run} for profile `{profile}`: {e}")
+                }
+                (None, Some(p), Some(rev)) => format!(
+                    "profile `{profile}` learned from {run}: state applied (revision {rev}); delta {}{}",
+                    p.display(),
+                    proposals_line(&queued)
+                ),
+                (None, Some(p), None) => format!(
+                    "profile `{profile}`: {run} left a state delta for a person (`warrant profiles apply {} --approve`){}",
+                    p.display(),
+                    proposals_line(&queued)
+                ),
+                (None, None, _) => return,
+            },
             Notice::BaselineGaps { gaps } => {
                 let listed: Vec<String> = gaps
                     .iter()
@@ -724,6 +747,18 @@ impl warrant_host::Notices for Stderr {
             }
         };
         eprintln!("{}", shown(&line));
+    }
+}
+
+fn proposals_line(queued: &[String]) -> String {
+    if queued.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} proposal(s) for a person: `warrant profiles proposals` ({})",
+            queued.len(),
+            queued.join(", ")
+        )
     }
 }
 

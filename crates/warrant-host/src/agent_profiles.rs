@@ -123,7 +123,22 @@ impl Host {
         model: &str,
     ) -> Result<(ProfilePin, RunLimits)> {
         let r = self.resolve_profile(name_or_file)?;
-        warrant_oap::pin::pin(&r, &self.paths.workspace, tools, model).map_err(|e| host_error(&e))
+        warrant_oap::pin::pin(
+            &r,
+            &self.paths.workspace,
+            tools,
+            model,
+            &self.profile_installation(),
+        )
+        .map_err(|e| host_error(&e))
+    }
+
+    /// What a profile may attach here: the usable skills and the operator's MCP servers.
+    fn profile_installation(&self) -> warrant_oap::pin::Installation {
+        warrant_oap::pin::Installation {
+            skills: self.skill_pins(),
+            mcp_servers: self.settings.mcp.servers.clone(),
+        }
     }
 
     /// `profiles show`.
@@ -133,8 +148,14 @@ impl Host {
             .iter()
             .map(|s| s.name.clone())
             .collect();
-        let (pin, _) = warrant_oap::pin::pin(&r, &self.paths.workspace, &tools, "")
-            .map_err(|e| host_error(&e))?;
+        let (pin, _) = warrant_oap::pin::pin(
+            &r,
+            &self.paths.workspace,
+            &tools,
+            "",
+            &self.profile_installation(),
+        )
+        .map_err(|e| host_error(&e))?;
         Ok(ProfileView {
             description: r
                 .effective
@@ -221,34 +242,12 @@ impl Host {
             .and_then(|s| s.as_str())
             .unwrap_or_default()
             .to_owned();
-        let dir = self.proposals_dir();
-        let mut queued = Vec::new();
-        for (i, p) in applied.proposals.iter().enumerate() {
-            let id = format!(
-                "{}-r{}-{}-{i}",
-                applied.profile,
-                applied.from_revision,
-                session.replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "")
-            );
-            let pending = PendingProposal {
-                id: id.clone(),
-                profile: applied.profile.clone(),
-                revision: applied.from_revision,
-                session: session.clone(),
-                proposal: p.clone(),
-            };
-            let text = serde_json::to_vec_pretty(&pending)
-                .map_err(|e| HostError::usage("W-OAP-015", e.to_string()))?;
-            std::fs::create_dir_all(&dir)
-                .and_then(|()| std::fs::write(dir.join(format!("{id}.json")), text))
-                .map_err(|e| {
-                    HostError::usage(
-                        "W-OAP-015",
-                        format!("cannot queue proposal {id} in {}: {e}", dir.display()),
-                    )
-                })?;
-            queued.push(id);
-        }
+        let queued = self.queue_proposals(
+            &applied.profile,
+            applied.from_revision,
+            &session,
+            &applied.proposals,
+        )?;
         Ok(AppliedView { applied, queued })
     }
 
@@ -290,6 +289,199 @@ impl Host {
         Ok(out)
     }
 
+    /// Queues `proposals` of a delta for `profile` at `revision` for a person (an id per
+    /// proposal, stable for the same session, so queuing again replaces).
+    fn queue_proposals(
+        &self,
+        profile: &str,
+        revision: u64,
+        session: &str,
+        proposals: &[Proposal],
+    ) -> Result<Vec<String>> {
+        let dir = self.proposals_dir();
+        let mut queued = Vec::new();
+        for (i, p) in proposals.iter().enumerate() {
+            let id = format!(
+                "{profile}-r{revision}-{}-{i}",
+                session.replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "")
+            );
+            let pending = PendingProposal {
+                id: id.clone(),
+                profile: profile.to_owned(),
+                revision,
+                session: session.to_owned(),
+                proposal: p.clone(),
+            };
+            let text = serde_json::to_vec_pretty(&pending)
+                .map_err(|e| HostError::usage("W-OAP-015", e.to_string()))?;
+            std::fs::create_dir_all(&dir)
+                .and_then(|()| std::fs::write(dir.join(format!("{id}.json")), text))
+                .map_err(|e| {
+                    HostError::usage(
+                        "W-OAP-015",
+                        format!("cannot queue proposal {id} in {}: {e}", dir.display()),
+                    )
+                })?;
+            queued.push(id);
+        }
+        Ok(queued)
+    }
+
+    fn deltas_dir(&self) -> PathBuf {
+        self.paths.dot.join("agent-deltas")
+    }
+
+    /// Reconcile (OAP lifecycle step 5) for a run that ended under an agent profile: its state
+    /// delta, derived from the run's journal, written to `.warrant/agent-deltas/RUN.delta.json`
+    /// (never into the profile), its proposals queued for a person at Warrant's risk, and,
+    /// under `lifecycle.writeback: auto`, its state-only operations applied by the applicator
+    /// (`profiles apply`'s path: revision re-checked under the lock, atomic write). `off`
+    /// writes nothing. A subagent's run emits none (its parent's does). Told as a notice.
+    pub(crate) fn reconcile_profile(&self, state: &warrant_kernel::RunState) {
+        let Some(pin) = state.settings.agent_profile.as_deref() else {
+            return;
+        };
+        let Some(outcome) = &state.ended else {
+            return;
+        };
+        if state
+            .settings
+            .spawn
+            .as_deref()
+            .is_some_and(|s| s.parent.is_some())
+        {
+            return;
+        }
+        let catalog = self.agent_profiles();
+        let current = if pin.trust == "imported" {
+            catalog.resolve(&pin.source)
+        } else {
+            catalog.resolve(&pin.name)
+        }
+        .ok();
+        let writeback = current
+            .as_ref()
+            .filter(|r| r.spec_digest == pin.spec_digest)
+            .and_then(|r| {
+                r.effective
+                    .get("spec")?
+                    .get("lifecycle")?
+                    .get("writeback")?
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| "propose".to_owned());
+        if writeback == "off" {
+            return;
+        }
+        let mut denied = std::collections::BTreeMap::new();
+        let profile_reason = format!("profile:{}", pin.name);
+        for c in &state.calls {
+            if c.decisions.iter().any(|d| {
+                d.verdict == warrant_kernel::Verdict::Deny
+                    && d.reasons
+                        .first()
+                        .is_some_and(|r| r.policy == profile_reason)
+            }) {
+                *denied.entry(c.record.tool.clone()).or_insert(0u32) += 1;
+            }
+        }
+        let session = warrant_oap::generate::Session {
+            id: state.run.to_string(),
+            harness_version: env!("CARGO_PKG_VERSION").to_owned(),
+            started_at: None,
+            ended_at: warrant_core::Clock::now(&warrant_core::SystemClock).rfc3339(),
+            model: state.model.clone(),
+            turns: state.turns,
+            tool_calls: state.calls.iter().filter(|c| !c.received).count() as u32,
+            cost_usd: (state.usage.cost_usd > 0.0).then_some(state.usage.cost_usd),
+            outcome: match outcome {
+                warrant_kernel::Outcome::Completed => "completed",
+                warrant_kernel::Outcome::Failed { code, .. } if code.contains("DEADLINE") => {
+                    "timeout"
+                }
+                warrant_kernel::Outcome::Failed { .. } => "error",
+                warrant_kernel::Outcome::Stopped { .. } => "aborted",
+            }
+            .to_owned(),
+            denied_by_profile: denied,
+        };
+        let told = |path: Option<PathBuf>,
+                    applied: Option<u64>,
+                    queued: Vec<String>,
+                    error: Option<String>| {
+            self.inst.notices.notice(crate::Notice::ProfileDelta {
+                run: state.run.to_string(),
+                profile: pin.name.clone(),
+                path,
+                applied,
+                queued,
+                error,
+            });
+        };
+        let doc = match warrant_oap::generate::delta(pin, current.as_ref(), &session) {
+            Ok(d) => d,
+            Err(e) => return told(None, None, Vec::new(), Some(format!("[{}] {e}", e.code()))),
+        };
+        let dir = self.deltas_dir();
+        let path = dir.join(format!("{}.delta.json", state.run));
+        let tmp = dir.join(format!(".{}.delta.json.tmp", state.run));
+        let written = serde_json::to_vec_pretty(&doc)
+            .map_err(|e| e.to_string())
+            .and_then(|text| {
+                std::fs::create_dir_all(&dir)
+                    .and_then(|()| std::fs::write(&tmp, text))
+                    .and_then(|()| std::fs::rename(&tmp, &path))
+                    .map_err(|e| e.to_string())
+            });
+        if let Err(e) = written {
+            return told(
+                None,
+                None,
+                Vec::new(),
+                Some(format!("[W-OAP-015] cannot write {}: {e}", path.display())),
+            );
+        }
+        if writeback == "auto" {
+            match self.apply_agent_delta(&path, false) {
+                Ok(v) => told(Some(path), Some(v.applied.to_revision), v.queued, None),
+                Err(e) => told(Some(path), None, Vec::new(), Some(e.to_string())),
+            }
+            return;
+        }
+        let proposals = warrant_oap::delta::proposals(&doc);
+        match self.queue_proposals(&pin.name, pin.revision, &session.id, &proposals) {
+            Ok(q) => told(Some(path), None, q, None),
+            Err(e) => told(Some(path), None, Vec::new(), Some(e.to_string())),
+        }
+    }
+
+    /// Refuses to continue run `run` when a skill its profile attached is no longer usable
+    /// here with the digest pinned when it started (L3-G2).
+    fn check_pinned_skills(&self, run: &str, pin: &ProfilePin) -> Result<()> {
+        let Some(pinned) = pin.skills.as_deref().filter(|s| !s.is_empty()) else {
+            return Ok(());
+        };
+        let usable = self.skill_pins();
+        for s in pinned {
+            let now = match usable.iter().find(|u| u.name == s.name) {
+                Some(u) if u.digest == s.digest => continue,
+                Some(u) => u.digest.clone(),
+                None => {
+                    "not usable here (changed and not re-approved, untrusted or gone)".to_owned()
+                }
+            };
+            return Err(host_error(&OapError::SkillChanged {
+                run: run.to_owned(),
+                name: pin.name.clone(),
+                skill: s.name.clone(),
+                pinned: s.digest.clone(),
+                now,
+            }));
+        }
+        Ok(())
+    }
+
     /// Refuses to continue run `run` when its pinned profile is no longer the one on disk
     /// (another spec digest or revision, or gone).
     pub fn check_pinned_profile(&self, run: &str, pin: &ProfilePin) -> Result<()> {
@@ -301,7 +493,7 @@ impl Host {
         };
         let now = match now {
             Ok(r) if r.spec_digest == pin.spec_digest && r.revision == pin.revision => {
-                return Ok(());
+                return self.check_pinned_skills(run, pin);
             }
             Ok(r) => format!("revision {} ({})", r.revision, r.spec_digest),
             Err(e) => format!("not loadable: {e}"),

@@ -213,6 +213,7 @@ pub fn explain(
         principal: &principal,
         action: &action,
         workspace: &workspace,
+        installed_skills: &[],
     });
     let rules = install::approval_rules(&paths, &layers)?;
     let class = explanation.decision.risk;

@@ -311,7 +311,12 @@ impl Host {
         f: impl FnOnce(&Ring<'_>) -> R,
     ) -> R {
         let budgets = self.model_rules();
-        let base = warrant_kernel::pdp::Pdp(&self.policy);
+        // Reads of the installed skills that still match their approval are
+        // `resource.in_installed_skill` (checked now, once per ring).
+        let base = warrant_kernel::pdp::SkillAwarePdp {
+            engine: &self.policy,
+            installed_skills: self.verified_skill_dirs(),
+        };
         let pdp = warrant_kernel::Governed {
             inner: &base,
             rules: self.rules.clone(),

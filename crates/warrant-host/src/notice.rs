@@ -35,6 +35,17 @@ pub enum Notice {
     /// Baseline controls strict mode would require are missing; told once when a run or a
     /// front end starts (strict mode refuses instead).
     BaselineGaps { gaps: Vec<crate::strict::Gap> },
+    /// A run under an agent profile ended and emitted its state delta (OAP reconcile): where
+    /// it is, whether it was applied (`writeback: auto`, the new revision) and the proposals
+    /// queued for a person; `error` when it could not be produced or applied.
+    ProfileDelta {
+        run: String,
+        profile: String,
+        path: Option<std::path::PathBuf>,
+        applied: Option<u64>,
+        queued: Vec<String>,
+        error: Option<String>,
+    },
 }
 
 /// Where notices go: the front end's sink for them.

@@ -205,6 +205,14 @@ impl Host {
             // The profile's declared ceiling (`metadata.annotations."warrant.dev/ceiling"`)
             // only tightens the run's.
             s.ceiling = crate::ceilings::tightest(s.ceiling, limits.ceiling);
+            // The run's skill catalog is the profile's attached skills when it names any.
+            if let Some(attached) = &pin.skills {
+                s.skills.retain(|k| {
+                    attached
+                        .iter()
+                        .any(|a| a.name == k.name && a.digest == k.digest)
+                });
+            }
             s.agent_profile = Some(Box::new(pin));
         }
         Ok(spec)
@@ -245,6 +253,9 @@ impl<'a> Parts<'a> {
             },
         };
         let exit = driver.run(state, lease, prompter);
+        if exit.is_ok() {
+            self.host.reconcile_profile(state);
+        }
         self.host.deliver();
         exit.map_err(|e| HostError::failed(&e))
     }

@@ -144,6 +144,25 @@ impl Host {
         }
     }
 
+    /// The directories of the installed (user) skills whose files match the digest a person
+    /// approved, as found now: what the ring marks `resource.in_installed_skill`. Project
+    /// skills are not among them (they live in the workspace, under its own rules).
+    pub(crate) fn verified_skill_dirs(&self) -> Vec<warrant_core::CanonicalPath> {
+        let Ok(catalog) = self.skills() else {
+            return Vec::new();
+        };
+        catalog
+            .skills
+            .iter()
+            .filter(|e| {
+                e.scope == warrant_kernel::skills::SkillScope::User && e.status == Status::Usable
+            })
+            .filter_map(|e| {
+                warrant_core::CanonicalPath::from_normalized(&e.dir.to_string_lossy()).ok()
+            })
+            .collect()
+    }
+
     /// `skills show NAME`.
     pub fn skill(&self, name: &str) -> Result<SkillView> {
         let catalog = self.skills()?;

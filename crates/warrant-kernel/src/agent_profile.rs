@@ -171,6 +171,19 @@ pub struct ProfilePin {
     /// Everything dropped, narrowed or substituted when the run started.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub adjustments: Vec<Adjustment>,
+    /// `spec.tools.skills` as attached when the run started: each skill the profile named
+    /// that was usable here (installed and approved, or a trusted project's) with the digest
+    /// of its files then. The run's skill catalog is exactly these; `None` when the profile
+    /// names no skills (the installation's catalog stands, under the tool ceiling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills: Option<Vec<PinnedSkill>>,
+}
+
+/// A skill a profile attached to a run, with the digest its files had then (L3-G2).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinnedSkill {
+    pub name: String,
+    pub digest: String,
 }
 
 /// Where a profile lets the agent read and write (absolute, canonical prefixes).
@@ -404,6 +417,7 @@ mod tests {
             allow_hosts: None,
             memory_scopes: None,
             adjustments: vec![],
+            skills: None,
         }
     }
 

@@ -106,6 +106,25 @@ pub enum OapError {
         "refused: this process was started by a Warrant run ({evidence}); a delta is approved by a person, not by a run's command"
     )]
     FromCommand { evidence: String },
+    #[error(
+        "`{name}` requires skill `{skill}` pinned at {pinned}, but its files here have digest {found}; a required skill that changed refuses the run (L3-G2)"
+    )]
+    SkillDigest {
+        name: String,
+        skill: String,
+        pinned: String,
+        found: String,
+    },
+    #[error(
+        "run {run} was started under agent profile `{name}` with skill `{skill}` at {pinned}; the skill is now {now}: resume refuses a changed skill (start a new run)"
+    )]
+    SkillChanged {
+        run: String,
+        name: String,
+        skill: String,
+        pinned: String,
+        now: String,
+    },
 }
 
 impl OapError {
@@ -128,6 +147,8 @@ impl OapError {
             Self::Write { .. } => "W-OAP-015",
             Self::Changed { .. } => "W-OAP-016",
             Self::FromCommand { .. } => "W-OAP-017",
+            Self::SkillDigest { .. } => "W-OAP-018",
+            Self::SkillChanged { .. } => "W-OAP-019",
         }
     }
 
@@ -156,7 +177,11 @@ impl OapError {
             | Self::Apply { .. }
             | Self::Write { .. }
             | Self::Changed { .. }
-            | Self::FromCommand { .. } => None,
+            | Self::FromCommand { .. }
+            | Self::SkillChanged { .. } => None,
+            Self::SkillDigest { .. } => Some(
+                "`warrant skills verify` and `warrant skills show NAME` show the skill's digest; a person approves the new files (`warrant skills approve NAME`) and updates the profile's pin, or restores the files",
+            ),
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod conformance;
 pub mod delta;
 pub mod diff;
 mod error;
+pub mod generate;
 pub mod pin;
 
 use std::cell::RefCell;

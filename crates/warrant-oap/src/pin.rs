@@ -7,11 +7,23 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
+use warrant_core::config::McpServerConfig;
 use warrant_kernel::agent_profile::{
-    Adjustment, Ceiling, Family, PathCeiling, PinnedRule, ProfilePin,
+    Adjustment, Ceiling, Family, PathCeiling, PinnedRule, PinnedSkill, ProfilePin,
 };
+use warrant_kernel::skills::SkillPin;
 
 use crate::{Document, OapError, Resolved};
+
+/// What the installation offers a profile to attach: the skills usable here (installed and
+/// approved as they are, or a trusted project's), and the MCP servers the operator configured
+/// (`[mcp.servers.*]`). A profile only selects among these and narrows them: it never
+/// installs a skill nor starts a server of its own.
+#[derive(Clone, Debug, Default)]
+pub struct Installation {
+    pub skills: Vec<SkillPin>,
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+}
 
 /// Limits of `spec.runtime` the host applies to the run's settings (each only lowers one).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -121,6 +133,7 @@ pub fn oap_names(tool: &str) -> Vec<String> {
         "propose_memory" => &["memory/propose", "memory"],
         "catalog_list" => &["catalog/list", "catalog"],
         "catalog_describe" => &["catalog/describe", "catalog"],
+        "activate_skill" => &["skill", "skills"],
         "create_document" | "create_presentation" | "create_spreadsheet" | "create_report" => {
             &["write", "artifact"]
         }
@@ -134,6 +147,11 @@ pub fn oap_names(tool: &str) -> Vec<String> {
         names.push(format!("mcp/{server}/{name}"));
     }
     names
+}
+
+/// Warrant's name of the skill activation tool (`warrant-skills` sits above this crate).
+const fn warrant_skills_tool() -> &'static str {
+    "activate_skill"
 }
 
 fn matches_any(patterns: &[String], tool: &str, names: &[String]) -> Option<String> {
@@ -160,6 +178,8 @@ fn adjust(field: &str, requested: &str, effective: &str, reason: &str) -> Adjust
 fn tool_ceilings(
     spec: &Document,
     tools: &[String],
+    attached_skills: bool,
+    mcp: &BTreeMap<String, ServerFilter>,
     adjustments: &mut Vec<Adjustment>,
 ) -> (BTreeMap<String, Ceiling>, BTreeMap<String, Vec<String>>) {
     let t = obj(at(spec, &["tools"]));
@@ -194,15 +214,39 @@ fn tool_ceilings(
             continue;
         }
         let names = oap_names(tool);
-        let denied_by = matches_any(&deny, tool, &names);
-        let listed = matches_any(&allow, tool, &names);
+        let mut denied_by =
+            matches_any(&deny, tool, &names).map(|p| format!("spec.tools.deny lists `{p}`"));
+        let mut listed = matches_any(&allow, tool, &names);
+        // What the profile declares it uses is asked for by declaring it: the skills it
+        // attaches (`activate_skill`) and the tools of the MCP servers it declares (narrowed
+        // by each server's own allow/deny).
+        if tool == warrant_skills_tool() && attached_skills && listed.is_none() {
+            listed = Some("spec.tools.skills".to_owned());
+        }
+        if let Some((server, own)) = tool
+            .strip_prefix("mcp__")
+            .and_then(|rest| rest.split_once("__"))
+            && let Some(f) = mcp.get(server)
+        {
+            if let Some(p) = f.deny.iter().find(|p| glob(p, own)) {
+                denied_by.get_or_insert(format!(
+                    "spec.tools.mcp_servers.{server}.tools.deny lists `{p}`"
+                ));
+            } else if !f.allow.is_empty() && !f.allow.iter().any(|p| glob(p, own)) {
+                denied_by.get_or_insert(format!(
+                    "not in spec.tools.mcp_servers.{server}.tools.allow"
+                ));
+            } else if listed.is_none() {
+                listed = Some(format!("spec.tools.mcp_servers.{server}"));
+            }
+        }
         let mut c = match (policy, &denied_by, &listed) {
             (_, Some(_), _) => Ceiling::Deny,
             ("allowlist", None, None) => Ceiling::Deny,
             _ => Ceiling::Allow,
         };
         let mut why = match (&denied_by, policy) {
-            (Some(p), _) => format!("spec.tools.deny lists `{p}`"),
+            (Some(p), _) => p.clone(),
             (None, "allowlist") if listed.is_none() => {
                 "not in spec.tools.allow (policy allowlist)".to_owned()
             }
@@ -321,6 +365,25 @@ fn paths(spec: &Document, workspace: &Path) -> PathCeiling {
         write_roots: list("write_roots"),
         deny: list("deny_paths").unwrap_or_default(),
     }
+}
+
+/// When the profile limits reads to `read_roots`, the skills it attached stay readable: their
+/// directories join the roots (the profile asked for them; policy still decides each read).
+fn with_skill_dirs(
+    mut paths: PathCeiling,
+    attached: Option<&[PinnedSkill]>,
+    installation: &Installation,
+) -> PathCeiling {
+    if let (Some(roots), Some(attached)) = (paths.read_roots.as_mut(), attached) {
+        for a in attached {
+            if let Some(p) = installation.skills.iter().find(|p| p.name == a.name)
+                && !roots.contains(&p.dir)
+            {
+                roots.push(p.dir.clone());
+            }
+        }
+    }
+    paths
 }
 
 fn bullets(title: &str, items: &[String]) -> Option<String> {
@@ -505,44 +568,6 @@ fn unsupported(
             ));
         }
     }
-    for server in at(spec, &["tools", "mcp_servers"])
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let n = server
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        adjustments.push(adjust(
-            &format!("tools.mcp_servers.{n}"),
-            "launch",
-            "not launched",
-            "a profile never starts MCP servers in Warrant; only the installation's [mcp.servers.*] are offered (and governed)",
-        ));
-    }
-    for skill in at(spec, &["tools", "skills"])
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let n = skill
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if skill.get("required") == Some(&Value::Bool(true)) {
-            return Err(OapError::Required {
-                name: name.to_owned(),
-                what: format!("skill `{n}`"),
-            });
-        }
-        adjustments.push(adjust(
-            &format!("tools.skills.{n}"),
-            "load",
-            "not loaded",
-            "skills are not loaded from profiles yet (never installed as a side effect)",
-        ));
-    }
     for store in at(spec, &["memory", "stores"])
         .and_then(Value::as_array)
         .into_iter()
@@ -598,19 +623,238 @@ fn unsupported(
     Ok(())
 }
 
+/// A profile's `tools{allow,deny}` for one admitted MCP server, over the server's own tool
+/// names.
+#[derive(Clone, Debug, Default)]
+struct ServerFilter {
+    allow: Vec<String>,
+    deny: Vec<String>,
+}
+
+/// `spec.tools.skills` against the skills usable here (L3-K1, L3-G2). A skill is attached
+/// only when it is usable here under the installation's own rules (installed and approved
+/// as it is, or a trusted project's) and, when the profile pins a `digest`, its files have
+/// that digest. Nothing is installed: `source` is only shown. A `required` skill that cannot
+/// be attached refuses the run (L1-I7); another is recorded as not loaded.
+fn attach_skills(
+    spec: &Document,
+    name: &str,
+    usable: &[SkillPin],
+    adjustments: &mut Vec<Adjustment>,
+) -> Result<Option<Vec<PinnedSkill>>, OapError> {
+    let Some(listed) = at(spec, &["tools", "skills"]).and_then(Value::as_array) else {
+        return Ok(None);
+    };
+    if listed.is_empty() {
+        return Ok(None);
+    }
+    let mut attached = Vec::new();
+    for skill in listed {
+        let n = skill
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let required = skill.get("required") == Some(&Value::Bool(true));
+        let pinned = skill.get("digest").and_then(Value::as_str);
+        let source = skill.get("source").and_then(Value::as_str);
+        match usable.iter().find(|p| p.name == n) {
+            Some(p) if pinned.is_none_or(|d| d == p.digest) => {
+                attached.push(PinnedSkill {
+                    name: n.to_owned(),
+                    digest: p.digest.clone(),
+                });
+            }
+            Some(p) => {
+                let pinned = pinned.unwrap_or_default().to_owned();
+                if required {
+                    return Err(OapError::SkillDigest {
+                        name: name.to_owned(),
+                        skill: n.to_owned(),
+                        pinned,
+                        found: p.digest.clone(),
+                    });
+                }
+                adjustments.push(adjust(
+                    &format!("tools.skills.{n}"),
+                    &format!("load {pinned}"),
+                    "not loaded",
+                    &format!(
+                        "W-OAP-018: the skill's files here have digest {}, not the one the profile pins",
+                        p.digest
+                    ),
+                ));
+            }
+            None => {
+                let why = match source {
+                    Some(src) => format!(
+                        "no usable skill `{n}` here (installed and approved, or in a trusted project); Warrant never installs one from a profile: a person runs `warrant skills install {src}`"
+                    ),
+                    None => format!(
+                        "no usable skill `{n}` here (installed and approved, or in a trusted project); Warrant never installs one from a profile"
+                    ),
+                };
+                if required {
+                    return Err(OapError::Required {
+                        name: name.to_owned(),
+                        what: format!("skill `{n}` ({why})"),
+                    });
+                }
+                adjustments.push(adjust(
+                    &format!("tools.skills.{n}"),
+                    "load",
+                    "not loaded",
+                    &why,
+                ));
+            }
+        }
+    }
+    // Skills of the installation the profile does not name are not offered to its runs.
+    for other in usable
+        .iter()
+        .filter(|u| !attached.iter().any(|a| a.name == u.name))
+    {
+        adjustments.push(adjust(
+            &format!("skills.{}", other.name),
+            "offered",
+            "not offered",
+            "the profile's spec.tools.skills does not name it",
+        ));
+    }
+    Ok(Some(attached))
+}
+
+/// `spec.tools.mcp_servers` against the operator's `[mcp.servers.*]` (L3-M1, L3-M2). A
+/// profile is a file anyone with write access can edit, so it never starts a process or
+/// opens a connection of its own: a server it declares is admitted only when the
+/// installation configures a server of the same name with the same transport and the same
+/// command line (stdio) or URL (http). Admitted, it is that configured server (confined
+/// under its subprocess profile, every call an `mcp.call` decided by policy, descriptions
+/// withheld unless the operator vouched for them), narrowed by the profile's per-server
+/// `tools{allow,deny}`; the profile's `env` and `headers` are not used (the operator's
+/// configuration holds the server's secrets). A server not admitted is not launched, and
+/// the refusal is recorded with its code (W-OAP-020).
+fn admit_mcp(
+    spec: &Document,
+    configured: &BTreeMap<String, McpServerConfig>,
+    adjustments: &mut Vec<Adjustment>,
+) -> BTreeMap<String, ServerFilter> {
+    let mut admitted = BTreeMap::new();
+    for server in at(spec, &["tools", "mcp_servers"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let n = server
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let transport = server
+            .get("transport")
+            .and_then(Value::as_str)
+            .unwrap_or("stdio");
+        let asked = match transport {
+            "http" => server
+                .get("url")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            _ => {
+                let mut argv = vec![
+                    server
+                        .get("command")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                ];
+                argv.extend(strings(server.get("args")));
+                argv.join(" ")
+            }
+        };
+        let refusal = match configured.get(n) {
+            None => Some(format!(
+                "W-OAP-020: the installation configures no [mcp.servers.{n}]; a profile never starts a server of its own (an operator admits it by configuring it)"
+            )),
+            Some(c) => {
+                let same = match transport {
+                    "http" => c.url.as_deref() == Some(asked.as_str()),
+                    _ => {
+                        let mut argv = vec![
+                            server
+                                .get("command")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_owned(),
+                        ];
+                        argv.extend(strings(server.get("args")));
+                        c.command.as_ref() == Some(&argv)
+                    }
+                };
+                (!same).then(|| {
+                    let has = match (&c.command, &c.url) {
+                        (Some(argv), _) => format!("stdio `{}`", argv.join(" ")),
+                        (None, Some(url)) => format!("http {url}"),
+                        (None, None) => "nothing".to_owned(),
+                    };
+                    format!(
+                        "W-OAP-020: [mcp.servers.{n}] of the installation is {has}, not the profile's {transport} `{asked}`; a profile cannot change what a configured server runs"
+                    )
+                })
+            }
+        };
+        if let Some(why) = refusal {
+            adjustments.push(adjust(
+                &format!("tools.mcp_servers.{n}"),
+                &format!("launch {transport} `{asked}`"),
+                "not launched",
+                &why,
+            ));
+            continue;
+        }
+        let filter = obj(server.get("tools"));
+        let has_secrets = ["env", "headers"]
+            .iter()
+            .any(|k| obj(server.get(*k)).is_some_and(|m| !m.is_empty()));
+        if has_secrets {
+            adjustments.push(adjust(
+                &format!("tools.mcp_servers.{n}.env"),
+                "the profile's env/headers",
+                "the installation's",
+                "the operator's [mcp.servers.*] holds a server's environment and credentials",
+            ));
+        }
+        admitted.insert(
+            n.to_owned(),
+            ServerFilter {
+                allow: strings(filter.and_then(|f| f.get("allow"))),
+                deny: strings(filter.and_then(|f| f.get("deny"))),
+            },
+        );
+    }
+    admitted
+}
+
 /// The pin of `resolved` for a run in `workspace` offering `tools` with `model`.
 pub fn pin(
     resolved: &Resolved,
     workspace: &Path,
     tools: &[String],
     model: &str,
+    installation: &Installation,
 ) -> Result<(ProfilePin, RunLimits), OapError> {
     let spec = obj(resolved.effective.get("spec"))
         .cloned()
         .unwrap_or_default();
     let mut adjustments = Vec::new();
     unsupported(&spec, &resolved.name, model, &mut adjustments)?;
-    let (tool_map, aliases) = tool_ceilings(&spec, tools, &mut adjustments);
+    let skills = attach_skills(
+        &spec,
+        &resolved.name,
+        &installation.skills,
+        &mut adjustments,
+    )?;
+    let mcp = admit_mcp(&spec, &installation.mcp_servers, &mut adjustments);
+    let attached = skills.as_ref().is_some_and(|s| !s.is_empty());
+    let (tool_map, aliases) = tool_ceilings(&spec, tools, attached, &mcp, &mut adjustments);
     let families = families(&spec, &mut adjustments);
     let prompt = render_role(&resolved.effective).map_err(|message| OapError::Invalid {
         path: resolved.path.display().to_string(),
@@ -649,10 +893,11 @@ pub fn pin(
             aliases,
             families,
             rules: rules(&spec),
-            paths: paths(&spec, workspace),
+            paths: with_skill_dirs(paths(&spec, workspace), skills.as_deref(), installation),
             allow_hosts: hosts,
             memory_scopes: at(&spec, &["memory", "scopes"]).map(|v| strings(Some(v))),
             adjustments,
+            skills,
         },
         limits,
     ))

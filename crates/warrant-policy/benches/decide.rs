@@ -63,6 +63,7 @@ fn bench(c: &mut Criterion) {
         principal: &who,
         action: &action,
         workspace: &ws,
+        installed_skills: &[],
     };
     let authorizer = Authorizer::new();
     let mut group = c.benchmark_group("decide");

@@ -15,6 +15,10 @@ pub struct DecisionRequest<'a> {
     pub action: &'a Action,
     /// The canonical workspace root; paths beneath it are `in_workspace`.
     pub workspace: &'a CanonicalPath,
+    /// The directories of the installed (user) Agent Skills whose files matched, when the
+    /// caller looked, the digest a person approved at install; paths beneath one are
+    /// `in_installed_skill`. Empty when the caller knows of none.
+    pub installed_skills: &'a [CanonicalPath],
 }
 
 /// Allow, ask a person, or deny.

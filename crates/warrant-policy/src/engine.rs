@@ -178,7 +178,9 @@ impl PolicyEngine {
         &self,
         req: &DecisionRequest<'_>,
     ) -> Result<(Request, Entities), PolicyError> {
-        RequestSpec::for_principal(req.principal, req.action, req.workspace).to_cedar(&self.names)
+        RequestSpec::for_principal(req.principal, req.action, req.workspace)
+            .with_installed_skills(req.action, req.installed_skills)
+            .to_cedar(&self.names)
     }
 
     /// Allow, ask or deny, with the policies that determined it.
@@ -249,7 +251,11 @@ impl PolicyEngine {
             (PrincipalKind::Agent, None) | (PrincipalKind::User | PrincipalKind::Service, _) => {}
         }
         let risk = self.classify(req.action).0;
-        specs.into_iter().map(|s| self.evaluate(s, risk)).collect()
+        specs
+            .into_iter()
+            .map(|s| s.with_installed_skills(req.action, req.installed_skills))
+            .map(|s| self.evaluate(s, risk))
+            .collect()
     }
 
     fn evaluate(&self, spec: RequestSpec, default_risk: RiskClass) -> Evaluated {
@@ -730,6 +736,7 @@ mod tests {
             principal: &who,
             action: &action,
             workspace: &ws,
+            installed_skills: &[],
         };
         let got = engine.decide(&req);
         assert_eq!(

@@ -236,6 +236,28 @@ impl RequestSpec {
         Ok((request, entities))
     }
 
+    /// Marks a path resource beneath one of `dirs` (installed skills verified against their
+    /// approval) as `in_installed_skill`.
+    pub(crate) fn with_installed_skills(mut self, action: &Action, dirs: &[CanonicalPath]) -> Self {
+        let (Action::FsRead { path }
+        | Action::FsList { path }
+        | Action::FsSearch { path, .. }
+        | Action::FsWrite { path, .. }
+        | Action::FsCreate { path, .. }
+        | Action::FsDelete { path, .. }) = action
+        else {
+            return self;
+        };
+        if dirs.iter().any(|d| path.starts_with(d)) {
+            for (k, v) in &mut self.resource.attrs {
+                if *k == "in_installed_skill" {
+                    *v = AttrValue::Bool(true);
+                }
+            }
+        }
+        self
+    }
+
     fn all_entities(&self) -> impl Iterator<Item = &EntitySpec> {
         [&self.principal, &self.resource]
             .into_iter()
@@ -294,6 +316,7 @@ fn resource_entity(action: &Action, workspace: &CanonicalPath) -> (EntitySpec, b
                 .str("name", name)
                 .str("ext", extension(name))
                 .attr("in_workspace", AttrValue::Bool(inside))
+                .attr("in_installed_skill", AttrValue::Bool(false))
                 .str("workspace", workspace.as_str());
             (entity, inside)
         }

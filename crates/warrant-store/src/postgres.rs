@@ -250,6 +250,8 @@ ALTER TABLE budget_totals ENABLE ROW LEVEL SECURITY;
 ALTER TABLE budget_totals FORCE ROW LEVEL SECURITY;
 CREATE POLICY tenant_scope ON budget_totals
     USING (current_setting('warrant.tenant', true) IN ('*', tenant));
+";
+
 /// Version 7: the partitioned audit chain (see the SQLite step). Existing records are
 /// partition 0's history at their seq; a store created now gets
 /// [`Dialect::DEFAULT_PARTITIONS`] partitions (added by [`Postgres::migrate`]).

@@ -200,6 +200,8 @@ FROM runs r JOIN (
 ) u ON u.run_id = r.run_id
 GROUP BY r.tenant, r.actor
 HAVING sum(u.input_tokens) + sum(u.output_tokens) + sum(u.cost_nanos) > 0;
+";
+
 /// Version 7: the partitioned audit chain (issue 22). A record is keyed by its partition and
 /// its seq there; `pos` is its outbox position (the sinks' cursor), set as it is appended in a
 /// store of one partition and by an anchoring otherwise. Existing records are partition 0's

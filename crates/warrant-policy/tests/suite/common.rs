@@ -74,6 +74,7 @@ pub fn decide(engine: &PolicyEngine, who: &Principal, action: &Action) -> Decisi
         principal: who,
         action,
         workspace: &ws(),
+        installed_skills: &[],
     })
 }
 

@@ -111,6 +111,7 @@ fn explanation_shows_both_evaluations() {
         principal: &who,
         action: &write,
         workspace: &ws(),
+        installed_skills: &[],
     });
     let summary: Vec<(EvaluatedAs, String, Verdict)> = ex
         .evaluations

@@ -10,6 +10,7 @@ fn explain(who: &Principal, action: &Action) -> Explanation {
         principal: who,
         action,
         workspace: &ws(),
+        installed_skills: &[],
     })
 }
 

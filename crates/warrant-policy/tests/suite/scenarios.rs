@@ -598,3 +598,37 @@ fn a_subagent_under_the_same_principal_is_allowed_by_the_default_pack() {
         );
     }
 }
+
+/// The default pack reads an installed skill's files only when the caller vouches that the
+/// skill verified against its approval (`installed_skills`); never writes there, and nothing
+/// beside it. Without the vouching (the control), the same read is denied.
+#[test]
+fn installed_skill_reads_need_a_verified_skill() {
+    use warrant_policy::DecisionRequest;
+    let engine = default_engine();
+    let who = alice();
+    let dir = path("/home/a/.config/warrant/skills/tidy");
+    let read = |p: &str| Action::FsRead { path: path(p) };
+    let decide = |action: &Action, skills: &[CanonicalPath]| {
+        engine
+            .decide(&DecisionRequest {
+                principal: &who,
+                action,
+                workspace: &ws(),
+                installed_skills: skills,
+            })
+            .verdict
+    };
+    let inside = read("/home/a/.config/warrant/skills/tidy/references/STYLE.md");
+    assert_eq!(decide(&inside, std::slice::from_ref(&dir)), Verdict::Allow);
+    assert_eq!(decide(&inside, &[]), Verdict::Deny);
+    let ledger = read("/home/a/.config/warrant/skills/.installed.json");
+    assert_eq!(decide(&ledger, std::slice::from_ref(&dir)), Verdict::Deny);
+    let sibling = read("/home/a/.config/warrant/skills/tidy-evil/SKILL.md");
+    assert_eq!(decide(&sibling, std::slice::from_ref(&dir)), Verdict::Deny);
+    let write = Action::FsWrite {
+        path: path("/home/a/.config/warrant/skills/tidy/SKILL.md"),
+        content: "x".into(),
+    };
+    assert_eq!(decide(&write, std::slice::from_ref(&dir)), Verdict::Deny);
+}

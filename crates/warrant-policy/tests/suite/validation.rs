@@ -182,5 +182,5 @@ fn the_digest_covers_ids_and_text_not_file_order() {
     let changed = PolicyEngine::load(&[a, b2]).unwrap();
     assert_ne!(ab.digest(), changed.digest());
     // And the default pack itself loads cleanly.
-    assert_eq!(default_engine().policy_ids().count(), 21);
+    assert_eq!(default_engine().policy_ids().count(), 22);
 }
