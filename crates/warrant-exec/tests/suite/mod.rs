@@ -1,5 +1,6 @@
 mod changeset;
 mod fs;
+mod launcher;
 mod sandbox;
 mod spawn;
 mod view;
