@@ -238,7 +238,47 @@ pub fn root_grants(
 
 #[cfg(test)]
 mod tests {
-    use super::name_matches;
+    #![allow(clippy::unwrap_used)]
+    use super::{find_denied, find_denied_with_census, link_census, name_matches};
+    use std::path::PathBuf;
+
+    /// The one walk the view makes gives exactly what the two walks gave: the denied entries
+    /// (not those inside a denied directory) and every multiply-linked file's names, inside
+    /// denied directories too.
+    #[test]
+    fn one_walk_finds_what_the_two_walks_find() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let outside = tempfile::tempdir().unwrap();
+        for d in ["src/deep", ".warrant/keys", "secrets.d/.env"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for f in [".env", "src/deep/.env", "src/a.txt", ".warrant/keys/k", "secrets.d/.env/x"] {
+            std::fs::write(root.join(f), f).unwrap();
+        }
+        // Names of the same files: a denied one, one inside a denied directory, one outside.
+        std::fs::hard_link(root.join(".env"), root.join("src/copy")).unwrap();
+        std::fs::hard_link(root.join(".warrant/keys/k"), root.join("src/k2")).unwrap();
+        std::fs::write(outside.path().join("o"), "o").unwrap();
+        std::fs::hard_link(outside.path().join("o"), root.join("src/deep/o")).unwrap();
+        let patterns = vec![".env".to_owned(), ".warrant".to_owned()];
+        let paths = vec![PathBuf::from("/nonexistent/listed")];
+        let roots = [root, &root.join("src")];
+        let (denied, census) = find_denied_with_census(&roots, &patterns, &paths).unwrap();
+        assert_eq!(denied, find_denied(&roots, &patterns, &paths).unwrap());
+        assert_eq!(census, link_census(&roots).unwrap());
+        assert_eq!(
+            denied,
+            vec![
+                PathBuf::from("/nonexistent/listed"),
+                root.join(".env"),
+                root.join(".warrant"),
+                root.join("secrets.d/.env"),
+                root.join("src/deep/.env"),
+            ]
+        );
+        assert_eq!(census.len(), 3, "{census:?}");
+    }
 
     #[test]
     fn patterns() {
