@@ -107,10 +107,7 @@ pub fn find_denied(
             found.push(entry.path());
             None
         } else {
-            entry
-                .file_type()
-                .is_ok_and(|t| t.is_dir())
-                .then_some(())
+            entry.file_type().is_ok_and(|t| t.is_dir()).then_some(())
         }
     })?;
     found.sort();
@@ -131,28 +128,33 @@ pub fn find_denied_with_census(
     let mut found: Vec<PathBuf> = paths.to_vec();
     let mut census = LinkCensus::new();
     // The mark: whether the directory is (inside) a denied entry.
-    walk(roots, "looking for denied names", false, |entry, inside_denied| {
-        let denied = !inside_denied && {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            patterns.iter().any(|p| name_matches(p, &name))
-        };
-        if denied {
-            found.push(entry.path());
-        }
-        let kind = entry.file_type().ok()?;
-        if kind.is_file()
-            && let Ok(meta) = entry.metadata()
-            && meta.nlink() > 1
-        {
-            census
-                .entry((meta.dev(), meta.ino()))
-                .or_insert_with(|| (meta.nlink(), Vec::new()))
-                .1
-                .push(entry.path());
-        }
-        kind.is_dir().then_some(inside_denied || denied)
-    })?;
+    walk(
+        roots,
+        "looking for denied names",
+        false,
+        |entry, inside_denied| {
+            let denied = !inside_denied && {
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                patterns.iter().any(|p| name_matches(p, &name))
+            };
+            if denied {
+                found.push(entry.path());
+            }
+            let kind = entry.file_type().ok()?;
+            if kind.is_file()
+                && let Ok(meta) = entry.metadata()
+                && meta.nlink() > 1
+            {
+                census
+                    .entry((meta.dev(), meta.ino()))
+                    .or_insert_with(|| (meta.nlink(), Vec::new()))
+                    .1
+                    .push(entry.path());
+            }
+            kind.is_dir().then_some(inside_denied || denied)
+        },
+    )?;
     found.sort();
     found.dedup();
     Ok((found, census))
@@ -253,7 +255,13 @@ mod tests {
         for d in ["src/deep", ".warrant/keys", "secrets.d/.env"] {
             std::fs::create_dir_all(root.join(d)).unwrap();
         }
-        for f in [".env", "src/deep/.env", "src/a.txt", ".warrant/keys/k", "secrets.d/.env/x"] {
+        for f in [
+            ".env",
+            "src/deep/.env",
+            "src/a.txt",
+            ".warrant/keys/k",
+            "secrets.d/.env/x",
+        ] {
             std::fs::write(root.join(f), f).unwrap();
         }
         // Names of the same files: a denied one, one inside a denied directory, one outside.

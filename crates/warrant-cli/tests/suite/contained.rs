@@ -668,7 +668,10 @@ fn a_launcher_of_another_build_beside_warrant_is_not_used() {
     std::fs::set_permissions(&stale, std::fs::Permissions::from_mode(0o755)).unwrap();
     let row = launcher_row();
     assert!(
-        row["detail"].as_str().unwrap().contains("is of another build"),
+        row["detail"]
+            .as_str()
+            .unwrap()
+            .contains("is of another build"),
         "{row}"
     );
     let model = sb.transcript(

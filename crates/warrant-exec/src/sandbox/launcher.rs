@@ -50,8 +50,7 @@ impl Launcher {
 
     /// [`Self::current_exe`] and the reason for the choice.
     pub fn current_choice() -> Result<(Self, LauncherChoice), ExecError> {
-        static CHOICE: std::sync::OnceLock<(Launcher, LauncherChoice)> =
-            std::sync::OnceLock::new();
+        static CHOICE: std::sync::OnceLock<(Launcher, LauncherChoice)> = std::sync::OnceLock::new();
         if let Some(chosen) = CHOICE.get() {
             return Ok(chosen.clone());
         }
@@ -75,7 +74,12 @@ impl Launcher {
     /// [`Self::builtin`]. A launcher of an older build does not know `__build-id` (it reads it
     /// as a plan and refuses it), so it is never chosen.
     pub fn beside(program: &Path) -> (Self, LauncherChoice) {
-        let builtin = |why: String| (Self::builtin(program.to_path_buf()), LauncherChoice::Builtin(why));
+        let builtin = |why: String| {
+            (
+                Self::builtin(program.to_path_buf()),
+                LauncherChoice::Builtin(why),
+            )
+        };
         let small = program.with_file_name(SMALL_LAUNCHER);
         if !small.is_file() {
             return builtin(format!("no {SMALL_LAUNCHER} beside {}", program.display()));

@@ -60,7 +60,10 @@ fn the_small_launcher_is_chosen_only_when_it_reports_this_build() {
     assert!(reason.contains("is of another build"), "{reason}");
 
     // A launcher from before build ids reads `__build-id` as a plan and refuses it (125).
-    script(&small, &format!("echo 'warrant-sandbox: unreadable sandbox plan' >&2; exit {SANDBOX_FAILED_EXIT}"));
+    script(
+        &small,
+        &format!("echo 'warrant-sandbox: unreadable sandbox plan' >&2; exit {SANDBOX_FAILED_EXIT}"),
+    );
     let (launcher, choice) = Launcher::beside(&warrant);
     assert_eq!(launcher, builtin);
     let reason = why(choice);
@@ -85,7 +88,10 @@ fn plan_json(ws: &CanonicalPath) -> serde_json::Value {
     let plan = SandboxPlan::from_profile("test", &profile, ws, &OsLinks)
         .unwrap()
         .unwrap();
-    assert_eq!(plan.build, BUILD_ID, "a plan carries the build that made it");
+    assert_eq!(
+        plan.build, BUILD_ID,
+        "a plan carries the build that made it"
+    );
     serde_json::to_value(&plan).unwrap()
 }
 
@@ -124,7 +130,12 @@ fn a_plan_made_by_another_build_is_refused_before_the_command_runs() {
     // The control: the same plan with this build's id runs the command.
     plan["build"] = BUILD_ID.into();
     let out = launch(&ws, &plan);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(ws.as_path().join("out/ran").exists());
 }
 
@@ -134,7 +145,11 @@ fn a_plan_with_a_field_the_launcher_does_not_know_is_refused() {
     let mut plan = plan_json(&ws);
     // A newer build's restriction this launcher would silently skip.
     plan["forbid_everything"] = true.into();
-    refused(&ws, &launch(&ws, &plan), "unknown field `forbid_everything`");
+    refused(
+        &ws,
+        &launch(&ws, &plan),
+        "unknown field `forbid_everything`",
+    );
     // Inside a nested part of the plan too.
     let mut nested = plan_json(&ws);
     nested["overlay"] = serde_json::json!({
@@ -144,6 +159,11 @@ fn a_plan_with_a_field_the_launcher_does_not_know_is_refused() {
     // The control: without the unknown field it runs.
     plan.as_object_mut().unwrap().remove("forbid_everything");
     let out = launch(&ws, &plan);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(ws.as_path().join("out/ran").exists());
 }
