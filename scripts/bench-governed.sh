@@ -194,3 +194,9 @@ for tag in sorted(spans):
     print(f"{tag}journal: the governed call (difference of medians) {c - n:.1f} ms = {(c - n) / bw:.2f}x the bwrap spawn ({bw:.2f} ms)")
     print(f"{tag}journal: action_proposed -> effect_completed median {med(calls[tag]):.1f} ms = {med(calls[tag]) / bw:.2f}x the bwrap spawn")
 EOF
+
+# After the journal part (traced runs are slower and would count there).
+if [ -n "${SEGMENTS:-}" ]; then
+  python3 "$REPO/scripts/governed-segments.py" "$SEGMENTS" "$OUT" "warrant=$RUN_CALL" \
+    ${BASELINE:+"baseline=$BASELINE run --prompt never --model scripted:$TMP/call.yaml baseline"}
+fi

@@ -48,24 +48,29 @@ fn scanned(root: &Path) -> bool {
 
 /// Walks the directories under `roots` (a root inside another is walked as part of it;
 /// unreadable or vanished directories are skipped), at most [`SCAN_BUDGET`] entries, handing
-/// each entry to `visit`, which says whether to descend into it. `what` names the walk in the
-/// error for a budget spent.
-fn walk(
+/// each entry and the mark of its directory to `visit`, which says whether to descend into it
+/// and with which mark (the roots have `root_mark`). `what` names the walk in the error for a
+/// budget spent.
+fn walk<M: Copy>(
     roots: &[&Path],
     what: &str,
-    mut visit: impl FnMut(&std::fs::DirEntry) -> bool,
+    root_mark: M,
+    mut visit: impl FnMut(&std::fs::DirEntry, M) -> Option<M>,
 ) -> Result<(), String> {
     let mut budget = SCAN_BUDGET;
-    let mut stack: Vec<PathBuf> = roots
+    let mut outer: Vec<PathBuf> = roots
         .iter()
         .filter(|r| scanned(r) && r.is_dir())
         .map(|r| r.to_path_buf())
         .collect();
-    stack.sort();
-    stack.dedup();
-    let outer: Vec<PathBuf> = stack.clone();
-    stack.retain(|r| !outer.iter().any(|o| o != r && r.starts_with(o)));
-    while let Some(dir) = stack.pop() {
+    outer.sort();
+    outer.dedup();
+    let mut stack: Vec<(PathBuf, M)> = outer
+        .iter()
+        .filter(|r| !outer.iter().any(|o| o != *r && r.starts_with(o)))
+        .map(|r| (r.clone(), root_mark))
+        .collect();
+    while let Some((dir, mark)) = stack.pop() {
         let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => continue,
@@ -79,8 +84,8 @@ fn walk(
                     "more than {SCAN_BUDGET} entries under the roots while {what}; narrow the read and write roots"
                 )
             })?;
-            if visit(&entry) {
-                stack.push(entry.path());
+            if let Some(inner) = visit(&entry, mark) {
+                stack.push((entry.path(), inner));
             }
         }
     }
@@ -95,19 +100,64 @@ pub fn find_denied(
     paths: &[PathBuf],
 ) -> Result<Vec<PathBuf>, String> {
     let mut found: Vec<PathBuf> = paths.to_vec();
-    walk(roots, "looking for denied names", |entry| {
+    walk(roots, "looking for denied names", (), |entry, ()| {
         let name = entry.file_name();
         let name = name.to_string_lossy();
         if patterns.iter().any(|p| name_matches(p, &name)) {
             found.push(entry.path());
-            false
+            None
         } else {
-            entry.file_type().map(|t| t.is_dir()).unwrap_or(false)
+            entry.file_type().is_ok_and(|t| t.is_dir()).then_some(())
         }
     })?;
     found.sort();
     found.dedup();
     Ok(found)
+}
+
+/// [`find_denied`] and [`link_census`] of the same `roots` in one walk (the view needs both
+/// when workspace files with a name outside it are masked): the same two answers, each tree
+/// listed once instead of twice. Entries inside a denied directory are counted for the census
+/// but not reported as denied themselves, as the two walks do.
+pub fn find_denied_with_census(
+    roots: &[&Path],
+    patterns: &[String],
+    paths: &[PathBuf],
+) -> Result<(Vec<PathBuf>, LinkCensus), String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut found: Vec<PathBuf> = paths.to_vec();
+    let mut census = LinkCensus::new();
+    // The mark: whether the directory is (inside) a denied entry.
+    walk(
+        roots,
+        "looking for denied names",
+        false,
+        |entry, inside_denied| {
+            let denied = !inside_denied && {
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                patterns.iter().any(|p| name_matches(p, &name))
+            };
+            if denied {
+                found.push(entry.path());
+            }
+            let kind = entry.file_type().ok()?;
+            if kind.is_file()
+                && let Ok(meta) = entry.metadata()
+                && meta.nlink() > 1
+            {
+                census
+                    .entry((meta.dev(), meta.ino()))
+                    .or_insert_with(|| (meta.nlink(), Vec::new()))
+                    .1
+                    .push(entry.path());
+            }
+            kind.is_dir().then_some(inside_denied || denied)
+        },
+    )?;
+    found.sort();
+    found.dedup();
+    Ok((found, census))
 }
 
 /// Regular files with more than one name, by (device, inode): the link count the file system
@@ -120,9 +170,9 @@ pub type LinkCensus = BTreeMap<(u64, u64), (u64, Vec<PathBuf>)>;
 pub fn link_census(roots: &[&Path]) -> Result<LinkCensus, String> {
     use std::os::unix::fs::MetadataExt;
     let mut out = LinkCensus::new();
-    walk(roots, "counting hard links", |entry| {
+    walk(roots, "counting hard links", (), |entry, ()| {
         let Ok(kind) = entry.file_type() else {
-            return false;
+            return None;
         };
         if kind.is_file()
             && let Ok(meta) = entry.metadata()
@@ -133,7 +183,7 @@ pub fn link_census(roots: &[&Path]) -> Result<LinkCensus, String> {
                 .1
                 .push(entry.path());
         }
-        kind.is_dir()
+        kind.is_dir().then_some(())
     })?;
     Ok(out)
 }
@@ -190,7 +240,53 @@ pub fn root_grants(
 
 #[cfg(test)]
 mod tests {
-    use super::name_matches;
+    #![allow(clippy::unwrap_used)]
+    use super::{find_denied, find_denied_with_census, link_census, name_matches};
+    use std::path::PathBuf;
+
+    /// The one walk the view makes gives exactly what the two walks gave: the denied entries
+    /// (not those inside a denied directory) and every multiply-linked file's names, inside
+    /// denied directories too.
+    #[test]
+    fn one_walk_finds_what_the_two_walks_find() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let outside = tempfile::tempdir().unwrap();
+        for d in ["src/deep", ".warrant/keys", "secrets.d/.env"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for f in [
+            ".env",
+            "src/deep/.env",
+            "src/a.txt",
+            ".warrant/keys/k",
+            "secrets.d/.env/x",
+        ] {
+            std::fs::write(root.join(f), f).unwrap();
+        }
+        // Names of the same files: a denied one, one inside a denied directory, one outside.
+        std::fs::hard_link(root.join(".env"), root.join("src/copy")).unwrap();
+        std::fs::hard_link(root.join(".warrant/keys/k"), root.join("src/k2")).unwrap();
+        std::fs::write(outside.path().join("o"), "o").unwrap();
+        std::fs::hard_link(outside.path().join("o"), root.join("src/deep/o")).unwrap();
+        let patterns = vec![".env".to_owned(), ".warrant".to_owned()];
+        let paths = vec![PathBuf::from("/nonexistent/listed")];
+        let roots = [root, &root.join("src")];
+        let (denied, census) = find_denied_with_census(&roots, &patterns, &paths).unwrap();
+        assert_eq!(denied, find_denied(&roots, &patterns, &paths).unwrap());
+        assert_eq!(census, link_census(&roots).unwrap());
+        assert_eq!(
+            denied,
+            vec![
+                PathBuf::from("/nonexistent/listed"),
+                root.join(".env"),
+                root.join(".warrant"),
+                root.join("secrets.d/.env"),
+                root.join("src/deep/.env"),
+            ]
+        );
+        assert_eq!(census.len(), 3, "{census:?}");
+    }
 
     #[test]
     fn patterns() {

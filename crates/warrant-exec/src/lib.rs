@@ -34,7 +34,10 @@ pub use fs::{
     WriteReceipt, delete_path, list_dir, read_file, search, write_file,
 };
 pub use output::{CapturedStream, HeadTail};
-pub use sandbox::{Launcher, Mechanism, OverlaySpec, SandboxPlan, SandboxReport, sandbox_main};
+pub use sandbox::{
+    Launcher, LauncherChoice, Mechanism, OverlaySpec, SMALL_LAUNCHER, SandboxPlan, SandboxReport,
+    sandbox_main,
+};
 pub use spawn::{
     Confinement, ExecOutcome, STOP_POLL, run_command, run_command_confined, run_command_until,
 };

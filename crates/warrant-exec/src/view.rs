@@ -390,22 +390,37 @@ fn layout(plan: &SandboxPlan, home: Option<&Path>) -> Result<Layout, String> {
         .map(|p| p.as_path())
         .filter(|p| layout.writable.iter().any(|w| p.starts_with(w)))
         .collect();
-    let denied = plan.find_denied(&scan)?;
+    let mask_outside = plan.outside_links == OutsideLinks::Mask;
+    let denied_paths: Vec<PathBuf> = plan
+        .denied_paths
+        .iter()
+        .map(|p| p.as_path().to_path_buf())
+        .collect();
+    // With outside links masked (the default) the census is always needed: one walk gives both.
+    let (denied, census) = if mask_outside {
+        let (denied, census) =
+            crate::grants::find_denied_with_census(&scan, &plan.denied_names, &denied_paths)?;
+        (denied, Some(census))
+    } else {
+        (plan.find_denied(&scan)?, None)
+    };
     let inodes: BTreeSet<(u64, u64)> = denied
         .iter()
         .filter_map(|p| std::fs::symlink_metadata(p).ok())
         .filter(|m| m.is_file() && m.nlink() > 1)
         .map(|m| (m.dev(), m.ino()))
         .collect();
-    let mask_outside = plan.outside_links == OutsideLinks::Mask;
-    if !inodes.is_empty() || mask_outside {
-        for (inode, (links, names)) in crate::grants::link_census(&scan)? {
-            // Another name of a denied file, or a name outside the scanned roots (the home
-            // directory's secret under a harmless name in the workspace).
-            let outside = usize::try_from(links).map_or(true, |n| n > names.len());
-            if inodes.contains(&inode) || (mask_outside && outside) {
-                layout.masked.extend(names);
-            }
+    let census = match census {
+        Some(census) => Some(census),
+        None if !inodes.is_empty() => Some(crate::grants::link_census(&scan)?),
+        None => None,
+    };
+    for (inode, (links, names)) in census.unwrap_or_default() {
+        // Another name of a denied file, or a name outside the scanned roots (the home
+        // directory's secret under a harmless name in the workspace).
+        let outside = usize::try_from(links).map_or(true, |n| n > names.len());
+        if inodes.contains(&inode) || (mask_outside && outside) {
+            layout.masked.extend(names);
         }
     }
     layout.masked.extend(denied);

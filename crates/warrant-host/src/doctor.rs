@@ -236,8 +236,26 @@ fn store_checks(checks: &mut Checks, records: Records<'_>) {
 /// sandbox; each sandboxed profile gets a row saying what it will get here.
 fn sandbox_checks(profiles: &BTreeMap<String, ProfileConfig>, checks: &mut Checks) {
     let wanted = profiles.values().any(|p| p.sandbox.is_some());
-    let launcher = match warrant_exec::Launcher::current_exe() {
-        Ok(l) => l,
+    let launcher = match warrant_exec::Launcher::current_choice() {
+        Ok((l, choice)) => {
+            // Which program applies the plans: the probes below run through it too.
+            let detail = match choice {
+                warrant_exec::LauncherChoice::Small(path) => format!(
+                    "{} (build {}), beside this binary",
+                    path.display(),
+                    warrant_exec::sandbox::BUILD_ID
+                ),
+                warrant_exec::LauncherChoice::Builtin(why) => {
+                    format!("this binary's own entry point (`warrant __sandbox`): {why}")
+                }
+            };
+            checks.0.push(Check {
+                check: "sandbox launcher".to_owned(),
+                ok: true,
+                detail,
+            });
+            l
+        }
         Err(e) => {
             checks.0.push(Check {
                 check: "sandbox".to_owned(),

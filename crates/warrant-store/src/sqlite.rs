@@ -318,6 +318,16 @@ impl Store<Sqlite> {
             .map_err(wrap)?;
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(wrap)?;
+        // Every commit is already durable in the WAL (`synchronous=FULL`). Checkpointing it
+        // into the database file when the last connection closes only adds an `fsync` of the
+        // database, and the WAL's removal means the next process re-creates it (a directory
+        // `fsync`). The WAL is still checkpointed as it grows (`wal_autocheckpoint`), and a
+        // reader of the store must read `store.db` with its `-wal` (SQLite does).
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )
+        .map_err(wrap)?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(wrap)?;
         migrate(&dialect, &mut conn)?;

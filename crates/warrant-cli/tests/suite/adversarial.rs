@@ -375,7 +375,9 @@ fn doctor_reports_the_sandbox_this_machine_enforces() {
         .iter()
         .filter_map(|c| {
             let name = c["check"].as_str().unwrap();
+            // The launcher row says which program applies the plans (its own test).
             name.strip_prefix("sandbox ")
+                .filter(|m| *m != "launcher")
                 .map(|m| (m.to_owned(), c["ok"].as_bool().unwrap()))
         })
         .collect();

@@ -156,6 +156,11 @@ fn corrupt_truncated_and_newer_stores_are_refused_untouched() {
     let sb = Sandbox::init();
     let store = sb.ws.join(".warrant/store.db");
     let model = sb.quickstart_model();
+    // The store is `store.db` with its WAL (the last close does not checkpoint): move the WAL
+    // into the file first, so the file alone is the whole store and damage to it is seen.
+    rusqlite_conn(&store)
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
     let good = fs::read(&store).unwrap();
 
     fs::write(

@@ -608,3 +608,87 @@ fn layers_of_abandoned_judgements_are_removed() {
     assert_eq!(next.status.code(), Some(0), "{}", stderr(&next));
     assert_eq!(layers_of(&sb), waiting, "the waiting run's layer stays");
 }
+
+/// `warrant` launches commands through the small `warrant-sandbox` beside it only when that
+/// binary reports the same build; a launcher of another build is never used (it would apply a
+/// plan it may not fully understand), commands still run confined through `warrant __sandbox`,
+/// and `doctor` says which launcher is in use and why.
+#[test]
+fn a_launcher_of_another_build_beside_warrant_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::init();
+    let bin = tempfile::tempdir().unwrap();
+    let warrant = bin.path().join("warrant");
+    // `current_exe` resolves links, so the binary itself must be in the directory.
+    if std::fs::hard_link(assert_cmd::cargo::cargo_bin("warrant"), &warrant).is_err() {
+        std::fs::copy(assert_cmd::cargo::cargo_bin("warrant"), &warrant).unwrap();
+    }
+    let run = |args: &[&str]| {
+        let template = sb.std_cmd(args);
+        let mut c = std::process::Command::new(&warrant);
+        c.args(template.get_args());
+        for (k, v) in template.get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        c.current_dir(template.get_current_dir().unwrap());
+        c.output().unwrap()
+    };
+    let launcher_row = || {
+        let out = run(&["doctor", "--json"]);
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == "sandbox launcher")
+            .cloned()
+            .unwrap()
+    };
+
+    let row = launcher_row();
+    let detail = row["detail"].as_str().unwrap();
+    assert!(detail.starts_with("this binary's own entry point"), "{row}");
+    assert!(detail.contains("no warrant-sandbox beside"), "{row}");
+
+    // Another build's launcher: it would report a different id, and if it were ever used as
+    // the launcher it would leave a mark and run nothing.
+    let mark = bin.path().join("stale-launcher-used");
+    let stale = bin.path().join("warrant-sandbox");
+    std::fs::write(
+        &stale,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = __build-id ]; then echo 0123456789abcdef0123456789abcdef; exit 0; fi\ntouch {}\nexit 0\n",
+            mark.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&stale, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let row = launcher_row();
+    assert!(
+        row["detail"]
+            .as_str()
+            .unwrap()
+            .contains("is of another build"),
+        "{row}"
+    );
+    let model = sb.transcript(
+        "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: { argv: [\"touch\", \"made-here\"] }\n  - say: done\n",
+    );
+    let out = run(&["run", "--prompt", "never", "--model", &model, "work"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(sb.ws.join("made-here").exists(), "{}", stdout(&out));
+    assert!(!mark.exists(), "the stale launcher was used");
+    let (_, events) = sb.last_run();
+    let result = &results(&events)[0];
+    assert_eq!(result["exit_code"], 0, "{result}");
+    assert!(
+        result["sandbox"]["applied"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("view")),
+        "{result}"
+    );
+}

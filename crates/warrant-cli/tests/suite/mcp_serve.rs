@@ -295,7 +295,7 @@ fn a_served_result_passes_the_same_redaction_as_a_models() {
     let text = out["calls"][0]["text"].as_str().unwrap();
     assert!(!text.contains(token), "{text}");
     assert!(text.contains("[REDACTED:github-pat]"), "{text}");
-    let store = std::fs::read(sb.ws.join(".warrant/store.db")).unwrap();
+    let store = store_bytes(&sb);
     assert!(!String::from_utf8_lossy(&store).contains(token));
     // The control: with redaction switched off (debug builds only) the client gets the value.
     let mut open = serving(false);
@@ -496,7 +496,7 @@ fn http_turns_away_a_missing_or_unknown_token_a_foreign_host_or_origin_and_a_lar
     // The token never reaches the trail.
     let trail =
         std::fs::read_to_string(sb.ws.join(".warrant/audit/audit.jsonl")).unwrap_or_default();
-    let store = std::fs::read(sb.ws.join(".warrant/store.db")).unwrap();
+    let store = store_bytes(&sb);
     assert!(!trail.contains("mcp-ci-7f3a9c2e51d04b8a"));
     assert!(!String::from_utf8_lossy(&store).contains("mcp-ci-7f3a9c2e51d04b8a"));
 }
@@ -705,4 +705,13 @@ fn the_conformance_runners_server_scenarios_pass_but_for_the_baseline() {
         Some(0),
         "the conformance runner's verdict:\n{text}"
     );
+}
+
+/// Every byte of the store: `store.db` and its WAL (the last close does not checkpoint it).
+fn store_bytes(sb: &Sandbox) -> Vec<u8> {
+    let mut bytes = std::fs::read(sb.ws.join(".warrant/store.db")).unwrap();
+    if let Ok(wal) = std::fs::read(sb.ws.join(".warrant/store.db-wal")) {
+        bytes.extend(wal);
+    }
+    bytes
 }

@@ -37,7 +37,7 @@ use warrant_core::{CanonicalPath, LinkResolver};
 
 use crate::error::ExecError;
 
-pub use launcher::{Launcher, sandbox_main};
+pub use launcher::{Launcher, LauncherChoice, SMALL_LAUNCHER, sandbox_main};
 pub use probe::{Overlays, ProbeRow, overlays, overlays_in, probe, profile_verdict, rows_needed};
 
 /// Exit status of the launcher when the sandbox could not be applied (the target never ran).
@@ -46,6 +46,16 @@ pub const SANDBOX_FAILED_EXIT: i32 = 125;
 pub const FAILURE_PREFIX: &str = "warrant-sandbox:";
 /// Prefix of the one report line the launcher writes on stderr before `exec`; spawn strips it.
 pub const REPORT_PREFIX: &str = "warrant-sandbox-report:";
+
+/// The identity of this build of the launcher (a digest of its sources, version, profile and
+/// target; see `build.rs`). Every plan carries the identity of the build that made it
+/// ([`SandboxPlan::build`]) and the launcher refuses a plan from another build, so a
+/// `warrant-sandbox` left beside a newer `warrant` never applies a plan it may only partly
+/// understand. `warrant-sandbox __build-id` prints it.
+pub const BUILD_ID: &str = env!("WARRANT_SANDBOX_BUILD_ID");
+
+/// Argument that makes the launcher print [`BUILD_ID`] and exit 0.
+pub const PRINT_BUILD_ID: &str = "__build-id";
 
 /// Argument that makes the launcher run as the first process of the command's PID namespace:
 /// `__view-init <report-json> <plan-json> -- <argv…>`. It builds the view, applies the
@@ -93,8 +103,14 @@ pub enum Mechanism {
 }
 
 /// A fully resolved sandbox: what the launcher applies. Built by [`SandboxPlan::from_profile`].
+/// A field the launcher does not know refuses the plan (`deny_unknown_fields`): it must never
+/// apply less than it was asked to.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SandboxPlan {
+    /// The [`BUILD_ID`] of the build that made the plan; a launcher of another build refuses it.
+    #[serde(default)]
+    pub build: String,
     pub enforcement: Enforcement,
     /// Read + execute.
     pub read_roots: Vec<CanonicalPath>,
@@ -159,6 +175,7 @@ pub struct SandboxPlan {
 /// overlay whose writes go to `upper`; the real `lower` is unchanged until Warrant has judged the
 /// changeset read from `upper` (created, modified, deleted entries) and applied it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct OverlaySpec {
     /// The directory the command sees as writable (the workspace root).
     pub lower: CanonicalPath,
@@ -271,6 +288,7 @@ impl SandboxPlan {
             })?;
         }
         Ok(Some(Self {
+            build: BUILD_ID.to_owned(),
             enforcement: config.enforcement,
             read_roots,
             write_roots,
@@ -433,6 +451,7 @@ mod tests {
         assert_eq!(
             plan,
             SandboxPlan {
+                build: BUILD_ID.to_owned(),
                 enforcement: Enforcement::Required,
                 read_roots: vec![cp("/etc"), cp("/usr"), cp("/usr/bin"), cp("/w")],
                 write_roots: vec![cp("/w"), cp("/w/out")],

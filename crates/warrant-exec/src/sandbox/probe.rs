@@ -554,6 +554,7 @@ fn probe_plan(launcher: &Launcher, ws: &Path) -> Result<SandboxPlan, String> {
     }
     read_roots.push(ws.clone());
     Ok(SandboxPlan {
+        build: super::BUILD_ID.to_owned(),
         enforcement: Enforcement::BestEffort,
         read_roots,
         write_roots: vec![ws],

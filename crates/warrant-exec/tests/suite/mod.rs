@@ -1,6 +1,7 @@
 mod changeset;
 mod fs;
 mod gitlog;
+mod launcher;
 mod sandbox;
 mod spawn;
 mod view;
