@@ -80,6 +80,7 @@ fn draft(kind: &str, n: u64) -> EventDraft {
         version: 1,
         payload: json!({"n": n}),
         audit: json!({"actor": "alice", "tenant": "acme", "reasons": []}),
+        usage: None,
     }
 }
 

@@ -751,6 +751,7 @@ fn skill(name: &str, digest: &str) -> warrant_kernel::skills::SkillPin {
         dir: format!("/home/u/.config/warrant/skills/{name}"),
         digest: digest.to_owned(),
         allowed_tools: vec![],
+        ceiling: None,
     }
 }
 
