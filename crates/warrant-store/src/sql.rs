@@ -18,7 +18,8 @@ use warrant_core::{Clock, RequestId, RunId, Timestamp};
 use crate::{
     AnchorFacts, Append, AuditIndex, AuditOutbox, AuditQuery, CancelRequest, ChainHead, EventDraft,
     EventStore, FenceRejection, Lease, NewRun, PartHead, RequestRow, RequestStatus, RequestUpdate,
-    RunRow, RunStatus, SealedRecord, Sealer, SinkState, StoreError, StoredEvent, Usage, partition_of,
+    RunRow, RunStatus, SealedRecord, Sealer, SinkState, StoreError, StoredEvent, Usage,
+    partition_of,
 };
 
 /// The hash the first audit record chains to.
