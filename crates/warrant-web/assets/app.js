@@ -334,7 +334,7 @@ async function viewRequest(id) {
   if (ask.type === "resource") box.append(el("dl", {},
     el("dt", { text: ask.resource || "Resource" }), outside("dd", ask.name),
     el("dt", { text: "Proposed" }), outside("dd", ask.url || (ask.command || []).join(" "))));
-)  if (ask.type === "elicitation") {
+  if (ask.type === "elicitation") {
     // The server's words, shown as outside text, and one input per field it asks for.
     box.append(el("p", { class: "muted", text: "MCP server " + ask.server + " asks (its words, untrusted):" }),
       outside("pre", ask.message || "", "outside elicitation-message"));

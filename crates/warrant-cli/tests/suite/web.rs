@@ -953,3 +953,17 @@ fn a_run_says_when_the_policy_it_was_pinned_to_changed() {
         before["now"]["policy_digest"]
     );
 }
+
+/// The page's one script parses (Node's own check): a syntax error anywhere in it leaves every
+/// page blank, which the browser tests only show as a timeout.
+#[test]
+fn the_page_script_parses() {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../warrant-web/assets/app.js");
+    let out = std::process::Command::new("node")
+        .arg("--check")
+        .arg(&script)
+        .output()
+        .expect("node runs (the browser tests need it too)");
+    assert!(out.status.success(), "{}", stderr(&out));
+}
