@@ -958,8 +958,8 @@ fn a_run_says_when_the_policy_it_was_pinned_to_changed() {
 /// page blank, which the browser tests only show as a timeout.
 #[test]
 fn the_page_script_parses() {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../warrant-web/assets/app.js");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../warrant-web/assets/app.js");
     let out = std::process::Command::new("node")
         .arg("--check")
         .arg(&script)
