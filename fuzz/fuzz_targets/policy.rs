@@ -99,7 +99,12 @@ fuzz_target!(|data: &[u8]| {
     let Some(actions) = actions(&ws) else { return };
     for principal in principals() {
         for action in &actions {
-            let req = DecisionRequest { principal: &principal, action, workspace: &ws };
+            let req = DecisionRequest {
+                principal: &principal,
+                action,
+                workspace: &ws,
+                installed_skills: &[],
+            };
             let decision = engine.decide(&req);
             let class = action.risk();
             if class.always_needs_person() {
