@@ -95,6 +95,39 @@ impl Handler {
             None,
         )
     }
+
+    /// Hands a server's request (`what`) to the tool call it arrived during, and waits for the
+    /// call's answer; outside a call, or once the call has ended, it is refused (W-MCP-012,
+    /// W-MCP-013).
+    async fn hand_to_call<T>(
+        &self,
+        what: &str,
+        msg: impl FnOnce(tokio::sync::oneshot::Sender<Result<T, ErrorData>>) -> CallMsg,
+    ) -> Result<T, ErrorData> {
+        let refused = |m: String| ErrorData::new(ErrorCode(REFUSED_REQUEST), m, None);
+        let to = self
+            .asks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        // Outside a call there is no run to answer under.
+        let Some(to) = to else {
+            return Err(refused(format!(
+                "{what} is answered only while one of this server's tool calls runs (W-MCP-012)"
+            )));
+        };
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        if to.send(msg(reply)).is_err() {
+            return Err(refused(format!(
+                "the tool call ended before {what} could be answered (W-MCP-013)"
+            )));
+        }
+        answer.await.unwrap_or_else(|_| {
+            Err(refused(format!(
+                "the tool call ended before {what} was answered (W-MCP-013)"
+            )))
+        })
+    }
 }
 
 impl ClientHandler for Handler {
@@ -127,34 +160,10 @@ impl ClientHandler for Handler {
         if !self.sampling {
             return Err(self.refuse(ServerRequest::Sampling));
         }
-        let to = self
-            .asks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let Some(to) = to else {
-            // Outside a call there is no run to answer under.
-            return Err(ErrorData::new(
-                ErrorCode(REFUSED_REQUEST),
-                "sampling is answered only while one of this server's tool calls runs (W-MCP-012)",
-                None,
-            ));
-        };
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        if to.send(CallMsg::Sampling(params, reply)).is_err() {
-            return Err(ErrorData::new(
-                ErrorCode(REFUSED_REQUEST),
-                "the tool call ended before the sampling request could be answered (W-MCP-013)",
-                None,
-            ));
-        }
-        answer.await.unwrap_or_else(|_| {
-            Err(ErrorData::new(
-                ErrorCode(REFUSED_REQUEST),
-                "the tool call ended before the sampling request was answered (W-MCP-013)",
-                None,
-            ))
+        self.hand_to_call("the sampling request", |reply| {
+            CallMsg::Sampling(params, reply)
         })
+        .await
     }
 
     async fn create_elicitation(
@@ -165,33 +174,10 @@ impl ClientHandler for Handler {
         if !self.elicitation {
             return Err(self.refuse(ServerRequest::Elicitation));
         }
-        let to = self
-            .asks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let Some(to) = to else {
-            return Err(ErrorData::new(
-                ErrorCode(REFUSED_REQUEST),
-                "elicitation is answered only while one of this server's tool calls runs (W-MCP-012)",
-                None,
-            ));
-        };
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        if to.send(CallMsg::Elicitation(request, reply)).is_err() {
-            return Err(ErrorData::new(
-                ErrorCode(REFUSED_REQUEST),
-                "the tool call ended before the elicitation could be asked (W-MCP-013)",
-                None,
-            ));
-        }
-        answer.await.unwrap_or_else(|_| {
-            Err(ErrorData::new(
-                ErrorCode(REFUSED_REQUEST),
-                "the tool call ended before the elicitation was answered (W-MCP-013)",
-                None,
-            ))
+        self.hand_to_call("the elicitation", |reply| {
+            CallMsg::Elicitation(request, reply)
         })
+        .await
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
