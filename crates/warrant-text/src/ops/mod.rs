@@ -1,0 +1,1 @@
+//! Words for the operations every front end has.
