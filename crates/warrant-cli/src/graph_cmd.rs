@@ -1,4 +1,4 @@
-//! `warrant graph validate|plan|run|resume`: Agentic Graph Specification 1.0 documents.
+//! `warrant graph validate|plan|run|resume|record`: Agentic Graph Specification 1.0 documents.
 //! Parsing and printing only; the operations are `warrant-host`'s (`graph`).
 
 use std::path::{Path, PathBuf};
@@ -46,6 +46,9 @@ pub enum GraphCommand {
         json: bool,
         #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
         prompt: String,
+        /// Write the AGS run record (JSON) here when the run ends or parks.
+        #[arg(long, value_name = "FILE")]
+        record: Option<PathBuf>,
     },
     /// Continue a parked graph run; refused when the graph file changed since it started.
     Resume {
@@ -54,7 +57,34 @@ pub enum GraphCommand {
         json: bool,
         #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
         prompt: String,
+        /// Write the AGS run record (JSON) here when the run ends or parks.
+        #[arg(long, value_name = "FILE")]
+        record: Option<PathBuf>,
     },
+    /// The AGS run record of a graph run (`application/vnd.agentic-graph-run+json`), from its
+    /// journal: JSON on standard output, or in FILE with `--out`.
+    Record {
+        run: String,
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+}
+
+/// Writes the run record of `run` to `path` (or prints it).
+fn record(host: &Host, run: &warrant_core::RunId, path: Option<&Path>) -> Result<(), Failure> {
+    let text = pretty(&host.graph_record(run)?);
+    match path {
+        Some(p) => std::fs::write(p, format!("{text}\n")).map_err(|e| {
+            Failure::usage(
+                warrant_host::graph::RECORD_UNWRITABLE,
+                format!("cannot write the run record to {}: {e}", p.display()),
+            )
+        }),
+        None => {
+            outln!("{text}");
+            Ok(())
+        }
+    }
 }
 
 fn open(ws: Option<&Path>) -> Result<Host, Failure> {
@@ -148,6 +178,7 @@ pub fn dispatch(ws: Option<&Path>, command: GraphCommand) -> Result<u8, Failure>
             deadline,
             json,
             prompt,
+            record: out,
         } => {
             let host = open(ws)?;
             let request = GraphRunRequest {
@@ -160,16 +191,32 @@ pub fn dispatch(ws: Option<&Path>, command: GraphCommand) -> Result<u8, Failure>
             let observer = Faulty::from_env(&printer);
             let mut prompter = prompter_for(&prompt, &host.identity.principal);
             let driven = host.graph_run(request, &observer, prompter.as_mut())?;
+            if let Some(out) = &out {
+                record(&host, &driven.run, Some(out))?;
+            }
             Ok(finish(driven.exit, &driven.run, json))
         }
-        GraphCommand::Resume { run, json, prompt } => {
+        GraphCommand::Resume {
+            run,
+            json,
+            prompt,
+            record: out,
+        } => {
             let run = warrant_host::runs::parse_run(&run)?;
             let host = open(ws)?;
             let printer = Printer::new(json);
             let observer = Faulty::from_env(&printer);
             let mut prompter = prompter_for(&prompt, &host.identity.principal);
             let driven = host.graph_resume(&run, &observer, prompter.as_mut())?;
+            if let Some(out) = &out {
+                record(&host, &driven.run, Some(out))?;
+            }
             Ok(finish(driven.exit, &driven.run, json))
+        }
+        GraphCommand::Record { run, out } => {
+            let run = warrant_host::runs::parse_run(&run)?;
+            record(&open(ws)?, &run, out.as_deref())?;
+            Ok(0)
         }
     }
 }

@@ -12,7 +12,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::agx::{self, AgxError};
-use crate::model::{Node, NodeKind};
+use crate::model::{Collected, Criterion, Node, NodeKind};
 
 /// Why an attempt did not succeed: an AGS failure class (§14.1), the runtime code when there is
 /// one, and what happened.
@@ -165,8 +165,16 @@ pub fn chosen_label(node: &Node, answer: Option<&str>) -> Option<String> {
 }
 
 /// Whether the attempt's outputs pass: required outputs present (RT033), then every required
-/// criterion (`expression`, `regex`); advisory ones never fail a node.
+/// criterion (`expression`, `regex`, `artifact_present`); advisory ones never fail a node.
 pub fn judge(node: &Node, scope: &Value) -> Result<(), Failure> {
+    judge_with(node, scope, &|_| None)
+}
+
+/// A criterion the host checks against the world (`file_exists`): `None` when it cannot.
+pub type HostCheck<'a> = &'a dyn Fn(&Criterion) -> Option<Result<bool, AgxError>>;
+
+/// [`judge`], with `host` answering the criteria that look at the workspace.
+pub fn judge_with(node: &Node, scope: &Value, host: HostCheck<'_>) -> Result<(), Failure> {
     let outputs = scope
         .get("self")
         .and_then(|s| s.get("outputs"))
@@ -188,9 +196,26 @@ pub fn judge(node: &Node, scope: &Value) -> Result<(), Failure> {
     for c in node.criteria.iter().filter(|c| c.required) {
         let passed = match c.kind.as_str() {
             "expression" => agx::eval_bool(c.expr.as_deref().unwrap_or("false"), scope),
+            // The named output was produced and is not empty (§10.2).
+            "artifact_present" => Ok(c
+                .output
+                .as_deref()
+                .and_then(|name| outputs.get(name))
+                .is_some_and(|v| match v {
+                    Value::Null => false,
+                    Value::String(s) => !s.is_empty(),
+                    Value::Array(a) => !a.is_empty(),
+                    Value::Object(o) => !o.is_empty(),
+                    Value::Bool(_) | Value::Number(_) => true,
+                })),
             "regex" => {
-                let target = agx::eval(c.target.as_deref().unwrap_or("null"), scope)
-                    .map(|v| agx::stringify(&v));
+                // `target` (an expression) or `output` (a declared output's name).
+                let target = match (&c.target, &c.output) {
+                    (None, Some(o)) => Ok(agx::stringify(outputs.get(o).unwrap_or(&Value::Null))),
+                    (t, _) => {
+                        agx::eval(t.as_deref().unwrap_or("null"), scope).map(|v| agx::stringify(&v))
+                    }
+                };
                 match (
                     target,
                     regex::Regex::new(c.pattern.as_deref().unwrap_or("")),
@@ -200,9 +225,11 @@ pub fn judge(node: &Node, scope: &Value) -> Result<(), Failure> {
                     (_, Err(e)) => Err(AgxError(format!("bad pattern: {e}"))),
                 }
             }
-            other => Err(AgxError(format!(
-                "criterion kind `{other}` is not evaluated"
-            ))),
+            other => host(c).unwrap_or_else(|| {
+                Err(AgxError(format!(
+                    "criterion kind `{other}` is not evaluated"
+                )))
+            }),
         };
         match passed {
             Ok(true) => {}
@@ -225,6 +252,83 @@ pub fn judge(node: &Node, scope: &Value) -> Result<(), Failure> {
     Ok(())
 }
 
+/// What a person's answer to a gate or a `human` checkpoint says, by its mode.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Said {
+    Approved,
+    Rejected,
+    /// Values a person supplied (`input`) or outputs they edited (`review`).
+    Values(Map<String, Value>),
+    /// An `input` answer that leaves a required value out.
+    Missing(String),
+}
+
+/// Reads an answer: `approve` (option 1) or `reject` (option 2); in mode `review`, a JSON
+/// object is the outputs as the person edited them; in mode `input`, a JSON object of the
+/// collected values (or, when one value is collected, the text itself), defaults filled in.
+/// Anything else is a rejection: a person's unclear word never approves.
+pub fn said(mode: &str, option: Option<u32>, text: &str, collect: &[Collected]) -> Said {
+    let text = text.trim();
+    let object = || match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(o)) => Some(o),
+        _ => None,
+    };
+    match mode {
+        "input" => {
+            let mut values = match (object(), collect) {
+                (Some(o), _) => o,
+                (None, [one]) if !text.is_empty() => {
+                    let mut m = Map::new();
+                    m.insert(one.name.clone(), Value::String(text.to_owned()));
+                    m
+                }
+                (None, _) => Map::new(),
+            };
+            for c in collect {
+                if values.get(&c.name).is_none_or(Value::is_null) {
+                    match (&c.default, c.required) {
+                        (Some(d), _) => {
+                            values.insert(c.name.clone(), d.clone());
+                        }
+                        (None, true) => {
+                            return Said::Missing(format!(
+                                "required value `{}` not supplied",
+                                c.name
+                            ));
+                        }
+                        (None, false) => {}
+                    }
+                }
+            }
+            Said::Values(values)
+        }
+        _ if option == Some(1) || text == "approve" => Said::Approved,
+        "review" => match object() {
+            Some(o) if option.is_none() => Said::Values(o),
+            _ => Said::Rejected,
+        },
+        _ => Said::Rejected,
+    }
+}
+
+/// How a person is asked for `collect`ed values.
+pub fn collect_prompt(collect: &[Collected]) -> String {
+    let mut out = String::from("\n\nAnswer with a JSON object of these values");
+    if let [one] = collect {
+        out.push_str(&format!(" (or `{}` alone, as text)", one.name));
+    }
+    out.push(':');
+    for c in collect {
+        out.push_str(&format!("\n- {} ({}): {}", c.name, c.kind, c.description));
+        match (&c.default, c.required) {
+            (Some(d), _) => out.push_str(&format!(" [default {d}]")),
+            (None, false) => out.push_str(" [optional]"),
+            (None, true) => {}
+        }
+    }
+    out
+}
+
 /// The next rung of the failure ladder after attempt `attempt` failed with `failure`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Rung {
@@ -238,10 +342,12 @@ pub enum Rung {
     Degraded,
     /// `on_exhausted: fail`.
     Fail,
+    /// `failure.escalation` (or `on_exhausted: escalate`): a person decides what comes next.
+    Escalate,
 }
 
 /// Decides the next rung. Attempts `1..=max_attempts` are the retries; the fallbacks follow in
-/// order, one attempt each, each behind its `when`.
+/// order, one attempt each, each behind its `when`; then the escalation, then `on_exhausted`.
 pub fn ladder(node: &Node, attempt: u32, failure: &Failure, scope: &Value) -> Rung {
     let max = node.retry.as_ref().map_or(1, |r| r.max_attempts);
     let retried = node.retry.as_ref().is_some_and(|r| {
@@ -263,6 +369,15 @@ pub fn ladder(node: &Node, attempt: u32, failure: &Failure, scope: &Value) -> Ru
             _ => {}
         }
     }
+    if node.escalation.is_some() || node.on_exhausted == "escalate" {
+        return Rung::Escalate;
+    }
+    exhausted(node)
+}
+
+/// The terminal disposition, `on_exhausted` (after an escalation a person gave up on,
+/// `escalate` means `fail`).
+pub fn exhausted(node: &Node) -> Rung {
     match node.on_exhausted.as_str() {
         "skip" => Rung::Skip,
         "succeed_degraded" => Rung::Degraded,
@@ -328,6 +443,74 @@ mod tests {
         assert_eq!(ladder(&n, 1, &other, &s), Rung::Alternate("alt".into()));
         assert_eq!(ladder(&n, 2, &f, &s), Rung::Alternate("alt".into()));
         assert_eq!(ladder(&n, 3, &f, &s), Rung::Skip);
+        let escalated = node(json!({
+            "title": "t", "description": "d",
+            "failure": {"escalation": {"to": "human"}, "on_exhausted": "skip"}
+        }));
+        assert_eq!(ladder(&escalated, 1, &f, &s), Rung::Escalate);
+        assert_eq!(exhausted(&escalated), Rung::Skip);
+    }
+
+    #[test]
+    fn answers_are_read_by_mode_and_never_approve_by_accident() {
+        let one = vec![Collected {
+            name: "version".into(),
+            kind: "string".into(),
+            description: "v".into(),
+            required: true,
+            default: None,
+        }];
+        let mut two = one.clone();
+        two.push(Collected {
+            name: "channel".into(),
+            kind: "string".into(),
+            description: "c".into(),
+            required: false,
+            default: Some(json!("stable")),
+        });
+        let values = |v: Value| Said::Values(v.as_object().unwrap().clone());
+        let cases = [
+            ("approve", Some(1), "", &one, Said::Approved),
+            ("approve", None, "approve", &one, Said::Approved),
+            ("approve", Some(2), "", &one, Said::Rejected),
+            ("approve", None, "sure, whatever", &one, Said::Rejected),
+            (
+                "review",
+                None,
+                "{\"notes\": \"edited\"}",
+                &one,
+                values(json!({"notes": "edited"})),
+            ),
+            ("review", None, "fine", &one, Said::Rejected),
+            (
+                "input",
+                None,
+                "2.1.0",
+                &one,
+                values(json!({"version": "2.1.0"})),
+            ),
+            (
+                "input",
+                None,
+                "{\"version\": \"3\"}",
+                &two,
+                values(json!({"version": "3", "channel": "stable"})),
+            ),
+            (
+                "input",
+                None,
+                "",
+                &one,
+                Said::Missing("required value `version` not supplied".into()),
+            ),
+        ];
+        for (mode, option, text, collect, want) in cases {
+            assert_eq!(
+                said(mode, option, text, collect),
+                want,
+                "{mode} {option:?} {text}"
+            );
+        }
     }
 
     #[test]

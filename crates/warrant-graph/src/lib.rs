@@ -11,6 +11,7 @@ pub mod attempt;
 pub mod conformance;
 pub mod model;
 pub mod plan;
+pub mod record;
 pub mod schedule;
 
 use std::path::{Path, PathBuf};

@@ -75,6 +75,11 @@ pub struct Criterion {
     /// `target` and `pattern` of a `regex` criterion.
     pub target: Option<String>,
     pub pattern: Option<String>,
+    /// `output` of an `artifact_present` criterion.
+    pub output: Option<String>,
+    /// `path` (a workspace path or glob) and `min_bytes` of a `file_exists` criterion.
+    pub path: Option<String>,
+    pub min_bytes: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -99,6 +104,80 @@ pub struct Gate {
     pub present: Vec<String>,
     pub roles: Vec<String>,
     pub on_reject: String,
+    /// `gate.collect` (mode `input`): what the person supplies, each a node output.
+    pub collect: Vec<Collected>,
+}
+
+/// One value a person supplies (`collect` of a gate or checkpoint in mode `input`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Collected {
+    pub name: String,
+    pub kind: String,
+    pub description: String,
+    pub required: bool,
+    pub default: Option<Value>,
+}
+
+/// When a `human` checkpoint fires in its node's life (AGS §15).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    BeforeStart,
+    BeforeSideEffects,
+    AfterOutputs,
+    OnCriteriaFailure,
+    OnFailure,
+    OnEscalation,
+}
+
+impl Stage {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "before_start" => Self::BeforeStart,
+            "before_side_effects" => Self::BeforeSideEffects,
+            "after_outputs" => Self::AfterOutputs,
+            "on_criteria_failure" => Self::OnCriteriaFailure,
+            "on_failure" => Self::OnFailure,
+            "on_escalation" => Self::OnEscalation,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::BeforeStart => "before_start",
+            Self::BeforeSideEffects => "before_side_effects",
+            Self::AfterOutputs => "after_outputs",
+            Self::OnCriteriaFailure => "on_criteria_failure",
+            Self::OnFailure => "on_failure",
+            Self::OnEscalation => "on_escalation",
+        }
+    }
+}
+
+/// A `human` checkpoint on a node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Checkpoint {
+    /// Its `id`, or `human[N]` when it has none.
+    pub id: String,
+    pub at: Stage,
+    /// `approve`, `review`, `input` or `notify`.
+    pub mode: String,
+    pub prompt: String,
+    pub roles: Vec<String>,
+    pub when: Option<String>,
+    pub collect: Vec<Collected>,
+}
+
+/// `failure.escalation` (§14.2).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Escalation {
+    /// `human`, `node`, `supervisor` or `external`.
+    pub to: String,
+    pub roles: Vec<String>,
+    pub message: Option<String>,
+    /// What accompanies it: `inputs`, `outputs`, `failed_criteria`, `transcript`,
+    /// `diagnostics` (default the last two of those that are about the failure).
+    pub include: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -131,14 +210,21 @@ pub struct Node {
     pub criteria: Vec<Criterion>,
     pub retry: Option<Retry>,
     pub fallback: Vec<Fallback>,
-    pub escalation: bool,
+    pub escalation: Option<Escalation>,
     pub on_exhausted: String,
     pub compensation: bool,
     pub gate: Option<Gate>,
     pub decision: Option<DecisionBlock>,
     pub permissions: Vec<String>,
     pub workspace: String,
-    pub human: usize,
+    pub human: Vec<Checkpoint>,
+}
+
+impl Node {
+    /// The checkpoints that fire at `stage`, in declaration order.
+    pub fn checkpoints(&self, stage: Stage) -> impl Iterator<Item = &Checkpoint> {
+        self.human.iter().filter(move |c| c.at == stage)
+    }
 }
 
 fn s(v: &Value, key: &str) -> Option<String> {
@@ -160,6 +246,16 @@ fn named<T>(v: Option<&Value>, f: impl Fn(&str, &Value) -> T) -> Vec<T> {
         .flatten()
         .map(|(k, v)| f(k, v))
         .collect()
+}
+
+fn collected(v: Option<&Value>) -> Vec<Collected> {
+    named(v, |name, c| Collected {
+        name: name.to_owned(),
+        kind: s(c, "type").unwrap_or_else(|| "string".into()),
+        description: s(c, "description").unwrap_or_default(),
+        required: c.get("required").and_then(Value::as_bool).unwrap_or(true),
+        default: c.get("default").cloned(),
+    })
 }
 
 impl Node {
@@ -193,6 +289,9 @@ impl Node {
                 expr: s(c, "expr"),
                 target: s(c, "target"),
                 pattern: s(c, "pattern"),
+                output: s(c, "output"),
+                path: s(c, "path"),
+                min_bytes: c.get("min_bytes").and_then(Value::as_u64).unwrap_or(0),
             })
             .collect();
         let failure = v.get("failure");
@@ -220,6 +319,7 @@ impl Node {
             present: strings(g.get("present")),
             roles: strings(g.get("roles")),
             on_reject: s(g, "on_reject").unwrap_or_else(|| "fail".into()),
+            collect: collected(g.get("collect")),
         });
         let decision = v.get("decision").map(|d| DecisionBlock {
             question: s(d, "question").unwrap_or_default(),
@@ -261,7 +361,17 @@ impl Node {
             criteria,
             retry,
             fallback,
-            escalation: failure.is_some_and(|f| f.get("escalation").is_some()),
+            escalation: failure
+                .and_then(|f| f.get("escalation"))
+                .map(|e| Escalation {
+                    to: s(e, "to").unwrap_or_else(|| "human".into()),
+                    roles: strings(e.get("roles")),
+                    message: s(e, "message"),
+                    include: match e.get("include") {
+                        Some(i) => strings(Some(i)),
+                        None => vec!["failed_criteria".into(), "diagnostics".into()],
+                    },
+                }),
             on_exhausted: failure
                 .and_then(|f| s(f, "on_exhausted"))
                 .unwrap_or_else(|| "fail".into()),
@@ -272,7 +382,24 @@ impl Node {
             workspace: req
                 .and_then(|r| s(r, "workspace"))
                 .unwrap_or_else(|| "read_only".into()),
-            human: v.get("human").and_then(Value::as_array).map_or(0, Vec::len),
+            human: v
+                .get("human")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .filter_map(|(i, c)| {
+                    Some(Checkpoint {
+                        id: s(c, "id").unwrap_or_else(|| format!("human[{i}]")),
+                        at: Stage::parse(&s(c, "at")?)?,
+                        mode: s(c, "mode").unwrap_or_else(|| "approve".into()),
+                        prompt: s(c, "prompt").unwrap_or_default(),
+                        roles: strings(c.get("roles")),
+                        when: s(c, "when"),
+                        collect: collected(c.get("collect")),
+                    })
+                })
+                .collect(),
         }
     }
 }

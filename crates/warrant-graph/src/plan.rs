@@ -82,7 +82,8 @@ pub struct Plan {
     pub entrypoints: Vec<String>,
     pub order: Vec<String>,
     pub nodes: Vec<NodePlan>,
-    /// Every point where a run would wait for a person, in order.
+    /// Every point where a run would wait for a person, in order: gates, `human` checkpoints,
+    /// escalations, and permissions policy asks about.
     pub asks_person: Vec<String>,
     pub warnings: Vec<Finding>,
 }
@@ -208,6 +209,32 @@ pub fn plan(graph: &Graph, decide: &dyn Decide) -> Plan {
                     g.prompt.lines().next().unwrap_or_default(),
                     g.mode,
                     g.on_reject
+                ));
+            }
+            for c in n.human.iter().filter(|c| c.mode != "notify") {
+                let guard = c.when.as_ref().map(|w| format!(", when {w}")).unwrap_or_default();
+                asks.push(match c.at {
+                    crate::model::Stage::BeforeSideEffects => format!(
+                        "node `{}`: checkpoint `{}` before each change it makes (approval requests{guard})",
+                        n.id, c.id
+                    ),
+                    at @ (crate::model::Stage::BeforeStart
+                    | crate::model::Stage::AfterOutputs
+                    | crate::model::Stage::OnCriteriaFailure
+                    | crate::model::Stage::OnFailure
+                    | crate::model::Stage::OnEscalation) => format!(
+                        "node `{}`: checkpoint `{}` {} ({}{guard})",
+                        n.id,
+                        c.id,
+                        at.as_str(),
+                        c.mode
+                    ),
+                });
+            }
+            if n.escalation.is_some() || n.on_exhausted == "escalate" {
+                asks.push(format!(
+                    "node `{}`: escalation to a person when its attempts are exhausted",
+                    n.id
                 ));
             }
             NodePlan {

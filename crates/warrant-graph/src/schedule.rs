@@ -119,6 +119,32 @@ fn edge_state(
     Ok(Some(active))
 }
 
+/// Every effective edge whose source has reached a terminal state: whether it is active
+/// (§17.3) and, for an edge with a guard that was evaluated, the guard's value.
+pub fn resolved_edges<'g>(
+    graph: &'g Graph,
+    runs: &Runs,
+    scope: &Value,
+) -> Vec<(&'g agentic_graph_spec::EffectiveEdge, bool, Option<bool>)> {
+    let mut out = Vec::new();
+    for e in &graph.edges {
+        let Ok(Some(active)) = edge_state(graph, e, runs, scope) else {
+            continue;
+        };
+        let evaluated = match runs.get(&e.from).map(|r| r.status) {
+            Some(NodeStatus::Succeeded) => e.kind == "conditional",
+            Some(NodeStatus::Failed | NodeStatus::Blocked) => e.kind == "on_failure",
+            _ => false,
+        };
+        let when_result = match &e.when {
+            Some(w) if evaluated => guard(graph, w, scope).ok(),
+            _ => None,
+        };
+        out.push((e, active, when_result));
+    }
+    out
+}
+
 /// The topological order with ties broken by declaration order (§17.4).
 pub fn order(graph: &Graph) -> Vec<String> {
     let ids: Vec<&str> = graph.nodes.iter().map(|n| n.id.as_str()).collect();
@@ -249,29 +275,38 @@ pub fn unsupported(graph: &Graph) -> Vec<String> {
             }
             crate::NodeKind::Task | crate::NodeKind::Decision | crate::NodeKind::Gate => {}
         }
-        if n.human > 0 {
-            out.push(at("`human` checkpoints (use a gate node)".into()));
+        for c in &n.human {
+            if c.mode == "input" && c.at != crate::model::Stage::AfterOutputs {
+                out.push(at(format!(
+                    "human checkpoint `{}`: mode `input` at {} (Warrant collects values after outputs only)",
+                    c.id,
+                    c.at.as_str()
+                )));
+            }
         }
-        if n.escalation {
-            out.push(at("`failure.escalation`".into()));
-        }
-        if let Some(g) = &n.gate
-            && g.mode == "input"
+        if let Some(e) = &n.escalation
+            && e.to != "human"
         {
-            out.push(at("gate mode `input`".into()));
+            out.push(at(format!(
+                "`failure.escalation` to `{}` (Warrant escalates to a person only)",
+                e.to
+            )));
         }
         for c in &n.criteria {
-            if !matches!(c.kind.as_str(), "expression" | "regex") {
-                out.push(at(format!("success criterion kind `{}`", c.kind)));
+            if !matches!(
+                c.kind.as_str(),
+                "expression" | "regex" | "artifact_present" | "file_exists"
+            ) {
+                out.push(at(format!(
+                    "success criterion kind `{}` (`{}`)",
+                    c.kind, c.id
+                )));
             }
         }
         for f in &n.fallback {
             if !matches!(f.strategy.as_str(), "alternate_node" | "skip") {
                 out.push(at(format!("fallback strategy `{}`", f.strategy)));
             }
-        }
-        if n.on_exhausted == "escalate" {
-            out.push(at("on_exhausted `escalate`".into()));
         }
     }
     out

@@ -7,17 +7,21 @@
 //! Where the run stands is always the fold of its journal (`state.graph`): a resume, or a crash,
 //! picks up at the same node. Scheduling, AGX and the failure ladder are `warrant-graph`'s.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use warrant_agent::RunExit;
 use warrant_core::{Coded, RunId, Timestamp};
-use warrant_graph::attempt::{self, Failure, Rung};
+use warrant_graph::agx::AgxError;
+use warrant_graph::attempt::{self, Failure, Rung, Said};
+use warrant_graph::model::{Checkpoint, Stage};
 use warrant_graph::plan::{Decide, Decided, Plan};
+use warrant_graph::record::{Answer, Ended, Journal, RunRecord};
 use warrant_graph::schedule::{self, Next};
 use warrant_graph::{Graph, GraphError, NodeKind};
-use warrant_kernel::graph::{GraphPin, NodeCeiling, NodeStatus, NodeStep, Permission};
+use warrant_kernel::graph::{GraphPin, HumanStep, NodeCeiling, NodeStatus, NodeStep, Permission};
 use warrant_kernel::{
     CallRecord, CallStep, Observer, Outcome, Prompter, Reply, Ring, RunState, SessionSettings,
     ToolEnv,
@@ -36,6 +40,8 @@ pub const EXPRESSION: &str = "W-GRAPH-006";
 pub const NODE_FAILED: &str = "W-GRAPH-007";
 /// The run is not a graph run (`graph resume`), or a graph run continued another way.
 pub const NOT_A_GRAPH_RUN: &str = "W-GRAPH-008";
+/// The run record could not be written where `--record` / `--out` said.
+pub const RECORD_UNWRITABLE: &str = "W-GRAPH-009";
 
 pub(crate) fn graph_error(e: &GraphError) -> HostError {
     HostError::usage(e.code(), e.to_string())
@@ -114,10 +120,11 @@ fn step(node: &str, status: NodeStatus, attempt: u32) -> NodeStep {
         reason: None,
         outputs: None,
         ceiling: None,
+        human: None,
     }
 }
 
-fn ceiling_of(node: &warrant_graph::Node) -> NodeCeiling {
+fn ceiling_of(node: &warrant_graph::Node, before_side_effects: Option<String>) -> NodeCeiling {
     NodeCeiling {
         node: node.id.clone(),
         permissions: node
@@ -126,7 +133,86 @@ fn ceiling_of(node: &warrant_graph::Node) -> NodeCeiling {
             .filter_map(|p| Permission::parse(p))
             .collect(),
         workspace: node.workspace.clone(),
+        before_side_effects,
     }
+}
+
+/// The most entries a `file_exists` glob walks before it gives up (failing the criterion).
+const FILE_EXISTS_WALK: usize = 20_000;
+
+/// `file_exists` (AGS §10.2): a workspace path or glob (`*` matching any run of characters,
+/// `/` included) names at least one regular file of at least `min_bytes` bytes. The harness
+/// checks its own workspace: the pattern must be relative and stay inside (no `..`), links are
+/// not followed, and `.git` and `.warrant` are not looked into.
+fn file_exists(
+    workspace: &Path,
+    pattern: &str,
+    min_bytes: u64,
+) -> std::result::Result<bool, AgxError> {
+    let rel = Path::new(pattern);
+    if pattern.is_empty()
+        || rel.is_absolute()
+        || rel.components().any(|c| {
+            !matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        })
+    {
+        return Err(AgxError(format!(
+            "`{pattern}` is not a path inside the workspace"
+        )));
+    }
+    let fits = |p: &Path| {
+        std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file() && m.len() >= min_bytes)
+    };
+    if !pattern.contains('*') {
+        return Ok(fits(&workspace.join(rel)));
+    }
+    let pattern = pattern.trim_start_matches("./");
+    let mut stack = vec![workspace.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > FILE_EXISTS_WALK {
+                return Err(AgxError(format!(
+                    "`{pattern}`: the workspace has more than {FILE_EXISTS_WALK} entries to look through"
+                )));
+            }
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let Ok(rel) = path.strip_prefix(workspace) else {
+                continue;
+            };
+            let rel = rel.to_string_lossy();
+            if kind.is_dir() {
+                if rel != ".git" && rel != ".warrant" {
+                    stack.push(path);
+                }
+            } else if warrant_kernel::graph::glob_matches(pattern, &rel) && fits(&path) {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// At most `max` bytes of `text`, cut at a character boundary.
+fn clip(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
 }
 
 /// One drive of a graph run: the loaded graph, its parameters and what a node's turn needs.
@@ -137,7 +223,7 @@ struct GraphDrive<'a> {
     model: &'a dyn ModelProvider,
     graph: &'a Graph,
     params: Value,
-    /// Whether this installation can put a gate to a person (the request tool is offered).
+    /// Whether this installation can put a question to a person (the request tool is offered).
     can_ask: bool,
 }
 
@@ -145,6 +231,65 @@ struct GraphDrive<'a> {
 enum Stepped {
     Continue,
     Exit(RunExit),
+}
+
+/// What a person said when the graph asked (a gate, a checkpoint, an escalation).
+enum Heard {
+    Answered {
+        option: Option<u32>,
+        text: String,
+        by: String,
+    },
+    Declined {
+        by: String,
+    },
+    /// Nobody answered in time.
+    Expired,
+    /// The question could not be put to a person (AGS RT015).
+    Unpresentable,
+}
+
+/// A question put to a person: heard, or the run parked (or ended) waiting.
+enum Asked {
+    Heard(Heard),
+    Stop(Stepped),
+}
+
+/// A `human` checkpoint passed: go on (with values a person supplied or edited), stop here
+/// (the run parks), or the attempt fails.
+enum Checked {
+    Go(Option<Map<String, Value>>),
+    Stop(Stepped),
+    Failed(Failure),
+}
+
+/// Where in a node's life a checkpoint fires: the node, its attempt, the expression scope, and
+/// what the person is shown beside the prompt.
+struct Moment<'a> {
+    node: &'a warrant_graph::Node,
+    attempt: u32,
+    scope: &'a Value,
+    material: &'a str,
+}
+
+/// What a person decided at an escalation.
+enum Escalated {
+    /// Another attempt, with the person's words as its feedback.
+    Retry(Option<String>),
+    /// The node's outputs, supplied by the person.
+    Outputs(Value),
+    /// Nothing more: `on_exhausted` decides.
+    GaveUp(String),
+    Stop(Stepped),
+    Unpresentable,
+}
+
+fn rejected_by(by: &str, text: &str) -> String {
+    if text.is_empty() || text == "reject" {
+        format!("rejected by {by}")
+    } else {
+        format!("rejected by {by}: {text}")
+    }
 }
 
 impl GraphDrive<'_> {
@@ -254,19 +399,415 @@ impl GraphDrive<'_> {
         schedule::scope(self.graph, &self.params, &schedule::runs_of(&state.graph))
     }
 
-    /// A failed attempt: the failure ladder decides what comes next, and it is journaled.
+    /// `judge` with the criteria the host checks in the workspace (`file_exists`).
+    fn judge(&self, node: &warrant_graph::Node, scope: &Value) -> std::result::Result<(), Failure> {
+        let workspace = self.env.workspace.as_path();
+        attempt::judge_with(node, scope, &|c| match c.kind.as_str() {
+            "file_exists" => Some(file_exists(
+                workspace,
+                c.path.as_deref().unwrap_or_default(),
+                c.min_bytes,
+            )),
+            _ => None,
+        })
+    }
+
+    /// Puts a question to a person through the ring, as a call the graph makes: raised once
+    /// (journaled with `asking`, the node's `awaiting_human` step), then the run parks until
+    /// the answer. Idempotent: a resume that comes back here finds the call and its answer.
+    fn ask_person(
+        &self,
+        state: &mut RunState,
+        asking: NodeStep,
+        call_id: &str,
+        question: String,
+        options: &[&str],
+        prompter: &mut dyn Prompter,
+    ) -> Result<Asked> {
+        if state.call(call_id).is_none() {
+            // A question that cannot be put to a person fails its node; it is never skipped.
+            if !self.can_ask {
+                return Ok(Asked::Heard(Heard::Unpresentable));
+            }
+            let mut args = json!({ "question": clip(question, 3900) });
+            if !options.is_empty() {
+                args["options"] = json!(options);
+            }
+            let call = CallRecord {
+                id: call_id.to_owned(),
+                tool: "ask_question".into(),
+                args,
+            };
+            self.ring
+                .raise_graph_gate(state, asking, call)
+                .map_err(|e| Self::failed(&e))?;
+        }
+        if state.call(call_id).is_some_and(|c| c.result.is_none()) {
+            let lease = drive::lease_here(
+                self.host.inst.store.as_ref(),
+                &state.run,
+                self.host.inst.notices.as_ref(),
+            )
+            .map_err(|e| HostError::bad_input(&e))?;
+            self.ring.hold_fence(Some(lease.token));
+            let stepped = self.ring.process_call(state, call_id, self.env, prompter);
+            let _ = self.host.inst.store.release(&lease);
+            self.ring.hold_fence(None);
+            self.host.deliver();
+            if let CallStep::Parked(request) = stepped.map_err(|e| HostError::failed(&e))? {
+                return Ok(Asked::Stop(Stepped::Exit(RunExit::Parked { request })));
+            }
+        }
+        if state.parked.is_some() {
+            self.ring
+                .resume(state, &self.host.identity.principal)
+                .map_err(|e| HostError::bad_input(&e))?;
+        }
+        let ask = state.asks.values().find(|a| a.call_id == call_id);
+        Ok(Asked::Heard(match ask.map(|a| (&a.reply, a.expired)) {
+            Some((Some((Reply::Answered { option, text }, by)), _)) => Heard::Answered {
+                option: *option,
+                text: text.clone(),
+                by: by.actor.clone(),
+            },
+            Some((Some((_, by)), _)) => Heard::Declined {
+                by: by.actor.clone(),
+            },
+            Some((None, Some(_))) => Heard::Expired,
+            _ => Heard::Unpresentable,
+        }))
+    }
+
+    /// A `human` checkpoint of `node` (AGS §15): a question to a person whose answer lets the
+    /// node go on, supplies or edits its outputs (`input`, `review` after outputs), or fails
+    /// the attempt. `notify` is journaled and waits for nobody; a checkpoint whose `when` is
+    /// false does not fire.
+    fn checkpoint(
+        &self,
+        state: &mut RunState,
+        at: Moment<'_>,
+        cp: &Checkpoint,
+        prompter: &mut dyn Prompter,
+    ) -> Result<Checked> {
+        let Moment {
+            node,
+            attempt,
+            scope,
+            material,
+        } = at;
+        if let Some(when) = &cp.when {
+            match schedule::guard(self.graph, when, scope) {
+                Ok(true) => {}
+                Ok(false) => return Ok(Checked::Go(None)),
+                Err(e) => {
+                    return Ok(Checked::Failed(Failure {
+                        class: "criteria_failed",
+                        code: Some("RT062"),
+                        reason: format!("human checkpoint `{}`: {e}", cp.id),
+                    }));
+                }
+            }
+        }
+        let call_id = format!("graph-{}-{attempt}-{}-{}", node.id, cp.at.as_str(), cp.id);
+        let prompt =
+            warrant_graph::agx::render(&cp.prompt, scope).unwrap_or_else(|_| cp.prompt.clone());
+        let mut asking = step(&node.id, NodeStatus::AwaitingHuman, attempt);
+        asking.human = Some(HumanStep {
+            checkpoint: cp.id.clone(),
+            at: cp.at.as_str().to_owned(),
+            mode: cp.mode.clone(),
+            call: call_id.clone(),
+        });
+        if cp.mode == "notify" {
+            let journaled = state
+                .graph
+                .iter()
+                .any(|s| s.human.as_ref().is_some_and(|h| h.call == call_id));
+            if !journaled {
+                asking.reason = Some(format!(
+                    "notify `{}` ({}): {}; nobody is waited for",
+                    cp.id,
+                    cp.at.as_str(),
+                    prompt.trim()
+                ));
+                self.ring
+                    .record_graph_step(state, asking)
+                    .map_err(|e| Self::failed(&e))?;
+            }
+            return Ok(Checked::Go(None));
+        }
+        asking.reason = Some(format!("human checkpoint `{}` ({})", cp.id, cp.at.as_str()));
+        let roles = if cp.roles.is_empty() {
+            String::new()
+        } else {
+            format!(" (for {})", cp.roles.join(", "))
+        };
+        let mut question = format!(
+            "Graph `{}`, node `{}` ({}), attempt {attempt}: checkpoint `{}` {} ({}){roles}\n\n{}",
+            self.graph.id,
+            node.id,
+            node.title,
+            cp.id,
+            cp.at.as_str(),
+            cp.mode,
+            prompt.trim()
+        );
+        if !material.is_empty() {
+            question.push_str("\n\n");
+            question.push_str(material);
+        }
+        let options: &[&str] = match cp.mode.as_str() {
+            "input" => {
+                question.push_str(&warrant_graph::attempt::collect_prompt(&cp.collect));
+                &[]
+            }
+            "review" => {
+                question.push_str(
+                    "\n\nApprove, reject, or answer with a JSON object of the outputs you edited.",
+                );
+                &["approve", "reject"]
+            }
+            _ => &["approve", "reject"],
+        };
+        let heard = match self.ask_person(state, asking, &call_id, question, options, prompter)? {
+            Asked::Stop(s) => return Ok(Checked::Stop(s)),
+            Asked::Heard(h) => h,
+        };
+        // A person's "no" after outputs means the work is not accepted (retried with their
+        // words as feedback); anywhere else it means the node may not go on.
+        let refused = if cp.at == Stage::AfterOutputs {
+            "criteria_failed"
+        } else {
+            "permission_denied"
+        };
+        Ok(match heard {
+            Heard::Answered { option, text, by } => {
+                match warrant_graph::attempt::said(&cp.mode, option, &text, &cp.collect) {
+                    Said::Approved => Checked::Go(None),
+                    Said::Values(values) => Checked::Go(Some(values)),
+                    Said::Missing(reason) => Checked::Failed(Failure {
+                        class: "output_missing",
+                        code: Some("RT033"),
+                        reason: format!("checkpoint `{}`: {reason}", cp.id),
+                    }),
+                    Said::Rejected => Checked::Failed(Failure {
+                        class: refused,
+                        code: None,
+                        reason: format!("checkpoint `{}` {}", cp.id, rejected_by(&by, &text)),
+                    }),
+                }
+            }
+            Heard::Declined { by } => Checked::Failed(Failure {
+                class: refused,
+                code: None,
+                reason: format!("checkpoint `{}` declined by {by}", cp.id),
+            }),
+            Heard::Expired => Checked::Failed(Failure {
+                class: "timeout",
+                code: None,
+                reason: format!("nobody answered checkpoint `{}` in time", cp.id),
+            }),
+            Heard::Unpresentable => Checked::Failed(Failure {
+                class: "permission_denied",
+                code: Some("RT015"),
+                reason: format!(
+                    "checkpoint `{}` could not be put to a person (the ask_question tool is not in the run's menu)",
+                    cp.id
+                ),
+            }),
+        })
+    }
+
+    /// `failure.escalation` to a person (§14.2): what failed and why, and the person decides:
+    /// another attempt (their words its feedback), the node's outputs themselves, or give up
+    /// (`on_exhausted` decides).
+    fn escalate(
+        &self,
+        state: &mut RunState,
+        node: &warrant_graph::Node,
+        attempt: u32,
+        failure: &Failure,
+        prompter: &mut dyn Prompter,
+    ) -> Result<Escalated> {
+        let scope = self.scope(state);
+        let call_id = format!("graph-{}-{attempt}-escalation", node.id);
+        let default = warrant_graph::model::Escalation {
+            to: "human".into(),
+            roles: Vec::new(),
+            message: None,
+            include: vec!["failed_criteria".into(), "diagnostics".into()],
+        };
+        let e = node.escalation.as_ref().unwrap_or(&default);
+        let message = e
+            .message
+            .as_deref()
+            .map(|m| warrant_graph::agx::render(m, &scope).unwrap_or_else(|_| m.to_owned()))
+            .unwrap_or_else(|| format!("node `{}` ({}) did not succeed", node.id, node.title));
+        let roles = if e.roles.is_empty() {
+            String::new()
+        } else {
+            format!(" (for {})", e.roles.join(", "))
+        };
+        let mut question = format!(
+            "Graph `{}`, node `{}`: escalated to a person after attempt {attempt}{roles}\n\n{}",
+            self.graph.id,
+            node.id,
+            message.trim()
+        );
+        for what in &e.include {
+            let part = match what.as_str() {
+                "failed_criteria" | "diagnostics" => format!(
+                    "{what}: {}{}",
+                    failure.code.map(|c| format!("[{c}] ")).unwrap_or_default(),
+                    failure.reason
+                ),
+                "outputs" => format!(
+                    "outputs: {}",
+                    state
+                        .graph
+                        .iter()
+                        .rev()
+                        .find(|s| s.node == node.id && s.outputs.is_some())
+                        .and_then(|s| s.outputs.clone())
+                        .unwrap_or(Value::Null)
+                ),
+                "inputs" => format!(
+                    "inputs: {}",
+                    attempt::inputs(node, &scope).unwrap_or(Value::Null)
+                ),
+                _ => format!(
+                    "transcript: the run's journal (`warrant runs show {}`)",
+                    state.run
+                ),
+            };
+            if !question.contains(&part) {
+                question.push_str("\n\n");
+                question.push_str(&part);
+            }
+        }
+        question.push_str(&format!(
+            "\n\nAnswer `retry` (or any guidance as text) for another attempt, `give up` to let the node end ({}), or a JSON object of the node's outputs to supply them yourself.",
+            node.on_exhausted
+        ));
+        let mut asking = step(&node.id, NodeStatus::AwaitingHuman, attempt);
+        asking.code = Some(failure.code.unwrap_or(failure.class).to_owned());
+        asking.reason = Some(format!("escalated to a person: {}", failure.reason));
+        asking.human = Some(HumanStep {
+            checkpoint: "escalation".into(),
+            at: "escalation".into(),
+            mode: "approve".into(),
+            call: call_id.clone(),
+        });
+        let heard = match self.ask_person(
+            state,
+            asking,
+            &call_id,
+            question,
+            &["retry", "give up"],
+            prompter,
+        )? {
+            Asked::Stop(s) => return Ok(Escalated::Stop(s)),
+            Asked::Heard(h) => h,
+        };
+        Ok(match heard {
+            Heard::Answered { option, text, by } => {
+                let text = text.trim();
+                if option == Some(2) || text == "give up" {
+                    Escalated::GaveUp(format!("{by} gave up at the escalation"))
+                } else if option == Some(1) || text == "retry" || text.is_empty() {
+                    Escalated::Retry(None)
+                } else {
+                    match serde_json::from_str::<Value>(text) {
+                        Ok(v @ Value::Object(_)) => Escalated::Outputs(v),
+                        _ => Escalated::Retry(Some(format!("{by} at the escalation: {text}"))),
+                    }
+                }
+            }
+            Heard::Declined { by } => Escalated::GaveUp(format!("{by} declined the escalation")),
+            Heard::Expired => Escalated::GaveUp("nobody answered the escalation in time".into()),
+            Heard::Unpresentable => Escalated::Unpresentable,
+        })
+    }
+
+    /// A failed attempt: the failure ladder decides what comes next (a person at an
+    /// escalation, and at the `on_failure` checkpoints of a node that fails), and it is
+    /// journaled.
     fn attempt_failed(
         &self,
         state: &mut RunState,
         node: &warrant_graph::Node,
         attempt: u32,
         failure: Failure,
+        prompter: &mut dyn Prompter,
     ) -> Result<Stepped> {
         let scope = self.scope(state);
-        let rung = attempt::ladder(node, attempt, &failure, &scope);
+        let mut rung = attempt::ladder(node, attempt, &failure, &scope);
         let mut s = step(&node.id, NodeStatus::AttemptFailed, attempt);
         s.code = Some(failure.code.unwrap_or(failure.class).to_owned());
-        s.reason = Some(failure.reason);
+        s.reason = Some(failure.reason.clone());
+        if rung == Rung::Escalate {
+            let material = format!("Why: {}", failure.reason);
+            for cp in node.checkpoints(Stage::OnEscalation) {
+                if let Checked::Stop(stop) = self.checkpoint(
+                    state,
+                    Moment {
+                        node,
+                        attempt,
+                        scope: &scope,
+                        material: &material,
+                    },
+                    cp,
+                    prompter,
+                )? {
+                    return Ok(stop);
+                }
+            }
+            match self.escalate(state, node, attempt, &failure, prompter)? {
+                Escalated::Stop(stop) => return Ok(stop),
+                Escalated::Retry(note) => {
+                    rung = Rung::Retry;
+                    s.reason = Some(match note {
+                        Some(n) => format!("{}; {n}", failure.reason),
+                        None => format!("{}; a person asked for another attempt", failure.reason),
+                    });
+                }
+                Escalated::Outputs(outputs) => {
+                    let inputs = attempt::inputs(node, &scope).unwrap_or(Value::Null);
+                    let judged = attempt::node_scope(&scope, node, attempt, &inputs, &outputs);
+                    match self.judge(node, &judged) {
+                        Ok(()) => {
+                            let mut done = step(&node.id, NodeStatus::Succeeded, attempt);
+                            done.code = Some("escalated".into());
+                            done.reason = Some("a person supplied the outputs".into());
+                            done.outputs = Some(outputs);
+                            self.ring
+                                .record_graph_step(state, done)
+                                .map_err(|e| Self::failed(&e))?;
+                            return Ok(Stepped::Continue);
+                        }
+                        Err(f) => {
+                            rung = attempt::exhausted(node);
+                            s.reason = Some(format!(
+                                "{}; the outputs a person supplied did not pass: {}",
+                                failure.reason, f.reason
+                            ));
+                        }
+                    }
+                }
+                Escalated::GaveUp(why) => {
+                    rung = attempt::exhausted(node);
+                    s.reason = Some(format!("{}; {why}", failure.reason));
+                }
+                Escalated::Unpresentable => {
+                    rung = Rung::Fail;
+                    s.code = Some("RT015".into());
+                    s.reason = Some(format!(
+                        "{}; the escalation could not be put to a person",
+                        failure.reason
+                    ));
+                }
+            }
+        }
         let last = match rung {
             Rung::Retry | Rung::Alternate(_) => s,
             Rung::Skip => {
@@ -279,19 +820,34 @@ impl GraphDrive<'_> {
                 s.outputs = Some(json!({}));
                 s
             }
-            Rung::Fail => {
+            Rung::Fail | Rung::Escalate => {
                 s.status = NodeStatus::Failed;
                 s
             }
         };
-        let halt = last.status == NodeStatus::Failed && self.graph.on_node_failure == "halt";
+        if last.status == NodeStatus::Failed {
+            // A person is told before the node's failure is final (they cannot undo it).
+            let material = format!("Why: {}", failure.reason);
+            for cp in node.checkpoints(Stage::OnFailure) {
+                if let Checked::Stop(stop) = self.checkpoint(
+                    state,
+                    Moment {
+                        node,
+                        attempt,
+                        scope: &scope,
+                        material: &material,
+                    },
+                    cp,
+                    prompter,
+                )? {
+                    return Ok(stop);
+                }
+            }
+        }
+        // With policy.on_node_failure `halt`, the scheduler ends the run at its next step.
         self.ring
             .record_graph_step(state, last)
             .map_err(|e| Self::failed(&e))?;
-        if halt {
-            // The scheduler ends the run at the next step (policy.on_node_failure: halt).
-            return Ok(Stepped::Continue);
-        }
         Ok(Stepped::Continue)
     }
 
@@ -302,24 +858,53 @@ impl GraphDrive<'_> {
         run: Option<&schedule::NodeRun>,
         prompter: &mut dyn Prompter,
     ) -> Result<Stepped> {
-        let (attempt, fresh) = match run {
-            None => (1, true),
-            Some(r) if r.status == NodeStatus::AttemptFailed => (r.attempt + 1, true),
-            Some(r) => (r.attempt, false),
+        let attempt = match run {
+            None => 1,
+            Some(r) if r.status == NodeStatus::AttemptFailed => r.attempt + 1,
+            Some(r) => r.attempt,
         };
         let brief = attempt::brief_of(self.graph, node, attempt);
         let run_scope = self.scope(state);
-        if fresh {
+        // Whether this attempt's turn has started: everything before it (inputs, the
+        // `before_start` checkpoints) is derived again, the same, on a resume.
+        let started = state
+            .graph
+            .iter()
+            .any(|s| s.node == node.id && s.attempt == attempt && s.status == NodeStatus::Running);
+        if !started {
             let inputs = match attempt::inputs(brief, &run_scope) {
                 Ok(i) => i,
-                Err(f) => return self.attempt_failed(state, node, attempt, f),
+                Err(f) => return self.attempt_failed(state, node, attempt, f, prompter),
             };
             let scope = attempt::node_scope(&run_scope, brief, attempt, &inputs, &Value::Null);
+            // After inputs resolve, before the first model call (§17.7 step 3).
+            if attempt == 1 {
+                let material = format!("Inputs (JSON): {inputs}");
+                for cp in node.checkpoints(Stage::BeforeStart) {
+                    match self.checkpoint(
+                        state,
+                        Moment {
+                            node,
+                            attempt,
+                            scope: &scope,
+                            material: &material,
+                        },
+                        cp,
+                        prompter,
+                    )? {
+                        Checked::Go(_) => {}
+                        Checked::Stop(stop) => return Ok(stop),
+                        Checked::Failed(f) => {
+                            return self.attempt_failed(state, node, attempt, f, prompter);
+                        }
+                    }
+                }
+            }
             // An expression decision needs no model: its branches decide.
             if let Some(d) = &node.decision
                 && d.evaluator == "expression"
             {
-                return self.decide_by_expression(state, node, attempt, &scope);
+                return self.decide_by_expression(state, node, attempt, &scope, prompter);
             }
             let feedback = state
                 .graph
@@ -337,8 +922,28 @@ impl GraphDrive<'_> {
                             .map(Stepped::Exit);
                     }
                 };
+            // A `before_side_effects` checkpoint holds every mutating call of the attempt for
+            // a person, in the ring (the node's ceiling asks instead of allowing).
+            let mut side_effects = None;
+            for cp in node.checkpoints(Stage::BeforeSideEffects) {
+                let fires = match &cp.when {
+                    None => true,
+                    Some(w) => match schedule::guard(self.graph, w, &scope) {
+                        Ok(b) => b,
+                        Err(e) => {
+                            return self
+                                .end_failed(state, None, EXPRESSION, e.to_string())
+                                .map(Stepped::Exit);
+                        }
+                    },
+                };
+                if fires && cp.mode != "notify" {
+                    side_effects = Some(cp.id.clone());
+                    break;
+                }
+            }
             let mut s = step(&node.id, NodeStatus::Running, attempt);
-            s.ceiling = Some(ceiling_of(brief));
+            s.ceiling = Some(ceiling_of(brief, side_effects));
             if !std::ptr::eq(brief, node) {
                 s.reason = Some(format!("fallback: alternate node `{}`", brief.id));
             }
@@ -404,14 +1009,42 @@ impl GraphDrive<'_> {
                             code: None,
                             reason: "the answer named none of the declared branches".into(),
                         };
-                        return self.attempt_failed(state, node, attempt, f);
+                        return self.attempt_failed(state, node, attempt, f, prompter);
                     }
                 },
             }
         }
         let inputs = attempt::inputs(brief, &run_scope).unwrap_or(Value::Null);
+        // After outputs are collected, before `success` is evaluated (§17.7 step 8): a person
+        // may approve them, edit them (`review`) or supply values (`input`).
+        for cp in node.checkpoints(Stage::AfterOutputs) {
+            let scope = attempt::node_scope(&run_scope, node, attempt, &inputs, &outputs);
+            let material = format!("Outputs (JSON): {outputs}");
+            match self.checkpoint(
+                state,
+                Moment {
+                    node,
+                    attempt,
+                    scope: &scope,
+                    material: &material,
+                },
+                cp,
+                prompter,
+            )? {
+                Checked::Go(None) => {}
+                Checked::Go(Some(values)) => {
+                    if let Some(o) = outputs.as_object_mut() {
+                        o.extend(values);
+                    }
+                }
+                Checked::Stop(stop) => return Ok(stop),
+                Checked::Failed(f) => {
+                    return self.attempt_failed(state, node, attempt, f, prompter);
+                }
+            }
+        }
         let scope = attempt::node_scope(&run_scope, node, attempt, &inputs, &outputs);
-        match attempt::judge(node, &scope) {
+        match self.judge(node, &scope) {
             Ok(()) => {
                 let mut s = step(&node.id, NodeStatus::Succeeded, attempt);
                 s.outputs = Some(outputs);
@@ -424,7 +1057,35 @@ impl GraphDrive<'_> {
                     .map_err(|e| Self::failed(&e))?;
                 Ok(Stepped::Continue)
             }
-            Err(f) => self.attempt_failed(state, node, attempt, f),
+            Err(f) => {
+                // After `success` fails, before the ladder (§17.7 step 10): a person's "no"
+                // ends the retries.
+                let mut failure = f;
+                if failure.class == "criteria_failed" {
+                    let material = format!("Why: {}", failure.reason);
+                    for cp in node.checkpoints(Stage::OnCriteriaFailure) {
+                        let at = Moment {
+                            node,
+                            attempt,
+                            scope: &scope,
+                            material: &material,
+                        };
+                        match self.checkpoint(state, at, cp, prompter)? {
+                            Checked::Go(_) => {}
+                            Checked::Stop(stop) => return Ok(stop),
+                            Checked::Failed(f) => {
+                                failure = Failure {
+                                    class: f.class,
+                                    code: f.code,
+                                    reason: format!("{}; {}", failure.reason, f.reason),
+                                };
+                                break;
+                            }
+                        }
+                    }
+                }
+                self.attempt_failed(state, node, attempt, failure, prompter)
+            }
         }
     }
 
@@ -434,6 +1095,7 @@ impl GraphDrive<'_> {
         node: &warrant_graph::Node,
         attempt: u32,
         scope: &Value,
+        prompter: &mut dyn Prompter,
     ) -> Result<Stepped> {
         let Some(d) = &node.decision else {
             return Ok(Stepped::Continue);
@@ -469,7 +1131,7 @@ impl GraphDrive<'_> {
                     code: None,
                     reason: "no branch's `when` held and there is no default_branch".into(),
                 };
-                self.attempt_failed(state, node, attempt, f)
+                self.attempt_failed(state, node, attempt, f, prompter)
             }
         }
     }
@@ -490,123 +1152,114 @@ impl GraphDrive<'_> {
             Some(r) => r.attempt,
         };
         let call_id = format!("graph-{}-{attempt}", node.id);
-        if run.is_none_or(|r| r.status == NodeStatus::AttemptFailed) {
-            if g.mode == "notify" {
-                let mut s = step(&node.id, NodeStatus::Succeeded, attempt);
-                s.reason = Some("notify: nobody is waited for".into());
-                s.outputs = Some(json!({}));
-                self.ring
-                    .record_graph_step(state, s)
-                    .map_err(|e| Self::failed(&e))?;
-                return Ok(Stepped::Continue);
-            }
-            // A checkpoint that cannot be put to a person fails its node; it is never skipped.
-            if !self.can_ask {
-                let f = Failure {
-                    class: "permission_denied",
-                    code: Some("RT015"),
-                    reason: "this installation offers no way to ask a person (the ask_question tool is not in the run's menu)".into(),
-                };
-                return self.attempt_failed(state, node, attempt, f);
-            }
-            let scope = self.scope(state);
-            let prompt = match warrant_graph::agx::render(&g.prompt, &scope) {
-                Ok(p) => p,
-                Err(e) => {
-                    return self
-                        .end_failed(state, None, EXPRESSION, e.to_string())
-                        .map(Stepped::Exit);
-                }
-            };
-            let mut question = format!(
-                "Graph `{}`, gate `{}`: {}\n\n{}",
-                self.graph.id,
-                node.id,
-                node.title,
-                prompt.trim()
-            );
-            for p in &g.present {
-                let v = warrant_graph::agx::eval(p, &scope).unwrap_or(Value::Null);
-                question.push_str(&format!("\n\n{p}:\n{}", warrant_graph::agx::stringify(&v)));
-            }
-            question.truncate(3900);
-            let s = step(&node.id, NodeStatus::AwaitingHuman, attempt);
-            let call = CallRecord {
-                id: call_id.clone(),
-                tool: "ask_question".into(),
-                args: json!({ "question": question, "options": ["approve", "reject"] }),
-            };
+        if g.mode == "notify" {
+            let mut s = step(&node.id, NodeStatus::Succeeded, attempt);
+            s.reason = Some("notify: nobody is waited for".into());
+            s.outputs = Some(json!({}));
             self.ring
-                .raise_graph_gate(state, s, call)
+                .record_graph_step(state, s)
                 .map_err(|e| Self::failed(&e))?;
+            return Ok(Stepped::Continue);
         }
-        if state.call(&call_id).is_some_and(|c| c.result.is_none()) {
-            let lease = drive::lease_here(
-                self.host.inst.store.as_ref(),
-                &state.run,
-                self.host.inst.notices.as_ref(),
-            )
-            .map_err(|e| HostError::bad_input(&e))?;
-            self.ring.hold_fence(Some(lease.token));
-            let stepped = self.ring.process_call(state, &call_id, self.env, prompter);
-            let _ = self.host.inst.store.release(&lease);
-            self.ring.hold_fence(None);
-            self.host.deliver();
-            if let CallStep::Parked(request) = stepped.map_err(|e| HostError::failed(&e))? {
-                return Ok(Stepped::Exit(RunExit::Parked { request }));
+        let scope = self.scope(state);
+        let prompt = match warrant_graph::agx::render(&g.prompt, &scope) {
+            Ok(p) => p,
+            Err(e) => {
+                return self
+                    .end_failed(state, None, EXPRESSION, e.to_string())
+                    .map(Stepped::Exit);
             }
+        };
+        let mut question = format!(
+            "Graph `{}`, gate `{}`: {}\n\n{}",
+            self.graph.id,
+            node.id,
+            node.title,
+            prompt.trim()
+        );
+        for p in &g.present {
+            let v = warrant_graph::agx::eval(p, &scope).unwrap_or(Value::Null);
+            question.push_str(&format!("\n\n{p}:\n{}", warrant_graph::agx::stringify(&v)));
         }
-        if state.parked.is_some() {
-            self.ring
-                .resume(state, &self.host.identity.principal)
-                .map_err(|e| HostError::bad_input(&e))?;
-        }
-        // The person's word: approve, reject, a decline, or no answer in time.
-        let ask = state.asks.values().find(|a| a.call_id == call_id);
-        let (approved, by) = match ask.map(|a| (&a.reply, a.expired)) {
-            Some((Some((Reply::Answered { option, text }, by)), _)) => {
-                (*option == Some(1) || text == "approve", by.actor.clone())
-            }
-            Some((Some((other, by)), _)) => {
-                let _ = other;
-                (false, by.actor.clone())
-            }
-            Some((None, Some(_))) => {
+        let options: &[&str] = if g.mode == "input" {
+            question.push_str(&warrant_graph::attempt::collect_prompt(&g.collect));
+            &[]
+        } else {
+            &["approve", "reject"]
+        };
+        let mut asking = step(&node.id, NodeStatus::AwaitingHuman, attempt);
+        asking.human = Some(HumanStep {
+            checkpoint: "gate".into(),
+            at: "gate".into(),
+            mode: g.mode.clone(),
+            call: call_id.clone(),
+        });
+        let heard = match self.ask_person(state, asking, &call_id, question, options, prompter)? {
+            Asked::Stop(stop) => return Ok(stop),
+            Asked::Heard(h) => h,
+        };
+        // The person's word: approve, reject (or values, for `input`), a decline, or no
+        // answer in time.
+        let (said, by, text) = match heard {
+            Heard::Answered { option, text, by } => (
+                warrant_graph::attempt::said(&g.mode, option, &text, &g.collect),
+                by,
+                text,
+            ),
+            Heard::Declined { by } => (Said::Rejected, by, String::new()),
+            Heard::Expired => {
                 let f = Failure {
                     class: "timeout",
                     code: None,
                     reason: "nobody answered the gate in time".into(),
                 };
-                return self.attempt_failed(state, node, attempt, f);
+                return self.attempt_failed(state, node, attempt, f, prompter);
             }
-            _ => {
+            Heard::Unpresentable => {
                 let f = Failure {
                     class: "permission_denied",
                     code: Some("RT015"),
-                    reason: "the gate's request could not be put to a person".into(),
+                    reason: "the gate could not be put to a person (the ask_question tool is not in the run's menu)".into(),
                 };
-                return self.attempt_failed(state, node, attempt, f);
+                return self.attempt_failed(state, node, attempt, f, prompter);
             }
         };
         let route = g.on_reject == "route";
         let mut s = step(&node.id, NodeStatus::Succeeded, attempt);
-        s.reason = Some(format!(
-            "{} by {by}",
-            if approved { "approved" } else { "rejected" }
-        ));
-        s.outputs = Some(if route {
-            json!({ "decision": if approved { "approved" } else { "rejected" } })
-        } else {
-            json!({})
-        });
-        if !approved && !route {
-            s.outputs = None;
-            s.status = if g.on_reject == "skip_dependents" {
-                NodeStatus::Skipped
-            } else {
-                NodeStatus::Failed
-            };
-            s.code = Some("rejected".into());
+        match said {
+            Said::Approved => {
+                s.reason = Some(format!("approved by {by}"));
+                s.outputs = Some(if route {
+                    json!({ "decision": "approved" })
+                } else {
+                    json!({})
+                });
+            }
+            Said::Values(values) => {
+                s.reason = Some(format!("values supplied by {by}"));
+                s.outputs = Some(Value::Object(values));
+            }
+            Said::Missing(reason) => {
+                let f = Failure {
+                    class: "output_missing",
+                    code: Some("RT033"),
+                    reason,
+                };
+                return self.attempt_failed(state, node, attempt, f, prompter);
+            }
+            Said::Rejected if route => {
+                s.reason = Some(rejected_by(&by, &text));
+                s.outputs = Some(json!({ "decision": "rejected" }));
+            }
+            Said::Rejected => {
+                s.reason = Some(rejected_by(&by, &text));
+                s.status = if g.on_reject == "skip_dependents" {
+                    NodeStatus::Skipped
+                } else {
+                    NodeStatus::Failed
+                };
+                s.code = Some("rejected".into());
+            }
         }
         self.ring
             .record_graph_step(state, s)
@@ -700,6 +1353,96 @@ impl Host {
             events.first().map(warrant_kernel::RunEvent::from_stored),
             Some(Ok(warrant_kernel::RunEvent::RunStarted { settings, .. })) if settings.graph.is_some()
         ))
+    }
+
+    /// The AGS run record (§20) of graph run `run`, built from its journal: where it stands
+    /// now (a parked run's record says `awaiting_human`), every node step, every answer a
+    /// person gave. The graph is read from the file the run pinned; a changed file is refused
+    /// (RT053), as on resume, since its nodes would not be the run's.
+    pub fn graph_record(&self, run: &RunId) -> Result<RunRecord> {
+        let scoped = self.inst.scoped();
+        let row = scoped
+            .run(run)
+            .map_err(|e| HostError::failed(&e))?
+            .ok_or_else(|| {
+                HostError::bad_input(&warrant_kernel::KernelError::UnknownRun(run.to_string()))
+            })?;
+        let events = scoped.events(run).map_err(|e| HostError::failed(&e))?;
+        let mut pin = None;
+        let mut journal = Journal {
+            run_id: run.to_string(),
+            started_at: row.created_at,
+            ended: None,
+            parked: row.status == warrant_store::RunStatus::Parked,
+            steps: Vec::new(),
+            answers: BTreeMap::new(),
+            expired: Vec::new(),
+            params: Value::Null,
+        };
+        for stored in &events {
+            let at = stored.recorded_at;
+            let event =
+                warrant_kernel::RunEvent::from_stored(stored).map_err(|e| HostError::failed(&e))?;
+            // Only these events make the record; every other kind is the journal's alone.
+            if let warrant_kernel::RunEvent::RunStarted { settings, .. } = event {
+                journal.started_at = at;
+                pin = settings.graph;
+            } else if let warrant_kernel::RunEvent::GraphNode(step) = event {
+                journal.steps.push((at, step));
+            } else if let warrant_kernel::RunEvent::RequestReplied {
+                call_id, by, reply, ..
+            } = event
+            {
+                let (option, text, declined) = match reply {
+                    Reply::Answered { option, text } => (option, text, false),
+                    Reply::Declined { reason } => (None, reason, true),
+                    Reply::SecretProvided { .. }
+                    | Reply::Connected { .. }
+                    | Reply::Accepted { .. } => (None, String::new(), false),
+                };
+                journal.answers.insert(
+                    call_id,
+                    Answer {
+                        option,
+                        text,
+                        declined,
+                        actor: by.actor,
+                        at,
+                    },
+                );
+            } else if let warrant_kernel::RunEvent::RequestExpired { call_id, .. } = event {
+                journal.expired.push(call_id);
+            } else if let warrant_kernel::RunEvent::RunEnded { outcome } = event {
+                journal.ended = Some((
+                    at,
+                    match outcome {
+                        Outcome::Completed => Ended::Completed,
+                        Outcome::Failed { code, message } => Ended::Failed { code, message },
+                        Outcome::Stopped { reason } => Ended::Stopped { reason },
+                    },
+                ));
+            }
+        }
+        let Some(pin) = pin else {
+            return Err(HostError::usage(
+                NOT_A_GRAPH_RUN,
+                format!("run {run} is not a graph run; it has no AGS run record"),
+            ));
+        };
+        journal.params = pin.params.clone();
+        let graph = Graph::load(Path::new(&pin.path)).map_err(|e| graph_error(&e))?;
+        if graph.digest != pin.digest {
+            return Err(HostError::coded(
+                &Changed {
+                    run: run.to_string(),
+                    path: pin.path.clone(),
+                    pinned: pin.digest.clone(),
+                    now: graph.digest,
+                },
+                Class::Refused,
+            ));
+        }
+        Ok(warrant_graph::record::build(&graph, &journal))
     }
 
     /// Continues a graph run: only with the very graph it pinned (same digest, RT053).

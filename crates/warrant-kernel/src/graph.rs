@@ -86,6 +86,23 @@ pub struct NodeStep {
     /// The permission ceiling the attempt runs under (set with `running`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceiling: Option<NodeCeiling>,
+    /// What a person is asked (set with `awaiting_human`): a gate, a `human` checkpoint or an
+    /// escalation, and the graph's call that carries the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub human: Option<HumanStep>,
+}
+
+/// A point where the graph puts a question to a person (AGS §7.3, §14.2, §15).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HumanStep {
+    /// The checkpoint's id, or `gate` / `escalation`.
+    pub checkpoint: String,
+    /// The stage (`before_start`, `after_outputs`, …), or `gate` / `escalation`.
+    pub at: String,
+    /// `approve`, `review`, `input` or `notify`.
+    pub mode: String,
+    /// The id of the graph's call that raised the request (its answer is that call's).
+    pub call: String,
 }
 
 /// AGS permission scopes (`scope:action[:target]`, §12).
@@ -174,6 +191,10 @@ pub struct NodeCeiling {
     pub permissions: Vec<Permission>,
     /// AGS `requirements.workspace`: `none`, `read_only` (the default) or `read_write`.
     pub workspace: String,
+    /// A `human` checkpoint `at: before_side_effects` (its id, or its index): every mutating
+    /// call of the node goes to a person before it runs, the first included (AGS §15).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_side_effects: Option<String>,
 }
 
 /// An action as an AGS permission names it: scope, action and target.
@@ -234,6 +255,23 @@ pub fn permission_of(
         | Action::CatalogRead { .. } => action.target(),
     };
     Some((scope, verb, target))
+}
+
+/// Whether an action of this AGS scope and verb changes something outside the node (a write,
+/// a commit, a command, a message, a call of an MCP tool): what a `before_side_effects`
+/// checkpoint pauses at. Reads, listings and fetches do not.
+pub fn mutating(scope: PermissionScope, verb: &str) -> bool {
+    match scope {
+        PermissionScope::Fs => verb != "read",
+        PermissionScope::Git => verb != "read",
+        PermissionScope::Net => verb == "message",
+        PermissionScope::Custom => verb != "memory.read",
+        PermissionScope::Shell
+        | PermissionScope::Process
+        | PermissionScope::Mcp
+        | PermissionScope::Secret
+        | PermissionScope::Human => true,
+    }
 }
 
 /// `*` matches any run of characters; everything else matches itself.
@@ -297,7 +335,9 @@ impl NodeCeiling {
         ))
     }
 
-    /// Policy's verdict, lowered to a deny when the node's ceiling does not cover the action.
+    /// Policy's verdict, lowered to a deny when the node's ceiling does not cover the action,
+    /// and to an ask when the node has a `before_side_effects` checkpoint and the action
+    /// mutates (never raised: a deny stays a deny).
     pub fn narrow(
         &self,
         verdict: PolicyVerdict,
@@ -305,6 +345,24 @@ impl NodeCeiling {
         workspace: &CanonicalPath,
     ) -> PolicyVerdict {
         match (verdict.verdict, self.covers(action, workspace)) {
+            (Verdict::Allow, Ok(_))
+                if self.before_side_effects.is_some()
+                    && permission_of(action, workspace)
+                        .is_some_and(|(scope, verb, _)| mutating(scope, verb)) =>
+            {
+                let checkpoint = self.before_side_effects.as_deref().unwrap_or_default();
+                PolicyVerdict {
+                    verdict: Verdict::Ask,
+                    risk: verdict.risk,
+                    reasons: vec![ReasonRecord {
+                        policy: format!("graph:{}", self.node),
+                        reason: Some(format!(
+                            "the node's human checkpoint `{checkpoint}` (before_side_effects): a person approves what it changes before it runs"
+                        )),
+                    }],
+                    errors: verdict.errors,
+                }
+            }
             (Verdict::Deny, _) | (_, Ok(_)) => verdict,
             (Verdict::Allow | Verdict::Ask, Err(why)) => PolicyVerdict {
                 verdict: Verdict::Deny,
@@ -351,6 +409,7 @@ mod tests {
             node: "n".into(),
             permissions: vec![Permission::parse("fs:write:docs/*").unwrap()],
             workspace: "read_only".into(),
+            before_side_effects: None,
         };
         for v in [Verdict::Allow, Verdict::Ask, Verdict::Deny] {
             // Covered: policy's verdict stands, whatever it is.
@@ -377,6 +436,32 @@ mod tests {
             ..ceiling
         };
         assert!(none.covers(&read, &ws()).is_err());
+    }
+
+    #[test]
+    fn a_before_side_effects_checkpoint_asks_for_mutations_only() {
+        let ceiling = NodeCeiling {
+            node: "n".into(),
+            permissions: vec![Permission::parse("fs:write:docs/*").unwrap()],
+            workspace: "read_only".into(),
+            before_side_effects: Some("pre".into()),
+        };
+        let read = Action::FsRead {
+            path: CanonicalPath::from_normalized("/w/docs/a.md").unwrap(),
+        };
+        let cases = [
+            (Verdict::Allow, write("/w/docs/a.md"), Verdict::Ask),
+            (Verdict::Ask, write("/w/docs/a.md"), Verdict::Ask),
+            (Verdict::Deny, write("/w/docs/a.md"), Verdict::Deny),
+            (Verdict::Allow, write("/w/src/a.rs"), Verdict::Deny),
+            (Verdict::Allow, read, Verdict::Allow),
+        ];
+        for (policy, action, want) in cases {
+            let got = ceiling.narrow(verdict(policy), &action, &ws());
+            assert_eq!((policy, got.verdict), (policy, want), "{action:?}");
+        }
+        let asked = ceiling.narrow(verdict(Verdict::Allow), &write("/w/docs/a.md"), &ws());
+        assert_eq!(asked.reasons[0].policy, "graph:n");
     }
 
     #[test]

@@ -41,7 +41,7 @@ fn every_invalid_fixture_yields_its_code_and_is_refused() {
             n += 1;
         }
     }
-    assert_eq!(n, 18);
+    assert_eq!(n, 24);
 }
 
 #[test]
@@ -58,4 +58,128 @@ fn the_committed_result_is_the_stated_one() {
         committed,
         serde_json::to_value(warrant_graph::conformance::result()).unwrap()
     );
+}
+
+/// A policy that allows everything: the plan of an example is about the graph, not policy.
+struct AllowAll;
+
+impl warrant_graph::plan::Decide for AllowAll {
+    fn decide(&self, _action: &str, _target: &str) -> Result<warrant_graph::plan::Decided, String> {
+        Ok(warrant_graph::plan::Decided {
+            verdict: "allow".into(),
+            person_needed: false,
+            reason: "test".into(),
+        })
+    }
+}
+
+/// The spec's `examples/` (AGS conformance README, "Valid documents"): every one validates
+/// with no finding at all (no error, no warning), loads, and plans without running anything;
+/// what Warrant would refuse to run is named, never silently dropped.
+#[test]
+fn every_spec_example_validates_cleanly_and_plans() {
+    let dir = fixtures().join("examples");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut seen = Vec::new();
+    for name in &names {
+        let p = dir.join(name);
+        let v = warrant_graph::validate(&p);
+        assert_eq!((v.ok, v.findings.clone()), (true, vec![]), "{name}");
+        let graph = Graph::load(&p).unwrap();
+        let plan = warrant_graph::plan::plan(&graph, &AllowAll);
+        assert_eq!(plan.order.len(), graph.nodes.len(), "{name}");
+        seen.push((
+            name.clone(),
+            graph.id.clone(),
+            graph.requires_conformance,
+            plan.runnable,
+            plan.unsupported.clone(),
+        ));
+    }
+    let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+    let library = s(&[
+        "AG303: requires_conformance 3 is above Warrant's level 2",
+        "node `define_public_api`: success criterion kind `llm_judge` (`addresses_gaps`)",
+        "node `implement_api`: success criterion kind `command` (`lint_clean`)",
+        "node `implement_api`: success criterion kind `command` (`types_clean`)",
+        "node `implement_api`: success criterion kind `command` (`public_api_importable`)",
+        "node `implement_api`: success criterion kind `command` (`no_new_dependencies`)",
+        "node `write_test_suite`: success criterion kind `command` (`suite_passes`)",
+        "node `write_documentation`: success criterion kind `command` (`samples_run`)",
+        "node `write_documentation`: success criterion kind `llm_judge` (`docs_readable`)",
+        "node `remediate_gaps`: success criterion kind `command` (`lint_clean`)",
+        "node `remediate_gaps`: success criterion kind `command` (`types_clean`)",
+        "node `remediate_gaps`: success criterion kind `command` (`suite_passes`)",
+        "node `remediate_gaps`: fallback strategy `human_takeover`",
+        "node `prepare_release`: success criterion kind `command` (`clean_install`)",
+        "node `prepare_release`: success criterion kind `command` (`version_correct`)",
+        "node `publish`: success criterion kind `command` (`installable_from_index`)",
+    ]);
+    let row = |name: &str, id: &str, level: u64, unsupported: Vec<String>| {
+        let runnable = unsupported.is_empty();
+        (name.to_owned(), id.to_owned(), level, runnable, unsupported)
+    };
+    assert_eq!(
+        seen,
+        vec![
+            row(
+                "docs-site-refresh.agraph.yaml",
+                "examples/docs-site-refresh",
+                3,
+                s(&[
+                    "AG303: requires_conformance 3 is above Warrant's level 2",
+                    "node `refresh_pages`: node type `map` (level 3)",
+                    "node `link_audit`: node type `subgraph` (level 3)",
+                    "node `fix_links`: success criterion kind `command` (`recheck_clean`)",
+                    "node `verify_and_publish`: node type `subgraph` (level 3)",
+                ])
+            ),
+            row(
+                "library-v1-release.agraph.json",
+                "examples/library-v1-release",
+                3,
+                library.clone()
+            ),
+            row(
+                "library-v1-release.agraph.yaml",
+                "examples/library-v1-release",
+                3,
+                library
+            ),
+            row("link-audit.agraph.yaml", "examples/link-audit", 1, vec![]),
+            row(
+                "minimal.agraph.yaml",
+                "examples/minimal",
+                1,
+                s(&[
+                    "node `draft_contributing`: success criterion kind `command` (`markdown_lints`)",
+                ])
+            ),
+            row(
+                "test-repair-loop.agraph.yaml",
+                "examples/test-repair-loop",
+                3,
+                s(&[
+                    "AG303: requires_conformance 3 is above Warrant's level 2",
+                    "node `repair_loop`: node type `loop` (level 3)",
+                ])
+            ),
+        ]
+    );
+}
+
+/// "`library-v1-release.agraph.yaml` and `.agraph.json` must parse to identical data": the
+/// same document, so the same digest.
+#[test]
+fn the_canonical_example_reads_the_same_in_yaml_and_json() {
+    let dir = fixtures().join("examples");
+    let yaml = Graph::load(&dir.join("library-v1-release.agraph.yaml")).unwrap();
+    let json = Graph::load(&dir.join("library-v1-release.agraph.json")).unwrap();
+    assert_eq!(yaml.document, json.document);
+    assert_eq!(yaml.digest, json.digest);
+    assert_eq!(yaml.order, json.order);
 }

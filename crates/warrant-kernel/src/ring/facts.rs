@@ -438,6 +438,12 @@ pub(crate) fn facts_of(
                         .join(", ")
                 ));
             }
+            if let Some(h) = &step.human {
+                reasons.push(format!(
+                    "a person is asked: {} `{}` ({})",
+                    h.at, h.checkpoint, h.mode
+                ));
+            }
             facts.reasons = reasons;
             // Outputs stay in the journal; the record holds their digest.
             facts.output_digest = step
