@@ -80,6 +80,9 @@ pub struct Criterion {
     /// `path` (a workspace path or glob) and `min_bytes` of a `file_exists` criterion.
     pub path: Option<String>,
     pub min_bytes: u64,
+    /// `prompt` and `roles` of a `human` criterion.
+    pub prompt: Option<String>,
+    pub roles: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -292,6 +295,8 @@ impl Node {
                 output: s(c, "output"),
                 path: s(c, "path"),
                 min_bytes: c.get("min_bytes").and_then(Value::as_u64).unwrap_or(0),
+                prompt: s(c, "prompt"),
+                roles: strings(c.get("roles")),
             })
             .collect();
         let failure = v.get("failure");

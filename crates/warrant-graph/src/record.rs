@@ -42,6 +42,7 @@ pub const FEATURES: &[&str] = &[
     "criterion.regex",
     "criterion.artifact_present",
     "criterion.file_exists",
+    "criterion.human",
     "failure.retry",
     "failure.fallback.alternate_node",
     "failure.fallback.skip",

@@ -295,7 +295,7 @@ pub fn unsupported(graph: &Graph) -> Vec<String> {
         for c in &n.criteria {
             if !matches!(
                 c.kind.as_str(),
-                "expression" | "regex" | "artifact_present" | "file_exists"
+                "expression" | "regex" | "artifact_present" | "file_exists" | "human"
             ) {
                 out.push(at(format!(
                     "success criterion kind `{}` (`{}`)",

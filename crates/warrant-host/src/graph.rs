@@ -408,6 +408,8 @@ impl GraphDrive<'_> {
                 c.path.as_deref().unwrap_or_default(),
                 c.min_bytes,
             )),
+            // Asked of a person once everything else passed (`human_criteria`).
+            "human" => Some(Ok(true)),
             _ => None,
         })
     }
@@ -1044,7 +1046,54 @@ impl GraphDrive<'_> {
             }
         }
         let scope = attempt::node_scope(&run_scope, node, attempt, &inputs, &outputs);
-        match self.judge(node, &scope) {
+        let judged = match self.judge(node, &scope) {
+            // A `human` criterion (§10.2): a person confirms, after every other criterion
+            // passed (a person is not asked about work a check already refused).
+            Ok(()) => {
+                let material = format!("Outputs (JSON): {outputs}");
+                let mut confirmed = Ok(());
+                for c in node
+                    .criteria
+                    .iter()
+                    .filter(|c| c.kind == "human" && c.required)
+                {
+                    let cp = Checkpoint {
+                        id: format!("criterion-{}", c.id),
+                        at: Stage::AfterOutputs,
+                        mode: "approve".into(),
+                        prompt: format!(
+                            "{}\n\n{}",
+                            c.description.trim(),
+                            c.prompt.as_deref().unwrap_or_default()
+                        ),
+                        roles: c.roles.clone(),
+                        when: None,
+                        collect: Vec::new(),
+                    };
+                    let at = Moment {
+                        node,
+                        attempt,
+                        scope: &scope,
+                        material: &material,
+                    };
+                    match self.checkpoint(state, at, &cp, prompter)? {
+                        Checked::Go(_) => {}
+                        Checked::Stop(stop) => return Ok(stop),
+                        Checked::Failed(f) => {
+                            confirmed = Err(Failure {
+                                class: "criteria_failed",
+                                code: f.code,
+                                reason: format!("criterion `{}`: {}", c.id, f.reason),
+                            });
+                            break;
+                        }
+                    }
+                }
+                confirmed
+            }
+            Err(f) => Err(f),
+        };
+        match judged {
             Ok(()) => {
                 let mut s = step(&node.id, NodeStatus::Succeeded, attempt);
                 s.outputs = Some(outputs);

@@ -1077,3 +1077,107 @@ fn the_spec_link_audit_example_runs_end_to_end() {
         "{failed}"
     );
 }
+
+const CONFIRMED: &str = r#"ags_version: "1.0"
+kind: AgenticGraph
+id: warrant/confirmed
+title: Notes a maintainer confirms
+objective: Draft the notes; a maintainer confirms them.
+requires_conformance: 1
+entrypoints: [draft]
+nodes:
+  draft:
+    title: Draft the notes
+    description: Write the release notes.
+    outputs:
+      summary: {type: string, description: One line.}
+    failure:
+      retry: {max_attempts: 2, retry_on: [criteria_failed]}
+    success:
+      criteria:
+        - id: confirmed
+          kind: human
+          description: A maintainer confirms the notes.
+          prompt: "Are these notes right?"
+          roles: [maintainer]
+"#;
+
+/// A `human` success criterion (AGS §10.2, level 1): once the node's outputs are in, a person
+/// confirms; their "no" fails the attempt like any criterion, and the retry is told why.
+#[test]
+fn a_human_criterion_is_a_persons_confirmation_and_a_no_fails_the_attempt() {
+    let sb = Sandbox::init();
+    let g = sb.write("confirmed.agraph.yaml", CONFIRMED);
+    let model = sb.transcript(
+        r#"version: 1
+turns:
+  - say: '{"summary": "v2"}'
+  - say: '{"summary": "v2 is ready"}'
+"#,
+    );
+    let out = sb.run(&["graph", "run", g.to_str().unwrap(), "--model", &model]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let listed = sb.json(&["requests", "list", "--json"]).to_string();
+    assert!(listed.contains("Are these notes right?"), "{listed}");
+    let req = parked_request(&out);
+    assert_eq!(
+        sb.run(&["requests", "answer", &req, "--option", "2"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let (run, _) = sb.last_run();
+    let out = sb.run(&["graph", "resume", &run]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let req = parked_request(&out);
+    assert_eq!(
+        sb.run(&["requests", "answer", &req, "--option", "1"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let done = sb.run(&["graph", "resume", &run]);
+    assert_eq!(done.status.code(), Some(0), "{}", stderr(&done));
+    let (_, events) = sb.last_run();
+    assert_eq!(
+        steps(&events),
+        vec![
+            step("draft", "running", 1),
+            step("draft", "awaiting_human", 1),
+            step("draft", "attempt_failed", 1),
+            step("draft", "running", 2),
+            step("draft", "awaiting_human", 2),
+            step("draft", "succeeded", 2),
+        ]
+    );
+    let retry = events
+        .iter()
+        .filter(|e| e["kind"] == "message_received")
+        .nth(1)
+        .unwrap();
+    assert!(
+        retry["payload"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("The previous attempt failed: criterion `confirmed`"),
+        "{retry}"
+    );
+    let rec = record(&sb, &run);
+    assert_eq!(
+        human_events(&rec["nodes"][0]),
+        vec![
+            event(
+                "criterion-confirmed",
+                "after_outputs",
+                "approve",
+                "rejected"
+            ),
+            event(
+                "criterion-confirmed",
+                "after_outputs",
+                "approve",
+                "approved"
+            ),
+        ]
+    );
+}
