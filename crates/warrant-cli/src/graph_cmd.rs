@@ -67,6 +67,9 @@ pub enum GraphCommand {
         run: String,
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+        /// Accepted for the CLI contract; the record is JSON either way.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -213,7 +216,7 @@ pub fn dispatch(ws: Option<&Path>, command: GraphCommand) -> Result<u8, Failure>
             }
             Ok(finish(driven.exit, &driven.run, json))
         }
-        GraphCommand::Record { run, out } => {
+        GraphCommand::Record { run, out, json: _ } => {
             let run = warrant_host::runs::parse_run(&run)?;
             record(&open(ws)?, &run, out.as_deref())?;
             Ok(0)

@@ -484,7 +484,7 @@ fn run_schema() -> jsonschema::Validator {
 
 /// The run record of `run`, checked against the spec's run-record schema.
 fn record(sb: &Sandbox, run: &str) -> Value {
-    let out = sb.run(&["graph", "record", run]);
+    let out = sb.run(&["graph", "record", run, "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
     let errors: Vec<String> = run_schema()
