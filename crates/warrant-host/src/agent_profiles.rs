@@ -91,17 +91,26 @@ pub struct AppliedView {
 }
 
 impl Host {
-    /// The discovery roots of this installation, most authoritative first.
+    /// The discovery roots of this installation, most authoritative first; the plugin roots
+    /// last: the `agents/` of each installed skill whose files are the ones a person approved
+    /// (`warrant skills install` showed every file, these included; a changed skill brings
+    /// no profile until it is approved again).
     pub fn agent_profile_roots(&self) -> Vec<warrant_oap::Root> {
         let home = std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from);
-        warrant_oap::roots(
+        let roots = warrant_oap::roots(
             &self.paths.managed,
             self.paths.user.as_deref(),
             home.as_deref(),
             &self.paths.workspace,
-        )
+        );
+        let packages: Vec<PathBuf> = self
+            .verified_skill_dirs()
+            .iter()
+            .map(|d| PathBuf::from(d.as_str()))
+            .collect();
+        warrant_oap::with_plugins(roots, &packages)
     }
 
     /// Every agent profile of every root (nothing validated in full, nothing written).

@@ -514,6 +514,7 @@ impl Host {
                     depth: 0,
                     max_depth: self.settings.max_depth,
                     max_children: self.settings.max_children,
+                    max_concurrent: None,
                     profile: None,
                     budget: None,
                     sampling: None,

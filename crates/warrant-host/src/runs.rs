@@ -193,6 +193,9 @@ impl Host {
                 if let Some(d) = limits.max_depth {
                     spawn.max_depth = spawn.max_depth.min(d);
                 }
+                if let Some(c) = limits.max_concurrent {
+                    spawn.max_concurrent = Some(spawn.max_concurrent.map_or(c, |m| m.min(c)));
+                }
                 // The run-scope budget is tightened by a share like a subagent's.
                 if let Some(cost) = limits.max_cost_usd {
                     let cap = warrant_core::config::BudgetLimit {

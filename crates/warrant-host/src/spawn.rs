@@ -315,6 +315,11 @@ impl HostSpawner<'_> {
             depth,
             max_depth: depth,
             max_children: 0,
+            max_concurrent: parent
+                .settings
+                .spawn
+                .as_ref()
+                .and_then(|s| s.max_concurrent),
             profile: None,
             budget: (budget.tokens.is_some() || budget.cost_usd.is_some()).then_some(budget),
             sampling: Some(Box::new(ask.clone())),
@@ -385,6 +390,7 @@ impl HostSpawner<'_> {
             depth: order.depth,
             max_depth: envelope.max_depth,
             max_children: envelope.max_children,
+            max_concurrent: envelope.max_concurrent,
             profile: order.profile.clone(),
             budget: (budget.tokens.is_some() || budget.cost_usd.is_some()).then_some(budget),
             sampling: None,

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use warrant_core::{Action, Verb};
+use warrant_core::{Action, MemoryScope, Verb};
 
 use crate::events::{ReasonRecord, Verdict};
 use crate::ring::PolicyVerdict;
@@ -168,6 +168,12 @@ pub struct ProfilePin {
     /// names the namespace `name`); `None` when the profile sets none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_scopes: Option<Vec<String>>,
+    /// `spec.memory.stores` attached to Warrant's memory (OAP L3-Y1): when the profile names
+    /// an external store, memory actions reach only the backends attached here, and write only
+    /// to a `read_write` one. `None` when it names none (Warrant's memory as a whole, under
+    /// `spec.memory.mode` and `scopes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_stores: Option<Vec<PinnedStore>>,
     /// Everything dropped, narrowed or substituted when the run started.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub adjustments: Vec<Adjustment>,
@@ -184,6 +190,20 @@ pub struct ProfilePin {
 pub struct PinnedSkill {
     pub name: String,
     pub digest: String,
+}
+
+/// A store of `spec.memory.stores` mapped onto one of Warrant's memory backends: its
+/// `warrant-local` kind is the workspace's local memory, `warrant-shared` the installation's
+/// shared memory (drafts a person publishes). Every read and write of it is a `memory.*`
+/// action the ring decides.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinnedStore {
+    pub name: String,
+    pub kind: String,
+    pub scope: MemoryScope,
+    /// The store's `mode` (`read_write`) within `spec.memory.mode`; else reads only.
+    pub writable: bool,
+    pub required: bool,
 }
 
 /// Where a profile lets the agent read and write (absolute, canonical prefixes).
@@ -233,6 +253,20 @@ fn memory_namespace(action: &Action) -> Option<&str> {
     | Action::MemoryPublish { namespace, .. } = action
     {
         Some(namespace)
+    } else {
+        None
+    }
+}
+
+/// The backend a memory action works on (a draft and its review are shared memory's).
+fn memory_scope(action: &Action) -> Option<MemoryScope> {
+    if let Action::MemoryRead { scope, .. }
+    | Action::MemoryWrite { scope, .. }
+    | Action::MemoryDelete { scope, .. } = action
+    {
+        Some(*scope)
+    } else if let Action::MemoryPropose { .. } | Action::MemoryPublish { .. } = action {
+        Some(MemoryScope::Shared)
     } else {
         None
     }
@@ -328,6 +362,9 @@ impl ProfilePin {
             | Verb::MemoryDelete
             | Verb::MemoryPropose
             | Verb::MemoryPublish => {
+                if let Some(denied) = self.outside_stores(action) {
+                    return Some(denied);
+                }
                 let scopes = self.memory_scopes.as_ref()?;
                 let namespace = memory_namespace(action)?;
                 let listed = scopes.iter().any(|s| {
@@ -359,6 +396,26 @@ impl ProfilePin {
         let roots = roots.as_ref()?;
         (!roots.iter().any(|r| under(target, r)))
             .then(|| format!("`{target}` is outside spec.permissions.filesystem.{what}"))
+    }
+
+    /// Why a memory action reaches no store the profile attached, or writes to a read-only
+    /// one (only when the profile names external stores).
+    fn outside_stores(&self, action: &Action) -> Option<String> {
+        let stores = self.memory_stores.as_ref()?;
+        let scope = memory_scope(action)?;
+        let Some(store) = stores.iter().find(|s| s.scope == scope) else {
+            return Some(format!(
+                "no store of spec.memory.stores is attached to Warrant's {} memory",
+                scope.as_str()
+            ));
+        };
+        let writes = !matches!(action.verb(), Verb::MemoryRead);
+        (writes && !store.writable).then(|| {
+            format!(
+                "spec.memory.stores `{}` ({}) is read-only for this profile",
+                store.name, store.kind
+            )
+        })
     }
 
     /// Narrows policy's verdict by the profile: the result is never more permissive than
@@ -416,6 +473,7 @@ mod tests {
             paths: PathCeiling::default(),
             allow_hosts: None,
             memory_scopes: None,
+            memory_stores: None,
             adjustments: vec![],
             skills: None,
         }
@@ -458,6 +516,77 @@ mod tests {
             p.narrow(verdict(Verdict::Allow), "read_file", &read)
                 .verdict,
             Verdict::Deny
+        );
+    }
+
+    /// L3-Y1: once a profile attaches a store, memory on another backend is out of its
+    /// reach and a read-only store takes no write; without stores, memory is the families'.
+    #[test]
+    fn attached_stores_bound_memory_actions() {
+        let tools = [
+            ("remember", Ceiling::Allow),
+            ("recall", Ceiling::Allow),
+            ("propose_memory", Ceiling::Allow),
+        ];
+        let families = [
+            (Family::MemoryRead, Ceiling::Allow),
+            (Family::MemoryWrite, Ceiling::Allow),
+        ];
+        let write = Action::MemoryWrite {
+            scope: MemoryScope::Local,
+            namespace: "notes".into(),
+            text: "t".into(),
+            tags: vec![],
+        };
+        let read = Action::MemoryRead {
+            scope: MemoryScope::Local,
+            namespace: "notes".into(),
+            query: "t".into(),
+            limit: 5,
+        };
+        let propose = Action::MemoryPropose {
+            namespace: "team".into(),
+            text: "t".into(),
+            tags: vec![],
+        };
+        let open = pin(&tools, &families);
+        let mut bounded = pin(&tools, &families);
+        bounded.memory_stores = Some(vec![PinnedStore {
+            name: "notes".into(),
+            kind: "warrant-local".into(),
+            scope: MemoryScope::Local,
+            writable: false,
+            required: false,
+        }]);
+        let got = |p: &ProfilePin| {
+            [
+                p.ceiling("remember", &write),
+                p.ceiling("recall", &read),
+                p.ceiling("propose_memory", &propose),
+            ]
+        };
+        assert_eq!(
+            got(&open).map(|(c, _)| c),
+            [Ceiling::Allow, Ceiling::Allow, Ceiling::Allow]
+        );
+        assert_eq!(
+            got(&bounded),
+            [
+                (
+                    Ceiling::Deny,
+                    "spec.memory.stores `notes` (warrant-local) is read-only for this profile"
+                        .to_owned()
+                ),
+                (
+                    Ceiling::Allow,
+                    "spec.permissions for memory_read is allow".to_owned()
+                ),
+                (
+                    Ceiling::Deny,
+                    "no store of spec.memory.stores is attached to Warrant's shared memory"
+                        .to_owned()
+                ),
+            ]
         );
     }
 }

@@ -111,6 +111,11 @@ pub struct SpawnSettings {
     pub max_depth: u32,
     /// At most this many subagents started by this run (`[run] max_children`).
     pub max_children: u32,
+    /// At most this many subagents running at once in this run's tree (an agent profile's
+    /// `spec.runtime.subagents.max_concurrent`). Subagents run inside their parent's call, so
+    /// a subagent at depth `d` runs while the `d - 1` above it wait for it: `d` are running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent: Option<u32>,
     /// The subprocess profile every command of this run is held to (a subagent's `profile`);
     /// `None`: any profile, as policy decides.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -41,6 +41,9 @@ pub enum RootKind {
     Universal,
     /// `<workspace>/.agents/`.
     Project,
+    /// `<skill>/agents/` of each skill a person installed and approved as it is (OAP §5.1's
+    /// plugin or package root): the last root, so a plugin never shadows another profile.
+    Plugin,
 }
 
 impl RootKind {
@@ -50,6 +53,9 @@ impl RootKind {
             Self::Managed => "managed",
             Self::User | Self::Universal => "user",
             Self::Project => "project",
+            // Written elsewhere and brought in by a package: trusted no more than a file
+            // fetched from elsewhere, even though a person approved the package's files.
+            Self::Plugin => "imported",
         }
     }
 
@@ -59,6 +65,7 @@ impl RootKind {
             Self::User => "user",
             Self::Universal => "universal user (~/.agentprofiles)",
             Self::Project => "project",
+            Self::Plugin => "plugin (an installed skill's agents/)",
         }
     }
 }
@@ -98,6 +105,16 @@ pub fn roots(
         dir: workspace.join(".agents"),
     });
     v
+}
+
+/// `roots` followed by a plugin root for each package directory in `packages` (an installed
+/// skill that a person approved as its files are now): its `agents/`, in the order given.
+pub fn with_plugins(mut roots: Vec<Root>, packages: &[PathBuf]) -> Vec<Root> {
+    roots.extend(packages.iter().map(|p| Root {
+        kind: RootKind::Plugin,
+        dir: p.join("agents"),
+    }));
+    roots
 }
 
 /// The encodings, by file name: `.agent.yaml`/`.agent.yml`, `.agent.json`, `.agent.md`.

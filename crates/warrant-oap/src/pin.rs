@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
+use warrant_core::MemoryScope;
 use warrant_core::config::McpServerConfig;
 use warrant_kernel::agent_profile::{
-    Adjustment, Ceiling, Family, PathCeiling, PinnedRule, PinnedSkill, ProfilePin,
+    Adjustment, Ceiling, Family, PathCeiling, PinnedRule, PinnedSkill, PinnedStore, ProfilePin,
 };
 use warrant_kernel::skills::SkillPin;
 
@@ -33,6 +34,9 @@ pub struct RunLimits {
     pub timeout_seconds: Option<u64>,
     /// `spec.runtime.subagents.max_depth`.
     pub max_depth: Option<u32>,
+    /// `spec.runtime.subagents.max_concurrent`: how many subagents of the run may be running
+    /// at once (a nested one runs while every subagent above it waits for it).
+    pub max_concurrent: Option<u32>,
     /// `spec.runtime.max_cost_usd`: the run's cost budget (metered where `[prices]` prices
     /// the model).
     pub max_cost_usd: Option<f64>,
@@ -180,6 +184,7 @@ fn tool_ceilings(
     tools: &[String],
     attached_skills: bool,
     mcp: &BTreeMap<String, ServerFilter>,
+    stores: &[PinnedStore],
     adjustments: &mut Vec<Adjustment>,
 ) -> (BTreeMap<String, Ceiling>, BTreeMap<String, Vec<String>>) {
     let t = obj(at(spec, &["tools"]));
@@ -222,6 +227,15 @@ fn tool_ceilings(
         // by each server's own allow/deny).
         if tool == warrant_skills_tool() && attached_skills && listed.is_none() {
             listed = Some("spec.tools.skills".to_owned());
+        }
+        // A memory store the profile attached asks for the tools that reach it.
+        if listed.is_none()
+            && let Some(store) = stores.iter().find(|s| match s.scope {
+                MemoryScope::Local => matches!(tool.as_str(), "remember" | "recall" | "forget"),
+                MemoryScope::Shared => matches!(tool.as_str(), "recall" | "propose_memory"),
+            })
+        {
+            listed = Some(format!("spec.memory.stores.{}", store.name));
         }
         if let Some((server, own)) = tool
             .strip_prefix("mcp__")
@@ -541,13 +555,8 @@ pub fn render_state(effective: &Document) -> Option<String> {
 }
 
 /// Everything of the profile Warrant does not carry out, said once so nobody is surprised
-/// (L1-I9, L1-I12), and a required part that is missing refused (L1-I7).
-fn unsupported(
-    spec: &Document,
-    name: &str,
-    model: &str,
-    adjustments: &mut Vec<Adjustment>,
-) -> Result<(), OapError> {
+/// (L1-I9, L1-I12).
+fn unsupported(spec: &Document, model: &str, adjustments: &mut Vec<Adjustment>) {
     if let Some(m) = obj(at(spec, &["model"])) {
         let want = match (
             m.get("provider").and_then(Value::as_str),
@@ -568,35 +577,6 @@ fn unsupported(
             ));
         }
     }
-    for store in at(spec, &["memory", "stores"])
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let kind = store
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if kind == "oap-state" {
-            continue;
-        }
-        let n = store
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if store.get("required") == Some(&Value::Bool(true)) {
-            return Err(OapError::Required {
-                name: name.to_owned(),
-                what: format!("memory store `{n}` ({kind})"),
-            });
-        }
-        adjustments.push(adjust(
-            &format!("memory.stores.{n}"),
-            kind,
-            "not attached",
-            "only the profile's own state (oap-state) and Warrant's memory are available",
-        ));
-    }
     for phase in ["on_start", "on_end"] {
         for hook in at(spec, &["lifecycle", phase])
             .and_then(Value::as_array)
@@ -612,15 +592,105 @@ fn unsupported(
             ));
         }
     }
-    if at(spec, &["runtime", "subagents", "max_concurrent"]).is_some() {
-        adjustments.push(adjust(
-            "runtime.subagents.max_concurrent",
-            "concurrency cap",
-            "not applied",
-            "Warrant runs subagents one at a time, inside the parent's call",
-        ));
+}
+
+/// The store kind of Warrant's local memory (the workspace's `.warrant/memory.db`).
+pub const LOCAL_STORE_KIND: &str = "warrant-local";
+/// The store kind of Warrant's shared memory (`[memory.shared]`: this workspace's database or
+/// PostgreSQL), written only through drafts a person publishes.
+pub const SHARED_STORE_KIND: &str = "warrant-shared";
+/// The profile's own `state` block, always available.
+pub const STATE_STORE_KIND: &str = "oap-state";
+
+/// `spec.memory.stores` onto Warrant's memory (L3-Y1). The two kinds Warrant has are attached
+/// to its backends, as the installation configures them: a profile never says where a store
+/// lives (a `uri` is refused, as a profile never brings a connection of its own). Each is
+/// read-only unless both `spec.memory.mode` and the store's `mode` are `read_write`; `off`
+/// attaches nothing. Any other kind (maggraph, vector, another harness's) is not available
+/// here: a `required` one refuses the run (L1-I7), another is recorded as not attached.
+/// `None` when the profile names no store but its own state.
+fn attach_stores(
+    spec: &Document,
+    name: &str,
+    adjustments: &mut Vec<Adjustment>,
+) -> Result<Option<Vec<PinnedStore>>, OapError> {
+    let listed: Vec<&Value> = at(spec, &["memory", "stores"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|s| s.get("kind").and_then(Value::as_str) != Some(STATE_STORE_KIND))
+        .collect();
+    if listed.is_empty() {
+        return Ok(None);
     }
-    Ok(())
+    let mode = at(spec, &["memory", "mode"])
+        .and_then(Value::as_str)
+        .unwrap_or("read_only");
+    let mut attached: Vec<PinnedStore> = Vec::new();
+    for store in listed {
+        let s = |k: &str| store.get(k).and_then(Value::as_str).unwrap_or_default();
+        let (n, kind) = (s("name"), s("kind"));
+        let required = store.get("required") == Some(&Value::Bool(true));
+        let store_mode = store
+            .get("mode")
+            .and_then(Value::as_str)
+            .unwrap_or("read_only");
+        let scope = match kind {
+            LOCAL_STORE_KIND => Some(MemoryScope::Local),
+            SHARED_STORE_KIND => Some(MemoryScope::Shared),
+            _ => None,
+        };
+        let refusal = match scope {
+            None => Some(format!(
+                "Warrant has no `{kind}` store: its memory stores are `{LOCAL_STORE_KIND}` (this workspace's local memory) and `{SHARED_STORE_KIND}` (the installation's shared memory)"
+            )),
+            Some(_) if store.get("uri").is_some() => Some(format!(
+                "a profile cannot say where Warrant's memory lives (uri `{}`): the installation's [memory] does",
+                s("uri")
+            )),
+            Some(scope) if attached.iter().any(|a| a.scope == scope) => Some(format!(
+                "another store of the profile is already attached to Warrant's {} memory",
+                scope.as_str()
+            )),
+            Some(_) if mode == "off" || store_mode == "off" => {
+                Some("spec.memory.mode or the store's mode is off".to_owned())
+            }
+            Some(_) => None,
+        };
+        if let Some(why) = refusal {
+            if required {
+                return Err(OapError::Required {
+                    name: name.to_owned(),
+                    what: format!("memory store `{n}` ({kind}): {why}"),
+                });
+            }
+            adjustments.push(adjust(
+                &format!("memory.stores.{n}"),
+                kind,
+                "not attached",
+                &why,
+            ));
+            continue;
+        }
+        let Some(scope) = scope else { continue };
+        let writable = mode == "read_write" && store_mode == "read_write";
+        if !writable && store_mode == "read_write" {
+            adjustments.push(adjust(
+                &format!("memory.stores.{n}"),
+                "read_write",
+                "read_only",
+                &format!("spec.memory.mode is {mode}"),
+            ));
+        }
+        attached.push(PinnedStore {
+            name: n.to_owned(),
+            kind: kind.to_owned(),
+            scope,
+            writable,
+            required,
+        });
+    }
+    Ok(Some(attached))
 }
 
 /// A profile's `tools{allow,deny}` for one admitted MCP server, over the server's own tool
@@ -845,7 +915,7 @@ pub fn pin(
         .cloned()
         .unwrap_or_default();
     let mut adjustments = Vec::new();
-    unsupported(&spec, &resolved.name, model, &mut adjustments)?;
+    unsupported(&spec, model, &mut adjustments);
     let skills = attach_skills(
         &spec,
         &resolved.name,
@@ -853,8 +923,16 @@ pub fn pin(
         &mut adjustments,
     )?;
     let mcp = admit_mcp(&spec, &installation.mcp_servers, &mut adjustments);
+    let stores = attach_stores(&spec, &resolved.name, &mut adjustments)?;
     let attached = skills.as_ref().is_some_and(|s| !s.is_empty());
-    let (tool_map, aliases) = tool_ceilings(&spec, tools, attached, &mcp, &mut adjustments);
+    let (tool_map, aliases) = tool_ceilings(
+        &spec,
+        tools,
+        attached,
+        &mcp,
+        stores.as_deref().unwrap_or_default(),
+        &mut adjustments,
+    );
     let families = families(&spec, &mut adjustments);
     let prompt = render_role(&resolved.effective).map_err(|message| OapError::Invalid {
         path: resolved.path.display().to_string(),
@@ -874,6 +952,9 @@ pub fn pin(
         max_depth: at(&spec, &["runtime", "subagents", "max_depth"])
             .and_then(Value::as_u64)
             .map(|n| n.min(8) as u32),
+        max_concurrent: at(&spec, &["runtime", "subagents", "max_concurrent"])
+            .and_then(Value::as_u64)
+            .map(|n| n.min(64) as u32),
         max_cost_usd: runtime
             .and_then(|r| r.get("max_cost_usd"))
             .and_then(Value::as_f64),
@@ -896,6 +977,7 @@ pub fn pin(
             paths: with_skill_dirs(paths(&spec, workspace), skills.as_deref(), installation),
             allow_hosts: hosts,
             memory_scopes: at(&spec, &["memory", "scopes"]).map(|v| strings(Some(v))),
+            memory_stores: stores,
             adjustments,
             skills,
         },

@@ -814,3 +814,331 @@ fn a_run_emits_its_state_delta_and_routes_proposals_to_a_person() {
             .exists()
     );
 }
+
+/// A profile with `spec.memory` set to `memory` (YAML, indented under `memory:`).
+fn memory_profile(sb: &Sandbox, name: &str, memory: &str) {
+    sb.write(
+        &format!(".agents/{name}.agent.yaml"),
+        &format!(
+            "oap: \"1.0\"\nkind: AgentProfile\nmetadata:\n  name: {name}\n  description: Keeps notes.\nspec:\n  role:\n    instructions: You keep notes.\n  tools:\n    allow: [read]\n  permissions:\n    default: allow\n  memory:\n{memory}"
+        ),
+    );
+}
+
+const MEMORY_CALLS: &str = "version: 1\nturns:\n  - calls:\n      - tool: remember\n        args: { text: \"Deploys need the VPN.\" }\n      - tool: recall\n        args: { query: vpn }\n      - tool: propose_memory\n        args: { namespace: team, text: \"Deploys need the VPN.\" }\n  - say: done\n";
+
+/// L3-Y1 from the binary: a profile's `warrant-local` store is Warrant's local memory, reached
+/// through the ring (each call a decided `memory.*` action), written only when both modes say
+/// `read_write`; shared memory, which no store of the profile names, is out of its reach; a
+/// store kind Warrant does not have refuses the run when `required` (W-OAP-010, no run
+/// started) and is recorded as not attached otherwise. The control: without the profile the
+/// same calls are policy's alone.
+#[test]
+fn a_profile_reaches_only_the_memory_stores_it_attached() {
+    let sb = Sandbox::init();
+    let model = sb.transcript(MEMORY_CALLS);
+    let verdicts = |events: &[Value]| -> Vec<(String, String)> {
+        decisions(events)
+            .into_iter()
+            .map(|(v, p, _)| (v, p))
+            .collect()
+    };
+    let run = |profile: Option<&str>| {
+        let mut args = vec!["run", "--prompt", "never", "--model", &model];
+        if let Some(p) = profile {
+            args.extend(["--profile", p]);
+        }
+        args.push("note");
+        sb.run(&args)
+    };
+    // Control: policy alone.
+    let out = run(None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (_, control) = sb.last_run();
+    let policy_only = verdicts(&control);
+    assert_eq!(policy_only.len(), 3, "{policy_only:?}");
+    assert!(
+        policy_only.iter().all(|(v, _)| v == "allow"),
+        "{policy_only:?}"
+    );
+
+    memory_profile(
+        &sb,
+        "keeper",
+        "    mode: read_write\n    stores:\n      - name: profile-state\n        kind: oap-state\n      - name: notes\n        kind: warrant-local\n        mode: read_write\n      - name: graph\n        kind: maggraph\n        uri: file:///srv/graph\n",
+    );
+    let out = run(Some("keeper"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (_, events) = sb.last_run();
+    let pin = &events[0]["payload"]["settings"]["agent_profile"];
+    assert_eq!(
+        pin["memory_stores"],
+        json!([{"name": "notes", "kind": "warrant-local", "scope": "local", "writable": true, "required": false}])
+    );
+    assert_eq!(
+        pin["adjustments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["field"] == "memory.stores.graph")
+            .map(|a| a["effective"].clone())
+            .collect::<Vec<_>>(),
+        vec![json!("not attached")]
+    );
+    assert_eq!(
+        verdicts(&events),
+        vec![
+            policy_only[0].clone(),
+            policy_only[1].clone(),
+            ("deny".to_owned(), "profile:keeper".to_owned()),
+        ]
+    );
+    let recalled = sb.json(&["memory", "list", "--json"]);
+    assert!(
+        recalled.to_string().contains("Deploys need the VPN."),
+        "{recalled}"
+    );
+
+    // The same store read-only: the write is the profile's to refuse, the read still runs.
+    memory_profile(
+        &sb,
+        "reader",
+        "    mode: read_write\n    stores:\n      - name: notes\n        kind: warrant-local\n",
+    );
+    let out = run(Some("reader"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (_, events) = sb.last_run();
+    assert_eq!(
+        verdicts(&events),
+        vec![
+            ("deny".to_owned(), "profile:reader".to_owned()),
+            policy_only[1].clone(),
+            ("deny".to_owned(), "profile:reader".to_owned()),
+        ]
+    );
+
+    // A required store Warrant cannot honour: no run, the code names why.
+    let before = sb.json(&["runs", "list", "--json"])["runs"]
+        .as_array()
+        .unwrap()
+        .len();
+    memory_profile(
+        &sb,
+        "grapher",
+        "    mode: read_write\n    stores:\n      - name: graph\n        kind: maggraph\n        uri: file:///srv/graph\n        required: true\n",
+    );
+    let out = run(Some("grapher"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("W-OAP-010") && stderr(&out).contains("memory store `graph`"),
+        "{}",
+        stderr(&out)
+    );
+    // A profile cannot say where Warrant's memory lives either.
+    memory_profile(
+        &sb,
+        "elsewhere",
+        "    mode: read_write\n    stores:\n      - name: notes\n        kind: warrant-shared\n        uri: postgres://evil.example/db\n        required: true\n",
+    );
+    let out = run(Some("elsewhere"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("W-OAP-010"), "{}", stderr(&out));
+    assert_eq!(
+        sb.json(&["runs", "list", "--json"])["runs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        before,
+        "no run was started"
+    );
+}
+
+const NESTED_SPAWN: &str = r#"
+version: 1
+turns:
+  - calls:
+      - tool: spawn_agent
+        args: { task: "delegate further" }
+  - say: "Done."
+children:
+  - turns:
+      - calls:
+          - tool: spawn_agent
+            args: { task: "the grandchild's part" }
+      - say: "Child done."
+    children:
+      - turns:
+          - say: "Grandchild done."
+"#;
+
+/// L3-B2 from the binary: `spec.runtime.subagents.max_concurrent` is the run's: a subagent
+/// runs inside its parent's call, so a grandchild would make two subagents running at once;
+/// under `max_concurrent: 1` its spawn is refused before anything starts (W-SPAWN-007,
+/// recorded in the child's journal), and under `2` (the control) it runs.
+#[test]
+fn max_concurrent_caps_the_subagents_running_at_once() {
+    let sb = Sandbox::init();
+    let model = sb.transcript(NESTED_SPAWN);
+    let lead = |n: u32| {
+        sb.write(
+            ".agents/lead.agent.yaml",
+            &format!(
+                "oap: \"1.0\"\nkind: AgentProfile\nmetadata:\n  name: lead\n  description: Leads.\nspec:\n  role:\n    instructions: You delegate.\n  tools:\n    allow: [read, agent]\n  permissions:\n    default: allow\n  runtime:\n    subagents:\n      allow: [helper]\n      max_depth: 2\n      max_concurrent: {n}\n"
+            ),
+        );
+    };
+    let runs = |sb: &Sandbox| -> Vec<String> {
+        sb.json(&["runs", "list", "--json"])["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["run"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let events = |run: &str| -> Vec<Value> {
+        sb.json(&["runs", "show", run, "--json"])["events"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let refused = |events: &[Value]| -> Vec<(String, String)> {
+        events
+            .iter()
+            .filter(|e| e["kind"] == "call_refused")
+            .map(|e| {
+                (
+                    e["payload"]["tool"].as_str().unwrap().to_owned(),
+                    e["payload"]["code"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let go = || {
+        let out = sb.run(&[
+            "run",
+            "--prompt",
+            "never",
+            "--profile",
+            "lead",
+            "--model",
+            &model,
+            "go",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    };
+    lead(1);
+    go();
+    let all = runs(&sb);
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!(
+        events(&all[0])[0]["payload"]["settings"]["spawn"]["max_concurrent"],
+        1
+    );
+    let child = events(&all[1]);
+    assert_eq!(
+        refused(&child),
+        vec![("spawn_agent".to_owned(), "W-SPAWN-007".to_owned())]
+    );
+
+    // The control: two at once are allowed, and the grandchild runs.
+    lead(2);
+    go();
+    let all = runs(&sb);
+    assert_eq!(all.len(), 5, "{all:?}");
+    assert!(refused(&events(&all[3])).is_empty());
+    assert_eq!(
+        events(&all[4])[0]["payload"]["settings"]["spawn"]["depth"],
+        2
+    );
+}
+
+/// L3-G3 from the binary: the plugin root is the `agents/` of each skill a person installed
+/// (and saw every file of, these included) and that is unchanged since: its profiles are
+/// listed last, trusted as `imported`, never shadow another root's, and one whose files
+/// change is no longer found until a person approves the skill again.
+#[test]
+fn an_installed_skill_brings_profiles_from_its_plugin_root() {
+    let sb = Sandbox::init();
+    let src = sb.dir.path().join("packaged-helper");
+    std::fs::create_dir_all(src.join("agents")).unwrap();
+    std::fs::write(
+        src.join("SKILL.md"),
+        "---\nname: packaged-helper\ndescription: Brings a helper agent. Use when a helper is wanted.\n---\n# Helper\n",
+    )
+    .unwrap();
+    let profile = "oap: \"1.0\"\nkind: AgentProfile\nmetadata:\n  name: packaged\n  description: A helper from a package.\n  trust: managed\nspec:\n  role:\n    instructions: You help.\n  tools:\n    allow: [read]\n  permissions:\n    default: allow\n";
+    std::fs::write(src.join("agents/packaged.agent.yaml"), profile).unwrap();
+    // Control: nothing installed, nothing found.
+    let out = sb.run(&["profiles", "show", "packaged", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("W-OAP-005"), "{}", stderr(&out));
+
+    let installed = sb.json(&[
+        "skills",
+        "install",
+        src.to_str().unwrap(),
+        "--yes",
+        "--json",
+    ]);
+    let dir = PathBuf::from(installed["dir"].as_str().unwrap_or_default());
+    let listed = sb.json(&["profiles", "list", "--json"]);
+    let found: Vec<(Value, Value)> = listed["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].clone(), p["root"].clone()))
+        .collect();
+    assert_eq!(found, vec![(json!("packaged"), json!("plugin"))]);
+    let shown = sb.json(&["profiles", "show", "packaged", "--json"]);
+    assert_eq!(
+        shown["trust"], "imported",
+        "the file's `managed` is discarded"
+    );
+    assert_eq!(shown["tools"]["run_command"], "deny");
+    let model = sb.transcript("version: 1\nturns:\n  - say: hi\n");
+    let out = sb.run(&[
+        "run",
+        "--prompt",
+        "never",
+        "--profile",
+        "packaged",
+        "--model",
+        &model,
+        "x",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (_, events) = sb.last_run();
+    assert_eq!(
+        events[0]["payload"]["settings"]["agent_profile"]["trust"],
+        "imported"
+    );
+
+    // A project profile of the same name wins; the plugin's is reported as shadowed.
+    sb.write(
+        ".agents/packaged.agent.yaml",
+        &profile.replace("A helper from a package.", "The project's own."),
+    );
+    let listed = sb.json(&["profiles", "list", "--json"]);
+    assert_eq!(listed["profiles"][0]["root"], "project");
+    assert_eq!(listed["shadowed"][0]["root"], "plugin");
+    std::fs::remove_file(sb.ws.join(".agents/packaged.agent.yaml")).unwrap();
+
+    // The package's profile changes after approval: no longer found, until approved again.
+    let file = if dir.as_os_str().is_empty() {
+        sb.home
+            .join(".config/warrant/skills/packaged-helper/agents/packaged.agent.yaml")
+    } else {
+        dir.join("agents/packaged.agent.yaml")
+    };
+    std::fs::write(
+        &file,
+        profile.replace("allow: [read]", "allow: [read, shell]"),
+    )
+    .unwrap();
+    let out = sb.run(&["profiles", "show", "packaged", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("W-OAP-005"), "{}", stderr(&out));
+    sb.json(&["skills", "approve", "packaged-helper", "--yes", "--json"]);
+    let shown = sb.json(&["profiles", "show", "packaged", "--json"]);
+    assert_eq!(shown["trust"], "imported");
+}

@@ -561,6 +561,19 @@ impl Ring<'_> {
                 ),
             ));
         }
+        // Calls run one at a time and a subagent runs inside its parent's call, so when this
+        // one starts the subagents running are it and the `depth - 1` it would run inside.
+        if let Some(limit) = envelope.max_concurrent
+            && depth > limit
+        {
+            return Some((
+                "W-SPAWN-007",
+                format!(
+                    "a subagent here would make {depth} subagents running at once (it and the {} it would run inside), past the agent profile's spec.runtime.subagents.max_concurrent of {limit}; nothing was started",
+                    depth - 1
+                ),
+            ));
+        }
         let started = state
             .calls
             .iter()

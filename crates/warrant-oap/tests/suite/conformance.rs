@@ -740,7 +740,7 @@ fn committed_conformance_result_is_current() {
     let passed = want["passed"].as_array().unwrap();
     let failed = want["failed"].as_array().unwrap();
     assert!(passed.iter().all(|p| !failed.contains(p)));
-    assert_eq!(want["level"], 2);
+    assert_eq!(want["level"], 3);
 }
 
 fn skill(name: &str, digest: &str) -> warrant_kernel::skills::SkillPin {
