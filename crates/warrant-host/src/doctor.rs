@@ -126,6 +126,10 @@ pub fn doctor(
                     .map_err(|f| said(&f))
             }),
     );
+    let configured_partitions = settings
+        .as_ref()
+        .and_then(|s| s.as_ref().ok())
+        .and_then(|s| s.store_audit_partitions);
     let inst = match settings {
         Some(Ok(settings)) => {
             install::installation(&paths, &settings, notices).map_err(|f| said(&f))
@@ -141,6 +145,7 @@ pub fn doctor(
                 paths: &paths,
                 inst: &inst,
             },
+            configured_partitions,
         ),
     }
     sandbox_checks(&profiles, &mut checks);
@@ -151,7 +156,7 @@ pub fn doctor(
     })
 }
 
-fn store_checks(checks: &mut Checks, records: Records<'_>) {
+fn store_checks(checks: &mut Checks, records: Records<'_>, configured_partitions: Option<u64>) {
     let inst: &Installation = records.inst;
     checks.add(
         "store and keys",
@@ -178,6 +183,21 @@ fn store_checks(checks: &mut Checks, records: Records<'_>) {
             },
         ),
         Err(e) => checks.add("row-level security", Err(e.to_string())),
+    }
+    if let Ok(partitions) = inst.store.audit_partitions()
+        && (partitions > 1 || configured_partitions.is_some())
+    {
+        checks.add(
+            "audit partitions",
+            match configured_partitions {
+                Some(want) if want != partitions => Err(format!(
+                    "{partitions}, but [store] audit_partitions = {want}: the chain already holds records, so its partitions are fixed (a new store takes the configured count)"
+                )),
+                _ => Ok(format!(
+                    "{partitions} (appends of runs in different partitions do not wait for each other)"
+                )),
+            },
+        );
     }
     if let Ok(ws) = records.paths.workspace_canonical() {
         let swept = crate::layers::sweep(inst.store.as_ref(), &ws);

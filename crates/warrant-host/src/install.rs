@@ -355,6 +355,33 @@ pub fn installation_secret(paths: &Paths) -> Result<Vec<u8>, HostError> {
     })
 }
 
+/// `[store] audit_partitions`: a new PostgreSQL store's chain takes the configured count; a
+/// chain that has begun keeps its own (`doctor` says when the two differ). SQLite stores keep
+/// one chain: they have one writer, so partitions would only delay the records' positions.
+fn partition_new_chain(
+    store: &(dyn EventStore + Send + Sync),
+    partitions: u64,
+) -> Result<(), HostError> {
+    if !(1..=warrant_store::MAX_PARTITIONS).contains(&partitions) {
+        return Err(HostError::usage(
+            "W-STORE-021",
+            format!(
+                "[store] audit_partitions = {partitions}: a chain has 1 to {} partitions",
+                warrant_store::MAX_PARTITIONS
+            ),
+        ));
+    }
+    let current = store
+        .audit_partitions()
+        .map_err(|e| HostError::bad_input(&e))?;
+    if current != partitions {
+        store
+            .partition_new_chain(partitions)
+            .map_err(|e| HostError::bad_input(&e))?;
+    }
+    Ok(())
+}
+
 /// The store: `--store`, else `[store] url` of the configuration, else `.warrant/store.db`.
 pub fn installation(
     paths: &Paths,
@@ -375,6 +402,11 @@ pub fn installation(
     let store =
         warrant_store::open_with_password(&location, password.as_deref(), Arc::new(SystemClock))
             .map_err(|e| HostError::bad_input(&e))?;
+    if warrant_store::is_postgres_url(&location)
+        && let Some(partitions) = settings.store_audit_partitions
+    {
+        partition_new_chain(store.as_ref(), partitions)?;
+    }
     let store_location = if warrant_store::is_postgres_url(&location) {
         warrant_store::redact_location(&location)
     } else {

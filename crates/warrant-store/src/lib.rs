@@ -25,7 +25,7 @@ pub use crate::envelope::{EnvelopeStore, KillScope, KillSubject, KillSwitch, Tak
 pub use crate::error::StoreError;
 pub use crate::postgres::{PgConnector, Postgres, PostgresStore};
 pub use crate::revocations::RevocationStore;
-pub use crate::sql::{ANCHOR_PART, Store};
+pub use crate::sql::{ANCHOR_PART, MAX_PARTITIONS, Store};
 pub use crate::sqlite::{SCHEMA_VERSION, Sqlite, SqliteStore};
 pub use crate::tenant::{Scoped, Target, Tenant, TenantRefusal, TenantStore};
 /// A store location as messages may show it: a URL's password and any `password=` removed.
@@ -553,6 +553,14 @@ pub trait AuditOutbox {
     /// How many partitions the chain has (1: one chain, positioned as it is appended).
     fn audit_partitions(&self) -> Result<u64, StoreError> {
         Ok(1)
+    }
+
+    /// Gives a chain that holds no record yet `partitions` partitions (1 to
+    /// [`MAX_PARTITIONS`]); `false`, changing nothing, once the chain has begun (a run's
+    /// records must stay in one partition, so the count is fixed from the first record).
+    fn partition_new_chain(&self, partitions: u64) -> Result<bool, StoreError> {
+        let _ = partitions;
+        Ok(false)
     }
 
     /// Positions the records committed since the last anchor (partition, then seq order) and

@@ -26,6 +26,9 @@ use crate::{
 pub(crate) const GENESIS: &str =
     "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
+/// The most partitions a chain may have (each is a head row every anchoring reads).
+pub const MAX_PARTITIONS: u64 = 1024;
+
 /// The `part` of the anchor chain's rows (in `audit` and in `audit_partitions`): the records
 /// partitions hold are numbered from 0.
 pub const ANCHOR_PART: i64 = -1;
@@ -503,9 +506,20 @@ impl<D: Dialect> Store<D> {
     /// store's partitions are fixed once its chain has begun: a run's records must stay in
     /// one partition). `1` is the unpartitioned chain.
     pub fn set_audit_partitions(&self, partitions: u64) -> Result<(), StoreError> {
-        if partitions == 0 || partitions > 1024 {
+        match self.partition_chain(partitions)? {
+            Ok(()) => Ok(()),
+            Err(records) => Err(StoreError::Query(format!(
+                "the audit chain already holds {records} records: its partitions are fixed"
+            ))),
+        }
+    }
+
+    /// [`Self::set_audit_partitions`], answering `Err(records)` (in `Ok`) when the chain has
+    /// begun and its partitions are fixed.
+    fn partition_chain(&self, partitions: u64) -> Result<Result<(), u64>, StoreError> {
+        if partitions == 0 || partitions > MAX_PARTITIONS {
             return Err(StoreError::Query(format!(
-                "{partitions} audit partitions: a store has 1 to 1024"
+                "{partitions} audit partitions: a store has 1 to {MAX_PARTITIONS}"
             )));
         }
         let mut tx = self.begin(TxKind::Anchor)?;
@@ -513,9 +527,7 @@ impl<D: Dialect> Store<D> {
             .row("SELECT count(*) FROM audit", &[], |r| r.u64(0))?
             .unwrap_or(0);
         if records > 0 {
-            return Err(StoreError::Query(format!(
-                "the audit chain already holds {records} records: its partitions are fixed"
-            )));
+            return Ok(Err(records));
         }
         tx.execute("DELETE FROM audit_partitions WHERE part > 0", &[])?;
         for part in 1..partitions {
@@ -526,7 +538,7 @@ impl<D: Dialect> Store<D> {
         }
         tx.commit()?;
         self.partitions.store(partitions, Ordering::Relaxed);
-        Ok(())
+        Ok(Ok(()))
     }
 
     /// Inserts the events and their audit records, in the run's partition, whose head row this
@@ -889,13 +901,17 @@ impl<D: Dialect> EventStore for Store<D> {
             sealer,
             now,
         )?;
+        // A run that ends lets go of its lease in the same transaction: nobody may lease an
+        // ended run, and the driver's release after it then writes nothing (no commit to wait for).
+        let ends = i64::from(status.is_some_and(RunStatus::is_final));
         tx.execute(
-            "UPDATE runs SET events = ?2, updated_at = ?3, status = COALESCE(?4, status) WHERE run_id = ?1",
+            "UPDATE runs SET events = ?2, updated_at = ?3, status = COALESCE(?4, status), lease_holder = CASE WHEN CAST(?5 AS BIGINT) = 1 THEN NULL ELSE lease_holder END, lease_expires = CASE WHEN CAST(?5 AS BIGINT) = 1 THEN 0 ELSE lease_expires END WHERE run_id = ?1",
             &vals![
                 run.as_str(),
                 current + added,
                 now.millis(),
                 status.map(RunStatus::as_str),
+                ends,
             ],
         )?;
         for update in requests {
@@ -1008,7 +1024,7 @@ impl<D: Dialect> EventStore for Store<D> {
 
     fn release(&self, lease: &Lease) -> Result<(), StoreError> {
         self.single()?.execute(
-            "UPDATE runs SET lease_holder = NULL, lease_expires = 0 WHERE run_id = ?1 AND lease_token = ?2",
+            "UPDATE runs SET lease_holder = NULL, lease_expires = 0 WHERE run_id = ?1 AND lease_token = ?2 AND lease_holder IS NOT NULL",
             &vals![lease.run.as_str(), lease.token],
         )?;
         Ok(())
@@ -1178,6 +1194,10 @@ impl<D: Dialect> AuditOutbox for Store<D> {
     fn audit_partitions(&self) -> Result<u64, StoreError> {
         let mut tx = self.single()?;
         self.partitions_in(&mut tx)
+    }
+
+    fn partition_new_chain(&self, partitions: u64) -> Result<bool, StoreError> {
+        Ok(self.partition_chain(partitions)?.is_ok())
     }
 
     fn anchor(&self, sealer: &dyn Sealer, wait: bool) -> Result<Option<SealedRecord>, StoreError> {

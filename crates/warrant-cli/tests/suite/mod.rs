@@ -34,6 +34,7 @@ mod mcp_serve;
 mod memory;
 mod models;
 mod openai;
+mod partitions;
 mod policy;
 mod quickstart;
 mod recognizers;

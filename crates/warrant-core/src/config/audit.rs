@@ -75,4 +75,8 @@ pub struct StoreConfig {
     /// URL, configuration file or message. TLS is set in the URL, with libpq's parameters
     /// (`sslmode`, `sslrootcert`, `sslcert`, `sslkey`).
     pub password: Option<String>,
+    /// How many partitions a new PostgreSQL store's audit chain gets (1 to 1024; default 8):
+    /// appends of runs in different partitions do not wait for each other. Applied while the
+    /// chain holds no record; fixed once it does (a run's records stay in one partition).
+    pub audit_partitions: Option<u64>,
 }

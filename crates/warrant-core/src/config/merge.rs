@@ -49,6 +49,8 @@ pub struct Settings {
     pub store_url: Option<String>,
     /// `[store] password`: a reference, resolved when the store is opened.
     pub store_password: Option<String>,
+    /// `[store] audit_partitions`: the partitions a new PostgreSQL store's chain is given.
+    pub store_audit_partitions: Option<u64>,
     /// Every layer's limits, the tightest of each kept: a project cannot loosen a managed budget.
     pub budgets: BudgetsConfig,
     pub prices: BTreeMap<String, PriceConfig>,
@@ -121,7 +123,7 @@ merge_fields! {
         jsonl_path, jsonl_max_bytes, jsonl_max_age_ms, jsonl_fsync, fail_after_ms, max_pending,
         on_full, key_max_age_days, sinks,
     }
-    StoreConfig { url, password }
+    StoreConfig { url, password, audit_partitions }
     RequestsConfig { question_ttl, secret_ttl, resource_ttl }
     McpConfig { servers, serve }
     McpServeConfig { tools, lift_ceiling, tokens, max_body_bytes, allowed_origins, allowed_hosts }
@@ -192,6 +194,7 @@ pub fn merge_settings(layers: &[Layer]) -> Settings {
         audit_sinks: audit.sinks,
         store_url: merged(&layers, |d| &d.store).url,
         store_password: merged(&layers, |d| &d.store).password,
+        store_audit_partitions: merged(&layers, |d| &d.store).audit_partitions,
         // Not `Merge`: a lower layer's limit still counts when it is the tighter one.
         budgets: layers
             .iter()
@@ -456,6 +459,7 @@ actor = "bot"
                 ]),
                 store_url: Some("postgres://user@db/warrant".to_owned()),
                 store_password: None,
+                store_audit_partitions: None,
                 budgets: BudgetsConfig {
                     run: BudgetLimit {
                         tokens: Some(1000),
