@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use clap::Subcommand;
-use warrant_host::drive::duration_arg;
+use warrant_host::drive::{duration_arg, time_arg};
 use warrant_host::records::{self, Opened};
 use warrant_store::SealedRecord;
 use warrant_text::ops::audit as words;
@@ -183,19 +183,6 @@ pub fn dispatch(ws: Option<&Path>, command: AuditCommand) -> Result<u8, Failure>
             limit,
             json,
         } => {
-            let time = |t: Option<String>, flag: &str| {
-                t.map(|t| {
-                    warrant_core::Timestamp::parse(&t).ok_or_else(|| {
-                        Failure::usage(
-                            "W-CLI-004",
-                            format!(
-                                "--{flag} {t:?} is not an RFC 3339 time (e.g. 2026-11-29T00:00:00Z)"
-                            ),
-                        )
-                    })
-                })
-                .transpose()
-            };
             let query = warrant_store::AuditQuery {
                 run,
                 actor,
@@ -203,8 +190,8 @@ pub fn dispatch(ws: Option<&Path>, command: AuditCommand) -> Result<u8, Failure>
                 kind,
                 verb,
                 decision,
-                since: time(since, "since")?,
-                until: time(until, "until")?,
+                since: time_arg("since", since.as_deref())?,
+                until: time_arg("until", until.as_deref())?,
                 limit,
             };
             let records = open(ws)?.records().query(&query)?;

@@ -1,6 +1,6 @@
 //! What a person types at a front end's questions, understood by the application layer: the
-//! set-up wizard's choices and a provided secret's value. Each refusal carries its code, so
-//! every front end refuses the same answer the same way.
+//! set-up wizard's choices, a provided secret's value and a time given to a flag. Each refusal
+//! carries its code, so every front end refuses the same answer the same way.
 
 use pretty_assertions::assert_eq;
 use warrant_core::RiskClass;
@@ -70,4 +70,15 @@ fn a_secret_loses_one_line_end_and_an_empty_one_is_refused() {
         ]
     );
     assert_eq!(code(secret_value("db", b"\n".to_vec())), "W-REQUEST-006");
+}
+
+#[test]
+fn a_time_flag_is_rfc_3339_or_refused_with_its_code() {
+    use warrant_host::drive::time_arg;
+    assert_eq!(
+        time_arg("since", Some("2026-11-29T00:00:00Z")).unwrap(),
+        warrant_core::Timestamp::parse("2026-11-29T00:00:00Z")
+    );
+    assert_eq!(time_arg("since", None).unwrap(), None);
+    assert_eq!(code(time_arg("until", Some("yesterday"))), "W-CLI-004");
 }
