@@ -1,14 +1,111 @@
-//! `warrant audit …`: the application layer's audit views, printed.
+//! `warrant audit …`: the application layer's audit views, printed as `warrant-text` words
+//! them.
 
 use std::path::Path;
 
-use serde_json::Value;
-use warrant_host::doctor::{age, time_text};
-use warrant_host::drive::duration_arg;
+use clap::Subcommand;
+use warrant_host::drive::{duration_arg, time_arg};
 use warrant_host::records::{self, Opened};
-use warrant_host::verify::{Verified, verify_alone};
+use warrant_store::SealedRecord;
+use warrant_text::ops::audit as words;
 
-use crate::{AuditCommand, Failure, KeysCommand, pretty};
+use crate::{Failure, emit, lines};
+
+#[derive(Subcommand, Debug)]
+pub enum KeysCommand {
+    /// Make a new signing key; the old public key is kept so history still verifies.
+    Rotate,
+    /// Print every public key (current and retired) for an outside auditor.
+    Export,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AuditCommand {
+    /// Check the hash chain and signatures of the store's trail and of the JSONL sink.
+    Verify {
+        /// Verify this JSONL file only (a sink's copy).
+        #[arg(long)]
+        file: Option<std::path::PathBuf>,
+        /// Public keys to verify with (one hex key per line); default: the installation's.
+        #[arg(long)]
+        pubkeys: Option<std::path::PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Each sink: records pending, oldest pending, last success, last error.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Deliver everything now; exits non-zero naming each sink that is stuck.
+    Flush {
+        /// Give up after this long (e.g. `30s`).
+        #[arg(long, default_value = "30s")]
+        timeout: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Deliver the outbox to every sink once, or keep delivering (`--follow`): the delivery
+    /// worker for installations where runs are short-lived processes.
+    Deliver {
+        #[arg(long)]
+        follow: bool,
+        /// Between deliveries with `--follow`.
+        #[arg(long, default_value = "5s")]
+        interval: String,
+    },
+    /// Find records: every filter narrows.
+    Query {
+        #[arg(long)]
+        run: Option<String>,
+        #[arg(long)]
+        actor: Option<String>,
+        #[arg(long)]
+        on_behalf_of: Option<String>,
+        /// Resource kind: fs, shell, git, …
+        #[arg(long)]
+        kind: Option<String>,
+        /// e.g. fs.delete
+        #[arg(long)]
+        verb: Option<String>,
+        /// allow, ask or deny
+        #[arg(long, value_parser = ["allow", "ask", "deny"])]
+        decision: Option<String>,
+        /// RFC 3339 time, e.g. 2026-11-29T00:00:00Z
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long)]
+        until: Option<String>,
+        #[arg(long, default_value_t = 1000)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every resource a run read, changed or was refused, by kind, with who allowed each change.
+    Touched {
+        run: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The signing keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+    /// Attempts to reach another tenant's runs or requests: made by this tenant, or on its
+    /// records (each was answered as "does not exist").
+    Refusals {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the last records of the trail.
+    Tail {
+        #[arg(short = 'n', long, default_value_t = 20)]
+        lines: usize,
+        #[arg(long)]
+        json: bool,
+    },
+}
 
 fn open(ws: Option<&Path>) -> Result<Opened, Failure> {
     Ok(records::open(&crate::at(ws), crate::notices())?)
@@ -23,43 +120,56 @@ pub fn dispatch(ws: Option<&Path>, command: AuditCommand) -> Result<u8, Failure>
         } => {
             let verified = match (file.as_deref(), pubkeys.as_deref()) {
                 // An auditor outside the team needs only the file and the public keys.
-                (Some(file), Some(pk)) => verify_alone(file, pk)?,
+                (Some(file), Some(pk)) => warrant_host::verify::verify_alone(file, pk)?,
                 (file, pk) => open(ws)?.records().verify(file, pk)?,
             };
-            Ok(print_verified(&verified, json))
+            emit(json, &verified, words::verified);
+            return Ok(if verified.ok { 0 } else { 1 });
         }
         AuditCommand::Tail { lines, json } => {
-            print_records(&open(ws)?.records().tail(lines)?, json);
-            Ok(0)
+            print_records(&open(ws)?.records().tail(lines)?, json)
         }
         AuditCommand::Refusals { json } => {
             let view = open(ws)?.records().tenant_refusals()?;
-            if json {
-                outln!("{}", pretty(&view));
-            } else {
-                for r in &view.refusals {
-                    outln!(
-                        "{}  {}@{} tried to {} {} of tenant {}",
-                        r.at.rfc3339(),
-                        r.actor,
-                        r.tenant,
-                        r.operation,
-                        r.target,
-                        r.owner
-                    );
-                }
+            emit(json, &view, words::refusals);
+            if !json {
                 eprintln!("{} refusal(s)", view.refusals.len());
             }
-            Ok(0)
         }
-        AuditCommand::Status { json } => status(ws, json),
+        AuditCommand::Status { json } => {
+            emit(json, &open(ws)?.records().audit_status()?, words::status)
+        }
         AuditCommand::Deliver { follow, interval } => {
             let every = duration_arg("interval", &interval, "5s")?;
-            deliver(ws, follow, every)
+            let opened = open(ws)?;
+            loop {
+                let (head, delivered) = opened.records().deliver_once()?;
+                lines(delivered.iter().map(|d| words::delivered(d, head)));
+                if !follow {
+                    return Ok(u8::from(delivered.iter().any(|d| d.outcome.is_err())));
+                }
+                std::thread::sleep(every);
+            }
         }
         AuditCommand::Flush { timeout, json } => {
             let limit = duration_arg("timeout", &timeout, "30s")?;
-            flush(ws, &timeout, limit, json)
+            let flushed = open(ws)?.records().flush(limit)?;
+            if json {
+                outln!("{}", serde_json::to_string(&flushed).unwrap_or_default());
+            }
+            if !flushed.flushed {
+                for line in words::flushed(&flushed) {
+                    eprintln!("{line}");
+                }
+                let message = words::flush_gave_up(&flushed, &timeout);
+                return Err(Failure {
+                    code: "W-CLI-005".to_owned(),
+                    message,
+                    exit: 1,
+                });
+            } else if !json {
+                lines(words::flushed(&flushed));
+            }
         }
         AuditCommand::Query {
             run,
@@ -73,19 +183,6 @@ pub fn dispatch(ws: Option<&Path>, command: AuditCommand) -> Result<u8, Failure>
             limit,
             json,
         } => {
-            let time = |t: Option<String>, flag: &str| {
-                t.map(|t| {
-                    warrant_core::Timestamp::parse(&t).ok_or_else(|| {
-                        Failure::usage(
-                            "W-CLI-004",
-                            format!(
-                                "--{flag} {t:?} is not an RFC 3339 time (e.g. 2026-11-29T00:00:00Z)"
-                            ),
-                        )
-                    })
-                })
-                .transpose()
-            };
             let query = warrant_store::AuditQuery {
                 run,
                 actor,
@@ -93,8 +190,8 @@ pub fn dispatch(ws: Option<&Path>, command: AuditCommand) -> Result<u8, Failure>
                 kind,
                 verb,
                 decision,
-                since: time(since, "since")?,
-                until: time(until, "until")?,
+                since: time_arg("since", since.as_deref())?,
+                until: time_arg("until", until.as_deref())?,
                 limit,
             };
             let records = open(ws)?.records().query(&query)?;
@@ -102,283 +199,37 @@ pub fn dispatch(ws: Option<&Path>, command: AuditCommand) -> Result<u8, Failure>
             if !json {
                 eprintln!("{} record(s)", records.len());
             }
-            Ok(0)
         }
-        AuditCommand::Touched { run, json } => touched(ws, &run, json),
-        AuditCommand::Keys { command } => match command {
-            KeysCommand::Rotate => {
-                let r = warrant_host::records::rotate_audit_key(&crate::at(ws))?;
-                outln!(
-                    "rotated the audit signing key: {} -> {}; records signed by {} still verify (its public key is kept in keys/retired/)",
-                    r.old_kid,
-                    r.new_kid,
-                    r.old_kid
-                );
-                Ok(0)
-            }
-            KeysCommand::Export => {
-                use std::io::Write as _;
-                let keys = warrant_host::records::audit_public_keys(&crate::at(ws))?;
-                let _ = std::io::stdout()
-                    .lock()
-                    .write_all(keys.to_file_text().as_bytes());
-                Ok(0)
-            }
-        },
+        AuditCommand::Touched { run, json } => {
+            let run = warrant_host::runs::parse_run(&run)?;
+            emit(json, &open(ws)?.records().touched(&run)?, words::touched);
+        }
+        AuditCommand::Keys {
+            command: KeysCommand::Rotate,
+        } => {
+            let r = records::rotate_audit_key(&crate::at(ws))?;
+            lines([words::rotated(&r.old_kid, &r.new_kid)]);
+        }
+        AuditCommand::Keys {
+            command: KeysCommand::Export,
+        } => {
+            use std::io::Write as _;
+            let keys = records::audit_public_keys(&crate::at(ws))?;
+            let _ = std::io::stdout()
+                .lock()
+                .write_all(keys.to_file_text().as_bytes());
+        }
     }
+    Ok(0)
 }
 
-fn print_verified(v: &Verified, json: bool) -> u8 {
-    if json {
-        outln!("{}", pretty(v));
-        return if v.ok { 0 } else { 1 };
-    }
-    for c in &v.checked {
-        let (name, r) = (&c.source, &c.report);
-        match &r.first_problem {
-            None => outln!(
-                "ok       {name}: {} records, chain and signatures intact",
-                r.records
-            ),
-            Some(p) => outln!(
-                "BROKEN   {name}: {} intact records, then at line {} (seq {}, record {}): {:?}: {}",
-                r.records,
-                p.line,
-                p.seq.map_or_else(|| "?".into(), |s| s.to_string()),
-                p.record_id.clone().unwrap_or_else(|| "?".into()),
-                p.kind,
-                p.detail
-            ),
-        }
-        match &c.checkpoint {
-            None => {}
-            Some(cp) if !cp.ok => outln!(
-                "BROKEN   {}: [{}] {}",
-                cp.path,
-                cp.code.unwrap_or(""),
-                cp.message.as_deref().unwrap_or("")
-            ),
-            Some(cp) => match &cp.checkpoint {
-                Some(at) => outln!(
-                    "ok       {}: signed checkpoint at record {}, every record up to it present",
-                    cp.path,
-                    at.seq
-                ),
-                None => outln!(
-                    "note     {}: no checkpoint, so records cut from the end of {name} would not be seen",
-                    cp.path
-                ),
-            },
-        }
-    }
-    if let Some(j) = &v.journal {
-        print_journal(&j.report);
-    }
-    if let Some(b) = &v.budget {
-        if b.ok {
-            outln!(
-                "ok       budget totals: {} actors, each equal to the fold of {} runs' logs",
-                b.actors,
-                b.runs
-            );
-        } else {
-            outln!(
-                "BROKEN   budget totals: {} of {} actors differ from the fold of their runs' logs",
-                b.mismatches.len(),
-                b.actors
-            );
-            for m in &b.mismatches {
-                outln!(
-                    "         {} [{}]: kept {} tokens in, {} out, {} nano-USD; the logs add up to {} in, {} out, {} nano-USD",
-                    m.actor,
-                    m.code,
-                    m.projected.input_tokens,
-                    m.projected.output_tokens,
-                    m.projected.cost_nanos,
-                    m.folded.input_tokens,
-                    m.folded.output_tokens,
-                    m.folded.cost_nanos
-                );
-            }
-        }
-    }
-    if v.ok { 0 } else { 1 }
-}
-
-fn print_journal(j: &warrant_audit::JournalReport) {
-    let unbound = if j.unbound > 0 {
-        format!(
-            "; {} of them recorded before records carried event digests (unbound: their kind and place are checked, not their content)",
-            j.unbound
-        )
-    } else {
-        String::new()
-    };
-    if j.is_ok() {
-        outln!(
-            "ok       journal: {} runs, {} events, each matching its signed record{unbound}",
-            j.runs,
-            j.events
-        );
-        return;
-    }
-    outln!(
-        "BROKEN   journal: {} of {} runs do not match their signed records",
-        j.problems.len(),
-        j.runs
-    );
-    for p in &j.problems {
-        outln!(
-            "         {} event {}: {} [{}]: {}",
-            p.run,
-            p.seq,
-            p.what,
-            p.code,
-            p.message
-        );
-    }
-}
-
-fn print_records(records: &[warrant_store::SealedRecord], json: bool) {
+/// Records as the JSON lines they are with `--json`, else as table rows.
+fn print_records(records: &[SealedRecord], json: bool) {
     for r in records {
         if json {
             outln!("{}", r.line);
-            continue;
-        }
-        let v: Value = serde_json::from_str(&r.line).unwrap_or(Value::Null);
-        let d = &v["data"];
-        let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-        outln!(
-            "{:>5}  {}  {:<28} {:<8} {:<6} {:<40} {}",
-            r.seq,
-            v.get("time").and_then(Value::as_str).unwrap_or(""),
-            v.get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .trim_start_matches("dev.warrant."),
-            s("actor"),
-            s("decision"),
-            s("resource"),
-            s("outcome"),
-        );
-    }
-}
-
-fn status(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
-    let status = open(ws)?.records().audit_status()?;
-    if json {
-        outln!("{}", pretty(&status));
-        return Ok(0);
-    }
-    outln!("audit chain head: record {}", status.head);
-    outln!(
-        "{:<12} {:>8} {:>10} {:<26} {:<10} LAST ERROR",
-        "SINK",
-        "PENDING",
-        "OLDEST",
-        "LAST SUCCESS",
-        "DELIVERED"
-    );
-    for h in &status.sinks {
-        let error = match (&h.last_error, h.failing_for_ms) {
-            (Some(e), Some(f)) => format!("failing for {}: {e}", age(f)),
-            (Some(e), None) => format!("(recovered) {e}"),
-            (None, _) => "-".to_owned(),
-        };
-        // The counts are as the first version printed them: unpadded.
-        outln!(
-            "{:<12} {} {:>10} {:<26} {} {error}",
-            h.sink,
-            h.pending,
-            h.oldest_pending_ms.map(age).unwrap_or_else(|| "-".into()),
-            h.last_success
-                .map(|t| time_text(&t))
-                .unwrap_or_else(|| "never".into()),
-            h.delivered_total,
-        );
-    }
-    Ok(0)
-}
-
-fn flush(
-    ws: Option<&Path>,
-    timeout: &str,
-    limit: std::time::Duration,
-    json: bool,
-) -> Result<u8, Failure> {
-    let flushed = open(ws)?.records().flush(limit)?;
-    if json {
-        outln!("{}", serde_json::to_string(&flushed).unwrap_or_default());
-    }
-    if flushed.flushed {
-        if !json {
-            outln!("every sink has every record (up to {})", flushed.head);
-        }
-        return Ok(0);
-    }
-    for s in &flushed.stuck {
-        eprintln!("stuck: sink `{}`: {}", s.sink, s.error);
-    }
-    let names: Vec<&str> = flushed.stuck.iter().map(|s| s.sink.as_str()).collect();
-    Err(Failure {
-        code: "W-CLI-005".to_owned(),
-        message: format!(
-            "audit flush gave up after {timeout}: {} sink(s) stuck ({})",
-            names.len(),
-            names.join(", ")
-        ),
-        exit: 1,
-    })
-}
-
-fn deliver(ws: Option<&Path>, follow: bool, every: std::time::Duration) -> Result<u8, Failure> {
-    let opened = open(ws)?;
-    loop {
-        let (head, delivered) = opened.records().deliver_once()?;
-        let mut failed = false;
-        for d in delivered {
-            match d.outcome {
-                Ok(acked) => outln!("{}: delivered up to record {acked} of {head}", d.sink),
-                Err(e) => {
-                    failed = true;
-                    outln!("{}: failed: {e}", d.sink);
-                }
-            }
-        }
-        if !follow {
-            return Ok(if failed { 1 } else { 0 });
-        }
-        std::thread::sleep(every);
-    }
-}
-
-fn touched(ws: Option<&Path>, run: &str, json: bool) -> Result<u8, Failure> {
-    let run = warrant_host::runs::parse_run(run)?;
-    let t = open(ws)?.records().touched(&run)?;
-    if json {
-        outln!("{}", pretty(&t));
-        return Ok(0);
-    }
-    match &t.on_behalf_of {
-        Some(whom) => outln!("run {} for {}, on behalf of {whom}", t.run, t.actor),
-        None => outln!("run {} for {}", t.run, t.actor),
-    }
-    for (kind, rows) in &t.touched {
-        outln!("{kind}");
-        for r in rows {
-            // Said per action only where it differs from the run's.
-            let whom = match &r.on_behalf_of {
-                Some(w) if r.on_behalf_of != t.on_behalf_of => format!(" (on behalf of {w})"),
-                Some(_) | None => String::new(),
-            };
-            outln!(
-                "  {:<8} {:<11} {:<40} {}{whom}",
-                r.status,
-                r.verb,
-                r.resource,
-                r.by
-            );
+        } else {
+            outln!("{}", words::record(r));
         }
     }
-    Ok(0)
 }

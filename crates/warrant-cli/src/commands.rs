@@ -1,25 +1,183 @@
-//! The dispatch of every command, and the commands that start, drive, stop and answer runs:
-//! each calls one operation of the application layer (`warrant-host`), prints its view, and
-//! returns the exit code of the contract.
+//! The dispatch of every command, and the commands that start, drive, stop, answer and show
+//! runs: each calls one operation of the application layer (`warrant-host`), prints its view
+//! as `warrant-text` words it, and returns the exit code of the contract.
 
 use std::io::IsTerminal;
 use std::path::Path;
 
-use serde_json::json;
+use clap::Subcommand;
 use warrant_agent::RunExit;
 use warrant_core::{Principal, PrincipalKind, RunId};
-use warrant_kernel::{Answer, NoPrompter, Prompter, Resolution};
-
-use crate::inspect;
-use crate::output::Printer;
-use crate::prompt::TerminalPrompter;
-use crate::{
-    ApprovalsCommand, Cli, Command, EXIT_USAGE, Failure, PolicyCommand, RunsCommand, pretty,
-};
 use warrant_host::Host;
 use warrant_host::fault::Faulty;
-use warrant_host::install;
-use warrant_host::runs::{Cancelled, Resumed, RunRequest, WorkerEvent};
+use warrant_host::runs::{Resumed, parse_run};
+use warrant_kernel::{Answer, NoPrompter, Prompter, Resolution};
+use warrant_text::ops::runs as words;
+
+use crate::output::Printer;
+use crate::prompt::TerminalPrompter;
+use crate::{Cli, Command, EXIT_USAGE, Failure, emit, lines, pretty};
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// PROVIDER:MODEL, e.g. `scripted:PATH`, `openai:gpt-4.1` or `anthropic:claude-sonnet-4-5`
+    /// (default: $WARRANT_MODEL, else `[providers] model` of the configuration).
+    #[arg(long)]
+    model: Option<String>,
+    /// Print events as JSON lines.
+    #[arg(long)]
+    json: bool,
+    /// When to ask for approvals at this terminal: `auto` (when stdin is a terminal),
+    /// `always` (read answers from stdin), `never` (park and exit 10).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
+    prompt: String,
+    /// Stop the run at its next effect boundary after this long (e.g. `90s`, `10m`, `2h`);
+    /// a running command is killed.
+    #[arg(long, value_name = "DURATION")]
+    deadline: Option<String>,
+    /// Work under this agent profile (Open Agent Profile: a name from `warrant profiles
+    /// list`, or a `.agent.yaml|.json|.md` file); it can only narrow what policy allows.
+    /// Not a subprocess profile (`[profiles.*]`, the sandbox of a command).
+    #[arg(long = "profile", value_name = "AGENT_PROFILE")]
+    agent_profile: Option<String>,
+    /// Act under this delegation token (a file, `warrant delegate issue`): every effect must
+    /// also be within it, and it must be unexpired and unrevoked at each.
+    #[arg(long, value_name = "TOKEN")]
+    delegation: Option<std::path::PathBuf>,
+    /// What the agent should do.
+    task: String,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SubmitArgs {
+    /// PROVIDER:MODEL (default: $WARRANT_MODEL, else `[providers] model`).
+    #[arg(long)]
+    model: Option<String>,
+    #[arg(long, value_name = "DURATION")]
+    deadline: Option<String>,
+    /// The agent profile to work under, as for `run --profile`.
+    #[arg(long = "profile", value_name = "AGENT_PROFILE")]
+    agent_profile: Option<String>,
+    /// The run acts under this delegation token (a file): the worker that drives it is held
+    /// to the token before each effect, as `run --delegation` is.
+    #[arg(long, value_name = "TOKEN")]
+    delegation: Option<std::path::PathBuf>,
+    #[arg(long)]
+    json: bool,
+    task: String,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct WorkerArgs {
+    /// Exit when no run is waiting, instead of polling.
+    #[arg(long)]
+    once: bool,
+    /// Lease length; the worker renews it at a third of this.
+    #[arg(long, default_value_t = 30_000)]
+    lease_ms: u64,
+    /// How long to wait between polls when the queue is empty.
+    #[arg(long, default_value_t = 1_000)]
+    poll_ms: u64,
+    /// The worker's name in leases (default: host:pid).
+    #[arg(long)]
+    id: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ResumeArgs {
+    run: String,
+    #[arg(long)]
+    json: bool,
+    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
+    prompt: String,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RunsCommand {
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    Show {
+        run: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop a run at its next effect boundary (its running command is killed).
+    Cancel {
+        run: String,
+        #[arg(long, default_value = "cancelled from the command line")]
+        reason: String,
+    },
+    /// Decide what happened to an effect in doubt (it started before an interruption).
+    Resolve {
+        run: String,
+        /// The step: the call id, or the sequence number of its `effect_in_doubt` event.
+        #[arg(long)]
+        step: String,
+        /// `completed` (it happened), `retry` (run it again) or `failed`.
+        #[arg(long = "as", value_parser = ["completed", "retry", "failed"])]
+        resolution: String,
+    },
+    /// Write a run's evidence bundle: events, signed audit records and checkpoint, artifacts
+    /// with provenance, policy and configuration, sandbox levels, public keys, and a signed
+    /// manifest of every member (a deterministic zip).
+    Export {
+        run: String,
+        #[arg(long, value_name = "FILE")]
+        out: std::path::PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check an evidence bundle offline and say what it proves and what it cannot. Exit 1
+    /// when anything fails (a member added, removed or changed, a bad signature).
+    Verify {
+        file: std::path::PathBuf,
+        /// Trusted public keys (`warrant audit keys export`): no installation needed.
+        #[arg(long, value_name = "KEYS")]
+        pubkeys: Option<std::path::PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PolicyCommand {
+    /// Explain the decision for one action.
+    Explain {
+        /// The action, e.g. `fs.read` or `shell.exec`.
+        #[arg(long)]
+        action: String,
+        /// A path (relative to the workspace or absolute), or a command line for `shell.exec`.
+        #[arg(long)]
+        target: String,
+        /// Decide as another actor.
+        #[arg(long = "as", value_name = "ACTOR")]
+        as_actor: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ApprovalsCommand {
+    List {
+        /// Include answered requests.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make your Ed25519 approver key (in your user configuration directory) and print the
+    /// line an administrator adds to the identity directory.
+    Keygen {
+        /// Replace an existing key.
+        #[arg(long)]
+        force: bool,
+    },
+}
 
 pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
     let ws = cli.workspace.as_deref();
@@ -30,80 +188,53 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
         Command::Credentials { command } => crate::setup_cmd::credentials(ws, command),
         Command::Config { command } => crate::setup_cmd::config(ws, command),
         Command::Providers { command } => crate::setup_cmd::providers(ws, command),
-        Command::Whoami { json } => whoami(ws, json),
-        Command::Run {
-            model,
-            json,
-            prompt,
-            deadline,
-            agent_profile,
-            delegation,
-            task,
-        } => run(
-            ws,
-            model.as_deref(),
-            json,
-            &prompt,
-            deadline.as_deref(),
-            Under {
-                agent_profile,
-                delegation: delegation.as_deref(),
-            },
-            task,
-        ),
-        Command::Submit {
-            model,
-            deadline,
-            agent_profile,
-            delegation,
-            json,
-            task,
-        } => submit(
-            ws,
-            model.as_deref(),
-            deadline.as_deref(),
-            agent_profile,
-            delegation.as_deref(),
-            json,
-            task,
-        ),
-        Command::Worker {
-            once,
-            lease_ms,
-            poll_ms,
-            id,
-            json,
-        } => worker(ws, once, lease_ms, poll_ms, id, json),
-        Command::Resume { run, json, prompt } => resume(ws, &run, json, &prompt),
-        Command::Runs { command } => match command {
-            RunsCommand::List { json } => inspect::runs_list(ws, json),
-            RunsCommand::Show { run, json } => inspect::runs_show(ws, &run, json),
-            RunsCommand::Cancel { run, reason } => runs_cancel(ws, &run, &reason),
-            RunsCommand::Resolve {
-                run,
-                step,
-                resolution,
-            } => runs_resolve(ws, &run, &step, &resolution),
-            RunsCommand::Export { run, out, json } => {
-                crate::artifacts_cmd::runs_export(ws, &run, &out, json)
+        Command::Whoami { json } => {
+            let id = warrant_host::identity::whoami(&crate::at(ws))?;
+            emit(json, &id, words::whoami);
+            Ok(0)
+        }
+        Command::Run(a) => run(ws, a),
+        Command::Submit(a) => submit(ws, a),
+        Command::Worker(a) => worker(ws, a),
+        Command::Resume(a) => resume(ws, a),
+        Command::Runs { command } => runs(ws, command),
+        Command::Policy {
+            command:
+                PolicyCommand::Explain {
+                    action,
+                    target,
+                    as_actor,
+                    json,
+                },
+        } => {
+            let at = crate::at(ws);
+            let explained = warrant_host::explain::explain(
+                &at,
+                crate::notices(),
+                &action,
+                &target,
+                as_actor.as_deref(),
+            )?;
+            // Policy alone is explained; a `[risk.*] needs = "person"` rule still asks.
+            if let Some(class) = explained.person_needed {
+                eprintln!("{}", words::person_needed(class));
             }
-            RunsCommand::Verify {
-                file,
-                pubkeys,
-                json,
-            } => crate::artifacts_cmd::runs_verify(ws, &file, pubkeys.as_deref(), json),
-        },
-        Command::Policy { command } => match command {
-            PolicyCommand::Explain {
-                action,
-                target,
-                as_actor,
-                json,
-            } => inspect::explain(ws, &action, &target, as_actor.as_deref(), json),
-        },
+            let e = &explained.explanation;
+            emit(json, e, |e| vec![e.to_string()]);
+            Ok(0)
+        }
         Command::Approvals { command } => match command {
-            ApprovalsCommand::List { all, json } => inspect::approvals_list(ws, all, json),
-            ApprovalsCommand::Keygen { force } => keygen(ws, force),
+            ApprovalsCommand::List { all, json } => {
+                let rows = open(ws)?.records().requests(all)?;
+                let view = serde_json::json!({ "requests": rows });
+                emit(json, &view, |_| words::approvals(&rows, all));
+                Ok(0)
+            }
+            ApprovalsCommand::Keygen { force } => {
+                let made = warrant_host::approver_key::keygen(&crate::at(ws), force)?;
+                lines(words::key_made(&made));
+                Ok(0)
+            }
         },
         Command::Approve { id, scope, json } => {
             let session = scope == "session";
@@ -113,7 +244,11 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
             answer(ws, &id, warrant_host::approvals::denial(reason)?, json)
         }
         Command::Audit { command } => crate::audit_cmd::dispatch(ws, command),
-        Command::Doctor { json } => inspect::doctor(ws, json),
+        Command::Doctor { json } => {
+            let report = warrant_host::doctor::doctor(&crate::at(ws), crate::notices())?;
+            emit(json, &report, words::doctor);
+            Ok(if report.ok { 0 } else { 1 })
+        }
         Command::Verify {
             menu,
             profile,
@@ -178,13 +313,65 @@ pub fn dispatch(cli: Cli) -> Result<u8, Failure> {
             },
         ),
         Command::Completions { shell } => crate::surface::completions(shell),
-        Command::Capabilities { json } => crate::surface::capabilities(ws, json),
+        Command::Capabilities { json } => {
+            let caps = warrant_host::capabilities::capabilities();
+            emit(json, &caps, warrant_text::ops::setup::capabilities);
+            Ok(0)
+        }
     }
 }
 
+fn runs(ws: Option<&Path>, command: RunsCommand) -> Result<u8, Failure> {
+    match command {
+        RunsCommand::List { json } => {
+            let runs = open(ws)?.records().runs()?;
+            let view = serde_json::json!({ "runs": runs });
+            emit(json, &view, |_| words::runs(&runs));
+        }
+        RunsCommand::Show { run, json } => {
+            let view = open(ws)?.records().run(&parse_run(&run)?)?;
+            emit(json, &view, |v| words::run_view(v, &words::narrator()));
+        }
+        RunsCommand::Cancel { run, reason } => {
+            let run = parse_run(&run)?;
+            let cancelled = load(ws)?.cancel(&run, &reason)?;
+            lines([words::cancelled(&run, &cancelled)]);
+        }
+        RunsCommand::Resolve {
+            run,
+            step,
+            resolution,
+        } => {
+            let run = parse_run(&run)?;
+            let resolution = match resolution.as_str() {
+                "completed" => Resolution::Completed,
+                "retry" => Resolution::Retry,
+                _ => Resolution::Failed,
+            };
+            load(ws)?.resolve(&run, &step, resolution)?;
+            lines([words::resolved(&run, &step, resolution)]);
+        }
+        RunsCommand::Export { run, out, json } => {
+            return crate::artifacts_cmd::runs_export(ws, &run, &out, json);
+        }
+        RunsCommand::Verify {
+            file,
+            pubkeys,
+            json,
+        } => return crate::artifacts_cmd::runs_verify(ws, &file, pubkeys.as_deref(), json),
+    }
+    Ok(0)
+}
+
+fn open(ws: Option<&Path>) -> Result<warrant_host::records::Opened, Failure> {
+    Ok(warrant_host::records::open(
+        &crate::at(ws),
+        crate::notices(),
+    )?)
+}
+
 fn init(ws: Option<&Path>, yes: bool) -> Result<u8, Failure> {
-    let at = crate::at(ws);
-    let paths = install::paths(&at, true)?;
+    let paths = warrant_host::install::paths(&crate::at(ws), true)?;
     warrant_host::init::check_absent(&paths)?;
     if !yes {
         if !std::io::stdin().is_terminal() {
@@ -193,10 +380,7 @@ fn init(ws: Option<&Path>, yes: bool) -> Result<u8, Failure> {
                 "not a terminal: pass --yes to create .warrant/ without asking",
             ));
         }
-        eprint!(
-            "Create {} (config, policies, keys, store)? [y/N] ",
-            paths.dot.display()
-        );
+        eprint!("{}", words::init_question(&paths.dot));
         let mut line = String::new();
         let _ = std::io::stdin().read_line(&mut line);
         if !matches!(line.trim(), "y" | "Y" | "yes") {
@@ -204,52 +388,7 @@ fn init(ws: Option<&Path>, yes: bool) -> Result<u8, Failure> {
             return Ok(EXIT_USAGE);
         }
     }
-    let made = warrant_host::init::init(&paths)?;
-    outln!("initialized {}", paths.dot.display());
-    outln!("  config     .warrant/config.toml");
-    outln!("  policies   .warrant/policies/default.cedar");
-    outln!("  keys       .warrant/keys/ (audit signing key, installation secret)");
-    outln!("  store      .warrant/store.db");
-    outln!("  audit      .warrant/audit/audit.jsonl");
-    outln!(
-        "  approver   {} ({}), enrolled for {} in .warrant/keys/approvers",
-        made.approver_key.display(),
-        if made.key_made {
-            "made now"
-        } else {
-            "yours already"
-        },
-        made.actor
-    );
-    Ok(0)
-}
-
-fn whoami(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
-    let id = warrant_host::identity::whoami(&crate::at(ws))?;
-    if json {
-        outln!("{}", pretty(&id));
-        return Ok(0);
-    }
-    let p = &id.principal;
-    outln!("{} ({}) in tenant {}", p.actor, p.kind.as_str(), p.tenant);
-    for row in id.rows() {
-        let o = row.origin;
-        let flags: Vec<&str> = [(o.required, "required"), (o.locked, "locked")]
-            .into_iter()
-            .filter_map(|(on, flag)| on.then_some(flag))
-            .collect();
-        let flags = if flags.is_empty() {
-            String::new()
-        } else {
-            format!(" [{}]", flags.join(", "))
-        };
-        outln!(
-            "  {:<13} {:<20} from {}{flags}",
-            row.field,
-            row.value,
-            o.display
-        );
-    }
+    lines(words::initialized(&warrant_host::init::init(&paths)?));
     Ok(0)
 }
 
@@ -276,23 +415,7 @@ pub(crate) fn prompter_for(mode: &str, principal: &Principal) -> Box<dyn Prompte
 
 pub(crate) fn finish(exit: RunExit, run: &RunId, json: bool) -> u8 {
     if !json {
-        match &exit {
-            RunExit::Completed => outln!("run {run} completed"),
-            RunExit::Failed { code, message } => {
-                outln!("run {run} failed [{code}]: {message}")
-            }
-            RunExit::Stopped { reason } => {
-                outln!("run {run} stopped by governance: {reason}")
-            }
-            RunExit::Parked { request } => {
-                outln!("run {run} parked: request {request} waits for a person");
-                outln!("  then continue with: warrant resume {run}");
-            }
-            RunExit::Superseded { message } => outln!("run {run}: {message}"),
-            RunExit::AwaitingMessage => outln!(
-                "run {run} is a chat session waiting for its person's next message: warrant chat --resume {run}"
-            ),
-        }
+        lines(words::exit(run, &exit));
     }
     if let RunExit::Parked { request } = &exit {
         eprintln!("parked: {request}");
@@ -300,245 +423,101 @@ pub(crate) fn finish(exit: RunExit, run: &RunId, json: bool) -> u8 {
     exit.code() as u8
 }
 
-fn run(
-    ws: Option<&Path>,
-    model: Option<&str>,
-    json: bool,
-    prompt: &str,
-    deadline: Option<&str>,
-    under: Under<'_>,
-    task: String,
-) -> Result<u8, Failure> {
-    let host = load_under(ws, under.delegation)?;
-    let request = RunRequest {
-        model: warrant_host::runs::model_spec(&host.settings, model)?,
-        task,
-        deadline: warrant_host::runs::deadline_from(deadline)?,
-        agent_profile: under.agent_profile,
-    };
-    let printer = Printer::new(json);
-    let observer = Faulty::from_env(&printer);
-    let mut prompter = prompter_for(prompt, &host.identity.principal);
-    let driven = host.run(request, &observer, prompter.as_mut())?;
-    Ok(finish(driven.exit, &driven.run, json))
-}
-
-/// What a run works under besides the installation's own authority: an agent profile that
-/// narrows it, a delegation token it is held to.
-struct Under<'a> {
-    agent_profile: Option<String>,
-    delegation: Option<&'a Path>,
-}
-
 /// Opens the installation; with a token file, its runs act under that delegation.
 fn load_under(ws: Option<&Path>, delegation: Option<&Path>) -> Result<Host, Failure> {
     let mut host = load(ws)?;
     if let Some(path) = delegation {
-        let token = std::fs::read_to_string(path).map_err(|e| {
-            Failure::usage(
-                "W-DELEGATE-015",
-                format!("cannot read the token {}: {e}", path.display()),
-            )
-        })?;
-        host.act_under(&token)?;
+        host.act_under_file(path)?;
     }
     Ok(host)
 }
 
-fn submit(
-    ws: Option<&Path>,
-    model: Option<&str>,
-    deadline: Option<&str>,
-    agent_profile: Option<String>,
-    delegation: Option<&Path>,
-    json: bool,
-    task: String,
-) -> Result<u8, Failure> {
-    let host = load_under(ws, delegation)?;
-    let run = host.submit(RunRequest {
-        model: warrant_host::runs::model_spec(&host.settings, model)?,
-        task,
-        deadline: warrant_host::runs::deadline_from(deadline)?,
-        agent_profile,
-    })?;
-    if json {
-        outln!("{}", json!({"run": run, "status": "queued"}));
+fn run(ws: Option<&Path>, a: RunArgs) -> Result<u8, Failure> {
+    let host = load_under(ws, a.delegation.as_deref())?;
+    let request = host.request(
+        a.model.as_deref(),
+        a.task,
+        a.deadline.as_deref(),
+        a.agent_profile,
+    )?;
+    let printer = Printer::new(a.json);
+    let mut prompter = prompter_for(&a.prompt, &host.identity.principal);
+    let driven = host.run(request, &Faulty::from_env(&printer), prompter.as_mut())?;
+    Ok(finish(driven.exit, &driven.run, a.json))
+}
+
+fn submit(ws: Option<&Path>, a: SubmitArgs) -> Result<u8, Failure> {
+    let host = load_under(ws, a.delegation.as_deref())?;
+    let request = host.request(
+        a.model.as_deref(),
+        a.task,
+        a.deadline.as_deref(),
+        a.agent_profile,
+    )?;
+    let run = host.submit(request)?;
+    let view = serde_json::json!({"run": run, "status": "queued"});
+    if a.json {
+        outln!("{view}");
     } else {
-        outln!("queued {run}; a worker (`warrant worker`) will drive it");
+        outln!("{}", words::submitted(&run));
     }
     Ok(0)
 }
 
-fn parse_run(id: &str) -> Result<RunId, Failure> {
-    Ok(warrant_host::runs::parse_run(id)?)
-}
-
-fn resume(ws: Option<&Path>, run: &str, json: bool, prompt: &str) -> Result<u8, Failure> {
-    let run = parse_run(run)?;
+fn resume(ws: Option<&Path>, a: ResumeArgs) -> Result<u8, Failure> {
+    let run = parse_run(&a.run)?;
     let host = load(ws)?;
-    let printer = Printer::new(json);
-    let observer = Faulty::from_env(&printer);
-    let mut prompter = prompter_for(prompt, &host.identity.principal);
-    let can_prompt = match prompt {
+    let printer = Printer::new(a.json);
+    let mut prompter = prompter_for(&a.prompt, &host.identity.principal);
+    let can_prompt = match a.prompt.as_str() {
         "never" => false,
         "auto" => std::io::stdin().is_terminal(),
         _ => true,
     };
-    let parked = match host.resume(&run, &observer, prompter.as_mut(), can_prompt)? {
-        Resumed::Driven(driven) => return Ok(finish(driven.exit, &driven.run, json)),
-        Resumed::InDoubt { run, request, step } => {
-            if !json {
-                outln!("run {run} waits for a person to resolve an effect in doubt ({request})");
-                outln!("  warrant runs resolve {run} --step {step} --as completed|retry|failed");
-            }
-            request
-        }
-        Resumed::AwaitsApproval { run, request } => {
-            if !json {
-                outln!("run {run} is still waiting for request {request}");
-                outln!("  warrant approve {request}   |   warrant deny {request} --reason TEXT");
-            }
-            request
-        }
-        Resumed::AwaitsReply {
-            run,
-            request,
-            title,
-            until,
-        } => {
-            if !json {
-                outln!(
-                    "run {run} is still waiting for request {request} ({}), until {}",
-                    crate::shown_inline(&title),
-                    until.rfc3339()
-                );
-                outln!("  warrant requests show {request}");
-            }
-            request
-        }
+    let resumed = host.resume(
+        &run,
+        &Faulty::from_env(&printer),
+        prompter.as_mut(),
+        can_prompt,
+    )?;
+    let parked = match &resumed {
+        Resumed::Driven(driven) => return Ok(finish(driven.exit.clone(), &driven.run, a.json)),
+        Resumed::InDoubt { request, .. }
+        | Resumed::AwaitsApproval { request, .. }
+        | Resumed::AwaitsReply { request, .. } => request,
     };
+    if !a.json {
+        lines(words::still_waiting(&resumed));
+    }
     eprintln!("parked: {parked}");
     Ok(10)
 }
 
-fn worker(
-    ws: Option<&Path>,
-    once: bool,
-    lease_ms: u64,
-    poll_ms: u64,
-    id: Option<String>,
-    json: bool,
-) -> Result<u8, Failure> {
+fn worker(ws: Option<&Path>, a: WorkerArgs) -> Result<u8, Failure> {
     let host = load(ws)?;
-    let printer = Printer::new(json);
-    let observer = Faulty::from_env(&printer);
-    let report = |event: WorkerEvent| match event {
-        WorkerEvent::Polling { holder, store } => {
-            eprintln!("worker {holder}: polling {store} for runs")
-        }
-        WorkerEvent::Leased { holder, run, token } => {
-            eprintln!("worker {holder}: leased {run} (token {token})")
-        }
-        WorkerEvent::CannotLoad { holder, run, error } => eprintln!(
-            "worker {holder}: cannot load {run}: error[{}]: {}",
-            error.code,
-            crate::shown(&error.message)
-        ),
-        WorkerEvent::Driven { holder, run, exit } => {
-            eprintln!("worker {holder}: {run} → {exit:?}")
-        }
-        WorkerEvent::Failed { holder, run, error } => {
-            eprintln!("worker {holder}: {run} failed: {}", crate::shown(&error))
-        }
-        WorkerEvent::StoreUnavailable {
-            holder,
-            error,
-            retry_in,
-        } => eprintln!(
-            "worker {holder}: the store did not answer (error[{}]: {}); polling again in {} ms",
-            error.code,
-            crate::shown(&error.message),
-            retry_in.as_millis()
-        ),
+    let printer = Printer::new(a.json);
+    let report = |event: warrant_host::runs::WorkerEvent| {
+        eprintln!("{}", crate::shown(&words::worker(&event)));
     };
     host.work(
-        id,
-        std::time::Duration::from_millis(lease_ms.max(100)),
-        std::time::Duration::from_millis(poll_ms),
-        once,
-        &observer,
+        a.id,
+        std::time::Duration::from_millis(a.lease_ms.max(100)),
+        std::time::Duration::from_millis(a.poll_ms),
+        a.once,
+        &Faulty::from_env(&printer),
         &report,
     )?;
     Ok(0)
 }
 
-fn runs_cancel(ws: Option<&Path>, run: &str, reason: &str) -> Result<u8, Failure> {
-    let run = parse_run(run)?;
-    let host = load(ws)?;
-    match host.cancel(&run, reason)? {
-        Cancelled::Stopped => outln!("stopped {run}"),
-        Cancelled::Recorded { holder } => outln!(
-            "cancellation recorded; {holder} drives {run} and stops it at its next effect boundary"
-        ),
-    }
-    Ok(0)
-}
-
-fn runs_resolve(ws: Option<&Path>, run: &str, step: &str, resolution: &str) -> Result<u8, Failure> {
-    let run = parse_run(run)?;
-    let resolution = match resolution {
-        "completed" => Resolution::Completed,
-        "retry" => Resolution::Retry,
-        _ => Resolution::Failed,
-    };
-    let host = load(ws)?;
-    host.resolve(&run, step, resolution)?;
-    outln!(
-        "resolved step {step} of {run} as {}; continue the run with: warrant resume {run}",
-        resolution.as_str()
-    );
-    Ok(0)
-}
-
-fn keygen(ws: Option<&Path>, force: bool) -> Result<u8, Failure> {
-    let made = warrant_host::approver_key::keygen(&crate::at(ws), force)?;
-    outln!("approver key written to {}", made.path.display());
-    if let Some(file) = &made.enrolled_in {
-        outln!(
-            "enrolled for {} in this installation ({}; used when there is no identity directory)",
-            made.actor,
-            file.display()
-        );
-    }
-    outln!("ask an administrator to add to the identity directory (directory.toml):");
-    outln!("[people.{}]", made.actor);
-    outln!("public_key = \"{}\"", made.public_hex);
-    Ok(0)
-}
-
 fn answer(ws: Option<&Path>, id: &str, answer: Answer, json: bool) -> Result<u8, Failure> {
     let request = warrant_host::approvals::parse_request(id)?;
-    let host = load(ws)?;
-    let done = host.answer(&request, answer)?;
+    let done = load(ws)?.answer(&request, answer)?;
     if json {
-        outln!(
-            "{}",
-            pretty(
-                &json!({"request": done.request, "run": done.run, "answer": done.answer, "scope": done.scope, "by": done.by})
-            )
-        );
+        let view = serde_json::json!({"request": done.request, "run": done.run, "answer": done.answer, "scope": done.scope, "by": done.by});
+        outln!("{}", pretty(&view));
     } else {
-        outln!(
-            "{} {}{} as {}; continue the run with: warrant resume {}",
-            done.answer,
-            done.request,
-            done.scope
-                .as_ref()
-                .map(|s| format!(" ({s})"))
-                .unwrap_or_default(),
-            done.by,
-            done.run
-        );
+        outln!("{}", words::answered(&done));
     }
     Ok(0)
 }

@@ -43,7 +43,6 @@ mod commands;
 mod delegate_cmd;
 mod envelope_cmd;
 mod graph_cmd;
-mod inspect;
 mod mcp_cmd;
 mod memory_cmd;
 mod output;
@@ -60,6 +59,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use warrant_core::Coded;
+use warrant_text::ops;
 
 /// Exit code for usage, configuration and input errors: nothing was started.
 pub const EXIT_USAGE: u8 = 2;
@@ -124,91 +124,27 @@ pub enum Command {
         json: bool,
     },
     /// Start a governed agent run.
-    Run {
-        /// PROVIDER:MODEL, e.g. `scripted:PATH`, `openai:gpt-4.1` or `anthropic:claude-sonnet-4-5`
-        /// (default: $WARRANT_MODEL, else `[providers] model` of the configuration).
-        #[arg(long)]
-        model: Option<String>,
-        /// Print events as JSON lines.
-        #[arg(long)]
-        json: bool,
-        /// When to ask for approvals at this terminal: `auto` (when stdin is a terminal),
-        /// `always` (read answers from stdin), `never` (park and exit 10).
-        #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
-        prompt: String,
-        /// Stop the run at its next effect boundary after this long (e.g. `90s`, `10m`, `2h`);
-        /// a running command is killed.
-        #[arg(long, value_name = "DURATION")]
-        deadline: Option<String>,
-        /// Work under this agent profile (Open Agent Profile: a name from `warrant profiles
-        /// list`, or a `.agent.yaml|.json|.md` file); it can only narrow what policy allows.
-        /// Not a subprocess profile (`[profiles.*]`, the sandbox of a command).
-        #[arg(long = "profile", value_name = "AGENT_PROFILE")]
-        agent_profile: Option<String>,
-        /// Act under this delegation token (a file, `warrant delegate issue`): every effect must
-        /// also be within it, and it must be unexpired and unrevoked at each.
-        #[arg(long, value_name = "TOKEN")]
-        delegation: Option<std::path::PathBuf>,
-        /// What the agent should do.
-        task: String,
-    },
+    Run(crate::commands::RunArgs),
     /// Queue a run for a worker (`warrant worker`) instead of driving it here.
-    Submit {
-        /// PROVIDER:MODEL (default: $WARRANT_MODEL, else `[providers] model`).
-        #[arg(long)]
-        model: Option<String>,
-        #[arg(long, value_name = "DURATION")]
-        deadline: Option<String>,
-        /// The agent profile to work under, as for `run --profile`.
-        #[arg(long = "profile", value_name = "AGENT_PROFILE")]
-        agent_profile: Option<String>,
-        /// The run acts under this delegation token (a file): the worker that drives it is held
-        /// to the token before each effect, as `run --delegation` is.
-        #[arg(long, value_name = "TOKEN")]
-        delegation: Option<std::path::PathBuf>,
-        #[arg(long)]
-        json: bool,
-        task: String,
-    },
+    Submit(crate::commands::SubmitArgs),
     /// Lease queued or abandoned runs from the store and drive them, one at a time.
-    Worker {
-        /// Exit when no run is waiting, instead of polling.
-        #[arg(long)]
-        once: bool,
-        /// Lease length; the worker renews it at a third of this.
-        #[arg(long, default_value_t = 30_000)]
-        lease_ms: u64,
-        /// How long to wait between polls when the queue is empty.
-        #[arg(long, default_value_t = 1_000)]
-        poll_ms: u64,
-        /// The worker's name in leases (default: host:pid).
-        #[arg(long)]
-        id: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
+    Worker(crate::commands::WorkerArgs),
     /// Continue a parked run once its request is answered.
-    Resume {
-        run: String,
-        #[arg(long)]
-        json: bool,
-        #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
-        prompt: String,
-    },
+    Resume(crate::commands::ResumeArgs),
     /// List runs, or show every event of one.
     Runs {
         #[command(subcommand)]
-        command: RunsCommand,
+        command: commands::RunsCommand,
     },
     /// Ask the policy decision point, and see why.
     Policy {
         #[command(subcommand)]
-        command: PolicyCommand,
+        command: commands::PolicyCommand,
     },
     /// Requests waiting for a person.
     Approvals {
         #[command(subcommand)]
-        command: ApprovalsCommand,
+        command: commands::ApprovalsCommand,
     },
     /// Approve a request (`once`, or for the rest of the run's `session`).
     Approve {
@@ -280,7 +216,7 @@ pub enum Command {
     /// Check and read the audit trail.
     Audit {
         #[command(subcommand)]
-        command: AuditCommand,
+        command: audit_cmd::AuditCommand,
     },
     /// What the agent asked of people (questions, secrets, resources) and approvals waiting:
     /// list, show, answer, provide, connect, decline, export (AAIS).
@@ -398,187 +334,6 @@ pub enum CompletionShell {
     Fish,
 }
 
-#[derive(Subcommand, Debug)]
-pub enum RunsCommand {
-    List {
-        #[arg(long)]
-        json: bool,
-    },
-    Show {
-        run: String,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Stop a run at its next effect boundary (its running command is killed).
-    Cancel {
-        run: String,
-        #[arg(long, default_value = "cancelled from the command line")]
-        reason: String,
-    },
-    /// Decide what happened to an effect in doubt (it started before an interruption).
-    Resolve {
-        run: String,
-        /// The step: the call id, or the sequence number of its `effect_in_doubt` event.
-        #[arg(long)]
-        step: String,
-        /// `completed` (it happened), `retry` (run it again) or `failed`.
-        #[arg(long = "as", value_parser = ["completed", "retry", "failed"])]
-        resolution: String,
-    },
-    /// Write a run's evidence bundle: events, signed audit records and checkpoint, artifacts
-    /// with provenance, policy and configuration, sandbox levels, public keys, and a signed
-    /// manifest of every member (a deterministic zip).
-    Export {
-        run: String,
-        #[arg(long, value_name = "FILE")]
-        out: std::path::PathBuf,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Check an evidence bundle offline and say what it proves and what it cannot. Exit 1
-    /// when anything fails (a member added, removed or changed, a bad signature).
-    Verify {
-        file: std::path::PathBuf,
-        /// Trusted public keys (`warrant audit keys export`): no installation needed.
-        #[arg(long, value_name = "KEYS")]
-        pubkeys: Option<std::path::PathBuf>,
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-#[derive(Subcommand, Debug)]
-pub enum PolicyCommand {
-    /// Explain the decision for one action.
-    Explain {
-        /// The action, e.g. `fs.read` or `shell.exec`.
-        #[arg(long)]
-        action: String,
-        /// A path (relative to the workspace or absolute), or a command line for `shell.exec`.
-        #[arg(long)]
-        target: String,
-        /// Decide as another actor.
-        #[arg(long = "as", value_name = "ACTOR")]
-        as_actor: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-#[derive(Subcommand, Debug)]
-pub enum ApprovalsCommand {
-    List {
-        /// Include answered requests.
-        #[arg(long)]
-        all: bool,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Make your Ed25519 approver key (in your user configuration directory) and print the
-    /// line an administrator adds to the identity directory.
-    Keygen {
-        /// Replace an existing key.
-        #[arg(long)]
-        force: bool,
-    },
-}
-
-#[derive(Subcommand, Debug)]
-pub enum KeysCommand {
-    /// Make a new signing key; the old public key is kept so history still verifies.
-    Rotate,
-    /// Print every public key (current and retired) for an outside auditor.
-    Export,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum AuditCommand {
-    /// Check the hash chain and signatures of the store's trail and of the JSONL sink.
-    Verify {
-        /// Verify this JSONL file only (a sink's copy).
-        #[arg(long)]
-        file: Option<std::path::PathBuf>,
-        /// Public keys to verify with (one hex key per line); default: the installation's.
-        #[arg(long)]
-        pubkeys: Option<std::path::PathBuf>,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Each sink: records pending, oldest pending, last success, last error.
-    Status {
-        #[arg(long)]
-        json: bool,
-    },
-    /// Deliver everything now; exits non-zero naming each sink that is stuck.
-    Flush {
-        /// Give up after this long (e.g. `30s`).
-        #[arg(long, default_value = "30s")]
-        timeout: String,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Deliver the outbox to every sink once, or keep delivering (`--follow`): the delivery
-    /// worker for installations where runs are short-lived processes.
-    Deliver {
-        #[arg(long)]
-        follow: bool,
-        /// Between deliveries with `--follow`.
-        #[arg(long, default_value = "5s")]
-        interval: String,
-    },
-    /// Find records: every filter narrows.
-    Query {
-        #[arg(long)]
-        run: Option<String>,
-        #[arg(long)]
-        actor: Option<String>,
-        #[arg(long)]
-        on_behalf_of: Option<String>,
-        /// Resource kind: fs, shell, git, …
-        #[arg(long)]
-        kind: Option<String>,
-        /// e.g. fs.delete
-        #[arg(long)]
-        verb: Option<String>,
-        /// allow, ask or deny
-        #[arg(long, value_parser = ["allow", "ask", "deny"])]
-        decision: Option<String>,
-        /// RFC 3339 time, e.g. 2026-11-29T00:00:00Z
-        #[arg(long)]
-        since: Option<String>,
-        #[arg(long)]
-        until: Option<String>,
-        #[arg(long, default_value_t = 1000)]
-        limit: usize,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Every resource a run read, changed or was refused, by kind, with who allowed each change.
-    Touched {
-        run: String,
-        #[arg(long)]
-        json: bool,
-    },
-    /// The signing keys.
-    Keys {
-        #[command(subcommand)]
-        command: KeysCommand,
-    },
-    /// Attempts to reach another tenant's runs or requests: made by this tenant, or on its
-    /// records (each was answered as "does not exist").
-    Refusals {
-        #[arg(long)]
-        json: bool,
-    },
-    /// Print the last records of the trail.
-    Tail {
-        #[arg(short = 'n', long, default_value_t = 20)]
-        lines: usize,
-        #[arg(long)]
-        json: bool,
-    },
-}
-
 /// An error that ends the command, with its stable code and the exit code it maps to.
 #[derive(Debug)]
 pub struct Failure {
@@ -607,60 +362,19 @@ impl Failure {
 
 impl From<warrant_host::HostError> for Failure {
     fn from(e: warrant_host::HostError) -> Self {
-        let words = e.hint.as_ref().map(hint_words).unwrap_or_default();
+        let words = e.hint.as_ref().map(ops::hint).unwrap_or_default();
+        let exit = match e.class {
+            warrant_host::Class::Failed => 1,
+            warrant_host::Class::Usage => EXIT_USAGE,
+            warrant_host::Class::Refused => 3,
+        };
         Self {
             code: e.code,
             message: format!("{}{words}", e.message),
-            exit: exit_of(e.class),
+            exit,
         }
     }
 }
-
-/// The terminal's words for what a person can do, joined to the message they follow.
-fn hint_words(hint: &warrant_core::Hint) -> String {
-    use warrant_core::Hint;
-    match hint {
-        Hint::Init => "; run `warrant init --yes` in the workspace first".to_owned(),
-        Hint::AuditStatus => "; `warrant audit status` shows what is delivered".to_owned(),
-        Hint::ListRuns => "; `warrant runs list` shows the runs there are".to_owned(),
-        Hint::ListApprovals => "; `warrant approvals list` shows open requests".to_owned(),
-        Hint::ListRequests => "; `warrant requests list` shows open requests".to_owned(),
-        Hint::ShowRun { run } => format!("; `warrant runs show {run}` lists its steps"),
-        Hint::ShowRequest { request } => {
-            format!("; `warrant requests show {request}` says how to answer it")
-        }
-        Hint::Resume { run } => format!(" (`warrant resume {run}`)"),
-        Hint::ApproveOrDeny => {
-            "; approvals are answered with `warrant approve` / `warrant deny`".to_owned()
-        }
-        Hint::AnswerQuestion => {
-            "; answer it with `warrant requests answer REQ --option N | --text TEXT`".to_owned()
-        }
-        Hint::ProvideSecret => "; provide it with `warrant requests provide REQ` (the value is read from standard input)".to_owned(),
-        Hint::ConnectResource => "; connect it with `warrant requests connect REQ --url URL | --command PROGRAM ARGS... | --use-proposed`".to_owned(),
-        Hint::ResolveInDoubt { run, step } => format!(
-            "; answer with `warrant runs resolve {run} --step {step} --as completed|retry|failed`"
-        ),
-        Hint::CheckInit => "; was `warrant init` run?".to_owned(),
-        Hint::InitAnew => " and run `warrant init` to start a new one".to_owned(),
-        Hint::NewApproverKey => {
-            "; make a new one with `warrant approvals keygen --force`".to_owned()
-        }
-        Hint::EnrollApproverKey => ", then `warrant approvals keygen` enrolls your key again".to_owned(),
-    }
-}
-
-/// The exit code of the CLI contract for a class of failure.
-pub fn exit_of(class: warrant_host::Class) -> u8 {
-    match class {
-        warrant_host::Class::Failed => 1,
-        warrant_host::Class::Usage => EXIT_USAGE,
-        warrant_host::Class::Refused => EXIT_REFUSED,
-    }
-}
-
-/// The exit code of a refusal by governance (the CLI contract's 3).
-pub const EXIT_REFUSED: u8 = 3;
 
 /// `--store`, set once by `main` before any command runs.
 static STORE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
@@ -674,97 +388,41 @@ pub fn at(ws: Option<&std::path::Path>) -> warrant_host::Where {
     }
 }
 
-/// Notices of the application layer, worded for the terminal (standard error).
+/// Notices of the application layer, worded by `warrant-text`, on standard error.
 #[derive(Debug)]
 struct Stderr;
 
 impl warrant_host::Notices for Stderr {
     fn notice(&self, notice: warrant_host::Notice) {
-        use warrant_host::Notice;
-        let line = match notice {
-            Notice::PolicyWarning { text } => format!("warning: {text}"),
-            Notice::DeliveryFailed { sink, error } => format!(
-                "warning: audit delivery to sink `{sink}` failed: {error}; the records stay in the outbox (`warrant audit status`, `warrant audit flush`)"
-            ),
-            Notice::OutboxWaiting {
-                pending,
-                sink,
-                max,
-                why,
-            } => format!(
-                "waiting: {pending} audit records are not yet delivered to sink `{sink}` (bound {max}); new effects wait until it catches up. {why}"
-            ),
-            Notice::OutboxDropped {
-                from,
-                to,
-                sink,
-                max,
-            } => format!(
-                "dropped: audit records {from}..={to} will never reach sink `{sink}` (bound {max}, on_full = drop); the gap is recorded"
-            ),
-            Notice::TakingOver { run, from } => {
-                format!("taking over {run} from {from}, which is no longer running")
-            }
-            Notice::McpUnavailable { code, error } => {
-                format!("warning: {error} ({code}); its tools are not offered")
-            }
-            Notice::SkillsUnavailable { code, error } => {
-                format!("warning: {error} ({code}); no skills are offered")
-            }
-            Notice::ProfileDelta {
-                run,
-                profile,
-                path,
-                applied,
-                queued,
-                error,
-            } => match (error, path, applied) {
-                (Some(e), _, _) => {
-                    format!("warning: the state delta of {run} for profile `{profile}`: {e}")
-                }
-                (None, Some(p), Some(rev)) => format!(
-                    "profile `{profile}` learned from {run}: state applied (revision {rev}); delta {}{}",
-                    p.display(),
-                    proposals_line(&queued)
-                ),
-                (None, Some(p), None) => format!(
-                    "profile `{profile}`: {run} left a state delta for a person (`warrant profiles apply {} --approve`){}",
-                    p.display(),
-                    proposals_line(&queued)
-                ),
-                (None, None, _) => return,
-            },
-            Notice::BaselineGaps { gaps } => {
-                let listed: Vec<String> = gaps
-                    .iter()
-                    .map(|g| format!("[{}] {}", g.control, g.problem))
-                    .collect();
-                format!(
-                    "notice: {} baseline control(s) missing (strict mode would refuse to start): {}",
-                    gaps.len(),
-                    listed.join("; ")
-                )
-            }
-        };
-        eprintln!("{}", shown(&line));
-    }
-}
-
-fn proposals_line(queued: &[String]) -> String {
-    if queued.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "; {} proposal(s) for a person: `warrant profiles proposals` ({})",
-            queued.len(),
-            queued.join(", ")
-        )
+        if let Some(line) = ops::notice(notice) {
+            eprintln!("{}", shown(&line));
+        }
     }
 }
 
 /// Where this binary's notices go.
 pub fn notices() -> std::sync::Arc<dyn warrant_host::Notices + Send> {
     std::sync::Arc::new(Stderr)
+}
+
+/// Prints a view: its JSON with `--json`, else its lines as `warrant-text` words them.
+pub(crate) fn emit<V: serde::Serialize>(
+    json: bool,
+    view: &V,
+    words: impl FnOnce(&V) -> Vec<String>,
+) {
+    if json {
+        outln!("{}", pretty(view));
+    } else {
+        lines(words(view));
+    }
+}
+
+/// Prints lines, each through [`shown`].
+pub(crate) fn lines(lines: impl IntoIterator<Item = String>) {
+    for line in lines {
+        outln!("{line}");
+    }
 }
 
 /// The hidden entry point of the sandbox launcher: `warrant __sandbox <plan-json> -- <argv…>`.

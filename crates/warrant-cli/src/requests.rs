@@ -9,12 +9,12 @@ use std::path::Path;
 
 use clap::Subcommand;
 use warrant_host::approvals::parse_request;
-use warrant_host::request_views::RequestView;
-use warrant_host::requests::{Connection, Replied};
+use warrant_host::request_views;
+use warrant_host::requests::Connection;
 use warrant_host::{Host, HostError};
-use warrant_kernel::Ask;
+use warrant_text::ops::requests as words;
 
-use crate::{Failure, pretty};
+use crate::{Failure, emit};
 
 #[derive(Subcommand, Debug)]
 pub enum RequestsCommand {
@@ -99,24 +99,34 @@ fn load(ws: Option<&Path>) -> Result<Host, Failure> {
 }
 
 pub fn dispatch(ws: Option<&Path>, command: RequestsCommand) -> Result<u8, Failure> {
-    match command {
-        RequestsCommand::List { mine, all, json } => list(ws, mine, all, json),
-        RequestsCommand::Show { id, json } => show(ws, &id, json),
+    let (replied, json) = match command {
+        RequestsCommand::List { mine, all, json } => {
+            let at = crate::at(ws);
+            let (me, items) = request_views::list(&at, crate::notices(), all, mine)?;
+            let view = serde_json::json!({ "requests": items });
+            let me = mine.then_some(me.as_str());
+            emit(json, &view, |_| words::list(&items, me, all));
+            return Ok(0);
+        }
+        RequestsCommand::Show { id, json } => {
+            let request = parse_request(&id)?;
+            let shown = load(ws)?.show_request(&request)?;
+            emit(json, &shown.view, |_| words::show(&request, &shown));
+            return Ok(0);
+        }
         RequestsCommand::Answer {
             id,
             option,
             text,
             json,
-        } => {
-            let request = parse_request(&id)?;
-            let replied = load(ws)?.answer_question(&request, option, text)?;
-            Ok(print_replied(&replied, json))
-        }
-        RequestsCommand::Provide { id, json } => {
-            let request = parse_request(&id)?;
-            let replied = load(ws)?.provide_secret(&request, read_secret)?;
-            Ok(print_replied(&replied, json))
-        }
+        } => (
+            load(ws)?.answer_question(&parse_request(&id)?, option, text)?,
+            json,
+        ),
+        RequestsCommand::Provide { id, json } => (
+            load(ws)?.provide_secret(&parse_request(&id)?, read_secret)?,
+            json,
+        ),
         RequestsCommand::Connect {
             id,
             url,
@@ -133,159 +143,45 @@ pub fn dispatch(ws: Option<&Path>, command: RequestsCommand) -> Result<u8, Failu
                 use_proposed,
                 timeout,
             };
-            let replied = load(ws)?.connect(&request, with)?;
-            Ok(print_replied(&replied, json))
+            (load(ws)?.connect(&request, with)?, json)
         }
         RequestsCommand::Decline { id, reason, json } => {
-            let request = parse_request(&id)?;
-            let replied = load(ws)?.decline(&request, reason)?;
-            Ok(print_replied(&replied, json))
+            (load(ws)?.decline(&parse_request(&id)?, reason)?, json)
         }
         RequestsCommand::Export { id, format: _ } => {
             let id = id.as_deref().map(parse_request).transpose()?;
-            for doc in load(ws)?.export_aais(id.as_ref())? {
-                outln!("{doc}");
-            }
-            Ok(0)
+            let docs = load(ws)?.export_aais(id.as_ref())?;
+            crate::lines(docs.iter().map(serde_json::Value::to_string));
+            return Ok(0);
         }
-    }
-}
-
-fn print_replied(r: &Replied, json: bool) -> u8 {
-    if json {
-        outln!("{}", pretty(r));
-    } else {
-        outln!(
-            "{}: {} by {}; continue the run with: warrant resume {}",
-            r.reply,
-            r.request,
-            r.by,
-            r.run
-        );
-    }
-    0
-}
-
-fn list(ws: Option<&Path>, mine: bool, all: bool, json: bool) -> Result<u8, Failure> {
-    let (me, items) =
-        warrant_host::request_views::list(&crate::at(ws), crate::notices(), all, mine)?;
-    if json {
-        outln!("{}", pretty(&serde_json::json!({ "requests": items })));
-        return Ok(0);
-    }
-    if items.is_empty() {
-        let whose = if mine {
-            format!(" for {me} (or your teams)")
-        } else {
-            String::new()
-        };
-        outln!("no {}requests{whose}", if all { "" } else { "open " });
-    }
-    for r in &items {
-        outln!(
-            "{}  {:<9} {:<8} run {}  {}  (asked by {}; of {})",
-            r.id,
-            r.kind,
-            r.status,
-            r.run,
-            crate::shown_inline(r.title_text()),
-            r.requested_by_text(),
-            r.asked_of.join(", "),
-        );
-    }
-    Ok(0)
-}
-
-fn show(ws: Option<&Path>, id: &str, json: bool) -> Result<u8, Failure> {
-    let request = parse_request(id)?;
-    let shown = load(ws)?.show_request(&request)?;
-    let view = &shown.view;
-    if json {
-        outln!("{}", pretty(view));
-        return Ok(0);
-    }
-    outln!("request {}  ({}, {})", request, view.kind(), view.status());
-    outln!("  run        {}", shown.state.run);
-    outln!("  asked by   {}", view.requested_by());
-    outln!("  what       {}", crate::shown_inline(view.title()));
-    let asked_of = match view {
-        RequestView::Asked(a) => Some(a.asked_of.clone()),
-        RequestView::Summary(v) => v.get("asked_of").and_then(|v| v.as_array()).map(|l| {
-            l.iter()
-                .filter_map(|s| s.as_str().map(str::to_owned))
-                .collect()
-        }),
-        RequestView::Approval(_) => None,
     };
-    if let Some(of) = asked_of {
-        outln!("  asked of   {}", of.join(", "));
-    }
-    if !view.expires_at().is_empty() {
-        outln!("  expires    {}", view.expires_at());
-    }
-    if let RequestView::Asked(a) = view {
-        if let Ask::Question { options, .. } = &a.ask {
-            for (i, o) in options.iter().enumerate() {
-                outln!("  option {}   {o}", i + 1);
-            }
-        }
-        // An elicitation: the server's words, fenced as untrusted, and the fields it asks for.
-        for detail in a.ask.details() {
-            for line in detail.lines() {
-                outln!("  {}", crate::shown_inline(line));
-            }
-        }
-        if let Some(r) = &a.reply {
-            outln!("  reply      {} by {}", r.reply.label(), r.by.actor);
-        }
-    }
-    if !view.body().is_empty() {
-        outln!("{}", view.body());
-    }
+    emit(json, &replied, |r| vec![words::replied(r)]);
     Ok(0)
 }
 
-/// Reads the secret: hidden from a terminal, else all of standard input (one trailing newline
-/// dropped). Never from an argument or the environment.
+/// Reads the secret: hidden from a terminal, else all of standard input. Never from an
+/// argument or the environment.
 fn read_secret(name: &str) -> Result<Vec<u8>, HostError> {
-    let unreadable = |e: std::io::Error| {
-        HostError::usage(
-            "W-REQUEST-006",
-            format!("cannot read the value of secret {name} from standard input: {e}"),
-        )
-    };
-    let mut value = if std::io::stdin().is_terminal() {
-        read_hidden(&format!("value of secret {name} (not shown): ")).map_err(unreadable)?
-    } else {
-        let mut buf = Vec::new();
-        std::io::stdin()
-            .lock()
-            .read_to_end(&mut buf)
-            .map_err(unreadable)?;
-        if buf.ends_with(b"\n") {
-            buf.pop();
-            if buf.ends_with(b"\r") {
-                buf.pop();
-            }
-        }
-        buf
-    };
-    if value.is_empty() {
-        value.clear();
-        return Err(HostError::usage(
-            "W-REQUEST-006",
-            format!(
-                "the value of secret {name} is empty; pipe it on standard input or type it at the prompt"
-            ),
-        ));
+    let read = read_value(&format!("value of secret {name} (not shown): ")).map_err(|e| {
+        let message = format!("cannot read the value of secret {name} from standard input: {e}");
+        HostError::usage("W-REQUEST-006", message)
+    })?;
+    warrant_host::requests::secret_value(name, read)
+}
+
+/// A value typed at the terminal after `prompt`, not shown; else all of standard input.
+pub(crate) fn read_value(prompt: &str) -> std::io::Result<Vec<u8>> {
+    if std::io::stdin().is_terminal() {
+        return read_hidden(prompt);
     }
-    Ok(value)
+    let mut buf = Vec::new();
+    std::io::stdin().lock().read_to_end(&mut buf).map(|_| buf)
 }
 
 /// Reads one line from the controlling terminal with echo off. Echo is switched off before
 /// the prompt is written, so nothing typed after the prompt appears, and restored afterwards
 /// (also when reading fails).
-pub(crate) fn read_hidden(prompt: &str) -> std::io::Result<Vec<u8>> {
+fn read_hidden(prompt: &str) -> std::io::Result<Vec<u8>> {
     use rustix::termios::{LocalModes, OptionalActions, tcgetattr, tcsetattr};
     let mut tty = std::fs::OpenOptions::new()
         .read(true)

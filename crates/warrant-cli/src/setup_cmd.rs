@@ -2,13 +2,16 @@
 //! `credentials`, `config check` and `providers`. Parsing and printing only; every operation
 //! is in `warrant_host::{get_started, providers, credentials, config_check}`.
 
-use std::io::{BufRead as _, IsTerminal as _, Read as _, Write as _};
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::Path;
 
 use clap::{Subcommand, ValueEnum};
-use warrant_host::providers::{ProviderKind, ProviderSetup, WriteLayer};
+use warrant_core::RiskClass;
+use warrant_host::providers::{self, ProviderKind, ProviderSetup, WriteLayer};
+use warrant_host::setup;
+use warrant_text::ops::setup as words;
 
-use crate::{Failure, pretty};
+use crate::{Failure, emit};
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
 pub enum KindArg {
@@ -217,72 +220,32 @@ pub enum ProvidersCommand {
 
 pub fn get_started(ws: Option<&Path>, json: bool) -> Result<u8, Failure> {
     let r = warrant_host::get_started::get_started(&crate::at(ws), crate::notices())?;
-    if json {
-        outln!("{}", pretty(&r));
-    } else {
-        outln!("Warrant in {}", r.workspace);
-        for row in &r.rows {
-            outln!(
-                "{:<8} {:<12} {}",
-                row.state.as_str(),
-                row.area,
-                crate::shown_inline(&row.evidence)
-            );
-            if let Some(next) = &row.next {
-                outln!("{:<8} {:<12} next: {next}", "", "");
-            }
-        }
-        if r.ready {
-            outln!("All ready: warrant run \"<your task>\"");
-        }
-    }
+    emit(json, &r, words::readiness);
     Ok(if r.ready { 0 } else { 1 })
 }
 
+/// A value typed hidden at a terminal, else all of standard input, without its line end.
 fn read_value(what: &str) -> Result<String, Failure> {
-    let unreadable =
-        |e: std::io::Error| Failure::usage("W-CRED-003", format!("cannot read {what}: {e}"));
-    let bytes = if std::io::stdin().is_terminal() {
-        crate::requests::read_hidden(&format!("{what} (not shown): ")).map_err(unreadable)?
-    } else {
-        let mut buf = Vec::new();
-        std::io::stdin()
-            .lock()
-            .read_to_end(&mut buf)
-            .map_err(unreadable)?;
-        buf
-    };
+    let bytes = crate::requests::read_value(&format!("{what} (not shown): "))
+        .map_err(|e| Failure::usage("W-CRED-003", format!("cannot read {what}: {e}")))?;
     String::from_utf8(bytes)
         .map(|s| s.trim_end_matches(['\r', '\n']).to_owned())
         .map_err(|_| Failure::usage("W-CRED-003", format!("{what} is not UTF-8 text")))
-}
-
-fn print_area(done: &warrant_host::setup::Configured, json: bool) {
-    if json {
-        outln!("{}", pretty(done));
-        return;
-    }
-    outln!("checked: {}", crate::shown_inline(&done.checked));
-    for w in &done.wrote {
-        outln!("wrote {w} to {}", done.path);
-    }
 }
 
 fn interactive() -> bool {
     std::io::stdin().is_terminal()
 }
 
-fn words(s: &str) -> Vec<String> {
-    s.split([',', ' '])
-        .filter(|w| !w.is_empty())
-        .map(str::to_owned)
-        .collect()
+/// `ask`, with an empty answer as none.
+fn ask_some(prompt: &str) -> Result<Option<String>, Failure> {
+    Ok(Some(ask(prompt, "")?).filter(|a| !a.is_empty()))
 }
 
 pub fn configure(ws: Option<&Path>, command: Option<ConfigureCommand>) -> Result<u8, Failure> {
     let at = crate::at(ws);
-    match command {
-        None => wizard(ws),
+    let (done, json) = match command {
+        None => return wizard(ws),
         Some(ConfigureCommand::Identity {
             mut tenant,
             mut teams,
@@ -290,51 +253,34 @@ pub fn configure(ws: Option<&Path>, command: Option<ConfigureCommand>) -> Result
             json,
         }) => {
             if tenant.is_none() && teams.is_empty() && interactive() {
-                tenant = Some(ask("Tenant (your organisation)", "")?).filter(|t| !t.is_empty());
-                teams = words(&ask("Teams (comma-separated, empty for none)", "")?);
+                tenant = ask_some("Tenant (your organisation)")?;
+                teams = setup::words(&ask("Teams (comma-separated, empty for none)", "")?);
             }
-            let done = warrant_host::setup::identity(&at, tenant.as_deref(), &teams, layer.into())?;
-            print_area(&done, json);
-            Ok(0)
+            let layer = layer.into();
+            (
+                setup::identity(&at, tenant.as_deref(), &teams, layer)?,
+                json,
+            )
         }
         Some(ConfigureCommand::Approvals {
             mut team,
-            mut four_eyes,
+            four_eyes,
             mut expiry,
             layer,
             json,
         }) => {
-            if team.is_none() && four_eyes.is_empty() && expiry.is_none() && interactive() {
-                team =
-                    Some(ask("Team asked first (empty for none)", "")?).filter(|t| !t.is_empty());
-                for w in words(&ask(
+            let mut classes: Vec<RiskClass> = four_eyes.into_iter().map(Into::into).collect();
+            if team.is_none() && classes.is_empty() && expiry.is_none() && interactive() {
+                team = ask_some("Team asked first (empty for none)")?;
+                let named = ask(
                     "Classes needing four eyes (destructive, secret, irreversible, …; empty for none)",
                     "",
-                )?) {
-                    match ClassArg::from_str(&w, true) {
-                        Ok(c) => four_eyes.push(c),
-                        Err(_) => {
-                            return Err(Failure::usage(
-                                "W-SETUP-014",
-                                format!("{w:?} is not a risk class: nothing was written"),
-                            ));
-                        }
-                    }
-                }
-                expiry = Some(ask("Approval expiry (15m, 1h; empty for the default)", "")?)
-                    .filter(|e| !e.is_empty());
+                )?;
+                classes = setup::risk_classes(&setup::words(&named))?;
+                expiry = ask_some("Approval expiry (15m, 1h; empty for the default)")?;
             }
-            let classes: Vec<warrant_core::RiskClass> =
-                four_eyes.into_iter().map(Into::into).collect();
-            let done = warrant_host::setup::approvals(
-                &at,
-                team.as_deref(),
-                &classes,
-                expiry.as_deref(),
-                layer.into(),
-            )?;
-            print_area(&done, json);
-            Ok(0)
+            let (team, expiry, layer) = (team.as_deref(), expiry.as_deref(), layer.into());
+            (setup::approvals(&at, team, &classes, expiry, layer)?, json)
         }
         Some(ConfigureCommand::Sink {
             name,
@@ -344,40 +290,23 @@ pub fn configure(ws: Option<&Path>, command: Option<ConfigureCommand>) -> Result
             json,
         }) => {
             let asking = (name.is_none() || url.is_none()) && interactive();
+            let missing = |what| Failure::usage("W-SETUP-015", what);
             let name = match name {
                 Some(n) => n,
                 None if asking => ask("Sink name", "siem")?,
-                None => return Err(Failure::usage("W-SETUP-015", "name the sink with --name")),
+                None => return Err(missing("name the sink with --name")),
             };
             let url = match url {
                 Some(u) => u,
                 None if asking => ask("Receiver URL", "")?,
-                None => {
-                    return Err(Failure::usage(
-                        "W-SETUP-015",
-                        "give the receiver with --url",
-                    ));
-                }
+                None => return Err(missing("give the receiver with --url")),
             };
             if asking && headers.is_empty() {
-                headers = words(&ask(
-                    "Headers as NAME=cred:CREDENTIAL (empty for none)",
-                    "",
-                )?);
+                let typed = ask("Headers as NAME=cred:CREDENTIAL (empty for none)", "")?;
+                headers = setup::words(&typed);
             }
-            let mut pairs = Vec::new();
-            for h in headers {
-                let Some((k, v)) = h.split_once('=') else {
-                    return Err(Failure::usage(
-                        "W-SETUP-015",
-                        format!("--header {h:?} is not NAME=REFERENCE"),
-                    ));
-                };
-                pairs.push((k.trim().to_owned(), v.trim().to_owned()));
-            }
-            let done = warrant_host::setup::sink(&at, &name, &url, &pairs, layer.into())?;
-            print_area(&done, json);
-            Ok(0)
+            let pairs = setup::header_pairs(&headers)?;
+            (setup::sink(&at, &name, &url, &pairs, layer.into())?, json)
         }
         Some(ConfigureCommand::Provider {
             kind,
@@ -394,60 +323,28 @@ pub fn configure(ws: Option<&Path>, command: Option<ConfigureCommand>) -> Result
             } else {
                 None
             };
-            let done = warrant_host::providers::configure(
-                &crate::at(ws),
-                &ProviderSetup {
-                    kind,
-                    base_url,
-                    model,
-                    key,
-                    credential,
-                    layer: layer.into(),
-                },
-            )?;
-            print_configured(&done, json);
-            Ok(0)
+            let layer = layer.into();
+            let setup = ProviderSetup {
+                kind,
+                base_url,
+                model,
+                key,
+                credential,
+                layer,
+            };
+            let done = providers::configure(&at, &setup)?;
+            emit(json, &done, words::provider_configured);
+            return Ok(0);
         }
-    }
-}
-
-fn print_configured(done: &warrant_host::providers::ProviderConfigured, json: bool) {
-    if json {
-        outln!("{}", pretty(done));
-        return;
-    }
-    if done.initialized {
-        outln!("initialized .warrant/ in this workspace");
-    }
-    outln!(
-        "{} at {} offers {} model(s); {} answered: {}",
-        done.kind.as_str(),
-        done.base_url,
-        done.models_offered.len(),
-        done.model,
-        crate::shown_inline(&done.check_answer)
-    );
-    if let Some(c) = &done.credential {
-        outln!(
-            "key stored as credential {c} (never in the configuration; `warrant credentials list` says where)"
-        );
-    }
-    outln!(
-        "wrote [providers] model = \"{}\" to {}",
-        done.model_spec,
-        done.path.display()
-    );
-    outln!("next: {}", done.next);
+    };
+    emit(json, &done, words::configured);
+    Ok(0)
 }
 
 /// One line typed at the terminal, after `prompt` on standard error; `default` when empty.
 fn ask(prompt: &str, default: &str) -> Result<String, Failure> {
     let mut err = std::io::stderr().lock();
-    if default.is_empty() {
-        let _ = write!(err, "{prompt}: ");
-    } else {
-        let _ = write!(err, "{prompt} [{default}]: ");
-    }
+    let _ = write!(err, "{}", words::question(prompt, default));
     let _ = err.flush();
     let mut line = String::new();
     let n = std::io::stdin()
@@ -464,27 +361,41 @@ fn ask(prompt: &str, default: &str) -> Result<String, Failure> {
     Ok(if line.is_empty() { default } else { line }.to_owned())
 }
 
+/// Asks until `understood` takes the answer; says `refusal` of each answer it does not.
+fn ask_until<T>(
+    prompt: &str,
+    default: &str,
+    understood: impl Fn(&str) -> Option<T>,
+    refusal: impl Fn(&str) -> String,
+) -> Result<T, Failure> {
+    loop {
+        let answer = ask(prompt, default)?;
+        match understood(&answer) {
+            Some(v) => return Ok(v),
+            None => eprintln!("{}", refusal(&answer)),
+        }
+    }
+}
+
 /// `warrant configure` on a terminal: the provider, step by step, with the endpoint's own list
 /// of models. What it writes is what `configure provider` writes.
 fn wizard(ws: Option<&Path>) -> Result<u8, Failure> {
-    if !std::io::stdin().is_terminal() {
+    if !interactive() {
         return Err(Failure::usage(
             "W-SETUP-012",
             "`warrant configure` asks its questions on a terminal; in a script use `warrant configure provider --kind openai --base-url URL --key-from-stdin --model M`",
         ));
     }
-    eprintln!("Set up the model provider. Nothing is written until the endpoint has answered.");
-    let kind = loop {
-        match ask("Provider (openai, anthropic, ollama)", "openai")?.as_str() {
-            "openai" => break ProviderKind::Openai,
-            "anthropic" => break ProviderKind::Anthropic,
-            "ollama" => break ProviderKind::Ollama,
-            other => eprintln!("{other:?} is not one of openai, anthropic, ollama"),
-        }
-    };
+    eprintln!("{}", words::WIZARD_START);
+    let kind = ask_until(
+        "Provider (openai, anthropic, ollama)",
+        "openai",
+        ProviderKind::named,
+        |other| format!("{other:?} is not one of openai, anthropic, ollama"),
+    )?;
     let (base_url, key, offered) = loop {
         let base = ask("Base URL", kind.default_base_url())?;
-        let base = match warrant_host::providers::normalize_base_url(kind, &base) {
+        let base = match providers::normalize_base_url(kind, &base) {
             Ok(b) => b,
             Err(e) => {
                 eprintln!("error[{}]: {}", e.code, e.message);
@@ -496,63 +407,46 @@ fn wizard(ws: Option<&Path>) -> Result<u8, Failure> {
         } else {
             None
         };
-        match warrant_host::providers::discover(kind, &base, key.as_deref()) {
+        match providers::discover(kind, &base, key.as_deref()) {
             Ok(models) => break (base, key, models),
             Err(e) => eprintln!("error[{}]: {}", e.code, e.message),
         }
     };
-    eprintln!("{base_url} offers:");
-    for (i, m) in offered.iter().enumerate() {
-        eprintln!("  {:>3}. {m}", i + 1);
+    for line in words::offered(&base_url, &offered) {
+        eprintln!("{line}");
     }
-    let model = loop {
-        let answer = ask(
-            "Model (number or name)",
-            offered.first().map_or("", String::as_str),
-        )?;
-        let picked = answer
-            .parse::<usize>()
-            .ok()
-            .and_then(|n| n.checked_sub(1))
-            .and_then(|i| offered.get(i).cloned())
-            .unwrap_or(answer);
-        if offered.contains(&picked) {
-            break picked;
-        }
-        eprintln!("{picked:?} is not offered by {base_url}");
-    };
-    let layer = loop {
-        match ask(
-            "Write it to the project or your user configuration",
-            "project",
-        )?
-        .as_str()
-        {
-            "project" => break WriteLayer::Project,
-            "user" => break WriteLayer::User,
-            other => eprintln!("{other:?} is not project or user"),
-        }
-    };
-    eprintln!("Checking {model} with one call…");
-    let done = warrant_host::providers::configure(
-        &crate::at(ws),
-        &ProviderSetup {
-            kind,
-            base_url: Some(base_url),
-            model: Some(model),
-            key,
-            credential: None,
-            layer,
-        },
+    let first = offered.first().map_or("", String::as_str);
+    let model = ask_until(
+        "Model (number or name)",
+        first,
+        |typed| providers::pick_model(typed, &offered),
+        |typed| format!("{typed:?} is not offered by {base_url}"),
     )?;
-    print_configured(&done, false);
-    eprintln!(
-        "More to set up when you need it: `warrant configure identity` (tenant, teams), `warrant configure approvals` (team, four eyes, expiry), `warrant configure sink` (an audit receiver). `warrant get-started` shows what is ready."
-    );
+    let layer = ask_until(
+        "Write it to the project or your user configuration",
+        "project",
+        WriteLayer::named,
+        |other| format!("{other:?} is not project or user"),
+    )?;
+    eprintln!("Checking {model} with one call…");
+    let setup = ProviderSetup {
+        kind,
+        base_url: Some(base_url),
+        model: Some(model),
+        key,
+        credential: None,
+        layer,
+    };
+    crate::lines(words::provider_configured(&providers::configure(
+        &crate::at(ws),
+        &setup,
+    )?));
+    eprintln!("{}", words::WIZARD_MORE);
     Ok(0)
 }
 
 pub fn credentials(ws: Option<&Path>, command: CredentialsCommand) -> Result<u8, Failure> {
+    use warrant_host::credentials::{self as creds, Backend};
     let at = crate::at(ws);
     match command {
         CredentialsCommand::Set {
@@ -560,188 +454,59 @@ pub fn credentials(ws: Option<&Path>, command: CredentialsCommand) -> Result<u8,
             store_in,
             json,
         } => {
-            use warrant_host::credentials::Backend;
             let backend = match store_in {
                 StoreArg::Auto => Backend::Auto,
                 StoreArg::Keyring => Backend::Keyring,
                 StoreArg::Vault => Backend::Vault,
             };
             let value = read_value(&format!("the value of credential {name}"))?;
-            let done = warrant_host::credentials::set(&at, &name, &value, backend)?;
+            let done = creds::set(&at, &name, &value, backend)?;
             if let Some(note) = done.note.as_deref().filter(|_| !json) {
                 eprintln!("note: {note}");
             }
-            if json {
-                outln!("{}", pretty(&done));
-            } else {
-                outln!(
-                    "{} credential {} in the {} ({}); refer to it as {}",
-                    done.outcome,
-                    done.name,
-                    done.stored_in,
-                    done.path,
-                    done.reference
-                );
-            }
-            Ok(0)
+            emit(json, &done, |d| vec![words::credential_set(d)]);
         }
         CredentialsCommand::Delete { name, json } => {
-            let done = warrant_host::credentials::delete(&at, &name)?;
-            if json {
-                outln!("{}", pretty(&done));
-            } else {
-                outln!("deleted credential {} from {}", done.name, done.path);
-            }
-            Ok(0)
+            let done = creds::delete(&at, &name)?;
+            emit(json, &done, |d| vec![words::credential_deleted(d)]);
         }
         CredentialsCommand::List { json } => {
-            let list = warrant_host::credentials::list(&at)?;
-            if json {
-                outln!("{}", pretty(&list));
-            } else {
-                if list.credentials.is_empty() {
-                    outln!("no credentials stored; `warrant credentials set NAME` stores one");
-                }
-                for c in &list.credentials {
-                    outln!(
-                        "{:<24} {:<16}{} set {:<25} used by {}",
-                        c.name,
-                        c.stored_in,
-                        if c.readable { "" } else { " (locked)" },
-                        c.set_at.as_deref().unwrap_or("(unknown)"),
-                        if c.used_by.is_empty() {
-                            "nothing".to_owned()
-                        } else {
-                            c.used_by.join(", ")
-                        }
-                    );
-                }
+            let list = creds::list(&at)?;
+            emit(json, &list, words::credentials);
+            if !json {
                 eprintln!("note: {}", list.note);
             }
-            Ok(0)
         }
         CredentialsCommand::Check { json } => {
-            let c = warrant_host::credentials::check(&at)?;
-            if json {
-                outln!("{}", pretty(&c));
-            } else {
-                for r in c.stored.iter().chain(&c.references) {
-                    outln!(
-                        "{:<4} {} {}: {}",
-                        if r.ok { "ok" } else { "FAIL" },
-                        if r.setting.is_empty() {
-                            "stored"
-                        } else {
-                            &r.setting
-                        },
-                        r.reference,
-                        r.detail
-                    );
-                }
-            }
-            Ok(if c.ok { 0 } else { 1 })
+            let c = creds::check(&at)?;
+            emit(json, &c, words::credentials_checked);
+            return Ok(if c.ok { 0 } else { 1 });
         }
     }
+    Ok(0)
 }
 
 pub fn config(ws: Option<&Path>, command: ConfigCommand) -> Result<u8, Failure> {
-    match command {
-        ConfigCommand::Check { strict, json } => {
-            let r = warrant_host::config_check::check(&crate::at(ws), strict, crate::notices())?;
-            if json {
-                outln!("{}", pretty(&r));
-            } else {
-                for l in &r.layers {
-                    outln!(
-                        "layer {:<8} {} {}",
-                        l.layer,
-                        l.path,
-                        if l.parsed { "parsed" } else { "NOT PARSED" }
-                    );
-                }
-                for f in &r.findings {
-                    let at = match (&f.path, f.line) {
-                        (Some(p), Some(l)) => format!("{p}:{l}"),
-                        (Some(p), None) => p.clone(),
-                        _ => f.layer.clone(),
-                    };
-                    outln!(
-                        "{}[{}] {}: {}",
-                        match f.severity {
-                            warrant_host::config_check::Severity::Error => "error",
-                            warrant_host::config_check::Severity::Warning => "warning",
-                        },
-                        f.code,
-                        at,
-                        crate::shown_inline(&f.message)
-                    );
-                    outln!("  fix: {}", f.fix);
-                }
-                if r.findings.is_empty() {
-                    outln!("no findings");
-                }
-            }
-            Ok(if r.ok { 0 } else { 1 })
-        }
-    }
+    let ConfigCommand::Check { strict, json } = command;
+    let r = warrant_host::config_check::check(&crate::at(ws), strict, crate::notices())?;
+    emit(json, &r, words::config_report);
+    Ok(if r.ok { 0 } else { 1 })
 }
 
 pub fn providers(ws: Option<&Path>, command: ProvidersCommand) -> Result<u8, Failure> {
     let at = crate::at(ws);
     match command {
-        ProvidersCommand::List { json } => {
-            let l = warrant_host::providers::list(&at)?;
-            if json {
-                outln!("{}", pretty(&l));
-            } else {
-                outln!(
-                    "default model: {}",
-                    l.model.as_deref().unwrap_or("(none: `warrant configure`)")
-                );
-                for p in &l.providers {
-                    outln!(
-                        "{:<10} {:<11} {:<40} key {}",
-                        p.kind.as_str(),
-                        if p.default {
-                            "default"
-                        } else if p.configured {
-                            "configured"
-                        } else {
-                            "-"
-                        },
-                        p.base_url,
-                        match (&p.key_source, p.key_present) {
-                            (None, _) => "not needed".to_owned(),
-                            (Some(s), true) => format!("from {s}"),
-                            (Some(s), false) => format!("missing ({s} unset)"),
-                        }
-                    );
-                }
-            }
-            Ok(0)
-        }
+        ProvidersCommand::List { json } => emit(json, &providers::list(&at)?, words::providers),
         ProvidersCommand::Check { model, call, json } => {
-            let p = warrant_host::providers::check(&at, model.as_deref(), call)?;
-            if json {
-                outln!("{}", pretty(&p));
-            } else {
-                outln!(
-                    "{:<4} {}: {}",
-                    if p.ok { "ok" } else { "FAIL" },
-                    p.model_spec,
-                    crate::shown_inline(&p.detail)
-                );
-                if let Some(a) = &p.answer {
-                    outln!("     answered: {}", crate::shown_inline(a));
-                }
-            }
-            Ok(if p.ok { 0 } else { 1 })
+            let p = providers::check(&at, model.as_deref(), call)?;
+            emit(json, &p, words::provider_probe);
+            return Ok(if p.ok { 0 } else { 1 });
         }
         ProvidersCommand::Request { model, prompt } => {
             let host = warrant_host::Host::open(&at, crate::notices())?;
-            let r = warrant_host::providers::request_preview(&host, model.as_deref(), &prompt)?;
-            outln!("{}", pretty(&r));
-            Ok(0)
+            let r = providers::request_preview(&host, model.as_deref(), &prompt)?;
+            outln!("{}", crate::pretty(&r));
         }
     }
+    Ok(0)
 }

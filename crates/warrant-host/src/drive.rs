@@ -131,6 +131,20 @@ pub fn duration_arg(flag: &str, value: &str, example: &str) -> crate::Result<Dur
     })
 }
 
+/// The RFC 3339 time given to option `--flag`, if any, or an error that shows one.
+pub fn time_arg(flag: &str, value: Option<&str>) -> crate::Result<Option<warrant_core::Timestamp>> {
+    value
+        .map(|t| {
+            warrant_core::Timestamp::parse(t).ok_or_else(|| {
+                crate::HostError::usage(
+                    "W-CLI-004",
+                    format!("--{flag} {t:?} is not an RFC 3339 time (e.g. 2026-11-29T00:00:00Z)"),
+                )
+            })
+        })
+        .transpose()
+}
+
 /// Parses `500ms`, `90s`, `10m`, `2h`.
 pub fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();

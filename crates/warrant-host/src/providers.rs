@@ -60,6 +60,11 @@ impl ProviderKind {
         }
     }
 
+    /// The kind a person named (`openai`, `anthropic`, `ollama`).
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
     /// The credential name a key is stored under unless told otherwise.
     pub fn default_credential(self) -> &'static str {
         match self {
@@ -78,6 +83,29 @@ pub enum WriteLayer {
     Project,
     /// `~/.config/warrant/config.toml` (every workspace of this person).
     User,
+}
+
+impl WriteLayer {
+    /// The layer a person named (`project`, `user`).
+    pub fn named(name: &str) -> Option<Self> {
+        match name {
+            "project" => Some(Self::Project),
+            "user" => Some(Self::User),
+            _ => None,
+        }
+    }
+}
+
+/// The model a person picked from those an endpoint offers: by its number (from 1) or its
+/// name; `None` when the endpoint does not offer it.
+pub fn pick_model(typed: &str, offered: &[String]) -> Option<String> {
+    let picked = typed
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_sub(1))
+        .and_then(|i| offered.get(i))
+        .map_or(typed, String::as_str);
+    offered.iter().find(|m| *m == picked).cloned()
 }
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(20);

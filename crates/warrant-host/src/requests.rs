@@ -77,6 +77,26 @@ pub struct Replied {
     pub by: String,
 }
 
+/// A secret's value as a person gave it: one trailing line end dropped (a pipe's `echo`), and
+/// refused when nothing is left (W-REQUEST-006).
+pub fn secret_value(name: &str, mut value: Vec<u8>) -> Result<Vec<u8>> {
+    if value.ends_with(b"\n") {
+        value.pop();
+        if value.ends_with(b"\r") {
+            value.pop();
+        }
+    }
+    if value.is_empty() {
+        return Err(HostError::usage(
+            "W-REQUEST-006",
+            format!(
+                "the value of secret {name} is empty; pipe it on standard input or type it at the prompt"
+            ),
+        ));
+    }
+    Ok(value)
+}
+
 /// What a person connects to a resource request: their own URL or command, or (only when
 /// they say so) what the agent proposed.
 #[derive(Clone, Debug, Default)]

@@ -149,6 +149,34 @@ pub fn deadline_from(text: Option<&str>) -> Result<Option<warrant_core::Timestam
 }
 
 impl Host {
+    /// A run request as a front end's flags give it: the model (else `$WARRANT_MODEL`, else
+    /// `[providers] model`), the task, a deadline as a duration from now, an agent profile.
+    pub fn request(
+        &self,
+        model: Option<&str>,
+        task: String,
+        deadline: Option<&str>,
+        agent_profile: Option<String>,
+    ) -> Result<RunRequest> {
+        Ok(RunRequest {
+            model: model_spec(&self.settings, model)?,
+            task,
+            deadline: deadline_from(deadline)?,
+            agent_profile,
+        })
+    }
+
+    /// [`Host::act_under`] the delegation token held in the file `path`.
+    pub fn act_under_file(&mut self, path: &std::path::Path) -> Result<()> {
+        let token = std::fs::read_to_string(path).map_err(|e| {
+            HostError::usage(
+                "W-DELEGATE-015",
+                format!("cannot read the token {}: {e}", path.display()),
+            )
+        })?;
+        self.act_under(&token)
+    }
+
     /// The first event of a new run: the installation's settings, narrowed by the agent
     /// profile when the request names one (its pin, and its runtime limits, each of which only
     /// lowers a setting).

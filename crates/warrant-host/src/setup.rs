@@ -4,6 +4,7 @@
 //! (`providers::edited_layer`, `providers::write_atomically`).
 
 use serde::Serialize;
+use warrant_core::RiskClass;
 use warrant_core::config::{Layer, LayerKind};
 
 use crate::install::{self, Paths};
@@ -329,3 +330,55 @@ fn empty_batch(url: &str, headers: &[(String, String)]) -> std::result::Result<(
         Err(format!("it answered HTTP {status}"))
     }
 }
+
+/// A list a person typed at a question: words separated by commas or spaces.
+pub fn words(typed: &str) -> Vec<String> {
+    typed
+        .split([',', ' '])
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Headers as `--header` gives them, `NAME=REFERENCE`, split and trimmed; one without `=`
+/// refuses them all (W-SETUP-015).
+pub fn header_pairs(headers: &[String]) -> Result<Vec<(String, String)>> {
+    headers
+        .iter()
+        .map(|h| match h.split_once('=') {
+            Some((k, v)) => Ok((k.trim().to_owned(), v.trim().to_owned())),
+            None => Err(HostError::usage(
+                "W-SETUP-015",
+                format!("--header {h:?} is not NAME=REFERENCE"),
+            )),
+        })
+        .collect()
+}
+
+/// Risk classes named in words (any case); a word that names none refuses the whole answer
+/// (W-SETUP-014), so nothing is written on a typo.
+pub fn risk_classes(named: &[String]) -> Result<Vec<RiskClass>> {
+    named
+        .iter()
+        .map(|w| {
+            RISK_CLASSES
+                .into_iter()
+                .find(|c| c.as_str().eq_ignore_ascii_case(w))
+                .ok_or_else(|| {
+                    HostError::usage(
+                        "W-SETUP-014",
+                        format!("{w:?} is not a risk class: nothing was written"),
+                    )
+                })
+        })
+        .collect()
+}
+
+const RISK_CLASSES: [RiskClass; 6] = [
+    RiskClass::Read,
+    RiskClass::Change,
+    RiskClass::External,
+    RiskClass::Destructive,
+    RiskClass::Secret,
+    RiskClass::Irreversible,
+];

@@ -1,3 +1,4 @@
+mod answers;
 mod construction;
 mod operations;
 mod toolbox;

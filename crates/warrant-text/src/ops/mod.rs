@@ -1,1 +1,163 @@
-//! Words for the operations every front end has.
+//! Words for the operations every front end has: the notices and hints of the application
+//! layer, and (one submodule each) runs, requests, audit, set-up and the approval prompt.
+//! The commands a line names are the terminal's (`warrant …`); a chat gateway that words a
+//! next step differently supplies its own `narrate::Words`.
+
+/// The audit trail: verified, tailed, queried, delivered, touched.
+pub mod audit;
+/// The approval prompt at the run's own terminal, laid out.
+pub mod prompt;
+/// Requests to a person: listed, shown, replied.
+pub mod requests;
+/// Runs and approvals: started, resumed, worked, listed, shown; who am I; doctor.
+pub mod runs;
+/// The first hour: get-started, configure, credentials, config check, providers,
+/// capabilities.
+pub mod setup;
+
+use warrant_core::Hint;
+use warrant_host::Notice;
+
+/// The words for what a person can do, joined to the message of the error they follow.
+pub fn hint(hint: &Hint) -> String {
+    match hint {
+        Hint::Init => "; run `warrant init --yes` in the workspace first".to_owned(),
+        Hint::AuditStatus => "; `warrant audit status` shows what is delivered".to_owned(),
+        Hint::ListRuns => "; `warrant runs list` shows the runs there are".to_owned(),
+        Hint::ListApprovals => "; `warrant approvals list` shows open requests".to_owned(),
+        Hint::ListRequests => "; `warrant requests list` shows open requests".to_owned(),
+        Hint::ShowRun { run } => format!("; `warrant runs show {run}` lists its steps"),
+        Hint::ShowRequest { request } => {
+            format!("; `warrant requests show {request}` says how to answer it")
+        }
+        Hint::Resume { run } => format!(" (`warrant resume {run}`)"),
+        Hint::ApproveOrDeny => {
+            "; approvals are answered with `warrant approve` / `warrant deny`".to_owned()
+        }
+        Hint::AnswerQuestion => {
+            "; answer it with `warrant requests answer REQ --option N | --text TEXT`".to_owned()
+        }
+        Hint::ProvideSecret => "; provide it with `warrant requests provide REQ` (the value is read from standard input)".to_owned(),
+        Hint::ConnectResource => "; connect it with `warrant requests connect REQ --url URL | --command PROGRAM ARGS... | --use-proposed`".to_owned(),
+        Hint::ResolveInDoubt { run, step } => format!(
+            "; answer with `warrant runs resolve {run} --step {step} --as completed|retry|failed`"
+        ),
+        Hint::CheckInit => "; was `warrant init` run?".to_owned(),
+        Hint::InitAnew => " and run `warrant init` to start a new one".to_owned(),
+        Hint::NewApproverKey => {
+            "; make a new one with `warrant approvals keygen --force`".to_owned()
+        }
+        Hint::EnrollApproverKey => ", then `warrant approvals keygen` enrolls your key again".to_owned(),
+    }
+}
+
+/// A notice of the application layer as one line, or nothing when it has nothing to say
+/// (a profile delta that left no file).
+pub fn notice(notice: Notice) -> Option<String> {
+    Some(match notice {
+        Notice::PolicyWarning { text } => format!("warning: {text}"),
+        Notice::DeliveryFailed { sink, error } => format!(
+            "warning: audit delivery to sink `{sink}` failed: {error}; the records stay in the outbox (`warrant audit status`, `warrant audit flush`)"
+        ),
+        Notice::OutboxWaiting {
+            pending,
+            sink,
+            max,
+            why,
+        } => format!(
+            "waiting: {pending} audit records are not yet delivered to sink `{sink}` (bound {max}); new effects wait until it catches up. {why}"
+        ),
+        Notice::OutboxDropped {
+            from,
+            to,
+            sink,
+            max,
+        } => format!(
+            "dropped: audit records {from}..={to} will never reach sink `{sink}` (bound {max}, on_full = drop); the gap is recorded"
+        ),
+        Notice::TakingOver { run, from } => {
+            format!("taking over {run} from {from}, which is no longer running")
+        }
+        Notice::McpUnavailable { code, error } => {
+            format!("warning: {error} ({code}); its tools are not offered")
+        }
+        Notice::SkillsUnavailable { code, error } => {
+            format!("warning: {error} ({code}); no skills are offered")
+        }
+        Notice::ProfileDelta {
+            run,
+            profile,
+            path,
+            applied,
+            queued,
+            error,
+        } => match (error, path, applied) {
+            (Some(e), _, _) => {
+                format!("warning: the state delta of {run} for profile `{profile}`: {e}")
+            }
+            (None, Some(p), Some(rev)) => format!(
+                "profile `{profile}` learned from {run}: state applied (revision {rev}); delta {}{}",
+                p.display(),
+                proposals(&queued)
+            ),
+            (None, Some(p), None) => format!(
+                "profile `{profile}`: {run} left a state delta for a person (`warrant profiles apply {} --approve`){}",
+                p.display(),
+                proposals(&queued)
+            ),
+            (None, None, _) => return None,
+        },
+        Notice::BaselineGaps { gaps } => {
+            let listed: Vec<String> = gaps
+                .iter()
+                .map(|g| format!("[{}] {}", g.control, g.problem))
+                .collect();
+            format!(
+                "notice: {} baseline control(s) missing (strict mode would refuse to start): {}",
+                gaps.len(),
+                listed.join("; ")
+            )
+        }
+    })
+}
+
+/// The proposals a profile's state delta queued for a person, as the tail of its notice.
+fn proposals(queued: &[String]) -> String {
+    if queued.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} proposal(s) for a person: `warrant profiles proposals` ({})",
+            queued.len(),
+            queued.join(", ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    #[test]
+    fn a_profile_delta_names_its_queued_proposals_or_says_nothing_without_a_file() {
+        let delta = |path: Option<&str>, applied, queued: &[&str]| Notice::ProfileDelta {
+            run: "run-1".into(),
+            profile: "reviewer".into(),
+            path: path.map(Into::into),
+            applied,
+            queued: queued.iter().map(|q| (*q).to_owned()).collect(),
+            error: None,
+        };
+        assert_eq!(
+            notice(delta(Some("/d/x.json"), Some(3), &[])),
+            Some("profile `reviewer` learned from run-1: state applied (revision 3); delta /d/x.json".to_owned())
+        );
+        assert_eq!(
+            notice(delta(Some("/d/x.json"), None, &["p1", "p2"])),
+            Some("profile `reviewer`: run-1 left a state delta for a person (`warrant profiles apply /d/x.json --approve`); 2 proposal(s) for a person: `warrant profiles proposals` (p1, p2)".to_owned())
+        );
+        assert_eq!(notice(delta(None, None, &["p1"])), None);
+    }
+}
