@@ -4,8 +4,8 @@
 //! printing. Every function here is pure: a view in, lines out, no terminal I/O, no clap.
 //! The caller still passes each line through `warrant_core::render` before it reaches a screen.
 
-/// The operations every front end has: runs, approvals, requests, audit, doctor, set-up.
-pub mod ops;
 /// The capabilities built on them: chat, memory, skills, profiles, graphs, delegation, envelopes,
 /// artifacts, the catalog, secrets, the MCP and web servers.
 pub mod features;
+/// The operations every front end has: runs, approvals, requests, audit, doctor, set-up.
+pub mod ops;
