@@ -5,10 +5,11 @@
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use warrant_artifacts::{ArtifactVerdict, KeyStanding};
 use warrant_host::Host;
+use warrant_text::features::artifacts as words;
 
-use crate::{Failure, pretty};
+use crate::Failure;
+use crate::memory_cmd::say;
 
 #[derive(Subcommand, Debug)]
 pub enum ArtifactsCommand {
@@ -43,63 +44,14 @@ pub fn dispatch(ws: Option<&Path>, command: ArtifactsCommand) -> Result<u8, Fail
                 Some(keys) => warrant_host::artifacts::verify_with_keys(&file, &keys)?,
                 None => Host::open(&crate::at(ws), crate::notices())?.artifact_verify(&file),
             };
-            if json {
-                outln!("{}", pretty(&verdict));
-            } else {
-                print_verdict(&verdict);
-            }
+            say(json, &verdict, words::verdict);
             Ok(if verdict.ok { 0 } else { 1 })
         }
         ArtifactsCommand::List { run, json } => {
             let host = Host::open(&crate::at(ws), crate::notices())?;
             let all = host.artifact_list(run.as_deref());
-            if json {
-                outln!("{}", pretty(&all));
-            } else if all.is_empty() {
-                outln!("no artifacts with provenance in this workspace");
-            } else {
-                for v in &all {
-                    let (kind, run) = v
-                        .predicate
-                        .as_ref()
-                        .map_or(("?", "?"), |p| (p.kind.as_str(), p.run.as_str()));
-                    outln!(
-                        "{}  {kind:<12} {run}  {}",
-                        if v.ok { "ok    " } else { "FAILED" },
-                        v.file
-                    );
-                }
-            }
+            say(json, all.as_slice(), words::listed);
             Ok(if all.iter().all(|v| v.ok) { 0 } else { 1 })
-        }
-    }
-}
-
-fn print_verdict(v: &ArtifactVerdict) {
-    if v.ok {
-        outln!("ok       {} (sha256 {})", v.file, v.sha256);
-    } else {
-        outln!("FAILED   {}", v.file);
-    }
-    for p in &v.problems {
-        outln!("  {:<10} [{}] {}", p.part, p.code, p.message);
-    }
-    if let (Some(kid), Some(standing)) = (&v.kid, v.key) {
-        let how = match standing {
-            KeyStanding::Current => "the installation's current key",
-            KeyStanding::Retired => "a retired key of this installation (signed before a rotation)",
-            KeyStanding::Listed => "a key of the list given",
-        };
-        outln!("  signed   by {kid}, {how}");
-    }
-    if let Some(c) = &v.custody {
-        outln!("  asked    {}", c.asked_by);
-        outln!("  made by  {} ({}, {})", c.made_by, c.tool, c.model);
-        outln!("  approved {}", c.approved);
-        outln!("  run      {}", c.run);
-        outln!("  at       {}", c.created_at);
-        if c.untrusted_input {
-            outln!("  input    the run had seen untrusted content before this was made");
         }
     }
 }
@@ -107,19 +59,7 @@ fn print_verdict(v: &ArtifactVerdict) {
 /// `warrant runs export RUN --out FILE`.
 pub fn runs_export(ws: Option<&Path>, run: &str, out: &Path, json: bool) -> Result<u8, Failure> {
     let host = Host::open(&crate::at(ws), crate::notices())?;
-    let exported = host.runs_export(run, out)?;
-    if json {
-        outln!("{}", pretty(&exported));
-    } else {
-        outln!(
-            "exported {} to {}: {} members, {} bytes, sha256 {}",
-            exported.run,
-            exported.out,
-            exported.members,
-            exported.bytes,
-            exported.sha256
-        );
-    }
+    say(json, &host.runs_export(run, out)?, words::exported);
     Ok(0)
 }
 
@@ -131,33 +71,9 @@ pub fn runs_verify(
     json: bool,
 ) -> Result<u8, Failure> {
     let report = match pubkeys {
-        Some(keys) => {
-            let keys = warrant_audit::PublicKeys::load(keys)
-                .map_err(|e| Failure::coded(&e, crate::EXIT_USAGE))?;
-            warrant_host::bundle::verify_bundle(file, &keys)?
-        }
+        Some(keys) => warrant_host::bundle::verify_bundle_with(file, keys)?,
         None => Host::open(&crate::at(ws), crate::notices())?.runs_verify(file)?,
     };
-    if json {
-        outln!("{}", pretty(&report));
-    } else {
-        outln!(
-            "{} {} (run {}, {} members, signed by {})",
-            if report.ok { "ok    " } else { "FAILED" },
-            file.display(),
-            report.run.as_deref().unwrap_or("?"),
-            report.members,
-            report.signed_by.as_deref().unwrap_or("?")
-        );
-        for p in &report.problems {
-            outln!("  problem  [{}] {}", p.code, p.message);
-        }
-        for p in &report.proves {
-            outln!("  proves   {p}");
-        }
-        for c in &report.cannot {
-            outln!("  cannot   {c}");
-        }
-    }
+    say(json, &report, |r| words::bundle(r, file));
     Ok(if report.ok { 0 } else { 1 })
 }

@@ -3,36 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::{Subcommand, ValueEnum};
+use clap::Subcommand;
 use warrant_core::RiskClass;
-use warrant_host::delegation::{self, Against, IssueRequest};
+use warrant_host::delegation::{self, Against, IssueRequest, read_token};
 use warrant_host::drive::duration_arg;
+use warrant_text::features::delegation as words;
 
-use crate::{Failure, pretty};
-
-/// The worst risk class a delegated action may have.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum Ceiling {
-    Read,
-    Change,
-    External,
-    Destructive,
-    Secret,
-    Irreversible,
-}
-
-impl From<Ceiling> for RiskClass {
-    fn from(c: Ceiling) -> Self {
-        match c {
-            Ceiling::Read => Self::Read,
-            Ceiling::Change => Self::Change,
-            Ceiling::External => Self::External,
-            Ceiling::Destructive => Self::Destructive,
-            Ceiling::Secret => Self::Secret,
-            Ceiling::Irreversible => Self::Irreversible,
-        }
-    }
-}
+use crate::Failure;
+use crate::memory_cmd::say;
 
 #[derive(Subcommand, Debug)]
 pub enum DelegateCommand {
@@ -48,8 +26,8 @@ pub enum DelegateCommand {
         #[arg(long = "resource", required = true)]
         resources: Vec<String>,
         /// The worst risk class allowed.
-        #[arg(long, value_enum)]
-        ceiling: Ceiling,
+        #[arg(long, value_parser = RiskClass::ALL.map(RiskClass::as_str))]
+        ceiling: String,
         /// How long it is valid (e.g. `1h`).
         #[arg(long, default_value = "1h")]
         ttl: String,
@@ -93,47 +71,6 @@ pub enum DelegateCommand {
     },
 }
 
-fn read_token(path: &Path) -> Result<String, Failure> {
-    std::fs::read_to_string(path).map_err(|e| {
-        Failure::usage(
-            "W-DELEGATE-015",
-            format!("cannot read the token {}: {e}", path.display()),
-        )
-    })
-}
-
-fn print_grant(grant: &warrant_kernel::delegation::Grant, digest: &warrant_core::Digest) {
-    outln!(
-        "token {}  {} -> {}",
-        grant.id,
-        grant.delegator,
-        grant.holder
-    );
-    outln!(
-        "  verbs:     {}",
-        grant.verbs.iter().cloned().collect::<Vec<_>>().join(", ")
-    );
-    outln!(
-        "  resources: {}",
-        grant
-            .resources
-            .iter()
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    outln!("  ceiling:   {:?}", grant.ceiling);
-    outln!(
-        "  valid:     {} .. {}",
-        grant.issued_at.rfc3339(),
-        grant.expires_at.rfc3339()
-    );
-    if let Some(parent) = &grant.parent {
-        outln!("  narrows:   {parent}");
-    }
-    outln!("  digest:    {digest}");
-}
-
 pub fn dispatch(ws: Option<&Path>, command: DelegateCommand) -> Result<u8, Failure> {
     match command {
         DelegateCommand::Issue {
@@ -148,43 +85,27 @@ pub fn dispatch(ws: Option<&Path>, command: DelegateCommand) -> Result<u8, Failu
         } => {
             let ttl = duration_arg("ttl", &ttl, "1h")?;
             let from = from.as_deref().map(read_token).transpose()?;
-            let issued = delegation::issue(
-                &crate::at(ws),
-                crate::notices(),
-                IssueRequest {
-                    holder,
-                    verbs,
-                    resources,
-                    ceiling: ceiling.into(),
-                    ttl,
-                    from,
-                },
-            )?;
+            let ceiling = RiskClass::parse(&ceiling).unwrap_or(RiskClass::Read);
+            let request = IssueRequest {
+                holder,
+                verbs,
+                resources,
+                ceiling,
+                ttl,
+                from,
+            };
+            let issued = delegation::issue(&crate::at(ws), crate::notices(), request)?;
             if let Some(path) = &out {
-                std::fs::write(path, format!("{}\n", issued.token)).map_err(|e| {
-                    Failure::usage(
-                        "W-DELEGATE-016",
-                        format!("cannot write the token to {}: {e}", path.display()),
-                    )
-                })?;
+                delegation::write_token(path, &issued.token)?;
             }
-            if json {
-                outln!("{}", pretty(&issued));
-            } else if out.is_some() {
-                print_grant(&issued.grant, &issued.digest);
-            } else {
-                outln!("{}", issued.token);
-            }
-            Ok(0)
+            say(json, &issued, |i| match out {
+                Some(_) => words::grant(&i.grant, &i.digest),
+                None => i.token.clone(),
+            });
         }
         DelegateCommand::Show { token, json } => {
             let shown = delegation::show(&read_token(&token)?)?;
-            if json {
-                outln!("{}", pretty(&shown));
-            } else {
-                print_grant(&shown.grant, &shown.digest);
-            }
-            Ok(0)
+            say(json, &shown, |s| words::grant(&s.grant, &s.digest));
         }
         DelegateCommand::Verify {
             token,
@@ -201,31 +122,12 @@ pub fn dispatch(ws: Option<&Path>, command: DelegateCommand) -> Result<u8, Failu
                 },
             };
             let verified = delegation::verify(&read_token(&token)?, &holder, against)?;
-            if json {
-                outln!("{}", pretty(&verified));
-            } else {
-                outln!("verified: signed by {}", verified.kid);
-                print_grant(&verified.grant, &verified.digest);
-            }
-            Ok(0)
+            say(json, &verified, words::verified);
         }
         DelegateCommand::Revoke { id, reason, json } => {
             let revoked = delegation::revoke(&crate::at(ws), crate::notices(), &id, &reason)?;
-            if json {
-                outln!("{}", pretty(&revoked));
-            } else {
-                outln!(
-                    "{} {} (list for offline verifiers: {})",
-                    if revoked.newly {
-                        "revoked"
-                    } else {
-                        "already revoked:"
-                    },
-                    revoked.id,
-                    revoked.list.display()
-                );
-            }
-            Ok(0)
+            say(json, &revoked, words::revoked);
         }
     }
+    Ok(0)
 }

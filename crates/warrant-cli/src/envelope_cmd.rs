@@ -4,9 +4,11 @@
 use std::path::Path;
 
 use warrant_host::Host;
-use warrant_store::{KillScope, KillSwitch};
+use warrant_store::KillScope;
+use warrant_text::features::envelope as words;
 
-use crate::{Failure, pretty};
+use crate::Failure;
+use crate::memory_cmd::say;
 
 pub struct KillArgs {
     pub all: bool,
@@ -20,96 +22,44 @@ pub struct KillArgs {
 }
 
 pub fn kill(ws: Option<&Path>, args: KillArgs) -> Result<u8, Failure> {
-    let scope = if args.all {
-        Some(KillScope::All)
-    } else if let Some(t) = args.tenant {
-        Some(KillScope::Tenant(non_empty("--tenant", t)?))
-    } else if let Some(a) = args.actor {
-        Some(KillScope::Actor(non_empty("--actor", a)?))
-    } else if let Some(r) = args.run {
-        Some(KillScope::Run(warrant_host::runs::parse_run(&r)?))
-    } else {
-        None
+    let named = |flag: &str, v: String| {
+        if v.trim().is_empty() {
+            let why = format!("{flag} needs a name; an empty one would match nothing");
+            return Err(Failure::usage("W-ENVELOPE-004", why));
+        }
+        Ok(v)
+    };
+    let scope = match (args.all, args.tenant, args.actor, args.run) {
+        (true, ..) => Some(KillScope::All),
+        (_, Some(t), ..) => Some(KillScope::Tenant(named("--tenant", t)?)),
+        (_, _, Some(a), _) => Some(KillScope::Actor(named("--actor", a)?)),
+        (_, _, _, Some(r)) => Some(KillScope::Run(warrant_host::runs::parse_run(&r)?)),
+        _ => None,
     };
     let host = Host::open(&crate::at(ws), crate::notices())?;
     match (scope, args.list) {
-        (None, true) => {
-            let set = host.kill_switches()?;
-            if args.json {
-                outln!("{}", pretty(&set));
-            } else if set.is_empty() {
-                outln!("no kill switch is set");
-            } else {
-                for s in &set {
-                    outln!("{}", line(s));
-                }
-            }
-            Ok(0)
-        }
+        (None, true) => say(args.json, host.kill_switches()?.as_slice(), words::switches),
         (Some(_), true) => Err(Failure::usage(
             "W-ENVELOPE-004",
             "--list shows every switch; give it without a scope",
-        )),
+        ))?,
         (None, false) => Err(Failure::usage(
             "W-ENVELOPE-004",
             "say what to stop: --all, --tenant T, --actor A or --run R (or --list)",
-        )),
+        ))?,
         (Some(scope), false) if args.lift => {
-            let reason = args
-                .reason
-                .unwrap_or_else(|| "lifted from the command line".to_owned());
+            let reason = args.reason.unwrap_or_else(|| words::LIFTED_HERE.to_owned());
             let lifted = host.lift_kill(scope.clone(), &reason)?;
-            if args.json {
-                outln!("{}", pretty(&lifted));
-            } else {
-                match &lifted.lifted {
-                    Some(s) => outln!("lifted   {}", line(s)),
-                    None => outln!("no kill switch was set for {}", scope.describe()),
-                }
-                for s in &lifted.still_set {
-                    outln!("still set {}", line(s));
-                }
-            }
-            Ok(0)
+            say(args.json, &lifted, |l| words::lifted(l, &scope));
         }
         (Some(scope), false) => {
             let reason = args
                 .reason
-                .unwrap_or_else(|| "stopped from the command line".to_owned());
-            let set = host.kill(scope, &reason)?;
-            if args.json {
-                outln!("{}", pretty(&set));
-            } else if set.newly_set {
-                outln!(
-                    "set      {}; every run it covers stops at its next effect",
-                    line(&set.switch)
-                );
-            } else {
-                outln!("already set {}", line(&set.switch));
-            }
-            Ok(0)
+                .unwrap_or_else(|| words::STOPPED_HERE.to_owned());
+            say(args.json, &host.kill(scope, &reason)?, words::set);
         }
     }
-}
-
-fn line(s: &KillSwitch) -> String {
-    format!(
-        "{} by {} at {}: {}",
-        s.scope.describe(),
-        s.set_by,
-        s.set_at.rfc3339(),
-        crate::shown_inline(&s.reason)
-    )
-}
-
-fn non_empty(flag: &str, v: String) -> Result<String, Failure> {
-    if v.trim().is_empty() {
-        return Err(Failure::usage(
-            "W-ENVELOPE-004",
-            format!("{flag} needs a name; an empty one would match nothing"),
-        ));
-    }
-    Ok(v)
+    Ok(0)
 }
 
 /// `warrant verify [--menu M] [--profile P] [--graph FILE] [--json]`: exit 0 when the
@@ -122,58 +72,7 @@ pub fn verify(
     json: bool,
 ) -> Result<u8, Failure> {
     let host = Host::open(&crate::at(ws), crate::notices())?;
-    let c = host.verify_composition(menu, profile, graph)?;
-    let code = if c.holds() { 0 } else { 1 };
-    if json {
-        outln!(
-            "{}",
-            pretty(&serde_json::json!({"holds": c.holds(), "composition": c}))
-        );
-        return Ok(code);
-    }
-    let menu = c.menu.as_deref().unwrap_or("every tool");
-    let mut profile = c
-        .profile
-        .as_deref()
-        .map_or_else(String::new, |p| format!(", agent profile {p}"));
-    if let Some(g) = &c.graph {
-        profile.push_str(&format!(", graph {g}"));
-    }
-    if c.declared.len() > 1 {
-        outln!(
-            "ceilings declared: {} (the tightest counts)",
-            c.declared
-                .iter()
-                .map(|d| format!("{} `{}`", d.by, d.ceiling.as_str()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    match c.ceiling {
-        None => outln!(
-            "ok       menu {menu}{profile}: no ceiling declared (`[run] ceiling`, `[menus.NAME] ceiling`, a profile's or graph's); its tools can reach `{}`",
-            c.tools
-                .iter()
-                .map(|t| t.class)
-                .max()
-                .map_or("nothing", |m| m.as_str())
-        ),
-        Some(ceiling) if c.holds() => outln!(
-            "ok       menu {menu}{profile}: {} tool(s), none can reach worse than the ceiling `{}`",
-            c.tools.len(),
-            ceiling.as_str()
-        ),
-        Some(ceiling) => {
-            outln!(
-                "ABOVE    menu {menu}{profile}: {} of {} tool(s) can reach worse than the ceiling `{}` [W-ENVELOPE-007]; a run of it would stop before its first step:",
-                c.above.len(),
-                c.tools.len(),
-                ceiling.as_str()
-            );
-            for t in &c.above {
-                outln!("  {:<24} {}", t.tool, t.class.as_str());
-            }
-        }
-    }
-    Ok(code)
+    let checked = host.verify_composition(menu, profile, graph)?.checked();
+    say(json, &checked, |c| words::composition(&c.composition));
+    Ok(if checked.holds { 0 } else { 1 })
 }

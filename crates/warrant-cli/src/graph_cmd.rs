@@ -8,9 +8,12 @@ use warrant_host::Host;
 use warrant_host::fault::Faulty;
 use warrant_host::graph::GraphRunRequest;
 
+use warrant_text::features::graph as words;
+
+use crate::Failure;
 use crate::commands::{finish, prompter_for};
+use crate::memory_cmd::say;
 use crate::output::Printer;
-use crate::{Failure, pretty};
 
 #[derive(Subcommand, Debug)]
 pub enum GraphCommand {
@@ -75,7 +78,7 @@ pub enum GraphCommand {
 
 /// Writes the run record of `run` to `path` (or prints it).
 fn record(host: &Host, run: &warrant_core::RunId, path: Option<&Path>) -> Result<(), Failure> {
-    let text = pretty(&host.graph_record(run)?);
+    let text = crate::pretty(&host.graph_record(run)?);
     match path {
         Some(p) => std::fs::write(p, format!("{text}\n")).map_err(|e| {
             Failure::usage(
@@ -90,89 +93,17 @@ fn record(host: &Host, run: &warrant_core::RunId, path: Option<&Path>) -> Result
     }
 }
 
-fn open(ws: Option<&Path>) -> Result<Host, Failure> {
-    Ok(Host::open(&crate::at(ws), crate::notices())?)
-}
-
 pub fn dispatch(ws: Option<&Path>, command: GraphCommand) -> Result<u8, Failure> {
-    match command {
+    let (json, prompt, out, what) = match command {
         GraphCommand::Validate { file, json } => {
             let v = warrant_host::graph::validate(&file);
-            if json {
-                outln!("{}", pretty(&v));
-            } else {
-                outln!("{}: {}", v.path, if v.ok { "valid" } else { "invalid" });
-                if let Some(d) = &v.graph_digest {
-                    outln!("  graph digest {d}");
-                }
-                for f in &v.findings {
-                    let at = if f.pointer.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (at {})", f.pointer)
-                    };
-                    outln!("  {:<7} {} {}{at}", f.severity, f.code, f.message);
-                }
-            }
-            Ok(if v.ok { 0 } else { 1 })
+            say(json, &v, words::validation);
+            return Ok(if v.ok { 0 } else { 1 });
         }
         GraphCommand::Plan { file, json } => {
             let p = warrant_host::graph::plan(&crate::at(ws), crate::notices(), &file)?;
-            if json {
-                outln!("{}", pretty(&p));
-                return Ok(0);
-            }
-            outln!("{} — {} ({})", p.id, p.title, p.graph_digest);
-            outln!("order: {}", p.order.join(" → "));
-            for n in &p.nodes {
-                outln!("{} [{}] {}", n.id, n.kind, n.title);
-                if !n.after.is_empty() {
-                    outln!("    after       {} (join {})", n.after.join(", "), n.join);
-                }
-                if let Some(w) = &n.when {
-                    outln!("    when        {w}");
-                }
-                for perm in &n.permissions {
-                    outln!(
-                        "    {:<11} {} — {}",
-                        perm.verdict,
-                        perm.permission,
-                        perm.reason
-                    );
-                }
-                if let Some(g) = &n.gate {
-                    outln!(
-                        "    gate        {} ({}), on reject: {}",
-                        g.mode,
-                        g.roles.join(", "),
-                        g.on_reject
-                    );
-                }
-                if n.max_attempts > 1 || !n.fallback.is_empty() {
-                    outln!(
-                        "    failure     {} attempt(s); fallback: {}",
-                        n.max_attempts,
-                        n.fallback.join(", ")
-                    );
-                }
-            }
-            outln!("asks a person:");
-            for a in &p.asks_person {
-                outln!("  {a}");
-            }
-            if p.asks_person.is_empty() {
-                outln!("  nothing");
-            }
-            if !p.runnable {
-                outln!(
-                    "not runnable here (Warrant executes AGS at level {}):",
-                    p.level
-                );
-                for u in &p.unsupported {
-                    outln!("  {u}");
-                }
-            }
-            Ok(0)
+            say(json, &p, words::plan);
+            return Ok(0);
         }
         GraphCommand::Run {
             file,
@@ -181,45 +112,47 @@ pub fn dispatch(ws: Option<&Path>, command: GraphCommand) -> Result<u8, Failure>
             deadline,
             json,
             prompt,
-            record: out,
-        } => {
-            let host = open(ws)?;
-            let request = GraphRunRequest {
-                path: file,
-                model: warrant_host::runs::model_spec(&host.settings, model.as_deref())?,
-                params,
-                deadline: warrant_host::runs::deadline_from(deadline.as_deref())?,
-            };
-            let printer = Printer::new(json);
-            let observer = Faulty::from_env(&printer);
-            let mut prompter = prompter_for(&prompt, &host.identity.principal);
-            let driven = host.graph_run(request, &observer, prompter.as_mut())?;
-            if let Some(out) = &out {
-                record(&host, &driven.run, Some(out))?;
-            }
-            Ok(finish(driven.exit, &driven.run, json))
-        }
+            record,
+        } => (json, prompt, record, Ok((file, model, params, deadline))),
         GraphCommand::Resume {
             run,
             json,
             prompt,
-            record: out,
-        } => {
-            let run = warrant_host::runs::parse_run(&run)?;
-            let host = open(ws)?;
-            let printer = Printer::new(json);
-            let observer = Faulty::from_env(&printer);
-            let mut prompter = prompter_for(&prompt, &host.identity.principal);
-            let driven = host.graph_resume(&run, &observer, prompter.as_mut())?;
-            if let Some(out) = &out {
-                record(&host, &driven.run, Some(out))?;
-            }
-            Ok(finish(driven.exit, &driven.run, json))
-        }
+            record,
+        } => (
+            json,
+            prompt,
+            record,
+            Err(warrant_host::runs::parse_run(&run)?),
+        ),
         GraphCommand::Record { run, out, json: _ } => {
             let run = warrant_host::runs::parse_run(&run)?;
-            record(&open(ws)?, &run, out.as_deref())?;
-            Ok(0)
+            record(
+                &Host::open(&crate::at(ws), crate::notices())?,
+                &run,
+                out.as_deref(),
+            )?;
+            return Ok(0);
         }
+    };
+    let host = Host::open(&crate::at(ws), crate::notices())?;
+    let printer = Printer::new(json);
+    let observer = Faulty::from_env(&printer);
+    let mut prompter = prompter_for(&prompt, &host.identity.principal);
+    let driven = match what {
+        Ok((path, model, params, deadline)) => {
+            let request = GraphRunRequest {
+                path,
+                model: warrant_host::runs::model_spec(&host.settings, model.as_deref())?,
+                params,
+                deadline: warrant_host::runs::deadline_from(deadline.as_deref())?,
+            };
+            host.graph_run(request, &observer, prompter.as_mut())?
+        }
+        Err(run) => host.graph_resume(&run, &observer, prompter.as_mut())?,
+    };
+    if let Some(out) = &out {
+        record(&host, &driven.run, Some(out))?;
     }
+    Ok(finish(driven.exit, &driven.run, json))
 }

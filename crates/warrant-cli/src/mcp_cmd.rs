@@ -5,6 +5,8 @@ use std::path::Path;
 
 use clap::Subcommand;
 
+use warrant_text::features::servers::mcp_serving;
+
 use crate::Failure;
 
 #[derive(Subcommand, Debug)]
@@ -24,39 +26,14 @@ pub enum McpCommand {
 }
 
 pub fn dispatch(ws: Option<&Path>, command: McpCommand) -> Result<u8, Failure> {
-    match command {
-        McpCommand::Serve { http, public } => {
-            let how = match http {
-                Some(addr) => warrant_mcp_server::Serve::Http { addr, public },
-                None => warrant_mcp_server::Serve::Stdio,
-            };
-            warrant_mcp_server::serve(&crate::at(ws), how, crate::notices(), |s| {
-                let held = if s.held.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        "; held back by the read-only ceiling (add to [mcp.serve] lift_ceiling to export): {}",
-                        s.held.join(", ")
-                    )
-                };
-                let what = format!("tools: {}{held}", s.tools.join(", "));
-                match s.http {
-                    Some(addr) => {
-                        if s.public {
-                            eprintln!(
-                                "warning: serving beyond this machine on {addr}; every request needs a token, and Host/Origin are checked"
-                            );
-                        }
-                        eprintln!(
-                            "serving MCP on http://{addr}/mcp (tokens: {}); {}",
-                            s.tokens.join(", "),
-                            crate::shown(&what)
-                        );
-                    }
-                    None => eprintln!("serving MCP on stdio; {}", crate::shown(&what)),
-                }
-            })?;
-            Ok(0)
-        }
-    }
+    let McpCommand::Serve { http, public } = command;
+    let how = match http {
+        Some(addr) => warrant_mcp_server::Serve::Http { addr, public },
+        None => warrant_mcp_server::Serve::Stdio,
+    };
+    warrant_mcp_server::serve(&crate::at(ws), how, crate::notices(), |s| {
+        let lines = mcp_serving(s.http, s.public, &s.tokens, &s.tools, &s.held);
+        lines.iter().for_each(|l| eprintln!("{}", crate::shown(l)));
+    })?;
+    Ok(0)
 }

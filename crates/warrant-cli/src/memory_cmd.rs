@@ -6,10 +6,11 @@ use std::path::Path;
 
 use clap::Subcommand;
 use warrant_host::Host;
+use warrant_host::memory::PersonOp;
 use warrant_kernel::NoPrompter;
-use warrant_memory::{Draft, Entry};
+use warrant_text::features::memory::{self as words, Done};
 
-use crate::{Failure, pretty, shown_inline};
+use crate::{Failure, pretty};
 
 #[derive(Subcommand, Debug)]
 pub enum MemoryCommand {
@@ -101,12 +102,24 @@ pub enum DraftsCommand {
     },
 }
 
-fn load(ws: Option<&Path>) -> Result<Host, Failure> {
-    Ok(Host::open(&crate::at(ws), crate::notices())?)
+/// Prints a view: as JSON with `--json`, else in its words (shared by the feature commands).
+pub(crate) fn say<T: serde::Serialize + ?Sized>(
+    json: bool,
+    view: &T,
+    words: impl Fn(&T) -> String,
+) {
+    if json {
+        outln!("{}", pretty(&view));
+    } else {
+        outln!("{}", words(view));
+    }
 }
 
 pub fn dispatch(ws: Option<&Path>, command: MemoryCommand) -> Result<u8, Failure> {
-    let host = load(ws)?;
+    let host = Host::open(&crate::at(ws), crate::notices())?;
+    let np = &mut NoPrompter;
+    let done =
+        |what, id: &str, op: PersonOp, json| say(json, &op, |o| words::done(what, id, &o.run));
     match command {
         MemoryCommand::List {
             namespace,
@@ -114,13 +127,7 @@ pub fn dispatch(ws: Option<&Path>, command: MemoryCommand) -> Result<u8, Failure
             json,
         } => {
             let entries = host.memory_list(namespace.as_deref(), limit)?;
-            if json {
-                outln!("{}", pretty(&entries));
-            } else if entries.is_empty() {
-                outln!("no memory entries");
-            } else {
-                entries.iter().for_each(entry_line);
-            }
+            say(json, entries.as_slice(), words::entries);
         }
         MemoryCommand::Search {
             query,
@@ -129,198 +136,40 @@ pub fn dispatch(ws: Option<&Path>, command: MemoryCommand) -> Result<u8, Failure
             json,
         } => {
             let found = host.memory_search(&query, namespace.as_deref(), limit)?;
-            if json {
-                outln!("{}", pretty(&found));
-            } else if found.is_empty() {
-                outln!("nothing found");
-            } else {
-                found.iter().for_each(|f| entry_line(&f.entry));
-            }
+            say(json, found.as_slice(), words::found);
         }
-        MemoryCommand::Show { id, json } => {
-            let entry = host.memory_show(&id)?;
-            if json {
-                outln!("{}", pretty(&entry));
-            } else {
-                entry_detail(&entry);
-            }
-        }
+        MemoryCommand::Show { id, json } => say(json, &host.memory_show(&id)?, words::entry),
         MemoryCommand::Forget { id, json } => {
-            let op = host.memory_forget(&id, &mut NoPrompter)?;
-            if json {
-                outln!(
-                    "{}",
-                    pretty(&serde_json::json!({"run": op.run, "result": op.result}))
-                );
-            } else {
-                outln!("forgot {id} (recorded in run {})", op.run);
-            }
+            done(Done::Forgot, &id, host.memory_forget(&id, np)?, json)
         }
         MemoryCommand::Retract { id, reason, json } => {
-            let op = host.memory_retract(&id, &reason, &mut NoPrompter)?;
-            if json {
-                outln!(
-                    "{}",
-                    pretty(&serde_json::json!({"run": op.run, "result": op.result}))
-                );
-            } else {
-                outln!("withdrew {id} (recorded in run {})", op.run);
-            }
+            let op = host.memory_retract(&id, &reason, np)?;
+            done(Done::Withdrew, &id, op, json);
         }
-        MemoryCommand::Drafts { command } => drafts(&host, command)?,
+        MemoryCommand::Drafts { command } => match command {
+            DraftsCommand::List { all, json } => {
+                say(json, host.memory_drafts(all)?.as_slice(), words::drafts);
+            }
+            DraftsCommand::Show { id, json } => say(json, &host.memory_draft(&id)?, words::draft),
+            DraftsCommand::Publish {
+                id,
+                digest,
+                reason,
+                json,
+            } => {
+                let op = host.memory_review(&id, &digest, true, &reason, np)?;
+                done(Done::Published, &id, op, json);
+            }
+            DraftsCommand::Reject {
+                id,
+                digest,
+                reason,
+                json,
+            } => {
+                let op = host.memory_review(&id, &digest, false, &reason, np)?;
+                done(Done::Rejected, &id, op, json);
+            }
+        },
     }
     Ok(0)
-}
-
-fn drafts(host: &Host, command: DraftsCommand) -> Result<(), Failure> {
-    match command {
-        DraftsCommand::List { all, json } => {
-            let drafts = host.memory_drafts(all)?;
-            if json {
-                outln!("{}", pretty(&drafts));
-            } else if drafts.is_empty() {
-                outln!("no drafts waiting for review");
-            } else {
-                for d in &drafts {
-                    outln!(
-                        "{}  shared/{}  {:?}  by {}  {}",
-                        d.id,
-                        d.namespace,
-                        d.status,
-                        d.provenance.actor,
-                        shown_inline(&first_line(&d.text))
-                    );
-                }
-            }
-        }
-        DraftsCommand::Show { id, json } => {
-            let d = host.memory_draft(&id)?;
-            if json {
-                outln!("{}", pretty(&d));
-            } else {
-                draft_detail(&d);
-            }
-        }
-        DraftsCommand::Publish {
-            id,
-            digest,
-            reason,
-            json,
-        } => {
-            let op = host.memory_review(&id, &digest, true, &reason, &mut NoPrompter)?;
-            if json {
-                outln!(
-                    "{}",
-                    pretty(&serde_json::json!({"run": op.run, "result": op.result}))
-                );
-            } else {
-                outln!("published draft {id} (recorded in run {})", op.run);
-            }
-        }
-        DraftsCommand::Reject {
-            id,
-            digest,
-            reason,
-            json,
-        } => {
-            let op = host.memory_review(&id, &digest, false, &reason, &mut NoPrompter)?;
-            if json {
-                outln!(
-                    "{}",
-                    pretty(&serde_json::json!({"run": op.run, "result": op.result}))
-                );
-            } else {
-                outln!("rejected draft {id} (recorded in run {})", op.run);
-            }
-        }
-    }
-    Ok(())
-}
-
-fn first_line(text: &str) -> String {
-    let line = text.lines().next().unwrap_or_default();
-    let cut: String = line.chars().take(80).collect();
-    if cut.len() < text.len() {
-        format!("{cut}…")
-    } else {
-        cut
-    }
-}
-
-fn entry_line(e: &Entry) {
-    outln!(
-        "{}  {}/{}  {}{}",
-        e.id,
-        e.scope.as_str(),
-        e.namespace,
-        if e.provenance.tainted {
-            "[tainted] "
-        } else {
-            ""
-        },
-        shown_inline(&first_line(&e.text))
-    );
-}
-
-fn entry_detail(e: &Entry) {
-    outln!("entry      {}", e.id);
-    outln!("namespace  {}/{}", e.scope.as_str(), e.namespace);
-    outln!("written    {} by {}", e.provenance.at, e.provenance.actor);
-    if let Some(p) = &e.provenance.on_behalf_of {
-        outln!("for        {p}");
-    }
-    if let Some(r) = &e.provenance.run {
-        outln!("run        {r}");
-    }
-    if e.provenance.tainted {
-        outln!("tainted    the run had seen untrusted content when it wrote this");
-    }
-    if !e.tags.is_empty() {
-        outln!("tags       {}", e.tags.join(", "));
-    }
-    if let Some(p) = &e.published {
-        outln!("published  {p}");
-    }
-    if let Some(r) = &e.retracted {
-        outln!("WITHDRAWN  {r}");
-    }
-    outln!("digest     {}", e.digest);
-    outln!("");
-    outln!("{}", e.text);
-}
-
-fn draft_detail(d: &Draft) {
-    outln!("draft      {}", d.id);
-    outln!("namespace  shared/{}", d.namespace);
-    outln!("status     {:?}", d.status);
-    outln!("proposed   {} by {}", d.provenance.at, d.provenance.actor);
-    if let Some(p) = &d.provenance.on_behalf_of {
-        outln!("for        {p}");
-    }
-    if let Some(r) = &d.provenance.run {
-        outln!("run        {r}");
-    }
-    if d.provenance.tainted {
-        outln!("tainted    the run had seen untrusted content when it proposed this");
-    }
-    if !d.tags.is_empty() {
-        outln!("tags       {}", d.tags.join(", "));
-    }
-    if d.current_digest == d.digest {
-        outln!("digest     {}", d.digest);
-    } else {
-        outln!(
-            "digest     {} (CHANGED since it was proposed as {}: publishing is refused)",
-            d.current_digest,
-            d.digest
-        );
-    }
-    if let Some(r) = &d.reviewer {
-        outln!(
-            "reviewed   by {r}: {}",
-            d.reason.clone().unwrap_or_default()
-        );
-    }
-    outln!("");
-    outln!("{}", d.text);
 }

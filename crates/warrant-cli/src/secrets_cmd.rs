@@ -6,9 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use warrant_secrets::report::{Baseline, scan_paths};
 
-use crate::{EXIT_USAGE, Failure};
+use crate::Failure;
 
 /// Exit code of `secrets scan` when it found something.
 pub const EXIT_FOUND: u8 = 1;
@@ -38,50 +37,22 @@ pub enum SecretsCommand {
 }
 
 pub fn dispatch(ws: Option<&Path>, command: SecretsCommand) -> Result<u8, Failure> {
-    match command {
-        SecretsCommand::Scan {
-            paths,
-            json,
-            sarif,
-            baseline,
-            rules,
-        } => scan(
-            ws,
-            &paths,
-            json,
-            sarif,
-            baseline.as_deref(),
-            rules.as_deref(),
-        ),
-    }
-}
-
-fn scan(
-    ws: Option<&Path>,
-    paths: &[PathBuf],
-    json: bool,
-    sarif: bool,
-    baseline: Option<&Path>,
-    rules: Option<&Path>,
-) -> Result<u8, Failure> {
-    let scanner = warrant_host::controls::scanner_at(&crate::at(ws), rules)?;
-    let baseline = baseline
-        .map(Baseline::load)
-        .transpose()
-        .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
-    let report = scan_paths(&scanner, paths, baseline.as_ref())
-        .map_err(|e| Failure::coded(&e, EXIT_USAGE))?;
+    let SecretsCommand::Scan {
+        paths,
+        json,
+        sarif,
+        baseline,
+        rules,
+    } = command;
+    let at = crate::at(ws);
+    let report = warrant_host::controls::scan(&at, &paths, baseline.as_deref(), rules.as_deref())?;
     if sarif {
         outln!(
             "{}",
-            serde_json::to_string_pretty(&report.sarif(env!("CARGO_PKG_VERSION")))
-                .unwrap_or_default()
+            crate::pretty(&report.sarif(env!("CARGO_PKG_VERSION")))
         );
     } else if json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&report.json()).unwrap_or_default()
-        );
+        outln!("{}", crate::pretty(&report.json()));
     } else {
         use std::io::Write as _;
         let _ = write!(std::io::stdout().lock(), "{}", report.text());

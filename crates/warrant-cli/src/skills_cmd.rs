@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use warrant_host::Host;
-use warrant_host::skills::Recorded;
+use warrant_text::features::skills as words;
 
-use crate::{Failure, pretty};
+use crate::Failure;
+use crate::memory_cmd::say;
 
 #[derive(Subcommand, Debug)]
 pub enum SkillsCommand {
@@ -68,232 +69,51 @@ pub enum SkillsCommand {
     },
 }
 
-fn open(ws: Option<&Path>) -> Result<Host, Failure> {
-    Ok(Host::open(&crate::at(ws), crate::notices())?)
-}
-
-fn recorded<T: serde::Serialize>(r: &Recorded<T>, json: bool, text: &str) {
-    if json {
-        outln!("{}", pretty(r));
-    } else {
-        outln!("{text}");
-        outln!("recorded in run {}", r.recorded_in);
-    }
-}
-
 pub fn dispatch(ws: Option<&Path>, command: SkillsCommand) -> Result<u8, Failure> {
+    let host = Host::open(&crate::at(ws), crate::notices())?;
     match command {
-        SkillsCommand::List { json } => {
-            let cat = open(ws)?.skills()?;
-            if json {
-                outln!("{}", pretty(&cat));
-                return Ok(0);
-            }
-            if cat.skills.is_empty() {
-                outln!("no skills");
-            }
-            for e in &cat.skills {
-                outln!(
-                    "{:<28} {:<8} {:<14} {}",
-                    e.name,
-                    e.scope.label(),
-                    e.status.label(),
-                    e.description.as_deref().unwrap_or("")
-                );
-                if let Some(r) = &e.reason {
-                    outln!("    {r}");
-                }
-            }
-            outln!(
-                "workspace {}: {}",
-                cat.workspace.display(),
-                if cat.workspace_trusted {
-                    "trusted (project skills are used)"
-                } else {
-                    "not trusted (project skills are not loaded; `warrant skills trust`)"
-                }
-            );
-            outln!("roots:");
-            for r in &cat.roots {
-                outln!("  {:<8} {}", r.scope.label(), r.dir.display());
-            }
-            Ok(0)
-        }
-        SkillsCommand::Show { name, json } => {
-            let v = open(ws)?.skill(&name)?;
-            if json {
-                outln!("{}", pretty(&v));
-                return Ok(0);
-            }
-            let e = &v.entry;
-            outln!("{} ({}, {})", e.name, e.scope.label(), e.status.label());
-            if let Some(r) = &e.reason {
-                outln!("  {r}");
-            }
-            outln!("  directory   {}", e.dir.display());
-            if let Some(d) = &e.description {
-                outln!("  description {d}");
-            }
-            if let Some(d) = &e.digest {
-                outln!("  digest      {d}");
-            }
-            if let Some(l) = &v.license {
-                outln!("  license     {l}");
-            }
-            if let Some(c) = &v.compatibility {
-                outln!("  compatibility {c}");
-            }
-            if !e.allowed_tools.is_empty() {
-                outln!(
-                    "  allowed-tools (requested, never granted) {}",
-                    e.allowed_tools.join(" ")
-                );
-            }
-            if let Some(i) = &v.installed {
-                outln!(
-                    "  approved    {} by {} via {} ({})",
-                    i.installed_at,
-                    i.approved_by,
-                    i.via,
-                    i.digest
-                );
-            }
-            outln!("  files:");
-            for f in &v.files {
-                let mark = if f.script { "script" } else { "" };
-                outln!("    {:<6} {:<40} {:>8} {}", mark, f.path, f.size, f.digest);
-            }
-            if let Some(body) = &v.instructions {
-                outln!("--- instructions ---");
-                outln!("{body}");
-            }
-            Ok(0)
-        }
-        SkillsCommand::Install { source, yes, json } => install(ws, &source, yes, json),
+        SkillsCommand::List { json } => say(json, &host.skills()?, words::catalog),
+        SkillsCommand::Show { name, json } => say(json, &host.skill(&name)?, words::skill),
+        SkillsCommand::Install { source, yes, json } => return install(&host, &source, yes, json),
         SkillsCommand::Approve { name, yes, json } => {
-            let host = open(ws)?;
-            let dir = host
-                .paths
-                .user
-                .as_ref()
-                .map(|u| u.join("skills").join(&name))
-                .unwrap_or_default();
-            drop(host);
-            install(ws, &dir, yes, json)
+            return install(&host, &host.installed_skill_dir(&name), yes, json);
         }
         SkillsCommand::Remove { name, json } => {
-            let r = open(ws)?.remove_skill(&name)?;
-            recorded(&r, json, &format!("removed skill {name}"));
-            Ok(0)
+            say(json, &host.remove_skill(&name)?, |r| {
+                words::removed(r, &name)
+            });
         }
         SkillsCommand::Verify { json } => {
-            let v = open(ws)?.verify_skills()?;
-            if json {
-                outln!("{}", pretty(&v));
-            } else {
-                if v.skills.is_empty() {
-                    outln!("no installed skills");
-                }
-                for s in &v.skills {
-                    outln!(
-                        "{:<28} {:<14} {}",
-                        s.name,
-                        s.state,
-                        s.now.as_deref().or(s.approved.as_deref()).unwrap_or("")
-                    );
-                    if !s.changed.is_empty() {
-                        outln!(
-                            "    [{}] changed after approval: {}",
-                            s.code.as_deref().unwrap_or("W-SKILL-010"),
-                            s.changed.join(", ")
-                        );
-                    }
-                }
-            }
-            Ok(if v.ok { 0 } else { 1 })
+            let v = host.verify_skills()?;
+            say(json, &v, words::verified);
+            return Ok(if v.ok { 0 } else { 1 });
         }
         SkillsCommand::Trust { revoke, json } => {
-            let r = open(ws)?.trust_workspace_skills(!revoke)?;
-            let text = if revoke {
-                format!(
-                    "{}: project skills no longer used",
-                    r.what.workspace.display()
-                )
-            } else {
-                format!("{}: project skills trusted", r.what.workspace.display())
-            };
-            recorded(&r, json, &text);
-            Ok(0)
+            let r = host.trust_workspace_skills(!revoke)?;
+            say(json, &r, |r| words::trust(r, revoke));
         }
     }
+    Ok(0)
 }
 
-fn install(ws: Option<&Path>, source: &Path, yes: bool, json: bool) -> Result<u8, Failure> {
-    let host = open(ws)?;
+/// Shows what would be installed and asks the person at the terminal (or takes `--yes`).
+fn install(host: &Host, source: &Path, yes: bool, json: bool) -> Result<u8, Failure> {
     let (staged, review) = host.review_skill(source)?;
     // With --json, one document: the review when nothing is installed, else the install.
-    if json && !yes {
-        outln!("{}", pretty(&review));
-    } else if !json {
-        outln!("skill       {}", review.name);
-        outln!("source      {}", review.source.display());
-        outln!("description {}", review.description);
-        if let Some(l) = &review.license {
-            outln!("license     {l}");
-        }
-        if let Some(c) = &review.compatibility {
-            outln!("compatibility {c}");
-        }
-        for (k, v) in &review.metadata {
-            outln!("metadata    {k}: {v}");
-        }
-        if !review.allowed_tools.is_empty() {
-            outln!(
-                "allowed-tools {} (a request: Warrant grants nothing from it, policy decides every call)",
-                review.allowed_tools.join(" ")
-            );
-        }
-        outln!("digest      {}", review.digest);
-        if let Some(old) = &review.replaces {
-            outln!("replaces    the installed copy {old}");
-        }
-        let scripts = review.files.iter().filter(|f| f.script).count();
-        outln!(
-            "{} file(s), {scripts} script(s) (code the agent may run: read them)",
-            review.files.len()
-        );
-        for f in &review.files {
-            let mark = if f.script { "SCRIPT " } else { "" };
-            outln!(
-                "==== {mark}{} ({} bytes, {}) ====",
-                f.path,
-                f.size,
-                f.digest
-            );
-            match &f.text {
-                Some(t) => outln!("{t}"),
-                None => outln!("(not text)"),
-            }
-        }
+    if !(json && yes) {
+        say(json, &review, words::review);
     }
     let via = if yes {
         "--yes"
     } else if std::io::stdin().is_terminal() {
         let mut err = std::io::stderr().lock();
-        let _ = write!(
-            err,
-            "Install skill `{}` ({})? [y/N] ",
-            review.name, review.digest
-        );
+        let _ = write!(err, "{}", words::install_question(&review));
         let _ = err.flush();
         let mut line = String::new();
         let _ = std::io::stdin().lock().read_line(&mut line);
         if !matches!(line.trim(), "y" | "Y" | "yes") {
-            return Err(Failure {
-                code: "W-SKILL-013".to_owned(),
-                message: "not approved; nothing was installed".to_owned(),
-                exit: 1,
-            });
+            let no = Failure::usage("W-SKILL-013", "not approved; nothing was installed");
+            return Err(Failure { exit: 1, ..no });
         }
         "terminal"
     } else {
@@ -303,19 +123,6 @@ fn install(ws: Option<&Path>, source: &Path, yes: bool, json: bool) -> Result<u8
         ));
     };
     let r = host.install_skill(&staged, &review.digest, via)?;
-    if json {
-        outln!("{}", pretty(&r));
-    } else {
-        recorded(
-            &r,
-            false,
-            &format!(
-                "installed skill {} into {} ({})",
-                r.what.name,
-                r.what.dir.display(),
-                r.what.record.digest
-            ),
-        );
-    }
+    say(json, &r, words::installed);
     Ok(0)
 }

@@ -4,6 +4,8 @@
 use std::io::Write as _;
 use std::path::Path;
 
+use warrant_text::features::servers;
+
 use crate::Failure;
 
 pub fn web(
@@ -17,21 +19,18 @@ pub fn web(
         if let Some(warning) = &launched.warning {
             eprintln!("warning: {warning}");
         }
-        eprintln!(
-            "open this address in your browser (the token is for this launch only; Ctrl-C stops the server):"
-        );
+        eprintln!("{}", servers::WEB_OPEN);
         outln!("{}", launched.url);
         let _ = std::io::stdout().flush();
-        if open {
-            // The browser is the person's; a failure to start it is only said.
-            if let Err(e) = std::process::Command::new("xdg-open")
+        // The browser is the person's; a failure to start it is only said.
+        if open
+            && let Err(e) = std::process::Command::new("xdg-open")
                 .arg(&launched.url)
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
                 .spawn()
-            {
-                eprintln!("could not open a browser ({e}); open the address yourself");
-            }
+        {
+            eprintln!("{}", servers::web_no_browser(&e));
         }
     })?;
     Ok(0)

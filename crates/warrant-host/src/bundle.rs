@@ -293,6 +293,13 @@ fn policy_in_force(
     }
 }
 
+/// Checks a bundle offline against the public keys in the file `keys` (`--pubkeys`): no
+/// installation is needed.
+pub fn verify_bundle_with(file: &Path, keys: &Path) -> Result<BundleReport> {
+    let keys = PublicKeys::load(keys).map_err(|e| HostError::bad_input(&e))?;
+    verify_bundle(file, &keys)
+}
+
 pub fn verify_bundle(file: &Path, keys: &PublicKeys) -> Result<BundleReport> {
     let bytes = std::fs::read(file).map_err(|e| {
         HostError::usage(

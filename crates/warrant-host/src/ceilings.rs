@@ -53,7 +53,22 @@ pub fn tightest(a: Option<RiskClass>, b: Option<RiskClass>) -> Option<RiskClass>
     }
 }
 
+/// `warrant verify`'s answer: whether the composition holds, and the composition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Checked {
+    pub holds: bool,
+    pub composition: Composition,
+}
+
 impl Composition {
+    /// This composition with its verdict, as `verify --json` prints it.
+    pub fn checked(self) -> Checked {
+        Checked {
+            holds: self.holds(),
+            composition: self,
+        }
+    }
+
     pub fn holds(&self) -> bool {
         self.above.is_empty()
     }

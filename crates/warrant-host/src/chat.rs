@@ -8,11 +8,13 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use warrant_agent::RunExit;
-use warrant_core::{RunId, Timestamp};
-use warrant_kernel::{Observer, Prompter, RunState, SessionSettings};
+use warrant_core::{PrincipalKind, RunId, Timestamp};
+use warrant_kernel::{CallState, Observer, Prompter, RunState, SessionSettings};
 
 use crate::drive::{self, Drive};
-use crate::{Class, Host, HostError, Result, install, tools_digest};
+use crate::request_views::RequestItem;
+use crate::touched::Touched;
+use crate::{Class, Host, HostError, Result, Where, install, tools_digest};
 
 /// History kept whole up to this many estimated tokens before the oldest turns are compacted.
 pub const DEFAULT_HISTORY_TOKENS: u64 = 24_000;
@@ -200,5 +202,90 @@ impl Host {
                 confinement: warrant_tools::confinement_words(profile, profile.is_contained()),
             })
             .collect()
+    }
+}
+
+/// The model a session talks to: the one given, else (resuming) the one its log names (an
+/// empty spec here), else `WARRANT_MODEL`, else `[providers] model`; `None` when none is.
+pub fn model_for(at: &Where, given: Option<String>, resuming: bool) -> Option<String> {
+    given
+        .or_else(|| resuming.then(String::new))
+        .or_else(|| std::env::var("WARRANT_MODEL").ok())
+        .or_else(|| crate::runs::configured_model(at))
+}
+
+/// Whether a session may ask its person for approvals where it runs: never for an agent;
+/// `always` and `never` as said; `auto` only when the session has a terminal to ask at.
+pub fn may_prompt(kind: PrincipalKind, mode: &str, terminal: bool) -> bool {
+    kind != PrincipalKind::Agent
+        && match mode {
+            "always" => true,
+            "never" => false,
+            _ => terminal,
+        }
+}
+
+/// A line of the person that is a command to the session (`/cost`, `/audit`, …) rather than a
+/// message for the model: what it asks for, read from the session and the installation.
+#[derive(Debug)]
+pub enum Slash {
+    /// `/exit` or `/quit`: the session ends.
+    Exit,
+    Help,
+    /// `/cost`: `None` before the session's first message.
+    Cost(Option<Spent>),
+    /// `/explain`: the session's latest call that policy decided, if any.
+    Explain(Option<Box<CallState>>),
+    /// `/profile`: the subprocess profiles and what confines their commands.
+    Profiles(Vec<ProfileWords>),
+    /// `/approvals`: the session's requests waiting for a person.
+    Approvals(Result<Vec<RequestItem>>),
+    /// `/audit`: what the session touched, from its verified records; `None` before its first
+    /// message.
+    Audit(Option<Result<Touched>>),
+    /// A command the session does not know (its name).
+    Unknown(String),
+}
+
+/// What a session's model calls cost so far.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Spent {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub turns: u32,
+    pub cost_usd: f64,
+}
+
+impl Host {
+    /// The command `line` gives the session, or `None` when it is a message (it does not start
+    /// with `/`). `state` is the session as it stands.
+    pub fn slash(&self, line: &str, state: Option<&RunState>) -> Option<Slash> {
+        let command = line.trim().strip_prefix('/')?;
+        let name = command.split_whitespace().next().unwrap_or("");
+        Some(match name {
+            "exit" | "quit" => Slash::Exit,
+            "help" => Slash::Help,
+            "cost" => Slash::Cost(state.map(|s| Spent {
+                input_tokens: s.usage.input_tokens,
+                output_tokens: s.usage.output_tokens,
+                turns: s.turns,
+                cost_usd: s.usage.cost_usd,
+            })),
+            "explain" => Slash::Explain(
+                state
+                    .and_then(|s| s.calls.iter().rev().find(|c| !c.decisions.is_empty()))
+                    .map(|c| Box::new(c.clone())),
+            ),
+            "profile" => Slash::Profiles(self.profiles_in_words()),
+            "approvals" => Slash::Approvals(match state {
+                None => Ok(Vec::new()),
+                Some(s) => self
+                    .records()
+                    .request_items(false, None)
+                    .map(|items| items.into_iter().filter(|i| i.run == s.run).collect()),
+            }),
+            "audit" => Slash::Audit(state.map(|s| self.records().touched(&s.run))),
+            other => Slash::Unknown(other.to_owned()),
+        })
     }
 }

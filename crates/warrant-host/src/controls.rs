@@ -143,6 +143,23 @@ fn resolve(r: &SecretRulesRef) -> PathBuf {
 }
 
 /// The scanner for the configuration in force.
+/// `secrets scan`: the files and directories of `paths` scanned with the configured rules (or
+/// the `rules` file instead), the findings a `baseline` file lists accepted.
+pub fn scan(
+    at: &crate::Where,
+    paths: &[PathBuf],
+    baseline: Option<&Path>,
+    rules: Option<&Path>,
+) -> Result<warrant_secrets::report::Report, HostError> {
+    let scanner = scanner_at(at, rules)?;
+    let baseline = baseline
+        .map(warrant_secrets::report::Baseline::load)
+        .transpose()
+        .map_err(|e| HostError::bad_input(&e))?;
+    warrant_secrets::report::scan_paths(&scanner, paths, baseline.as_ref())
+        .map_err(|e| HostError::bad_input(&e))
+}
+
 pub fn configured_scanner(settings: &Settings) -> Result<Scanner, HostError> {
     let layers: Vec<LayerRules> = settings
         .secrets_rules

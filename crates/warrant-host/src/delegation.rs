@@ -82,6 +82,26 @@ fn read_list(path: &Path) -> Result<Revocations> {
     Revocations::parse(&text).map_err(|e| HostError::bad_input(&e))
 }
 
+/// A token as a file holds it (`--from`, `show`, `verify`).
+pub fn read_token(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| {
+        HostError::usage(
+            "W-DELEGATE-015",
+            format!("cannot read the token {}: {e}", path.display()),
+        )
+    })
+}
+
+/// Writes an issued token to a file (`issue --out`), a line of its own.
+pub fn write_token(path: &Path, token: &str) -> Result<()> {
+    std::fs::write(path, format!("{token}\n")).map_err(|e| {
+        HostError::usage(
+            "W-DELEGATE-016",
+            format!("cannot write the token to {}: {e}", path.display()),
+        )
+    })
+}
+
 /// Issues a token from this process's principal to `request.holder`, signed with the
 /// installation's key. With `from`, a re-delegation: the parent must verify for this
 /// principal, and the new grant must narrow it.

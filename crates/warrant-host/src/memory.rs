@@ -39,8 +39,8 @@ fn memory_error(e: &MemoryError) -> HostError {
     }
 }
 
-/// What a person's operation came to.
-#[derive(Debug, Clone, PartialEq)]
+/// What a person's operation came to (its `--json` form: the run, then the tool's result).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PersonOp {
     /// The run that records it.
     pub run: RunId,

@@ -118,6 +118,16 @@ impl Host {
             .ok_or_else(|| host_error(&SkillError::NoUserDir))
     }
 
+    /// Where the installed skill `name` lives (`skills approve NAME` reviews it there); empty
+    /// without a user configuration directory, which the review then reports.
+    pub fn installed_skill_dir(&self, name: &str) -> PathBuf {
+        self.paths
+            .user
+            .as_ref()
+            .map(|u| u.join("skills").join(name))
+            .unwrap_or_default()
+    }
+
     fn canonical_workspace(&self) -> PathBuf {
         std::fs::canonicalize(&self.paths.workspace)
             .unwrap_or_else(|_| self.paths.workspace.clone())

@@ -285,3 +285,55 @@ fn touched_credits_a_session_grant_to_the_person_who_gave_it() {
         ]
     );
 }
+
+#[test]
+fn a_sessions_slash_commands_read_the_session_and_the_installation() {
+    use warrant_host::chat::Slash;
+
+    let place = place();
+    let model = delete_model(&place, "old.txt", "bye");
+    let host = open(&place);
+    // A message, and commands before the session's first message.
+    assert!(host.slash("hello /cost", None).is_none());
+    assert!(matches!(host.slash("  /quit now", None), Some(Slash::Exit)));
+    assert!(matches!(host.slash("/cost", None), Some(Slash::Cost(None))));
+    assert!(matches!(
+        host.slash("/audit", None),
+        Some(Slash::Audit(None))
+    ));
+    assert!(matches!(
+        host.slash("/approvals", None),
+        Some(Slash::Approvals(Ok(v))) if v.is_empty()
+    ));
+    let Some(Slash::Unknown(name)) = host.slash("/frobnicate it", None) else {
+        panic!("an unknown command");
+    };
+    assert_eq!(name, "frobnicate");
+
+    // A session parked on an approval: its request, its latest decided call.
+    let (run, request) = parked(&host, model);
+    let events = host.inst.store.events(&run).unwrap();
+    let state = warrant_kernel::RunState::fold(&events).unwrap();
+    let Some(Slash::Approvals(Ok(items))) = host.slash("/approvals", Some(&state)) else {
+        panic!("the session's requests");
+    };
+    assert_eq!(
+        items
+            .iter()
+            .map(|i| (&i.id, i.run.clone()))
+            .collect::<Vec<_>>(),
+        vec![(&request, run.clone())]
+    );
+    let Some(Slash::Explain(Some(call))) = host.slash("/explain", Some(&state)) else {
+        panic!("the latest decided call");
+    };
+    assert_eq!(call.record.tool, "delete_path");
+    let Some(Slash::Cost(Some(spent))) = host.slash("/cost", Some(&state)) else {
+        panic!("what the session spent");
+    };
+    assert_eq!(spent.turns, state.turns);
+    let Some(Slash::Audit(Some(Ok(touched)))) = host.slash("/audit", Some(&state)) else {
+        panic!("what the session touched");
+    };
+    assert_eq!(touched.run, run);
+}
