@@ -46,7 +46,9 @@ fn partitions_in(db: &TestDb) -> i64 {
 fn a_new_chain_takes_the_configured_partitions_and_a_begun_one_keeps_its_own() {
     let db = TestDb::new();
     let sb = Sandbox::init_with(Some(db.url.clone()));
-    // `init` created the store with the default 8; its chain holds no record yet.
+    // The first command creates the store with the default 8; its chain holds no record yet.
+    let out = sb.run(&["runs", "list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(partitions_in(&db), 8);
     set_partitions(&sb, 3);
     assert_eq!(
@@ -87,13 +89,15 @@ fn a_new_chain_takes_the_configured_partitions_and_a_begun_one_keeps_its_own() {
 fn a_partition_count_out_of_range_is_refused_naming_the_range() {
     let db = TestDb::new();
     let sb = Sandbox::init_with(Some(db.url.clone()));
+    let out = sb.run(&["runs", "list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     for n in [0, 1025] {
         set_partitions(&sb, n);
         let out = sb.run(&["runs", "list"]);
         assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
         assert!(
             stderr(&out).contains(&format!(
-                "W-STORE-021: [store] audit_partitions = {n}: a chain has 1 to 1024 partitions"
+                "error[W-STORE-021]: [store] audit_partitions = {n}: a chain has 1 to 1024 partitions"
             )),
             "{}",
             stderr(&out)
