@@ -165,39 +165,104 @@ pub fn chosen_label(node: &Node, answer: Option<&str>) -> Option<String> {
 }
 
 /// Whether the attempt's outputs pass: required outputs present (RT033), then every required
-/// criterion (`expression`, `regex`, `artifact_present`); advisory ones never fail a node.
+/// criterion (`expression`, `regex`, `artifact_present`, `json_schema`); advisory ones never
+/// fail a node.
 pub fn judge(node: &Node, scope: &Value) -> Result<(), Failure> {
     judge_with(node, scope, &|_| None)
 }
 
-/// A criterion the host checks against the world (`file_exists`): `None` when it cannot.
-pub type HostCheck<'a> = &'a dyn Fn(&Criterion) -> Option<Result<bool, AgxError>>;
+/// What the host says of a criterion it checks against the world (`file_exists`, `command`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    Pass,
+    /// Checked and not met: the failure class (`criteria_failed`, or `timeout` for a command
+    /// stopped at its timeout) and what was seen.
+    Fail {
+        class: &'static str,
+        evidence: Option<String>,
+    },
+    /// It could not be evaluated (RT062).
+    Error(AgxError),
+    /// It was not allowed to run (policy, the node's ceiling or a person said no).
+    Refused(String),
+}
 
-/// [`judge`], with `host` answering the criteria that look at the workspace.
-pub fn judge_with(node: &Node, scope: &Value, host: HostCheck<'_>) -> Result<(), Failure> {
-    let outputs = scope
+/// A criterion the host checks: `None` when it cannot.
+pub type HostCheck<'a> = &'a dyn Fn(&Criterion) -> Option<Verdict>;
+
+/// The node's outputs from `scope` (`self.outputs`).
+fn outputs_of(scope: &Value) -> Value {
+    scope
         .get("self")
         .and_then(|s| s.get("outputs"))
         .cloned()
-        .unwrap_or(Value::Null);
+        .unwrap_or(Value::Null)
+}
+
+/// Required outputs that were not produced (RT033): checked before any criterion (§10.3).
+pub fn missing_outputs(node: &Node, scope: &Value) -> Result<(), Failure> {
+    let outputs = outputs_of(scope);
     let missing: Vec<&str> = node
         .outputs
         .iter()
         .filter(|o| o.required && outputs.get(&o.name).is_none_or(Value::is_null))
         .map(|o| o.name.as_str())
         .collect();
-    if !missing.is_empty() {
-        return Err(Failure {
-            class: "output_missing",
-            code: Some("RT033"),
-            reason: format!("required output(s) not produced: {}", missing.join(", ")),
-        });
+    if missing.is_empty() {
+        return Ok(());
     }
+    Err(Failure {
+        class: "output_missing",
+        code: Some("RT033"),
+        reason: format!("required output(s) not produced: {}", missing.join(", ")),
+    })
+}
+
+/// `json_schema` (§10.2): the named output validates against the inline `schema`.
+fn json_schema(c: &Criterion, outputs: &Value) -> Verdict {
+    let Some(schema) = &c.schema else {
+        return Verdict::Error(AgxError(
+            "no inline `schema` (a `schema_ref` is not read)".into(),
+        ));
+    };
+    let validator = match jsonschema::validator_for(schema) {
+        Ok(v) => v,
+        Err(e) => return Verdict::Error(AgxError(format!("`schema` is not a schema: {e}"))),
+    };
+    let name = c.output.as_deref().unwrap_or_default();
+    let value = outputs.get(name).cloned().unwrap_or(Value::Null);
+    let errors: Vec<String> = validator
+        .iter_errors(&value)
+        .take(3)
+        .map(|e| format!("{} at `{}`", e, e.instance_path()))
+        .collect();
+    if errors.is_empty() {
+        Verdict::Pass
+    } else {
+        Verdict::Fail {
+            class: "criteria_failed",
+            evidence: Some(format!("output `{name}`: {}", errors.join("; "))),
+        }
+    }
+}
+
+/// [`judge`], with `host` answering the criteria that look at the workspace or ran a command.
+pub fn judge_with(node: &Node, scope: &Value, host: HostCheck<'_>) -> Result<(), Failure> {
+    missing_outputs(node, scope)?;
+    let outputs = outputs_of(scope);
+    let of = |passed: Result<bool, AgxError>| match passed {
+        Ok(true) => Verdict::Pass,
+        Ok(false) => Verdict::Fail {
+            class: "criteria_failed",
+            evidence: None,
+        },
+        Err(e) => Verdict::Error(e),
+    };
     for c in node.criteria.iter().filter(|c| c.required) {
-        let passed = match c.kind.as_str() {
-            "expression" => agx::eval_bool(c.expr.as_deref().unwrap_or("false"), scope),
+        let verdict = match c.kind.as_str() {
+            "expression" => of(agx::eval_bool(c.expr.as_deref().unwrap_or("false"), scope)),
             // The named output was produced and is not empty (§10.2).
-            "artifact_present" => Ok(c
+            "artifact_present" => of(Ok(c
                 .output
                 .as_deref()
                 .and_then(|name| outputs.get(name))
@@ -207,7 +272,7 @@ pub fn judge_with(node: &Node, scope: &Value, host: HostCheck<'_>) -> Result<(),
                     Value::Array(a) => !a.is_empty(),
                     Value::Object(o) => !o.is_empty(),
                     Value::Bool(_) | Value::Number(_) => true,
-                })),
+                }))),
             "regex" => {
                 // `target` (an expression) or `output` (a declared output's name).
                 let target = match (&c.target, &c.output) {
@@ -216,35 +281,50 @@ pub fn judge_with(node: &Node, scope: &Value, host: HostCheck<'_>) -> Result<(),
                         agx::eval(t.as_deref().unwrap_or("null"), scope).map(|v| agx::stringify(&v))
                     }
                 };
-                match (
-                    target,
-                    regex::Regex::new(c.pattern.as_deref().unwrap_or("")),
-                ) {
-                    (Ok(t), Ok(re)) => Ok(re.is_match(&t)),
-                    (Err(e), _) => Err(e),
-                    (_, Err(e)) => Err(AgxError(format!("bad pattern: {e}"))),
-                }
+                of(
+                    match (
+                        target,
+                        regex::Regex::new(c.pattern.as_deref().unwrap_or("")),
+                    ) {
+                        (Ok(t), Ok(re)) => Ok(re.is_match(&t)),
+                        (Err(e), _) => Err(e),
+                        (_, Err(e)) => Err(AgxError(format!("bad pattern: {e}"))),
+                    },
+                )
             }
+            "json_schema" => json_schema(c, &outputs),
             other => host(c).unwrap_or_else(|| {
-                Err(AgxError(format!(
+                Verdict::Error(AgxError(format!(
                     "criterion kind `{other}` is not evaluated"
                 )))
             }),
         };
-        match passed {
-            Ok(true) => {}
-            Ok(false) => {
+        match verdict {
+            Verdict::Pass => {}
+            Verdict::Fail { class, evidence } => {
                 return Err(Failure {
-                    class: "criteria_failed",
+                    class,
                     code: None,
-                    reason: format!("criterion `{}` failed: {}", c.id, c.description),
+                    reason: match evidence {
+                        None => format!("criterion `{}` failed: {}", c.id, c.description),
+                        Some(e) => {
+                            format!("criterion `{}` failed: {} ({e})", c.id, c.description)
+                        }
+                    },
                 });
             }
-            Err(e) => {
+            Verdict::Error(e) => {
                 return Err(Failure {
                     class: "criteria_failed",
                     code: Some("RT062"),
                     reason: format!("criterion `{}` could not be evaluated: {e}", c.id),
+                });
+            }
+            Verdict::Refused(why) => {
+                return Err(Failure {
+                    class: "permission_denied",
+                    code: None,
+                    reason: format!("criterion `{}` failed: {why}", c.id),
                 });
             }
         }

@@ -8,6 +8,7 @@
 
 pub mod agx;
 pub mod attempt;
+pub mod command;
 pub mod conformance;
 pub mod model;
 pub mod plan;

@@ -83,6 +83,16 @@ pub struct Criterion {
     /// `prompt` and `roles` of a `human` criterion.
     pub prompt: Option<String>,
     pub roles: Vec<String>,
+    /// `run`, `cwd`, `expect_exit_code` (default 0), `expect_stdout_matches` and
+    /// `timeout_seconds` of a `command` criterion.
+    pub run: Option<String>,
+    pub cwd: Option<String>,
+    pub expect_exit_code: i64,
+    pub expect_stdout_matches: Option<String>,
+    pub timeout_seconds: Option<u64>,
+    /// `schema` (inline JSON Schema) and `schema_ref` of a `json_schema` criterion.
+    pub schema: Option<Value>,
+    pub schema_ref: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -297,6 +307,16 @@ impl Node {
                 min_bytes: c.get("min_bytes").and_then(Value::as_u64).unwrap_or(0),
                 prompt: s(c, "prompt"),
                 roles: strings(c.get("roles")),
+                run: s(c, "run"),
+                cwd: s(c, "cwd"),
+                expect_exit_code: c
+                    .get("expect_exit_code")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0),
+                expect_stdout_matches: s(c, "expect_stdout_matches"),
+                timeout_seconds: c.get("timeout_seconds").and_then(Value::as_u64),
+                schema: c.get("schema").cloned(),
+                schema_ref: s(c, "schema_ref"),
             })
             .collect();
         let failure = v.get("failure");

@@ -43,6 +43,8 @@ pub const FEATURES: &[&str] = &[
     "criterion.artifact_present",
     "criterion.file_exists",
     "criterion.human",
+    "criterion.command",
+    "criterion.json_schema",
     "failure.retry",
     "failure.fallback.alternate_node",
     "failure.fallback.skip",
@@ -130,6 +132,27 @@ pub struct AttemptRecord {
     pub finished_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The criteria whose evaluation the journal keeps (each `command` criterion's outcome
+    /// and evidence); `passed` says whether the required ones among them passed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub success: Option<CriteriaResults>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CriteriaResults {
+    pub passed: bool,
+    pub results: Vec<CriterionResult>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CriterionResult {
+    pub id: String,
+    pub kind: &'static str,
+    pub severity: String,
+    pub passed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+    pub evaluated_at: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -309,7 +332,8 @@ pub fn build(graph: &Graph, journal: &Journal) -> RunRecord {
                     at: Some(time(at)),
                 });
             }
-            if s.status == NodeStatus::Running {
+            // A criterion's command is part of its attempt, not another execution.
+            if s.status == NodeStatus::Running && s.check.is_none() {
                 executions += 1;
             }
             if s.attempt >= 1 && !attempts.iter().any(|a| a.attempt == s.attempt) {
@@ -319,6 +343,28 @@ pub fn build(graph: &Graph, journal: &Journal) -> RunRecord {
                     started_at: time(at),
                     finished_at: None,
                     error: None,
+                    success: None,
+                });
+            }
+            if let Some(c) = &s.check
+                && let Some(outcome) = c.outcome
+                && let Some(a) = attempts.iter_mut().find(|a| a.attempt == s.attempt)
+            {
+                let passed = outcome == warrant_kernel::graph::CheckOutcome::Passed;
+                let block = a.success.get_or_insert(CriteriaResults {
+                    passed: true,
+                    results: Vec::new(),
+                });
+                if c.severity == "required" && !passed {
+                    block.passed = false;
+                }
+                block.results.push(CriterionResult {
+                    id: c.criterion.clone(),
+                    kind: "command",
+                    severity: c.severity.clone(),
+                    passed,
+                    evidence: c.evidence.clone(),
+                    evaluated_at: time(at),
                 });
             }
             let ends = matches!(

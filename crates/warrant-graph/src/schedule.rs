@@ -275,6 +275,20 @@ pub fn unsupported(graph: &Graph) -> Vec<String> {
             }
             crate::NodeKind::Task | crate::NodeKind::Decision | crate::NodeKind::Gate => {}
         }
+        // Every tier is routed to the run's one model (§11.4 rule 4 lets a harness route up);
+        // a context floor (rule 5, a hard one) is not something Warrant knows of that model.
+        if graph
+            .document
+            .get("nodes")
+            .and_then(|ns| ns.get(&n.id))
+            .and_then(|d| d.get("intelligence"))
+            .and_then(|i| i.get("min_context_tokens"))
+            .is_some()
+        {
+            out.push(at(
+                "`intelligence.min_context_tokens` (Warrant does not know the context window of the run's model, so cannot honour the floor)".into(),
+            ));
+        }
         for c in &n.human {
             if c.mode == "input" && c.at != crate::model::Stage::AfterOutputs {
                 out.push(at(format!(
@@ -293,14 +307,24 @@ pub fn unsupported(graph: &Graph) -> Vec<String> {
             )));
         }
         for c in &n.criteria {
-            if !matches!(
-                c.kind.as_str(),
-                "expression" | "regex" | "artifact_present" | "file_exists" | "human"
-            ) {
-                out.push(at(format!(
+            match c.kind.as_str() {
+                "expression" | "regex" | "artifact_present" | "file_exists" | "human" => {}
+                // Run through the ring as a program with arguments: what needs a shell is
+                // refused here, before anything runs.
+                "command" => {
+                    if let Err(e) = crate::command::argv(c.run.as_deref().unwrap_or_default()) {
+                        out.push(at(format!("success criterion `{}`: {e}", c.id)));
+                    }
+                }
+                "json_schema" if c.schema.is_none() => out.push(at(format!(
+                    "success criterion `{}`: `schema_ref` (Warrant reads an inline `schema` only)",
+                    c.id
+                ))),
+                "json_schema" => {}
+                _ => out.push(at(format!(
                     "success criterion kind `{}` (`{}`)",
                     c.kind, c.id
-                )));
+                ))),
             }
         }
         for f in &n.fallback {

@@ -15,13 +15,15 @@ use serde_json::{Map, Value, json};
 use warrant_agent::RunExit;
 use warrant_core::{Coded, RunId, Timestamp};
 use warrant_graph::agx::AgxError;
-use warrant_graph::attempt::{self, Failure, Rung, Said};
+use warrant_graph::attempt::{self, Failure, Rung, Said, Verdict};
 use warrant_graph::model::{Checkpoint, Stage};
 use warrant_graph::plan::{Decide, Decided, Plan};
 use warrant_graph::record::{Answer, Ended, Journal, RunRecord};
 use warrant_graph::schedule::{self, Next};
 use warrant_graph::{Graph, GraphError, NodeKind};
-use warrant_kernel::graph::{GraphPin, HumanStep, NodeCeiling, NodeStatus, NodeStep, Permission};
+use warrant_kernel::graph::{
+    CheckOutcome, CheckStep, GraphPin, HumanStep, NodeCeiling, NodeStatus, NodeStep, Permission,
+};
 use warrant_kernel::{
     CallRecord, CallStep, Observer, Outcome, Prompter, Reply, Ring, RunState, SessionSettings,
     ToolEnv,
@@ -121,6 +123,7 @@ fn step(node: &str, status: NodeStatus, attempt: u32) -> NodeStep {
         outputs: None,
         ceiling: None,
         human: None,
+        check: None,
     }
 }
 
@@ -214,6 +217,9 @@ fn clip(mut text: String, max: usize) -> String {
     }
     text
 }
+
+/// What each `command` criterion of an attempt came to, by criterion id, with its evidence.
+type Checks = BTreeMap<String, (CheckOutcome, String)>;
 
 /// One drive of a graph run: the loaded graph, its parameters and what a node's turn needs.
 struct GraphDrive<'a> {
@@ -399,19 +405,168 @@ impl GraphDrive<'_> {
         schedule::scope(self.graph, &self.params, &schedule::runs_of(&state.graph))
     }
 
-    /// `judge` with the criteria the host checks in the workspace (`file_exists`).
-    fn judge(&self, node: &warrant_graph::Node, scope: &Value) -> std::result::Result<(), Failure> {
+    /// `judge` with the criteria the host checks in the workspace (`file_exists`) and the
+    /// `command` criteria `checks` holds (what each came to, [`Self::run_checks`]).
+    fn judge(
+        &self,
+        node: &warrant_graph::Node,
+        scope: &Value,
+        checks: &Checks,
+    ) -> std::result::Result<(), Failure> {
         let workspace = self.env.workspace.as_path();
         attempt::judge_with(node, scope, &|c| match c.kind.as_str() {
-            "file_exists" => Some(file_exists(
-                workspace,
-                c.path.as_deref().unwrap_or_default(),
-                c.min_bytes,
-            )),
+            "file_exists" => Some(
+                match file_exists(
+                    workspace,
+                    c.path.as_deref().unwrap_or_default(),
+                    c.min_bytes,
+                ) {
+                    Ok(true) => Verdict::Pass,
+                    Ok(false) => Verdict::Fail {
+                        class: "criteria_failed",
+                        evidence: None,
+                    },
+                    Err(e) => Verdict::Error(e),
+                },
+            ),
+            "command" => Some(match checks.get(&c.id) {
+                Some((CheckOutcome::Passed, _)) => Verdict::Pass,
+                Some((CheckOutcome::Failed, evidence)) => Verdict::Fail {
+                    class: "criteria_failed",
+                    evidence: Some(evidence.clone()),
+                },
+                Some((CheckOutcome::TimedOut, evidence)) => Verdict::Fail {
+                    class: "timeout",
+                    evidence: Some(evidence.clone()),
+                },
+                Some((CheckOutcome::Refused, evidence)) => Verdict::Refused(evidence.clone()),
+                None => Verdict::Refused("its command was not run in this attempt".into()),
+            }),
             // Asked of a person once everything else passed (`human_criteria`).
-            "human" => Some(Ok(true)),
+            "human" => Some(Verdict::Pass),
             _ => None,
         })
+    }
+
+    /// What the `command` criteria of `node`'s attempt `attempt` came to, as journaled.
+    fn settled(state: &RunState, node: &str, attempt: u32) -> Checks {
+        state
+            .graph
+            .iter()
+            .filter(|s| s.node == node && s.attempt == attempt)
+            .filter_map(|s| s.check.as_ref())
+            .filter_map(|c| {
+                Some((
+                    c.criterion.clone(),
+                    (c.outcome?, c.evidence.clone().unwrap_or_default()),
+                ))
+            })
+            .collect()
+    }
+
+    /// Runs the `command` criteria of `node`'s attempt (AGS §10.2), required and advisory
+    /// alike, in declared order. Each is a call the graph makes through the ring, exactly as
+    /// the agent's `run_command`: a `shell.exec` decided by policy under the node's ceiling
+    /// (the attempt's, carried by the `running` step that raises it), run under the default
+    /// subprocess profile (confined), journaled and audited. Policy's `ask` asks a person as
+    /// for any command (the run parks until they answer); a deny, the ceiling's or a
+    /// person's, is a criterion that did not pass, never one skipped. What each came to is
+    /// journaled on the node's step; a resume finds it there and runs nothing again.
+    fn run_checks(
+        &self,
+        state: &mut RunState,
+        node: &warrant_graph::Node,
+        attempt: u32,
+        prompter: &mut dyn Prompter,
+    ) -> Result<std::result::Result<Checks, Stepped>> {
+        let ceiling = state
+            .graph
+            .iter()
+            .rev()
+            .find(|s| {
+                s.node == node.id
+                    && s.attempt == attempt
+                    && s.status == NodeStatus::Running
+                    && s.check.is_none()
+            })
+            .and_then(|s| s.ceiling.clone());
+        let mut checks = Self::settled(state, &node.id, attempt);
+        for c in node.criteria.iter().filter(|c| c.kind == "command") {
+            if checks.contains_key(&c.id) {
+                continue;
+            }
+            let call_id = format!("graph-{}-{attempt}-criterion-{}", node.id, c.id);
+            let check = |outcome: Option<CheckOutcome>, evidence: Option<String>| {
+                let mut s = step(&node.id, NodeStatus::Running, attempt);
+                s.ceiling = ceiling.clone();
+                s.check = Some(CheckStep {
+                    criterion: c.id.clone(),
+                    severity: if c.required { "required" } else { "advisory" }.to_owned(),
+                    call: call_id.clone(),
+                    outcome,
+                    evidence,
+                });
+                s
+            };
+            if state.call(&call_id).is_none() {
+                // The graph was refused at load if its `run` needs a shell.
+                let argv = warrant_graph::command::argv(c.run.as_deref().unwrap_or_default())
+                    .map_err(|e| {
+                        graph_error(&GraphError::Unsupported {
+                            path: self.graph.path.display().to_string(),
+                            features: vec![e],
+                        })
+                    })?;
+                let mut args = json!({ "argv": argv });
+                if let Some(t) = c.timeout_seconds {
+                    args["timeout_ms"] = json!(t.saturating_mul(1000).max(1));
+                }
+                if let Some(cwd) = &c.cwd {
+                    args["cwd"] = json!(cwd);
+                }
+                let call = CallRecord {
+                    id: call_id.clone(),
+                    tool: "run_command".into(),
+                    args,
+                };
+                self.ring
+                    .raise_graph_call(state, check(None, None), call)
+                    .map_err(|e| Self::failed(&e))?;
+            }
+            if state.call(&call_id).is_some_and(|c| c.result.is_none()) {
+                let lease = drive::lease_here(
+                    self.host.inst.store.as_ref(),
+                    &state.run,
+                    self.host.inst.notices.as_ref(),
+                )
+                .map_err(|e| HostError::bad_input(&e))?;
+                self.ring.hold_fence(Some(lease.token));
+                let stepped = self.ring.process_call(state, &call_id, self.env, prompter);
+                let _ = self.host.inst.store.release(&lease);
+                self.ring.hold_fence(None);
+                self.host.deliver();
+                if let CallStep::Parked(request) = stepped.map_err(|e| HostError::failed(&e))? {
+                    return Ok(Err(Stepped::Exit(RunExit::Parked { request })));
+                }
+            }
+            if state.parked.is_some() {
+                self.ring
+                    .resume(state, &self.host.identity.principal)
+                    .map_err(|e| HostError::bad_input(&e))?;
+            }
+            let (outcome, evidence) = match state.call(&call_id).and_then(|c| c.result.clone()) {
+                Some(result) => warrant_graph::command::settle(c, &result),
+                None => (
+                    CheckOutcome::Refused,
+                    "the command's call has no result".to_owned(),
+                ),
+            };
+            self.ring
+                .record_graph_step(state, check(Some(outcome), Some(evidence.clone())))
+                .map_err(|e| Self::failed(&e))?;
+            checks.insert(c.id.clone(), (outcome, evidence));
+        }
+        Ok(Ok(checks))
     }
 
     /// Puts a question to a person through the ring, as a call the graph makes: raised once
@@ -441,7 +596,7 @@ impl GraphDrive<'_> {
                 args,
             };
             self.ring
-                .raise_graph_gate(state, asking, call)
+                .raise_graph_call(state, asking, call)
                 .map_err(|e| Self::failed(&e))?;
         }
         if state.call(call_id).is_some_and(|c| c.result.is_none()) {
@@ -776,7 +931,10 @@ impl GraphDrive<'_> {
                 Escalated::Outputs(outputs) => {
                     let inputs = attempt::inputs(node, &scope).unwrap_or(Value::Null);
                     let judged = attempt::node_scope(&scope, node, attempt, &inputs, &outputs);
-                    match self.judge(node, &judged) {
+                    // The attempt's commands are not run again for outputs a person supplied:
+                    // what they came to stands.
+                    let checks = Self::settled(state, &node.id, attempt);
+                    match self.judge(node, &judged, &checks) {
                         Ok(()) => {
                             let mut done = step(&node.id, NodeStatus::Succeeded, attempt);
                             done.code = Some("escalated".into());
@@ -1046,7 +1204,17 @@ impl GraphDrive<'_> {
             }
         }
         let scope = attempt::node_scope(&run_scope, node, attempt, &inputs, &outputs);
-        let judged = match self.judge(node, &scope) {
+        // Required outputs first (RT033, which `judge` reports): no command runs for work that
+        // is not there.
+        let checks = if attempt::missing_outputs(node, &scope).is_ok() {
+            match self.run_checks(state, node, attempt, prompter)? {
+                Ok(checks) => checks,
+                Err(stop) => return Ok(stop),
+            }
+        } else {
+            Checks::new()
+        };
+        let judged = match self.judge(node, &scope, &checks) {
             // A `human` criterion (§10.2): a person confirms, after every other criterion
             // passed (a person is not asked about work a check already refused).
             Ok(()) => {

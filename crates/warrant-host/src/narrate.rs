@@ -447,6 +447,24 @@ impl Narrator {
             RunEvent::MessageRefused { by, code, reason } => {
                 vec![format!("refused  a message from {by}: {reason} [{code}]")]
             }
+            RunEvent::GraphNode(step) if step.check.is_some() => {
+                let Some(c) = &step.check else {
+                    return Vec::new();
+                };
+                let what = match (c.outcome, &c.evidence) {
+                    (None, _) => "its command runs".to_owned(),
+                    (Some(o), Some(e)) => format!(
+                        "{}: {}",
+                        o.as_str(),
+                        inline(e.lines().next().unwrap_or_default())
+                    ),
+                    (Some(o), None) => o.as_str().to_owned(),
+                };
+                vec![format!(
+                    "node     {} criterion `{}` ({}, attempt {}): {what}",
+                    step.node, c.criterion, c.severity, step.attempt
+                )]
+            }
             RunEvent::GraphNode(step) => {
                 let why = match (&step.code, &step.reason) {
                     (Some(c), Some(r)) => format!(": {} [{c}]", inline(r)),

@@ -90,6 +90,56 @@ pub struct NodeStep {
     /// escalation, and the graph's call that carries the request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub human: Option<HumanStep>,
+    /// A success criterion the harness runs through the ring (a `command` criterion): set on
+    /// the `running` step that raises its call (with the attempt's ceiling, which the command
+    /// runs under) and on the one that records what it came to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckStep>,
+}
+
+/// A `command` success criterion of a node's attempt (AGS §10.2): the call the graph makes to
+/// run it (a `run_command` decided by policy under the node's ceiling, like the agent's), and,
+/// once the call has its result, whether it passed and what was seen.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckStep {
+    /// The criterion's `id`.
+    pub criterion: String,
+    /// `required` or `advisory` (an advisory one is run and recorded, and never fails a node).
+    pub severity: String,
+    /// The id of the graph's call that runs it.
+    pub call: String,
+    /// Absent until the call has its result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<CheckOutcome>,
+    /// What decided it: the exit status and the end of the output, or why it did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+}
+
+/// What a criterion's command came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckOutcome {
+    /// It ran and its exit status (and output, when a pattern is given) were as expected.
+    Passed,
+    /// It ran and they were not.
+    Failed,
+    /// It ran past its `timeout_seconds` (or the profile's) and was stopped.
+    TimedOut,
+    /// It did not run: policy or the node's ceiling denied it, a person did, or the call was
+    /// refused; never a pass.
+    Refused,
+}
+
+impl CheckOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Failed => "failed",
+            Self::TimedOut => "timed_out",
+            Self::Refused => "refused",
+        }
+    }
 }
 
 /// A point where the graph puts a question to a person (AGS §7.3, §14.2, §15).

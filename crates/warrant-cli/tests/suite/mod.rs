@@ -23,6 +23,7 @@ mod envelope;
 mod faults;
 mod first_hour;
 mod graph;
+mod graph_criteria;
 mod harness;
 mod identity;
 mod injection;

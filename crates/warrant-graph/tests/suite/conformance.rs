@@ -103,21 +103,10 @@ fn every_spec_example_validates_cleanly_and_plans() {
     let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
     let library = s(&[
         "AG303: requires_conformance 3 is above Warrant's level 2",
+        "node `audit_codebase`: `intelligence.min_context_tokens` (Warrant does not know the context window of the run's model, so cannot honour the floor)",
         "node `define_public_api`: success criterion kind `llm_judge` (`addresses_gaps`)",
-        "node `implement_api`: success criterion kind `command` (`lint_clean`)",
-        "node `implement_api`: success criterion kind `command` (`types_clean`)",
-        "node `implement_api`: success criterion kind `command` (`public_api_importable`)",
-        "node `implement_api`: success criterion kind `command` (`no_new_dependencies`)",
-        "node `write_test_suite`: success criterion kind `command` (`suite_passes`)",
-        "node `write_documentation`: success criterion kind `command` (`samples_run`)",
         "node `write_documentation`: success criterion kind `llm_judge` (`docs_readable`)",
-        "node `remediate_gaps`: success criterion kind `command` (`lint_clean`)",
-        "node `remediate_gaps`: success criterion kind `command` (`types_clean`)",
-        "node `remediate_gaps`: success criterion kind `command` (`suite_passes`)",
         "node `remediate_gaps`: fallback strategy `human_takeover`",
-        "node `prepare_release`: success criterion kind `command` (`clean_install`)",
-        "node `prepare_release`: success criterion kind `command` (`version_correct`)",
-        "node `publish`: success criterion kind `command` (`installable_from_index`)",
     ]);
     let row = |name: &str, id: &str, level: u64, unsupported: Vec<String>| {
         let runnable = unsupported.is_empty();
@@ -132,9 +121,9 @@ fn every_spec_example_validates_cleanly_and_plans() {
                 3,
                 s(&[
                     "AG303: requires_conformance 3 is above Warrant's level 2",
+                    "node `inventory_pages`: `intelligence.min_context_tokens` (Warrant does not know the context window of the run's model, so cannot honour the floor)",
                     "node `refresh_pages`: node type `map` (level 3)",
                     "node `link_audit`: node type `subgraph` (level 3)",
-                    "node `fix_links`: success criterion kind `command` (`recheck_clean`)",
                     "node `verify_and_publish`: node type `subgraph` (level 3)",
                 ])
             ),
@@ -151,14 +140,7 @@ fn every_spec_example_validates_cleanly_and_plans() {
                 library
             ),
             row("link-audit.agraph.yaml", "examples/link-audit", 1, vec![]),
-            row(
-                "minimal.agraph.yaml",
-                "examples/minimal",
-                1,
-                s(&[
-                    "node `draft_contributing`: success criterion kind `command` (`markdown_lints`)",
-                ])
-            ),
+            row("minimal.agraph.yaml", "examples/minimal", 1, vec![]),
             row(
                 "test-repair-loop.agraph.yaml",
                 "examples/test-repair-loop",

@@ -444,6 +444,20 @@ pub(crate) fn facts_of(
                     h.at, h.checkpoint, h.mode
                 ));
             }
+            if let Some(c) = &step.check {
+                reasons.push(match c.outcome {
+                    None => format!(
+                        "criterion `{}` ({}): its command runs",
+                        c.criterion, c.severity
+                    ),
+                    Some(o) => format!(
+                        "criterion `{}` ({}): {}",
+                        c.criterion,
+                        c.severity,
+                        o.as_str()
+                    ),
+                });
+            }
             facts.reasons = reasons;
             // Outputs stay in the journal; the record holds their digest.
             facts.output_digest = step

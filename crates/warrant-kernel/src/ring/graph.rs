@@ -1,7 +1,7 @@
 //! The journal of an Agentic Graph run (`warrant-graph` schedules, the ring records): each
 //! node's step is a `graph_node` event, appended together with what it starts (the node's
-//! instructions as the run's next message, a gate's request as a call the graph makes), so a
-//! crash never leaves a step half-recorded.
+//! instructions as the run's next message, a gate's request or a criterion's command as a call
+//! the graph makes), so a crash never leaves a step half-recorded.
 
 use super::*;
 use crate::graph::{GRAPH_CLIENT, NodeStep};
@@ -47,9 +47,12 @@ impl Ring<'_> {
         )
     }
 
-    /// Puts a gate to a person: its step and the request as a call the graph makes (taken
-    /// through the ring by [`Ring::process_call`], which raises the request and parks).
-    pub fn raise_graph_gate(
+    /// A call the graph makes itself, with the node's step, in one append: a gate's or a
+    /// checkpoint's request of a person, or a `command` criterion's `run_command`. Taken
+    /// through the ring by [`Ring::process_call`] like any call: a request is raised and the
+    /// run parks; a command is decided by policy (under the node's ceiling, which a `running`
+    /// step carries) and runs confined, journaled and audited.
+    pub fn raise_graph_call(
         &self,
         state: &mut RunState,
         step: NodeStep,
