@@ -271,6 +271,7 @@ enum Checked {
 
 /// Where in a node's life a checkpoint fires: the node, its attempt, the expression scope, and
 /// what the person is shown beside the prompt.
+#[derive(Clone, Copy)]
 struct Moment<'a> {
     node: &'a warrant_graph::Node,
     attempt: u32,
@@ -886,6 +887,25 @@ impl GraphDrive<'_> {
         })
     }
 
+    /// The `human` checkpoints of a node at `stage` once its attempt failed (`on_escalation`,
+    /// `on_failure`), each put to a person with why. What they answer cannot undo the failure,
+    /// so it is journaled and the ladder goes on; only a stop (the run parks to ask) is
+    /// returned.
+    fn told(
+        &self,
+        state: &mut RunState,
+        at: &Moment<'_>,
+        stage: Stage,
+        prompter: &mut dyn Prompter,
+    ) -> Result<Option<Stepped>> {
+        for cp in at.node.checkpoints(stage) {
+            if let Checked::Stop(stop) = self.checkpoint(state, *at, cp, prompter)? {
+                return Ok(Some(stop));
+            }
+        }
+        Ok(None)
+    }
+
     /// A failed attempt: the failure ladder decides what comes next (a person at an
     /// escalation, and at the `on_failure` checkpoints of a node that fails), and it is
     /// journaled.
@@ -902,22 +922,15 @@ impl GraphDrive<'_> {
         let mut s = step(&node.id, NodeStatus::AttemptFailed, attempt);
         s.code = Some(failure.code.unwrap_or(failure.class).to_owned());
         s.reason = Some(failure.reason.clone());
+        let at = Moment {
+            node,
+            attempt,
+            scope: &scope,
+            material: &format!("Why: {}", failure.reason),
+        };
         if rung == Rung::Escalate {
-            let material = format!("Why: {}", failure.reason);
-            for cp in node.checkpoints(Stage::OnEscalation) {
-                if let Checked::Stop(stop) = self.checkpoint(
-                    state,
-                    Moment {
-                        node,
-                        attempt,
-                        scope: &scope,
-                        material: &material,
-                    },
-                    cp,
-                    prompter,
-                )? {
-                    return Ok(stop);
-                }
+            if let Some(stop) = self.told(state, &at, Stage::OnEscalation, prompter)? {
+                return Ok(stop);
             }
             match self.escalate(state, node, attempt, &failure, prompter)? {
                 Escalated::Stop(stop) => return Ok(stop),
@@ -985,24 +998,11 @@ impl GraphDrive<'_> {
                 s
             }
         };
-        if last.status == NodeStatus::Failed {
-            // A person is told before the node's failure is final (they cannot undo it).
-            let material = format!("Why: {}", failure.reason);
-            for cp in node.checkpoints(Stage::OnFailure) {
-                if let Checked::Stop(stop) = self.checkpoint(
-                    state,
-                    Moment {
-                        node,
-                        attempt,
-                        scope: &scope,
-                        material: &material,
-                    },
-                    cp,
-                    prompter,
-                )? {
-                    return Ok(stop);
-                }
-            }
+        // A person is told before the node's failure is final (they cannot undo it).
+        if last.status == NodeStatus::Failed
+            && let Some(stop) = self.told(state, &at, Stage::OnFailure, prompter)?
+        {
+            return Ok(stop);
         }
         // With policy.on_node_failure `halt`, the scheduler ends the run at its next step.
         self.ring
