@@ -107,6 +107,10 @@ pub fn notice(notice: Notice) -> Option<String> {
             ),
             (None, None, _) => return None,
         },
+        Notice::LegacyProposals { dir, files } => format!(
+            "warning: {files} proposal file(s) in {} are from before proposals became requests: they are not requests, nothing applies them and they were not migrated; review them, then remove the directory",
+            dir.display()
+        ),
         Notice::BaselineGaps { gaps } => {
             let listed: Vec<String> = gaps
                 .iter()
@@ -121,13 +125,14 @@ pub fn notice(notice: Notice) -> Option<String> {
     })
 }
 
-/// The proposals a profile's state delta queued for a person, as the tail of its notice.
+/// The proposals a profile's state delta raised as requests for a person, as the tail of its
+/// notice.
 fn proposals(queued: &[String]) -> String {
     if queued.is_empty() {
         String::new()
     } else {
         format!(
-            "; {} proposal(s) for a person: `warrant profiles proposals` ({})",
+            "; {} proposal(s) raised as requests for a person ({}): `warrant requests answer REQ --text approve` | `warrant requests decline REQ --reason TEXT`",
             queued.len(),
             queued.join(", ")
         )
@@ -156,7 +161,7 @@ mod tests {
         );
         assert_eq!(
             notice(delta(Some("/d/x.json"), None, &["p1", "p2"])),
-            Some("profile `reviewer`: run-1 left a state delta for a person (`warrant profiles apply /d/x.json --approve`); 2 proposal(s) for a person: `warrant profiles proposals` (p1, p2)".to_owned())
+            Some("profile `reviewer`: run-1 left a state delta for a person (`warrant profiles apply /d/x.json --approve`); 2 proposal(s) raised as requests for a person (p1, p2): `warrant requests answer REQ --text approve` | `warrant requests decline REQ --reason TEXT`".to_owned())
         );
         assert_eq!(notice(delta(None, None, &["p1"])), None);
     }
