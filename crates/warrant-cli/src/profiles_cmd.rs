@@ -98,7 +98,11 @@ pub fn dispatch(ws: Option<&Path>, command: ProfilesCommand) -> Result<u8, Failu
             words::applied,
         ),
         ProfilesCommand::Proposals { all, json } => {
-            say(json, host.agent_proposals(all)?.as_slice(), words::proposals);
+            say(
+                json,
+                host.agent_proposals(all)?.as_slice(),
+                words::proposals,
+            );
         }
     }
     Ok(0)

@@ -1058,6 +1058,26 @@ mod tests {
             url: Some("http://x".into()),
             command: None,
         });
+        let proposal = state(Ask::Proposal {
+            profile: "reviewer".into(),
+            revision: 3,
+            digest: "sha256:0".into(),
+            spec_digest: "sha256:1".into(),
+            operations: vec![ProfileChange {
+                op: "replace".into(),
+                path: "/spec/tools/allow".into(),
+                value: Some(json!(["read", "shell"])),
+            }],
+            diff: vec![],
+            rationale: "denied twice".into(),
+            risk: "high".into(),
+            risk_raised: false,
+            session: "run-1".into(),
+        });
+        let applied = Reply::Applied {
+            revision: 4,
+            profile_digest: "sha256:2".into(),
+        };
         let answered = |option: Option<u32>, text: &str| Reply::Answered {
             option,
             text: text.into(),
@@ -1087,6 +1107,13 @@ mod tests {
             (&secret, declined("ask ops"), None),
             (&resource, declined("no"), None),
             (&resource, declined("  "), Some("W-REQUEST-002")),
+            (&proposal, applied.clone(), None),
+            (&proposal, declined("not this tool"), None),
+            (&proposal, answered(None, "approve"), Some("W-REQUEST-001")),
+            (&proposal, provided("secret:TOKEN"), Some("W-REQUEST-001")),
+            (&question, applied.clone(), Some("W-REQUEST-001")),
+            (&secret, applied.clone(), Some("W-REQUEST-001")),
+            (&resource, applied, Some("W-REQUEST-001")),
         ];
         for (ask, reply, expected) in table {
             assert_eq!(code(ask, &reply), expected, "{:?} / {reply:?}", ask.ask);
@@ -1115,6 +1142,15 @@ mod tests {
                 "team:web".to_owned(),
                 "admins".to_owned()
             ]
+        );
+        assert_eq!(
+            asked_of(&p, AskKind::Proposal),
+            vec![
+                "user:alice".to_owned(),
+                "team:web".to_owned(),
+                "admins".to_owned()
+            ],
+            "a change to a profile also goes to the administrators"
         );
         p.teams.clear();
         p.on_behalf_of = None;

@@ -133,8 +133,8 @@ impl Coded for KernelError {
             Self::NotInDoubt { run, .. } => {
                 warrant_core::RunId::parse(run).map(|run| Hint::ShowRun { run })
             }
-            Self::Journal { .. }
-            | Self::Encode(_)
+            Self::Journal { error, .. } => error.hint(),
+            Self::Encode(_)
             | Self::NewerEvent { .. }
             | Self::BadEvent { .. }
             | Self::AlreadyAnswered { .. }

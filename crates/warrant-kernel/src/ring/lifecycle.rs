@@ -176,7 +176,13 @@ impl Ring<'_> {
             actor: who.actor.clone(),
             via: via.to_owned(),
         };
-        self.record_rejection(state, request, RejectReason::StaleProposal, detail, approver)
+        self.record_rejection(
+            state,
+            request,
+            RejectReason::StaleProposal,
+            detail,
+            approver,
+        )
     }
 
     /// Records a refused answer; the request stays as it was.
