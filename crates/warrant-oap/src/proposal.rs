@@ -245,7 +245,7 @@ fn apply_change(doc: &mut Value, c: &ProfileChange) -> Result<&'static str, Stri
         at = match at {
             Value::Object(m) => m.get_mut(t),
             Value::Array(a) => t.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
-            _ => None,
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => None,
         }
         .ok_or_else(|| format!("`{}` does not resolve", c.path))?;
     }

@@ -177,21 +177,33 @@ mod tests {
                     seq: 4,
                     detail: "d".into(),
                 };
-                (e.to_string(), e.hint(), "event 4 of run run-1 was edited after it was signed: d. Warrant does not act on this run; restore the store from a backup or start a new run (`warrant audit verify` checks the whole trail)")
+                (
+                    e.to_string(),
+                    e.hint(),
+                    "event 4 of run run-1 was edited after it was signed: d. Warrant does not act on this run; restore the store from a backup or start a new run (`warrant audit verify` checks the whole trail)",
+                )
             },
             {
                 let e = warrant_audit::CheckpointError::Missing {
                     path: path.clone(),
                     records: 3,
                 };
-                (e.to_string(), e.hint(), "the copy holds 3 records but has no checkpoint at /c/audit.jsonl; records removed from its end could not be seen. Run `warrant audit flush` to write one, and find out who removed it")
+                (
+                    e.to_string(),
+                    e.hint(),
+                    "the copy holds 3 records but has no checkpoint at /c/audit.jsonl; records removed from its end could not be seen. Run `warrant audit flush` to write one, and find out who removed it",
+                )
             },
             {
                 let e = warrant_audit::AuditError::SinkCorrupt {
                     path,
                     reason: "r".into(),
                 };
-                (e.to_string(), e.hint(), "the last record of the sink file /c/audit.jsonl cannot be read (r); nothing was appended. Run `warrant audit verify` on it")
+                (
+                    e.to_string(),
+                    e.hint(),
+                    "the last record of the sink file /c/audit.jsonl cannot be read (r); nothing was appended. Run `warrant audit verify` on it",
+                )
             },
         ];
         for (message, h, before) in cases {
