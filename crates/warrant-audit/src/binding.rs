@@ -36,7 +36,7 @@ pub struct RunBinding {
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum BindingError {
     #[error(
-        "event {seq} of run {run} was edited after it was signed: {detail}. Warrant does not act on this run; restore the store from a backup or start a new run (`warrant audit verify` checks the whole trail)"
+        "event {seq} of run {run} was edited after it was signed: {detail}. Warrant does not act on this run; restore the store from a backup or start a new run"
     )]
     Edited {
         run: String,
@@ -44,7 +44,7 @@ pub enum BindingError {
         detail: String,
     },
     #[error(
-        "event {seq} of run {run} has no signed audit record: {detail}. Warrant does not act on this run; restore the store from a backup or start a new run (`warrant audit verify` checks the whole trail)"
+        "event {seq} of run {run} has no signed audit record: {detail}. Warrant does not act on this run; restore the store from a backup or start a new run"
     )]
     Inserted {
         run: String,
@@ -52,7 +52,7 @@ pub enum BindingError {
         detail: String,
     },
     #[error(
-        "event {seq} of run {run} was removed after it was signed: {detail}. Warrant does not act on this run; restore the store from a backup or start a new run (`warrant audit verify` checks the whole trail)"
+        "event {seq} of run {run} was removed after it was signed: {detail}. Warrant does not act on this run; restore the store from a backup or start a new run"
     )]
     Removed {
         run: String,
@@ -60,7 +60,7 @@ pub enum BindingError {
         detail: String,
     },
     #[error(
-        "event {seq} of run {run} is out of place: {detail}. Warrant does not act on this run; restore the store from a backup or start a new run (`warrant audit verify` checks the whole trail)"
+        "event {seq} of run {run} is out of place: {detail}. Warrant does not act on this run; restore the store from a backup or start a new run"
     )]
     Reordered {
         run: String,
@@ -68,7 +68,7 @@ pub enum BindingError {
         detail: String,
     },
     #[error(
-        "audit record {record} (event {seq} of run {run}) does not verify ({}): {detail}. Warrant does not act on this run; run `warrant audit verify` and treat it as tampering",
+        "audit record {record} (event {seq} of run {run}) does not verify ({}): {detail}. Warrant does not act on this run",
         problem_name(*.kind)
     )]
     Record {
@@ -90,6 +90,16 @@ impl Coded for BindingError {
             Self::Reordered { .. } => "W-AUDIT-030",
             Self::Record { .. } => "W-AUDIT-031",
         }
+    }
+
+    fn hint(&self) -> Option<warrant_core::Hint> {
+        Some(match self {
+            Self::Edited { .. }
+            | Self::Inserted { .. }
+            | Self::Removed { .. }
+            | Self::Reordered { .. } => warrant_core::Hint::VerifyTrail,
+            Self::Record { .. } => warrant_core::Hint::VerifyAsTampering,
+        })
     }
 }
 
@@ -531,6 +541,7 @@ impl JournalReport {
                 seq: e.seq(),
                 what: e.what().to_owned(),
                 message: e.to_string(),
+                hint: e.hint(),
             }),
         }
     }
@@ -545,6 +556,9 @@ pub struct RunProblem {
     /// `edited`, `inserted`, `removed`, `reordered` or `record`.
     pub what: String,
     pub message: String,
+    /// What a person can do, worded by each front end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<warrant_core::Hint>,
 }
 
 /// The chain's records grouped by the run their line names (`subject`), in chain order. The

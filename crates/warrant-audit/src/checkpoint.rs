@@ -77,7 +77,7 @@ pub fn checkpoint_path(copy: &Path) -> PathBuf {
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum CheckpointError {
     #[error(
-        "the sink copy's intact records end at record {last_seq}, but its signed checkpoint ({path}) says records up to {checkpoint_seq} were delivered: records {}..={checkpoint_seq} were removed from its end, or do not verify. Treat it as tampering; the store still holds them: to restore the copy, move it and its checkpoint aside and run `warrant audit flush`",
+        "the sink copy's intact records end at record {last_seq}, but its signed checkpoint ({path}) says records up to {checkpoint_seq} were delivered: records {}..={checkpoint_seq} were removed from its end, or do not verify. Treat it as tampering; the store still holds them",
         last_seq + 1
     )]
     Truncated {
@@ -86,12 +86,10 @@ pub enum CheckpointError {
         last_seq: u64,
     },
     #[error(
-        "the checkpoint {path} is not signed by a trusted key ({detail}); it was edited or forged. Treat it as tampering and check the copy against the store with `warrant audit verify`"
+        "the checkpoint {path} is not signed by a trusted key ({detail}); it was edited or forged. Treat it as tampering"
     )]
     Forged { path: PathBuf, detail: String },
-    #[error(
-        "the checkpoint {path} is malformed ({reason}). Treat it as tampering and check the copy against the store with `warrant audit verify`"
-    )]
+    #[error("the checkpoint {path} is malformed ({reason}). Treat it as tampering")]
     Malformed { path: PathBuf, reason: String },
     #[error(
         "the copy's record {seq} has hash {found}, but the checkpoint {path} signed {signed}: the copy's records were replaced, or the checkpoint belongs to another chain. Treat it as tampering"
@@ -103,7 +101,7 @@ pub enum CheckpointError {
         found: String,
     },
     #[error(
-        "the copy holds {records} records but has no checkpoint at {path}; records removed from its end could not be seen. Run `warrant audit flush` to write one, and find out who removed it"
+        "the copy holds {records} records but has no checkpoint at {path}; records removed from its end could not be seen"
     )]
     Missing { path: PathBuf, records: u64 },
     #[error("cannot read the checkpoint {path}: {reason}")]
@@ -119,6 +117,16 @@ impl Coded for CheckpointError {
             Self::Diverged { .. } => "W-AUDIT-035",
             Self::Missing { .. } => "W-AUDIT-036",
             Self::Unreadable { .. } => "W-AUDIT-037",
+        }
+    }
+
+    fn hint(&self) -> Option<warrant_core::Hint> {
+        use warrant_core::Hint;
+        match self {
+            Self::Truncated { .. } => Some(Hint::RestoreCopy),
+            Self::Forged { .. } | Self::Malformed { .. } => Some(Hint::VerifyCopy),
+            Self::Missing { .. } => Some(Hint::WriteCheckpoint),
+            Self::Diverged { .. } | Self::Unreadable { .. } => None,
         }
     }
 }

@@ -47,7 +47,7 @@ pub enum AuditError {
     #[error("reading audit records from the store failed: {0}")]
     Store(#[from] StoreError),
     #[error(
-        "the last record of the sink file {path} cannot be read ({reason}); nothing was appended. Run `warrant audit verify` on it"
+        "the last record of the sink file {path} cannot be read ({reason}); nothing was appended"
     )]
     SinkCorrupt { path: PathBuf, reason: String },
     #[error(
@@ -68,7 +68,7 @@ pub enum AuditError {
         found: u64,
     },
     #[error(
-        "the store's audit chain ends at record {head_seq} but it served records only up to {to_seq}; {path} holds everything up to {to_seq}. Check the store with `warrant audit verify`"
+        "the store's audit chain ends at record {head_seq} but it served records only up to {to_seq}; {path} holds everything up to {to_seq}"
     )]
     StoreShort {
         path: PathBuf,
@@ -117,7 +117,7 @@ pub enum AuditError {
     )]
     RetiredKeyConflict { path: PathBuf },
     #[error(
-        "rotating the sink file {current} would overwrite {rotated}, which already holds records {first}..={last}; the sink repeats records it has rotated away. Nothing was appended. Run `warrant audit verify` on both files"
+        "rotating the sink file {current} would overwrite {rotated}, which already holds records {first}..={last}; the sink repeats records it has rotated away. Nothing was appended"
     )]
     RotatedExists {
         current: PathBuf,
@@ -126,7 +126,7 @@ pub enum AuditError {
         last: u64,
     },
     #[error(
-        "audit record {seq} (for the sink file {path}) has no usable `time` ({reason}), which rotation by age needs; nothing past the previous record was appended. Run `warrant audit verify`"
+        "audit record {seq} (for the sink file {path}) has no usable `time` ({reason}), which rotation by age needs; nothing past the previous record was appended"
     )]
     RecordTime {
         path: PathBuf,
@@ -163,6 +163,33 @@ impl Coded for AuditError {
             Self::RotatedExists { .. } => "W-AUDIT-025",
             Self::RecordTime { .. } => "W-AUDIT-026",
             Self::Checkpoint(e) => e.code(),
+        }
+    }
+
+    fn hint(&self) -> Option<warrant_core::Hint> {
+        use warrant_core::Hint;
+        match self {
+            Self::SinkCorrupt { .. } => Some(Hint::VerifySinkCopy),
+            Self::StoreShort { .. } => Some(Hint::VerifyStore),
+            Self::RotatedExists { .. } => Some(Hint::VerifyBothCopies),
+            Self::RecordTime { .. } => Some(Hint::Verify),
+            Self::Checkpoint(e) => e.hint(),
+            Self::KeyMissing { .. }
+            | Self::KeyMalformed { .. }
+            | Self::KeyPermissions { .. }
+            | Self::KeyExists { .. }
+            | Self::KeyMismatch { .. }
+            | Self::Io { .. }
+            | Self::PublicKeysMalformed { .. }
+            | Self::Store(_)
+            | Self::SinkAhead { .. }
+            | Self::StoreGap { .. }
+            | Self::Seal(_)
+            | Self::SinkRejected { .. }
+            | Self::SinkUnreachable { .. }
+            | Self::SinkMisconfigured { .. }
+            | Self::OutboxGap { .. }
+            | Self::RetiredKeyConflict { .. } => None,
         }
     }
 }

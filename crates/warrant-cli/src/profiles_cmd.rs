@@ -48,7 +48,7 @@ pub enum ProfilesCommand {
         json: bool,
     },
     /// Apply a session's state delta to its profile: revision checked, state only, written
-    /// atomically; its proposals are queued for a person, never applied.
+    /// atomically; its proposals are raised as requests for a person, never applied.
     Apply {
         delta: PathBuf,
         /// You, a person, approve the delta (required unless the profile's
@@ -58,8 +58,12 @@ pub enum ProfilesCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Proposals to change a profile's metadata or spec, waiting for a person.
+    /// Proposals to change a profile's metadata or spec: the requests a person approves
+    /// (`requests answer REQ --text approve`) or declines.
     Proposals {
+        /// Include approved, declined and expired ones.
+        #[arg(long)]
+        all: bool,
         #[arg(long)]
         json: bool,
     },
@@ -93,8 +97,12 @@ pub fn dispatch(ws: Option<&Path>, command: ProfilesCommand) -> Result<u8, Failu
             &host.apply_agent_delta(&delta, approve)?,
             words::applied,
         ),
-        ProfilesCommand::Proposals { json } => {
-            say(json, host.agent_proposals()?.as_slice(), words::proposals);
+        ProfilesCommand::Proposals { all, json } => {
+            say(
+                json,
+                host.agent_proposals(all)?.as_slice(),
+                words::proposals,
+            );
         }
     }
     Ok(0)

@@ -38,7 +38,9 @@ pub enum RequestsCommand {
     /// Answer a question: choose one of its options, or give free text.
     ///
     /// An MCP server's elicitation is answered with `--text` holding a JSON object of its
-    /// fields (`{}` takes every default).
+    /// fields (`{}` takes every default). A proposal to change an agent profile is approved
+    /// with `--text approve`: Warrant applies it as you, if the profile is still the one it
+    /// was made for.
     Answer {
         id: String,
         /// The number of the option (1 = the first).

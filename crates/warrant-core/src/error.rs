@@ -4,7 +4,7 @@
 //! a command line, a web page as a link, a gateway as a reply), so no library message names a
 //! front end's commands.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{RequestId, RunId};
 
@@ -20,7 +20,7 @@ pub trait Coded {
 }
 
 /// What a person can do about a failure, named by the operation rather than by a command line.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "do", rename_all = "snake_case")]
 pub enum Hint {
     /// Create the installation in this workspace.
@@ -57,4 +57,25 @@ pub enum Hint {
     NewApproverKey,
     /// Enroll this person's approver key again once the file is fixed.
     EnrollApproverKey,
+    /// Verify the whole audit trail (the chain, every copy, every run's journal).
+    VerifyTrail,
+    /// Verify the audit trail, and treat what it finds as tampering.
+    VerifyAsTampering,
+    /// Verify the sink copy named in the message.
+    VerifySinkCopy,
+    /// Verify the store's audit chain.
+    VerifyStore,
+    /// Verify both sink files named in the message.
+    VerifyBothCopies,
+    /// Verify the audit trail.
+    Verify,
+    /// Restore a cut sink copy: move it and its checkpoint aside, then deliver again from the
+    /// store.
+    RestoreCopy,
+    /// Check a sink copy against the store.
+    VerifyCopy,
+    /// Deliver again to write the missing checkpoint, and find out who removed it.
+    WriteCheckpoint,
+    /// See what confinement this machine provides.
+    SandboxSupport,
 }

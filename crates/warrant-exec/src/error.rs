@@ -101,7 +101,7 @@ pub enum ExecError {
     SandboxPlan { profile: String, message: String },
 
     #[error(
-        "the sandbox for `{program}` could not be applied, so it was not run: {message}; `warrant doctor` shows what this machine provides; to accept less, set enforcement = \"best_effort\" in the profile's [sandbox], or use a profile with unconfined = true (every command then waits for a person)"
+        "the sandbox for `{program}` could not be applied, so it was not run: {message}; to accept less, set enforcement = \"best_effort\" in the profile's [sandbox], or use a profile with unconfined = true (every command then waits for a person)"
     )]
     SandboxFailed { program: String, message: String },
 
@@ -190,6 +190,41 @@ impl Coded for ExecError {
             Self::ChangesetBadPath { .. } => "W-EXEC-027",
             Self::HardLinkToDenied { .. } => "W-EXEC-028",
             Self::HardLinkOutside { .. } => "W-EXEC-029",
+        }
+    }
+
+    fn hint(&self) -> Option<warrant_core::Hint> {
+        match self {
+            Self::SandboxFailed { .. } => Some(warrant_core::Hint::SandboxSupport),
+            Self::WrongAction { .. }
+            | Self::ProfileSecretName { .. }
+            | Self::ProfileBadEnvName { .. }
+            | Self::ProfileZeroTimeout { .. }
+            | Self::ProfileZeroCap { .. }
+            | Self::EmptyArgv
+            | Self::ZeroTimeout
+            | Self::Spawn { .. }
+            | Self::Wait { .. }
+            | Self::PathChanged { .. }
+            | Self::Resolve { .. }
+            | Self::NotFound { .. }
+            | Self::IsDirectory { .. }
+            | Self::NotADirectory { .. }
+            | Self::Binary { .. }
+            | Self::AlreadyExists { .. }
+            | Self::ArtifactMismatch { .. }
+            | Self::DirectoryNotEmpty { .. }
+            | Self::EmptyPattern
+            | Self::Io { .. }
+            | Self::SandboxPlan { .. }
+            | Self::ChangesetIo { .. }
+            | Self::ChangesetUnsupported { .. }
+            | Self::ChangesetStale { .. }
+            | Self::ChangesetLink { .. }
+            | Self::ChangesetUpperChanged { .. }
+            | Self::ChangesetBadPath { .. }
+            | Self::HardLinkToDenied { .. }
+            | Self::HardLinkOutside { .. } => None,
         }
     }
 }

@@ -71,23 +71,41 @@ pub struct ProfileDiff {
     pub widens: bool,
 }
 
-/// A proposal of an applied delta, waiting for a person.
+/// A proposal to change a profile, as `profiles proposals` lists it: the request a person
+/// answers (`requests answer ID --text approve`, `requests decline ID`), with what it changes.
 #[derive(Clone, Debug, Serialize)]
 pub struct PendingProposal {
+    /// The request's id.
     pub id: String,
+    /// `open`, `expired` or `answered`.
+    pub status: &'static str,
+    /// The run of its own the request was raised in.
+    pub run: String,
     pub profile: String,
     pub revision: u64,
     pub session: String,
     #[serde(flatten)]
     pub proposal: Proposal,
+    pub diff: Vec<String>,
+    pub asked_of: Vec<String>,
+    pub expires_at: Option<String>,
 }
 
-/// What applying a delta did, with the proposals it queued for a person.
+/// What applying a delta did, with the requests its proposals were raised as.
 #[derive(Clone, Debug, Serialize)]
 pub struct AppliedView {
     #[serde(flatten)]
     pub applied: Applied,
     pub queued: Vec<String>,
+}
+
+/// What a proposal is made for: the profile at a revision, with its digests then.
+#[derive(Clone, Debug)]
+pub(crate) struct ProposedFor {
+    pub profile: String,
+    pub revision: u64,
+    pub digest: String,
+    pub spec_digest: String,
 }
 
 impl Host {
@@ -218,13 +236,15 @@ impl Host {
         })
     }
 
-    fn proposals_dir(&self) -> PathBuf {
+    /// Where proposals were queued as files before they became requests.
+    fn legacy_proposals_dir(&self) -> PathBuf {
         self.paths.dot.join("agent-proposals")
     }
 
     /// `profiles apply DELTA [--approve]`: a person applies a session's delta (`approve` is
     /// that person's approval, refused from a process a run started); its proposals are
-    /// queued for a person, never applied.
+    /// raised as requests for a person (once per session: a delta applied again raises none
+    /// anew), never applied.
     pub fn apply_agent_delta(&self, delta: &Path, approve: bool) -> Result<AppliedView> {
         if approve && let warrant_kernel::Via::Command(evidence) = crate::origin::via() {
             return Err(host_error(&OapError::FromCommand { evidence }));
@@ -234,8 +254,9 @@ impl Host {
             "{}@{}",
             self.identity.principal.actor, self.identity.principal.tenant
         );
+        let catalog = self.agent_profiles();
         let applied = warrant_oap::delta::apply(
-            &self.agent_profiles(),
+            &catalog,
             &doc,
             None,
             &ApplyAs {
@@ -251,89 +272,241 @@ impl Host {
             .and_then(|s| s.as_str())
             .unwrap_or_default()
             .to_owned();
-        let queued = self.queue_proposals(
-            &applied.profile,
-            applied.from_revision,
+        // The proposals are for the profile as it is now, its state applied.
+        let spec_digest = warrant_oap::load_profile(&applied.path)
+            .ok()
+            .and_then(|(d, _)| warrant_oap::check(&d, &applied.path).spec_digest)
+            .unwrap_or_default();
+        let queued = self.raise_proposals(
+            &ProposedFor {
+                profile: applied.profile.clone(),
+                revision: applied.to_revision,
+                digest: applied.profile_digest.clone(),
+                spec_digest,
+            },
             &session,
             &applied.proposals,
         )?;
         Ok(AppliedView { applied, queued })
     }
 
-    /// The proposals waiting for a person (`profiles proposals`).
-    pub fn agent_proposals(&self) -> Result<Vec<PendingProposal>> {
-        let Ok(entries) = std::fs::read_dir(self.proposals_dir()) else {
-            return Ok(vec![]);
-        };
-        let mut out: Vec<PendingProposal> = Vec::new();
-        for e in entries.flatten() {
-            let Ok(text) = std::fs::read(e.path()) else {
+    /// The proposals raised as requests (`profiles proposals`): the open ones, or every one
+    /// with `all`. Files left in `.warrant/agent-proposals/` from before proposals were
+    /// requests are not requests and nothing applies them: a notice says they are there.
+    pub fn agent_proposals(&self, all: bool) -> Result<Vec<PendingProposal>> {
+        let legacy = std::fs::read_dir(self.legacy_proposals_dir())
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+                    .count()
+            })
+            .unwrap_or(0);
+        if legacy > 0 {
+            self.inst.notices.notice(crate::Notice::LegacyProposals {
+                dir: self.legacy_proposals_dir(),
+                files: legacy,
+            });
+        }
+        let now = warrant_core::Clock::now(&warrant_core::SystemClock).millis();
+        let mut out = Vec::new();
+        for row in self.records().requests(all)? {
+            let Some(warrant_kernel::RequestSummary::Asked(summary)) =
+                warrant_kernel::RequestSummary::from_value(&row.summary)
+            else {
                 continue;
             };
-            let Ok(v) = serde_json::from_slice::<serde_json::Value>(&text) else {
+            let Some(p) = pending_of(&summary.ask) else {
                 continue;
             };
-            let s = |k: &str| {
-                v.get(k)
-                    .and_then(|x| x.as_str())
-                    .unwrap_or_default()
-                    .to_owned()
-            };
+            let item = crate::request_views::RequestItem::of(&row, now);
             out.push(PendingProposal {
-                id: s("id"),
-                profile: s("profile"),
-                revision: v.get("revision").and_then(|r| r.as_u64()).unwrap_or(0),
-                session: s("session"),
-                proposal: Proposal {
-                    path: s("path"),
-                    op: s("op"),
-                    value: v.get("value").cloned(),
-                    rationale: s("rationale"),
-                    risk: s("risk"),
-                    risk_raised: v.get("risk_raised").and_then(|r| r.as_bool()) == Some(true),
-                },
+                id: row.id.to_string(),
+                status: item.status,
+                run: row.run.to_string(),
+                asked_of: item.asked_of,
+                expires_at: item.expires_at,
+                ..p
             });
         }
         out.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(out)
     }
 
-    /// Queues `proposals` of a delta for `profile` at `revision` for a person (an id per
-    /// proposal, stable for the same session, so queuing again replaces).
-    fn queue_proposals(
+    /// Raises each of `proposals` as a request for a person, each in a run of its own (the
+    /// request index, routing, expiry, audit and `requests answer|decline` are the other
+    /// requests'); a proposal already raised for the same session is not raised again.
+    /// Returns the requests' ids.
+    pub(crate) fn raise_proposals(
         &self,
-        profile: &str,
-        revision: u64,
+        target: &ProposedFor,
         session: &str,
         proposals: &[Proposal],
     ) -> Result<Vec<String>> {
-        let dir = self.proposals_dir();
+        if proposals.is_empty() {
+            return Ok(Vec::new());
+        }
+        let raised: Vec<(String, warrant_kernel::Ask)> = self
+            .records()
+            .requests(true)?
+            .into_iter()
+            .filter_map(
+                |row| match warrant_kernel::RequestSummary::from_value(&row.summary) {
+                    Some(warrant_kernel::RequestSummary::Asked(a)) => {
+                        Some((row.id.to_string(), a.ask))
+                    }
+                    _ => None,
+                },
+            )
+            .collect();
+        let document = self
+            .agent_profiles()
+            .find(&target.profile)
+            .ok()
+            .and_then(|f| warrant_oap::load_profile(&f.path).ok())
+            .map(|(d, _)| d);
         let mut queued = Vec::new();
-        for (i, p) in proposals.iter().enumerate() {
-            let id = format!(
-                "{profile}-r{revision}-{}-{i}",
-                session.replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "")
-            );
-            let pending = PendingProposal {
-                id: id.clone(),
-                profile: profile.to_owned(),
-                revision,
-                session: session.to_owned(),
-                proposal: p.clone(),
+        for p in proposals {
+            let operations = warrant_oap::proposal::changes(p);
+            let already = raised.iter().find(|(_, ask)| {
+                matches!(ask, warrant_kernel::Ask::Proposal { session: s, operations: o, profile, .. }
+                    if s == session && *o == operations && *profile == target.profile)
+            });
+            if let Some((id, _)) = already {
+                queued.push(id.clone());
+                continue;
+            }
+            let diff = match &document {
+                Some(d) => warrant_oap::proposal::diff_lines(d, &operations),
+                None => Vec::new(),
             };
-            let text = serde_json::to_vec_pretty(&pending)
-                .map_err(|e| HostError::usage("W-OAP-015", e.to_string()))?;
-            std::fs::create_dir_all(&dir)
-                .and_then(|()| std::fs::write(dir.join(format!("{id}.json")), text))
-                .map_err(|e| {
-                    HostError::usage(
-                        "W-OAP-015",
-                        format!("cannot queue proposal {id} in {}: {e}", dir.display()),
-                    )
-                })?;
-            queued.push(id);
+            let ask = warrant_kernel::Ask::Proposal {
+                profile: target.profile.clone(),
+                revision: target.revision,
+                digest: target.digest.clone(),
+                spec_digest: target.spec_digest.clone(),
+                operations,
+                diff,
+                rationale: p.rationale.clone(),
+                risk: p.risk.clone(),
+                risk_raised: p.risk_raised,
+                session: session.to_owned(),
+            };
+            queued.push(self.raise_proposal(&target.profile, session, ask)?);
         }
         Ok(queued)
+    }
+
+    /// Starts the run of its own a proposal is raised in, and raises it there.
+    fn raise_proposal(
+        &self,
+        profile: &str,
+        session: &str,
+        ask: warrant_kernel::Ask,
+    ) -> Result<String> {
+        let builtin: [&dyn warrant_tools::ToolSource; 1] = [&warrant_tools::Builtin];
+        let tools = crate::controls::tools(&self.settings, &builtin, None)?;
+        let env = self.tool_env()?;
+        let task = format!(
+            "a person reviews a proposal to change agent profile `{profile}` (from run {session})"
+        );
+        let spec = self.new_run_spec(&tools, &env, "none:oap", task, None, false);
+        let raised = self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
+            let mut state = ring.start(spec).map_err(|e| HostError::failed(&e))?;
+            ring.raise_proposal(&mut state, ask)
+                .map_err(|e| HostError::failed(&e))
+        });
+        self.deliver();
+        Ok(raised?.to_string())
+    }
+
+    /// Approves a proposal (`requests answer ID --text approve`): refused from a process a run
+    /// started (recorded in the proposal's run), then checked as a reply before anything is
+    /// written, then applied by the applicator as this person (the profile must still be the
+    /// one proposed for, or differ only in learned state; the result validated; the revision
+    /// re-checked under the lock; temp file, fsync, rename), and only then recorded as the
+    /// reply, which ends the proposal's run. A refusal of the applicator is recorded in the
+    /// run and leaves the request open, to be declined.
+    pub(crate) fn approve_proposal(
+        &self,
+        state: &mut warrant_kernel::RunState,
+        request: &warrant_core::RequestId,
+        ask: &warrant_kernel::AskState,
+    ) -> Result<crate::requests::Replied> {
+        let warrant_kernel::Ask::Proposal {
+            profile,
+            revision,
+            digest,
+            spec_digest,
+            operations,
+            session,
+            ..
+        } = &ask.ask
+        else {
+            return Err(HostError::usage(
+                "W-REQUEST-001",
+                format!("request {request} is not a proposal"),
+            ));
+        };
+        self.refuse_from_command(state, request, "approve a profile proposal")?;
+        let person = &self.identity.principal;
+        let tools = self.own_tools()?;
+        let placeholder = warrant_kernel::Reply::Applied {
+            revision: revision + 1,
+            profile_digest: String::new(),
+        };
+        let checked = self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
+            Ok(ring.check_reply(state, request, person, &placeholder))
+        })?;
+        if let Err(e) = checked {
+            if matches!(e, warrant_kernel::AskError::Expired { .. }) {
+                // Records the expiry (and ends the proposal's run), as any late reply does.
+                self.reply(state, request, placeholder)?;
+            }
+            return Err(HostError::bad_input(&e));
+        }
+        let actor = format!("{}@{}", person.actor, person.tenant);
+        let applied = warrant_oap::proposal::apply_approved(
+            &self.agent_profiles(),
+            &warrant_oap::proposal::Target {
+                name: profile,
+                revision: *revision,
+                digest,
+                spec_digest,
+            },
+            operations,
+            &warrant_oap::proposal::ApprovedBy {
+                actor: &actor,
+                session,
+                now: None,
+            },
+        );
+        let applied = match applied {
+            Ok(a) => a,
+            Err(e) => {
+                let detail = format!("[{}] {e}", e.code());
+                let via = crate::origin::via_from(self.front);
+                self.with_ring(&tools, &warrant_kernel::Silent, |ring| {
+                    ring.record_refused_proposal(state, request, person, via.as_str(), detail)
+                        .map_err(|e| HostError::failed(&e))
+                })?;
+                self.deliver();
+                return Err(host_error(&e));
+            }
+        };
+        self.reply(
+            state,
+            request,
+            warrant_kernel::Reply::Applied {
+                revision: applied.to_revision,
+                profile_digest: applied.profile_digest,
+            },
+        )?;
+        Ok(crate::requests::Replied {
+            request: request.clone(),
+            run: state.run.clone(),
+            reply: "approved",
+            by: person.actor.clone(),
+        })
     }
 
     fn deltas_dir(&self) -> PathBuf {
@@ -459,7 +632,13 @@ impl Host {
             return;
         }
         let proposals = warrant_oap::delta::proposals(&doc);
-        match self.queue_proposals(&pin.name, pin.revision, &session.id, &proposals) {
+        let target = ProposedFor {
+            profile: pin.name.clone(),
+            revision: pin.revision,
+            digest: pin.profile_digest.clone(),
+            spec_digest: pin.spec_digest.clone(),
+        };
+        match self.raise_proposals(&target, &session.id, &proposals) {
             Ok(q) => told(Some(path), None, q, None),
             Err(e) => told(Some(path), None, Vec::new(), Some(e.to_string())),
         }
@@ -515,4 +694,42 @@ impl Host {
             now,
         }))
     }
+}
+
+/// The proposal an ask carries, as listed (the request's own fields filled in by the caller).
+fn pending_of(ask: &warrant_kernel::Ask) -> Option<PendingProposal> {
+    let warrant_kernel::Ask::Proposal {
+        profile,
+        revision,
+        operations,
+        diff,
+        rationale,
+        risk,
+        risk_raised,
+        session,
+        ..
+    } = ask
+    else {
+        return None;
+    };
+    let first = operations.first();
+    Some(PendingProposal {
+        id: String::new(),
+        status: "open",
+        run: String::new(),
+        profile: profile.clone(),
+        revision: *revision,
+        session: session.clone(),
+        proposal: Proposal {
+            path: first.map(|o| o.path.clone()).unwrap_or_default(),
+            op: first.map(|o| o.op.clone()).unwrap_or_default(),
+            value: first.and_then(|o| o.value.clone()),
+            rationale: rationale.clone(),
+            risk: risk.clone(),
+            risk_raised: *risk_raised,
+        },
+        diff: diff.clone(),
+        asked_of: Vec::new(),
+        expires_at: None,
+    })
 }

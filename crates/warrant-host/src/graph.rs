@@ -1615,7 +1615,8 @@ impl Host {
                     Reply::Declined { reason } => (None, reason, true),
                     Reply::SecretProvided { .. }
                     | Reply::Connected { .. }
-                    | Reply::Accepted { .. } => (None, String::new(), false),
+                    | Reply::Accepted { .. }
+                    | Reply::Applied { .. } => (None, String::new(), false),
                 };
                 journal.answers.insert(
                     call_id,

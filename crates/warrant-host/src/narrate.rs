@@ -265,7 +265,9 @@ impl Narrator {
                 ..
             } => {
                 let hint = self.words.next(match ask {
-                    warrant_kernel::Ask::Question { .. } | warrant_kernel::Ask::Elicitation { .. } => {
+                    warrant_kernel::Ask::Question { .. }
+                    | warrant_kernel::Ask::Elicitation { .. }
+                    | warrant_kernel::Ask::Proposal { .. } => {
                         Next::Answer { request: request_id }
                     }
                     warrant_kernel::Ask::Secret { .. } => Next::Provide { request: request_id },
@@ -303,6 +305,10 @@ impl Narrator {
                     warrant_kernel::Reply::Declined { reason } => format!(": {reason}"),
                     warrant_kernel::Reply::SecretProvided { handle } => format!(" ({handle})"),
                     warrant_kernel::Reply::Connected { check } => format!(": {check}"),
+                    warrant_kernel::Reply::Applied {
+                        revision,
+                        profile_digest,
+                    } => format!(": revision {revision} ({profile_digest})"),
                     // The values stay in the journal; the narration names the fields.
                     warrant_kernel::Reply::Accepted { content } => format!(
                         ": {}",

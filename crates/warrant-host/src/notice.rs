@@ -46,6 +46,12 @@ pub enum Notice {
         queued: Vec<String>,
         error: Option<String>,
     },
+    /// Proposal files queued in `dir` before proposals became requests: not requests, and
+    /// nothing applies them; they were not migrated.
+    LegacyProposals {
+        dir: std::path::PathBuf,
+        files: usize,
+    },
 }
 
 /// Where notices go: the front end's sink for them.

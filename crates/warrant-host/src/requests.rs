@@ -143,6 +143,22 @@ impl Host {
         text: Option<String>,
     ) -> Result<Replied> {
         let (mut state, ask) = self.ask_of(request)?;
+        if let Ask::Proposal { profile, .. } = &ask.ask {
+            let approves = match (option, text.as_deref().map(str::trim)) {
+                (Some(n), _) => n == 1,
+                (None, Some(t)) => t.eq_ignore_ascii_case("approve"),
+                (None, None) => false,
+            };
+            if !approves {
+                return Err(HostError::usage(
+                    "W-REQUEST-002",
+                    format!(
+                        "request {request} proposes a change to agent profile `{profile}`: it is approved with --text approve (or --option 1), or declined with a reason"
+                    ),
+                ));
+            }
+            return self.approve_proposal(&mut state, request, &ask);
+        }
         let reply = match (option, text) {
             (Some(n), _) => {
                 let chosen = match &ask.ask {
@@ -151,7 +167,10 @@ impl Host {
                         .and_then(|i| i.checked_sub(1))
                         .and_then(|i| options.get(i))
                         .cloned(),
-                    Ask::Secret { .. } | Ask::Resource { .. } | Ask::Elicitation { .. } => None,
+                    Ask::Secret { .. }
+                    | Ask::Resource { .. }
+                    | Ask::Elicitation { .. }
+                    | Ask::Proposal { .. } => None,
                 };
                 Reply::Answered {
                     option: Some(n),
@@ -164,9 +183,10 @@ impl Host {
                     let content = self.elicited(&mut state, request, server, schema, &text)?;
                     Reply::Accepted { content }
                 }
-                Ask::Question { .. } | Ask::Secret { .. } | Ask::Resource { .. } => {
-                    Reply::Answered { option: None, text }
-                }
+                Ask::Question { .. }
+                | Ask::Secret { .. }
+                | Ask::Resource { .. }
+                | Ask::Proposal { .. } => Reply::Answered { option: None, text },
             },
             (None, None) => {
                 return Err(HostError::usage(
@@ -348,6 +368,13 @@ fn redacted(redactor: &warrant_secrets::Redactor, reply: Reply) -> Reply {
         Reply::SecretProvided { handle } => Reply::SecretProvided { handle },
         // Scanned before it was built: an answer holding a secret is refused, not redacted.
         Reply::Accepted { content } => Reply::Accepted { content },
+        Reply::Applied {
+            revision,
+            profile_digest,
+        } => Reply::Applied {
+            revision,
+            profile_digest,
+        },
     }
 }
 

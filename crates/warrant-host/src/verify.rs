@@ -69,6 +69,9 @@ pub struct CheckpointCheck {
     pub checkpoint: Option<Checkpoint>,
     pub code: Option<&'static str>,
     pub message: Option<String>,
+    /// What a person can do, worded by each front end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<crate::Hint>,
 }
 
 #[derive(Debug, Serialize)]
@@ -107,6 +110,7 @@ impl CheckpointCheck {
                 checkpoint,
                 code: None,
                 message: None,
+                hint: None,
             },
             Err(e) => Self {
                 path,
@@ -114,6 +118,7 @@ impl CheckpointCheck {
                 checkpoint: None,
                 code: Some(e.code()),
                 message: Some(e.to_string()),
+                hint: e.hint(),
             },
         }
     }

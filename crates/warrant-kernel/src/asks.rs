@@ -37,6 +37,16 @@ impl ResourceKind {
     }
 }
 
+/// One JSON-pointer operation a proposal would make to an agent profile (OAP §6:
+/// `add|replace|remove` under `/metadata` or `/spec`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProfileChange {
+    pub op: String,
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+}
+
 /// What the agent asks of a person.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -69,6 +79,29 @@ pub enum Ask {
         message: String,
         schema: Value,
     },
+    /// A change to an agent profile's `metadata` or `spec` that a session's state delta
+    /// proposed (OAP §6): never applied without a person. It targets the profile at
+    /// `revision` with digest `digest` (a profile changed since is refused at approval);
+    /// `risk` is Warrant's (`high` for anything widening tools, permissions, memory or
+    /// subagents, whatever the delta declared); `diff` is the change in words, before and
+    /// after. Raised in a run of its own that ends with the reply.
+    Proposal {
+        profile: String,
+        revision: u64,
+        digest: String,
+        /// The spec digest then: a later revision that changed only learned state (the same
+        /// spec digest) still takes the proposal.
+        spec_digest: String,
+        operations: Vec<ProfileChange>,
+        diff: Vec<String>,
+        rationale: String,
+        risk: String,
+        /// The delta declared a lower risk than Warrant assigned.
+        #[serde(default)]
+        risk_raised: bool,
+        /// The session (run) whose delta proposed it.
+        session: String,
+    },
 }
 
 /// The kinds of request, for expiry and listings.
@@ -79,6 +112,7 @@ pub enum AskKind {
     Secret,
     Resource,
     Elicitation,
+    Proposal,
 }
 
 impl AskKind {
@@ -88,6 +122,7 @@ impl AskKind {
             Self::Secret => "secret",
             Self::Resource => "resource",
             Self::Elicitation => "elicitation",
+            Self::Proposal => "proposal",
         }
     }
 }
@@ -99,6 +134,7 @@ impl Ask {
             Self::Secret { .. } => AskKind::Secret,
             Self::Resource { .. } => AskKind::Resource,
             Self::Elicitation { .. } => AskKind::Elicitation,
+            Self::Proposal { .. } => AskKind::Proposal,
         }
     }
 
@@ -144,6 +180,20 @@ impl Ask {
                     }
                 )
             }
+            Self::Proposal {
+                profile,
+                revision,
+                operations,
+                risk,
+                ..
+            } => format!(
+                "change agent profile `{profile}` (revision {revision}, {risk} risk): {}",
+                operations
+                    .iter()
+                    .map(|o| format!("{} {}", o.op, o.path))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         }
     }
 
@@ -166,6 +216,22 @@ impl Ask {
                         .into_iter()
                         .map(|f| format!("field {f}")),
                 );
+                out
+            }
+            Self::Proposal {
+                digest,
+                diff,
+                rationale,
+                risk_raised,
+                session,
+                ..
+            } => {
+                let mut out = vec![format!("profile digest {digest}")];
+                if *risk_raised {
+                    out.push("risk raised by Warrant over what the delta declared".to_owned());
+                }
+                out.push(format!("why ({session}): {rationale}"));
+                out.extend(diff.iter().cloned());
                 out
             }
             Self::Question { .. } | Self::Secret { .. } | Self::Resource { .. } => Vec::new(),
@@ -202,7 +268,7 @@ impl RequestTtls {
 
     pub fn for_kind(&self, kind: AskKind) -> u64 {
         match kind {
-            AskKind::Question | AskKind::Elicitation => self.question_ms,
+            AskKind::Question | AskKind::Elicitation | AskKind::Proposal => self.question_ms,
             AskKind::Secret => self.secret_ms,
             AskKind::Resource => self.resource_ms,
         }
@@ -231,6 +297,12 @@ pub enum Reply {
     Accepted {
         content: Value,
     },
+    /// A person approved a proposal and Warrant applied it: the profile's new revision and
+    /// digest.
+    Applied {
+        revision: u64,
+        profile_digest: String,
+    },
     Declined {
         reason: String,
     },
@@ -243,6 +315,7 @@ impl Reply {
             Self::SecretProvided { .. } => "secret provided",
             Self::Connected { .. } => "connected",
             Self::Accepted { .. } => "accepted",
+            Self::Applied { .. } => "approved",
             Self::Declined { .. } => "declined",
         }
     }
@@ -257,6 +330,12 @@ pub trait SecretSource: Send + Sync + std::fmt::Debug {
     /// The value of the secret `name`, or why it cannot be had (with its error code).
     fn value(&self, name: &str) -> Result<String, (String, String)>;
 }
+
+/// The client a proposal's call is received from (the profile applicator, not the agent).
+pub const PROPOSAL_CLIENT: &str = "oap";
+
+/// The name a proposal's call is recorded under; no tool of that name is ever offered.
+pub const PROPOSAL_TOOL: &str = "profile_proposal";
 
 /// The handle the model sees for a secret named `name`.
 pub fn secret_handle(name: &str) -> String {
@@ -310,6 +389,13 @@ pub fn result_for_model(ask: &AskState) -> Option<(bool, Value)> {
             ),
             // Only an elicitation is accepted, and it never reaches here.
             Reply::Accepted { .. } => (false, json!({"request": ask.id})),
+            Reply::Applied {
+                revision,
+                profile_digest,
+            } => (
+                true,
+                json!({"request": ask.id, "applied": revision, "profile_digest": profile_digest, "approved_by": by.actor}),
+            ),
             Reply::Declined { reason } => (
                 false,
                 json!({"request": ask.id, "declined": reason, "declined_by": by.actor}),
@@ -335,7 +421,7 @@ pub fn asked_of(principal: &Principal, kind: AskKind) -> Vec<String> {
     let mut out = vec![format!("user:{person}")];
     out.extend(principal.teams.iter().map(|t| format!("team:{t}")));
     let admins = match kind {
-        AskKind::Secret | AskKind::Resource => true,
+        AskKind::Secret | AskKind::Resource | AskKind::Proposal => true,
         AskKind::Question | AskKind::Elicitation => principal.teams.is_empty(),
     };
     if admins {
@@ -356,6 +442,8 @@ pub fn asked_of_with(rules: &ApprovalRules, principal: &Principal, kind: AskKind
         AskKind::Question | AskKind::Elicitation => RiskClass::Read,
         AskKind::Secret => RiskClass::Secret,
         AskKind::Resource => RiskClass::External,
+        // A profile's spec bounds what every later run under it may do.
+        AskKind::Proposal => RiskClass::Change,
     };
     let routed = rules.asked_of(principal, risk);
     let mut out = vec![format!("user:{}", crate::authority::requester(principal))];
@@ -363,7 +451,11 @@ pub fn asked_of_with(rules: &ApprovalRules, principal: &Principal, kind: AskKind
         Some(team) => out.push(format!("team:{team}")),
         None => out.push("admins".to_owned()),
     }
-    if matches!(kind, AskKind::Secret | AskKind::Resource) && !out.iter().any(|w| w == "admins") {
+    if matches!(
+        kind,
+        AskKind::Secret | AskKind::Resource | AskKind::Proposal
+    ) && !out.iter().any(|w| w == "admins")
+    {
         out.push("admins".to_owned());
     }
     out
@@ -442,7 +534,7 @@ impl Coded for AskError {
                 AskKind::Question => Hint::AnswerQuestion,
                 AskKind::Secret => Hint::ProvideSecret,
                 AskKind::Resource => Hint::ConnectResource,
-                AskKind::Elicitation => Hint::AnswerQuestion,
+                AskKind::Elicitation | AskKind::Proposal => Hint::AnswerQuestion,
             }),
             Self::Expired { run, .. } => Some(Hint::Resume { run: run.clone() }),
             Self::NotAnAsk(_) => Some(Hint::ApproveOrDeny),
@@ -461,6 +553,7 @@ fn asked_for(kind: &AskKind) -> &'static str {
         AskKind::Secret => "a secret",
         AskKind::Resource => "a resource",
         AskKind::Elicitation => "an answer to the requested fields",
+        AskKind::Proposal => "approval of a profile change (answer `approve`) or a decline",
     }
 }
 
@@ -477,6 +570,22 @@ impl Ring<'_> {
         let Some(call) = state.call(call_id).cloned() else {
             return Ok(None);
         };
+        // A proposal's run has no agent: its one call is the proposal, waiting for a person.
+        if let Some(open) = state
+            .asks
+            .values()
+            .find(|a| a.call_id == call_id && a.ask.kind() == AskKind::Proposal)
+            .cloned()
+        {
+            if open.reply.is_some() || open.expired.is_some() {
+                return Ok(Some(CallStep::Done));
+            }
+            if self.clock.now() >= open.expires_at {
+                self.expire(state, &open.id)?;
+                return Ok(Some(CallStep::Done));
+            }
+            return Ok(Some(CallStep::Parked(open.id)));
+        }
         let Some(tool) = tools.get(&call.record.tool) else {
             return Ok(None);
         };
@@ -574,18 +683,99 @@ impl Ring<'_> {
         let Some(ask) = state.asks.get(request).cloned() else {
             return Err(KernelError::UnknownRequest(request.to_string()));
         };
+        let mut events = vec![RunEvent::RequestExpired {
+            call_id: ask.call_id,
+            request_id: request.clone(),
+            expires_at: ask.expires_at,
+        }];
+        let mut status = state.parked.is_some().then_some(RunStatus::Queued);
+        // A proposal's run exists for its request alone: it ends with it.
+        if ask.ask.kind() == AskKind::Proposal {
+            events.push(RunEvent::RunEnded {
+                outcome: crate::events::Outcome::Failed {
+                    code: "W-REQUEST-003".to_owned(),
+                    message: format!(
+                        "nobody answered the proposal before {}",
+                        ask.expires_at.rfc3339()
+                    ),
+                },
+            });
+            status = Some(RunStatus::Failed);
+        }
         self.append(
             state,
-            vec![RunEvent::RequestExpired {
-                call_id: ask.call_id,
-                request_id: request.clone(),
-                expires_at: ask.expires_at,
-            }],
-            state.parked.is_some().then_some(RunStatus::Queued),
+            events,
+            status,
             vec![RequestUpdate::Answered {
                 id: request.clone(),
             }],
         )
+    }
+
+    /// Raises a proposal to change an agent profile (`ask` must be [`Ask::Proposal`]) in
+    /// `state`, a run started for it alone: the proposal is the run's one call, received from
+    /// the profile applicator (not a call of the agent's: it passes no policy, since raising
+    /// it changes nothing), its request routed like the others (the run's person, their
+    /// teams, the administrators), and the run parked until a person replies. The reply ends
+    /// the run.
+    pub fn raise_proposal(&self, state: &mut RunState, ask: Ask) -> Result<RequestId, KernelError> {
+        if ask.kind() != AskKind::Proposal || !state.calls.is_empty() {
+            return Err(KernelError::Inconsistent {
+                run: state.run.to_string(),
+                message: "a proposal is raised as the only call of a run of its own".to_owned(),
+            });
+        }
+        let call = crate::events::CallRecord {
+            id: "proposal".to_owned(),
+            tool: PROPOSAL_TOOL.to_owned(),
+            args: serde_json::to_value(&ask).unwrap_or(Value::Null),
+        };
+        let request = self.ids.request_id();
+        let now = self.clock.now();
+        let ttl = state.settings.requests.for_kind(ask.kind());
+        let expires_at = Timestamp::from_millis(
+            now.millis()
+                .saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX)),
+        )
+        .unwrap_or(now);
+        let asked_of = asked_of_with(&self.rules(), &state.principal, ask.kind());
+        let summary = crate::RequestSummary::Asked(crate::AskedSummary {
+            kind: ask.kind().as_str().to_owned(),
+            run: state.run.clone(),
+            call: call.id.clone(),
+            tool: call.tool.clone(),
+            title: ask.title(),
+            ask: ask.clone(),
+            requested_by: state.principal.actor.clone(),
+            asked_of: asked_of.clone(),
+            expires_at: expires_at.rfc3339(),
+        })
+        .to_value();
+        self.append(
+            state,
+            vec![
+                RunEvent::CallReceived {
+                    client: PROPOSAL_CLIENT.to_owned(),
+                    call: call.clone(),
+                },
+                RunEvent::RequestRaised {
+                    call_id: call.id,
+                    request_id: request.clone(),
+                    ask,
+                    expires_at,
+                    asked_of,
+                },
+                RunEvent::RunParked {
+                    request_id: request.clone(),
+                },
+            ],
+            Some(RunStatus::Parked),
+            vec![RequestUpdate::Open {
+                id: request.clone(),
+                summary,
+            }],
+        )?;
+        Ok(request)
     }
 
     /// Records a person's reply to a request the agent raised. The person is the principal
@@ -599,6 +789,71 @@ impl Ring<'_> {
         via: &str,
         reply: Reply,
     ) -> Result<(), AskError> {
+        let ask = match self.check_reply(state, request, person, &reply) {
+            Err(AskError::Expired { .. }) | Ok(_) => {
+                // The expiry is recorded below when it is due; everything else was checked.
+                state.asks.get(request).cloned().ok_or_else(|| {
+                    AskError::from(KernelError::UnknownRequest(request.to_string()))
+                })?
+            }
+            Err(e) => return Err(e),
+        };
+        let expired = || AskError::Expired {
+            id: request.to_string(),
+            at: ask.expires_at.rfc3339(),
+            run: state.run.clone(),
+        };
+        if ask.expired.is_some() {
+            return Err(expired());
+        }
+        if self.clock.now() >= ask.expires_at {
+            let err = expired();
+            self.expire(state, request)?;
+            return Err(err);
+        }
+        let by = Approver {
+            tenant: person.tenant.clone(),
+            actor: person.actor.clone(),
+            via: via.to_owned(),
+        };
+        let mut events = vec![RunEvent::RequestReplied {
+            call_id: ask.call_id.clone(),
+            request_id: request.clone(),
+            by,
+            reply,
+        }];
+        let mut status = state.parked.is_some().then_some(RunStatus::Queued);
+        // A proposal's run exists for its request alone: the reply ends it, in the same append,
+        // so no worker ever takes it up to drive.
+        if ask.ask.kind() == AskKind::Proposal {
+            events.push(RunEvent::RunEnded {
+                outcome: crate::events::Outcome::Completed,
+            });
+            status = Some(RunStatus::Completed);
+        }
+        self.append(
+            state,
+            events,
+            status,
+            vec![RequestUpdate::Answered {
+                id: request.clone(),
+            }],
+        )?;
+        Ok(())
+    }
+
+    /// Whether `person` may record `reply` to `request` now, without recording anything: an
+    /// agent may not, the request must be open, not expired, of the run that has not ended,
+    /// put to this person (with an identity directory), and the reply of the kind asked. A
+    /// front end checks before it acts on a reply (applying an approved proposal), so that
+    /// what it did is then recorded.
+    pub fn check_reply(
+        &self,
+        state: &RunState,
+        request: &RequestId,
+        person: &Principal,
+        reply: &Reply,
+    ) -> Result<AskState, AskError> {
         if person.kind == PrincipalKind::Agent {
             return Err(AskError::AgentCannotAnswer {
                 actor: person.actor.clone(),
@@ -628,15 +883,10 @@ impl Ring<'_> {
             at: ask.expires_at.rfc3339(),
             run: state.run.clone(),
         };
-        if ask.expired.is_some() {
+        if ask.expired.is_some() || self.clock.now() >= ask.expires_at {
             return Err(expired());
         }
-        if self.clock.now() >= ask.expires_at {
-            let err = expired();
-            self.expire(state, request)?;
-            return Err(err);
-        }
-        check_fits(&ask, &reply)?;
+        check_fits(&ask, reply)?;
         // With an identity directory, only those the request was put to may answer it.
         let rules = self.rules();
         if let Some(dir) = &rules.directory
@@ -649,25 +899,7 @@ impl Ring<'_> {
                 asked_of: ask.asked_of.join(", "),
             });
         }
-        let by = Approver {
-            tenant: person.tenant.clone(),
-            actor: person.actor.clone(),
-            via: via.to_owned(),
-        };
-        self.append(
-            state,
-            vec![RunEvent::RequestReplied {
-                call_id: ask.call_id.clone(),
-                request_id: request.clone(),
-                by,
-                reply,
-            }],
-            state.parked.is_some().then_some(RunStatus::Queued),
-            vec![RequestUpdate::Answered {
-                id: request.clone(),
-            }],
-        )?;
-        Ok(())
+        Ok(ask)
     }
 }
 
@@ -731,6 +963,7 @@ fn check_fits(ask: &AskState, reply: &Reply) -> Result<(), AskError> {
             }
         }
         (Ask::Resource { .. }, Reply::Connected { .. }) => Ok(()),
+        (Ask::Proposal { .. }, Reply::Applied { .. }) => Ok(()),
         (Ask::Elicitation { schema, .. }, Reply::Accepted { content }) => {
             match crate::elicit::accept(schema, content) {
                 Ok(checked) if checked == *content => Ok(()),
@@ -747,19 +980,38 @@ fn check_fits(ask: &AskState, reply: &Reply) -> Result<(), AskError> {
         }
         (
             Ask::Question { .. },
-            Reply::SecretProvided { .. } | Reply::Connected { .. } | Reply::Accepted { .. },
+            Reply::SecretProvided { .. }
+            | Reply::Connected { .. }
+            | Reply::Accepted { .. }
+            | Reply::Applied { .. },
         )
         | (
             Ask::Secret { .. },
-            Reply::Answered { .. } | Reply::Connected { .. } | Reply::Accepted { .. },
+            Reply::Answered { .. }
+            | Reply::Connected { .. }
+            | Reply::Accepted { .. }
+            | Reply::Applied { .. },
         )
         | (
             Ask::Resource { .. },
-            Reply::Answered { .. } | Reply::SecretProvided { .. } | Reply::Accepted { .. },
+            Reply::Answered { .. }
+            | Reply::SecretProvided { .. }
+            | Reply::Accepted { .. }
+            | Reply::Applied { .. },
         )
         | (
             Ask::Elicitation { .. },
-            Reply::Answered { .. } | Reply::SecretProvided { .. } | Reply::Connected { .. },
+            Reply::Answered { .. }
+            | Reply::SecretProvided { .. }
+            | Reply::Connected { .. }
+            | Reply::Applied { .. },
+        )
+        | (
+            Ask::Proposal { .. },
+            Reply::Answered { .. }
+            | Reply::SecretProvided { .. }
+            | Reply::Connected { .. }
+            | Reply::Accepted { .. },
         ) => Err(wrong()),
     }
 }
@@ -806,6 +1058,26 @@ mod tests {
             url: Some("http://x".into()),
             command: None,
         });
+        let proposal = state(Ask::Proposal {
+            profile: "reviewer".into(),
+            revision: 3,
+            digest: "sha256:0".into(),
+            spec_digest: "sha256:1".into(),
+            operations: vec![ProfileChange {
+                op: "replace".into(),
+                path: "/spec/tools/allow".into(),
+                value: Some(json!(["read", "shell"])),
+            }],
+            diff: vec![],
+            rationale: "denied twice".into(),
+            risk: "high".into(),
+            risk_raised: false,
+            session: "run-1".into(),
+        });
+        let applied = Reply::Applied {
+            revision: 4,
+            profile_digest: "sha256:2".into(),
+        };
         let answered = |option: Option<u32>, text: &str| Reply::Answered {
             option,
             text: text.into(),
@@ -835,6 +1107,13 @@ mod tests {
             (&secret, declined("ask ops"), None),
             (&resource, declined("no"), None),
             (&resource, declined("  "), Some("W-REQUEST-002")),
+            (&proposal, applied.clone(), None),
+            (&proposal, declined("not this tool"), None),
+            (&proposal, answered(None, "approve"), Some("W-REQUEST-001")),
+            (&proposal, provided("secret:TOKEN"), Some("W-REQUEST-001")),
+            (&question, applied.clone(), Some("W-REQUEST-001")),
+            (&secret, applied.clone(), Some("W-REQUEST-001")),
+            (&resource, applied, Some("W-REQUEST-001")),
         ];
         for (ask, reply, expected) in table {
             assert_eq!(code(ask, &reply), expected, "{:?} / {reply:?}", ask.ask);
@@ -863,6 +1142,15 @@ mod tests {
                 "team:web".to_owned(),
                 "admins".to_owned()
             ]
+        );
+        assert_eq!(
+            asked_of(&p, AskKind::Proposal),
+            vec![
+                "user:alice".to_owned(),
+                "team:web".to_owned(),
+                "admins".to_owned()
+            ],
+            "a change to a profile also goes to the administrators"
         );
         p.teams.clear();
         p.on_behalf_of = None;

@@ -105,6 +105,9 @@ pub enum RejectReason {
     /// The answer to an MCP server's elicitation holds what the secret scanner takes for a
     /// secret: a server may not ask for one in a form, so it is never sent.
     SecretInAnswer,
+    /// An approved proposal to change an agent profile could not be applied: the profile
+    /// changed since it was proposed (or the change no longer applies); nothing was written.
+    StaleProposal,
 }
 
 impl RejectReason {
@@ -123,6 +126,7 @@ impl RejectReason {
             Self::Unauthenticated => "unauthenticated",
             Self::FromCommand => "from_command",
             Self::SecretInAnswer => "secret_in_answer",
+            Self::StaleProposal => "stale_proposal",
         }
     }
 
@@ -142,7 +146,8 @@ impl RejectReason {
             | Self::Unsigned
             | Self::Unauthenticated
             | Self::FromCommand
-            | Self::SecretInAnswer => false,
+            | Self::SecretInAnswer
+            | Self::StaleProposal => false,
         }
     }
 }

@@ -108,6 +108,7 @@ impl Coded for KernelError {
                 crate::authority::RejectReason::Unauthenticated => "W-APPROVAL-025",
                 crate::authority::RejectReason::FromCommand => "W-APPROVAL-026",
                 crate::authority::RejectReason::SecretInAnswer => "W-MCP-015",
+                crate::authority::RejectReason::StaleProposal => "W-OAP-011",
                 crate::authority::RejectReason::NotEligible
                 | crate::authority::RejectReason::Forged
                 | crate::authority::RejectReason::OtherRun
@@ -132,8 +133,8 @@ impl Coded for KernelError {
             Self::NotInDoubt { run, .. } => {
                 warrant_core::RunId::parse(run).map(|run| Hint::ShowRun { run })
             }
-            Self::Journal { .. }
-            | Self::Encode(_)
+            Self::Journal { error, .. } => error.hint(),
+            Self::Encode(_)
             | Self::NewerEvent { .. }
             | Self::BadEvent { .. }
             | Self::AlreadyAnswered { .. }

@@ -21,7 +21,9 @@ pub mod state;
 pub mod summary;
 pub mod tool;
 
-pub use asks::{Ask, AskError, AskKind, AskState, Reply, RequestTtls, ResourceKind, SecretSource};
+pub use asks::{
+    Ask, AskError, AskKind, AskState, ProfileChange, Reply, RequestTtls, ResourceKind, SecretSource,
+};
 pub use authority::{ApprovalRules, Governed};
 pub use authorized::Authorized;
 pub use confidential::{Confidential, InTheClear};

@@ -79,6 +79,15 @@ pub enum OapError {
         current: u64,
     },
     #[error(
+        "the proposal was made for `{name}` at revision {target}; the profile is at revision {current} and {why}; nothing was written (a stale proposal is refused, never applied blind: decline it, and a later run proposes again from the current profile)"
+    )]
+    StaleProposal {
+        name: String,
+        target: u64,
+        current: u64,
+        why: String,
+    },
+    #[error(
         "the delta's target.digest {pinned} is not the profile's digest {actual}; nothing was written"
     )]
     Digest { pinned: String, actual: String },
@@ -140,7 +149,7 @@ impl OapError {
             Self::Depth { .. } => "W-OAP-008",
             Self::Pin { .. } => "W-OAP-009",
             Self::Required { .. } => "W-OAP-010",
-            Self::Conflict { .. } => "W-OAP-011",
+            Self::Conflict { .. } | Self::StaleProposal { .. } => "W-OAP-011",
             Self::Digest { .. } => "W-OAP-012",
             Self::Writeback { .. } => "W-OAP-013",
             Self::Apply { .. } => "W-OAP-014",
@@ -174,6 +183,7 @@ impl OapError {
             | Self::Pin { .. }
             | Self::Required { .. }
             | Self::Digest { .. }
+            | Self::StaleProposal { .. }
             | Self::Apply { .. }
             | Self::Write { .. }
             | Self::Changed { .. }

@@ -15,6 +15,7 @@ pub mod diff;
 mod error;
 pub mod generate;
 pub mod pin;
+pub mod proposal;
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};

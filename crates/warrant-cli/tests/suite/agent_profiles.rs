@@ -789,6 +789,11 @@ fn a_run_emits_its_state_delta_and_routes_proposals_to_a_person() {
         "--json",
     ]);
     assert_eq!(applied["to_revision"], 4, "{applied}");
+    assert_eq!(
+        applied["queued"],
+        json!([queued[0]["id"]]),
+        "a proposal already raised as a request is not raised again"
+    );
     let shown = sb.json(&["profiles", "show", "asker", "--json"]);
     assert_eq!(
         shown["tools"]["run_command"], "deny",
@@ -813,6 +818,245 @@ fn a_run_emits_its_state_delta_and_routes_proposals_to_a_person() {
             .join(format!(".warrant/agent-deltas/{id}.delta.json"))
             .exists()
     );
+}
+
+/// Issue 18's "proposals routed to a person as requests" from the binary: a run that ends
+/// under a profile whose allowlist denied a tool raises the proposal to allow it as a request
+/// of its own (kind `proposal`, high risk, the profile's revision and digest, the change in
+/// words), listed with the other requests. A person approves it with `requests answer`: the
+/// applicator writes the new revision atomically with the approver in its history, and the
+/// request records the reply. A decline changes nothing; a proposal whose profile's spec
+/// changed since is refused with the stale code and nothing is written; and a process a run
+/// started cannot approve one (with the origin check switched off, the control, it could).
+#[test]
+fn a_proposal_is_a_request_a_person_approves_declines_or_finds_stale() {
+    let sb = Sandbox::init();
+    sb.write("notes.txt", "n");
+    let profile = |name: &str, instructions: &str, revision: u32| {
+        sb.write(
+            &format!(".agents/{name}.agent.yaml"),
+            &format!(
+                "oap: \"1.0\"\nkind: AgentProfile\nmetadata:\n  name: {name}\n  description: Learns.\n  revision: {revision}\nspec:\n  role:\n    instructions: {instructions}\n  tools:\n    allow: [read]\n  permissions:\n    default: allow\n  lifecycle:\n    writeback: propose\n"
+            ),
+        )
+    };
+    let model = sb.transcript(
+        "version: 1\nturns:\n  - calls:\n      - tool: run_command\n        args: { argv: [\"ls\"] }\n  - say: done\n",
+    );
+    // Runs under `name` and returns the proposal it raised.
+    let propose = |name: &str| -> Value {
+        let out = sb.run(&[
+            "run",
+            "--prompt",
+            "never",
+            "--profile",
+            name,
+            "--model",
+            &model,
+            "list",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("raised as requests for a person"),
+            "{}",
+            stderr(&out)
+        );
+        let open = sb.json(&["profiles", "proposals", "--json"]);
+        let mine: Vec<&Value> = open
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["profile"] == name)
+            .collect();
+        assert_eq!(mine.len(), 1, "{open}");
+        mine[0].clone()
+    };
+    let file = profile("asker", "You read notes.", 3);
+    let p = propose("asker");
+    let id = p["id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("req-"), "{p}");
+    assert_eq!(p["risk"], "high");
+    assert_eq!(p["status"], "open");
+    assert_eq!(p["revision"], 3);
+    assert_eq!(p["path"], "/spec/tools/allow");
+    assert_eq!(p["value"], json!(["read", "shell"]));
+    assert_eq!(
+        p["diff"],
+        json!([
+            "replace /spec/tools/allow",
+            "- [\"read\"]",
+            "+ [\"read\",\"shell\"]"
+        ])
+    );
+    // One of the requests, routed like the others.
+    let listed = sb.json(&["requests", "list", "--json"]);
+    let row = listed["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id.as_str())
+        .unwrap_or_else(|| panic!("{listed}"))
+        .clone();
+    assert_eq!(row["kind"], "proposal");
+    assert!(row["asked_of"].to_string().contains("admins"), "{row}");
+    let shown = sb.json(&["requests", "show", &id, "--json"]);
+    assert_eq!(shown["ask"]["type"], "proposal", "{shown}");
+    assert_eq!(shown["ask"]["profile"], "asker");
+    assert!(
+        shown["ask"]["digest"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:"),
+        "{shown}"
+    );
+    assert_eq!(
+        shown["ask"]["operations"],
+        json!([{"op": "replace", "path": "/spec/tools/allow", "value": ["read", "shell"]}])
+    );
+    let text = stdout(&sb.run(&["requests", "show", &id]));
+    assert!(text.contains("+ [\"read\",\"shell\"]"), "{text}");
+    // Not an answer a proposal takes.
+    let out = sb.run(&["requests", "answer", &id, "--text", "sure"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("W-REQUEST-002"), "{}", stderr(&out));
+    // A run's command cannot approve it: refused, recorded, the profile untouched.
+    let before = std::fs::read(&file).unwrap();
+    let out = sb
+        .std_cmd(&["requests", "answer", &id, "--text", "approve"])
+        .env("WARRANT_COMMAND", "run-x")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("W-APPROVAL-026"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    let proposal_run = shown["run"].as_str().unwrap().to_owned();
+    let events = sb.json(&["runs", "show", &proposal_run, "--json"]);
+    assert!(
+        events["events"].to_string().contains("from_command"),
+        "the attempt is in the proposal's run: {events}"
+    );
+    // The delta's state applied first (a state-only revision): the proposal still applies.
+    let run_id = sb.last_run().0;
+    let delta = sb
+        .ws
+        .join(format!(".warrant/agent-deltas/{run_id}.delta.json"));
+    let applied = sb.json(&[
+        "profiles",
+        "apply",
+        delta.to_str().unwrap(),
+        "--approve",
+        "--json",
+    ]);
+    assert_eq!(applied["to_revision"], 4, "{applied}");
+    // A person approves: applied atomically as a new revision, with who approved.
+    let replied = sb.json(&["requests", "answer", &id, "--text", "approve", "--json"]);
+    assert_eq!(replied["reply"], "approved", "{replied}");
+    let profile_now = sb.json(&["profiles", "show", "asker", "--json"]);
+    assert_eq!(profile_now["revision"], 5, "{profile_now}");
+    assert_eq!(
+        profile_now["tools"]["run_command"], "allow",
+        "{profile_now}"
+    );
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.contains("approved_by"), "{written}");
+    assert!(
+        written.contains("proposal approved: replace /spec/tools/allow"),
+        "{written}"
+    );
+    let leftovers: Vec<String> = std::fs::read_dir(sb.ws.join(".agents"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".agent.yaml") && !n.ends_with(".lock"))
+        .collect();
+    assert_eq!(leftovers, Vec::<String>::new(), "no temporary file is left");
+    let shown = sb.json(&["requests", "show", &id, "--json"]);
+    assert_eq!(shown["status"], "approved", "{shown}");
+    assert_eq!(shown["reply"]["reply"]["revision"], 5, "{shown}");
+    // Answered once.
+    let out = sb.run(&["requests", "answer", &id, "--text", "approve"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("W-REQUEST-004"), "{}", stderr(&out));
+    let verified = sb.run(&["audit", "verify"]);
+    assert_eq!(verified.status.code(), Some(0), "{}", stderr(&verified));
+    // Declined: recorded, nothing written.
+    let file = profile("decliner", "You read notes.", 1);
+    let p = propose("decliner");
+    let before = std::fs::read(&file).unwrap();
+    let out = sb.json(&[
+        "requests",
+        "decline",
+        p["id"].as_str().unwrap(),
+        "--reason",
+        "not this tool",
+        "--json",
+    ]);
+    assert_eq!(out["reply"], "declined");
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    let all = sb.json(&["profiles", "proposals", "--all", "--json"]);
+    assert!(
+        all.as_array()
+            .unwrap()
+            .iter()
+            .any(|q| q["id"] == p["id"] && q["status"] == "answered"),
+        "{all}"
+    );
+    // Stale: the spec changed (a new revision) since it was proposed; refused, unchanged.
+    profile("stale", "You read notes.", 2);
+    let p = propose("stale");
+    let file = profile("stale", "You read notes and nothing else.", 3);
+    let before = std::fs::read(&file).unwrap();
+    let out = sb.run(&[
+        "requests",
+        "answer",
+        p["id"].as_str().unwrap(),
+        "--text",
+        "approve",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("W-OAP-011"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    let still = sb.json(&["requests", "show", p["id"].as_str().unwrap(), "--json"]);
+    assert_eq!(
+        still["status"], "open",
+        "it stays open, to be declined: {still}"
+    );
+    // The control: with the origin check off, a run's command could have approved.
+    let file = profile("control", "You read notes.", 1);
+    let p = propose("control");
+    let out = sb
+        .std_cmd(&[
+            "requests",
+            "answer",
+            p["id"].as_str().unwrap(),
+            "--text",
+            "approve",
+        ])
+        .env("WARRANT_COMMAND", "run-x")
+        .env("WARRANT_TEST_DISABLE", "origin")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("revision: 2")
+    );
+}
+
+/// Proposal files queued before proposals became requests are not migrated, and
+/// `profiles proposals` says they are there.
+#[test]
+fn old_proposal_files_are_reported_not_migrated() {
+    let sb = Sandbox::init();
+    sb.write(".warrant/agent-proposals/old-r1-x-0.json", "{}");
+    let out = sb.run(&["profiles", "proposals"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("1 proposal file(s)") && stderr(&out).contains("not migrated"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).contains("no proposals waiting"));
 }
 
 /// A profile with `spec.memory` set to `memory` (YAML, indented under `memory:`).

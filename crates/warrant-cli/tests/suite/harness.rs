@@ -181,10 +181,21 @@ impl Sandbox {
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
-    /// The last run's id and its events.
+    /// The last run's id and its events. A run raised only to hold a proposal to change an
+    /// agent profile (started after the run whose delta proposed it) is not counted.
     pub fn last_run(&self) -> (String, Vec<Value>) {
         let runs = self.json(&["runs", "list", "--json"]);
-        let run = runs["runs"].as_array().unwrap().last().unwrap()["run"]
+        let run = runs["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rfind(|r| {
+                !r["task"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with("a person reviews a proposal")
+            })
+            .unwrap()["run"]
             .as_str()
             .unwrap()
             .to_owned();

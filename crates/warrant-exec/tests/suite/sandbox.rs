@@ -357,7 +357,7 @@ fn required_enforcement_refuses_when_a_mechanism_is_unavailable() {
     let argv = ["sh", "-c", "touch ran"];
     let err = run_in(&ws, on(), Some(Mechanism::Landlock), &argv).unwrap_err();
     assert_eq!(err.code(), "W-EXEC-021");
-    insta::assert_snapshot!(err.to_string(), @r#"the sandbox for `sh` could not be applied, so it was not run: Landlock could not be applied (unavailable on this kernel (simulated by the plan)) and the profile requires it; `warrant doctor` shows what this machine provides; to accept less, set enforcement = "best_effort" in the profile's [sandbox], or use a profile with unconfined = true (every command then waits for a person)"#);
+    insta::assert_snapshot!(err.to_string(), @r#"the sandbox for `sh` could not be applied, so it was not run: Landlock could not be applied (unavailable on this kernel (simulated by the plan)) and the profile requires it; to accept less, set enforcement = "best_effort" in the profile's [sandbox], or use a profile with unconfined = true (every command then waits for a person)"#);
     assert!(!Path::new(&marker).exists());
 
     // Negative control: best effort runs it, and says Landlock was not in force.
@@ -747,7 +747,7 @@ fn egress_needs_the_namespace_or_is_refused() {
     };
     let err = run(Some(Mechanism::NetworkNamespace)).unwrap_err();
     assert_eq!(err.code(), "W-EXEC-021");
-    insta::assert_snapshot!(err.to_string(), @r#"the sandbox for `true` could not be applied, so it was not run: a network namespace could not be applied (unavailable on this kernel (simulated by the plan)) and the profile requires it; `warrant doctor` shows what this machine provides; to accept less, set enforcement = "best_effort" in the profile's [sandbox], or use a profile with unconfined = true (every command then waits for a person)"#);
+    insta::assert_snapshot!(err.to_string(), @r#"the sandbox for `true` could not be applied, so it was not run: a network namespace could not be applied (unavailable on this kernel (simulated by the plan)) and the profile requires it; to accept less, set enforcement = "best_effort" in the profile's [sandbox], or use a profile with unconfined = true (every command then waits for a person)"#);
     // Control: with the namespace available the same profile runs.
     assert_eq!(run(None).unwrap().exit_code, Some(0));
 }

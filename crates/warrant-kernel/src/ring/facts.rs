@@ -544,6 +544,15 @@ pub(crate) fn facts_of(
                     }
                     facts.reasons = named;
                 }
+                crate::asks::Reply::Applied {
+                    revision,
+                    profile_digest,
+                } => {
+                    facts.decision = Some(Decision::Allow);
+                    facts.reasons = vec![format!(
+                        "profile applied: revision {revision}, {profile_digest}"
+                    )];
+                }
                 crate::asks::Reply::Answered { .. } | crate::asks::Reply::Connected { .. } => {}
             }
         }

@@ -160,6 +160,31 @@ impl Ring<'_> {
         )
     }
 
+    /// Records that `who` approved a proposal to change an agent profile that could not be
+    /// applied (`detail`: the applicator's refusal, with its code); nothing was written and
+    /// the request stays open, to be declined.
+    pub fn record_refused_proposal(
+        &self,
+        state: &mut RunState,
+        request: &RequestId,
+        who: &Principal,
+        via: &str,
+        detail: String,
+    ) -> Result<(), KernelError> {
+        let approver = Approver {
+            tenant: who.tenant.clone(),
+            actor: who.actor.clone(),
+            via: via.to_owned(),
+        };
+        self.record_rejection(
+            state,
+            request,
+            RejectReason::StaleProposal,
+            detail,
+            approver,
+        )
+    }
+
     /// Records a refused answer; the request stays as it was.
     pub(super) fn record_rejection(
         &self,

@@ -183,31 +183,34 @@ pub fn applied(v: &AppliedView) -> String {
         );
     }
     if !v.queued.is_empty() {
-        s.push_str("  proposals are never applied: a person edits the profile if they agree\n");
+        s.push_str("  proposals are never applied on their own: each is a request a person approves (`warrant requests answer REQ --text approve`) or declines\n");
     }
     finish(s)
 }
 
-/// `profiles proposals`.
+/// `profiles proposals`: each request with its change in words.
 pub fn proposals(all: &[PendingProposal]) -> String {
     if all.is_empty() {
         return "no proposals waiting".to_owned();
     }
-    let lines: Vec<String> = all
-        .iter()
-        .map(|p| {
-            format!(
-                "{} {} risk: {} {} on {} r{} — {}",
-                p.id,
-                p.proposal.risk,
-                p.proposal.op,
-                p.proposal.path,
-                p.profile,
-                p.revision,
-                p.proposal.rationale
-            )
-        })
-        .collect();
+    let mut lines: Vec<String> = Vec::new();
+    for p in all {
+        lines.push(format!(
+            "{} ({}) {} risk: {} {} on {} r{} — {}",
+            p.id,
+            p.status,
+            p.proposal.risk,
+            p.proposal.op,
+            p.proposal.path,
+            p.profile,
+            p.revision,
+            p.proposal.rationale
+        ));
+        lines.extend(p.diff.iter().map(|d| format!("    {d}")));
+    }
+    lines.push(
+        "approve one with `warrant requests answer REQ --text approve`, or decline it with `warrant requests decline REQ --reason TEXT`".to_owned(),
+    );
     lines.join("\n")
 }
 

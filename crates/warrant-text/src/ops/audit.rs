@@ -33,10 +33,11 @@ pub fn verified(v: &Verified) -> Vec<String> {
         match &c.checkpoint {
             None => {}
             Some(cp) if !cp.ok => out.push(format!(
-                "BROKEN   {}: [{}] {}",
+                "BROKEN   {}: [{}] {}{}",
                 cp.path,
                 cp.code.unwrap_or(""),
-                cp.message.as_deref().unwrap_or("")
+                cp.message.as_deref().unwrap_or(""),
+                cp.hint.as_ref().map(super::hint).unwrap_or_default()
             )),
             Some(cp) => out.push(match &cp.checkpoint {
                 Some(at) => format!(
@@ -106,8 +107,13 @@ fn journal(j: &JournalReport) -> Vec<String> {
     )];
     for p in &j.problems {
         out.push(format!(
-            "         {} event {}: {} [{}]: {}",
-            p.run, p.seq, p.what, p.code, p.message
+            "         {} event {}: {} [{}]: {}{}",
+            p.run,
+            p.seq,
+            p.what,
+            p.code,
+            p.message,
+            p.hint.as_ref().map(super::hint).unwrap_or_default()
         ));
     }
     out

@@ -48,6 +48,25 @@ pub fn hint(hint: &Hint) -> String {
             "; make a new one with `warrant approvals keygen --force`".to_owned()
         }
         Hint::EnrollApproverKey => ", then `warrant approvals keygen` enrolls your key again".to_owned(),
+        Hint::VerifyTrail => " (`warrant audit verify` checks the whole trail)".to_owned(),
+        Hint::VerifyAsTampering => {
+            "; run `warrant audit verify` and treat it as tampering".to_owned()
+        }
+        Hint::VerifySinkCopy => ". Run `warrant audit verify` on it".to_owned(),
+        Hint::VerifyStore => ". Check the store with `warrant audit verify`".to_owned(),
+        Hint::VerifyBothCopies => ". Run `warrant audit verify` on both files".to_owned(),
+        Hint::Verify => ". Run `warrant audit verify`".to_owned(),
+        Hint::RestoreCopy => {
+            ": to restore the copy, move it and its checkpoint aside and run `warrant audit flush`"
+                .to_owned()
+        }
+        Hint::VerifyCopy => {
+            " and check the copy against the store with `warrant audit verify`".to_owned()
+        }
+        Hint::WriteCheckpoint => {
+            ". Run `warrant audit flush` to write one, and find out who removed it".to_owned()
+        }
+        Hint::SandboxSupport => "; `warrant doctor` shows what this machine provides".to_owned(),
     }
 }
 
@@ -107,6 +126,10 @@ pub fn notice(notice: Notice) -> Option<String> {
             ),
             (None, None, _) => return None,
         },
+        Notice::LegacyProposals { dir, files } => format!(
+            "warning: {files} proposal file(s) in {} are from before proposals became requests: they are not requests, nothing applies them and they were not migrated; review them, then remove the directory",
+            dir.display()
+        ),
         Notice::BaselineGaps { gaps } => {
             let listed: Vec<String> = gaps
                 .iter()
@@ -121,13 +144,14 @@ pub fn notice(notice: Notice) -> Option<String> {
     })
 }
 
-/// The proposals a profile's state delta queued for a person, as the tail of its notice.
+/// The proposals a profile's state delta raised as requests for a person, as the tail of its
+/// notice.
 fn proposals(queued: &[String]) -> String {
     if queued.is_empty() {
         String::new()
     } else {
         format!(
-            "; {} proposal(s) for a person: `warrant profiles proposals` ({})",
+            "; {} proposal(s) raised as requests for a person ({}): `warrant requests answer REQ --text approve` | `warrant requests decline REQ --reason TEXT`",
             queued.len(),
             queued.join(", ")
         )
@@ -139,6 +163,55 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
+
+    /// The audit trail's errors name no command (any front end words what to do); the
+    /// terminal's words joined to them read exactly as the messages did when they named it.
+    #[test]
+    fn audit_errors_name_no_command_and_the_terminal_words_them_as_before() {
+        use warrant_core::Coded as _;
+        let path = std::path::PathBuf::from("/c/audit.jsonl");
+        let cases: Vec<(String, Option<Hint>, &str)> = vec![
+            {
+                let e = warrant_audit::BindingError::Edited {
+                    run: "run-1".into(),
+                    seq: 4,
+                    detail: "d".into(),
+                };
+                (
+                    e.to_string(),
+                    e.hint(),
+                    "event 4 of run run-1 was edited after it was signed: d. Warrant does not act on this run; restore the store from a backup or start a new run (`warrant audit verify` checks the whole trail)",
+                )
+            },
+            {
+                let e = warrant_audit::CheckpointError::Missing {
+                    path: path.clone(),
+                    records: 3,
+                };
+                (
+                    e.to_string(),
+                    e.hint(),
+                    "the copy holds 3 records but has no checkpoint at /c/audit.jsonl; records removed from its end could not be seen. Run `warrant audit flush` to write one, and find out who removed it",
+                )
+            },
+            {
+                let e = warrant_audit::AuditError::SinkCorrupt {
+                    path,
+                    reason: "r".into(),
+                };
+                (
+                    e.to_string(),
+                    e.hint(),
+                    "the last record of the sink file /c/audit.jsonl cannot be read (r); nothing was appended. Run `warrant audit verify` on it",
+                )
+            },
+        ];
+        for (message, h, before) in cases {
+            assert!(!message.contains("warrant "), "{message}");
+            let words = h.as_ref().map(hint).unwrap_or_default();
+            assert_eq!(format!("{message}{words}"), before);
+        }
+    }
 
     #[test]
     fn a_profile_delta_names_its_queued_proposals_or_says_nothing_without_a_file() {
@@ -156,7 +229,7 @@ mod tests {
         );
         assert_eq!(
             notice(delta(Some("/d/x.json"), None, &["p1", "p2"])),
-            Some("profile `reviewer`: run-1 left a state delta for a person (`warrant profiles apply /d/x.json --approve`); 2 proposal(s) for a person: `warrant profiles proposals` (p1, p2)".to_owned())
+            Some("profile `reviewer`: run-1 left a state delta for a person (`warrant profiles apply /d/x.json --approve`); 2 proposal(s) raised as requests for a person (p1, p2): `warrant requests answer REQ --text approve` | `warrant requests decline REQ --reason TEXT`".to_owned())
         );
         assert_eq!(notice(delta(None, None, &["p1"])), None);
     }
