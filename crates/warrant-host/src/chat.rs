@@ -165,10 +165,7 @@ impl Host {
                     env: &env,
                     model: model.as_ref(),
                     ttl: drive::LEASE_TTL,
-                    backpressure: &install::OutboxBound {
-                        inst: &self.inst,
-                        ring,
-                    },
+                    backpressure: &install::OutboxBound::new(&self.inst, ring),
                 };
                 let exit = driver.run(&mut state, lease, prompter);
                 self.deliver();

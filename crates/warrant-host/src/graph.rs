@@ -1130,10 +1130,7 @@ impl GraphDrive<'_> {
                 env: self.env,
                 model: self.model,
                 ttl: drive::LEASE_TTL,
-                backpressure: &install::OutboxBound {
-                    inst: &self.host.inst,
-                    ring: self.ring,
-                },
+                backpressure: &install::OutboxBound::new(&self.host.inst, self.ring),
             };
             let exit = driver.run(state, lease, prompter);
             self.host.deliver();

@@ -278,10 +278,7 @@ impl<'a> Parts<'a> {
             env: self.env,
             model,
             ttl,
-            backpressure: &install::OutboxBound {
-                inst: &self.host.inst,
-                ring: self.ring,
-            },
+            backpressure: &install::OutboxBound::new(&self.host.inst, self.ring),
         };
         let exit = driver.run(state, lease, prompter);
         if exit.is_ok() {

@@ -21,7 +21,10 @@ pub use redact::{
     CUT_SECRET_RULE, KNOWN_SECRET_RULE, MIN_CUT_LEN, MIN_KNOWN_SECRET_LEN, Redaction, Redactor,
     cut_spans,
 };
-pub use rules::{Allowlist, Condition, MAX_EXTEND_DEPTH, RegexTarget, Rule, RuleSet, RulesError};
+pub use rules::{
+    Allowlist, Condition, MAX_EXTEND_DEPTH, RegexTarget, Rule, RuleSet, RulesError,
+    translate_default_rules,
+};
 pub use scan::{
     ALLOW_COMMENT, Finding, RULES_UNAVAILABLE_RULE, RuleGroup, ScanOptions, Scanner,
     shannon_entropy,
@@ -29,3 +32,9 @@ pub use scan::{
 
 /// gitleaks' default configuration (v8.30.1, MIT; the licence is in the file's header).
 pub const DEFAULT_RULES: &str = include_str!("../rules/gitleaks-8.30.1.toml");
+
+/// [`DEFAULT_RULES`] parsed and translated to Rust regex syntax ([`RuleSet`] as JSON), which is
+/// what a process loads. Generated from the TOML by the test
+/// `translated_default_rules_are_current` (`WARRANT_REGENERATE=1` rewrites it), which fails
+/// whenever the two differ.
+pub const DEFAULT_RULES_TRANSLATED: &str = include_str!("../rules/gitleaks-8.30.1.rules.json");

@@ -554,11 +554,22 @@ impl<D: Dialect> Store<D> {
         events: Vec<EventDraft>,
         sealer: &dyn Sealer,
         now: Timestamp,
+        locked_head: Option<ChainHead>,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let mut stored = Vec::with_capacity(events.len());
         let part = partition_of(run.as_str(), partitions);
-        let mut head = Self::part_head(tx, part as i64)?;
+        // The partition's head, locked by this transaction (read with the run's row when the
+        // caller already did).
+        let mut head = match locked_head {
+            Some(head) => head,
+            None => Self::part_head(tx, part as i64)?,
+        };
         let batch_end = head.seq + events.len() as u64;
+        // Sealed one after another (each record names the hash of the one before), then
+        // written with one multi-row statement per table: a batch costs two statements, not two
+        // per event (each a round trip to a PostgreSQL server).
+        let mut event_rows = Vec::with_capacity(events.len() * EVENT_INSERT_COLUMNS);
+        let mut audit_rows = Vec::with_capacity(events.len() * AUDIT_INSERT_COLUMNS);
         for (i, draft) in events.into_iter().enumerate() {
             let event = StoredEvent {
                 run: run.clone(),
@@ -568,18 +579,15 @@ impl<D: Dialect> Store<D> {
                 recorded_at: now,
                 payload: draft.payload,
             };
-            tx.execute(
-                "INSERT INTO events (run_id, seq, kind, version, recorded_at, payload, tenant) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                &vals![
-                    run.as_str(),
-                    event.seq,
-                    event.kind.as_str(),
-                    i64::from(event.version),
-                    now.millis(),
-                    event.payload.to_string(),
-                    tenant,
-                ],
-            )?;
+            event_rows.extend(vals![
+                run.as_str(),
+                event.seq,
+                event.kind.as_str(),
+                i64::from(event.version),
+                now.millis(),
+                event.payload.to_string(),
+                tenant,
+            ]);
             let record = sealer
                 .seal_in(part, &head, &event, &draft.audit, batch_end)
                 .map_err(StoreError::Seal)?;
@@ -590,32 +598,41 @@ impl<D: Dialect> Store<D> {
                 )));
             }
             let ix = AuditIndex::of(&record.line);
-            tx.execute(
-                "INSERT INTO audit (seq, record_id, hash, line, at, run_id, actor, on_behalf_of, event, verb, resource, decision, tenant, part, pos) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-                &vals![
-                    record.seq,
-                    record.id,
-                    &record.hash,
-                    record.line,
-                    ix.at,
-                    ix.run,
-                    ix.actor,
-                    ix.on_behalf_of,
-                    ix.event,
-                    ix.verb,
-                    ix.resource,
-                    ix.decision,
-                    tenant,
-                    part,
-                    (partitions == 1).then_some(record.seq as i64),
-                ],
-            )?;
+            audit_rows.extend(vals![
+                record.seq,
+                record.id,
+                &record.hash,
+                record.line,
+                ix.at,
+                ix.run,
+                ix.actor,
+                ix.on_behalf_of,
+                ix.event,
+                ix.verb,
+                ix.resource,
+                ix.decision,
+                tenant,
+                part,
+                (partitions == 1).then_some(record.seq as i64),
+            ]);
             head = ChainHead {
                 seq: record.seq,
                 hash: record.hash,
             };
             stored.push(event);
         }
+        insert_rows(
+            tx,
+            "INSERT INTO events (run_id, seq, kind, version, recorded_at, payload, tenant) VALUES ",
+            EVENT_INSERT_COLUMNS,
+            &event_rows,
+        )?;
+        insert_rows(
+            tx,
+            "INSERT INTO audit (seq, record_id, hash, line, at, run_id, actor, on_behalf_of, event, verb, resource, decision, tenant, part, pos) VALUES ",
+            AUDIT_INSERT_COLUMNS,
+            &audit_rows,
+        )?;
         tx.execute(
             "UPDATE audit_partitions SET seq = ?2, hash = ?3 WHERE part = ?1",
             &vals![part, head.seq, head.hash],
@@ -827,6 +844,7 @@ impl<D: Dialect> EventStore for Store<D> {
             events,
             sealer,
             now,
+            None,
         )?;
         tx.commit()?;
         Ok(stored)
@@ -844,18 +862,46 @@ impl<D: Dialect> EventStore for Store<D> {
         let now = self.clock.now();
         let mut tx = self.begin(TxKind::Chain)?;
         let partitions = self.partitions_in(&mut tx)?;
-        // The row lock (where the dialect has one) orders this append against a concurrent
-        // lease: a new lease commits either before (and this append is fenced) or after it.
-        let (current, token, tenant, actor) = tx
-            .row(
-                &format!(
-                    "SELECT events, lease_token, tenant, actor FROM runs WHERE run_id = ?1{}",
-                    D::FOR_UPDATE
-                ),
-                &vals![run.as_str()],
-                |r| Ok((r.u64(0)?, r.u64(1)?, r.text(2)?, r.text(3)?)),
-            )?
-            .ok_or_else(|| StoreError::UnknownRun(run.to_string()))?;
+        let part = partition_of(run.as_str(), partitions);
+        // The row locks (where the dialect has them) order this append against a concurrent
+        // lease (a new lease commits either before, and this append is fenced, or after it)
+        // and against other appends to the partition; the run's row and the partition's head
+        // are read and locked by one statement.
+        let locked = tx.row(
+            &format!(
+                "SELECT r.events, r.lease_token, r.tenant, r.actor, p.seq, p.hash FROM runs r, audit_partitions p WHERE r.run_id = ?1 AND p.part = ?2{}",
+                D::FOR_UPDATE
+            ),
+            &vals![run.as_str(), part as i64],
+            |r| {
+                Ok((
+                    (r.u64(0)?, r.u64(1)?, r.text(2)?, r.text(3)?),
+                    ChainHead {
+                        seq: r.u64(4)?,
+                        hash: r.text(5)?,
+                    },
+                ))
+            },
+        )?;
+        let ((current, token, tenant, actor), head) = match locked {
+            Some(found) => found,
+            None => {
+                // Which of the two rows is missing, for the error.
+                if tx
+                    .row(
+                        "SELECT 1 FROM runs WHERE run_id = ?1",
+                        &vals![run.as_str()],
+                        |r| r.int(0),
+                    )?
+                    .is_none()
+                {
+                    return Err(StoreError::UnknownRun(run.to_string()));
+                }
+                return Err(tx
+                    .dialect
+                    .bad_row(format!("audit partition {part} has no head row")));
+            }
+        };
         if let Some(presented) = fence
             && presented != token
         {
@@ -900,6 +946,7 @@ impl<D: Dialect> EventStore for Store<D> {
             events,
             sealer,
             now,
+            Some(head),
         )?;
         // A run that ends lets go of its lease in the same transaction: nobody may lease an
         // ended run, and the driver's release after it then writes nothing (no commit to wait for).
@@ -1165,6 +1212,48 @@ impl<D: Dialect> EventStore for Store<D> {
     }
 }
 
+/// Columns of one event row as [`Store::insert_events`] writes it.
+const EVENT_INSERT_COLUMNS: usize = 7;
+/// Columns of one audit row as [`Store::insert_events`] writes it.
+const AUDIT_INSERT_COLUMNS: usize = 15;
+/// Rows per multi-row statement: far under SQLite's and PostgreSQL's parameter limits.
+const ROWS_PER_STATEMENT: usize = 64;
+
+/// `(?1, ?2, …), (…)`: the VALUES list of `rows` rows of `columns` numbered placeholders.
+fn values_list(columns: usize, rows: usize) -> String {
+    let mut out = String::with_capacity(rows * columns * 5);
+    for r in 0..rows {
+        if r > 0 {
+            out.push_str(", ");
+        }
+        out.push('(');
+        for c in 0..columns {
+            if c > 0 {
+                out.push_str(", ");
+            }
+            out.push('?');
+            out.push_str(&(r * columns + c + 1).to_string());
+        }
+        out.push(')');
+    }
+    out
+}
+
+/// `insert` (ending in `VALUES `) with `values`, `columns` per row, in as few statements as
+/// [`ROWS_PER_STATEMENT`] allows.
+fn insert_rows<D: Dialect>(
+    tx: &mut Tx<'_, D>,
+    insert: &str,
+    columns: usize,
+    values: &[Val],
+) -> Result<(), StoreError> {
+    for chunk in values.chunks(columns * ROWS_PER_STATEMENT) {
+        let sql = format!("{insert}{}", values_list(columns, chunk.len() / columns));
+        tx.execute(&sql, chunk)?;
+    }
+    Ok(())
+}
+
 impl<D: Dialect> AuditOutbox for Store<D> {
     fn audit_records(&self, after: u64, limit: usize) -> Result<Vec<SealedRecord>, StoreError> {
         self.single()?.rows(
@@ -1247,6 +1336,9 @@ impl<D: Dialect> AuditOutbox for Store<D> {
             .unwrap_or(0) as u64;
         let from = last + 1;
         let mut pos = last;
+        // Each record's place in the whole trail, written back with its line: one statement
+        // per ROWS_PER_STATEMENT records, not one per record.
+        let mut placed = Vec::with_capacity(fresh.len() * 4);
         for (part, seq, hash, line) in fresh {
             let Some(anchored) = heads.get(&part) else {
                 return Err(tx.dialect.bad_row(format!(
@@ -1262,11 +1354,29 @@ impl<D: Dialect> AuditOutbox for Store<D> {
                 )));
             }
             pos += 1;
-            tx.execute(
-                "UPDATE audit SET pos = ?3, line = ?4 WHERE part = ?1 AND seq = ?2",
-                &vals![part, seq, pos, with_pos(&line, pos)],
-            )?;
+            placed.extend(vals![part, seq, pos, with_pos(&line, pos)]);
             heads.insert(part, (seq, hash));
+        }
+        for chunk in placed.chunks(4 * ROWS_PER_STATEMENT) {
+            let rows = (0..chunk.len() / 4)
+                .map(|r| {
+                    let n = r * 4;
+                    format!(
+                        "(CAST(?{} AS BIGINT), CAST(?{} AS BIGINT), CAST(?{} AS BIGINT), ?{})",
+                        n + 1,
+                        n + 2,
+                        n + 3,
+                        n + 4
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            tx.execute(
+                &format!(
+                    "UPDATE audit SET pos = v.column3, line = v.column4 FROM (VALUES {rows}) AS v WHERE audit.part = v.column1 AND audit.seq = v.column2"
+                ),
+                chunk,
+            )?;
         }
         pos += 1;
         let head = Self::part_head(&mut tx, ANCHOR_PART)?;
@@ -1316,7 +1426,13 @@ impl<D: Dialect> AuditOutbox for Store<D> {
 
 #[cfg(test)]
 mod tests {
-    use super::numbered_dollars;
+    use super::{numbered_dollars, values_list};
+
+    #[test]
+    fn a_values_list_numbers_every_placeholder_once_row_by_row() {
+        assert_eq!(values_list(2, 1), "(?1, ?2)");
+        assert_eq!(values_list(3, 2), "(?1, ?2, ?3), (?4, ?5, ?6)");
+    }
 
     #[test]
     fn numbered_placeholders_become_dollars_and_nothing_else_changes() {

@@ -15,8 +15,7 @@ use super::probe::{probe_egress, probe_socket};
 use super::seccomp::{AF_INET, AF_INET6, AF_UNIX, apply_seccomp};
 use super::{
     BUILD_ID, FAILURE_PREFIX, Mechanism, NotApplied, PRINT_BUILD_ID, PROBE_EGRESS, PROBE_SOCKET,
-    PROXY_VARS, REPORT_PREFIX, SANDBOX_FAILED_EXIT, SandboxPlan, SandboxReport, VIEW_INIT,
-    mechanism_name,
+    PROXY_VARS, REPORT_PREFIX, SANDBOX_FAILED_EXIT, SandboxPlan, SandboxReport, mechanism_name,
 };
 use crate::error::ExecError;
 
@@ -84,6 +83,19 @@ impl Launcher {
         if !small.is_file() {
             return builtin(format!("no {SMALL_LAUNCHER} beside {}", program.display()));
         }
+        let small_choice = || {
+            (
+                Self {
+                    program: small.clone(),
+                    prefix_args: Vec::new(),
+                },
+                LauncherChoice::Small(small.clone()),
+            )
+        };
+        let remembered = remembered_build(&small);
+        if remembered.as_ref().is_some_and(|r| r.is_file()) {
+            return small_choice();
+        }
         let answer = Command::new(&small)
             .arg(PRINT_BUILD_ID)
             .env_clear()
@@ -101,13 +113,13 @@ impl Launcher {
                 small.display(),
                 String::from_utf8_lossy(&out.stdout).trim()
             )),
-            Ok(_) => (
-                Self {
-                    program: small.clone(),
-                    prefix_args: Vec::new(),
-                },
-                LauncherChoice::Small(small),
-            ),
+            Ok(_) => {
+                if let Some(r) = remembered {
+                    let _ = r.parent().map(std::fs::create_dir_all);
+                    let _ = std::fs::write(r, b"");
+                }
+                small_choice()
+            }
         }
     }
 
@@ -125,11 +137,37 @@ impl Launcher {
     }
 }
 
+/// Where [`Launcher::beside`] remembers that the small launcher at `small` answered this
+/// build's id: a file in the layers' state directory named for this build, this boot of the
+/// machine (`/proc/sys/kernel/random/boot_id`) and that very file (inode, size, modification
+/// and change times; replacing or rewriting the binary changes them), so the next process
+/// skips asking (a program start and wait on every `warrant` process that runs a command).
+/// Wrongly remembered it fails closed: a launcher of another build refuses the plan (exit
+/// 125, before anything runs). `None` where any part cannot be read.
+fn remembered_build(small: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let boot = boot.trim();
+    if boot.is_empty() || !boot.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        return None;
+    }
+    let meta = std::fs::metadata(small).ok()?;
+    let dir = crate::judged::layers_dir()?;
+    Some(dir.join(format!(
+        "launcher-{BUILD_ID}-{boot}-{}-{}-{}.{}-{}.{}",
+        meta.ino(),
+        meta.len(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    )))
+}
+
 /// The launcher: `args` is `<plan-json> -- <argv…>`. Applies the plan, reports on stderr, and
 /// `exec`s the target; returns (an exit status) only when it did not run the target.
 pub fn sandbox_main(args: &[String]) -> i32 {
     match args.first().map(String::as_str) {
-        Some(VIEW_INIT) => return view_init_main(args.get(1..).unwrap_or_default()),
         Some(PRINT_BUILD_ID) => {
             return match writeln!(std::io::stdout(), "{BUILD_ID}") {
                 Ok(()) => 0,
@@ -150,7 +188,7 @@ pub fn sandbox_main(args: &[String]) -> i32 {
         .get(..full.len().saturating_sub(args.len()))
         .unwrap_or_default()
         .to_vec();
-    let (plan_json, plan, argv) = match parse_args(args) {
+    let (plan, argv) = match parse_args(args) {
         Ok(parsed) => parsed,
         Err(message) => return fail(&message),
     };
@@ -184,30 +222,21 @@ pub fn sandbox_main(args: &[String]) -> i32 {
             }
             exec_target(&report, &argv, env)
         }
-        Ok(Next::HandOver) => hand_over(&prefix, &report, plan_json, &argv),
+        Ok(Next::HandOver) => hand_over(&prefix, report, &plan, &argv),
         Err(message) => fail(&message),
     }
 }
 
-fn view_init_main(args: &[String]) -> i32 {
+/// The first process of the command's PID namespace (forked by [`hand_over`]): builds the
+/// view, applies the mechanisms left, drops its capabilities, reports and `exec`s the target.
+fn view_init(
+    prefix: &[String],
+    mut report: SandboxReport,
+    plan: &SandboxPlan,
+    argv: &[String],
+) -> i32 {
     // Dies with the launcher that waits for it (a timeout's signal reaches the launcher first).
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
-    let Some((report_json, rest)) = args.split_first() else {
-        return fail("usage: __view-init <report-json> <plan-json> -- <argv…>");
-    };
-    let mut report: SandboxReport = match serde_json::from_str(report_json) {
-        Ok(r) => r,
-        Err(e) => return fail(&format!("unreadable sandbox report: {e}")),
-    };
-    let (_, plan, argv) = match parse_args(rest) {
-        Ok(parsed) => parsed,
-        Err(message) => return fail(&message),
-    };
-    let full: Vec<String> = std::env::args().skip(1).collect();
-    let prefix = full
-        .get(..full.len().saturating_sub(args.len() + 1))
-        .unwrap_or_default()
-        .to_vec();
     let cwd = match std::env::current_dir() {
         Ok(c) => c,
         Err(e) => return fail(&format!("cannot read the working directory: {e}")),
@@ -220,56 +249,78 @@ fn view_init_main(args: &[String]) -> i32 {
             Err(e) => return fail(&format!("cannot open the launcher for the forwarder: {e}")),
         }
     }
-    if let Err(message) = crate::view::build(&plan, plan.home.as_deref(), &cwd) {
+    if let Err(message) = crate::view::build(plan, plan.home.as_deref(), &cwd) {
         return fail(&format!(
             "the command's view could not be built ({message})"
         ));
     }
     let mut env = vec![("TMPDIR".to_owned(), "/tmp".to_owned())];
-    match apply(&plan, &prefix, &mut report, &mut env, Stage::Init) {
+    match apply(plan, prefix, &mut report, &mut env, Stage::Init) {
         Ok(_) => {}
         Err(message) => return fail(&message),
     }
     if let Err(message) = crate::view::drop_capabilities() {
         return fail(&message);
     }
-    exec_target(&report, &argv, env)
+    exec_target(&report, argv, env)
 }
 
-/// Start this program again as the PID namespace's first process, wait for it and leave as
-/// it did (the same exit status, or the same signal).
-fn hand_over(prefix: &[String], report: &SandboxReport, plan_json: &str, argv: &[String]) -> i32 {
-    let exe = match std::env::current_exe() {
-        Ok(exe) => exe,
-        Err(e) => return fail(&format!("cannot locate the launcher: {e}")),
-    };
-    let report_json = match serde_json::to_string(report) {
-        Ok(j) => j,
-        Err(e) => return fail(&format!("cannot encode the report: {e}")),
-    };
-    let status = Command::new(exe)
-        .args(prefix)
-        .arg(VIEW_INIT)
-        .arg(report_json)
-        .arg(plan_json)
-        .arg("--")
-        .args(argv)
-        .status();
-    match status {
-        Err(e) => fail(&format!("cannot start the command's first process: {e}")),
-        Ok(status) => {
-            use std::os::unix::process::ExitStatusExt;
-            if let Some(code) = status.code() {
-                return code;
-            }
-            let signal = status
-                .signal()
-                .unwrap_or(rustix::process::Signal::KILL.as_raw());
-            if let Some(sig) = rustix::process::Signal::from_named_raw(signal) {
-                let _ = rustix::process::kill_process(rustix::process::getpid(), sig);
-            }
-            128 + signal
+/// Fork the PID namespace's first process ([`view_init`]), wait for it and leave as it did
+/// (the same exit status, or the same signal). A fork, not a new `exec` of the launcher: the
+/// child already holds the plan, and skips a second program start (loading, linking, reading
+/// the plan again) on every command.
+fn hand_over(prefix: &[String], report: SandboxReport, plan: &SandboxPlan, argv: &[String]) -> i32 {
+    let child = match fork() {
+        Err(e) => return fail(&format!("cannot start the command's first process: {e}")),
+        Ok(None) => {
+            let code = view_init(prefix, report, plan, argv);
+            // Only when the target was not run: leave without running the parent's exit path
+            // twice (its buffers were flushed before the fork; stderr is unbuffered).
+            exit_now(code)
         }
+        Ok(Some(child)) => child,
+    };
+    let status = loop {
+        match rustix::process::waitpid(Some(child), rustix::process::WaitOptions::empty()) {
+            Ok(Some((_, status))) => break status,
+            Ok(None) => continue,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return fail(&format!("cannot wait for the command's first process: {e}")),
+        }
+    };
+    if let Some(code) = status.exit_status() {
+        return code;
+    }
+    let signal = status
+        .terminating_signal()
+        .unwrap_or(rustix::process::Signal::KILL.as_raw());
+    if let Some(sig) = rustix::process::Signal::from_named_raw(signal) {
+        let _ = rustix::process::kill_process(rustix::process::getpid(), sig);
+    }
+    128 + signal
+}
+
+/// `fork(2)`: `None` in the child, the child's pid in the parent.
+fn fork() -> std::io::Result<Option<rustix::process::Pid>> {
+    // SAFETY: called by the launcher while it is single-threaded (nothing before the hand-over
+    // starts a thread: the egress forwarder is a process, started later by the child), so the
+    // child inherits no lock another thread held; glibc's fork keeps its own state consistent.
+    #[allow(unsafe_code)]
+    let pid = unsafe { libc::fork() };
+    match pid {
+        -1 => Err(std::io::Error::last_os_error()),
+        0 => Ok(None),
+        pid => Ok(rustix::process::Pid::from_raw(pid)),
+    }
+}
+
+/// `_exit(2)` for a forked child that could not run its target: no exit handlers, no second
+/// flush of what the parent had buffered.
+fn exit_now(code: i32) -> ! {
+    // SAFETY: `_exit` takes no pointers and never returns.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::_exit(code)
     }
 }
 
@@ -305,7 +356,7 @@ fn fail(message: &str) -> i32 {
     SANDBOX_FAILED_EXIT
 }
 
-fn parse_args(args: &[String]) -> Result<(&str, SandboxPlan, Vec<String>), String> {
+fn parse_args(args: &[String]) -> Result<(SandboxPlan, Vec<String>), String> {
     let (plan_json, rest) = args
         .split_first()
         .ok_or_else(|| "usage: <plan-json> -- <argv…>".to_owned())?;
@@ -322,7 +373,7 @@ fn parse_args(args: &[String]) -> Result<(&str, SandboxPlan, Vec<String>), Strin
             plan.build
         ));
     }
-    Ok((plan_json, plan, argv))
+    Ok((plan, argv))
 }
 
 /// Which process applies a mechanism: the launcher itself, or (under a view) the first

@@ -57,11 +57,6 @@ pub const BUILD_ID: &str = env!("WARRANT_SANDBOX_BUILD_ID");
 /// Argument that makes the launcher print [`BUILD_ID`] and exit 0.
 pub const PRINT_BUILD_ID: &str = "__build-id";
 
-/// Argument that makes the launcher run as the first process of the command's PID namespace:
-/// `__view-init <report-json> <plan-json> -- <argv…>`. It builds the view, applies the
-/// mechanisms left, reports and `exec`s the target.
-pub const VIEW_INIT: &str = "__view-init";
-
 /// Argument that makes the launcher, run as a probe *target* inside a sandbox, try to open an
 /// AF_INET socket: exit 0 when it could, 3 when the kernel refused (EPERM/EACCES), 4 otherwise.
 pub const PROBE_SOCKET: &str = "__probe-socket";

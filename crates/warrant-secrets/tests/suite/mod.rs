@@ -3,3 +3,4 @@ mod format;
 mod layers;
 mod report;
 mod scan;
+mod translated;
