@@ -128,12 +128,13 @@ impl Ring<'_> {
         who: &Principal,
         detail: String,
     ) -> Result<(), KernelError> {
-        let approver = Approver {
-            tenant: who.tenant.clone(),
-            actor: who.actor.clone(),
-            via: "command".to_owned(),
-        };
-        self.record_rejection(state, request, RejectReason::FromCommand, detail, approver)
+        self.record_rejection(
+            state,
+            request,
+            RejectReason::FromCommand,
+            detail,
+            approver_of(who, "command"),
+        )
     }
 
     /// Records that `who`'s answer to an MCP server's elicitation was refused because it held
@@ -146,17 +147,12 @@ impl Ring<'_> {
         via: &str,
         detail: String,
     ) -> Result<(), KernelError> {
-        let approver = Approver {
-            tenant: who.tenant.clone(),
-            actor: who.actor.clone(),
-            via: via.to_owned(),
-        };
         self.record_rejection(
             state,
             request,
             RejectReason::SecretInAnswer,
             detail,
-            approver,
+            approver_of(who, via),
         )
     }
 
@@ -171,17 +167,12 @@ impl Ring<'_> {
         via: &str,
         detail: String,
     ) -> Result<(), KernelError> {
-        let approver = Approver {
-            tenant: who.tenant.clone(),
-            actor: who.actor.clone(),
-            via: via.to_owned(),
-        };
         self.record_rejection(
             state,
             request,
             RejectReason::StaleProposal,
             detail,
-            approver,
+            approver_of(who, via),
         )
     }
 
@@ -515,5 +506,14 @@ impl Ring<'_> {
             )?;
         }
         Ok(())
+    }
+}
+
+/// The approver a refused answer names: who answered, through which front end.
+fn approver_of(who: &Principal, via: &str) -> Approver {
+    Approver {
+        tenant: who.tenant.clone(),
+        actor: who.actor.clone(),
+        via: via.to_owned(),
     }
 }
