@@ -617,47 +617,8 @@ impl Ring<'_> {
                     return Ok(Some(CallStep::Done));
                 }
             };
-            let request = self.ids.request_id();
-            let now = self.clock.now();
-            let ttl = state.settings.requests.for_kind(ask.kind());
-            let expires_at = Timestamp::from_millis(
-                now.millis()
-                    .saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX)),
-            )
-            .unwrap_or(now);
-            let asked_of = asked_of_with(&self.rules(), &state.principal, ask.kind());
-            let summary = crate::RequestSummary::Asked(crate::AskedSummary {
-                kind: ask.kind().as_str().to_owned(),
-                run: state.run.clone(),
-                call: call_id.to_owned(),
-                tool: call.record.tool.clone(),
-                title: ask.title(),
-                ask: ask.clone(),
-                requested_by: state.principal.actor.clone(),
-                asked_of: asked_of.clone(),
-                expires_at: expires_at.rfc3339(),
-            })
-            .to_value();
-            self.append(
-                state,
-                vec![
-                    RunEvent::RequestRaised {
-                        call_id: call_id.to_owned(),
-                        request_id: request.clone(),
-                        ask,
-                        expires_at,
-                        asked_of,
-                    },
-                    RunEvent::RunParked {
-                        request_id: request.clone(),
-                    },
-                ],
-                Some(RunStatus::Parked),
-                vec![RequestUpdate::Open {
-                    id: request.clone(),
-                    summary,
-                }],
-            )?;
+            let request =
+                self.raise_and_park(state, Vec::new(), call_id, &call.record.tool, ask)?;
             return Ok(Some(CallStep::Parked(request)));
         };
         // Answered requests give the call its result when folded; only waiting ones reach here.
@@ -730,6 +691,24 @@ impl Ring<'_> {
             tool: PROPOSAL_TOOL.to_owned(),
             args: serde_json::to_value(&ask).unwrap_or(Value::Null),
         };
+        let lead = vec![RunEvent::CallReceived {
+            client: PROPOSAL_CLIENT.to_owned(),
+            call: call.clone(),
+        }];
+        self.raise_and_park(state, lead, &call.id, &call.tool, ask)
+    }
+
+    /// Raises `ask` for the call `call_id` (of `tool`) and parks the run until a person replies:
+    /// `lead`, then the raised request and the park, appended as one batch with the request's
+    /// index entry (routing and expiry from the run's settings and the approval rules).
+    fn raise_and_park(
+        &self,
+        state: &mut RunState,
+        lead: Vec<RunEvent>,
+        call_id: &str,
+        tool: &str,
+        ask: Ask,
+    ) -> Result<RequestId, KernelError> {
         let request = self.ids.request_id();
         let now = self.clock.now();
         let ttl = state.settings.requests.for_kind(ask.kind());
@@ -742,8 +721,8 @@ impl Ring<'_> {
         let summary = crate::RequestSummary::Asked(crate::AskedSummary {
             kind: ask.kind().as_str().to_owned(),
             run: state.run.clone(),
-            call: call.id.clone(),
-            tool: call.tool.clone(),
+            call: call_id.to_owned(),
+            tool: tool.to_owned(),
             title: ask.title(),
             ask: ask.clone(),
             requested_by: state.principal.actor.clone(),
@@ -751,24 +730,20 @@ impl Ring<'_> {
             expires_at: expires_at.rfc3339(),
         })
         .to_value();
+        let mut events = lead;
+        events.push(RunEvent::RequestRaised {
+            call_id: call_id.to_owned(),
+            request_id: request.clone(),
+            ask,
+            expires_at,
+            asked_of,
+        });
+        events.push(RunEvent::RunParked {
+            request_id: request.clone(),
+        });
         self.append(
             state,
-            vec![
-                RunEvent::CallReceived {
-                    client: PROPOSAL_CLIENT.to_owned(),
-                    call: call.clone(),
-                },
-                RunEvent::RequestRaised {
-                    call_id: call.id,
-                    request_id: request.clone(),
-                    ask,
-                    expires_at,
-                    asked_of,
-                },
-                RunEvent::RunParked {
-                    request_id: request.clone(),
-                },
-            ],
+            events,
             Some(RunStatus::Parked),
             vec![RequestUpdate::Open {
                 id: request.clone(),
