@@ -36,6 +36,23 @@ fn foreign_corrupt_truncated_and_newer_files_are_refused_untouched() {
     let err = SqliteStore::open(&cut, clock()).unwrap_err();
     assert!(matches!(err.code(), "W-STORE-002"), "{err}");
 
+    // SQLite with our version number but tables of our names that are not ours.
+    let foreign = dir.path().join("foreign.db");
+    {
+        let conn = rusqlite::Connection::open(&foreign).unwrap();
+        conn.execute_batch("CREATE TABLE runs (id INTEGER); INSERT INTO runs VALUES (7);")
+            .unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .unwrap();
+    }
+    let err = SqliteStore::open(&foreign, clock()).unwrap_err();
+    assert_eq!(err.code(), "W-STORE-002", "{err}");
+    let kept: i64 = rusqlite::Connection::open(&foreign)
+        .unwrap()
+        .query_row("SELECT id FROM runs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(kept, 7, "its rows are left as they were");
+
     // A store from a newer Warrant.
     let newer = dir.path().join("newer.db");
     drop(SqliteStore::create(&newer, clock()).unwrap());
