@@ -32,7 +32,7 @@ impl Layer {
     /// A fresh layer over `workspace` for a command of `run` (recorded in the layer's `owner`
     /// file, so a sweep can tell whether anything still needs it; see [`owned_by`]).
     pub fn create(workspace: &CanonicalPath, run: &str) -> Result<Self, ExecError> {
-        let base = state_dir().ok_or_else(|| ExecError::Io {
+        let base = layers_dir().ok_or_else(|| ExecError::Io {
             op: "find a place for the command's copy-on-write layer (no HOME or XDG_STATE_HOME)",
             path: workspace.clone(),
             message: "set HOME".to_owned(),
@@ -109,7 +109,7 @@ pub struct KeptLayer {
 /// The layers on disk made for commands in `workspace` (by their `owner` file; layers of other
 /// workspaces, and any without one, are not listed).
 pub fn owned_by(workspace: &CanonicalPath) -> Vec<KeptLayer> {
-    let Some(base) = state_dir() else {
+    let Some(base) = layers_dir() else {
         return Vec::new();
     };
     let Ok(entries) = std::fs::read_dir(&base) else {
@@ -135,7 +135,7 @@ pub fn owned_by(workspace: &CanonicalPath) -> Vec<KeptLayer> {
 /// layers directory is removed (a path read from a journal names nothing else); `false` when
 /// `dir` is not one.
 pub fn discard(dir: &Path) -> bool {
-    let is_layer = state_dir().is_some_and(|base| dir.parent() == Some(base.as_path()))
+    let is_layer = layers_dir().is_some_and(|base| dir.parent() == Some(base.as_path()))
         && dir
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with("layer-"));
@@ -188,7 +188,7 @@ pub fn cache_layers(
 /// Where the toolchain-cache layers of `workspace` live:
 /// `<state>/warrant/caches/<16 hex digits of the workspace path's SHA-256>`.
 pub fn cache_dir(workspace: &CanonicalPath) -> Option<PathBuf> {
-    let layers = state_dir()?;
+    let layers = layers_dir()?;
     let warrant = layers.parent()?;
     Some(
         warrant
@@ -205,18 +205,20 @@ fn short_digest(text: &str) -> String {
 
 /// Where layers live: `$XDG_STATE_HOME/warrant/layers`, else `~/.local/state/warrant/layers`.
 pub fn layers_dir() -> Option<PathBuf> {
-    state_dir()
+    state_dir().map(|s| s.join("layers"))
 }
 
-fn state_dir() -> Option<PathBuf> {
+/// Warrant's state directory for this user: `$XDG_STATE_HOME/warrant`, else
+/// `~/.local/state/warrant` (outside every workspace; a command's view hides the home).
+pub fn state_dir() -> Option<PathBuf> {
     let from = |var: &str| {
         std::env::var_os(var)
             .map(PathBuf::from)
             .filter(|p| p.is_absolute())
     };
     from("XDG_STATE_HOME")
-        .map(|s| s.join("warrant/layers"))
-        .or_else(|| from("HOME").map(|h| h.join(".local/state/warrant/layers")))
+        .map(|s| s.join("warrant"))
+        .or_else(|| from("HOME").map(|h| h.join(".local/state/warrant")))
 }
 
 /// What became of a contained command's changes; journaled with its result.

@@ -370,7 +370,7 @@ pub fn check(
     }
 
     // Policy: warnings of the loaded set, or why it does not load.
-    match install::policy(&paths) {
+    match install::policy_fully_checked(&paths) {
         Ok(p) => {
             for w in p.warnings() {
                 findings.push(Finding {

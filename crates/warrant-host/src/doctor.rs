@@ -105,7 +105,7 @@ pub fn doctor(
     );
     checks.add(
         "policy",
-        install::policy(&paths)
+        install::policy_fully_checked(&paths)
             .map(|p| {
                 let mut line = format!("{} policies, set {}", p.policy_ids().count(), p.digest());
                 for w in p.warnings() {

@@ -186,9 +186,80 @@ pub fn settings(layers: &[Layer]) -> Result<Settings, HostError> {
 /// Reads `policies/*.cedar` of every layer and validates them strictly: one bad policy and
 /// nothing runs.
 pub fn policy(paths: &Paths) -> Result<PolicyEngine, HostError> {
+    PolicyEngine::load_remembering(&policy_sources(paths)?, &ValidatedSets::of_this_build())
+        .map(|engine| engine.with_recognizers(crate::controls::recognizers()))
+        .map_err(|e| HostError::bad_input(&e))
+}
+
+/// [`policy`], validating the set whatever was remembered: for the commands that exist to
+/// check (`warrant config check`, `doctor`).
+pub fn policy_fully_checked(paths: &Paths) -> Result<PolicyEngine, HostError> {
     PolicyEngine::load(&policy_sources(paths)?)
         .map(|engine| engine.with_recognizers(crate::controls::recognizers()))
         .map_err(|e| HostError::bad_input(&e))
+}
+
+/// The policy sets this build of `warrant` validated before: an empty file per set in the
+/// user's state directory (`validated/` under [`warrant_exec::judged::state_dir`], mode
+/// 0700), named for the set's validation key and for this executable (its inode, size,
+/// modification and change times, so a rebuilt or replaced binary validates afresh). Only the
+/// person running Warrant can write there, as with their own policy files: a command's view
+/// hides the home directory. Where the directory or the executable cannot be read, nothing is
+/// remembered and every load validates.
+struct ValidatedSets {
+    dir: Option<PathBuf>,
+    build: Option<String>,
+}
+
+impl ValidatedSets {
+    fn of_this_build() -> Self {
+        use std::os::unix::fs::MetadataExt;
+        let build = std::env::current_exe()
+            .and_then(fs::metadata)
+            .ok()
+            .map(|m| {
+                format!(
+                    "{}:{}:{}.{}:{}.{}",
+                    m.ino(),
+                    m.len(),
+                    m.mtime(),
+                    m.mtime_nsec(),
+                    m.ctime(),
+                    m.ctime_nsec()
+                )
+            });
+        Self {
+            dir: warrant_exec::judged::state_dir().map(|d| d.join("validated")),
+            build,
+        }
+    }
+
+    fn marker(&self, key: &warrant_core::Digest) -> Option<PathBuf> {
+        let (dir, build) = (self.dir.as_ref()?, self.build.as_ref()?);
+        let name = warrant_core::Digest::of_bytes(format!("{key}\0{build}").as_bytes());
+        let hex = name.as_str().strip_prefix("sha256:")?;
+        Some(dir.join(hex))
+    }
+}
+
+impl warrant_policy::ValidationMemo for ValidatedSets {
+    fn passed(&self, key: &warrant_core::Digest) -> bool {
+        self.marker(key)
+            .is_some_and(|m| fs::symlink_metadata(m).is_ok_and(|m| m.is_file()))
+    }
+
+    fn remember(&self, key: &warrant_core::Digest) {
+        use std::os::unix::fs::DirBuilderExt;
+        let (Some(marker), Some(dir)) = (self.marker(key), self.dir.as_ref()) else {
+            return;
+        };
+        // Best effort: a home that cannot be written only means the next load validates too.
+        let _ = fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .and_then(|()| fs::File::create(marker));
+    }
 }
 
 /// The policy files of every layer, in load order.

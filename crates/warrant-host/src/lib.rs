@@ -136,6 +136,15 @@ impl std::fmt::Debug for Host {
 impl Host {
     /// Opens the installation at `at`: every file is read and checked before anything runs.
     pub fn open(at: &Where, notices: Arc<dyn Notices + Send>) -> Result<Host> {
+        // What every ring of this process needs and no file it reads changes (the policy
+        // schema, the prompt guard's patterns) is built on a second thread meanwhile; the
+        // first use waits for it if it is not ready. Detached: it never delays the exit.
+        let _ = std::thread::Builder::new()
+            .name("prewarm".into())
+            .spawn(|| {
+                warrant_policy::prewarm();
+                warrant_llm::untrusted::prewarm();
+            });
         let paths = install::paths(at, false)?;
         let layers = install::read_layers(&paths)?;
         let identity = install::identity(&layers)?;

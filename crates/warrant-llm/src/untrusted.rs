@@ -166,6 +166,13 @@ fn smuggling_patterns() -> Option<&'static (Regex, Regex)> {
         .as_ref()
 }
 
+/// Compiles the guard's patterns now (a millisecond of regex compilation that every turn's
+/// screen of the tool descriptions needs): called on another thread at start-up.
+pub fn prewarm() {
+    let _ = tag_pattern();
+    let _ = smuggling_patterns();
+}
+
 /// The screen of the prompt guard for text that goes where instructions go: a fence tag, a
 /// hidden character, a role marker or an instruction addressed to the model, the first found.
 /// Patterns, not understanding: a paraphrase passes, which is why a third party's description

@@ -20,7 +20,7 @@ use crate::decision::{
 use crate::error::PolicyError;
 use crate::explain::{CedarDecision, CedarRequest, EvaluatedAs, Evaluation, Explanation};
 use crate::request::RequestSpec;
-use crate::schema::CedarNames;
+use crate::schema::{CedarNames, SCHEMA_JSON};
 
 /// One policy file as read from disk by the caller.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,13 +45,53 @@ pub(crate) struct PolicyMeta {
     silent: Vec<warrant_core::Verb>,
 }
 
+/// Remembers which policy sets passed strict validation, so that a process need not repeat a
+/// check an earlier process of the same build made of the same set (validation is most of what
+/// loading a set costs, and a command line loads one at every start).
+///
+/// Validation is a function of the schema and the policies alone: [`validation_key`] names
+/// both, and an implementation must add the build of the validator (a memo must never carry a
+/// pass from one build of Warrant to another). A wrong "passed" loads a set that strict
+/// validation would refuse; Cedar still evaluates every policy, and a forbid whose evaluation
+/// errors still denies. Memos are therefore kept where only the person running Warrant can
+/// write, as their policy files are.
+pub trait ValidationMemo {
+    /// Whether a set with this key passed strict validation before, in this build.
+    fn passed(&self, key: &Digest) -> bool;
+    /// That a set with this key passed.
+    fn remember(&self, key: &Digest);
+}
+
+/// The memo that remembers nothing: every load validates.
+#[derive(Clone, Copy, Debug)]
+pub struct NoMemo;
+
+impl ValidationMemo for NoMemo {
+    fn passed(&self, _key: &Digest) -> bool {
+        false
+    }
+
+    fn remember(&self, _key: &Digest) {}
+}
+
+/// What strict validation of a set depends on: the schema and every policy of the set by id
+/// and text (`digest`, the set's [`PolicyEngine::digest`]).
+pub fn validation_key(digest: &Digest) -> Digest {
+    let mut text = String::with_capacity(SCHEMA_JSON.len() + 128);
+    text.push_str("warrant policy strict validation\0");
+    text.push_str(SCHEMA_JSON);
+    text.push('\0');
+    text.push_str(digest.as_str());
+    Digest::of_bytes(text.as_bytes())
+}
+
 /// The id of the built-in escalation rule.
 pub const ALWAYS_ASK_ID: &str = "builtin:always-ask";
 
 /// A validated policy set, ready to decide.
 #[derive(Debug)]
 pub struct PolicyEngine {
-    names: CedarNames,
+    names: &'static CedarNames,
     set: PolicySet,
     meta: BTreeMap<String, PolicyMeta>,
     digest: Digest,
@@ -76,7 +116,17 @@ struct Evaluated {
 impl PolicyEngine {
     /// Parse, name and validate every source. Any problem in any file stops loading.
     pub fn load(sources: &[PolicySource]) -> Result<PolicyEngine, PolicyError> {
-        let names = CedarNames::new()?;
+        Self::load_remembering(sources, &NoMemo)
+    }
+
+    /// [`PolicyEngine::load`], skipping strict validation of a set that `memo` says passed it
+    /// before (same schema, same policies by id and text; see [`ValidationMemo`]), and telling
+    /// `memo` of a set that passes now.
+    pub fn load_remembering(
+        sources: &[PolicySource],
+        memo: &dyn ValidationMemo,
+    ) -> Result<PolicyEngine, PolicyError> {
+        let names = CedarNames::shared()?;
         let mut set = PolicySet::new();
         let mut meta: BTreeMap<String, PolicyMeta> = BTreeMap::new();
         for source in sources {
@@ -96,7 +146,6 @@ impl PolicyEngine {
                 meta.insert(id, m);
             }
         }
-        validate(&names, &set, &meta)?;
         let listing: Vec<(&str, &str)> = meta
             .iter()
             .map(|(id, m)| (id.as_str(), m.text.as_str()))
@@ -104,6 +153,11 @@ impl PolicyEngine {
         // Serializing string pairs cannot fail; the fallback keeps the digest total anyway.
         let digest = digest_of(&listing)
             .unwrap_or_else(|_| Digest::of_bytes(format!("{listing:?}").as_bytes()));
+        let key = validation_key(&digest);
+        if !memo.passed(&key) {
+            validate(names, &set, &meta)?;
+            memo.remember(&key);
+        }
         Ok(PolicyEngine {
             names,
             set,
@@ -698,7 +752,7 @@ mod tests {
             meta.insert(id, m);
         }
         PolicyEngine {
-            names: CedarNames::new().unwrap(),
+            names: CedarNames::shared().unwrap(),
             set,
             meta,
             digest: Digest::of_bytes(b""),
@@ -706,6 +760,100 @@ mod tests {
             recognizers: Recognizers::default(),
             directory: None,
         }
+    }
+
+    /// A memo in memory: what it was told, and what it claims to have seen.
+    #[derive(Default)]
+    struct Remembered {
+        told: std::cell::RefCell<Vec<Digest>>,
+        claims: Vec<Digest>,
+    }
+
+    impl ValidationMemo for Remembered {
+        fn passed(&self, key: &Digest) -> bool {
+            self.claims.contains(key) || self.told.borrow().contains(key)
+        }
+        fn remember(&self, key: &Digest) {
+            self.told.borrow_mut().push(key.clone());
+        }
+    }
+
+    fn project(text: &str) -> Vec<PolicySource> {
+        vec![PolicySource {
+            layer: LayerKind::Project,
+            path: "p.cedar".into(),
+            text: text.into(),
+        }]
+    }
+
+    #[test]
+    fn a_validation_memo_is_keyed_by_every_policy_and_told_only_of_a_pass() {
+        let good = project(
+            r#"@id("reads") permit (principal, action == Warrant::Action::"fs.read", resource);"#,
+        );
+        let memo = Remembered::default();
+        let first = PolicyEngine::load_remembering(&good, &memo).unwrap();
+        let key = validation_key(first.digest());
+        assert_eq!(
+            *memo.told.borrow(),
+            vec![key.clone()],
+            "a pass is remembered"
+        );
+        // The same set again: the memo answers, nothing new is told.
+        PolicyEngine::load_remembering(&good, &memo).unwrap();
+        assert_eq!(memo.told.borrow().len(), 1);
+
+        // One character of one policy changes the key.
+        let other = project(
+            r#"@id("reads") permit (principal, action == Warrant::Action::"fs.list", resource);"#,
+        );
+        let second = PolicyEngine::load_remembering(&other, &memo).unwrap();
+        assert_ne!(validation_key(second.digest()), key);
+        assert_eq!(memo.told.borrow().len(), 2);
+
+        // A set that fails validation is refused and never remembered.
+        let bad = project(
+            r#"@id("typo") forbid (principal, action, resource) when { resource.no_such_attr == "x" };"#,
+        );
+        let before = memo.told.borrow().len();
+        assert!(PolicyEngine::load_remembering(&bad, &memo).is_err());
+        assert_eq!(memo.told.borrow().len(), before);
+    }
+
+    #[test]
+    fn a_memo_that_claims_a_pass_is_what_skips_validation() {
+        let bad = project(
+            r#"@id("typo") forbid (principal, action, resource) when { resource.no_such_attr == "x" };"#,
+        );
+        assert!(PolicyEngine::load_remembering(&bad, &NoMemo).is_err());
+        // A claim for exactly this set's key loads it (which is why memos are kept where only
+        // the person's own files are; its broken forbid still denies, see below) …
+        let key = validation_key(
+            PolicyEngine::load_remembering(&bad, &Claims)
+                .unwrap()
+                .digest(),
+        );
+        let memo = Remembered {
+            claims: vec![key],
+            ..Remembered::default()
+        };
+        assert!(PolicyEngine::load_remembering(&bad, &memo).is_ok());
+        // … a claim for any other set does not.
+        let memo = Remembered {
+            claims: vec![Digest::of_bytes(b"another set")],
+            ..Remembered::default()
+        };
+        assert!(PolicyEngine::load_remembering(&bad, &memo).is_err());
+    }
+
+    /// A memo that claims every set passed.
+    struct Claims;
+
+    impl ValidationMemo for Claims {
+        fn passed(&self, _key: &Digest) -> bool {
+            true
+        }
+        fn remember(&self, _key: &Digest) {}
     }
 
     #[test]

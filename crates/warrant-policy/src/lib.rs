@@ -12,7 +12,10 @@ mod schema;
 mod warnings;
 
 pub use decision::{Decision, DecisionRequest, PolicyEffect, PolicyLayer, PolicyReason, Verdict};
-pub use engine::{ALWAYS_ASK_ID, JUDGED_AFTER_ID, PolicyEngine, PolicySource, judged_after};
+pub use engine::{
+    ALWAYS_ASK_ID, JUDGED_AFTER_ID, NoMemo, PolicyEngine, PolicySource, ValidationMemo,
+    judged_after, validation_key,
+};
 pub use error::PolicyError;
 pub use explain::{CedarDecision, CedarRequest, EvaluatedAs, Evaluation, Explanation};
 pub use reach::{Unreachable, unreachable_permits};
@@ -21,4 +24,10 @@ pub use schema::{NAMESPACE, SCHEMA_JSON, SCHEMA_TEXT};
 /// The policy pack `warrant init` writes to `.warrant/policy/default.cedar`.
 pub fn default_pack() -> &'static str {
     include_str!("default.cedar")
+}
+
+/// Builds what every policy load of this process needs (the schema and the Cedar names) now;
+/// called on another thread at start-up, so the load that follows finds them ready.
+pub fn prewarm() {
+    let _ = schema::CedarNames::shared();
 }

@@ -146,7 +146,7 @@ fn shadowed_by(permit: &Policy, forbids: &[&Parsed]) -> Option<String> {
 /// Every permit of `sources` that no request can match. Sources that do not parse are
 /// skipped (loading reports them).
 pub fn unreachable_permits(sources: &[PolicySource]) -> Vec<Unreachable> {
-    let Ok(names) = CedarNames::new() else {
+    let Ok(names) = CedarNames::shared() else {
         return Vec::new();
     };
     let mut all: Vec<Parsed> = Vec::new();

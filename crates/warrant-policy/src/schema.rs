@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
+use std::sync::OnceLock;
 
 use cedar_policy::{EntityId, EntityTypeName, EntityUid, Schema};
 use warrant_core::Verb;
@@ -99,6 +100,14 @@ pub(crate) struct CedarNames {
 }
 
 impl CedarNames {
+    /// The names of this process, built once: parsing the schema is a large part of loading a
+    /// policy set, and it never changes within a build. [`crate::prewarm`] builds them on
+    /// another thread while a front end does its other start-up work.
+    pub(crate) fn shared() -> Result<&'static CedarNames, PolicyError> {
+        static NAMES: OnceLock<Result<CedarNames, PolicyError>> = OnceLock::new();
+        NAMES.get_or_init(Self::new).as_ref().map_err(Clone::clone)
+    }
+
     pub(crate) fn new() -> Result<Self, PolicyError> {
         let schema = Schema::from_json_str(SCHEMA_JSON).map_err(|e| PolicyError::Schema {
             message: e.to_string(),

@@ -51,6 +51,56 @@ fn a_bad_transcript_is_refused_before_the_run_starts() {
 }
 
 #[test]
+fn a_remembered_validation_never_lets_an_edited_policy_skip_its_check() {
+    let mut sb = Sandbox::init();
+    let state = sb.home.join("state");
+    sb.extra_env
+        .push(("XDG_STATE_HOME".into(), state.display().to_string()));
+    sb.write("say.yaml", "version: 1\nturns:\n  - say: done\n");
+    let model = format!("scripted:{}", sb.ws.join("say.yaml").display());
+    let validated = state.join("warrant/validated");
+    let remembered = || fs::read_dir(&validated).map_or(0, |d| d.count());
+    // The first run validates the set and remembers that it passed, in the person's state
+    // directory; the same set again adds nothing.
+    assert_eq!(
+        sb.run(&["run", "--model", &model, "t"]).status.code(),
+        Some(0)
+    );
+    assert_eq!(remembered(), 1);
+    assert_eq!(
+        sb.run(&["run", "--model", &model, "t"]).status.code(),
+        Some(0)
+    );
+    assert_eq!(remembered(), 1);
+    // An edit that fails validation is refused as before, and not remembered.
+    sb.write(
+        ".warrant/policies/typo.cedar",
+        "@id(\"typo\")\nforbid(principal, action, resource) when { resource.secretive };\n",
+    );
+    let out = sb.run(&["run", "--model", &model, "t"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("W-POLICY-"), "{}", stderr(&out));
+    assert_eq!(remembered(), 1);
+    // A valid edit is another set: validated, then remembered beside the first.
+    sb.write(
+        ".warrant/policies/typo.cedar",
+        "@id(\"typo\")\nforbid(principal, action == Warrant::Action::\"fs.delete\", resource);\n",
+    );
+    assert_eq!(
+        sb.run(&["run", "--model", &model, "t"]).status.code(),
+        Some(0)
+    );
+    assert_eq!(remembered(), 2);
+    // `config check` validates whatever was remembered.
+    sb.write(
+        ".warrant/policies/typo.cedar",
+        "@id(\"typo\")\nforbid(principal, action, resource) when { resource.secretive };\n",
+    );
+    let out = sb.run(&["config", "check"]);
+    assert_ne!(out.status.code(), Some(0));
+}
+
+#[test]
 fn malformed_config_and_policy_fail_closed() {
     let sb = Sandbox::init();
     let model = sb.quickstart_model();
