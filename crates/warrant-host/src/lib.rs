@@ -136,16 +136,18 @@ impl std::fmt::Debug for Host {
 impl Host {
     /// Opens the installation at `at`: every file is read and checked before anything runs.
     pub fn open(at: &Where, notices: Arc<dyn Notices + Send>) -> Result<Host> {
-        // What every ring of this process needs and no file it reads changes (the policy
-        // schema, the prompt guard's patterns) is built on a second thread meanwhile; the
-        // first use waits for it if it is not ready. Detached: it never delays the exit.
-        let _ = std::thread::Builder::new()
-            .name("prewarm".into())
-            .spawn(|| {
-                warrant_policy::prewarm();
-                warrant_llm::untrusted::prewarm();
-            });
         let paths = install::paths(at, false)?;
+        // The policy set is read, parsed and checked on a second thread while this one reads
+        // the layers (its errors still come after theirs: it is joined where it was loaded).
+        let policy_paths = paths.clone();
+        let policy = std::thread::Builder::new()
+            .name("policy".into())
+            .spawn(move || {
+                let policy = install::policy(&policy_paths);
+                // Then what every ring needs and no file changes: the prompt guard's patterns.
+                warrant_llm::untrusted::prewarm();
+                policy
+            });
         let layers = install::read_layers(&paths)?;
         let identity = install::identity(&layers)?;
         let settings = install::settings(&layers)?;
@@ -156,8 +158,14 @@ impl Host {
         .validate()
         .map_err(|e| HostError::bad_input(&e))?;
         let rules = install::approval_rules(&paths, &layers)?;
-        let policy =
-            install::policy(&paths)?.with_directory(rules.directory.clone(), rules.team.clone());
+        let policy = match policy {
+            Ok(thread) => thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?,
+            // No thread to be had: load it here.
+            Err(_) => install::policy(&paths)?,
+        }
+        .with_directory(rules.directory.clone(), rules.team.clone());
         for warning in policy.warnings() {
             notices.notice(Notice::PolicyWarning {
                 text: warning.to_string(),
@@ -166,6 +174,12 @@ impl Host {
         let inst = install::installation(&paths, &settings, notices)?;
         let request_ttls = install::ttls(&settings.requests)?;
         let redactor = Arc::new(controls::redactor(&paths, &settings)?);
+        // The scanner's rules and prefilter too, on the same terms (the first tool result or
+        // sealed journal entry would build them).
+        let scanner = redactor.scanner().clone();
+        let _ = std::thread::Builder::new()
+            .name("prewarm-scanner".into())
+            .spawn(move || scanner.prewarm());
         let confidential = controls::journal_seal(&redactor, &inst.secret);
         let memory = Arc::new(warrant_memory::MemoryStore::at(
             &paths.dot.join(memory::MEMORY_DB),

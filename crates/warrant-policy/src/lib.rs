@@ -26,8 +26,3 @@ pub fn default_pack() -> &'static str {
     include_str!("default.cedar")
 }
 
-/// Builds what every policy load of this process needs (the schema and the Cedar names) now;
-/// called on another thread at start-up, so the load that follows finds them ready.
-pub fn prewarm() {
-    let _ = schema::CedarNames::shared();
-}

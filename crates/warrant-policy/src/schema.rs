@@ -101,8 +101,7 @@ pub(crate) struct CedarNames {
 
 impl CedarNames {
     /// The names of this process, built once: parsing the schema is a large part of loading a
-    /// policy set, and it never changes within a build. [`crate::prewarm`] builds them on
-    /// another thread while a front end does its other start-up work.
+    /// policy set, and it never changes within a build.
     pub(crate) fn shared() -> Result<&'static CedarNames, PolicyError> {
         static NAMES: OnceLock<Result<CedarNames, PolicyError>> = OnceLock::new();
         NAMES.get_or_init(Self::new).as_ref().map_err(Clone::clone)

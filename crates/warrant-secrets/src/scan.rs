@@ -497,6 +497,14 @@ impl Scanner {
             .filter(|r| r.regex.as_ref().is_some_and(|l| l.cell.get().is_some()))
             .count()
     }
+    /// Builds what the first scan needs (the rules, their prefilter and the rules that every
+    /// scan tries), so that a front end can do it on another thread at start-up.
+    pub fn prewarm(&self) {
+        if let Ok(inner) = self.inner() {
+            inner.prewarm();
+        }
+    }
+
     /// Every secret in `text` (no path; `gitleaks:allow` not honoured), ordered by position.
     pub fn scan(&self, text: &str) -> Vec<Finding> {
         self.scan_with(
@@ -638,6 +646,17 @@ impl Inner {
                     .ok()
             })
             .as_ref()
+    }
+
+    /// Builds now what the first scan would: the keyword prefilter, and the rules every scan
+    /// tries (those without keywords).
+    fn prewarm(&self) {
+        let _ = self.prefilter();
+        for rule in self.rules.iter().filter(|r| r.keywords.is_empty()) {
+            if let Some(lazy) = &rule.regex {
+                let _ = lazy.get();
+            }
+        }
     }
 
     /// One scan of `text` with every rule whose keywords occur in it.
