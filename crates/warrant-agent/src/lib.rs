@@ -160,8 +160,9 @@ impl Agent<'_> {
                 }));
             }
             // Each step is an effect boundary: the kill switch, a cancellation or a passed
-            // deadline stops here.
-            if let Some(halt) = self.ring.halt(state) {
+            // deadline stops here (the switch and the cancellations are one read).
+            let signals = self.ring.stop_signals(state);
+            if let Some(halt) = self.ring.halt_at(state, &signals) {
                 self.ring.stop_halted(state, halt)?;
                 return Ok(None);
             }
@@ -178,7 +179,10 @@ impl Agent<'_> {
                 self.ring.stop_halted(state, halt)?;
                 return Ok(None);
             }
-            if let Some(reason) = self.ring.stop_reason(state, self.ring.clock().now())? {
+            if let Some(reason) =
+                self.ring
+                    .stop_reason_at(state, signals, self.ring.clock().now())?
+            {
                 self.ring.end(state, Outcome::Stopped { reason })?;
                 return Ok(None);
             }

@@ -49,9 +49,29 @@ pub fn canonical_json<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_
     serde_jcs::to_string(value)
 }
 
-/// SHA-256 of the canonical JSON of `value`.
+/// SHA-256 of the canonical JSON of `value`: the canonical form is hashed as it is written,
+/// never held whole (a model request's digest covers its whole conversation, every turn).
 pub fn digest_of<T: Serialize + ?Sized>(value: &T) -> Result<Digest, serde_json::Error> {
-    Ok(Digest::of_bytes(canonical_json(value)?.as_bytes()))
+    let mut hasher = Hashing(Sha256::new());
+    serde_jcs::to_writer(&mut hasher, value)?;
+    Ok(Digest(format!(
+        "sha256:{}",
+        hex::encode(hasher.0.finalize())
+    )))
+}
+
+/// A writer that feeds SHA-256.
+struct Hashing(Sha256);
+
+impl std::io::Write for Hashing {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -76,7 +96,35 @@ mod tests {
         );
     }
 
+    fn json_value() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(serde_json::Value::from),
+            ".{0,12}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+                proptest::collection::btree_map(".{0,6}", inner, 0..4)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
     proptest! {
+        /// Hashing the canonical form as it is written is hashing the canonical form.
+        #[test]
+        fn the_streamed_digest_is_the_digest_of_the_canonical_text(v in json_value()) {
+            prop_assert_eq!(
+                digest_of(&v).unwrap(),
+                Digest::of_bytes(canonical_json(&v).unwrap().as_bytes())
+            );
+        }
+
         #[test]
         fn key_order_never_changes_the_digest(pairs in proptest::collection::btree_map("[a-z]{1,6}", any::<i32>(), 0..8)) {
             let forward: serde_json::Map<String, serde_json::Value> =

@@ -369,11 +369,22 @@ fn has_tag(text: &str) -> bool {
     tag_pattern().is_none_or(|re| re.is_match(text))
 }
 
-fn first_tainted<'t>(text: &str, taint: &'t Taint) -> Option<&'t Untrusted> {
-    taint
-        .items
-        .iter()
-        .find(|u| u.fragments().iter().any(|f| text.contains(f)))
+/// Each untrusted item with the pieces that recognise it, cut once per request: the system
+/// prompt and every tool's name and description are looked through for all of them.
+struct Fragments<'t>(Vec<(&'t Untrusted, Vec<&'t str>)>);
+
+impl<'t> Fragments<'t> {
+    fn of(taint: &'t Taint) -> Self {
+        Self(taint.items.iter().map(|u| (u, u.fragments())).collect())
+    }
+
+    /// The first item (in the taint's order) a piece of which `text` contains.
+    fn first_in(&self, text: &str) -> Option<&'t Untrusted> {
+        self.0
+            .iter()
+            .find(|(_, pieces)| pieces.iter().any(|f| text.contains(f)))
+            .map(|(u, _)| *u)
+    }
 }
 
 /// A message carries either no fence tag at all, or is exactly one fence: the opening tag at
@@ -401,7 +412,8 @@ fn guard(
             source_label: "a fence".into(),
         });
     }
-    if let Some(u) = first_tainted(&conversation.system, taint) {
+    let fragments = Fragments::of(taint);
+    if let Some(u) = fragments.first_in(&conversation.system) {
         return Err(UntrustedContentError::InSystem {
             source_label: u.source.label(),
         });
@@ -419,7 +431,7 @@ fn guard(
         } else if let Some(smuggled) = screen_instructions(&spec.description) {
             Some(smuggled.to_string())
         } else {
-            first_tainted(&text, taint).map(|u| u.source.label())
+            fragments.first_in(&text).map(|u| u.source.label())
         };
         if let Some(source_label) = found {
             return Err(UntrustedContentError::InToolSpec {

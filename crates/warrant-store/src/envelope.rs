@@ -7,8 +7,8 @@
 use serde::{Deserialize, Serialize};
 use warrant_core::{RunId, Timestamp};
 
-use crate::StoreError;
 use crate::sql::{Dialect, Row, Store, TxKind, Val, vals};
+use crate::{CancelRequest, StoreError};
 
 /// What a kill switch stops.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -85,6 +85,28 @@ pub struct KillSubject<'a> {
     pub runs: &'a [RunId],
 }
 
+/// What the store says of one run at an effect boundary, read at once: the kill switch that
+/// stops it, and whether it or one of its ancestors was asked to stop.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StopSignals {
+    /// The oldest switch that stops the subject ([`EnvelopeStore::kill_for`]).
+    pub kill: Option<KillSwitch>,
+    /// The cancellation request of each run of the subject, in its order (the run first).
+    pub cancels: Vec<Option<CancelRequest>>,
+}
+
+impl KillSubject<'_> {
+    /// Whether `switch` stops this subject.
+    pub(crate) fn stopped_by(&self, switch: &KillSwitch) -> bool {
+        match &switch.scope {
+            KillScope::All => true,
+            KillScope::Tenant(t) => t == self.tenant,
+            KillScope::Actor(a) => self.actors.contains(&a.as_str()),
+            KillScope::Run(r) => self.runs.contains(r),
+        }
+    }
+}
+
 /// The outcome of taking one token from a bucket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Taken {
@@ -123,7 +145,7 @@ pub trait EnvelopeStore {
     fn take_token(&self, key: &str, capacity: u32, per_minute: u32) -> Result<Taken, StoreError>;
 }
 
-fn read_switch(r: &Row) -> Result<KillSwitch, String> {
+pub(crate) fn read_switch(r: &Row) -> Result<KillSwitch, String> {
     Ok(KillSwitch {
         scope: KillScope::parse(&r.text(0)?, r.text(1)?)?,
         reason: r.text(2)?,
@@ -132,7 +154,7 @@ fn read_switch(r: &Row) -> Result<KillSwitch, String> {
     })
 }
 
-const SWITCH_COLUMNS: &str = "scope, target, reason, set_by, set_at";
+pub(crate) const SWITCH_COLUMNS: &str = "scope, target, reason, set_by, set_at";
 
 /// Bucket levels are kept in thousandths of a token, so refills of less than a token a call
 /// are not lost to rounding.
@@ -211,12 +233,7 @@ impl<D: Dialect> EnvelopeStore for Store<D> {
         // One indexed read of the few switches that are set; matching them here keeps the
         // statement the same whatever the number of actors and ancestors.
         let set = self.kill_switches()?;
-        Ok(set.into_iter().find(|s| match &s.scope {
-            KillScope::All => true,
-            KillScope::Tenant(t) => t == subject.tenant,
-            KillScope::Actor(a) => subject.actors.contains(&a.as_str()),
-            KillScope::Run(r) => subject.runs.contains(r),
-        }))
+        Ok(set.into_iter().find(|s| subject.stopped_by(s)))
     }
 
     fn take_token(&self, key: &str, capacity: u32, per_minute: u32) -> Result<Taken, StoreError> {

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use warrant_core::{Clock, RequestId, RunId, Timestamp};
 
-pub use crate::envelope::{EnvelopeStore, KillScope, KillSubject, KillSwitch, Taken};
+pub use crate::envelope::{EnvelopeStore, KillScope, KillSubject, KillSwitch, StopSignals, Taken};
 pub use crate::error::StoreError;
 pub use crate::postgres::{PgConnector, Postgres, PostgresStore};
 pub use crate::revocations::RevocationStore;
@@ -655,4 +655,19 @@ pub trait EventStore: AuditOutbox + EnvelopeStore + TenantStore + RevocationStor
     fn request_cancel(&self, run: &RunId, by: &str, reason: &str) -> Result<(), StoreError>;
 
     fn cancel_request(&self, run: &RunId) -> Result<Option<CancelRequest>, StoreError>;
+
+    /// What stops the next effect of a run, read together: the kill switch that stops
+    /// `subject` ([`EnvelopeStore::kill_for`]) and the cancellation request of each of
+    /// `subject.runs` ([`EventStore::cancel_request`]). A SQL store reads both with one
+    /// statement, so an effect boundary costs one round trip, not two.
+    fn stop_signals(&self, subject: &KillSubject<'_>) -> Result<StopSignals, StoreError> {
+        Ok(StopSignals {
+            kill: self.kill_for(subject)?,
+            cancels: subject
+                .runs
+                .iter()
+                .map(|run| self.cancel_request(run))
+                .collect::<Result<_, _>>()?,
+        })
+    }
 }

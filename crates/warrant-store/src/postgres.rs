@@ -1,19 +1,26 @@
-//! The shared store: one PostgreSQL database that several machines work from. Every append is
-//! one transaction that first takes an installation-wide advisory lock, so the audit chain is
-//! sealed in commit order across writers; workers lease runs with `FOR UPDATE SKIP LOCKED`.
-//! Synchronous on purpose (the `postgres` crate), over TLS with libpq's `sslmode` meanings
-//! (see [`crate::tls`]). The
-//! algorithm is the shared one of [`crate::sql`]; this file holds what is PostgreSQL's own:
-//! connecting, its schema steps, locks, prepared statements and how its errors read.
+//! The shared store: one PostgreSQL database that several machines work from. An append locks
+//! its run's row and its audit partition's head row, so each partition's chain is sealed in
+//! commit order; workers lease runs with `FOR UPDATE SKIP LOCKED`. Synchronous to its callers:
+//! each connection is the driver's asynchronous client on a runtime of its own, driven by the
+//! calling thread, so a transaction's requests are pipelined (its `BEGIN` goes with its first
+//! statement, its writes with its `COMMIT`: an append is two round trips). Over TLS with
+//! libpq's `sslmode` meanings (see [`crate::tls`]). The algorithm is the shared one of
+//! [`crate::sql`]; this file holds what is PostgreSQL's own: connecting, its schema steps,
+//! locks, prepared statements, pipelining and how its errors read.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use postgres::error::SqlState;
 use postgres::types::{ToSql, Type};
-use postgres::{Client, Config, NoTls, Statement};
+use postgres::{NoTls, Statement};
+use tokio::runtime::Runtime;
+use tokio_postgres::{Client, Config};
 use warrant_core::Clock;
 
 use tokio_postgres_rustls::MakeRustlsConnect;
@@ -24,9 +31,12 @@ use crate::{SCHEMA_VERSION, StoreError};
 
 /// Advisory lock keys (arbitrary, fixed): one serializes anchorings of the partitioned audit
 /// chain (appends wait only on their partition's head row), one serializes schema migrations
-/// of concurrently starting processes.
-const ANCHOR_LOCK: i64 = 0x5741_5252_0000_0001;
+/// of concurrently starting processes. The anchoring key, 0x5741_5252_0000_0001, is spelled
+/// in decimal in the statements that take it.
 const SCHEMA_LOCK: i64 = 0x5741_5252_0000_0002;
+
+/// The `BEGIN` of an anchoring: it waits for the anchoring lock.
+const BEGIN_ANCHOR: &str = "BEGIN; SELECT pg_advisory_xact_lock(6287397066926718977)";
 
 /// Connection attempts before giving up, and the first pause between them (doubling).
 const CONNECT_ATTEMPTS: u32 = 4;
@@ -299,12 +309,19 @@ pub struct Postgres {
     tls: Option<MakeRustlsConnect>,
 }
 
-/// A connection and the statements prepared on it.
+/// A connection and the statements prepared on it: the driver's client, and the runtime of
+/// one thread (the caller's) that drives it.
 pub struct PgConn {
     client: Client,
+    runtime: Runtime,
     statements: HashMap<String, Statement>,
     /// Between this connection's `BEGIN` and its `COMMIT`/`ROLLBACK`.
     in_tx: bool,
+    /// The open transaction's `BEGIN`, not sent yet: it goes with the first statement.
+    begin: Option<&'static str>,
+    /// Writes of the open transaction not sent yet (their answer is only success), with
+    /// `?N` placeholders: they go with the next statement, or with the `COMMIT`.
+    pending: Vec<(String, Vec<Val>)>,
     /// The tenant this session's `warrant.tenant` is set to (`*`: every tenant); `None` until
     /// set, when row-level security shows no row at all.
     scope: Option<String>,
@@ -349,15 +366,8 @@ impl Store<Postgres> {
         clock: Arc<dyn Clock>,
     ) -> Result<Self, StoreError> {
         let dialect = Postgres::configure(url, password)?;
-        let mut client =
-            connect_with_backoff(&dialect.config, dialect.tls.as_ref(), &dialect.shown)?;
-        dialect.migrate(&mut client)?;
-        let conn = PgConn {
-            client,
-            statements: HashMap::new(),
-            in_tx: false,
-            scope: None,
-        };
+        let mut conn = dialect.connect()?;
+        dialect.migrate(&mut conn)?;
         Ok(Self::new(dialect, conn, clock))
     }
 
@@ -385,8 +395,12 @@ impl PgConnector {
     }
 
     /// A new connection, retried with backoff while the server cannot be reached.
-    pub fn connect(&self) -> Result<Client, StoreError> {
-        connect_with_backoff(&self.0.config, self.0.tls.as_ref(), &self.0.shown)
+    pub fn connect(&self) -> Result<postgres::Client, StoreError> {
+        let config = postgres::Config::from(self.0.config.clone());
+        with_backoff(&self.0.shown, || match &self.0.tls {
+            Some(tls) => config.connect(tls.clone()),
+            None => config.connect(NoTls),
+        })
     }
 
     /// The URL without its password, for messages.
@@ -427,18 +441,28 @@ impl Postgres {
         })
     }
 
-    fn migrate(&self, client: &mut Client) -> Result<(), StoreError> {
-        let mut tx = client.transaction().map_err(|e| self.err(&e))?;
+    fn migrate(&self, conn: &mut PgConn) -> Result<(), StoreError> {
+        let PgConn {
+            client, runtime, ..
+        } = conn;
+        runtime.block_on(self.migrate_on(client))
+    }
+
+    async fn migrate_on(&self, client: &mut Client) -> Result<(), StoreError> {
+        let tx = client.transaction().await.map_err(|e| self.err(&e))?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+            .await
             .map_err(|e| self.err(&e))?;
         // Migration steps see every tenant's rows (row-level security from version 4 on).
         tx.execute("SELECT set_config('warrant.tenant', '*', true)", &[])
+            .await
             .map_err(|e| self.err(&e))?;
         let present: Vec<String> = tx
             .query(
                 "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema() AND tablename = ANY($1)",
                 &[&&TABLES[..]],
             )
+            .await
             .map_err(|e| self.err(&e))?
             .iter()
             .map(|r| r.try_get(0))
@@ -447,6 +471,7 @@ impl Postgres {
         let version: u32 = if present.iter().any(|t| t == "warrant_schema") {
             let rows = tx
                 .query("SELECT version FROM warrant_schema", &[])
+                .await
                 .map_err(|e| self.err(&e))?;
             match rows.as_slice() {
                 [row] => {
@@ -467,6 +492,7 @@ impl Postgres {
                 );
                 INSERT INTO warrant_schema (version) VALUES (0);",
             )
+            .await
             .map_err(|e| self.err(&e))?;
             0
         } else {
@@ -484,7 +510,7 @@ impl Postgres {
         }
         if version < SCHEMA_VERSION {
             for step in &MIGRATIONS[version as usize..] {
-                tx.batch_execute(step).map_err(|e| self.err(&e))?;
+                tx.batch_execute(step).await.map_err(|e| self.err(&e))?;
             }
             if version == 0 {
                 // A new store: its chain is partitioned from the start (an existing one keeps
@@ -493,15 +519,17 @@ impl Postgres {
                     "INSERT INTO audit_partitions (part, seq, hash) SELECT g, 0, $1 FROM generate_series(1::bigint, $2::bigint) g",
                     &[&crate::sql::GENESIS, &(<Postgres as Dialect>::DEFAULT_PARTITIONS as i64 - 1)],
                 )
+                .await
                 .map_err(|e| self.err(&e))?;
             }
             tx.execute(
                 "UPDATE warrant_schema SET version = $1",
                 &[&(SCHEMA_VERSION as i32)],
             )
+            .await
             .map_err(|e| self.err(&e))?;
         }
-        tx.commit().map_err(|e| self.err(&e))
+        tx.commit().await.map_err(|e| self.err(&e))
     }
 
     fn err(&self, e: &postgres::Error) -> StoreError {
@@ -521,40 +549,163 @@ impl Postgres {
         }
     }
 
-    /// Replaces a connection that died with a new one (its prepared statements go with it).
+    /// Replaces a connection that died with a new one (its prepared statements and whatever
+    /// of a transaction it held go with it).
     fn reopen(&self, conn: &mut PgConn) -> Result<(), StoreError> {
-        conn.client = connect_with_backoff(&self.config, self.tls.as_ref(), &self.shown)?;
-        conn.statements.clear();
-        conn.in_tx = false;
+        let scope = conn.scope.take();
+        *conn = self.connect()?;
         // The new session is scoped as the old one was.
-        match conn.scope.take() {
+        match scope {
             Some(scope) => self.set_scope(conn, &scope),
             None => Ok(()),
         }
     }
 
     fn set_scope(&self, conn: &mut PgConn, scope: &str) -> Result<(), StoreError> {
-        conn.client
-            .execute("SELECT set_config('warrant.tenant', $1, false)", &[&scope])
+        let PgConn {
+            client, runtime, ..
+        } = conn;
+        runtime
+            .block_on(client.execute("SELECT set_config('warrant.tenant', $1, false)", &[&scope]))
             .map_err(|e| self.err(&e))?;
         conn.scope = Some(scope.to_owned());
         Ok(())
     }
 
-    fn query_once(
-        &self,
-        conn: &mut PgConn,
-        sql: &str,
-        values: &[Val],
-    ) -> Result<Vec<postgres::Row>, postgres::Error> {
-        let statement = prepared(conn, sql)?;
-        conn.client.query(&statement, &params(values))
+    /// Sends what the open transaction still holds back (its `BEGIN`, its pending writes), then
+    /// `last`, in one round trip, and `last`'s answer; the first failure otherwise (a failed
+    /// statement aborts the transaction, and a `COMMIT` after it rolls back).
+    fn send(&self, conn: &mut PgConn, last: Request) -> Result<Answer, postgres::Error> {
+        let pending = std::mem::take(&mut conn.pending);
+        let mut ready = Vec::with_capacity(pending.len() + 2);
+        ready.extend(conn.begin.map(Ready::Simple));
+        // Statements not prepared on this connection yet are prepared first (a round trip
+        // each, once per connection).
+        for request in pending
+            .into_iter()
+            .map(|(sql, values)| Request::Statement(sql, values, false))
+            .chain([last])
+        {
+            ready.push(match request {
+                Request::Simple(sql) => Ready::Simple(sql),
+                Request::Statement(sql, values, rows) => {
+                    Ready::Prepared(prepared(conn, &sql)?, values, rows)
+                }
+            });
+        }
+        conn.begin = None;
+        let PgConn {
+            client, runtime, ..
+        } = conn;
+        let client: &Client = client;
+        let answers = runtime.block_on(in_order(
+            ready
+                .iter()
+                .map(|request| Box::pin(request.send(client)) as PendingAnswer<'_>)
+                .collect(),
+        ));
+        let mut last = Answer::Done;
+        for answer in answers {
+            last = answer?;
+        }
+        Ok(last)
     }
 
-    /// The statement for `sql` (written with `?N` placeholders), prepared once per connection.
-    fn statement(&self, conn: &mut PgConn, sql: &str) -> Result<Statement, StoreError> {
-        prepared(conn, sql).map_err(|e| self.err(&e))
+    /// [`Postgres::send`], sending the transaction's first round trip again on a new
+    /// connection when the old one turned out dead (a cut, an idle timeout, a restart):
+    /// whatever of the transaction reached the server was rolled back with the connection, and
+    /// nothing of it had been committed. A round trip with a `COMMIT` is never sent again:
+    /// whether it committed is unknown there.
+    fn send_retrying(&self, conn: &mut PgConn, last: Request) -> Result<Answer, StoreError> {
+        let replay = conn
+            .begin
+            .filter(|_| !last.is_commit())
+            .map(|begin| (begin, conn.pending.clone(), last.clone()));
+        match self.send(conn, last) {
+            Err(e) if connection_lost(&e) => match replay {
+                Some((begin, pending, last)) => {
+                    self.reopen(conn)?;
+                    conn.in_tx = true;
+                    conn.begin = Some(begin);
+                    conn.pending = pending;
+                    self.send(conn, last).map_err(|e| self.err(&e))
+                }
+                None => Err(self.err(&e)),
+            },
+            other => other.map_err(|e| self.err(&e)),
+        }
     }
+}
+
+/// One request of a pipeline.
+#[derive(Clone, Debug)]
+enum Request {
+    /// A statement without parameters, in the simple protocol (`BEGIN`, `COMMIT`).
+    Simple(&'static str),
+    /// A statement with `?N` placeholders and its parameters; `true`: its rows are wanted,
+    /// else the count it changed.
+    Statement(String, Vec<Val>, bool),
+}
+
+impl Request {
+    fn is_commit(&self) -> bool {
+        matches!(self, Self::Simple(sql) if sql.starts_with("COMMIT"))
+    }
+}
+
+/// A request ready to send: its statement prepared on the connection.
+enum Ready {
+    Simple(&'static str),
+    Prepared(Statement, Vec<Val>, bool),
+}
+
+/// What a request answered.
+enum Answer {
+    Done,
+    Changed(u64),
+    Rows(Vec<tokio_postgres::Row>),
+}
+
+type PendingAnswer<'a> = Pin<Box<dyn Future<Output = Result<Answer, postgres::Error>> + 'a>>;
+
+impl Ready {
+    async fn send(&self, client: &Client) -> Result<Answer, postgres::Error> {
+        match self {
+            Self::Simple(sql) => client.batch_execute(sql).await.map(|()| Answer::Done),
+            Self::Prepared(statement, values, true) => client
+                .query(statement, &params(values))
+                .await
+                .map(Answer::Rows),
+            Self::Prepared(statement, values, false) => client
+                .execute(statement, &params(values))
+                .await
+                .map(Answer::Changed),
+        }
+    }
+}
+
+/// Runs `requests` together, first polling each in order: the driver sends a request when it
+/// is first polled, so they go out in this order, in one write, and are answered in one
+/// round trip.
+async fn in_order(mut requests: Vec<PendingAnswer<'_>>) -> Vec<Result<Answer, postgres::Error>> {
+    let mut answers: Vec<Option<Result<Answer, postgres::Error>>> =
+        requests.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        for (request, answer) in requests.iter_mut().zip(answers.iter_mut()) {
+            if answer.is_none()
+                && let Poll::Ready(done) = request.as_mut().poll(cx)
+            {
+                *answer = Some(done);
+            }
+        }
+        if answers.iter().all(Option::is_some) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+    answers.into_iter().flatten().collect()
 }
 
 /// The parameters as the driver takes them: a NULL keeps its type.
@@ -601,15 +752,47 @@ impl Dialect for Postgres {
     const TRY_ANCHOR: &'static str = "SELECT pg_try_advisory_xact_lock(6287397066926718977)";
     /// Enough that four to eight workers rarely meet on one partition's head row.
     const DEFAULT_PARTITIONS: u64 = 8;
+    /// An append's writes (events, audit records, the partition head, the run's row) are one
+    /// statement: one round trip instead of four.
+    const WRITES_IN_ONE: bool = true;
 
     /// The worker's appends, the lease heartbeat and the delivery loop each get their own.
     const POOL: usize = 4;
 
     fn connect(&self) -> Result<PgConn, StoreError> {
+        // What the `postgres` crate does per connection, kept here so requests can be
+        // pipelined: a runtime driven by the calling thread, and the connection's task on it.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Open {
+                path: self.shown.clone(),
+                message: format!("cannot start the connection's runtime: {e}"),
+            })?;
+        let client = with_backoff(&self.shown, || {
+            runtime.block_on(async {
+                let client = match &self.tls {
+                    Some(tls) => {
+                        let (client, connection) = self.config.connect(tls.clone()).await?;
+                        tokio::spawn(connection);
+                        client
+                    }
+                    None => {
+                        let (client, connection) = self.config.connect(NoTls).await?;
+                        tokio::spawn(connection);
+                        client
+                    }
+                };
+                Ok(client)
+            })
+        })?;
         Ok(PgConn {
-            client: connect_with_backoff(&self.config, self.tls.as_ref(), &self.shown)?,
+            client,
+            runtime,
             statements: HashMap::new(),
             in_tx: false,
+            begin: None,
+            pending: Vec::new(),
             scope: None,
         })
     }
@@ -618,9 +801,7 @@ impl Dialect for Postgres {
     /// statements prepared on the old one are gone with it.
     fn ready(&self, conn: &mut PgConn) -> Result<(), StoreError> {
         if conn.client.is_closed() {
-            conn.client = connect_with_backoff(&self.config, self.tls.as_ref(), &self.shown)?;
-            conn.statements.clear();
-            conn.scope = None;
+            *conn = self.connect()?;
         }
         Ok(())
     }
@@ -635,61 +816,83 @@ impl Dialect for Postgres {
         self.set_scope(conn, want)
     }
 
+    /// Sends nothing yet: the `BEGIN` goes with the transaction's first statement.
     fn begin(&self, conn: &mut PgConn, kind: TxKind) -> Result<(), StoreError> {
-        let sql = match kind {
+        conn.begin = Some(match kind {
             // Appends wait only for the same partition's (its head row, `FOR UPDATE`).
-            TxKind::Chain | TxKind::Lease => "BEGIN".to_owned(),
-            TxKind::Anchor => format!("BEGIN; SELECT pg_advisory_xact_lock({ANCHOR_LOCK})"),
-        };
-        match conn.client.batch_execute(&sql) {
-            Ok(()) => Ok(()),
-            // The connection died while idle (a cut, an idle timeout, a server restart) and
-            // nothing of this transaction reached the server: safe to begin again on a new one.
-            // A failure at COMMIT is never retried: whether it committed is unknown there.
-            Err(e) if connection_lost(&e) => {
-                self.reopen(conn)?;
-                conn.client.batch_execute(&sql).map_err(|e| self.err(&e))
-            }
-            Err(e) => Err(self.err(&e)),
-        }?;
+            TxKind::Chain | TxKind::Lease => "BEGIN",
+            TxKind::Anchor => BEGIN_ANCHOR,
+        });
+        conn.pending.clear();
         conn.in_tx = true;
         Ok(())
     }
 
+    /// The pending writes and the `COMMIT`, in one round trip; nothing at all for a
+    /// transaction that never sent a statement.
     fn commit(&self, conn: &mut PgConn) -> Result<(), StoreError> {
         conn.in_tx = false;
-        conn.client
-            .batch_execute("COMMIT")
-            .map_err(|e| self.err(&e))
+        if conn.begin.is_some() && conn.pending.is_empty() {
+            conn.begin = None;
+            return Ok(());
+        }
+        self.send_retrying(conn, Request::Simple("COMMIT"))
+            .map(|_| ())
     }
 
     fn rollback(&self, conn: &mut PgConn) -> Result<(), StoreError> {
         conn.in_tx = false;
-        conn.client
-            .batch_execute("ROLLBACK")
+        conn.pending.clear();
+        if conn.begin.take().is_some() {
+            // Nothing of the transaction was sent.
+            return Ok(());
+        }
+        let PgConn {
+            client, runtime, ..
+        } = conn;
+        runtime
+            .block_on(client.batch_execute("ROLLBACK"))
             .map_err(|e| self.err(&e))
     }
 
     fn execute(&self, conn: &mut PgConn, sql: &str, values: &[Val]) -> Result<u64, StoreError> {
-        let statement = self.statement(conn, sql)?;
-        conn.client
-            .execute(&statement, &params(values))
-            .map_err(|e| self.err(&e))
+        match self.send_retrying(
+            conn,
+            Request::Statement(sql.to_owned(), values.to_vec(), false),
+        )? {
+            Answer::Changed(n) => Ok(n),
+            Answer::Done | Answer::Rows(_) => Ok(0),
+        }
+    }
+
+    /// Inside a transaction, held back until its next statement or its `COMMIT`.
+    fn write(&self, conn: &mut PgConn, sql: &str, values: Vec<Val>) -> Result<(), StoreError> {
+        if conn.in_tx {
+            conn.pending.push((sql.to_owned(), values));
+            return Ok(());
+        }
+        self.execute(conn, sql, &values).map(|_| ())
     }
 
     fn query(&self, conn: &mut PgConn, sql: &str, values: &[Val]) -> Result<Vec<Row>, StoreError> {
-        let rows = match self.query_once(conn, sql, values) {
-            // A read outside a transaction on a connection that died while idle: read again
-            // on a new one (a read changes nothing, so repeating it is safe).
-            Err(e)
-                if !conn.in_tx && sql.trim_start().starts_with("SELECT") && connection_lost(&e) =>
-            {
-                self.reopen(conn)?;
-                self.query_once(conn, sql, values)
+        let request = Request::Statement(sql.to_owned(), values.to_vec(), true);
+        let answer = if conn.in_tx {
+            self.send_retrying(conn, request)?
+        } else {
+            match self.send(conn, request.clone()) {
+                // A read outside a transaction on a connection that died while idle: read
+                // again on a new one (a read changes nothing, so repeating it is safe).
+                Err(e) if sql.trim_start().starts_with("SELECT") && connection_lost(&e) => {
+                    self.reopen(conn)?;
+                    self.send(conn, request).map_err(|e| self.err(&e))?
+                }
+                other => other.map_err(|e| self.err(&e))?,
             }
-            other => other,
-        }
-        .map_err(|e| self.err(&e))?;
+        };
+        let rows = match answer {
+            Answer::Rows(rows) => rows,
+            Answer::Done | Answer::Changed(_) => Vec::new(),
+        };
         rows.iter()
             .map(read_row)
             .collect::<Result<_, _>>()
@@ -756,22 +959,17 @@ impl Dialect for Postgres {
     }
 }
 
-/// Connects, retrying with exponential backoff while the server cannot be reached. A server
-/// that answers and refuses (wrong password, no such database) is not retried: waiting will
-/// not change its answer.
-fn connect_with_backoff(
-    config: &Config,
-    tls: Option<&MakeRustlsConnect>,
+/// Connects (`attempt`), retrying with exponential backoff while the server cannot be
+/// reached. A server that answers and refuses (wrong password, no such database) is not
+/// retried: waiting will not change its answer.
+fn with_backoff<C>(
     shown: &str,
-) -> Result<Client, StoreError> {
+    mut attempt: impl FnMut() -> Result<C, postgres::Error>,
+) -> Result<C, StoreError> {
     let mut pause = FIRST_BACKOFF;
-    let mut attempt = 1;
+    let mut tries = 1;
     loop {
-        let connected = match tls {
-            Some(tls) => config.connect(tls.clone()),
-            None => config.connect(NoTls),
-        };
-        match connected {
+        match attempt() {
             Ok(client) => return Ok(client),
             Err(e) => {
                 // A certificate the client refused is refused again next time: not retried.
@@ -785,10 +983,10 @@ fn connect_with_backoff(
                         message: describe(&e),
                     });
                 }
-                if attempt >= CONNECT_ATTEMPTS {
+                if tries >= CONNECT_ATTEMPTS {
                     return Err(StoreError::Unreachable {
                         url: shown.to_owned(),
-                        attempts: attempt,
+                        attempts: tries,
                         message: describe(&e),
                     });
                 }
@@ -796,7 +994,7 @@ fn connect_with_backoff(
         }
         std::thread::sleep(pause);
         pause *= 2;
-        attempt += 1;
+        tries += 1;
     }
 }
 
@@ -805,7 +1003,9 @@ fn prepared(conn: &mut PgConn, sql: &str) -> Result<Statement, postgres::Error> 
     if let Some(statement) = conn.statements.get(sql) {
         return Ok(statement.clone());
     }
-    let statement = conn.client.prepare(&numbered_dollars(sql))?;
+    let statement = conn
+        .runtime
+        .block_on(conn.client.prepare(&numbered_dollars(sql)))?;
     if conn.statements.len() >= STATEMENT_CACHE {
         conn.statements.clear();
     }
@@ -901,7 +1101,19 @@ pub fn redact(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::redact;
+    use super::{BEGIN_ANCHOR, Dialect, Postgres, redact};
+
+    #[test]
+    fn an_anchoring_waits_for_the_lock_a_try_takes() {
+        let key = 0x5741_5252_0000_0001_i64.to_string();
+        assert_eq!(
+            (BEGIN_ANCHOR, <Postgres as Dialect>::TRY_ANCHOR),
+            (
+                format!("BEGIN; SELECT pg_advisory_xact_lock({key})").as_str(),
+                format!("SELECT pg_try_advisory_xact_lock({key})").as_str()
+            )
+        );
+    }
 
     #[test]
     fn passwords_are_removed_from_urls() {

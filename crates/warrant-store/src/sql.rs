@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde_json::Value;
 use warrant_core::{Clock, RequestId, RunId, Timestamp};
 
+use crate::envelope::{EnvelopeStore, KillSubject, SWITCH_COLUMNS, StopSignals, read_switch};
 use crate::{
     AnchorFacts, Append, AuditIndex, AuditOutbox, AuditQuery, CancelRequest, ChainHead, EventDraft,
     EventStore, FenceRejection, Lease, NewRun, PartHead, RequestRow, RequestStatus, RequestUpdate,
@@ -212,6 +213,9 @@ pub trait Dialect: Send + Sync + 'static {
     const TRY_ANCHOR: &'static str;
     /// How many partitions a store created now gets.
     const DEFAULT_PARTITIONS: u64;
+    /// Whether one statement may carry several writes as data-modifying `WITH` parts (one
+    /// round trip to a server instead of one per write); where not, each is its own statement.
+    const WRITES_IN_ONE: bool;
 
     /// Connections a store of this dialect keeps per process, opened as concurrent calls need
     /// them (one for an embedded file, a few for a server).
@@ -226,6 +230,12 @@ pub trait Dialect: Send + Sync + 'static {
     fn rollback(&self, conn: &mut Self::Conn) -> Result<(), StoreError>;
     /// Runs a statement; the number of rows it changed.
     fn execute(&self, conn: &mut Self::Conn, sql: &str, params: &[Val]) -> Result<u64, StoreError>;
+    /// Runs a write whose only answer is success. Inside a transaction a dialect may hold it
+    /// back and send it with the next statement or the commit (its failure then fails that
+    /// one, and the transaction).
+    fn write(&self, conn: &mut Self::Conn, sql: &str, params: Vec<Val>) -> Result<(), StoreError> {
+        self.execute(conn, sql, &params).map(|_| ())
+    }
     fn query(
         &self,
         conn: &mut Self::Conn,
@@ -260,6 +270,78 @@ pub(crate) fn numbered_dollars(sql: &str) -> String {
         }
     }
     out
+}
+
+/// Rewrites the numbered placeholders `?N` of `sql` as `?{N + offset}`, so statements written
+/// apart can share one parameter list.
+fn shift_placeholders(sql: &str, offset: usize) -> String {
+    if offset == 0 {
+        return sql.to_owned();
+    }
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut rest = sql;
+    while let Some(at) = rest.find('?') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        match after[..digits].parse::<usize>() {
+            Ok(n) => {
+                out.push('?');
+                out.push_str(&(n + offset).to_string());
+            }
+            Err(_) => out.push_str(&rest[at..at + 1 + digits]),
+        }
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The writes of one transaction that need no answer but success, gathered so a dialect that
+/// can ([`Dialect::WRITES_IN_ONE`]) sends them as one statement. Each is written with its own
+/// placeholders from `?1`; the order they take effect in is not defined, so they must not
+/// touch the same row.
+#[derive(Debug, Default)]
+pub(crate) struct Writes {
+    statements: Vec<(String, Vec<Val>)>,
+}
+
+impl Writes {
+    pub(crate) fn push(&mut self, sql: impl Into<String>, params: impl IntoIterator<Item = Val>) {
+        self.statements
+            .push((sql.into(), params.into_iter().collect()));
+    }
+
+    /// `insert` (ending in `VALUES `) with `values`, `columns` per row, as few statements as
+    /// [`ROWS_PER_STATEMENT`] allows.
+    fn push_rows(&mut self, insert: &str, columns: usize, values: Vec<Val>) {
+        for chunk in values.chunks(columns * ROWS_PER_STATEMENT) {
+            let sql = format!("{insert}{}", values_list(columns, chunk.len() / columns));
+            self.push(sql, chunk.iter().cloned());
+        }
+    }
+
+    /// One statement doing every write: all but the last as `WITH` parts, the last as the
+    /// statement itself; `None` when there is nothing to write.
+    fn combined(self) -> Option<(String, Vec<Val>)> {
+        let last = self.statements.len().checked_sub(1)?;
+        let mut sql = String::new();
+        let mut params = Vec::new();
+        for (i, (part, values)) in self.statements.into_iter().enumerate() {
+            let part = shift_placeholders(&part, params.len());
+            if i == last {
+                if i > 0 {
+                    sql.push(' ');
+                }
+                sql.push_str(&part);
+            } else {
+                sql.push_str(if i == 0 { "WITH " } else { ", " });
+                sql.push_str(&format!("w{i} AS ({part})"));
+            }
+            params.extend(values);
+        }
+        Some((sql, params))
+    }
 }
 
 /// An event store over a small pool of connections of dialect `D` ([`Dialect::POOL`]): a call
@@ -330,6 +412,21 @@ impl<D: Dialect> Tx<'_, D> {
         read: impl Fn(&Row) -> Result<T, String>,
     ) -> Result<Option<T>, StoreError> {
         Ok(self.rows(sql, params, read)?.into_iter().next())
+    }
+
+    /// Does `writes`: as one statement where the dialect can, else one after another.
+    pub(crate) fn write(&mut self, writes: Writes) -> Result<(), StoreError> {
+        let conn = open_conn(&mut self.conn)?;
+        if D::WRITES_IN_ONE {
+            if let Some((sql, params)) = writes.combined() {
+                self.dialect.write(conn, &sql, params)?;
+            }
+            return Ok(());
+        }
+        for (sql, params) in writes.statements {
+            self.dialect.write(conn, &sql, params)?;
+        }
+        Ok(())
     }
 
     pub(crate) fn commit(mut self) -> Result<(), StoreError> {
@@ -449,26 +546,27 @@ impl<D: Dialect> Store<D> {
         })
     }
 
-    /// Adds the model usage `events` record to the budget totals of `tenant` and `actor`, in
-    /// the transaction that appends them: the totals can never disagree with the logs.
+    /// Adds the model usage `events` record to the budget totals of `tenant` and `actor`, to
+    /// the writes of the transaction that appends them: the totals can never disagree with
+    /// the logs.
     fn count_usage(
-        tx: &mut Tx<'_, D>,
+        writes: &mut Writes,
         tenant: &str,
         actor: &str,
         events: &[EventDraft],
         now: Timestamp,
-    ) -> Result<(), StoreError> {
+    ) {
         let mut usage = Usage::default();
         for u in events.iter().filter_map(|e| e.usage.as_ref()) {
             usage.add(u);
         }
         if usage.is_zero() || crate::tenant::disabled("budget-totals") {
-            return Ok(());
+            return;
         }
-        tx.execute(
+        writes.push(
             "INSERT INTO budget_totals (tenant, actor, input_tokens, output_tokens, cost_nanos, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT (tenant, actor) DO UPDATE SET input_tokens = budget_totals.input_tokens + ?3, output_tokens = budget_totals.output_tokens + ?4, cost_nanos = budget_totals.cost_nanos + ?5, updated_at = ?6",
-            &vals![
+            vals![
                 tenant,
                 actor,
                 usage.input_tokens,
@@ -476,8 +574,7 @@ impl<D: Dialect> Store<D> {
                 usage.cost_nanos,
                 now.millis(),
             ],
-        )?;
-        Ok(())
+        );
     }
 
     /// How many partitions the chain has (read once; it never changes once records exist).
@@ -541,12 +638,14 @@ impl<D: Dialect> Store<D> {
         Ok(Ok(()))
     }
 
-    /// Inserts the events and their audit records, in the run's partition, whose head row this
-    /// transaction locks, so the head read here is the head it commits after. In a store of one
-    /// partition a record takes its outbox position now (its seq); else an anchoring does.
+    /// Seals the events and adds their rows and audit records to `writes`, in the run's
+    /// partition, whose head row this transaction locks, so the head read here is the head it
+    /// commits after. In a store of one partition a record takes its outbox position now (its
+    /// seq); else an anchoring does.
     #[allow(clippy::too_many_arguments)]
     fn insert_events(
         tx: &mut Tx<'_, D>,
+        writes: &mut Writes,
         partitions: u64,
         run: &RunId,
         tenant: &str,
@@ -566,8 +665,8 @@ impl<D: Dialect> Store<D> {
         };
         let batch_end = head.seq + events.len() as u64;
         // Sealed one after another (each record names the hash of the one before), then
-        // written with one multi-row statement per table: a batch costs two statements, not two
-        // per event (each a round trip to a PostgreSQL server).
+        // written with one multi-row insert per table, not two per event (each a round trip
+        // to a PostgreSQL server).
         let mut event_rows = Vec::with_capacity(events.len() * EVENT_INSERT_COLUMNS);
         let mut audit_rows = Vec::with_capacity(events.len() * AUDIT_INSERT_COLUMNS);
         for (i, draft) in events.into_iter().enumerate() {
@@ -621,22 +720,20 @@ impl<D: Dialect> Store<D> {
             };
             stored.push(event);
         }
-        insert_rows(
-            tx,
+        writes.push_rows(
             "INSERT INTO events (run_id, seq, kind, version, recorded_at, payload, tenant) VALUES ",
             EVENT_INSERT_COLUMNS,
-            &event_rows,
-        )?;
-        insert_rows(
-            tx,
+            event_rows,
+        );
+        writes.push_rows(
             "INSERT INTO audit (seq, record_id, hash, line, at, run_id, actor, on_behalf_of, event, verb, resource, decision, tenant, part, pos) VALUES ",
             AUDIT_INSERT_COLUMNS,
-            &audit_rows,
-        )?;
-        tx.execute(
+            audit_rows,
+        );
+        writes.push(
             "UPDATE audit_partitions SET seq = ?2, hash = ?3 WHERE part = ?1",
-            &vals![part, head.seq, head.hash],
-        )?;
+            vals![part, head.seq, head.hash],
+        );
         Ok(stored)
     }
 
@@ -822,6 +919,7 @@ impl<D: Dialect> EventStore for Store<D> {
                 run: run.run.to_string(),
             });
         }
+        // The run's row first: its events refer to it.
         tx.execute(
             "INSERT INTO runs (run_id, created_at, updated_at, actor, task, status, events, tenant) VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7)",
             &vals![
@@ -834,9 +932,11 @@ impl<D: Dialect> EventStore for Store<D> {
                 run.tenant.as_str(),
             ],
         )?;
-        Self::count_usage(&mut tx, run.tenant.as_str(), &run.actor, &events, now)?;
+        let mut writes = Writes::default();
+        Self::count_usage(&mut writes, run.tenant.as_str(), &run.actor, &events, now);
         let stored = Self::insert_events(
             &mut tx,
+            &mut writes,
             partitions,
             &run.run,
             run.tenant.as_str(),
@@ -846,6 +946,7 @@ impl<D: Dialect> EventStore for Store<D> {
             now,
             None,
         )?;
+        tx.write(writes)?;
         tx.commit()?;
         Ok(stored)
     }
@@ -936,9 +1037,13 @@ impl<D: Dialect> EventStore for Store<D> {
             });
         }
         let added = events.len() as u64;
-        Self::count_usage(&mut tx, &tenant, &actor, &events, now)?;
+        // Every write of the append, sent as one statement where the dialect can: the locks
+        // taken above keep them one step of the run and of its partition's chain.
+        let mut writes = Writes::default();
+        Self::count_usage(&mut writes, &tenant, &actor, &events, now);
         let stored = Self::insert_events(
             &mut tx,
+            &mut writes,
             partitions,
             &run,
             &tenant,
@@ -951,16 +1056,19 @@ impl<D: Dialect> EventStore for Store<D> {
         // A run that ends lets go of its lease in the same transaction: nobody may lease an
         // ended run, and the driver's release after it then writes nothing (no commit to wait for).
         let ends = i64::from(status.is_some_and(RunStatus::is_final));
-        tx.execute(
+        writes.push(
             "UPDATE runs SET events = ?2, updated_at = ?3, status = COALESCE(?4, status), lease_holder = CASE WHEN CAST(?5 AS BIGINT) = 1 THEN NULL ELSE lease_holder END, lease_expires = CASE WHEN CAST(?5 AS BIGINT) = 1 THEN 0 ELSE lease_expires END WHERE run_id = ?1",
-            &vals![
+            vals![
                 run.as_str(),
                 current + added,
                 now.millis(),
                 status.map(RunStatus::as_str),
                 ends,
             ],
-        )?;
+        );
+        tx.write(writes)?;
+        // A request's updates stay statements of their own: two of one request in one append
+        // would touch one row twice, which a single statement may not.
         for update in requests {
             match update {
                 RequestUpdate::Open { id, summary } => tx.execute(
@@ -1196,6 +1304,70 @@ impl<D: Dialect> EventStore for Store<D> {
         Ok(())
     }
 
+    fn stop_signals(&self, subject: &KillSubject<'_>) -> Result<StopSignals, StoreError> {
+        if subject.runs.is_empty() {
+            return Ok(StopSignals {
+                kill: self.kill_for(subject)?,
+                cancels: Vec::new(),
+            });
+        }
+        // The switches that are set (oldest first, as `kill_for` reads them) and the rows of
+        // the run and its ancestors, in one statement: tagged 0 and 1 in the first column.
+        let runs = (1..=subject.runs.len())
+            .map(|n| format!("?{n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let rows = self.single()?.rows(
+            &format!(
+                "SELECT 0, {SWITCH_COLUMNS} FROM kill_switches WHERE lifted_at IS NULL \
+                 UNION ALL SELECT 1, run_id, cancel_by, cancel_reason, NULL, cancel_at FROM runs WHERE run_id IN ({runs}) \
+                 ORDER BY 1, 6, 2, 3"
+            ),
+            &subject
+                .runs
+                .iter()
+                .map(|r| Val::from(r.as_str()))
+                .collect::<Vec<_>>(),
+            |r| {
+                let rest = Row(r.0.get(1..).unwrap_or_default().to_vec());
+                Ok(if r.int(0)? == 0 {
+                    Err(read_switch(&rest)?)
+                } else {
+                    let cancel = match (rest.opt_text(1)?, rest.opt_text(2)?, rest.opt_ts(4)?) {
+                        (Some(by), Some(reason), Some(at)) => Some(CancelRequest { by, reason, at }),
+                        _ => None,
+                    };
+                    Ok((rest.run_id(0)?, cancel))
+                })
+            },
+        )?;
+        let mut kill = None;
+        let mut found = BTreeMap::new();
+        for row in rows {
+            match row {
+                Err(switch) => {
+                    if kill.is_none() && subject.stopped_by(&switch) {
+                        kill = Some(switch);
+                    }
+                }
+                Ok((run, cancel)) => {
+                    found.insert(run, cancel);
+                }
+            }
+        }
+        let cancels = subject
+            .runs
+            .iter()
+            .map(|run| {
+                found
+                    .get(run)
+                    .cloned()
+                    .ok_or_else(|| StoreError::UnknownRun(run.to_string()))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(StopSignals { kill, cancels })
+    }
+
     fn cancel_request(&self, run: &RunId) -> Result<Option<CancelRequest>, StoreError> {
         let row = self
             .single()?
@@ -1237,21 +1409,6 @@ fn values_list(columns: usize, rows: usize) -> String {
         out.push(')');
     }
     out
-}
-
-/// `insert` (ending in `VALUES `) with `values`, `columns` per row, in as few statements as
-/// [`ROWS_PER_STATEMENT`] allows.
-fn insert_rows<D: Dialect>(
-    tx: &mut Tx<'_, D>,
-    insert: &str,
-    columns: usize,
-    values: &[Val],
-) -> Result<(), StoreError> {
-    for chunk in values.chunks(columns * ROWS_PER_STATEMENT) {
-        let sql = format!("{insert}{}", values_list(columns, chunk.len() / columns));
-        tx.execute(&sql, chunk)?;
-    }
-    Ok(())
 }
 
 impl<D: Dialect> AuditOutbox for Store<D> {
@@ -1426,12 +1583,55 @@ impl<D: Dialect> AuditOutbox for Store<D> {
 
 #[cfg(test)]
 mod tests {
-    use super::{numbered_dollars, values_list};
+    use super::{Val, Writes, numbered_dollars, shift_placeholders, values_list};
 
     #[test]
     fn a_values_list_numbers_every_placeholder_once_row_by_row() {
         assert_eq!(values_list(2, 1), "(?1, ?2)");
         assert_eq!(values_list(3, 2), "(?1, ?2, ?3), (?4, ?5, ?6)");
+    }
+
+    #[test]
+    fn shifted_placeholders_keep_their_order_and_nothing_else_changes() {
+        assert_eq!(
+            shift_placeholders("UPDATE t SET a = ?2, b = ?10 WHERE c = ?1 AND d = '?'", 7),
+            "UPDATE t SET a = ?9, b = ?17 WHERE c = ?8 AND d = '?'"
+        );
+        assert_eq!(shift_placeholders("SELECT ?1", 0), "SELECT ?1");
+    }
+
+    #[test]
+    fn writes_become_one_statement_with_one_parameter_list() {
+        let mut writes = Writes::default();
+        writes.push_rows(
+            "INSERT INTO e (a, b) VALUES ",
+            2,
+            vec![
+                Val::from(1_i64),
+                Val::from("x"),
+                Val::from(2_i64),
+                Val::from("y"),
+            ],
+        );
+        writes.push(
+            "UPDATE r SET n = ?2 WHERE id = ?1",
+            [Val::from("r1"), Val::from(2_i64)],
+        );
+        assert_eq!(
+            writes.combined(),
+            Some((
+                "WITH w0 AS (INSERT INTO e (a, b) VALUES (?1, ?2), (?3, ?4)) UPDATE r SET n = ?6 WHERE id = ?5".to_owned(),
+                vec![
+                    Val::from(1_i64),
+                    Val::from("x"),
+                    Val::from(2_i64),
+                    Val::from("y"),
+                    Val::from("r1"),
+                    Val::from(2_i64),
+                ]
+            ))
+        );
+        assert_eq!(Writes::default().combined(), None);
     }
 
     #[test]

@@ -455,6 +455,8 @@ impl Dialect for Sqlite {
     const TRY_ANCHOR: &'static str = "SELECT 1";
     /// One writer at a time anyway: partitions would buy nothing.
     const DEFAULT_PARTITIONS: u64 = 1;
+    /// SQLite has no data-modifying `WITH`; its statements cost no round trip anyway.
+    const WRITES_IN_ONE: bool = false;
 
     fn ready(&self, _conn: &mut Connection) -> Result<(), StoreError> {
         Ok(())

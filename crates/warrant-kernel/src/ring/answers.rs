@@ -1,6 +1,8 @@
 //! A person's answers: approve or deny a parked request (authenticated, bound to the park and
 //! the action shown), resolve an effect in doubt, the replay check and why a run must stop.
 
+use warrant_store::{CancelRequest, StopSignals, StoreError};
+
 use super::*;
 
 impl Ring<'_> {
@@ -326,21 +328,26 @@ impl Ring<'_> {
         state: &RunState,
         now: Timestamp,
     ) -> Result<Option<String>, KernelError> {
-        if let Some(reason) = self.stop_reason_of(&state.run, state.settings.deadline, now)? {
+        self.stop_reason_at(state, self.stop_signals(state), now)
+    }
+
+    /// [`Ring::stop_reason`], judged on signals [`Ring::stop_signals`] read.
+    pub fn stop_reason_at(
+        &self,
+        state: &RunState,
+        signals: Result<StopSignals, StoreError>,
+        now: Timestamp,
+    ) -> Result<Option<String>, KernelError> {
+        let mut cancels = signals?.cancels.into_iter();
+        if let Some(reason) = stop_reason_in(cancels.next().flatten(), state.settings.deadline, now)
+        {
             return Ok(Some(reason));
         }
         // A subagent stops with its parent (and theirs): a cancellation of any run above it
         // reaches it at its next effect boundary.
-        let depth = state.settings.spawn.as_ref().map_or(0, |s| s.depth);
-        let mut above = state.run.as_str();
-        for _ in 0..depth {
-            let Some((parent, _)) = above.rsplit_once('-') else {
-                break;
-            };
-            above = parent;
-            if let Some(run) = RunId::parse(above)
-                && let Some(c) = self.store.cancel_request(&run)?
-            {
+        let subject = super::envelope::HaltSubject::of(state);
+        for (run, cancel) in subject.runs().iter().skip(1).zip(cancels) {
+            if let Some(c) = cancel {
                 return Ok(Some(format!(
                     "its parent run {run} was cancelled by {} at {}: {}",
                     c.by,
@@ -351,30 +358,26 @@ impl Ring<'_> {
         }
         Ok(None)
     }
+}
 
-    /// [`Ring::stop_reason`] from just what it reads: the run and its deadline.
-    pub(super) fn stop_reason_of(
-        &self,
-        run: &RunId,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-    ) -> Result<Option<String>, KernelError> {
-        if let Some(c) = self.store.cancel_request(run)? {
-            return Ok(Some(format!(
-                "cancelled by {} at {}: {}",
-                c.by,
-                c.at.rfc3339(),
-                c.reason
-            )));
-        }
-        if let Some(deadline) = deadline
-            && now >= deadline
-        {
-            return Ok(Some(format!(
-                "the run's deadline {} passed",
-                deadline.rfc3339()
-            )));
-        }
-        Ok(None)
+/// Why a run must stop, from its own cancellation and its deadline alone.
+pub(super) fn stop_reason_in(
+    cancel: Option<CancelRequest>,
+    deadline: Option<Timestamp>,
+    now: Timestamp,
+) -> Option<String> {
+    if let Some(c) = cancel {
+        return Some(format!(
+            "cancelled by {} at {}: {}",
+            c.by,
+            c.at.rfc3339(),
+            c.reason
+        ));
     }
+    if let Some(deadline) = deadline
+        && now >= deadline
+    {
+        return Some(format!("the run's deadline {} passed", deadline.rfc3339()));
+    }
+    None
 }

@@ -295,7 +295,7 @@ impl Ring<'_> {
             })?;
         let principal = state.principal.clone();
         let workspace = state.workspace.clone();
-        let (run, deadline) = (state.run.clone(), state.settings.deadline);
+        let deadline = state.settings.deadline;
         let subject = super::envelope::HaltSubject::of(state);
         let may_read = |p: &CanonicalPath| {
             self.pdp
@@ -307,13 +307,16 @@ impl Ring<'_> {
             if self.interrupt_requested() {
                 return Some("stopped by the person (Ctrl-C)".to_owned());
             }
-            // A kill switch set while the effect runs stops it too (and fails closed).
-            if let Some(halt) = self.halt_of(&subject) {
+            // A kill switch set while the effect runs stops it too (and fails closed); so does
+            // the run's cancellation. Both are one read.
+            let signals = self.signals_of(&subject);
+            if let Some(halt) = super::envelope::halt_in(&signals) {
                 return Some(halt.reason());
             }
-            self.stop_reason_of(&run, deadline, self.clock.now())
+            let cancel = signals
                 .ok()
-                .flatten()
+                .and_then(|s| s.cancels.into_iter().next().flatten());
+            super::answers::stop_reason_in(cancel, deadline, self.clock.now())
         };
         // A subagent is started (or continued) by the spawner, not by a tool: driving a run is
         // the agent loop's job. It parks its parent when it waits for a person.

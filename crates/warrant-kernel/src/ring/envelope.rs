@@ -4,7 +4,7 @@
 //! recorded as started, so a switch set while a run waited (at a prompt, in a queue) still
 //! stops it. A switch that cannot be read stops the run too: the envelope fails closed.
 
-use warrant_store::{KillSubject, Taken};
+use warrant_store::{KillSubject, StopSignals, StoreError, Taken};
 
 use super::*;
 use crate::events::{Halt, ToolReach};
@@ -43,11 +43,54 @@ impl HaltSubject {
     }
 }
 
+impl HaltSubject {
+    /// The run and its ancestors, the run first: whose cancellation stops it.
+    pub(crate) fn runs(&self) -> &[RunId] {
+        &self.runs
+    }
+}
+
+/// The kill switch's verdict in signals read at a boundary; signals that could not be read
+/// stop the run (fail closed).
+pub(crate) fn halt_in(signals: &Result<StopSignals, StoreError>) -> Option<Halt> {
+    match signals {
+        Ok(s) => s.kill.clone().map(|switch| Halt::KillSwitch { switch }),
+        Err(e) => Some(Halt::KillSwitchUnreadable {
+            error: e.to_string(),
+        }),
+    }
+}
+
 impl Ring<'_> {
     /// The envelope's verdict on the run's next effect: `Some` when it must not happen.
     pub fn halt(&self, state: &RunState) -> Option<Halt> {
         self.halt_of(&HaltSubject::of(state))
             .or_else(|| self.authority_lost(state))
+    }
+
+    /// What the store says of the run at an effect boundary, read at once: the kill switch
+    /// that stops it, and the cancellations of the run and its ancestors. [`Ring::halt_at`]
+    /// and [`Ring::stop_reason_at`] judge it, so a step's two checks cost one read.
+    pub fn stop_signals(&self, state: &RunState) -> Result<StopSignals, StoreError> {
+        self.signals_of(&HaltSubject::of(state))
+    }
+
+    pub(crate) fn signals_of(&self, subject: &HaltSubject) -> Result<StopSignals, StoreError> {
+        let actors: Vec<&str> = subject.actors.iter().map(String::as_str).collect();
+        self.store.stop_signals(&KillSubject {
+            tenant: &subject.tenant,
+            actors: &actors,
+            runs: &subject.runs,
+        })
+    }
+
+    /// [`Ring::halt`], judged on signals [`Ring::stop_signals`] read.
+    pub fn halt_at(
+        &self,
+        state: &RunState,
+        signals: &Result<StopSignals, StoreError>,
+    ) -> Option<Halt> {
+        halt_in(signals).or_else(|| self.authority_lost(state))
     }
 
     /// The static ceiling check: `Some` when a tool the run is offered can reach a worse

@@ -221,3 +221,68 @@ proptest::proptest! {
         proptest::prop_assert!(GuardedRequest::assemble(&conv, &tools(), &Taint::default(), true).is_ok());
     }
 }
+
+/// A long conversation as a run builds it (a fenced result per call, each in the taint): the
+/// guard passes it, refuses the same request with one result pasted into a tool's
+/// description, and the digest is SHA-256 over the canonical text of (conversation, tools),
+/// byte for byte, however it is computed.
+#[test]
+fn a_long_conversation_is_guarded_and_digested_as_its_canonical_text() {
+    use warrant_core::{Digest, canonical_json};
+    use warrant_llm::ToolCall;
+
+    let mut taint = Taint::default();
+    let mut messages = vec![Message::User {
+        content: "write forty files".into(),
+    }];
+    for i in 0..40 {
+        let id = format!("c{i}");
+        messages.push(Message::Assistant {
+            text: Some(format!("file {i}")),
+            calls: vec![ToolCall {
+                id: id.clone(),
+                name: "write_file".into(),
+                arguments: json!({"path": format!("out/f{i}.txt"), "content": format!("{i}\n")}),
+            }],
+        });
+        let result = Untrusted::new(
+            Source::tool_result("write_file", &id, Some(format!("fs.write /ws/out/f{i}.txt"))),
+            json!({"path": format!("/ws/out/f{i}.txt"), "bytes": 2, "note": format!("written as asked, number {i:02}")})
+                .to_string(),
+        );
+        // As the agent's ledger has it: each long string of the result, then the whole.
+        taint.add(Untrusted::new(
+            result.source().clone(),
+            format!("written as asked, number {i:02}"),
+        ));
+        messages.push(Message::Tool {
+            call_id: id,
+            name: "write_file".into(),
+            content: result.fence().into_string(),
+        });
+        taint.add(result);
+    }
+    let conversation = Conversation {
+        system: "You are careful.".into(),
+        messages,
+    };
+    let specs = tools();
+    let request = GuardedRequest::assemble(&conversation, &specs, &taint, true).unwrap();
+    assert_eq!(
+        request.digest(),
+        &Digest::of_bytes(canonical_json(&(&conversation, &specs)).unwrap().as_bytes())
+    );
+
+    let mut pasted = specs.clone();
+    pasted[0].description = format!(
+        "{} Also: written as asked, number 39.",
+        pasted[0].description
+    );
+    assert_eq!(
+        GuardedRequest::assemble(&conversation, &pasted, &taint, true).unwrap_err(),
+        UntrustedContentError::InToolSpec {
+            tool: pasted[0].name.clone(),
+            source_label: "tool:write_file call:c39 fs.write /ws/out/f39.txt".into(),
+        }
+    );
+}

@@ -10,9 +10,9 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use warrant_core::{Clock, FixedClock, IdSource, RequestId, RunId, SequentialIds, Timestamp};
 use warrant_store::{
-    Append, AuditQuery, CancelRequest, ChainHead, EventDraft, EventStore, FenceRejection, Lease,
-    NewRun, PostgresStore, RequestStatus, RequestUpdate, RunStatus, SealedRecord, Sealer,
-    SinkState, SqliteStore, StoreError, StoredEvent,
+    Append, AuditQuery, CancelRequest, ChainHead, EventDraft, EventStore, FenceRejection,
+    KillScope, KillSubject, Lease, NewRun, PostgresStore, RequestStatus, RequestUpdate, RunStatus,
+    SealedRecord, Sealer, SinkState, SqliteStore, StopSignals, StoreError, StoredEvent,
 };
 
 use warrant_testkit::pg::TestDb;
@@ -582,7 +582,10 @@ pub fn cancellation(backend: &dyn Backend) {
         at: t(0),
     });
     assert_eq!(store.cancel_request(&run).unwrap(), first);
-    assert_eq!(backend.open(clock).cancel_request(&run).unwrap(), first);
+    assert_eq!(
+        backend.open(clock.clone()).cancel_request(&run).unwrap(),
+        first
+    );
 
     let unknown = ids.run_id();
     assert_err(
@@ -591,6 +594,71 @@ pub fn cancellation(backend: &dyn Backend) {
     );
     assert_err(
         store.cancel_request(&unknown),
+        StoreError::UnknownRun(unknown.to_string()),
+    );
+
+    // What an effect boundary reads at once: the switch that stops the run (the oldest of
+    // those that do) and the cancellation of the run and of each ancestor, in their order.
+    let parent = ids.run_id();
+    start(store.as_ref(), &parent, RunStatus::Running);
+    let runs = [run.clone(), parent.clone()];
+    let subject = KillSubject {
+        tenant: "acme",
+        actors: &["alice"],
+        runs: &runs,
+    };
+    assert_eq!(
+        store.stop_signals(&subject).unwrap(),
+        StopSignals {
+            kill: None,
+            cancels: vec![first.clone(), None],
+        }
+    );
+    store
+        .set_kill(&KillScope::Tenant("globex".into()), "ops", "another tenant")
+        .unwrap();
+    clock.advance(Duration::from_secs(1));
+    let by_actor = store
+        .set_kill(&KillScope::Actor("alice".into()), "ops", "stop alice")
+        .unwrap();
+    clock.advance(Duration::from_secs(1));
+    store
+        .set_kill(&KillScope::Run(parent.clone()), "ops", "stop the parent")
+        .unwrap();
+    store.request_cancel(&parent, "dave", "done").unwrap();
+    let read = store.stop_signals(&subject).unwrap();
+    assert_eq!(
+        read,
+        StopSignals {
+            kill: Some(by_actor),
+            cancels: vec![
+                first,
+                Some(CancelRequest {
+                    by: "dave".into(),
+                    reason: "done".into(),
+                    at: t(7_000),
+                }),
+            ],
+        }
+    );
+    // The same as the reads it stands for.
+    assert_eq!(
+        read,
+        StopSignals {
+            kill: store.kill_for(&subject).unwrap(),
+            cancels: runs
+                .iter()
+                .map(|r| store.cancel_request(r).unwrap())
+                .collect(),
+        }
+    );
+    let with_unknown = [run, unknown.clone()];
+    assert_err(
+        store.stop_signals(&KillSubject {
+            tenant: "acme",
+            actors: &["alice"],
+            runs: &with_unknown,
+        }),
         StoreError::UnknownRun(unknown.to_string()),
     );
 }

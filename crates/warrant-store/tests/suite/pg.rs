@@ -255,3 +255,62 @@ fn a_server_restart_between_appends_loses_and_doubles_nothing() {
     assert_eq!(store.events(&run).unwrap().len(), 2);
     assert_eq!(store.audit_head().unwrap().seq, 2);
 }
+
+/// An append's writes are sent with its `COMMIT`, in one round trip: when one of them fails
+/// there, the whole transaction is rolled back (no event, no audit record, the run's row and
+/// the chain's head as they were), the append reports the server's refusal, and the next
+/// append on the same connection goes through.
+#[test]
+fn a_write_failing_with_the_commit_leaves_nothing_and_the_next_append_goes_through() {
+    use warrant_store::{Append, AuditOutbox, EventStore, PostgresStore, StoredEvent};
+
+    use super::conformance::{ToySealer, clock, draft};
+
+    let db = TestDb::new();
+    let store = PostgresStore::connect(&db.url, clock()).unwrap();
+    // One chain, positioned as appended: its head counts the records (see conformance).
+    store.set_audit_partitions(1).unwrap();
+    let run = super::conformance::started_run(&store, "run-b00");
+    db.client()
+        .batch_execute("ALTER TABLE events ADD CONSTRAINT no_boom CHECK (kind <> 'boom')")
+        .unwrap();
+    let append = |kinds: &[&str]| {
+        store.append(
+            Append {
+                run: run.clone(),
+                expected_seq: 2,
+                events: kinds.iter().map(|k| draft(k)).collect(),
+                status: None,
+                requests: vec![],
+                fence: None,
+            },
+            &ToySealer,
+        )
+    };
+    let kinds = |events: Vec<StoredEvent>| events.into_iter().map(|e| e.kind).collect::<Vec<_>>();
+
+    let refused = append(&["fine", "boom"]).unwrap_err().to_string();
+    assert!(refused.contains("no_boom"), "{refused}");
+    assert_eq!(
+        (
+            kinds(store.events(&run).unwrap()),
+            store.audit_head().unwrap().seq,
+            store.run(&run).unwrap().map(|r| r.events),
+        ),
+        (vec!["run_started".to_owned()], 1, Some(1))
+    );
+
+    assert_eq!(kinds(append(&["fine"]).unwrap()), ["fine"]);
+    assert_eq!(
+        (
+            kinds(store.events(&run).unwrap()),
+            store.audit_head().unwrap().seq,
+            store.run(&run).unwrap().map(|r| r.events),
+        ),
+        (
+            vec!["run_started".to_owned(), "fine".to_owned()],
+            2,
+            Some(2)
+        )
+    );
+}
