@@ -234,7 +234,7 @@ impl PolicyEngine {
     ) -> Result<(Request, Entities), PolicyError> {
         RequestSpec::for_principal(req.principal, req.action, req.workspace)
             .with_installed_skills(req.action, req.installed_skills)
-            .to_cedar(&self.names)
+            .to_cedar(self.names)
     }
 
     /// Allow, ask or deny, with the policies that determined it.
@@ -313,7 +313,7 @@ impl PolicyEngine {
     }
 
     fn evaluate(&self, spec: RequestSpec, default_risk: RiskClass) -> Evaluated {
-        let (request, entities) = match spec.to_cedar(&self.names) {
+        let (request, entities) = match spec.to_cedar(self.names) {
             Ok(pair) => pair,
             Err(e) => {
                 return Evaluated {

@@ -25,4 +25,3 @@ pub use schema::{NAMESPACE, SCHEMA_JSON, SCHEMA_TEXT};
 pub fn default_pack() -> &'static str {
     include_str!("default.cedar")
 }
-

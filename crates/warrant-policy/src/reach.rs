@@ -170,9 +170,9 @@ pub fn unreachable_permits(sources: &[PolicySource]) -> Vec<Unreachable> {
     all.iter()
         .filter(|p| p.policy.effect() == Effect::Permit)
         .filter_map(|p| {
-            let (reason, blocks_loading) = if let Some(r) = scope_mismatch(&names, &p.policy) {
-                (r, impossible(&names, &p.policy).is_some())
-            } else if let Some(r) = impossible(&names, &p.policy) {
+            let (reason, blocks_loading) = if let Some(r) = scope_mismatch(names, &p.policy) {
+                (r, impossible(names, &p.policy).is_some())
+            } else if let Some(r) = impossible(names, &p.policy) {
                 (r, true)
             } else {
                 (shadowed_by(&p.policy, &forbids)?, false)
