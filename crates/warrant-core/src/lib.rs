@@ -23,7 +23,7 @@ pub use action::{
     parse_memory_target,
 };
 pub use clock::{Clock, FixedClock, SystemClock, Timestamp};
-pub use digest::{Digest, canonical_json, digest_of};
+pub use digest::{Digest, canonical_json, digest_of, digest_of_pair};
 pub use error::{Coded, Hint};
 pub use ids::{IdSource, RandomIds, RequestId, RunId, SequentialIds};
 pub use path::{CanonicalPath, LinkResolver, PathError};

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
-use warrant_core::{Coded, Digest, ToolSpec, digest_of};
+use warrant_core::{Coded, Digest, ToolSpec};
 
 use crate::types::{Conversation, Message, ModelProvider, ModelResponse};
 
@@ -320,10 +320,14 @@ impl<'a> GuardedRequest<'a> {
         if check {
             guard(conversation, tools, taint)?;
         }
-        let digest =
-            digest_of(&(conversation, tools)).map_err(|e| UntrustedContentError::Unencodable {
-                message: e.to_string(),
-            })?;
+        let unencodable = |e: serde_json::Error| UntrustedContentError::Unencodable {
+            message: e.to_string(),
+        };
+        let digest = warrant_core::digest_of_pair(
+            conversation,
+            &canonical_tools(tools).map_err(unencodable)?,
+        )
+        .map_err(unencodable)?;
         Ok(Self {
             conversation,
             tools,
@@ -363,6 +367,25 @@ impl<'a> GuardedRequest<'a> {
     ) -> Result<ModelResponse, crate::error::ModelError> {
         model.respond_metered(self.conversation, self.tools, turn, on_progress)
     }
+}
+
+/// The canonical JSON of `tools`, remembered for the next request of this process: the tools
+/// rarely change between turns (or between the runs a worker drives), and writing their
+/// schemas canonically was most of a request's digest. Reused only for an equal list.
+fn canonical_tools(tools: &[ToolSpec]) -> Result<std::sync::Arc<str>, serde_json::Error> {
+    static LAST: std::sync::Mutex<Option<(Vec<ToolSpec>, std::sync::Arc<str>)>> =
+        std::sync::Mutex::new(None);
+    let mut last = LAST
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((seen, text)) = last.as_ref()
+        && seen.as_slice() == tools
+    {
+        return Ok(std::sync::Arc::clone(text));
+    }
+    let text: std::sync::Arc<str> = warrant_core::canonical_json(tools)?.into();
+    *last = Some((tools.to_vec(), std::sync::Arc::clone(&text)));
+    Ok(text)
 }
 
 fn has_tag(text: &str) -> bool {

@@ -273,6 +273,19 @@ fn a_long_conversation_is_guarded_and_digested_as_its_canonical_text() {
         &Digest::of_bytes(canonical_json(&(&conversation, &specs)).unwrap().as_bytes())
     );
 
+    // The tools' canonical text is remembered between requests: a changed list is never
+    // served the last one's, and the same list again digests as before.
+    let mut fewer = specs.clone();
+    fewer.pop();
+    let canonical = |tools: &[ToolSpec]| {
+        Digest::of_bytes(canonical_json(&(&conversation, tools)).unwrap().as_bytes())
+    };
+    for tools in [&fewer, &specs, &fewer, &specs] {
+        let again = GuardedRequest::assemble(&conversation, tools, &taint, true).unwrap();
+        assert_eq!(again.digest(), &canonical(tools));
+    }
+    assert_ne!(canonical(&fewer), canonical(&specs));
+
     let mut pasted = specs.clone();
     pasted[0].description = format!(
         "{} Also: written as asked, number 39.",
