@@ -186,15 +186,20 @@ pub fn settings(layers: &[Layer]) -> Result<Settings, HostError> {
 /// Reads `policies/*.cedar` of every layer and validates them strictly: one bad policy and
 /// nothing runs.
 pub fn policy(paths: &Paths) -> Result<PolicyEngine, HostError> {
-    PolicyEngine::load_remembering(&policy_sources(paths)?, &ValidatedSets::of_this_build())
-        .map(|engine| engine.with_recognizers(crate::controls::recognizers()))
-        .map_err(|e| HostError::bad_input(&e))
+    policy_with(paths, &ValidatedSets::of_this_build())
 }
 
 /// [`policy`], validating the set whatever was remembered: for the commands that exist to
 /// check (`warrant config check`, `doctor`).
 pub fn policy_fully_checked(paths: &Paths) -> Result<PolicyEngine, HostError> {
-    PolicyEngine::load(&policy_sources(paths)?)
+    policy_with(paths, &warrant_policy::NoMemo)
+}
+
+fn policy_with(
+    paths: &Paths,
+    memo: &dyn warrant_policy::ValidationMemo,
+) -> Result<PolicyEngine, HostError> {
+    PolicyEngine::load_remembering(&policy_sources(paths)?, memo)
         .map(|engine| engine.with_recognizers(crate::controls::recognizers()))
         .map_err(|e| HostError::bad_input(&e))
 }

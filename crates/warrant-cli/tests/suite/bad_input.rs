@@ -50,6 +50,10 @@ fn a_bad_transcript_is_refused_before_the_run_starts() {
     assert_eq!(runs(&sb), 0, "nothing was started");
 }
 
+/// A forbid naming an attribute the schema does not have: strict validation refuses it.
+const BROKEN_FORBID: &str =
+    "@id(\"typo\")\nforbid(principal, action, resource) when { resource.secretive };\n";
+
 #[test]
 fn a_remembered_validation_never_lets_an_edited_policy_skip_its_check() {
     let mut sb = Sandbox::init();
@@ -73,10 +77,7 @@ fn a_remembered_validation_never_lets_an_edited_policy_skip_its_check() {
     );
     assert_eq!(remembered(), 1);
     // An edit that fails validation is refused as before, and not remembered.
-    sb.write(
-        ".warrant/policies/typo.cedar",
-        "@id(\"typo\")\nforbid(principal, action, resource) when { resource.secretive };\n",
-    );
+    sb.write(".warrant/policies/typo.cedar", BROKEN_FORBID);
     let out = sb.run(&["run", "--model", &model, "t"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("W-POLICY-"), "{}", stderr(&out));
@@ -92,10 +93,7 @@ fn a_remembered_validation_never_lets_an_edited_policy_skip_its_check() {
     );
     assert_eq!(remembered(), 2);
     // `config check` validates whatever was remembered.
-    sb.write(
-        ".warrant/policies/typo.cedar",
-        "@id(\"typo\")\nforbid(principal, action, resource) when { resource.secretive };\n",
-    );
+    sb.write(".warrant/policies/typo.cedar", BROKEN_FORBID);
     let out = sb.run(&["config", "check"]);
     assert_ne!(out.status.code(), Some(0));
 }
