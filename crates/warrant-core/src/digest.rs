@@ -46,14 +46,16 @@ impl fmt::Display for Digest {
 
 /// RFC 8785 canonical JSON of any serializable value.
 pub fn canonical_json<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
-    serde_jcs::to_string(value)
+    let bytes = crate::canonical::to_vec(value)?;
+    // serde_json writes only what a `&str` held, and ASCII.
+    String::from_utf8(bytes).map_err(serde::ser::Error::custom)
 }
 
 /// SHA-256 of the canonical JSON of `value`: the canonical form is hashed as it is written,
 /// never held whole (a model request's digest covers its whole conversation, every turn).
 pub fn digest_of<T: Serialize + ?Sized>(value: &T) -> Result<Digest, serde_json::Error> {
     let mut hasher = Hashing(Sha256::new());
-    serde_jcs::to_writer(&mut hasher, value)?;
+    crate::canonical::write(&mut hasher, value)?;
     Ok(Digest(format!(
         "sha256:{}",
         hex::encode(hasher.0.finalize())
@@ -70,7 +72,7 @@ pub fn digest_of_pair<T: Serialize + ?Sized>(
 ) -> Result<Digest, serde_json::Error> {
     let mut hasher = Hashing(Sha256::new());
     hasher.0.update(b"[");
-    serde_jcs::to_writer(&mut hasher, first)?;
+    crate::canonical::write(&mut hasher, first)?;
     hasher.0.update(b",");
     hasher.0.update(second_canonical.as_bytes());
     hasher.0.update(b"]");

@@ -3,6 +3,7 @@
 //! exhaustive `match` that must handle it, by design.
 
 pub mod action;
+pub mod canonical;
 pub mod clock;
 pub mod config;
 pub mod digest;
