@@ -160,7 +160,8 @@ pub struct RunState {
     pub ceiling: Option<crate::graph::NodeCeiling>,
     /// Steps of a call the ring decided and applied here but has not committed yet: they go
     /// to the store with its next append, in the same transaction. Empty whenever the ring
-    /// hands the state back.
+    /// hands the state back, but for a model's answer held by
+    /// [`crate::Ring::hold_model_response`] until the step after it appends.
     pub(crate) staged: Staged,
 }
 
@@ -189,6 +190,9 @@ pub(crate) struct Staged {
     /// What the staged events changed, to put back if their commit fails: the index of their
     /// call with its state before them, and the sequence number the first one took.
     pub undo: Option<(usize, CallState, u64)>,
+    /// The whole state before a held model answer (which adds a turn and its calls): put back
+    /// instead of `undo` when there is one.
+    pub before_answer: Option<Box<RunState>>,
 }
 
 impl Staged {

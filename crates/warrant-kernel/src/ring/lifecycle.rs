@@ -235,12 +235,15 @@ impl Ring<'_> {
                 answered @ RequestUpdate::Answered { .. } => answered,
             })
             .collect();
+        // Every staged event took the next number.
+        let expected_seq = state.next_seq - held as u64;
+        let crate::state::Staged {
+            events: staged_events,
+            undo,
+            before_answer,
+        } = staged;
         let (mut batch, mut drafts): (Vec<RunEvent>, Vec<EventDraft>) =
-            staged.events.into_iter().unzip();
-        let expected_seq = staged
-            .undo
-            .as_ref()
-            .map_or(state.next_seq, |(_, _, first)| *first);
+            staged_events.into_iter().unzip();
         let committed = self.draft_all(state, &events).and_then(|fresh| {
             drafts.extend(fresh);
             batch.extend(events);
@@ -261,7 +264,14 @@ impl Ring<'_> {
             Ok(stored) => stored,
             Err(e) => {
                 // Nothing was written: the state goes back to what the journal holds.
-                put_back(state, staged.undo);
+                put_back(
+                    state,
+                    crate::state::Staged {
+                        events: Vec::new(),
+                        undo,
+                        before_answer,
+                    },
+                );
                 return Err(e);
             }
         };
@@ -338,7 +348,7 @@ impl Ring<'_> {
     /// Drops what is staged and puts the state back to what the journal holds.
     pub(super) fn unstage(&self, state: &mut RunState) {
         let staged = std::mem::take(&mut state.staged);
-        put_back(state, staged.undo);
+        put_back(state, staged);
     }
 
     /// Journals a model's answer, with the guarded request it answers (`None` only where no
@@ -366,6 +376,49 @@ impl Ring<'_> {
             None,
             vec![],
         )
+    }
+
+    /// Applies a model's answer that asks for calls without committing it: the append of the
+    /// step after it (its first call's start, denial or approval request, or whatever stops
+    /// the run first) commits it in the same transaction. The answer acts on nothing by
+    /// itself, so durability needs no point of its own: a crash before that append loses it,
+    /// and a resume asks the model again, as it would had the answer never arrived (as for a
+    /// final answer, [`Ring::record_final_response`]). If that append fails, or the call's
+    /// steps end in an error, the state goes back to before the answer.
+    pub fn hold_model_response(
+        &self,
+        state: &mut RunState,
+        request: Option<ModelRequest>,
+        text: Option<String>,
+        calls: Vec<CallRecord>,
+        usage: Option<Value>,
+        model: String,
+    ) -> Result<(), KernelError> {
+        if !state.staged.is_empty() {
+            return Err(KernelError::Inconsistent {
+                run: state.run.to_string(),
+                message: "a model answer cannot be held over uncommitted steps".to_owned(),
+            });
+        }
+        let event = RunEvent::ModelResponded {
+            turn: state.turns,
+            text,
+            calls,
+            usage,
+            model,
+            request,
+        };
+        let seq = state.next_seq;
+        let draft = self.draft(&state.principal, &state.run, seq, &event, Some(state))?;
+        let before = Box::new(state.clone());
+        if let Err(e) = state.apply(seq, event.clone()) {
+            *state = *before;
+            return Err(e);
+        }
+        state.next_seq = seq + 1;
+        state.staged.events.push((event, draft));
+        state.staged.before_answer = Some(before);
+        Ok(())
     }
 
     /// Journals a tool call a client made directly (a caller of `warrant mcp serve`), before

@@ -27,7 +27,7 @@ use crate::events::{
     Approver, Binding, CallRecord, DeniedBy, EVENT_VERSION, InDoubtOutcome, ModelRequest, Outcome,
     ReasonRecord, Resolution, RunEvent, RunLimit, RunSettings, Scope, Verdict, Via,
 };
-use crate::state::{CallState, RequestAnswer, RequestKind, RequestState, RunState};
+use crate::state::{RequestAnswer, RequestKind, RequestState, RunState};
 use crate::tool::{EffectResult, PENDING_JUDGEMENT, PendingJudgement, ToolEnv, ToolRegistry};
 
 /// What the policy decision point says about one action.
@@ -337,8 +337,11 @@ pub(crate) use facts::audit_facts;
 
 /// What a request listing shows of an approval request.
 /// Undoes staged steps: their call as it was before them, and the sequence number they took.
-fn put_back(state: &mut RunState, undo: Option<(usize, CallState, u64)>) {
-    if let Some((index, call, first)) = undo {
+/// Puts `state` back to what the journal holds, undoing what `staged` had applied.
+fn put_back(state: &mut RunState, staged: crate::state::Staged) {
+    if let Some(before) = staged.before_answer {
+        *state = *before;
+    } else if let Some((index, call, first)) = staged.undo {
         state.calls[index] = call;
         state.next_seq = first;
     }

@@ -515,3 +515,116 @@ fn a_final_answer_and_the_runs_end_are_one_transaction_unless_the_run_must_stop(
         .unwrap();
     assert!(!ring.may_complete(&cancelled).unwrap());
 }
+
+#[test]
+fn a_model_answer_with_calls_is_committed_with_its_first_calls_start() {
+    let w = World::new();
+    let pdp = Pdp(&w.engine);
+    let counting = Counting::new(&w.store, None);
+    let ring = ring(&w, &pdp, &counting);
+    let mut state = w.start(&ring, settings());
+    counting.appends.borrow_mut().clear();
+    let call = |id: &str, path: &str| warrant_kernel::CallRecord {
+        id: id.into(),
+        tool: "read_file".into(),
+        args: json!({ "path": path }),
+    };
+
+    ring.hold_model_response(
+        &mut state,
+        None,
+        Some("reading".into()),
+        vec![call("call-1", "notes.txt"), call("call-2", "notes.txt")],
+        None,
+        "m".into(),
+    )
+    .unwrap();
+    // Held: applied here, not yet in the journal.
+    assert_eq!(state.turns, 1);
+    assert!(counting.transactions().is_empty());
+    assert_eq!(w.store.events(&state.run).unwrap().len(), 1);
+    assert!(ring.load(&state.run).unwrap().calls.is_empty());
+
+    for id in ["call-1", "call-2"] {
+        assert_eq!(
+            w.process(&ring, &mut state, id, &mut NoPrompter),
+            CallStep::Done
+        );
+    }
+    assert_eq!(
+        counting.transactions(),
+        vec![
+            kinds(&[
+                "model_responded",
+                "action_proposed",
+                "policy_decided",
+                "effect_started"
+            ]),
+            kinds(&["effect_completed"]),
+            kinds(&["action_proposed", "policy_decided", "effect_started"]),
+            kinds(&["effect_completed"]),
+        ]
+    );
+    assert_eq!(ring.load(&state.run).unwrap(), state);
+    assert_audited(&w, &state.run);
+
+    // Nothing may be held over steps not yet committed.
+    let w = World::new();
+    let (mut state, _) = proposed(&w, "read_file", json!({"path": "notes.txt"}));
+    let ring = w.ring(&pdp, SECRET);
+    ring.hold_model_response(
+        &mut state,
+        None,
+        None,
+        vec![call("call-9", "a")],
+        None,
+        "m".into(),
+    )
+    .unwrap();
+    let err = ring
+        .hold_model_response(
+            &mut state,
+            None,
+            None,
+            vec![call("call-10", "a")],
+            None,
+            "m".into(),
+        )
+        .unwrap_err();
+    assert!(matches!(err, KernelError::Inconsistent { .. }), "{err:?}");
+}
+
+#[test]
+fn a_crash_before_the_first_calls_start_loses_the_held_answer_and_the_model_is_asked_again() {
+    let w = World::new();
+    let pdp = Pdp(&w.engine);
+    let crashing = Counting::new(&w.store, Some("effect_started"));
+    let ring = ring(&w, &pdp, &crashing);
+    let mut state = w.start(&ring, settings());
+    let journal = ring.load(&state.run).unwrap();
+    ring.hold_model_response(
+        &mut state,
+        None,
+        None,
+        vec![warrant_kernel::CallRecord {
+            id: "call-1".into(),
+            tool: "write_file".into(),
+            args: json!({"path": "r.md", "content": "r\n"}),
+        }],
+        None,
+        "m".into(),
+    )
+    .unwrap();
+
+    let err = ring
+        .process_call(&mut state, "call-1", &w.env, &mut NoPrompter)
+        .unwrap_err();
+    assert!(matches!(err, KernelError::Store(_)), "{err:?}");
+    // Neither the answer nor the call's steps reached the journal, nothing ran, and the state
+    // is back to before the answer: the next step asks the model again.
+    assert_eq!(state, journal);
+    assert_eq!(state.turns, 0);
+    assert_eq!(w.store.events(&state.run).unwrap().len(), 1);
+    assert!(!w.exists("r.md"));
+    assert_audited(&w, &state.run);
+}
