@@ -386,19 +386,16 @@ impl Agent<'_> {
                             usage,
                             response.model,
                         )?;
-                    } else if !calls.is_empty() {
-                        // Committed with the next step's append (its first call's start):
-                        // one durable point fewer per turn.
-                        self.ring.hold_model_response(
-                            state,
-                            Some(journaled),
-                            response.text,
-                            calls,
-                            usage,
-                            response.model,
-                        )?;
                     } else {
-                        self.ring.record_model_response(
+                        // An answer that asks for calls is committed with the next step's
+                        // append (its first call's start): one durable point fewer per turn.
+                        let record = if calls.is_empty() {
+                            Ring::record_model_response
+                        } else {
+                            Ring::hold_model_response
+                        };
+                        record(
+                            self.ring,
                             state,
                             Some(journaled),
                             response.text,

@@ -362,20 +362,8 @@ impl Ring<'_> {
         usage: Option<Value>,
         model: String,
     ) -> Result<(), KernelError> {
-        let turn = state.turns;
-        self.append(
-            state,
-            vec![RunEvent::ModelResponded {
-                turn,
-                text,
-                calls,
-                usage,
-                model,
-                request,
-            }],
-            None,
-            vec![],
-        )
+        let event = model_responded(state, request, text, calls, usage, model);
+        self.append(state, vec![event], None, vec![])
     }
 
     /// Applies a model's answer that asks for calls without committing it: the append of the
@@ -400,14 +388,7 @@ impl Ring<'_> {
                 message: "a model answer cannot be held over uncommitted steps".to_owned(),
             });
         }
-        let event = RunEvent::ModelResponded {
-            turn: state.turns,
-            text,
-            calls,
-            usage,
-            model,
-            request,
-        };
+        let event = model_responded(state, request, text, calls, usage, model);
         let seq = state.next_seq;
         let draft = self.draft(&state.principal, &state.run, seq, &event, Some(state))?;
         let before = Box::new(state.clone());
@@ -563,6 +544,25 @@ impl Ring<'_> {
 }
 
 /// The approver a refused answer names: who answered, through which front end.
+/// The event of a model's answer to the run's current turn.
+fn model_responded(
+    state: &RunState,
+    request: Option<ModelRequest>,
+    text: Option<String>,
+    calls: Vec<CallRecord>,
+    usage: Option<Value>,
+    model: String,
+) -> RunEvent {
+    RunEvent::ModelResponded {
+        turn: state.turns,
+        text,
+        calls,
+        usage,
+        model,
+        request,
+    }
+}
+
 fn approver_of(who: &Principal, via: &str) -> Approver {
     Approver {
         tenant: who.tenant.clone(),
