@@ -145,7 +145,17 @@ fn a_paused_worker_is_fenced_out_and_the_run_completes_once() {
     assert!(
         rejections[0]["presented"].as_u64().unwrap() < rejections[0]["current"].as_u64().unwrap()
     );
-    assert_eq!(rejections[0]["kinds"], json!(["model_responded"]));
+    // A's answer was held for its call's first batch, so the refused append is that batch
+    // whole: its effect never started.
+    assert_eq!(
+        rejections[0]["kinds"],
+        json!([
+            "model_responded",
+            "action_proposed",
+            "policy_decided",
+            "effect_started"
+        ])
+    );
     let kinds = kinds_of(&shown);
     assert_eq!(
         kinds.iter().filter(|k| *k == "effect_completed").count(),
