@@ -393,59 +393,20 @@ fn has_tag(text: &str) -> bool {
 }
 
 /// Each untrusted item with the pieces that recognise it, cut once per request: the system
-/// prompt and every tool's name and description are looked through for all of them. The pieces
-/// go into one automaton, so a text is read once rather than once per piece: a run's pieces
-/// grow with its tool results, and every tool spec is looked through at every turn.
-struct Fragments<'t> {
-    items: Vec<&'t Untrusted>,
-    /// Each distinct piece, with the first item (in the taint's order) it comes from.
-    pieces: Vec<(&'t str, usize)>,
-    /// All of `pieces`, by index; `None` when the automaton could not be built (then each
-    /// piece is looked for alone, as before: slower, never weaker).
-    automaton: Option<aho_corasick::AhoCorasick>,
-}
+/// prompt and every tool's name and description are looked through for all of them.
+struct Fragments<'t>(Vec<(&'t Untrusted, Vec<&'t str>)>);
 
 impl<'t> Fragments<'t> {
     fn of(taint: &'t Taint) -> Self {
-        let items: Vec<&Untrusted> = taint.items.iter().collect();
-        let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-        let mut pieces = Vec::new();
-        for (i, item) in items.iter().enumerate() {
-            for piece in item.fragments() {
-                first.entry(piece).or_insert_with(|| {
-                    pieces.push((piece, i));
-                    i
-                });
-            }
-        }
-        let automaton = if pieces.is_empty() {
-            None
-        } else {
-            aho_corasick::AhoCorasick::new(pieces.iter().map(|(p, _)| p)).ok()
-        };
-        Self {
-            items,
-            pieces,
-            automaton,
-        }
+        Self(taint.items.iter().map(|u| (u, u.fragments())).collect())
     }
 
     /// The first item (in the taint's order) a piece of which `text` contains.
     fn first_in(&self, text: &str) -> Option<&'t Untrusted> {
-        let first = match &self.automaton {
-            // Every occurrence of every piece, overlapping ones included.
-            Some(automaton) => automaton
-                .find_overlapping_iter(text)
-                .map(|m| self.pieces[m.pattern().as_usize()].1)
-                .min(),
-            None => self
-                .pieces
-                .iter()
-                .filter(|(piece, _)| text.contains(piece))
-                .map(|(_, item)| *item)
-                .min(),
-        };
-        first.map(|i| self.items[i])
+        self.0
+            .iter()
+            .find(|(_, pieces)| pieces.iter().any(|f| text.contains(f)))
+            .map(|(u, _)| *u)
     }
 }
 
@@ -564,51 +525,6 @@ pub fn fence_records(items: &[Untrusted]) -> Vec<FenceRecord> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-
-    /// The automaton finds what looking for each piece alone finds: the first item, in the
-    /// taint's order, a piece of which the text holds (overlapping pieces, a piece two items
-    /// share, a text holding pieces of several items).
-    #[test]
-    fn the_pieces_automaton_finds_the_first_item_as_a_search_per_piece_does() {
-        let mut taint = Taint::default();
-        let texts = [
-            "a first result line long enough\nshort\nshared line across two results",
-            "second result: nothing else here at all",
-            "shared line across two results\nthird one, overlapping: long enough to count",
-        ];
-        for (i, t) in texts.iter().enumerate() {
-            taint.add(Untrusted::new(
-                Source::tool_result("read_file", &format!("c{i}"), None),
-                *t,
-            ));
-        }
-        let fragments = Fragments::of(&taint);
-        assert!(fragments.automaton.is_some());
-        let by_piece = Fragments {
-            automaton: None,
-            ..Fragments::of(&taint)
-        };
-        let index = |u: Option<&Untrusted>| u.and_then(|u| texts.iter().position(|t| *t == u.text));
-        for (text, expected) in [
-            ("nothing untrusted in this description", None),
-            ("x second result: nothing else here at all y", Some(1)),
-            (
-                "…third one, overlapping: long enough to count, and a first result line long enough",
-                Some(0),
-            ),
-            ("only the shared line across two results", Some(0)),
-            ("short", None),
-            ("a first result line long enoug", None),
-        ] {
-            assert_eq!(index(fragments.first_in(text)), expected, "{text}");
-            assert_eq!(index(by_piece.first_in(text)), expected, "{text}");
-        }
-        assert!(
-            Fragments::of(&Taint::default())
-                .first_in("anything")
-                .is_none()
-        );
-    }
 
     #[test]
     fn a_forged_fence_end_is_neutralised() {
