@@ -6,6 +6,10 @@
 //! criterion group): a command that writes 1,000 small files, contained (overlay, read + judge +
 //! apply) against the same under an unconfined profile, with the judging alone and a plain
 //! fsync'd write of the same files to split the difference.
+//! `census`: the view's walk for denied names and hard links over a generated project of 20,000
+//! files in 2,000 directories (a build directory's shape): every directory listed and every file
+//! `statx`ed (no memory, as every command did before `warrant_exec::census`) against the walk
+//! that reuses remembered listings (nothing changed) and the one after one file was added.
 //! The workspace of `confine` is a copy of this repository's tracked files plus a `.git`, a
 //! `.env` and a key, so the launcher walks a real tree for denied names. See docs/BENCHMARKS.md.
 #![allow(
@@ -531,5 +535,46 @@ fn write_files(dir: &Path, durable: bool) {
     }
 }
 
-criterion_group!(benches, confine, changeset);
+/// The walk for denied names, full against remembered (see the module's comment).
+fn census(c: &mut Criterion) {
+    use warrant_exec::census::{RACY, survey};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    for d in 0..2_000 {
+        let sub = root.join(format!("target/debug/deps/d{:02}/m{d}", d % 40));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..10 {
+            std::fs::write(sub.join(format!("f{f}.o")), b"x").unwrap();
+        }
+    }
+    std::fs::write(root.join(".env"), b"K=1").unwrap();
+    let memory = dir.path().join("census.json");
+    let patterns: Vec<String> = warrant_core::config::DEFAULT_DENIED
+        .iter()
+        .map(|p| (*p).to_owned())
+        .collect();
+    // Listings are trusted once their directory's change time is RACY old.
+    std::thread::sleep(RACY + Duration::from_millis(200));
+    let roots = [root.as_path()];
+    let (first, _) = survey(&roots, &patterns, &[], Some(&memory)).unwrap();
+    assert_eq!(first.denied, vec![root.join(".env")]);
+    let (_, stats) = survey(&roots, &patterns, &[], Some(&memory)).unwrap();
+    assert_eq!(stats.listed, 0, "{stats:?}");
+    let mut g = c.benchmark_group("census");
+    g.sample_size(20);
+    g.bench_function("full_walk_20000_files", |b| {
+        b.iter(|| black_box(survey(&roots, &patterns, &[], None).unwrap()))
+    });
+    g.bench_function("remembered_nothing_changed", |b| {
+        b.iter(|| black_box(survey(&roots, &patterns, &[], Some(&memory)).unwrap()))
+    });
+    // One directory changed since: it is listed again (and stays racy, so every iteration).
+    std::fs::write(root.join("target/debug/deps/d07/m7/new.o"), b"y").unwrap();
+    g.bench_function("remembered_one_directory_changed", |b| {
+        b.iter(|| black_box(survey(&roots, &patterns, &[], Some(&memory)).unwrap()))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, confine, changeset, census);
 criterion_main!(benches);

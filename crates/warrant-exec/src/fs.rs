@@ -195,12 +195,16 @@ fn refuse_link_to_denied(
         .iter()
         .map(|p| (*p).to_owned())
         .collect();
+    // Another name that is denied, or inside a denied directory (`.warrant/…`).
     if let Some(other) = names.iter().find(|n| {
         n.as_path() != path.as_path()
-            && n.file_name().is_some_and(|f| {
-                let f = f.to_string_lossy();
-                patterns.iter().any(|p| crate::grants::name_matches(p, &f))
-            })
+            && n.strip_prefix(workspace.as_path())
+                .unwrap_or(n)
+                .components()
+                .any(|c| {
+                    let c = c.as_os_str().to_string_lossy();
+                    patterns.iter().any(|p| crate::grants::name_matches(p, &c))
+                })
     }) {
         return Err(ExecError::HardLinkToDenied {
             path: path.clone(),

@@ -46,6 +46,23 @@ fn scanned(root: &Path) -> bool {
     !UNSCANNED.iter().any(|u| root.starts_with(u))
 }
 
+/// The roots a walk starts from: the directories among `roots` that are searched (not in
+/// [`UNSCANNED`]) and not inside another of them.
+pub fn outermost(roots: &[&Path]) -> Vec<PathBuf> {
+    let mut outer: Vec<PathBuf> = roots
+        .iter()
+        .filter(|r| scanned(r) && r.is_dir())
+        .map(|r| r.to_path_buf())
+        .collect();
+    outer.sort();
+    outer.dedup();
+    outer
+        .iter()
+        .filter(|r| !outer.iter().any(|o| o != *r && r.starts_with(o)))
+        .cloned()
+        .collect()
+}
+
 /// Walks the directories under `roots` (a root inside another is walked as part of it;
 /// unreadable or vanished directories are skipped), at most [`SCAN_BUDGET`] entries, handing
 /// each entry and the mark of its directory to `visit`, which says whether to descend into it
@@ -58,17 +75,9 @@ fn walk<M: Copy>(
     mut visit: impl FnMut(&std::fs::DirEntry, M) -> Option<M>,
 ) -> Result<(), String> {
     let mut budget = SCAN_BUDGET;
-    let mut outer: Vec<PathBuf> = roots
-        .iter()
-        .filter(|r| scanned(r) && r.is_dir())
-        .map(|r| r.to_path_buf())
-        .collect();
-    outer.sort();
-    outer.dedup();
-    let mut stack: Vec<(PathBuf, M)> = outer
-        .iter()
-        .filter(|r| !outer.iter().any(|o| o != *r && r.starts_with(o)))
-        .map(|r| (r.clone(), root_mark))
+    let mut stack: Vec<(PathBuf, M)> = outermost(roots)
+        .into_iter()
+        .map(|r| (r, root_mark))
         .collect();
     while let Some((dir, mark)) = stack.pop() {
         let entries = match std::fs::read_dir(&dir) {
@@ -113,51 +122,6 @@ pub fn find_denied(
     found.sort();
     found.dedup();
     Ok(found)
-}
-
-/// [`find_denied`] and [`link_census`] of the same `roots` in one walk (the view needs both
-/// when workspace files with a name outside it are masked): the same two answers, each tree
-/// listed once instead of twice. Entries inside a denied directory are counted for the census
-/// but not reported as denied themselves, as the two walks do.
-pub fn find_denied_with_census(
-    roots: &[&Path],
-    patterns: &[String],
-    paths: &[PathBuf],
-) -> Result<(Vec<PathBuf>, LinkCensus), String> {
-    use std::os::unix::fs::MetadataExt;
-    let mut found: Vec<PathBuf> = paths.to_vec();
-    let mut census = LinkCensus::new();
-    // The mark: whether the directory is (inside) a denied entry.
-    walk(
-        roots,
-        "looking for denied names",
-        false,
-        |entry, inside_denied| {
-            let denied = !inside_denied && {
-                let name = entry.file_name();
-                let name = name.to_string_lossy();
-                patterns.iter().any(|p| name_matches(p, &name))
-            };
-            if denied {
-                found.push(entry.path());
-            }
-            let kind = entry.file_type().ok()?;
-            if kind.is_file()
-                && let Ok(meta) = entry.metadata()
-                && meta.nlink() > 1
-            {
-                census
-                    .entry((meta.dev(), meta.ino()))
-                    .or_insert_with(|| (meta.nlink(), Vec::new()))
-                    .1
-                    .push(entry.path());
-            }
-            kind.is_dir().then_some(inside_denied || denied)
-        },
-    )?;
-    found.sort();
-    found.dedup();
-    Ok((found, census))
 }
 
 /// Regular files with more than one name, by (device, inode): the link count the file system
@@ -241,53 +205,7 @@ pub fn root_grants(
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::{find_denied, find_denied_with_census, link_census, name_matches};
-    use std::path::PathBuf;
-
-    /// The one walk the view makes gives exactly what the two walks gave: the denied entries
-    /// (not those inside a denied directory) and every multiply-linked file's names, inside
-    /// denied directories too.
-    #[test]
-    fn one_walk_finds_what_the_two_walks_find() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        let outside = tempfile::tempdir().unwrap();
-        for d in ["src/deep", ".warrant/keys", "secrets.d/.env"] {
-            std::fs::create_dir_all(root.join(d)).unwrap();
-        }
-        for f in [
-            ".env",
-            "src/deep/.env",
-            "src/a.txt",
-            ".warrant/keys/k",
-            "secrets.d/.env/x",
-        ] {
-            std::fs::write(root.join(f), f).unwrap();
-        }
-        // Names of the same files: a denied one, one inside a denied directory, one outside.
-        std::fs::hard_link(root.join(".env"), root.join("src/copy")).unwrap();
-        std::fs::hard_link(root.join(".warrant/keys/k"), root.join("src/k2")).unwrap();
-        std::fs::write(outside.path().join("o"), "o").unwrap();
-        std::fs::hard_link(outside.path().join("o"), root.join("src/deep/o")).unwrap();
-        let patterns = vec![".env".to_owned(), ".warrant".to_owned()];
-        let paths = vec![PathBuf::from("/nonexistent/listed")];
-        let roots = [root, &root.join("src")];
-        let (denied, census) = find_denied_with_census(&roots, &patterns, &paths).unwrap();
-        assert_eq!(denied, find_denied(&roots, &patterns, &paths).unwrap());
-        assert_eq!(census, link_census(&roots).unwrap());
-        assert_eq!(
-            denied,
-            vec![
-                PathBuf::from("/nonexistent/listed"),
-                root.join(".env"),
-                root.join(".warrant"),
-                root.join("secrets.d/.env"),
-                root.join("src/deep/.env"),
-            ]
-        );
-        assert_eq!(census.len(), 3, "{census:?}");
-    }
-
+    use super::name_matches;
     #[test]
     fn patterns() {
         let cases = [

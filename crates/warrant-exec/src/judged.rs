@@ -197,6 +197,18 @@ pub fn cache_dir(workspace: &CanonicalPath) -> Option<PathBuf> {
     )
 }
 
+/// Where the view's walk of `workspace` for denied names is remembered
+/// (`<state>/warrant/census/<16 hex digits of the workspace path's SHA-256>.json`, see
+/// [`crate::census`]).
+pub fn census_memory(workspace: &CanonicalPath) -> Option<PathBuf> {
+    let warrant = state_dir()?;
+    Some(
+        warrant
+            .join("census")
+            .join(format!("{}.json", short_digest(workspace.as_str()))),
+    )
+}
+
 fn short_digest(text: &str) -> String {
     use sha2::Digest as _;
     let full = hex::encode(sha2::Sha256::digest(text.as_bytes()));

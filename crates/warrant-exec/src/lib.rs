@@ -4,6 +4,7 @@
 //! an authorized action) and reads every target from it, so what runs is exactly what was
 //! decided.
 
+pub mod census;
 pub mod cgroup;
 pub mod changeset;
 pub mod child;

@@ -201,13 +201,15 @@ pub fn run_command_with_secrets(
     };
     let with_layer;
     let confinement = match confinement {
-        Some(c) if layer.is_some() || (c.plan.view && !c.plan.caches.is_empty()) => {
+        Some(c) if layer.is_some() || c.plan.view => {
             let mut plan = c.plan.clone();
             plan.overlay = layer.as_ref().map(|l| l.spec.clone());
-            // Toolchain caches the command may fill, kept per workspace.
             if plan.view {
-                plan.cache_layers =
-                    crate::judged::cache_layers(cwd_workspace(Some(c), cwd), &plan.caches)?;
+                let workspace = cwd_workspace(Some(c), cwd);
+                // Toolchain caches the command may fill, kept per workspace.
+                plan.cache_layers = crate::judged::cache_layers(workspace, &plan.caches)?;
+                // What the last walk for denied names found, so this one lists only what changed.
+                plan.census_memory = crate::judged::census_memory(workspace);
             }
             with_layer = Confinement {
                 plan,

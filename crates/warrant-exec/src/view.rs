@@ -17,7 +17,7 @@
 //! afterwards). Toolchain caches get a per-workspace overlay ([`TOOLCHAIN_CACHES`]).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::StatVfsMountFlags;
@@ -396,33 +396,22 @@ fn layout(plan: &SandboxPlan, home: Option<&Path>) -> Result<Layout, String> {
         .iter()
         .map(|p| p.as_path().to_path_buf())
         .collect();
-    // With outside links masked (the default) the census is always needed: one walk gives both.
-    let (denied, census) = if mask_outside {
-        let (denied, census) =
-            crate::grants::find_denied_with_census(&scan, &plan.denied_names, &denied_paths)?;
-        (denied, Some(census))
-    } else {
-        (plan.find_denied(&scan)?, None)
-    };
-    let inodes: BTreeSet<(u64, u64)> = denied
-        .iter()
-        .filter_map(|p| std::fs::symlink_metadata(p).ok())
-        .filter(|m| m.is_file() && m.nlink() > 1)
-        .map(|m| (m.dev(), m.ino()))
-        .collect();
-    let census = match census {
-        Some(census) => Some(census),
-        None if !inodes.is_empty() => Some(crate::grants::link_census(&scan)?),
-        None => None,
-    };
-    for (inode, (links, names)) in census.unwrap_or_default() {
-        // Another name of a denied file, or a name outside the scanned roots (the home
-        // directory's secret under a harmless name in the workspace).
+    // The walk's memory is Warrant's own: never one a command could have written.
+    let memory = plan
+        .census_memory
+        .as_deref()
+        .filter(|m| !layout.writable.iter().any(|w| m.starts_with(w)));
+    let (survey, _) = crate::census::survey(&scan, &plan.denied_names, &denied_paths, memory)?;
+    for (inode, (links, names)) in survey.census {
+        // Another name of a denied file (or of one inside a denied directory), or a name
+        // outside the scanned roots (the home directory's secret under a harmless name in the
+        // workspace).
         let outside = usize::try_from(links).map_or(true, |n| n > names.len());
-        if inodes.contains(&inode) || (mask_outside && outside) {
+        if survey.hidden.contains(&inode) || (mask_outside && outside) {
             layout.masked.extend(names);
         }
     }
+    let denied = survey.denied;
     layout.masked.extend(denied);
     Ok(layout)
 }

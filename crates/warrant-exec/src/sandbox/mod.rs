@@ -156,6 +156,10 @@ pub struct SandboxPlan {
     /// command fetched the next one in the same workspace finds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cache_layers: Vec<OverlaySpec>,
+    /// Where the view's walk for denied names remembers what it listed (set by the executor,
+    /// in Warrant's state directory; see [`crate::census`]). `None`: every walk lists it all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub census_memory: Option<PathBuf>,
     /// Whether workspace files that have a name outside the workspace are masked in the view
     /// (`SandboxConfig::outside_links`).
     #[serde(default, skip_serializing_if = "OutsideLinks::is_mask")]
@@ -306,6 +310,7 @@ impl SandboxPlan {
                 caches
             },
             cache_layers: Vec::new(),
+            census_memory: None,
             outside_links: config.outside_links,
             simulate_unavailable: None,
         }))
@@ -469,6 +474,7 @@ mod tests {
                 scratch: plan.scratch.clone(),
                 caches: plan.caches.clone(),
                 cache_layers: Vec::new(),
+                census_memory: None,
                 outside_links: OutsideLinks::Mask,
                 simulate_unavailable: None,
             }

@@ -575,6 +575,7 @@ fn probe_plan(launcher: &Launcher, ws: &Path) -> Result<SandboxPlan, String> {
         scratch: Vec::new(),
         caches: Vec::new(),
         cache_layers: Vec::new(),
+        census_memory: None,
         outside_links: warrant_core::config::OutsideLinks::Mask,
         simulate_unavailable: None,
     })

@@ -495,6 +495,37 @@ fn a_hard_link_to_a_denied_file_is_not_read() {
     assert_eq!(read_in(&at("copy.txt")).unwrap().content, "plain");
 }
 
+/// A file inside `.warrant/` linked under a harmless name: refused like a link to a denied
+/// name (the name found inside the denied directory is not itself a denied name). Control: the
+/// same link in an ordinary directory is read.
+#[test]
+fn a_hard_link_into_a_denied_directory_is_not_read() {
+    let (_d, ws) = tempdir();
+    std::fs::create_dir_all(ws.as_path().join(".warrant/keys")).unwrap();
+    std::fs::create_dir_all(ws.as_path().join("plain")).unwrap();
+    for dir in [".warrant/keys", "plain"] {
+        std::fs::write(ws.as_path().join(dir).join("secret"), "linked-secret").unwrap();
+    }
+    std::fs::hard_link(
+        ws.as_path().join(".warrant/keys/secret"),
+        ws.as_path().join("notes.txt"),
+    )
+    .unwrap();
+    std::fs::hard_link(
+        ws.as_path().join("plain/secret"),
+        ws.as_path().join("copy.txt"),
+    )
+    .unwrap();
+    let at = |rel: &str| {
+        CanonicalPath::from_normalized(ws.as_path().join(rel).to_str().unwrap()).unwrap()
+    };
+    let read_in =
+        |p: &CanonicalPath| read_file(&authorized(Action::FsRead { path: p.clone() }), &ws);
+    let err = read_in(&at("notes.txt")).unwrap_err();
+    assert_eq!(err.code(), "W-EXEC-028", "{err}");
+    assert_eq!(read_in(&at("copy.txt")).unwrap().content, "linked-secret");
+}
+
 /// A file of the person's home hard-linked into the workspace has a name outside it: refused
 /// (the home's secret under a harmless name). A file whose names are all in the workspace is
 /// read, and so is the same content copied rather than linked (the controls).

@@ -604,6 +604,52 @@ fn toolchain_caches_are_found_by_tree_or_variable() {
     );
 }
 
+/// A file inside `.warrant/` (a denied directory) hard-linked under a harmless name elsewhere in
+/// the workspace: that name is masked too, not only names that are themselves denied. Control:
+/// unconfined, the secret is read through it.
+#[test]
+fn a_hard_link_to_a_file_inside_a_denied_directory_is_masked() {
+    let (_d, c) = case();
+    write(
+        format!("{}/.warrant/keys/secret", c.ws),
+        "installation-secret",
+    );
+    std::fs::create_dir_all(format!("{}/notes", c.ws)).unwrap();
+    std::fs::hard_link(
+        format!("{}/.warrant/keys/secret", c.ws),
+        format!("{}/notes/todo.txt", c.ws),
+    )
+    .unwrap();
+    let script = "cat notes/todo.txt";
+    let control = c.run(false, script);
+    assert_eq!(control.stdout.text, "installation-secret", "{control:?}");
+    let out = c.run(true, script);
+    assert!(!out.stdout.text.contains("secret"), "{out:?}");
+    assert!(out.stderr.text.contains("Permission denied"), "{out:?}");
+}
+
+/// The walk for denied names remembers what it listed (in Warrant's state directory, outside
+/// the view) and lists again only the directories that changed: a `.env` made after a command,
+/// in a directory that command's walk listed and remembered, is masked for the next one.
+#[test]
+fn a_denied_name_made_after_the_last_command_is_masked() {
+    let (_d, c) = case();
+    write(format!("{}/src/deep/lib.rs", c.ws), "code");
+    // Older than the window in which a listing is not trusted, so the first walk's listings
+    // are remembered as trusted.
+    std::thread::sleep(warrant_exec::census::RACY + std::time::Duration::from_millis(100));
+    let first = c.run(true, "cat src/deep/lib.rs");
+    assert_eq!(first.stdout.text, "code", "{first:?}");
+    let memory = warrant_exec::judged::census_memory(&c.ws).unwrap();
+    let remembered = std::fs::read_to_string(&memory).unwrap();
+    assert!(remembered.contains("src/deep"), "{remembered}");
+    write(format!("{}/src/deep/.env", c.ws), "SECRET=late");
+    let out = c.run(true, "cat src/deep/.env; cat src/deep/lib.rs");
+    assert!(!out.stdout.text.contains("late"), "{out:?}");
+    assert_eq!(out.stdout.text, "code", "{out:?}");
+    let _ = std::fs::remove_file(memory);
+}
+
 /// A file of the person's home hard-linked into the workspace (same file system) is the home's
 /// secret under a harmless name: masked in the view. Hard links whose every name is in the
 /// workspace (cargo's `target/`) stay readable. Controls: unconfined, and under
