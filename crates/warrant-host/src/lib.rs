@@ -142,12 +142,7 @@ impl Host {
         let policy_paths = paths.clone();
         let policy = std::thread::Builder::new()
             .name("policy".into())
-            .spawn(move || {
-                let policy = install::policy(&policy_paths);
-                // Then what every ring needs and no file changes: the prompt guard's patterns.
-                warrant_llm::untrusted::prewarm();
-                policy
-            });
+            .spawn(move || install::policy(&policy_paths));
         let layers = install::read_layers(&paths)?;
         let identity = install::identity(&layers)?;
         let settings = install::settings(&layers)?;
@@ -158,6 +153,16 @@ impl Host {
         .validate()
         .map_err(|e| HostError::bad_input(&e))?;
         let rules = install::approval_rules(&paths, &layers)?;
+        // What every ring needs and no file changes, built on this thread's core while it
+        // waits for the policy set: the Cedar schema (a set whose validation is remembered
+        // loads without it; the first decision needs it) and the prompt guard's patterns.
+        // Nothing waits for them here.
+        let _ = std::thread::Builder::new()
+            .name("prewarm".into())
+            .spawn(|| {
+                warrant_policy::PolicyEngine::prewarm_schema();
+                warrant_llm::untrusted::prewarm();
+            });
         let policy = match policy {
             Ok(thread) => thread
                 .join()

@@ -91,7 +91,6 @@ pub const ALWAYS_ASK_ID: &str = "builtin:always-ask";
 /// A validated policy set, ready to decide.
 #[derive(Debug)]
 pub struct PolicyEngine {
-    names: &'static CedarNames,
     set: PolicySet,
     meta: BTreeMap<String, PolicyMeta>,
     digest: Digest,
@@ -126,7 +125,6 @@ impl PolicyEngine {
         sources: &[PolicySource],
         memo: &dyn ValidationMemo,
     ) -> Result<PolicyEngine, PolicyError> {
-        let names = CedarNames::shared()?;
         let mut set = PolicySet::new();
         let mut meta: BTreeMap<String, PolicyMeta> = BTreeMap::new();
         for source in sources {
@@ -155,11 +153,10 @@ impl PolicyEngine {
             .unwrap_or_else(|_| Digest::of_bytes(format!("{listing:?}").as_bytes()));
         let key = validation_key(&digest);
         if !memo.passed(&key) {
-            validate(names, &set, &meta)?;
+            validate(CedarNames::shared()?, &set, &meta)?;
             memo.remember(&key);
         }
         Ok(PolicyEngine {
-            names,
             set,
             meta,
             digest,
@@ -167,6 +164,14 @@ impl PolicyEngine {
             recognizers: Recognizers::default(),
             directory: None,
         })
+    }
+
+    /// Builds the Cedar schema and names this process decides with, if not built yet. A
+    /// policy set whose validation is remembered loads without them, and the first decision
+    /// builds them (a few milliseconds of Cedar parsing): a host that will decide soon calls
+    /// this on a thread of its own first, so the wait is not on its path.
+    pub fn prewarm_schema() {
+        let _ = CedarNames::shared();
     }
 
     /// The engine with the risk recognizers set as given (`follow: false` only for the
@@ -234,7 +239,7 @@ impl PolicyEngine {
     ) -> Result<(Request, Entities), PolicyError> {
         RequestSpec::for_principal(req.principal, req.action, req.workspace)
             .with_installed_skills(req.action, req.installed_skills)
-            .to_cedar(self.names)
+            .to_cedar(CedarNames::shared()?)
     }
 
     /// Allow, ask or deny, with the policies that determined it.
@@ -313,7 +318,7 @@ impl PolicyEngine {
     }
 
     fn evaluate(&self, spec: RequestSpec, default_risk: RiskClass) -> Evaluated {
-        let (request, entities) = match spec.to_cedar(self.names) {
+        let (request, entities) = match CedarNames::shared().and_then(|n| spec.to_cedar(n)) {
             Ok(pair) => pair,
             Err(e) => {
                 return Evaluated {
@@ -752,7 +757,6 @@ mod tests {
             meta.insert(id, m);
         }
         PolicyEngine {
-            names: CedarNames::shared().unwrap(),
             set,
             meta,
             digest: Digest::of_bytes(b""),
