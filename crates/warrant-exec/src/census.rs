@@ -60,7 +60,8 @@ pub struct WalkStats {
 struct Listing {
     /// Device, inode, change time (s, ns) when it was listed.
     stamp: (u64, u64, i64, i64),
-    /// Listed within [`RACY`] of its change time: listed again next time.
+    /// Listed within [`RACY`] of its change time: used by the walk that listed it, never kept
+    /// (the next walk lists it again).
     racy: bool,
     /// Entries counted against [`SCAN_BUDGET`].
     entries: usize,
@@ -185,7 +186,7 @@ fn survey_aged(
         };
     }
     if let Some(m) = memory
-        && (stats.listed > 0 || fresh.len() != remembered.len())
+        && fresh != remembered
     {
         remember(m, key, fresh);
     }
@@ -307,7 +308,11 @@ fn walk(
                 .1
                 .push(path);
         }
-        if let Some(n) = name {
+        // A listing too recent to trust is never used: not kept either, so a directory that
+        // changes at every command (`.warrant/`) does not rewrite the memory every time.
+        if let Some(n) = name
+            && !listing.racy
+        {
             fresh.insert(n, listing);
         }
     }
