@@ -373,6 +373,15 @@ pub fn run_command_with_secrets(
         Some(status) => (status.code(), status.signal()),
         None => (None, None),
     };
+    // Killed by a signal while a stop was asked for: the person's Ctrl-C on the terminal can
+    // reach the launcher itself in the moment before its `setsid` (it starts in Warrant's
+    // process group), before the poll above sees the stop. That is the stop, not a crash.
+    if stopped.is_none()
+        && signal.is_some()
+        && let Some(reason) = stop()
+    {
+        stopped = Some(reason);
+    }
     let stdout = take_capture(&stdout);
     let stderr = take_capture(&stderr);
     let sandbox = report_slot

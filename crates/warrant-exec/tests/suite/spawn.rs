@@ -215,6 +215,32 @@ fn a_stop_request_kills_the_group_and_says_why() {
     assert_eq!((out.timed_out, out.stopped), (true, None));
 }
 
+/// A command killed by a signal the person's Ctrl-C sent it directly (the terminal signals its
+/// foreground group, which the launcher is in until its `setsid`) before the poll saw the stop:
+/// the outcome says it was stopped, for the reason the stop gives. Control: the same death
+/// with no stop asked for is the command's own (no `stopped`).
+#[test]
+fn a_signal_death_while_a_stop_is_asked_is_the_stop() {
+    let (_d, cwd) = tempdir();
+    let argv = ["sh", "-c", "kill -INT $$; sleep 5"];
+    // The shell signals itself at once, well before the first poll (STOP_POLL) asks.
+    let stop = || Some("stopped by the person (Ctrl-C)".to_owned());
+    let out = run_command_until(
+        &authorized(shell(&cwd, &argv, 60_000)),
+        &ProfileConfig::default(),
+        &parent_env(),
+        &stop,
+    )
+    .unwrap();
+    assert!(out.signal.is_some(), "{out:?}");
+    assert_eq!(
+        out.stopped.as_deref(),
+        Some("stopped by the person (Ctrl-C)")
+    );
+    let out = run(shell(&cwd, &argv, 60_000)).unwrap();
+    assert_eq!((out.signal, out.stopped), (Some(2), None));
+}
+
 #[test]
 fn grandchild_holding_the_pipes_does_not_hang_the_run() {
     let (_d, cwd) = tempdir();
