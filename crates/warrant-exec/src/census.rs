@@ -408,6 +408,37 @@ mod tests {
         std::fs::write(path, text).unwrap();
     }
 
+    /// A workspace `ws` and a memory file beside it, in a directory of its own.
+    struct Tree {
+        _dir: tempfile::TempDir,
+        root: PathBuf,
+        memory: PathBuf,
+    }
+
+    impl Tree {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let (root, memory) = (dir.path().join("ws"), dir.path().join("census.json"));
+            Self {
+                _dir: dir,
+                root,
+                memory,
+            }
+        }
+
+        /// A walk with memory that trusts any listing not changed while it ran.
+        fn walk(&self, patterns: &[String]) -> (Survey, super::WalkStats) {
+            survey_aged(
+                &[&self.root],
+                patterns,
+                &[],
+                Some(&self.memory),
+                Duration::ZERO,
+            )
+            .unwrap()
+        }
+    }
+
     /// Changes made after a walk move their directory's change time only once the clock has
     /// ticked past the listing's (the coarse clock of file times): wait that long.
     fn tick() {
@@ -533,12 +564,11 @@ mod tests {
     /// finds both names (without that, the new name alone would look linked from outside).
     #[test]
     fn a_new_second_name_of_a_remembered_file_redoes_the_walk() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("ws");
-        let memory = dir.path().join("census.json");
-        write(&root, "a/file", "x");
+        let t = Tree::new();
+        let root = &t.root;
+        write(root, "a/file", "x");
         std::fs::create_dir_all(root.join("b")).unwrap();
-        let go = || survey_aged(&[&root], &patterns(), &[], Some(&memory), Duration::ZERO).unwrap();
+        let go = || t.walk(&patterns());
         go();
         tick();
         std::fs::hard_link(root.join("a/file"), root.join("b/link")).unwrap();
@@ -554,15 +584,14 @@ mod tests {
     /// with the true time finds it.
     #[test]
     fn a_directory_whose_time_moved_is_listed_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("ws");
-        let memory = dir.path().join("census.json");
-        write(&root, "sub/a.txt", "x");
-        let go = || survey_aged(&[&root], &patterns(), &[], Some(&memory), Duration::ZERO).unwrap();
+        let t = Tree::new();
+        let (root, memory) = (&t.root, &t.memory);
+        write(root, "sub/a.txt", "x");
+        let go = || t.walk(&patterns());
         go();
         tick();
-        let remembered = std::fs::read_to_string(&memory).unwrap();
-        write(&root, "sub/.env", "SECRET=1");
+        let remembered = std::fs::read_to_string(memory).unwrap();
+        write(root, "sub/.env", "SECRET=1");
         let (found, _) = go();
         assert_eq!(found.denied, vec![root.join("sub/.env")]);
         // Forge: the old listing of `sub` under its new time.
@@ -570,7 +599,7 @@ mod tests {
         let meta = std::fs::symlink_metadata(root.join("sub")).unwrap();
         let key = root.join("sub").to_str().unwrap().to_owned();
         forged["dirs"][&key]["stamp"] = serde_json::to_value(super::stamp(&meta)).unwrap();
-        std::fs::write(&memory, forged.to_string()).unwrap();
+        std::fs::write(memory, forged.to_string()).unwrap();
         let (hidden, _) = go();
         assert_eq!(
             hidden.denied,
@@ -584,12 +613,11 @@ mod tests {
     /// not have moved it.
     #[test]
     fn a_recently_changed_directory_is_not_trusted() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("ws");
-        let memory = dir.path().join("census.json");
-        write(&root, "sub/a.txt", "x");
-        survey(&[&root], &patterns(), &[], Some(&memory)).unwrap();
-        let (_, stats) = survey(&[&root], &patterns(), &[], Some(&memory)).unwrap();
+        let t = Tree::new();
+        write(&t.root, "sub/a.txt", "x");
+        let go = || survey(&[&t.root], &patterns(), &[], Some(&t.memory)).unwrap();
+        go();
+        let (_, stats) = go();
         assert_eq!(stats.remembered, 0, "{stats:?}");
         assert!(stats.listed >= 2, "{stats:?}");
     }
@@ -597,22 +625,17 @@ mod tests {
     /// Memory for other roots or patterns, or unreadable, is ignored (a full walk).
     #[test]
     fn memory_of_other_roots_or_garbage_is_ignored() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("ws");
-        let memory = dir.path().join("census.json");
-        write(&root, "sub/.env", "x");
-        let go = |pats: &[String]| {
-            survey_aged(&[&root], pats, &[], Some(&memory), Duration::ZERO).unwrap()
-        };
-        go(&patterns());
+        let t = Tree::new();
+        write(&t.root, "sub/.env", "x");
+        t.walk(&patterns());
         tick();
-        let (other, stats) = go(&["*.txt".to_owned()]);
+        let (other, stats) = t.walk(&["*.txt".to_owned()]);
         assert_eq!((stats.remembered, other.denied.len()), (0, 0));
-        std::fs::write(&memory, b"{ not json").unwrap();
-        let (again, stats) = go(&patterns());
+        std::fs::write(&t.memory, b"{ not json").unwrap();
+        let (again, stats) = t.walk(&patterns());
         assert_eq!(
             (stats.remembered, again.denied),
-            (0, vec![root.join("sub/.env")])
+            (0, vec![t.root.join("sub/.env")])
         );
     }
 }
