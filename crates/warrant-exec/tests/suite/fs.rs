@@ -466,6 +466,12 @@ fn each_action_narrows_to_its_own_payload_only_and_os_links_resolve() {
     assert_eq!(got, root.join_component("file").join_component("x"));
 }
 
+/// `read_file` of `rel` in the workspace `ws`.
+fn read_at(ws: &CanonicalPath, rel: &str) -> Result<FileContent, ExecError> {
+    let path = CanonicalPath::from_normalized(ws.as_path().join(rel).to_str().unwrap()).unwrap();
+    read_file(&authorized(Action::FsRead { path }), ws)
+}
+
 /// A hard link gives a secret a second name that policy does not know: `notes.txt` linked to
 /// `.env` is refused, and an ordinary hard-linked file is read (the negative control).
 #[test]
@@ -484,15 +490,10 @@ fn a_hard_link_to_a_denied_file_is_not_read() {
         ws.as_path().join("copy.txt"),
     )
     .unwrap();
-    let at = |rel: &str| {
-        CanonicalPath::from_normalized(ws.as_path().join(rel).to_str().unwrap()).unwrap()
-    };
-    let read_in =
-        |p: &CanonicalPath| read_file(&authorized(Action::FsRead { path: p.clone() }), &ws);
-    let err = read_in(&at("notes/todo.txt")).unwrap_err();
+    let err = read_at(&ws, "notes/todo.txt").unwrap_err();
     assert_eq!(err.code(), "W-EXEC-028", "{err}");
     assert!(!err.to_string().contains("linked-secret"));
-    assert_eq!(read_in(&at("copy.txt")).unwrap().content, "plain");
+    assert_eq!(read_at(&ws, "copy.txt").unwrap().content, "plain");
 }
 
 /// A file inside `.warrant/` linked under a harmless name: refused like a link to a denied
@@ -516,14 +517,9 @@ fn a_hard_link_into_a_denied_directory_is_not_read() {
         ws.as_path().join("copy.txt"),
     )
     .unwrap();
-    let at = |rel: &str| {
-        CanonicalPath::from_normalized(ws.as_path().join(rel).to_str().unwrap()).unwrap()
-    };
-    let read_in =
-        |p: &CanonicalPath| read_file(&authorized(Action::FsRead { path: p.clone() }), &ws);
-    let err = read_in(&at("notes.txt")).unwrap_err();
+    let err = read_at(&ws, "notes.txt").unwrap_err();
     assert_eq!(err.code(), "W-EXEC-028", "{err}");
-    assert_eq!(read_in(&at("copy.txt")).unwrap().content, "linked-secret");
+    assert_eq!(read_at(&ws, "copy.txt").unwrap().content, "linked-secret");
 }
 
 /// A file of the person's home hard-linked into the workspace has a name outside it: refused
@@ -556,17 +552,12 @@ fn a_hard_link_from_outside_the_workspace_is_not_read() {
         ws.as_path().join("target/debug/app"),
     )
     .unwrap();
-    let at = |rel: &str| {
-        CanonicalPath::from_normalized(ws.as_path().join(rel).to_str().unwrap()).unwrap()
-    };
-    let read_in =
-        |p: &CanonicalPath| read_file(&authorized(Action::FsRead { path: p.clone() }), &ws);
-    let err = read_in(&at("notes.txt")).unwrap_err();
+    let err = read_at(&ws, "notes.txt").unwrap_err();
     assert_eq!(err.code(), "W-EXEC-029", "{err}");
     assert!(!err.to_string().contains("home-secret"));
     assert_eq!(
-        read_in(&at("copied.txt")).unwrap().content,
+        read_at(&ws, "copied.txt").unwrap().content,
         "aws_secret=home-secret"
     );
-    assert_eq!(read_in(&at("target/debug/app")).unwrap().content, "built");
+    assert_eq!(read_at(&ws, "target/debug/app").unwrap().content, "built");
 }
