@@ -87,8 +87,66 @@ fn is_zero(n: &usize) -> bool {
 }
 
 enum Event {
+    /// The command's first process ended with this status, as the launcher told through its
+    /// end channel before its own exit (see [`read_end`]).
+    Ended(ExitStatus),
     Exited(std::io::Result<ExitStatus>),
     StreamDone,
+}
+
+/// Work that waits for the launcher's own exit, done by the thread that reaps it.
+type AfterExit = Box<dyn FnOnce() + Send>;
+
+/// The threads still reaping a launcher that told the command's end early (its exit tears the
+/// view down: the mounts, the overlay, the namespaces, a few milliseconds) and then removing
+/// what waited for that: the command's copy-on-write layer. Joined by [`settle`].
+static SETTLING: Mutex<Vec<thread::JoinHandle<()>>> = Mutex::new(Vec::new());
+
+/// Wait until every launcher that told its command's end early has exited and what waited for
+/// that is done (the copy-on-write layers removed). A process that ran commands calls it before
+/// it leaves (the host does, when it is dropped); a layer left by a process that did not is
+/// removed by the next sweep of its workspace.
+pub fn settle() {
+    let pending = std::mem::take(&mut *SETTLING.lock().unwrap_or_else(PoisonError::into_inner));
+    for handle in pending {
+        let _ = handle.join();
+    }
+}
+
+/// Keep `handle` for [`settle`], forgetting the threads that already ended.
+fn keep_settling(handle: thread::JoinHandle<()>) {
+    let mut pending = SETTLING.lock().unwrap_or_else(PoisonError::into_inner);
+    pending.retain(|h| !h.is_finished());
+    pending.push(handle);
+}
+
+/// A copy-on-write layer that must outlive the launcher's mount namespace: dropped by the
+/// thread that reaps the launcher once it has exited (the overlay over it unmounted), or here
+/// when the launcher is known to be gone.
+struct Deferred {
+    layer: Option<crate::judged::Layer>,
+    after_exit: Option<Sender<AfterExit>>,
+}
+
+impl Deferred {
+    fn later(&self, job: AfterExit) {
+        let refused = match &self.after_exit {
+            Some(tx) => tx.send(job).err().map(|e| e.0),
+            None => Some(job),
+        };
+        // The reaping thread is gone (it only leaves once this side has): do it now.
+        if let Some(job) = refused {
+            job();
+        }
+    }
+}
+
+impl Drop for Deferred {
+    fn drop(&mut self) {
+        if let Some(layer) = self.layer.take() {
+            self.later(Box::new(move || drop(layer)));
+        }
+    }
 }
 
 /// Run the `shell.exec` action under `profile`. `parent_env` is Warrant's own environment;
@@ -192,7 +250,7 @@ pub fn run_command_with_secrets(
     }
     // A contained command writes through a copy-on-write layer; its changes are judged after.
     // Judged by its argv (no overlays here), it writes to the workspace directly, in its view.
-    let mut layer = match confinement {
+    let layer = match confinement {
         Some(_) if contained && judged == Judging::Changeset => Some(crate::judged::Layer::create(
             cwd_workspace(confinement, cwd),
             action.run().as_str(),
@@ -204,6 +262,8 @@ pub fn run_command_with_secrets(
         Some(c) if layer.is_some() || c.plan.view => {
             let mut plan = c.plan.clone();
             plan.overlay = layer.as_ref().map(|l| l.spec.clone());
+            // The launcher tells the command's end before its exit tears the view down.
+            plan.end_on_stdin = plan.view;
             if plan.view {
                 let workspace = cwd_workspace(Some(c), cwd);
                 // Toolchain caches the command may fill, kept per workspace.
@@ -264,19 +324,34 @@ pub fn run_command_with_secrets(
             c
         }
     };
+    // The launcher's end channel is its standard input (see `SandboxPlan::end_on_stdin`); the
+    // command's is /dev/null either way.
+    let (end, stdin) = match confinement {
+        Some(c) if c.plan.end_on_stdin => {
+            let (read, write) = std::io::pipe().map_err(|e| ExecError::Spawn {
+                program: program.clone(),
+                message: format!("cannot make the launcher's end channel: {e}"),
+            })?;
+            (Some(read), Stdio::from(write))
+        }
+        Some(_) | None => (None, Stdio::null()),
+    };
     let started = Instant::now();
-    let mut child = command
+    let spawned = command
         .env_clear()
         .envs(env)
         .current_dir(cwd.as_path())
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| ExecError::Spawn {
-            program: program.clone(),
-            message: spawn_message(&e),
-        })?;
+        .spawn();
+    // The command holds this side's copy of the end channel's write end: closed now, so the
+    // channel ends when the launcher's copy does.
+    drop(command);
+    let mut child = spawned.map_err(|e| ExecError::Spawn {
+        program: program.clone(),
+        message: spawn_message(&e),
+    })?;
     let group = Pid::from_child(&child);
     let child_pid = child.id();
     let report_slot: Arc<Mutex<Option<SandboxReport>>> = Arc::new(Mutex::new(None));
@@ -300,13 +375,20 @@ pub fn run_command_with_secrets(
         spawn_reader(Pipe::Err(pipe), Arc::clone(&stderr), report, tx.clone());
         readers += 1;
     }
-    spawn_waiter(child, tx);
+    let (after_exit, jobs) = mpsc::channel();
+    keep_settling(spawn_waiter(child, end, tx, jobs));
+    let mut layer = Deferred {
+        layer,
+        after_exit: Some(after_exit),
+    };
 
     let mut run = Running {
         rx,
         group,
         readers_left: readers,
         status: None,
+        ended: false,
+        exited: false,
         // Until the launcher's setsid the group does not exist yet; signal the leader too.
         signal_leader: confinement.is_some(),
     };
@@ -356,8 +438,16 @@ pub fn run_command_with_secrets(
         run.drain(Instant::now() + TERM_GRACE);
     }
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    // Whatever the command left in its pids cgroup dies with the call.
+    // Whatever the command left in its pids cgroup dies with the call. Told early, the command
+    // was the init of its own PID namespace: when it ended the kernel ended everything it
+    // started, so nothing is left but the launcher, and its cgroup goes once it has exited.
     let leftover_killed = match confinement {
+        Some(_) if run.ended && !run.exited => {
+            layer.later(Box::new(move || {
+                crate::cgroup::release(child_pid);
+            }));
+            0
+        }
         Some(_) => crate::cgroup::release(child_pid),
         None => 0,
     };
@@ -401,7 +491,7 @@ pub fn run_command_with_secrets(
                 .to_owned(),
         });
     }
-    let changes = match (&mut layer, confinement) {
+    let changes = match (layer.layer.as_mut(), confinement) {
         (Some(layer), Some(c)) => {
             let protected =
                 crate::judged::relative_names(&c.plan.protected, layer.spec.lower.as_path());
@@ -449,6 +539,10 @@ struct Running {
     group: Pid,
     readers_left: usize,
     status: Option<ExitStatus>,
+    /// The status came from the launcher's end channel (it may still be tearing the view down).
+    ended: bool,
+    /// The launcher was reaped.
+    exited: bool,
     signal_leader: bool,
 }
 
@@ -456,7 +550,7 @@ impl Running {
     fn signal(&self, signal: Signal) {
         signal_group(self.group, signal);
         // Only while unreaped: after that the pid may belong to someone else.
-        if self.signal_leader && self.status.is_none() {
+        if self.signal_leader && !self.exited {
             let _ = kill_process(self.group, signal);
         }
     }
@@ -469,8 +563,12 @@ impl Running {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.rx.recv_timeout(left) {
+                Ok(Event::Ended(status)) => {
+                    self.ended(status);
+                    return Some(Ok(()));
+                }
                 Ok(Event::Exited(Ok(status))) => {
-                    self.status = Some(status);
+                    self.exited(status);
                     return Some(Ok(()));
                 }
                 Ok(Event::Exited(Err(e))) => {
@@ -487,13 +585,29 @@ impl Running {
         }
     }
 
+    fn ended(&mut self, status: ExitStatus) {
+        if self.status.is_none() {
+            self.status = Some(status);
+            self.ended = true;
+        }
+    }
+
+    /// The launcher's own status mirrors its command's; told early, the command's is kept.
+    fn exited(&mut self, status: ExitStatus) {
+        self.exited = true;
+        if !self.ended {
+            self.status = Some(status);
+        }
+    }
+
     /// Wait until both pipes reached end of file; false when `deadline` passed first.
     fn drain(&mut self, deadline: Instant) -> bool {
         while self.readers_left > 0 {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.rx.recv_timeout(left) {
                 Ok(Event::StreamDone) => self.readers_left -= 1,
-                Ok(Event::Exited(Ok(status))) => self.status = Some(status),
+                Ok(Event::Ended(status)) => self.ended(status),
+                Ok(Event::Exited(Ok(status))) => self.exited(status),
                 Ok(Event::Exited(Err(_))) => {}
                 Err(RecvTimeoutError::Timeout) => return false,
                 Err(RecvTimeoutError::Disconnected) => return true,
@@ -577,11 +691,44 @@ fn spawn_reader(
     });
 }
 
-fn spawn_waiter(mut child: Child, tx: Sender<Event>) {
+/// Reaps the child. With an end channel, first passes on the command's end as the launcher told
+/// it; after the child's exit, does what waited for it (`jobs`, until their sender is gone).
+fn spawn_waiter(
+    mut child: Child,
+    end: Option<std::io::PipeReader>,
+    tx: Sender<Event>,
+    jobs: Receiver<AfterExit>,
+) -> thread::JoinHandle<()> {
     thread::spawn(move || {
+        if let Some(status) = end.and_then(read_end) {
+            let _ = tx.send(Event::Ended(status));
+        }
         let status = child.wait();
         let _ = tx.send(Event::Exited(status));
-    });
+        drop(tx);
+        for job in jobs {
+            job();
+        }
+    })
+}
+
+/// The command's end as the launcher told it on its end channel: the wait status of the
+/// command's first process, one decimal line, written once that process was reaped (and with it,
+/// as the init of its PID namespace, everything the command started). `None` when the channel
+/// closed without one: the launcher ran the command itself, failed or was killed.
+fn read_end(mut end: std::io::PipeReader) -> Option<ExitStatus> {
+    let mut line = Vec::new();
+    let mut buf = [0u8; 32];
+    while !line.contains(&b'\n') && line.len() < buf.len() {
+        match end.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => line.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    let text = std::str::from_utf8(line.strip_suffix(b"\n")?).ok()?;
+    text.parse::<i32>().ok().map(ExitStatus::from_raw)
 }
 
 /// Take what a reader captured so far. A reader still blocked on a pipe held by a process
@@ -605,5 +752,67 @@ pub(crate) fn spawn_message(e: &std::io::Error) -> String {
         "permission denied; the program is not executable by this user".to_owned()
     } else {
         e.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn running() -> (Sender<Event>, Running) {
+        let (tx, rx) = mpsc::channel();
+        let run = Running {
+            rx,
+            group: Pid::from_raw(i32::MAX).unwrap(),
+            readers_left: 0,
+            status: None,
+            ended: false,
+            exited: false,
+            signal_leader: false,
+        };
+        (tx, run)
+    }
+
+    /// Told early, the command's status stands when the launcher's own exit follows (it mirrors
+    /// the command's, or says 128 + signal where it could not die of the same signal).
+    #[test]
+    fn the_end_told_early_is_kept_over_the_launchers_exit() {
+        let (tx, mut run) = running();
+        run.readers_left = 1;
+        tx.send(Event::Ended(ExitStatus::from_raw(9))).unwrap();
+        tx.send(Event::Exited(Ok(ExitStatus::from_raw(137 << 8))))
+            .unwrap();
+        tx.send(Event::StreamDone).unwrap();
+        assert!(
+            run.wait_exit(Instant::now() + Duration::from_secs(5))
+                .is_some()
+        );
+        assert!(run.ended && !run.exited);
+        assert!(run.drain(Instant::now() + Duration::from_secs(5)));
+        assert!(run.exited);
+        assert_eq!(run.status.and_then(|s| s.signal()), Some(9));
+        // Not told: the launcher's status is the command's.
+        let (tx, mut run) = running();
+        tx.send(Event::Exited(Ok(ExitStatus::from_raw(3 << 8))))
+            .unwrap();
+        run.wait_exit(Instant::now() + Duration::from_secs(5));
+        assert_eq!(run.status.and_then(|s| s.code()), Some(3));
+    }
+
+    #[test]
+    fn the_end_channel_carries_one_wait_status() {
+        let told = |bytes: &[u8]| {
+            let (read, mut write) = std::io::pipe().unwrap();
+            std::io::Write::write_all(&mut write, bytes).unwrap();
+            drop(write);
+            read_end(read)
+        };
+        assert_eq!(told(b"768\n").and_then(|s| s.code()), Some(3));
+        assert_eq!(told(b"15\n").and_then(|s| s.signal()), Some(15));
+        // Cut, empty, or not a status: not told (the launcher's own exit decides).
+        assert_eq!(told(b"768"), None);
+        assert_eq!(told(b""), None);
+        assert_eq!(told(b"zero\n"), None);
     }
 }

@@ -124,6 +124,15 @@ pub struct Host {
     front: origin::Front,
 }
 
+impl Drop for Host {
+    /// A contained command's launcher tells its end before its exit tears the view down, and
+    /// the command's copy-on-write layer goes once that is done: wait for it, so a process
+    /// leaves nothing behind (`warrant_exec::spawn::settle`).
+    fn drop(&mut self) {
+        warrant_exec::spawn::settle();
+    }
+}
+
 impl std::fmt::Debug for Host {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Host")

@@ -192,6 +192,14 @@ pub fn sandbox_main(args: &[String]) -> i32 {
         Ok(parsed) => parsed,
         Err(message) => return fail(&message),
     };
+    let end = match plan
+        .end_on_stdin
+        .then(|| take_end_channel(plan.test_end_on_command_stdin))
+        .transpose()
+    {
+        Ok(end) => end.flatten(),
+        Err(message) => return fail(&message),
+    };
     let mut report = SandboxReport {
         enforcement: plan.enforcement,
         applied: Vec::new(),
@@ -222,7 +230,7 @@ pub fn sandbox_main(args: &[String]) -> i32 {
             }
             exec_target(&report, &argv, env)
         }
-        Ok(Next::HandOver) => hand_over(&prefix, report, &plan, &argv),
+        Ok(Next::HandOver) => hand_over(&prefix, report, &plan, &argv, end),
         Err(message) => fail(&message),
     }
 }
@@ -269,10 +277,18 @@ fn view_init(
 /// (the same exit status, or the same signal). A fork, not a new `exec` of the launcher: the
 /// child already holds the plan, and skips a second program start (loading, linking, reading
 /// the plan again) on every command.
-fn hand_over(prefix: &[String], report: SandboxReport, plan: &SandboxPlan, argv: &[String]) -> i32 {
+fn hand_over(
+    prefix: &[String],
+    report: SandboxReport,
+    plan: &SandboxPlan,
+    argv: &[String],
+    end: Option<std::fs::File>,
+) -> i32 {
     let child = match fork() {
         Err(e) => return fail(&format!("cannot start the command's first process: {e}")),
         Ok(None) => {
+            // Only the launcher tells the end.
+            drop(end);
             let code = view_init(prefix, report, plan, argv);
             // Only when the target was not run: leave without running the parent's exit path
             // twice (its buffers were flushed before the fork; stderr is unbuffered).
@@ -288,6 +304,11 @@ fn hand_over(prefix: &[String], report: SandboxReport, plan: &SandboxPlan, argv:
             Err(e) => return fail(&format!("cannot wait for the command's first process: {e}")),
         }
     };
+    // The command has ended, and everything it started with it (the init of its PID
+    // namespace): tell the executor now, before this process's exit unmounts the view.
+    if let Some(mut end) = end {
+        let _ = writeln!(end, "{}", status.as_raw());
+    }
     if let Some(code) = status.exit_status() {
         return code;
     }
@@ -298,6 +319,39 @@ fn hand_over(prefix: &[String], report: SandboxReport, plan: &SandboxPlan, argv:
         let _ = rustix::process::kill_process(rustix::process::getpid(), sig);
     }
     128 + signal
+}
+
+/// The executor's end channel, the launcher's standard input when the plan says so
+/// (`SandboxPlan::end_on_stdin`): moved to a close-on-exec descriptor, so neither the command
+/// nor anything it starts holds it, and `/dev/null` put in its place. `None` when standard input
+/// is not a pipe (nobody reads it then). `exposed`: the test knob that leaves it there too.
+fn take_end_channel(exposed: bool) -> Result<Option<std::fs::File>, String> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    use std::os::unix::fs::FileTypeExt;
+    let null = std::fs::File::open("/dev/null")
+        .map_err(|e| format!("cannot open /dev/null for the command's standard input: {e}"))?;
+    // SAFETY: descriptor calls on standard input and on `null`, which this function owns; the
+    // launcher is single-threaded here. `moved` is a fresh descriptor that nothing else owns,
+    // so the `File` made from it is its only owner.
+    #[allow(unsafe_code)]
+    let end = unsafe {
+        let moved = libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3);
+        if moved < 0 {
+            return Err(format!(
+                "cannot move the end channel off standard input: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        if !exposed && libc::dup2(null.as_raw_fd(), 0) < 0 {
+            return Err(format!(
+                "cannot put /dev/null on standard input: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        std::fs::File::from_raw_fd(moved)
+    };
+    let is_pipe = end.metadata().is_ok_and(|m| m.file_type().is_fifo());
+    Ok(is_pipe.then_some(end))
 }
 
 /// `fork(2)`: `None` in the child, the child's pid in the parent.

@@ -160,6 +160,13 @@ pub struct SandboxPlan {
     /// in Warrant's state directory; see [`crate::census`]). `None`: every walk lists it all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub census_memory: Option<PathBuf>,
+    /// The launcher's standard input is the write end of a pipe the executor reads (set by the
+    /// executor with a view): once the command's first process has ended, the launcher writes
+    /// its wait status there, so the executor goes on while the launcher's exit tears the view
+    /// down. The launcher moves it out of the way first: the command's standard input is
+    /// `/dev/null`, and it never holds the channel.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub end_on_stdin: bool,
     /// Whether workspace files that have a name outside the workspace are masked in the view
     /// (`SandboxConfig::outside_links`).
     #[serde(default, skip_serializing_if = "OutsideLinks::is_mask")]
@@ -168,6 +175,10 @@ pub struct SandboxPlan {
     /// [`SandboxPlan::from_profile`] never sets it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simulate_unavailable: Option<Mechanism>,
+    /// Test knob, the negative control of the end channel: the launcher leaves it on the
+    /// command's standard input. [`SandboxPlan::from_profile`] never sets it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub test_end_on_command_stdin: bool,
 }
 
 /// A copy-on-write layer: inside the command's view `lower` (the workspace) is mounted as an
@@ -311,8 +322,10 @@ impl SandboxPlan {
             },
             cache_layers: Vec::new(),
             census_memory: None,
+            end_on_stdin: false,
             outside_links: config.outside_links,
             simulate_unavailable: None,
+            test_end_on_command_stdin: false,
         }))
     }
 
@@ -475,8 +488,10 @@ mod tests {
                 caches: plan.caches.clone(),
                 cache_layers: Vec::new(),
                 census_memory: None,
+                end_on_stdin: false,
                 outside_links: OutsideLinks::Mask,
                 simulate_unavailable: None,
+                test_end_on_command_stdin: false,
             }
         );
         let json = serde_json::to_string(&plan).unwrap();

@@ -576,8 +576,10 @@ fn probe_plan(launcher: &Launcher, ws: &Path) -> Result<SandboxPlan, String> {
         caches: Vec::new(),
         cache_layers: Vec::new(),
         census_memory: None,
+        end_on_stdin: false,
         outside_links: warrant_core::config::OutsideLinks::Mask,
         simulate_unavailable: None,
+        test_end_on_command_stdin: false,
     })
 }
 

@@ -42,6 +42,8 @@ struct Case {
     extra_read: Vec<CanonicalPath>,
     /// Toolchain caches given a per-workspace layer (none unless a test names them).
     caches: Vec<CanonicalPath>,
+    /// The negative control of the launcher's end channel: left on the command's stdin.
+    end_exposed: bool,
 }
 
 impl Case {
@@ -71,6 +73,7 @@ impl Case {
                 plan.home = Some(self.home.clone());
                 plan.read_roots.extend(self.extra_read.iter().cloned());
                 plan.caches = self.caches.clone();
+                plan.test_end_on_command_stdin = self.end_exposed;
                 Confinement {
                     plan,
                     launcher: launcher(),
@@ -107,6 +110,7 @@ fn case() -> (Vec<tempfile::TempDir>, Case) {
             home,
             extra_read: Vec::new(),
             caches: Vec::new(),
+            end_exposed: false,
         },
     )
 }
@@ -368,6 +372,7 @@ fn toolchains_in_the_home_run_inside_the_view() {
         home: home.clone(),
         extra_read: Vec::new(),
         caches: Vec::new(),
+        end_exposed: false,
     };
     write(format!("{}/script.py", c.ws), "print('py', 6 * 7)\n");
     let mut script = String::from("python3 script.py");
@@ -551,6 +556,7 @@ fn toolchain_caches_are_writable_per_workspace_and_the_real_one_is_unchanged() {
         home: c.home.clone(),
         extra_read: c.extra_read.clone(),
         caches: c.caches.clone(),
+        end_exposed: false,
     };
     let elsewhere = other.run(true, &read);
     assert_ne!(elsewhere.exit_code, Some(0), "{elsewhere:?}");
@@ -692,4 +698,44 @@ fn a_hard_link_from_outside_the_workspace_is_masked() {
     let out = c.run(true, script);
     assert_eq!(out.stdout.text, "built\n", "{out:?}");
     assert!(out.stderr.text.contains("Permission denied"), "{out:?}");
+}
+
+/// The launcher tells the command's end (the wait status of its first process) on a channel of
+/// its own, before its exit unmounts the view; the executor takes the status from there. The
+/// command cannot write to that channel: its standard input is /dev/null. Left on the command's
+/// standard input (the negative control), a command that failed reports a success.
+#[test]
+fn a_command_cannot_forge_its_end() {
+    let (_d, mut c) = case();
+    let script = "echo 0 >&0; exit 3";
+    c.end_exposed = true;
+    let control = c.run(true, script);
+    assert_eq!(control.exit_code, Some(0), "control: {control:?}");
+    c.end_exposed = false;
+    let out = c.run(true, script);
+    assert_eq!(out.exit_code, Some(3), "{out:?}");
+    let out = c.run(true, "readlink /proc/self/fd/0; cat");
+    assert_eq!(
+        (out.exit_code, out.stdout.text.as_str()),
+        (Some(0), "/dev/null\n"),
+        "{out:?}"
+    );
+}
+
+/// The status told early is the command's own, and what the command changed is judged and lands
+/// as before. (A signal cannot end the command's first process from inside: it is the init of
+/// its PID namespace.)
+#[test]
+fn the_end_told_early_is_the_commands_own() {
+    let (_d, c) = case();
+    let out = c.run(true, "exit 7");
+    assert_eq!((out.exit_code, out.signal), (Some(7), None), "{out:?}");
+    let out = c.run(true, "echo landed > told.txt");
+    assert_eq!(out.exit_code, Some(0), "{out:?}");
+    assert!(out.changes.as_ref().is_some_and(|j| j.applied), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(format!("{}/told.txt", c.ws)).unwrap(),
+        "landed\n"
+    );
+    warrant_exec::spawn::settle();
 }
