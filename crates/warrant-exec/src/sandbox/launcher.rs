@@ -307,6 +307,9 @@ fn hand_over(
     // The command has ended, and everything it started with it (the init of its PID
     // namespace): tell the executor now, before this process's exit unmounts the view.
     if let Some(mut end) = end {
+        // Nothing more goes to the command's output; closed now, so the executor reads its
+        // end at once (this process's exit closes its files only after the view is gone).
+        release_output();
         let _ = writeln!(end, "{}", status.as_raw());
     }
     if let Some(code) = status.exit_status() {
@@ -352,6 +355,21 @@ fn take_end_channel(exposed: bool) -> Result<Option<std::fs::File>, String> {
     };
     let is_pipe = end.metadata().is_ok_and(|m| m.file_type().is_fifo());
     Ok(is_pipe.then_some(end))
+}
+
+/// Put `/dev/null` on standard output and error: the launcher's copies of the command's pipes
+/// are closed, and a late message of its own goes nowhere rather than to a reused descriptor.
+fn release_output() {
+    use std::os::fd::AsRawFd;
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        // SAFETY: `dup2` onto the standard descriptors from one this function owns; the
+        // launcher is single-threaded.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::dup2(null.as_raw_fd(), 1);
+            libc::dup2(null.as_raw_fd(), 2);
+        }
+    }
 }
 
 /// `fork(2)`: `None` in the child, the child's pid in the parent.
