@@ -229,6 +229,13 @@ struct CRule {
     allow: Vec<CAllow>,
 }
 
+/// Keywords that code, configuration and Warrant's own texts (a policy's reasons, a profile's
+/// words) hold so often that the rules they select are built in nearly every process that
+/// scans: built ahead by [`Scanner::prewarm`], off the path of the first tool result.
+const COMMON_KEYWORDS: &[&str] = &[
+    "access", "api", "auth", "key", "password", "secret", "token",
+];
+
 struct Inner {
     rules: Vec<CRule>,
     /// Global allowlists (without `targetRules`), by rule group (one group per layer).
@@ -497,8 +504,9 @@ impl Scanner {
             .filter(|r| r.regex.as_ref().is_some_and(|l| l.cell.get().is_some()))
             .count()
     }
-    /// Builds what the first scan needs (the rules, their prefilter and the rules that every
-    /// scan tries), so that a front end can do it on another thread at start-up.
+    /// Builds what the first scan needs (the rules, their prefilter, the rules that every scan
+    /// tries and those that common words select), so that a front end can do it on another
+    /// thread at start-up.
     pub fn prewarm(&self) {
         if let Ok(inner) = self.inner() {
             inner.prewarm();
@@ -648,11 +656,22 @@ impl Inner {
             .as_ref()
     }
 
-    /// Builds now what the first scan would: the keyword prefilter, and the rules every scan
-    /// tries (those without keywords).
+    /// Builds now what the first scan would: the keyword prefilter, the rules every scan tries
+    /// (those without keywords), and the rules that words nearly every run's text holds select
+    /// ([`COMMON_KEYWORDS`], or a keyword inside one: gitleaks' `ey` of `jwt` is inside `key`),
+    /// gitleaks' generic rule among them, whose pattern is the costliest to build.
     fn prewarm(&self) {
         let _ = self.prefilter();
-        for rule in self.rules.iter().filter(|r| r.keywords.is_empty()) {
+        let common = |r: &&CRule| {
+            r.keywords.is_empty()
+                || r.keywords.iter().any(|k| {
+                    self.words
+                        .get(*k)
+                        .map(|w| w.to_ascii_lowercase())
+                        .is_some_and(|w| COMMON_KEYWORDS.iter().any(|c| c.contains(w.as_str())))
+                })
+        };
+        for rule in self.rules.iter().filter(common) {
             if let Some(lazy) = &rule.regex {
                 let _ = lazy.get();
             }

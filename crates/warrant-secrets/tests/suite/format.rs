@@ -297,3 +297,30 @@ fn rules_compile_lazily_and_only_when_their_keywords_occur() {
     assert!(s.compiled_rules() > after_plain);
     assert!(s.compiled_rules() < 20, "{}", s.compiled_rules());
 }
+
+/// The prewarm (on a thread of its own at start-up) builds the rules nearly every run's text
+/// selects, the generic rule among them, and no others: a text with "secret" in it then builds
+/// nothing more on the scanning thread.
+#[test]
+fn the_prewarm_builds_the_rules_common_words_select() {
+    let s = Scanner::from_groups(vec![warrant_secrets::RuleGroup {
+        set: RuleSet::default_rules().unwrap(),
+        eager: false,
+    }])
+    .unwrap();
+    s.prewarm();
+    let warmed = s.compiled_rules();
+    // gitleaks 8.30.1: generic-api-key, hashicorp-tf-password, jwt (`ey`, inside `key`) and
+    // kubernetes-secret-yaml.
+    assert!((4..=6).contains(&warmed), "{warmed}");
+    let _ = s.scan("a command confined to the workspace (secrets hidden), an api key, a token");
+    assert_eq!(s.compiled_rules(), warmed);
+    // The control: without the prewarm, the same text builds them on the scanning thread.
+    let cold = Scanner::from_groups(vec![warrant_secrets::RuleGroup {
+        set: RuleSet::default_rules().unwrap(),
+        eager: false,
+    }])
+    .unwrap();
+    let _ = cold.scan("a command confined to the workspace (secrets hidden), an api key, a token");
+    assert!(cold.compiled_rules() >= 2, "{}", cold.compiled_rules());
+}
