@@ -113,11 +113,20 @@ pub fn settle() {
     }
 }
 
-/// Keep `handle` for [`settle`], forgetting the threads that already ended.
-fn keep_settling(handle: thread::JoinHandle<()>) {
-    let mut pending = SETTLING.lock().unwrap_or_else(PoisonError::into_inner);
-    pending.retain(|h| !h.is_finished());
-    pending.push(handle);
+/// The thread that reaps a launcher, kept for [`settle`] when dropped (forgetting the threads
+/// that already ended). Only then: a call still waiting for its command is no business of
+/// another caller's `settle` (a front end that opens a host per request drops one while another
+/// request's command runs).
+struct Reaper(Option<thread::JoinHandle<()>>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if let Some(handle) = self.0.take() {
+            let mut pending = SETTLING.lock().unwrap_or_else(PoisonError::into_inner);
+            pending.retain(|h| !h.is_finished());
+            pending.push(handle);
+        }
+    }
 }
 
 /// A copy-on-write layer that must outlive the launcher's mount namespace: dropped by the
@@ -376,7 +385,9 @@ pub fn run_command_with_secrets(
         readers += 1;
     }
     let (after_exit, jobs) = mpsc::channel();
-    keep_settling(spawn_waiter(child, end, tx, jobs));
+    // Declared before the layer, so dropped after it: the thread is handed to `settle` once
+    // this call is done with the command, when all that is left to it is the launcher's exit.
+    let _reaper = Reaper(Some(spawn_waiter(child, end, tx, jobs)));
     let mut layer = Deferred {
         layer,
         after_exit: Some(after_exit),

@@ -739,3 +739,26 @@ fn the_end_told_early_is_the_commands_own() {
     );
     warrant_exec::spawn::settle();
 }
+
+/// `settle` waits for what the calls that are done left behind, not for a command another
+/// thread is still running (a front end that opens a host per request drops one while another
+/// request's command runs).
+#[test]
+fn settle_does_not_wait_for_a_command_still_running() {
+    let (_d, c) = case();
+    let finished = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let out = c.run(true, "sleep 3");
+            assert_eq!(out.exit_code, Some(0), "{out:?}");
+            finished.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        warrant_exec::spawn::settle();
+        assert!(
+            !finished.load(std::sync::atomic::Ordering::SeqCst),
+            "settle waited for the running command"
+        );
+    });
+    warrant_exec::spawn::settle();
+}
