@@ -281,13 +281,18 @@ fn every_default_rule_translates_and_compiles() {
     }
 }
 
-#[test]
-fn rules_compile_lazily_and_only_when_their_keywords_occur() {
-    let s = Scanner::from_groups(vec![warrant_secrets::RuleGroup {
+/// gitleaks' default rules, each built on first use.
+fn lazy_default() -> Scanner {
+    Scanner::from_groups(vec![warrant_secrets::RuleGroup {
         set: RuleSet::default_rules().unwrap(),
         eager: false,
     }])
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn rules_compile_lazily_and_only_when_their_keywords_occur() {
+    let s = lazy_default();
     assert_eq!(s.compiled_rules(), 0, "nothing compiled at construction");
     let _ = s.scan("nothing to see here at all");
     let after_plain = s.compiled_rules();
@@ -303,11 +308,7 @@ fn rules_compile_lazily_and_only_when_their_keywords_occur() {
 /// nothing more on the scanning thread.
 #[test]
 fn the_prewarm_builds_the_rules_common_words_select() {
-    let s = Scanner::from_groups(vec![warrant_secrets::RuleGroup {
-        set: RuleSet::default_rules().unwrap(),
-        eager: false,
-    }])
-    .unwrap();
+    let s = lazy_default();
     s.prewarm();
     let warmed = s.compiled_rules();
     // gitleaks 8.30.1: generic-api-key, hashicorp-tf-password, jwt (`ey`, inside `key`) and
@@ -316,11 +317,7 @@ fn the_prewarm_builds_the_rules_common_words_select() {
     let _ = s.scan("a command confined to the workspace (secrets hidden), an api key, a token");
     assert_eq!(s.compiled_rules(), warmed);
     // The control: without the prewarm, the same text builds them on the scanning thread.
-    let cold = Scanner::from_groups(vec![warrant_secrets::RuleGroup {
-        set: RuleSet::default_rules().unwrap(),
-        eager: false,
-    }])
-    .unwrap();
+    let cold = lazy_default();
     let _ = cold.scan("a command confined to the workspace (secrets hidden), an api key, a token");
     assert!(cold.compiled_rules() >= 2, "{}", cold.compiled_rules());
 }
