@@ -134,18 +134,14 @@ impl Drop for Reaper {
 /// when the launcher is known to be gone.
 struct Deferred {
     layer: Option<crate::judged::Layer>,
-    after_exit: Option<Sender<AfterExit>>,
+    after_exit: Sender<AfterExit>,
 }
 
 impl Deferred {
     fn later(&self, job: AfterExit) {
-        let refused = match &self.after_exit {
-            Some(tx) => tx.send(job).err().map(|e| e.0),
-            None => Some(job),
-        };
         // The reaping thread is gone (it only leaves once this side has): do it now.
-        if let Some(job) = refused {
-            job();
+        if let Err(refused) = self.after_exit.send(job) {
+            (refused.0)();
         }
     }
 }
@@ -354,7 +350,7 @@ pub fn run_command_with_secrets(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn();
-    // The command holds this side's copy of the end channel's write end: closed now, so the
+    // The `Command` holds this side's copy of the end channel's write end: closed now, so the
     // channel ends when the launcher's copy does.
     drop(command);
     let mut child = spawned.map_err(|e| ExecError::Spawn {
@@ -388,10 +384,7 @@ pub fn run_command_with_secrets(
     // Declared before the layer, so dropped after it: the thread is handed to `settle` once
     // this call is done with the command, when all that is left to it is the launcher's exit.
     let _reaper = Reaper(Some(spawn_waiter(child, end, tx, jobs)));
-    let mut layer = Deferred {
-        layer,
-        after_exit: Some(after_exit),
-    };
+    let mut layer = Deferred { layer, after_exit };
 
     let mut run = Running {
         rx,
