@@ -317,17 +317,14 @@ impl<'a> GuardedRequest<'a> {
         taint: &Taint,
         check: bool,
     ) -> Result<Self, UntrustedContentError> {
+        let memo = tools_memo(tools);
         if check {
-            guard(conversation, tools, taint)?;
+            guard(conversation, tools, &memo, taint)?;
         }
-        let unencodable = |e: serde_json::Error| UntrustedContentError::Unencodable {
-            message: e.to_string(),
-        };
-        let digest = warrant_core::digest_of_pair(
-            conversation,
-            &canonical_tools(tools).map_err(unencodable)?,
-        )
-        .map_err(unencodable)?;
+        let unencodable = |message: String| UntrustedContentError::Unencodable { message };
+        let canonical = memo.canonical.as_ref().map_err(|e| unencodable(e.clone()))?;
+        let digest = warrant_core::digest_of_pair(conversation, canonical)
+            .map_err(|e| unencodable(e.to_string()))?;
         Ok(Self {
             conversation,
             tools,
@@ -369,23 +366,49 @@ impl<'a> GuardedRequest<'a> {
     }
 }
 
-/// The canonical JSON of `tools`, remembered for the next request of this process: the tools
-/// rarely change between turns (or between the runs a worker drives), and writing their
-/// schemas canonically was most of a request's digest. Reused only for an equal list.
-fn canonical_tools(tools: &[ToolSpec]) -> Result<std::sync::Arc<str>, serde_json::Error> {
-    static LAST: std::sync::Mutex<Option<(Vec<ToolSpec>, std::sync::Arc<str>)>> =
+/// What a request's tools are, worked out once for a list of tools and remembered for the next
+/// request of this process: the tools rarely change between turns (or between the runs a
+/// worker drives). Their canonical JSON was most of a request's digest, and screening every
+/// description again at every turn most of the guard's work.
+struct ToolsMemo {
+    tools: Vec<ToolSpec>,
+    /// The canonical JSON of the list, or why it cannot be written.
+    canonical: Result<std::sync::Arc<str>, String>,
+    /// No tool's name or description carries a fence tag or smuggled instructions.
+    screened_clean: bool,
+    /// Every tool's `name\ndescription`, one after the other: looked through at once for
+    /// untrusted fragments.
+    joined: String,
+}
+
+fn tools_memo(tools: &[ToolSpec]) -> std::sync::Arc<ToolsMemo> {
+    static LAST: std::sync::Mutex<Option<std::sync::Arc<ToolsMemo>>> =
         std::sync::Mutex::new(None);
     let mut last = LAST
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((seen, text)) = last.as_ref()
-        && seen.as_slice() == tools
+    if let Some(memo) = last.as_ref()
+        && memo.tools.as_slice() == tools
     {
-        return Ok(std::sync::Arc::clone(text));
+        return std::sync::Arc::clone(memo);
     }
-    let text: std::sync::Arc<str> = warrant_core::canonical_json(tools)?.into();
-    *last = Some((tools.to_vec(), std::sync::Arc::clone(&text)));
-    Ok(text)
+    let memo = std::sync::Arc::new(ToolsMemo {
+        tools: tools.to_vec(),
+        canonical: warrant_core::canonical_json(tools)
+            .map(std::sync::Arc::from)
+            .map_err(|e| e.to_string()),
+        screened_clean: tools.iter().all(|spec| {
+            !has_tag(&tool_text(spec)) && screen_instructions(&spec.description).is_none()
+        }),
+        joined: tools.iter().map(tool_text).collect::<Vec<_>>().join("\n"),
+    });
+    *last = Some(std::sync::Arc::clone(&memo));
+    memo
+}
+
+/// The text of a tool a model reads as instructions.
+fn tool_text(spec: &ToolSpec) -> String {
+    format!("{}\n{}", spec.name, spec.description)
 }
 
 fn has_tag(text: &str) -> bool {
@@ -393,17 +416,43 @@ fn has_tag(text: &str) -> bool {
 }
 
 /// Each untrusted item with the pieces that recognise it, cut once per request: the system
-/// prompt and every tool's name and description are looked through for all of them.
-struct Fragments<'t>(Vec<(&'t Untrusted, Vec<&'t str>)>);
+/// prompt and every tool's name and description are looked through for all of them. One
+/// automaton over every piece answers whether a text holds any (one pass, however many
+/// results the run has read); only then is the item named, piece by piece.
+struct Fragments<'t> {
+    items: Vec<(&'t Untrusted, Vec<&'t str>)>,
+    /// `None` when there is no piece, or the automaton could not be built (every text is
+    /// then searched piece by piece).
+    any: Option<aho_corasick::AhoCorasick>,
+}
 
 impl<'t> Fragments<'t> {
     fn of(taint: &'t Taint) -> Self {
-        Self(taint.items.iter().map(|u| (u, u.fragments())).collect())
+        let items: Vec<(&Untrusted, Vec<&str>)> =
+            taint.items.iter().map(|u| (u, u.fragments())).collect();
+        let pieces: Vec<&str> = items.iter().flat_map(|(_, p)| p.iter().copied()).collect();
+        let any = if pieces.is_empty() {
+            None
+        } else {
+            aho_corasick::AhoCorasick::new(&pieces).ok()
+        };
+        Self { items, any }
+    }
+
+    /// Whether `text` may hold a piece: `false` only when it certainly holds none.
+    fn may_hold(&self, text: &str) -> bool {
+        match &self.any {
+            Some(any) => any.is_match(text),
+            None => self.items.iter().any(|(_, pieces)| !pieces.is_empty()),
+        }
     }
 
     /// The first item (in the taint's order) a piece of which `text` contains.
     fn first_in(&self, text: &str) -> Option<&'t Untrusted> {
-        self.0
+        if !self.may_hold(text) {
+            return None;
+        }
+        self.items
             .iter()
             .find(|(_, pieces)| pieces.iter().any(|f| text.contains(f)))
             .map(|(u, _)| *u)
@@ -428,6 +477,7 @@ fn fence_intact(content: &str) -> bool {
 fn guard(
     conversation: &Conversation,
     tools: &[ToolSpec],
+    memo: &ToolsMemo,
     taint: &Taint,
 ) -> Result<(), UntrustedContentError> {
     if has_tag(&conversation.system) {
@@ -441,6 +491,16 @@ fn guard(
             source_label: u.source.label(),
         });
     }
+    // The tools one by one only when something may be found there: a tool's spec marked as
+    // outside content, a screen a description trips, or a piece somewhere in their text.
+    let tools = if taint.tool_specs.is_empty()
+        && memo.screened_clean
+        && !fragments.may_hold(&memo.joined)
+    {
+        &[]
+    } else {
+        tools
+    };
     for spec in tools {
         if let Some((_, source)) = taint.tool_specs.iter().find(|(n, _)| *n == spec.name) {
             return Err(UntrustedContentError::InToolSpec {
@@ -448,7 +508,7 @@ fn guard(
                 source_label: source.label(),
             });
         }
-        let text = format!("{}\n{}", spec.name, spec.description);
+        let text = tool_text(spec);
         let found = if has_tag(&text) {
             Some("a fence".to_owned())
         } else if let Some(smuggled) = screen_instructions(&spec.description) {
