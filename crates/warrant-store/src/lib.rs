@@ -25,7 +25,7 @@ pub use crate::envelope::{EnvelopeStore, KillScope, KillSubject, KillSwitch, Sto
 pub use crate::error::StoreError;
 pub use crate::postgres::{PgConnector, Postgres, PostgresStore};
 pub use crate::revocations::RevocationStore;
-pub use crate::sql::{ANCHOR_PART, MAX_PARTITIONS, Store};
+pub use crate::sql::{ANCHOR_PART, GuardedAppends, MAX_PARTITIONS, Store};
 pub use crate::sqlite::{SCHEMA_VERSION, Sqlite, SqliteStore};
 pub use crate::tenant::{Scoped, Target, Tenant, TenantRefusal, TenantStore};
 /// A store location as messages may show it: a URL's password and any `password=` removed.

@@ -755,6 +755,9 @@ impl Dialect for Postgres {
     /// An append's writes (events, audit records, the partition head, the run's row) are one
     /// statement: one round trip instead of four.
     const WRITES_IN_ONE: bool = true;
+    /// An append is first tried as one guarded statement: one round trip, no row lock held
+    /// across round trips (see `Store::guarded_append`).
+    const GUARDED_APPEND: bool = true;
 
     /// The worker's appends, the lease heartbeat and the delivery loop each get their own.
     const POOL: usize = 4;

@@ -216,6 +216,10 @@ pub trait Dialect: Send + Sync + 'static {
     /// Whether one statement may carry several writes as data-modifying `WITH` parts (one
     /// round trip to a server instead of one per write); where not, each is its own statement.
     const WRITES_IN_ONE: bool;
+    /// Whether an append may first be tried as one guarded statement outside a transaction
+    /// (see [`Store::guarded_append`]): worth it where each statement is a round trip to a
+    /// server and a row lock held across round trips makes concurrent appenders wait.
+    const GUARDED_APPEND: bool;
 
     /// Connections a store of this dialect keeps per process, opened as concurrent calls need
     /// them (one for an embedded file, a few for a server).
@@ -354,6 +358,28 @@ pub struct Store<D: Dialect> {
     pub(crate) clock: Arc<dyn Clock>,
     /// The number of audit partitions once read (0: not yet); fixed for the store's life.
     partitions: AtomicU64,
+    /// What this process last committed of each partition's head, and whose runs it appended
+    /// to: what a guarded append expects to find (the guard, not this memory, is what holds).
+    hot: Mutex<Hot>,
+}
+
+/// See [`Store::guarded_append`].
+#[derive(Default)]
+struct Hot {
+    heads: std::collections::HashMap<u64, ChainHead>,
+    /// A run's tenant and actor (fixed at its start).
+    owners: std::collections::HashMap<RunId, (String, String)>,
+    committed: u64,
+    fell_back: u64,
+}
+
+/// How the appends of this process went: committed by one guarded statement, or taken to the
+/// locked transaction because the guard did not hold (another process moved the partition's
+/// head or the run) or the statement failed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GuardedAppends {
+    pub committed: u64,
+    pub fell_back: u64,
 }
 
 /// One slot of the pool, taken: its connection is open (see [`Store::conn`]).
@@ -444,6 +470,20 @@ impl<D: Dialect> Store<D> {
             slots,
             clock,
             partitions: AtomicU64::new(0),
+            hot: Mutex::new(Hot::default()),
+        }
+    }
+
+    fn hot(&self) -> MutexGuard<'_, Hot> {
+        self.hot.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// How this process's appends went (benchmarks and tests).
+    pub fn guarded_appends(&self) -> GuardedAppends {
+        let hot = self.hot();
+        GuardedAppends {
+            committed: hot.committed,
+            fell_back: hot.fell_back,
         }
     }
 
@@ -654,15 +694,39 @@ impl<D: Dialect> Store<D> {
         sealer: &dyn Sealer,
         now: Timestamp,
         locked_head: Option<ChainHead>,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
-        let mut stored = Vec::with_capacity(events.len());
+    ) -> Result<(Vec<StoredEvent>, ChainHead), StoreError> {
         let part = partition_of(run.as_str(), partitions);
         // The partition's head, locked by this transaction (read with the run's row when the
         // caller already did).
-        let mut head = match locked_head {
+        let head = match locked_head {
             Some(head) => head,
             None => Self::part_head(tx, part as i64)?,
         };
+        let (stored, head) = Self::seal_into(
+            writes, partitions, part, run, tenant, first_seq, events, sealer, now, head,
+        )?;
+        writes.push(
+            "UPDATE audit_partitions SET seq = ?2, hash = ?3 WHERE part = ?1",
+            vals![part, head.seq, &head.hash],
+        );
+        Ok((stored, head))
+    }
+
+    /// Seals `events` after `head` of partition `part` and adds their rows (events and audit
+    /// records) to `writes`; the stored events and the partition's new head.
+    fn seal_into(
+        writes: &mut Writes,
+        partitions: u64,
+        part: u64,
+        run: &RunId,
+        tenant: &str,
+        first_seq: u64,
+        events: Vec<EventDraft>,
+        sealer: &dyn Sealer,
+        now: Timestamp,
+        mut head: ChainHead,
+    ) -> Result<(Vec<StoredEvent>, ChainHead), StoreError> {
+        let mut stored = Vec::with_capacity(events.len());
         let batch_end = head.seq + events.len() as u64;
         // Sealed one after another (each record names the hash of the one before), then
         // written with one multi-row insert per table, not two per event (each a round trip
@@ -730,11 +794,7 @@ impl<D: Dialect> Store<D> {
             AUDIT_INSERT_COLUMNS,
             audit_rows,
         );
-        writes.push(
-            "UPDATE audit_partitions SET seq = ?2, hash = ?3 WHERE part = ?1",
-            vals![part, head.seq, head.hash],
-        );
-        Ok(stored)
+        Ok((stored, head))
     }
 
     /// Takes the lease of `run` inside `tx`: refused while another holder's lease is live.
@@ -934,7 +994,7 @@ impl<D: Dialect> EventStore for Store<D> {
         )?;
         let mut writes = Writes::default();
         Self::count_usage(&mut writes, run.tenant.as_str(), &run.actor, &events, now);
-        let stored = Self::insert_events(
+        let (stored, _) = Self::insert_events(
             &mut tx,
             &mut writes,
             partitions,
@@ -961,128 +1021,33 @@ impl<D: Dialect> EventStore for Store<D> {
             fence,
         } = append;
         let now = self.clock.now();
-        let mut tx = self.begin(TxKind::Chain)?;
-        let partitions = self.partitions_in(&mut tx)?;
-        let part = partition_of(run.as_str(), partitions);
-        // The row locks (where the dialect has them) order this append against a concurrent
-        // lease (a new lease commits either before, and this append is fenced, or after it)
-        // and against other appends to the partition; the run's row and the partition's head
-        // are read and locked by one statement.
-        let locked = tx.row(
-            &format!(
-                "SELECT r.events, r.lease_token, r.tenant, r.actor, p.seq, p.hash FROM runs r, audit_partitions p WHERE r.run_id = ?1 AND p.part = ?2{}",
-                D::FOR_UPDATE
-            ),
-            &vals![run.as_str(), part as i64],
-            |r| {
-                Ok((
-                    (r.u64(0)?, r.u64(1)?, r.text(2)?, r.text(3)?),
-                    ChainHead {
-                        seq: r.u64(4)?,
-                        hash: r.text(5)?,
-                    },
-                ))
-            },
-        )?;
-        let ((current, token, tenant, actor), head) = match locked {
-            Some(found) => found,
-            None => {
-                // Which of the two rows is missing, for the error.
-                if tx
-                    .row(
-                        "SELECT 1 FROM runs WHERE run_id = ?1",
-                        &vals![run.as_str()],
-                        |r| r.int(0),
-                    )?
-                    .is_none()
-                {
-                    return Err(StoreError::UnknownRun(run.to_string()));
-                }
-                return Err(tx
-                    .dialect
-                    .bad_row(format!("audit partition {part} has no head row")));
-            }
-        };
-        if let Some(presented) = fence
-            && presented != token
+        if D::GUARDED_APPEND
+            && requests.is_empty()
+            && let Some(stored) =
+                self.guarded_append(&run, expected_seq, &events, status, fence, sealer, now)?
         {
-            // Nothing else was written in this transaction: committing it keeps only the
-            // refusal, as a durable fact.
-            let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
-            tx.execute(
-                &format!(
-                    "INSERT INTO fence_rejections (run_id, presented, {}, at, kinds) VALUES (?1, ?2, ?3, ?4, ?5)",
-                    D::FENCE_CURRENT
-                ),
-                &vals![
-                    run.as_str(),
-                    presented,
-                    token,
-                    now.millis(),
-                    serde_json::to_string(&kinds).unwrap_or_default(),
-                ],
-            )?;
-            tx.commit()?;
-            return Err(StoreError::Fenced {
-                run: run.to_string(),
-                presented,
-                current: token,
-            });
+            return Ok(stored);
         }
-        if expected_seq != current + 1 {
-            return Err(StoreError::Conflict {
-                run: run.to_string(),
-                expected: expected_seq,
-                found: current + 1,
-            });
-        }
-        let added = events.len() as u64;
-        // Every write of the append, sent as one statement where the dialect can: the locks
-        // taken above keep them one step of the run and of its partition's chain.
-        let mut writes = Writes::default();
-        Self::count_usage(&mut writes, &tenant, &actor, &events, now);
-        let stored = Self::insert_events(
-            &mut tx,
-            &mut writes,
-            partitions,
+        let appended = self.locked_append(
             &run,
-            &tenant,
             expected_seq,
             events,
+            status,
+            requests,
+            fence,
             sealer,
             now,
-            Some(head),
-        )?;
-        // A run that ends lets go of its lease in the same transaction: nobody may lease an
-        // ended run, and the driver's release after it then writes nothing (no commit to wait for).
-        let ends = i64::from(status.is_some_and(RunStatus::is_final));
-        writes.push(
-            "UPDATE runs SET events = ?2, updated_at = ?3, status = COALESCE(?4, status), lease_holder = CASE WHEN CAST(?5 AS BIGINT) = 1 THEN NULL ELSE lease_holder END, lease_expires = CASE WHEN CAST(?5 AS BIGINT) = 1 THEN 0 ELSE lease_expires END WHERE run_id = ?1",
-            vals![
-                run.as_str(),
-                current + added,
-                now.millis(),
-                status.map(RunStatus::as_str),
-                ends,
-            ],
         );
-        tx.write(writes)?;
-        // A request's updates stay statements of their own: two of one request in one append
-        // would touch one row twice, which a single statement may not.
-        for update in requests {
-            match update {
-                RequestUpdate::Open { id, summary } => tx.execute(
-                    "INSERT INTO requests (request_id, run_id, status, created_at, summary, tenant) VALUES (?1, ?2, 'open', ?3, ?4, ?5)",
-                    &vals![id.as_str(), run.as_str(), now.millis(), summary.to_string(), tenant.as_str()],
-                ),
-                RequestUpdate::Answered { id } => tx.execute(
-                    "UPDATE requests SET status = 'answered' WHERE request_id = ?1",
-                    &vals![id.as_str()],
-                ),
-            }?;
+        if appended.is_err() {
+            // What this process knew of the partition may be stale now.
+            let partitions = self.partitions.load(Ordering::Relaxed);
+            if partitions > 0 {
+                self.hot()
+                    .heads
+                    .remove(&partition_of(run.as_str(), partitions));
+            }
         }
-        tx.commit()?;
-        Ok(stored)
+        appended
     }
 
     fn events(&self, run: &RunId) -> Result<Vec<StoredEvent>, StoreError> {
@@ -1578,6 +1543,292 @@ impl<D: Dialect> AuditOutbox for Store<D> {
         )?;
         tx.commit()?;
         Ok(Some(SealedRecord { seq: pos, ..record }))
+    }
+}
+
+/// How many runs' owners a process remembers for guarded appends; past it the memory starts
+/// over (a worker drives one run at a time).
+const HOT_RUNS: usize = 1024;
+
+impl<D: Dialect> Store<D> {
+    /// An append as one statement, outside a transaction, that holds only if the run and its
+    /// partition are as this process left them: the run's row at `expected_seq - 1` events
+    /// (and, fenced, still under the presented lease token), the partition's head at the
+    /// record this process last committed there. Both rows are changed by the statement itself
+    /// and every write goes with them; when either did not match, the statement fails as a
+    /// whole (it ends by turning a failed guard into an error) and nothing of it stays. One
+    /// round trip, and no row lock held while this process seals: the locked transaction
+    /// takes two, holding the partition's head across them.
+    ///
+    /// `Ok(None)`: not tried (nothing known of the partition or the run yet, or a request
+    /// update to make), or the guard failed or the statement was refused; the caller takes
+    /// the locked path, which reads the rows afresh and reports what is wrong, if anything.
+    /// The connection lost during the statement is the one ambiguous case (it may have
+    /// committed): the store is asked whether its last record is there.
+    #[allow(clippy::too_many_arguments)]
+    fn guarded_append(
+        &self,
+        run: &RunId,
+        expected_seq: u64,
+        events: &[EventDraft],
+        status: Option<RunStatus>,
+        fence: Option<u64>,
+        sealer: &dyn Sealer,
+        now: Timestamp,
+    ) -> Result<Option<Vec<StoredEvent>>, StoreError> {
+        let partitions = self.partitions.load(Ordering::Relaxed);
+        if partitions == 0 || events.is_empty() || expected_seq == 0 {
+            return Ok(None);
+        }
+        let part = partition_of(run.as_str(), partitions);
+        let (head, (tenant, actor)) = {
+            let hot = self.hot();
+            match (hot.heads.get(&part), hot.owners.get(run)) {
+                (Some(head), Some(owner)) => (head.clone(), owner.clone()),
+                _ => return Ok(None),
+            }
+        };
+        let mut rows = Writes::default();
+        Self::count_usage(&mut rows, &tenant, &actor, events, now);
+        // A record sealed here and never committed is dropped with the statement: the chain
+        // holds only what committed. A sealer that refuses refuses again on the locked path,
+        // which reports it.
+        let Ok((stored, new_head)) = Self::seal_into(
+            &mut rows,
+            partitions,
+            part,
+            run,
+            &tenant,
+            expected_seq,
+            events.to_vec(),
+            sealer,
+            now,
+            head.clone(),
+        ) else {
+            self.hot().fell_back += 1;
+            return Ok(None);
+        };
+        let added = events.len() as u64;
+        let ends = i64::from(status.is_some_and(RunStatus::is_final));
+        let mut writes = Writes::default();
+        // w0: the run's row, as the append expects it.
+        let mut run_params = vals![
+            run.as_str(),
+            expected_seq - 1 + added,
+            now.millis(),
+            status.map(RunStatus::as_str),
+            ends,
+            expected_seq - 1,
+        ]
+        .to_vec();
+        let fenced = match fence {
+            // The negative control of the fence's guard (debug builds only).
+            Some(_) if crate::tenant::disabled("append-fence-guard") => "",
+            Some(token) => {
+                run_params.push(Val::from(token));
+                " AND lease_token = ?7"
+            }
+            None => "",
+        };
+        writes.push(
+            format!(
+                "UPDATE runs SET events = ?2, updated_at = ?3, status = COALESCE(?4, status), lease_holder = CASE WHEN CAST(?5 AS BIGINT) = 1 THEN NULL ELSE lease_holder END, lease_expires = CASE WHEN CAST(?5 AS BIGINT) = 1 THEN 0 ELSE lease_expires END WHERE run_id = ?1 AND events = ?6{fenced} RETURNING 1"
+            ),
+            run_params,
+        );
+        // w1: the partition's head, as this process left it.
+        writes.push(
+            "UPDATE audit_partitions SET seq = ?2, hash = ?3 WHERE part = ?1 AND seq = ?4 AND hash = ?5 RETURNING 1",
+            vals![part, new_head.seq, &new_head.hash, head.seq, &head.hash],
+        );
+        writes.statements.extend(rows.statements);
+        // Last: a guard that did not hold fails the statement, so none of its writes stays.
+        writes.push(
+            "SELECT CAST(CASE WHEN (SELECT count(*) FROM w0) = 1 AND (SELECT count(*) FROM w1) = 1 THEN '1' ELSE 'the append found its run or its partition moved on' END AS BIGINT)",
+            [],
+        );
+        let Some((sql, params)) = writes.combined() else {
+            return Ok(None);
+        };
+        let sent = self.single().and_then(|mut one| one.row(&sql, &params, |r| r.int(0)));
+        let landed = match sent {
+            Ok(_) => true,
+            // Sent, and then the connection was lost: committed or not, the store says which.
+            // Not there: the locked path locks the run's row, so a statement still on its way
+            // either commits first (and the locked path finds the run moved on) or finds its
+            // guard broken; never both.
+            Err(StoreError::Interrupted { .. }) => self.has_record(part, &new_head)?,
+            // The guard did not hold, or the server refused a write: nothing of it stayed.
+            Err(_) => false,
+        };
+        let mut hot = self.hot();
+        if landed {
+            hot.committed += 1;
+            hot.heads.insert(part, new_head);
+            Ok(Some(stored))
+        } else {
+            hot.fell_back += 1;
+            hot.heads.remove(&part);
+            Ok(None)
+        }
+    }
+
+    /// Whether partition `part` holds `record` (its sequence number and hash).
+    fn has_record(&self, part: u64, record: &ChainHead) -> Result<bool, StoreError> {
+        Ok(self
+            .single()?
+            .row(
+                "SELECT count(*) FROM audit WHERE part = ?1 AND seq = ?2 AND hash = ?3",
+                &vals![part, record.seq, &record.hash],
+                |r| r.int(0),
+            )?
+            .unwrap_or(0)
+            > 0)
+    }
+
+    /// The append in a transaction that locks the run's row and its partition's head first.
+    #[allow(clippy::too_many_arguments)]
+    fn locked_append(
+        &self,
+        run: &RunId,
+        expected_seq: u64,
+        events: Vec<EventDraft>,
+        status: Option<RunStatus>,
+        requests: Vec<RequestUpdate>,
+        fence: Option<u64>,
+        sealer: &dyn Sealer,
+        now: Timestamp,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let mut tx = self.begin(TxKind::Chain)?;
+        let partitions = self.partitions_in(&mut tx)?;
+        let part = partition_of(run.as_str(), partitions);
+        // The row locks (where the dialect has them) order this append against a concurrent
+        // lease (a new lease commits either before, and this append is fenced, or after it)
+        // and against other appends to the partition; the run's row and the partition's head
+        // are read and locked by one statement.
+        let locked = tx.row(
+            &format!(
+                "SELECT r.events, r.lease_token, r.tenant, r.actor, p.seq, p.hash FROM runs r, audit_partitions p WHERE r.run_id = ?1 AND p.part = ?2{}",
+                D::FOR_UPDATE
+            ),
+            &vals![run.as_str(), part as i64],
+            |r| {
+                Ok((
+                    (r.u64(0)?, r.u64(1)?, r.text(2)?, r.text(3)?),
+                    ChainHead {
+                        seq: r.u64(4)?,
+                        hash: r.text(5)?,
+                    },
+                ))
+            },
+        )?;
+        let ((current, token, tenant, actor), head) = match locked {
+            Some(found) => found,
+            None => {
+                // Which of the two rows is missing, for the error.
+                if tx
+                    .row(
+                        "SELECT 1 FROM runs WHERE run_id = ?1",
+                        &vals![run.as_str()],
+                        |r| r.int(0),
+                    )?
+                    .is_none()
+                {
+                    return Err(StoreError::UnknownRun(run.to_string()));
+                }
+                return Err(tx
+                    .dialect
+                    .bad_row(format!("audit partition {part} has no head row")));
+            }
+        };
+        if let Some(presented) = fence
+            && presented != token
+        {
+            // Nothing else was written in this transaction: committing it keeps only the
+            // refusal, as a durable fact.
+            let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+            tx.execute(
+                &format!(
+                    "INSERT INTO fence_rejections (run_id, presented, {}, at, kinds) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    D::FENCE_CURRENT
+                ),
+                &vals![
+                    run.as_str(),
+                    presented,
+                    token,
+                    now.millis(),
+                    serde_json::to_string(&kinds).unwrap_or_default(),
+                ],
+            )?;
+            tx.commit()?;
+            return Err(StoreError::Fenced {
+                run: run.to_string(),
+                presented,
+                current: token,
+            });
+        }
+        if expected_seq != current + 1 {
+            return Err(StoreError::Conflict {
+                run: run.to_string(),
+                expected: expected_seq,
+                found: current + 1,
+            });
+        }
+        let added = events.len() as u64;
+        // Every write of the append, sent as one statement where the dialect can: the locks
+        // taken above keep them one step of the run and of its partition's chain.
+        let mut writes = Writes::default();
+        Self::count_usage(&mut writes, &tenant, &actor, &events, now);
+        let (stored, new_head) = Self::insert_events(
+            &mut tx,
+            &mut writes,
+            partitions,
+            run,
+            &tenant,
+            expected_seq,
+            events,
+            sealer,
+            now,
+            Some(head),
+        )?;
+        // A run that ends lets go of its lease in the same transaction: nobody may lease an
+        // ended run, and the driver's release after it then writes nothing (no commit to wait for).
+        let ends = i64::from(status.is_some_and(RunStatus::is_final));
+        writes.push(
+            "UPDATE runs SET events = ?2, updated_at = ?3, status = COALESCE(?4, status), lease_holder = CASE WHEN CAST(?5 AS BIGINT) = 1 THEN NULL ELSE lease_holder END, lease_expires = CASE WHEN CAST(?5 AS BIGINT) = 1 THEN 0 ELSE lease_expires END WHERE run_id = ?1",
+            vals![
+                run.as_str(),
+                current + added,
+                now.millis(),
+                status.map(RunStatus::as_str),
+                ends,
+            ],
+        );
+        tx.write(writes)?;
+        // A request's updates stay statements of their own: two of one request in one append
+        // would touch one row twice, which a single statement may not.
+        for update in requests {
+            match update {
+                RequestUpdate::Open { id, summary } => tx.execute(
+                    "INSERT INTO requests (request_id, run_id, status, created_at, summary, tenant) VALUES (?1, ?2, 'open', ?3, ?4, ?5)",
+                    &vals![id.as_str(), run.as_str(), now.millis(), summary.to_string(), tenant.as_str()],
+                ),
+                RequestUpdate::Answered { id } => tx.execute(
+                    "UPDATE requests SET status = 'answered' WHERE request_id = ?1",
+                    &vals![id.as_str()],
+                ),
+            }?;
+        }
+        tx.commit()?;
+        let mut hot = self.hot();
+        hot.heads.insert(part, new_head);
+        if !hot.owners.contains_key(run) {
+            if hot.owners.len() >= HOT_RUNS {
+                hot.owners.clear();
+            }
+            hot.owners.insert(run.clone(), (tenant, actor));
+        }
+        Ok(stored)
     }
 }
 

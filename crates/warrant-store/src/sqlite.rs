@@ -457,6 +457,8 @@ impl Dialect for Sqlite {
     const DEFAULT_PARTITIONS: u64 = 1;
     /// SQLite has no data-modifying `WITH`; its statements cost no round trip anyway.
     const WRITES_IN_ONE: bool = false;
+    /// One writer at a time on a local file: the locked transaction costs no round trip.
+    const GUARDED_APPEND: bool = false;
 
     fn ready(&self, _conn: &mut Connection) -> Result<(), StoreError> {
         Ok(())
