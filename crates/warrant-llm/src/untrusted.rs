@@ -379,6 +379,42 @@ struct ToolsMemo {
     /// Every tool's `name\ndescription`, one after the other: looked through at once for
     /// untrusted fragments.
     joined: String,
+    /// Pieces of untrusted text already looked for in `joined` and not found: a run's earlier
+    /// results are not searched for again at each turn.
+    absent: std::sync::Mutex<Absent>,
+}
+
+/// See [`ToolsMemo::absent`]; forgotten past [`ABSENT_MOST_BYTES`].
+#[derive(Default)]
+struct Absent {
+    pieces: std::collections::HashSet<String>,
+    bytes: usize,
+}
+
+const ABSENT_MOST_BYTES: usize = 4 << 20;
+
+impl ToolsMemo {
+    /// Whether no tool's name or description holds any of `pieces`.
+    fn holds_none_of<'p>(&self, pieces: impl Iterator<Item = &'p str>) -> bool {
+        let mut absent = self
+            .absent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for piece in pieces {
+            if absent.pieces.contains(piece) {
+                continue;
+            }
+            if self.joined.contains(piece) {
+                return false;
+            }
+            if absent.bytes + piece.len() > ABSENT_MOST_BYTES {
+                *absent = Absent::default();
+            }
+            absent.bytes += piece.len();
+            absent.pieces.insert(piece.to_owned());
+        }
+        true
+    }
 }
 
 fn tools_memo(tools: &[ToolSpec]) -> std::sync::Arc<ToolsMemo> {
@@ -401,6 +437,7 @@ fn tools_memo(tools: &[ToolSpec]) -> std::sync::Arc<ToolsMemo> {
             !has_tag(&tool_text(spec)) && screen_instructions(&spec.description).is_none()
         }),
         joined: tools.iter().map(tool_text).collect::<Vec<_>>().join("\n"),
+        absent: std::sync::Mutex::default(),
     });
     *last = Some(std::sync::Arc::clone(&memo));
     memo
@@ -416,46 +453,24 @@ fn has_tag(text: &str) -> bool {
 }
 
 /// Each untrusted item with the pieces that recognise it, cut once per request: the system
-/// prompt and every tool's name and description are looked through for all of them. One
-/// automaton over every piece answers whether a text holds any (one pass, however many
-/// results the run has read); only then is the item named, piece by piece.
-struct Fragments<'t> {
-    items: Vec<(&'t Untrusted, Vec<&'t str>)>,
-    /// `None` when there is no piece, or the automaton could not be built (every text is
-    /// then searched piece by piece).
-    any: Option<aho_corasick::AhoCorasick>,
-}
+/// prompt and every tool's name and description are looked through for all of them.
+struct Fragments<'t>(Vec<(&'t Untrusted, Vec<&'t str>)>);
 
 impl<'t> Fragments<'t> {
     fn of(taint: &'t Taint) -> Self {
-        let items: Vec<(&Untrusted, Vec<&str>)> =
-            taint.items.iter().map(|u| (u, u.fragments())).collect();
-        let pieces: Vec<&str> = items.iter().flat_map(|(_, p)| p.iter().copied()).collect();
-        let any = if pieces.is_empty() {
-            None
-        } else {
-            aho_corasick::AhoCorasick::new(&pieces).ok()
-        };
-        Self { items, any }
-    }
-
-    /// Whether `text` may hold a piece: `false` only when it certainly holds none.
-    fn may_hold(&self, text: &str) -> bool {
-        match &self.any {
-            Some(any) => any.is_match(text),
-            None => self.items.iter().any(|(_, pieces)| !pieces.is_empty()),
-        }
+        Self(taint.items.iter().map(|u| (u, u.fragments())).collect())
     }
 
     /// The first item (in the taint's order) a piece of which `text` contains.
     fn first_in(&self, text: &str) -> Option<&'t Untrusted> {
-        if !self.may_hold(text) {
-            return None;
-        }
-        self.items
+        self.0
             .iter()
             .find(|(_, pieces)| pieces.iter().any(|f| text.contains(f)))
             .map(|(u, _)| *u)
+    }
+
+    fn pieces(&self) -> impl Iterator<Item = &'t str> + '_ {
+        self.0.iter().flat_map(|(_, pieces)| pieces.iter().copied())
     }
 }
 
@@ -495,7 +510,7 @@ fn guard(
     // outside content, a screen a description trips, or a piece somewhere in their text.
     let tools = if taint.tool_specs.is_empty()
         && memo.screened_clean
-        && !fragments.may_hold(&memo.joined)
+        && memo.holds_none_of(fragments.pieces())
     {
         &[]
     } else {
