@@ -19,9 +19,19 @@ pub const SEALED_PREFIX: &str = "[SEALED:";
 /// Strings shorter than this hold no secret the rules would find; they are not scanned.
 const SHORTEST: usize = 8;
 
+/// Strings up to this long that the rules found clean are remembered, so the same text met
+/// again (a run's id, its actor, a path, a policy's reason, a digest: each event and its audit
+/// facts repeat most of them) is not scanned again.
+const REMEMBERED_LONGEST: usize = 512;
+/// How many clean strings are remembered; past it the memory starts over.
+const REMEMBERED_MOST: usize = 4096;
+
 pub struct JournalSeal {
     redactor: std::sync::Arc<Redactor>,
     key: [u8; 32],
+    /// Texts the redactor found nothing in. The redactor's rules and known values are fixed
+    /// for its life, so a text clean once is clean every time: skipping it changes nothing.
+    clean: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for JournalSeal {
@@ -57,11 +67,37 @@ impl JournalSeal {
                 b"warrant-journal-salt-v1",
                 b"warrant journal seal v1",
             ),
+            clean: std::sync::Mutex::new(std::collections::HashSet::new()),
         }
     }
 
+    /// Whether `text` is too short to hold a secret, or was scanned clean before.
+    fn known_clean(&self, text: &str) -> bool {
+        text.len() < SHORTEST
+            || (text.len() <= REMEMBERED_LONGEST
+                && self
+                    .clean
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .contains(text))
+    }
+
+    fn remember_clean(&self, text: &str) {
+        if text.len() > REMEMBERED_LONGEST {
+            return;
+        }
+        let mut clean = self
+            .clean
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if clean.len() >= REMEMBERED_MOST {
+            clean.clear();
+        }
+        clean.insert(text.to_owned());
+    }
+
     fn seal_text(&self, run: &RunId, text: &mut String) {
-        if text.len() < SHORTEST {
+        if self.known_clean(text) {
             return;
         }
         let (sealed, report) = self.redactor.replace_secrets(text, |secret, rule| {
@@ -72,7 +108,9 @@ impl JournalSeal {
                 None => format!("[REDACTED:{rule}]"),
             }
         });
-        if !report.is_empty() {
+        if report.is_empty() {
+            self.remember_clean(text);
+        } else {
             *text = sealed;
         }
     }
@@ -126,9 +164,11 @@ impl Confidential for JournalSeal {
 
     fn redact(&self, value: &mut Value) {
         each_string(value, &mut |s| {
-            if s.len() >= SHORTEST {
+            if !self.known_clean(s) {
                 let (clean, report) = self.redactor.redact(s);
-                if !report.is_empty() {
+                if report.is_empty() {
+                    self.remember_clean(s);
+                } else {
                     *s = clean;
                 }
             }
@@ -206,6 +246,26 @@ mod tests {
             s.open(&a, &mut v);
             assert_eq!(v, json!(text));
         }
+    }
+
+    #[test]
+    fn a_text_scanned_clean_is_remembered_and_a_secret_never_is() {
+        let s = seal();
+        let a = run("run-0001");
+        let plain = "nothing secret in here at all";
+        let secret = format!("machine github.com login me password {TOKEN}");
+        for _ in 0..2 {
+            let mut stored = json!({"plain": plain, "secret": secret});
+            s.seal(&a, &mut stored);
+            assert_eq!(stored["plain"], json!(plain));
+            assert!(!stored.to_string().contains(TOKEN), "{stored}");
+            let mut facts = json!({"plain": plain, "secret": secret});
+            s.redact(&mut facts);
+            assert!(!facts.to_string().contains(TOKEN), "{facts}");
+        }
+        let clean = s.clean.lock().unwrap();
+        assert!(clean.contains(plain));
+        assert!(!clean.iter().any(|t| t.contains(TOKEN)));
     }
 
     #[test]
