@@ -458,6 +458,7 @@ impl Ring<'_> {
             session,
             asked: &asked,
         };
+        self.forget_clear_read();
         if let Some((answer, who)) = prompter.ask(&view) {
             match self.answer(state, &req.id, &who, &Via::Terminal, answer) {
                 Ok(()) => return Ok(None),

@@ -227,8 +227,9 @@ impl Ring<'_> {
             return Ok(CallStep::Done);
         }
         // The kill switch, read again right before the effect: a switch set while this call
-        // waited for a person (or a queue) stops it here.
-        if let Some(halt) = self.halt(state) {
+        // waited for a person (or a queue) stops it here. A step's read moments ago, with
+        // nobody asked since, stands for it.
+        if let Some(halt) = self.halt_before_effect(state) {
             self.stop_halted(state, halt)?;
             return Ok(CallStep::Done);
         }

@@ -9,6 +9,10 @@ use warrant_store::{KillSubject, StopSignals, StoreError, Taken};
 use super::*;
 use crate::events::{Halt, ToolReach};
 
+/// How long a step's read that found no kill switch stands for the read right before its
+/// effect (when nobody was asked in between).
+pub(crate) const CLEAR_READ_STANDS: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// What the kill switch is checked against for one run, owned so a running effect can keep
 /// checking it while the run's state is borrowed elsewhere.
 pub(crate) struct HaltSubject {
@@ -72,7 +76,46 @@ impl Ring<'_> {
     /// that stops it, and the cancellations of the run and its ancestors. [`Ring::halt_at`]
     /// and [`Ring::stop_reason_at`] judge it, so a step's two checks cost one read.
     pub fn stop_signals(&self, state: &RunState) -> Result<StopSignals, StoreError> {
-        self.signals_of(&HaltSubject::of(state))
+        let signals = self.signals_of(&HaltSubject::of(state));
+        *self.clear_read.borrow_mut() = match &signals {
+            Ok(s) if s.kill.is_none() => Some((state.run.clone(), std::time::Instant::now())),
+            _ => None,
+        };
+        signals
+    }
+
+    /// A person is being asked: what the store said before is not what it says after.
+    pub(crate) fn forget_clear_read(&self) {
+        if !self.keep_clear_read.get() {
+            self.clear_read.borrow_mut().take();
+        }
+    }
+
+    /// The negative control of [`Ring::forget_clear_read`] (tests only): a step's clear read
+    /// is kept across a person's answer, so a switch set meanwhile is not read before the
+    /// effect.
+    #[cfg(feature = "testing")]
+    pub fn keep_clear_read_across_asks(&self) {
+        self.keep_clear_read.set(true);
+    }
+
+    /// [`Ring::halt`] right before an effect is recorded as started. The kill switch is read
+    /// again unless this step read it for this run, found none, at most [`CLEAR_READ_STANDS`]
+    /// ago, and nobody was asked since: then nothing but this process's own work (the policy
+    /// decision, the events drafted) lies between the two reads, and the step's read stands for
+    /// the second (once: the next effect reads again). The person's standing is checked anew
+    /// either way.
+    pub(crate) fn halt_before_effect(&self, state: &RunState) -> Option<Halt> {
+        let stands = self
+            .clear_read
+            .borrow_mut()
+            .take()
+            .is_some_and(|(run, at)| run == state.run && at.elapsed() <= CLEAR_READ_STANDS);
+        if stands {
+            self.authority_lost(state)
+        } else {
+            self.halt(state)
+        }
     }
 
     pub(crate) fn signals_of(&self, subject: &HaltSubject) -> Result<StopSignals, StoreError> {

@@ -137,6 +137,12 @@ pub struct Ring<'a> {
     /// The fencing token of the lease this process holds on the run it drives; every append
     /// presents it. `None` for writers that do not drive the run (approve, deny, cancel).
     pub(crate) fence: Cell<Option<u64>>,
+    /// The run whose step last read the kill switch and found none, and when: that read stands
+    /// for the one right before the step's effect when nobody was asked in between (see
+    /// [`Ring::halt_before_effect`]).
+    pub(crate) clear_read: std::cell::RefCell<Option<(RunId, std::time::Instant)>>,
+    /// Tests' negative control only: the clear read survives a person's answer.
+    pub(crate) keep_clear_read: Cell<bool>,
     /// Set by the person's Ctrl-C in a chat session: a running effect stops (its process group
     /// is stopped) and the turn ends waiting for the next message. `None` outside a session.
     pub(crate) interrupt: std::cell::RefCell<Option<std::sync::Arc<std::sync::atomic::AtomicBool>>>,
@@ -216,6 +222,8 @@ impl<'a> Ring<'a> {
             secret,
             observer,
             fence: Cell::new(None),
+            clear_read: std::cell::RefCell::new(None),
+            keep_clear_read: Cell::new(false),
             interrupt: std::cell::RefCell::new(None),
             keys,
             confidential,

@@ -5,6 +5,7 @@ mod fold;
 mod group_commit;
 mod harness;
 mod journal;
+mod kill_reads;
 mod replay;
 mod scenarios;
 mod session_grants;
