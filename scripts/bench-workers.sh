@@ -8,6 +8,8 @@
 #   CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target} cargo build --release -p warrant-cli
 # Usage: scripts/bench-workers.sh [runs] [calls]   (default 60 runs of 20 calls)
 #   WARRANT=path   the binary to measure (default $CARGO_TARGET_DIR/release/warrant)
+#   BASELINE=path  a second binary (e.g. an older build) measured in the same run, each worker
+#                  count right after the first binary's
 #   WORKERS="1 2 4"   the worker counts; SECONDS_PGBENCH=10 pgbench's duration per client count
 #   OUT=dir        where results.json and results.md go (default /tmp/warrant-bench-workers)
 set -euo pipefail
@@ -15,6 +17,8 @@ RUNS=${1:-60}
 CALLS=${2:-20}
 TARGET=${CARGO_TARGET_DIR:-target}
 WARRANT=$(realpath "${WARRANT:-$TARGET/release/warrant}")
+BINS=("warrant=$WARRANT")
+[ -n "${BASELINE:-}" ] && BINS+=("baseline=$(realpath "$BASELINE")")
 PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432}
 WORKERS=${WORKERS:-1 2 4}
 SECONDS_PGBENCH=${SECONDS_PGBENCH:-10}
@@ -64,50 +68,49 @@ for c in 1 4; do
 done
 
 for w in $WORKERS; do
-  url=$(newdb "w$w")
-  ws="$TMP/ws-$w"
-  mkdir -p "$ws" "$TMP/home-$w" "$TMP/managed-$w"
+for entry in "${BINS[@]}"; do
+  tag=${entry%%=*}
+  WARRANT=${entry#*=}
+  url=$(newdb "${tag}_w$w")
+  ws="$TMP/ws-$tag-$w"
+  mkdir -p "$ws" "$TMP/home-$tag-$w" "$TMP/managed-$tag-$w"
   (
     cd "$ws"
-    export HOME="$TMP/home-$w" WARRANT_MANAGED_DIR="$TMP/managed-$w"
+    export HOME="$TMP/home-$tag-$w" WARRANT_MANAGED_DIR="$TMP/managed-$tag-$w"
     "$WARRANT" --store "$url" init --yes >/dev/null
     for i in $(seq 1 "$RUNS"); do
       "$WARRANT" --store "$url" submit --model "scripted:$TMP/run.yaml" "job $i" >/dev/null 2>&1
     done
+    # Each worker drives runs until none is left to lease (`--once`), so the round ends when
+    # the last worker exits: no poller shares the two cores with the workers and PostgreSQL
+    # (polling `runs list` five times a second cost about a fifth of the throughput).
     start=$(date +%s.%N)
     pids=()
     for n in $(seq 1 "$w"); do
-      "$WARRANT" --store "$url" worker --poll-ms 20 --id "w$n" >/dev/null 2>&1 &
+      "$WARRANT" --store "$url" worker --once --poll-ms 20 --id "w$n" >/dev/null 2>&1 &
       pids+=($!)
     done
-    # Done when no run is queued or running.
-    while true; do
-      open=$("$WARRANT" --store "$url" runs list --json | python3 -c '
-import json, sys
-runs = json.load(sys.stdin)["runs"]
-print(sum(1 for r in runs if r["status"] in ("queued", "running")))')
-      [ "$open" = 0 ] && break
-      sleep 0.2
-    done
+    failed=0
+    for pid in "${pids[@]}"; do wait "$pid" || failed=$((failed + 1)); done
     end=$(date +%s.%N)
-    kill "${pids[@]}" 2>/dev/null || true
-    wait 2>/dev/null || true
+    [ "$failed" = 0 ] || echo "warning: $failed worker(s) of $w exited with an error" >&2
     completed=$("$WARRANT" --store "$url" runs list --json | python3 -c '
 import json, sys
 print(sum(1 for r in json.load(sys.stdin)["runs"] if r["status"] == "completed"))')
     events=$(psql -tA "$url" -c "SELECT count(*) FROM events")
     "$WARRANT" --store "$url" audit verify >/dev/null
-    python3 - "$w" "$start" "$end" "$completed" "$events" "$RUNS" "$CALLS" >> "$results" <<'EOF'
+    python3 - "$w" "$start" "$end" "$completed" "$events" "$RUNS" "$CALLS" "$tag" >> "$results" <<'EOF'
 import json, sys
-w, start, end, completed, events, runs, calls = sys.argv[1:]
+w, start, end, completed, events, runs, calls, tag = sys.argv[1:]
 secs = float(end) - float(start)
-print(json.dumps({"what": "workers", "workers": int(w), "seconds": round(secs, 3),
+print(json.dumps({"what": "workers", "binary": tag, "workers": int(w), "seconds": round(secs, 3),
                   "runs": int(runs), "completed": int(completed), "events": int(events),
                   "calls_per_s": round(int(completed) * int(calls) / secs, 1),
                   "events_per_s": round(int(events) / secs, 1)}))
 EOF
     tail -n1 "$results"
   )
+done
 done
 
 python3 - "$results" "$OUT" <<'EOF'
@@ -116,13 +119,13 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 out = sys.argv[2]
 json.dump(rows, open(f"{out}/results.json", "w"), indent=2)
 pg = {r["clients"]: r["tps"] for r in rows if r["what"] == "pgbench"}
-lines = ["| workers | runs completed | seconds | governed calls/s | events/s | events/s ÷ pgbench tps (same client count, else 4) |",
-         "|---:|---:|---:|---:|---:|---:|"]
+lines = ["| binary | workers | runs completed | seconds | governed calls/s | events/s | events/s ÷ pgbench tps (same client count, else 4) |",
+         "|---|---:|---:|---:|---:|---:|---:|"]
 for r in rows:
     if r["what"] != "workers":
         continue
     base = pg.get(r["workers"], pg.get(4))
-    lines.append(f"| {r['workers']} | {r['completed']}/{r['runs']} | {r['seconds']} | {r['calls_per_s']} | {r['events_per_s']} | {r['events_per_s'] / base:.2f} |")
+    lines.append(f"| {r['binary']} | {r['workers']} | {r['completed']}/{r['runs']} | {r['seconds']} | {r['calls_per_s']} | {r['events_per_s']} | {r['events_per_s'] / base:.2f} |")
 lines.append("")
 lines.append("pgbench single-row INSERT: " + ", ".join(f"{c} client(s) {t:.0f} tps" for c, t in sorted(pg.items())))
 open(f"{out}/results.md", "w").write("\n".join(lines) + "\n")
