@@ -322,7 +322,10 @@ impl<'a> GuardedRequest<'a> {
             guard(conversation, tools, &memo, taint)?;
         }
         let unencodable = |message: String| UntrustedContentError::Unencodable { message };
-        let canonical = memo.canonical.as_ref().map_err(|e| unencodable(e.clone()))?;
+        let canonical = memo
+            .canonical
+            .as_ref()
+            .map_err(|e| unencodable(e.clone()))?;
         let digest = warrant_core::digest_of_pair(conversation, canonical)
             .map_err(|e| unencodable(e.to_string()))?;
         Ok(Self {
@@ -418,8 +421,7 @@ impl ToolsMemo {
 }
 
 fn tools_memo(tools: &[ToolSpec]) -> std::sync::Arc<ToolsMemo> {
-    static LAST: std::sync::Mutex<Option<std::sync::Arc<ToolsMemo>>> =
-        std::sync::Mutex::new(None);
+    static LAST: std::sync::Mutex<Option<std::sync::Arc<ToolsMemo>>> = std::sync::Mutex::new(None);
     let mut last = LAST
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);

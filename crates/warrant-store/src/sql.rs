@@ -475,7 +475,9 @@ impl<D: Dialect> Store<D> {
     }
 
     fn hot(&self) -> MutexGuard<'_, Hot> {
-        self.hot.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.hot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// How this process's appends went (benchmarks and tests).
@@ -714,6 +716,7 @@ impl<D: Dialect> Store<D> {
 
     /// Seals `events` after `head` of partition `part` and adds their rows (events and audit
     /// records) to `writes`; the stored events and the partition's new head.
+    #[allow(clippy::too_many_arguments)]
     fn seal_into(
         writes: &mut Writes,
         partitions: u64,
@@ -1650,7 +1653,9 @@ impl<D: Dialect> Store<D> {
         let Some((sql, params)) = writes.combined() else {
             return Ok(None);
         };
-        let sent = self.single().and_then(|mut one| one.row(&sql, &params, |r| r.int(0)));
+        let sent = self
+            .single()
+            .and_then(|mut one| one.row(&sql, &params, |r| r.int(0)));
         let landed = match sent {
             Ok(_) => true,
             // Sent, and then the connection was lost: committed or not, the store says which.

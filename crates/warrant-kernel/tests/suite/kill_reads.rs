@@ -39,7 +39,12 @@ fn asked_while_the_switch_is_set(keep_read_across_asks: bool) -> (bool, Vec<Stri
         ring.keep_clear_read_across_asks();
     }
     let mut state = w.start(&ring, settings());
-    let call = w.propose(&ring, &mut state, "delete_path", json!({"path": "doomed.txt"}));
+    let call = w.propose(
+        &ring,
+        &mut state,
+        "delete_path",
+        json!({"path": "doomed.txt"}),
+    );
     let from = state.next_seq;
     // The agent loop's step boundary: it reads the switch (none is set yet).
     let signals = ring.stop_signals(&state).unwrap();

@@ -2,8 +2,8 @@
 //! case takes a [`Backend`] that opens handles (own connections) on one fresh store.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use pretty_assertions::assert_eq;

@@ -1,5 +1,5 @@
 //! The fallback PostgreSQL server and URL handling of the test kit, checked here.
-#![allow(clippy::print_stderr)]
+#![allow(clippy::print_stderr, clippy::print_stdout)]
 
 use warrant_testkit::pg::{TestDb, Throwaway, with_dbname};
 
@@ -399,7 +399,10 @@ fn assert_partitions_are_lines(db: &TestDb) {
         let line: serde_json::Value = serde_json::from_str(&line).unwrap();
         match last.get(&part) {
             Some((before, prev)) => {
-                assert_eq!((seq, line["prev"].as_str()), (before + 1, Some(prev.as_str())));
+                assert_eq!(
+                    (seq, line["prev"].as_str()),
+                    (before + 1, Some(prev.as_str()))
+                );
             }
             None => assert_eq!(seq, 1, "partition {part} starts at {seq}"),
         }
@@ -407,7 +410,11 @@ fn assert_partitions_are_lines(db: &TestDb) {
     }
 }
 
-fn linked_append(run: &warrant_core::RunId, expected_seq: u64, fence: Option<u64>) -> warrant_store::Append {
+fn linked_append(
+    run: &warrant_core::RunId,
+    expected_seq: u64,
+    fence: Option<u64>,
+) -> warrant_store::Append {
     warrant_store::Append {
         run: run.clone(),
         expected_seq,
@@ -505,7 +512,10 @@ fn a_stale_holder_s_guarded_append_is_fenced() {
 
     let control = TestDb::new();
     let unguarded = fenced_append_in_child(&control, Some("append-fence-guard"));
-    assert_eq!(unguarded, "appended", "without the token in the guard the append lands");
+    assert_eq!(
+        unguarded, "appended",
+        "without the token in the guard the append lands"
+    );
 }
 
 /// Runs [`fenced_append_child`] in a child process of this test binary (an environment knob
@@ -527,7 +537,11 @@ fn fenced_append_in_child(db: &TestDb, disable: Option<&str>) -> String {
     }
     let out = child.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     stdout
         .lines()
         .find_map(|l| l.split_once("outcome: ").map(|(_, outcome)| outcome.trim()))
@@ -548,13 +562,21 @@ fn fenced_append_child() {
     let run = super::conformance::started_run(&store, "run-fe7ce");
     let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     admin
-        .execute("UPDATE runs SET lease_holder = 'old', lease_token = 7 WHERE run_id = $1", &[&run.as_str()])
+        .execute(
+            "UPDATE runs SET lease_holder = 'old', lease_token = 7 WHERE run_id = $1",
+            &[&run.as_str()],
+        )
         .unwrap();
     // The holder appends under its token (the locked path: the process learns the head).
-    store.append(linked_append(&run, 2, Some(7)), &Linked).unwrap();
+    store
+        .append(linked_append(&run, 2, Some(7)), &Linked)
+        .unwrap();
     // The lease moves on to another holder.
     admin
-        .execute("UPDATE runs SET lease_holder = 'new', lease_token = 8 WHERE run_id = $1", &[&run.as_str()])
+        .execute(
+            "UPDATE runs SET lease_holder = 'new', lease_token = 8 WHERE run_id = $1",
+            &[&run.as_str()],
+        )
         .unwrap();
     let outcome = match store.append(linked_append(&run, 3, Some(7)), &Linked) {
         Ok(_) => "appended".to_owned(),
