@@ -274,7 +274,7 @@ impl Agent<'_> {
             // The request is assembled and checked in one place for every provider: untrusted
             // content only fenced in tool messages, never in the system prompt or a tool spec.
             let prompt = untrusted::prompt(state, self.ring.guard());
-            let specs = self.ring.tools().specs();
+            let specs = self.ring.tools().shared_specs();
             let request = match GuardedRequest::assemble(
                 &prompt.conversation,
                 &specs,

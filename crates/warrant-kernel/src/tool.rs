@@ -337,6 +337,12 @@ pub trait ToolRegistry {
     fn get(&self, name: &str) -> Option<&dyn Tool>;
     fn specs(&self) -> Vec<ToolSpec>;
 
+    /// [`Self::specs`], shared: a registry whose offer is fixed makes the list once, and each
+    /// model request borrows it instead of copying every schema.
+    fn shared_specs(&self) -> std::sync::Arc<[ToolSpec]> {
+        self.specs().into()
+    }
+
     /// The tools offered (the menu's), each with the worst class it can reach; a tool that
     /// declares none counts as `irreversible`.
     fn reach(&self) -> Vec<(String, RiskClass)> {

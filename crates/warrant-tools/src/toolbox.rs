@@ -93,6 +93,9 @@ pub struct Toolbox {
     /// The menu in force (name, tools): only these are offered, and a call to another is
     /// refused (W-TOOL-007) without running anything.
     menu: Option<(String, Vec<String>)>,
+    /// The offered specs, made once: the tools and the menu are fixed for the toolbox's life,
+    /// and every model request asks for them.
+    specs: std::sync::OnceLock<std::sync::Arc<[ToolSpec]>>,
 }
 
 impl std::fmt::Debug for Toolbox {
@@ -152,6 +155,7 @@ impl Toolbox {
             tools,
             validators,
             menu,
+            specs: std::sync::OnceLock::new(),
         }
     }
 
@@ -200,11 +204,17 @@ impl ToolRegistry for Toolbox {
     }
 
     fn specs(&self) -> Vec<ToolSpec> {
-        self.tools
-            .iter()
-            .filter(|t| self.on_menu(&t.spec().name))
-            .map(|t| t.spec().clone())
-            .collect()
+        self.shared_specs().to_vec()
+    }
+
+    fn shared_specs(&self) -> std::sync::Arc<[ToolSpec]> {
+        std::sync::Arc::clone(self.specs.get_or_init(|| {
+            self.tools
+                .iter()
+                .filter(|t| self.on_menu(&t.spec().name))
+                .map(|t| t.spec().clone())
+                .collect()
+        }))
     }
 
     fn validate(&self, name: &str, args: &Value) -> Result<(), Refusal> {
@@ -350,6 +360,27 @@ mod tests {
         let undeclared = Toolbox::assemble(with_schema("read_file", json!({})), None, None);
         let reach: BTreeMap<String, RiskClass> = undeclared.reach().into_iter().collect();
         assert_eq!(reach.get("read_file"), Some(&RiskClass::Irreversible));
+    }
+
+    /// The offer is made once and shared: the same list every time, the menu's tools only.
+    #[test]
+    fn the_offered_specs_are_made_once_and_are_the_menus() {
+        let mut menus = BTreeMap::new();
+        menus.insert(
+            "readers".to_owned(),
+            MenuConfig {
+                tools: vec!["read_file".to_owned(), "list_dir".to_owned()],
+                ceiling: None,
+            },
+        );
+        let mut controls = unguarded(&menus);
+        controls.menu = Some("readers");
+        let tools = Toolbox::new(&[&Builtin], controls).unwrap();
+        let first = tools.shared_specs();
+        assert!(Arc::ptr_eq(&first, &tools.shared_specs()));
+        let names: Vec<&str> = first.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["read_file", "list_dir"]);
+        assert_eq!(tools.specs(), first.to_vec());
     }
 
     #[test]
