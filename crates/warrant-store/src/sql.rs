@@ -680,42 +680,19 @@ impl<D: Dialect> Store<D> {
         Ok(Ok(()))
     }
 
-    /// Seals the events and adds their rows and audit records to `writes`, in the run's
-    /// partition, whose head row this transaction locks, so the head read here is the head it
-    /// commits after. In a store of one partition a record takes its outbox position now (its
-    /// seq); else an anchoring does.
-    #[allow(clippy::too_many_arguments)]
-    fn insert_events(
-        tx: &mut Tx<'_, D>,
-        writes: &mut Writes,
-        partitions: u64,
-        run: &RunId,
-        tenant: &str,
-        first_seq: u64,
-        events: Vec<EventDraft>,
-        sealer: &dyn Sealer,
-        now: Timestamp,
-        locked_head: Option<ChainHead>,
-    ) -> Result<(Vec<StoredEvent>, ChainHead), StoreError> {
-        let part = partition_of(run.as_str(), partitions);
-        // The partition's head, locked by this transaction (read with the run's row when the
-        // caller already did).
-        let head = match locked_head {
-            Some(head) => head,
-            None => Self::part_head(tx, part as i64)?,
-        };
-        let (stored, head) = Self::seal_into(
-            writes, partitions, part, run, tenant, first_seq, events, sealer, now, head,
-        )?;
+    /// Moves partition `part`'s head to `head` (in the transaction that locked it).
+    fn move_head(writes: &mut Writes, part: u64, head: &ChainHead) {
         writes.push(
             "UPDATE audit_partitions SET seq = ?2, hash = ?3 WHERE part = ?1",
             vals![part, head.seq, &head.hash],
         );
-        Ok((stored, head))
     }
 
     /// Seals `events` after `head` of partition `part` and adds their rows (events and audit
-    /// records) to `writes`; the stored events and the partition's new head.
+    /// records) to `writes`; the stored events and the partition's new head. The head is the
+    /// one the caller's transaction locked (so the head read is the head it commits after), or,
+    /// for a guarded append, the one its statement's guard checks. In a store of one partition
+    /// a record takes its outbox position now (its seq); else an anchoring does.
     #[allow(clippy::too_many_arguments)]
     fn seal_into(
         writes: &mut Writes,
@@ -997,18 +974,21 @@ impl<D: Dialect> EventStore for Store<D> {
         )?;
         let mut writes = Writes::default();
         Self::count_usage(&mut writes, run.tenant.as_str(), &run.actor, &events, now);
-        let (stored, _) = Self::insert_events(
-            &mut tx,
+        let part = partition_of(run.run.as_str(), partitions);
+        let head = Self::part_head(&mut tx, part as i64)?;
+        let (stored, head) = Self::seal_into(
             &mut writes,
             partitions,
+            part,
             &run.run,
             run.tenant.as_str(),
             1,
             events,
             sealer,
             now,
-            None,
+            head,
         )?;
+        Self::move_head(&mut writes, part, &head);
         tx.write(writes)?;
         tx.commit()?;
         Ok(stored)
@@ -1352,9 +1332,14 @@ impl<D: Dialect> EventStore for Store<D> {
     }
 }
 
-/// Columns of one event row as [`Store::insert_events`] writes it.
+/// The run's row after an append of events ?2 (its new count), at ?3, to status ?4 (or as it
+/// was), letting go of the lease when ?5 is 1 (the run ended): the locked path's update, and
+/// the guarded statement's with its guard added.
+const RUN_AFTER_APPEND: &str = "UPDATE runs SET events = ?2, updated_at = ?3, status = COALESCE(?4, status), lease_holder = CASE WHEN CAST(?5 AS BIGINT) = 1 THEN NULL ELSE lease_holder END, lease_expires = CASE WHEN CAST(?5 AS BIGINT) = 1 THEN 0 ELSE lease_expires END WHERE run_id = ?1";
+
+/// Columns of one event row as [`Store::seal_into`] writes it.
 const EVENT_INSERT_COLUMNS: usize = 7;
-/// Columns of one audit row as [`Store::insert_events`] writes it.
+/// Columns of one audit row as [`Store::seal_into`] writes it.
 const AUDIT_INSERT_COLUMNS: usize = 15;
 /// Rows per multi-row statement: far under SQLite's and PostgreSQL's parameter limits.
 const ROWS_PER_STATEMENT: usize = 64;
@@ -1634,9 +1619,7 @@ impl<D: Dialect> Store<D> {
             None => "",
         };
         writes.push(
-            format!(
-                "UPDATE runs SET events = ?2, updated_at = ?3, status = COALESCE(?4, status), lease_holder = CASE WHEN CAST(?5 AS BIGINT) = 1 THEN NULL ELSE lease_holder END, lease_expires = CASE WHEN CAST(?5 AS BIGINT) = 1 THEN 0 ELSE lease_expires END WHERE run_id = ?1 AND events = ?6{fenced} RETURNING 1"
-            ),
+            format!("{RUN_AFTER_APPEND} AND events = ?6{fenced} RETURNING 1"),
             run_params,
         );
         // w1: the partition's head, as this process left it.
@@ -1784,23 +1767,24 @@ impl<D: Dialect> Store<D> {
         // taken above keep them one step of the run and of its partition's chain.
         let mut writes = Writes::default();
         Self::count_usage(&mut writes, &tenant, &actor, &events, now);
-        let (stored, new_head) = Self::insert_events(
-            &mut tx,
+        let (stored, new_head) = Self::seal_into(
             &mut writes,
             partitions,
+            part,
             run,
             &tenant,
             expected_seq,
             events,
             sealer,
             now,
-            Some(head),
+            head,
         )?;
+        Self::move_head(&mut writes, part, &new_head);
         // A run that ends lets go of its lease in the same transaction: nobody may lease an
         // ended run, and the driver's release after it then writes nothing (no commit to wait for).
         let ends = i64::from(status.is_some_and(RunStatus::is_final));
         writes.push(
-            "UPDATE runs SET events = ?2, updated_at = ?3, status = COALESCE(?4, status), lease_holder = CASE WHEN CAST(?5 AS BIGINT) = 1 THEN NULL ELSE lease_holder END, lease_expires = CASE WHEN CAST(?5 AS BIGINT) = 1 THEN 0 ELSE lease_expires END WHERE run_id = ?1",
+            RUN_AFTER_APPEND,
             vals![
                 run.as_str(),
                 current + added,

@@ -173,6 +173,11 @@ pub fn draft(kind: &str) -> EventDraft {
 
 /// A running run `id` (a `RunId` in text) with its first event, created in `store`.
 pub fn started_run(store: &dyn EventStore, id: &str) -> RunId {
+    started_run_sealed(store, id, &ToySealer)
+}
+
+/// [`started_run`], its first record sealed by `sealer`.
+pub fn started_run_sealed(store: &dyn EventStore, id: &str, sealer: &dyn Sealer) -> RunId {
     let run = RunId::parse(id).unwrap();
     store
         .create_run(
@@ -184,7 +189,7 @@ pub fn started_run(store: &dyn EventStore, id: &str) -> RunId {
                 status: RunStatus::Running,
             },
             vec![draft("run_started")],
-            &ToySealer,
+            sealer,
         )
         .unwrap();
     run

@@ -349,25 +349,6 @@ impl warrant_store::Sealer for Linked {
     }
 }
 
-/// Run `id` started in `store`, its first record sealed by [`Linked`] too.
-fn linked_run(store: &dyn warrant_store::EventStore, id: &str) -> warrant_core::RunId {
-    let run = warrant_core::RunId::parse(id).unwrap();
-    store
-        .create_run(
-            &warrant_store::NewRun {
-                run: run.clone(),
-                tenant: super::conformance::tenant("acme"),
-                actor: "alice".into(),
-                task: "t".into(),
-                status: warrant_store::RunStatus::Running,
-            },
-            vec![super::conformance::draft("run_started")],
-            &Linked,
-        )
-        .unwrap();
-    run
-}
-
 /// Two run ids (as text) that fall in the same audit partition of a store of `partitions`.
 fn two_runs_in_one_partition(partitions: u64) -> (String, String) {
     let mut first: std::collections::HashMap<u64, String> = std::collections::HashMap::new();
@@ -439,8 +420,8 @@ fn appends_are_guarded_statements_and_a_moved_head_falls_back_to_the_locked_path
     let partitions = one.audit_partitions().unwrap();
     assert!(partitions > 1, "a new PostgreSQL store is partitioned");
     let (a, b) = two_runs_in_one_partition(partitions);
-    let a = linked_run(&one, &a);
-    let b = linked_run(&other, &b);
+    let a = super::conformance::started_run_sealed(&one, &a, &Linked);
+    let b = super::conformance::started_run_sealed(&other, &b, &Linked);
 
     for seq in 2..=4 {
         one.append(linked_append(&a, seq, None), &Linked).unwrap();
