@@ -305,11 +305,9 @@ impl Host {
         crate::layers::sweep(self.inst.store.as_ref(), &env.workspace);
         let spec = self.run_spec_for(&tools, &env, request, false)?;
         self.with_ring(&tools, observer, |ring| {
-            let mut state = ring.start(spec).map_err(|e| HostError::failed(&e))?;
-            let lease = self
-                .inst
-                .store
-                .lease_run(&state.run, &drive::holder(), drive::LEASE_TTL)
+            // Created leased to this process: one commit, and never running without a lease.
+            let (mut state, lease) = ring
+                .start_leased(spec, &drive::holder(), drive::LEASE_TTL)
                 .map_err(|e| HostError::failed(&e))?;
             let parts = Parts::new(self, ring, &env);
             let exit = parts.drive(

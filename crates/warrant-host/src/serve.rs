@@ -246,11 +246,8 @@ impl Host {
                         principal: caller.clone(),
                         ..spec
                     };
-                    let mut state = ring.start(spec).map_err(|e| HostError::failed(&e))?;
-                    let lease = self
-                        .inst
-                        .store
-                        .lease_run(&state.run, &crate::drive::holder(), crate::drive::LEASE_TTL)
+                    let (mut state, lease) = ring
+                        .start_leased(spec, &crate::drive::holder(), crate::drive::LEASE_TTL)
                         .map_err(|e| HostError::failed(&e))?;
                     ring.hold_fence(Some(lease.token));
                     let received = ring

@@ -595,6 +595,22 @@ pub trait EventStore: AuditOutbox + EnvelopeStore + TenantStore + RevocationStor
         sealer: &dyn Sealer,
     ) -> Result<Vec<StoredEvent>, StoreError>;
 
+    /// [`EventStore::create_run`] with the run leased to `holder` for `ttl` in the same
+    /// transaction: a run its creator drives (`warrant run`) is never seen running without a
+    /// lease, and its start is one commit, not two. The default creates, then leases.
+    fn create_run_leased(
+        &self,
+        run: &NewRun,
+        events: Vec<EventDraft>,
+        sealer: &dyn Sealer,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<(Vec<StoredEvent>, Lease), StoreError> {
+        let stored = self.create_run(run, events, sealer)?;
+        let lease = self.lease_run(&run.run, holder, ttl)?;
+        Ok((stored, lease))
+    }
+
     /// Appends to an existing run, atomically with index updates and audit records.
     fn append(&self, append: Append, sealer: &dyn Sealer) -> Result<Vec<StoredEvent>, StoreError>;
 

@@ -777,6 +777,69 @@ impl<D: Dialect> Store<D> {
         Ok((stored, head))
     }
 
+    /// The run's row and first events, and its lease for `lease` (holder, time to live) when
+    /// given, in one transaction.
+    fn create_run_in(
+        &self,
+        run: &NewRun,
+        events: Vec<EventDraft>,
+        sealer: &dyn Sealer,
+        lease: Option<(&str, Duration)>,
+    ) -> Result<(Vec<StoredEvent>, Option<Lease>), StoreError> {
+        let now = self.clock.now();
+        let mut tx = self.begin(TxKind::Chain)?;
+        let partitions = self.partitions_in(&mut tx)?;
+        let exists = tx
+            .row(
+                "SELECT run_id FROM runs WHERE run_id = ?1",
+                &vals![run.run.as_str()],
+                |_| Ok(()),
+            )?
+            .is_some();
+        if exists {
+            return Err(StoreError::RunExists {
+                run: run.run.to_string(),
+            });
+        }
+        // The run's row first: its events refer to it.
+        tx.execute(
+            "INSERT INTO runs (run_id, created_at, updated_at, actor, task, status, events, tenant) VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7)",
+            &vals![
+                run.run.as_str(),
+                now.millis(),
+                run.actor.as_str(),
+                run.task.as_str(),
+                run.status.as_str(),
+                events.len() as u64,
+                run.tenant.as_str(),
+            ],
+        )?;
+        let mut writes = Writes::default();
+        Self::count_usage(&mut writes, run.tenant.as_str(), &run.actor, &events, now);
+        let part = partition_of(run.run.as_str(), partitions);
+        let head = Self::part_head(&mut tx, part as i64)?;
+        let (stored, head) = Self::seal_into(
+            &mut writes,
+            partitions,
+            part,
+            &run.run,
+            run.tenant.as_str(),
+            1,
+            events,
+            sealer,
+            now,
+            head,
+        )?;
+        Self::move_head(&mut writes, part, &head);
+        tx.write(writes)?;
+        let lease = match lease {
+            Some((holder, ttl)) => Some(Self::take_lease(&mut tx, &run.run, holder, ttl, now)?),
+            None => None,
+        };
+        tx.commit()?;
+        Ok((stored, lease))
+    }
+
     /// Takes the lease of `run` inside `tx`: refused while another holder's lease is live.
     pub(crate) fn take_lease(
         tx: &mut Tx<'_, D>,
@@ -944,54 +1007,22 @@ impl<D: Dialect> EventStore for Store<D> {
         events: Vec<EventDraft>,
         sealer: &dyn Sealer,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        let now = self.clock.now();
-        let mut tx = self.begin(TxKind::Chain)?;
-        let partitions = self.partitions_in(&mut tx)?;
-        let exists = tx
-            .row(
-                "SELECT run_id FROM runs WHERE run_id = ?1",
-                &vals![run.run.as_str()],
-                |_| Ok(()),
-            )?
-            .is_some();
-        if exists {
-            return Err(StoreError::RunExists {
-                run: run.run.to_string(),
-            });
-        }
-        // The run's row first: its events refer to it.
-        tx.execute(
-            "INSERT INTO runs (run_id, created_at, updated_at, actor, task, status, events, tenant) VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7)",
-            &vals![
-                run.run.as_str(),
-                now.millis(),
-                run.actor.as_str(),
-                run.task.as_str(),
-                run.status.as_str(),
-                events.len() as u64,
-                run.tenant.as_str(),
-            ],
-        )?;
-        let mut writes = Writes::default();
-        Self::count_usage(&mut writes, run.tenant.as_str(), &run.actor, &events, now);
-        let part = partition_of(run.run.as_str(), partitions);
-        let head = Self::part_head(&mut tx, part as i64)?;
-        let (stored, head) = Self::seal_into(
-            &mut writes,
-            partitions,
-            part,
-            &run.run,
-            run.tenant.as_str(),
-            1,
-            events,
-            sealer,
-            now,
-            head,
-        )?;
-        Self::move_head(&mut writes, part, &head);
-        tx.write(writes)?;
-        tx.commit()?;
-        Ok(stored)
+        Ok(self.create_run_in(run, events, sealer, None)?.0)
+    }
+
+    fn create_run_leased(
+        &self,
+        run: &NewRun,
+        events: Vec<EventDraft>,
+        sealer: &dyn Sealer,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<(Vec<StoredEvent>, Lease), StoreError> {
+        let (stored, lease) = self.create_run_in(run, events, sealer, Some((holder, ttl)))?;
+        let lease = lease.ok_or_else(|| {
+            StoreError::Query(format!("run {} was created without its lease", run.run))
+        })?;
+        Ok((stored, lease))
     }
 
     fn append(&self, append: Append, sealer: &dyn Sealer) -> Result<Vec<StoredEvent>, StoreError> {

@@ -13,6 +13,33 @@ impl Ring<'_> {
     /// Starts a run under the id `run` (a subagent's, derived from its parent and call, so a
     /// second start of the same child is refused by the store instead of making another).
     pub fn start_as(&self, spec: NewRunSpec, run: RunId) -> Result<RunState, KernelError> {
+        Ok(self.start_with(spec, run, None)?.0)
+    }
+
+    /// Starts a run that this process drives: it is created leased to `holder` for `ttl`, in
+    /// the transaction that writes its first event.
+    pub fn start_leased(
+        &self,
+        spec: NewRunSpec,
+        holder: &str,
+        ttl: std::time::Duration,
+    ) -> Result<(RunState, warrant_store::Lease), KernelError> {
+        let (state, lease) = self.start_with(spec, self.ids.run_id(), Some((holder, ttl)))?;
+        let lease = lease.ok_or_else(|| {
+            KernelError::Store(warrant_store::StoreError::Query(format!(
+                "run {} was started without its lease",
+                state.run
+            )))
+        })?;
+        Ok((state, lease))
+    }
+
+    fn start_with(
+        &self,
+        spec: NewRunSpec,
+        run: RunId,
+        lease: Option<(&str, std::time::Duration)>,
+    ) -> Result<(RunState, Option<warrant_store::Lease>), KernelError> {
         let event = RunEvent::RunStarted {
             principal: spec.principal.clone(),
             task: spec.task.clone(),
@@ -25,25 +52,30 @@ impl Ring<'_> {
             profiles_digest: spec.profiles_digest,
         };
         let draft = self.draft(&spec.principal, &run, 1, &event, None)?;
-        let stored = self.store.create_run(
-            &NewRun {
-                run,
-                tenant: warrant_store::Tenant::of(&spec.principal),
-                actor: spec.principal.actor.clone(),
-                task: spec.task,
-                status: if spec.queued {
-                    RunStatus::Queued
-                } else {
-                    RunStatus::Running
-                },
+        let new = NewRun {
+            run,
+            tenant: warrant_store::Tenant::of(&spec.principal),
+            actor: spec.principal.actor.clone(),
+            task: spec.task,
+            status: if spec.queued {
+                RunStatus::Queued
+            } else {
+                RunStatus::Running
             },
-            vec![draft],
-            self.sealer,
-        )?;
+        };
+        let (stored, lease) = match lease {
+            Some((holder, ttl)) => {
+                let (stored, lease) =
+                    self.store
+                        .create_run_leased(&new, vec![draft], self.sealer, holder, ttl)?;
+                (stored, Some(lease))
+            }
+            None => (self.store.create_run(&new, vec![draft], self.sealer)?, None),
+        };
         for s in &stored {
             self.observer.committed(s, &event);
         }
-        self.fold_opened(stored)
+        Ok((self.fold_opened(stored)?, lease))
     }
 
     /// Folds a run to act on it: its events are checked against their signed audit records

@@ -1095,6 +1095,83 @@ pub fn budget_totals(backend: &dyn Backend) {
     );
 }
 
+/// A run created leased: one transaction makes the run, its first event and its lease, so no
+/// worker ever sees it running without one; the lease fences like any other, and a run that
+/// already exists is refused with nothing leased.
+pub fn created_leased(backend: &dyn Backend) {
+    let clock = ManualClock::at_t0();
+    let store = backend.open(clock.clone());
+    let store = store.as_ref();
+    let ids = SequentialIds::default();
+    let ttl = Duration::from_secs(30);
+    let run = ids.run_id();
+    let new = NewRun {
+        run: run.clone(),
+        tenant: tenant("acme"),
+        actor: "alice".into(),
+        task: "t".into(),
+        status: RunStatus::Running,
+    };
+    let (stored, lease) = store
+        .create_run_leased(&new, vec![draft("run_started")], &ToySealer, "cli", ttl)
+        .unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(
+        lease,
+        Lease {
+            run: run.clone(),
+            holder: "cli".into(),
+            token: lease.token,
+            expires_at: t(30_000),
+        }
+    );
+    assert_eq!(store.run(&run).unwrap().unwrap().status, RunStatus::Running);
+    // Held: no worker takes it, nobody else leases it.
+    assert_eq!(store.lease_next("w1", ttl).unwrap(), None);
+    assert_err(
+        store.lease_run(&run, "w2", ttl),
+        StoreError::Leased {
+            run: run.to_string(),
+            holder: "cli".into(),
+            until: t(30_000).rfc3339(),
+        },
+    );
+    // Its token fences appends: the holder's lands, a stale token is refused.
+    store
+        .append(append_to(&run, 2, &["step"], Some(lease.token)), &ToySealer)
+        .unwrap();
+    assert!(matches!(
+        store.append(
+            append_to(&run, 3, &["step"], Some(lease.token + 1)),
+            &ToySealer
+        ),
+        Err(StoreError::Fenced { .. })
+    ));
+    // Once it expires a worker may take the run over.
+    clock.advance(Duration::from_secs(31));
+    let taken = store.lease_next("w1", ttl).unwrap().unwrap();
+    assert_eq!(taken.run, run);
+    assert!(taken.token > lease.token);
+    // The same run again: refused, and the run keeps its one event and the worker's lease.
+    assert_err(
+        store
+            .create_run_leased(&new, vec![draft("run_started")], &ToySealer, "cli", ttl)
+            .map(|_| ()),
+        StoreError::RunExists {
+            run: run.to_string(),
+        },
+    );
+    assert_eq!(store.events(&run).unwrap().len(), 2);
+    assert_err(
+        store.lease_run(&run, "cli", ttl),
+        StoreError::Leased {
+            run: run.to_string(),
+            holder: "w1".into(),
+            until: t(61_000).rfc3339(),
+        },
+    );
+}
+
 /// One test per case and store.
 macro_rules! conformance_tests {
     ($store:ident, $backend:expr) => {
@@ -1109,6 +1186,11 @@ macro_rules! conformance_tests {
             #[test]
             fn leases() {
                 super::leases(&$backend);
+            }
+
+            #[test]
+            fn created_leased() {
+                super::created_leased(&$backend);
             }
 
             #[test]
