@@ -464,11 +464,21 @@ pub fn installation(
     settings: &Settings,
     notices: Arc<dyn Notices + Send>,
 ) -> Result<Installation, HostError> {
-    let ids: Arc<dyn IdSource> = Arc::new(RandomIds);
     // Whose records this process may read: the identity the layers and environment resolve.
     let who = identity(&read_layers(paths)?)?;
+    installation_as(paths, settings, &who, notices)
+}
+
+/// [`installation`] for `who`, the identity the caller already resolved from the same layers.
+pub fn installation_as(
+    paths: &Paths,
+    settings: &Settings,
+    who: &ResolvedIdentity,
+    notices: Arc<dyn Notices + Send>,
+) -> Result<Installation, HostError> {
+    let ids: Arc<dyn IdSource> = Arc::new(RandomIds);
     let tenant = warrant_store::Tenant::of(&who.principal);
-    let actor = who.principal.actor;
+    let actor = who.principal.actor.clone();
     let location = paths
         .store_override
         .clone()

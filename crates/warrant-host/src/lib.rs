@@ -142,6 +142,16 @@ impl std::fmt::Debug for Host {
     }
 }
 
+/// Lowers the calling thread's priority (nice 10) for work done ahead that nothing waits for
+/// yet (the prewarm threads of [`Host::open`]): where the start has more threads than the
+/// machine has cores, the main thread and the policy thread it joins get the cores first, and
+/// the prewarm takes what they leave. A thread that later waits for prewarmed work lends it
+/// its core by waiting.
+fn behind_the_start() {
+    #[cfg(target_os = "linux")]
+    let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10);
+}
+
 impl Host {
     /// Opens the installation at `at`: every file is read and checked before anything runs.
     pub fn open(at: &Where, notices: Arc<dyn Notices + Send>) -> Result<Host> {
@@ -169,9 +179,16 @@ impl Host {
         let _ = std::thread::Builder::new()
             .name("prewarm".into())
             .spawn(|| {
+                behind_the_start();
                 warrant_policy::PolicyEngine::prewarm_schema();
                 warrant_llm::untrusted::prewarm();
             });
+        // The store, keys and redactor are opened while the policy thread parses (on two cores
+        // the parse is the longer of the two); the set is joined once this thread has nothing
+        // else to do, so a bad policy is still refused before anything runs.
+        let inst = install::installation_as(&paths, &settings, &identity, Arc::clone(&notices))?;
+        let request_ttls = install::ttls(&settings.requests)?;
+        let redactor = Arc::new(controls::redactor(&paths, &settings)?);
         let policy = match policy {
             Ok(thread) => thread
                 .join()
@@ -185,15 +202,15 @@ impl Host {
                 text: warning.to_string(),
             });
         }
-        let inst = install::installation(&paths, &settings, notices)?;
-        let request_ttls = install::ttls(&settings.requests)?;
-        let redactor = Arc::new(controls::redactor(&paths, &settings)?);
         // The scanner's rules and prefilter too, on the same terms (the first tool result or
-        // sealed journal entry would build them).
+        // sealed journal entry would build them), once the policy thread is done with its core.
         let scanner = redactor.scanner().clone();
         let _ = std::thread::Builder::new()
             .name("prewarm-scanner".into())
-            .spawn(move || scanner.prewarm());
+            .spawn(move || {
+                behind_the_start();
+                scanner.prewarm();
+            });
         let confidential = controls::journal_seal(&redactor, &inst.secret);
         let memory = Arc::new(warrant_memory::MemoryStore::at(
             &paths.dot.join(memory::MEMORY_DB),
