@@ -160,14 +160,8 @@ impl Agent<'_> {
                 }));
             }
             // Each step is an effect boundary: the kill switch, a cancellation or a passed
-            // deadline stops here (the switch and the cancellations are one read). A call the
-            // model just asked for goes on the read of the step that asked it, when that read
-            // is fresh enough to stand (`Ring::call_stop_signals`).
-            let signals = if state.next_open_call().is_some() {
-                self.ring.call_stop_signals(state)
-            } else {
-                self.ring.stop_signals(state)
-            };
+            // deadline stops here (the switch and the cancellations are one read).
+            let signals = self.ring.stop_signals(state);
             if let Some(halt) = self.ring.halt_at(state, &signals) {
                 self.ring.stop_halted(state, halt)?;
                 return Ok(None);

@@ -39,8 +39,8 @@ pub use model_gate::{
     fold_budget_totals, recorded_usage,
 };
 pub use ring::{
-    Answer, CLEAR_READ_STANDS, CallStep, DecisionPoint, NewRunSpec, NoPrompter, Observer,
-    PolicyVerdict, PromptView, Prompter, Ring, RingParts, Silent, above_ceiling, reachable,
+    Answer, CallStep, DecisionPoint, NewRunSpec, NoPrompter, Observer, PolicyVerdict, PromptView,
+    Prompter, Ring, RingParts, Silent, above_ceiling, reachable,
 };
 pub use state::{
     CallResult, CallState, Compaction, PersonMessage, RequestAnswer, RequestKind, RequestState,

@@ -9,24 +9,9 @@ use warrant_store::{KillSubject, StopSignals, StoreError, Taken};
 use super::*;
 use crate::events::{Halt, ToolReach};
 
-/// How long a step's read that found nothing stopping the run stands for the call step that
-/// follows it and for the read right before its effect (when nobody was asked in between).
-pub const CLEAR_READ_STANDS: std::time::Duration = std::time::Duration::from_millis(250);
-
-/// A read of the stop signals that found nothing stopping `run`, and when it was made.
-#[derive(Debug)]
-pub(crate) struct ClearRead {
-    run: RunId,
-    at: std::time::Instant,
-    signals: StopSignals,
-}
-
-impl ClearRead {
-    /// Whether this read may stand for a read of `run`'s signals now.
-    fn stands_for(&self, run: &RunId) -> bool {
-        self.run == *run && self.at.elapsed() <= CLEAR_READ_STANDS
-    }
-}
+/// How long a step's read that found no kill switch stands for the read right before its
+/// effect (when nobody was asked in between).
+pub(crate) const CLEAR_READ_STANDS: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// What the kill switch is checked against for one run, owned so a running effect can keep
 /// checking it while the run's state is borrowed elsewhere.
@@ -93,34 +78,10 @@ impl Ring<'_> {
     pub fn stop_signals(&self, state: &RunState) -> Result<StopSignals, StoreError> {
         let signals = self.signals_of(&HaltSubject::of(state));
         *self.clear_read.borrow_mut() = match &signals {
-            Ok(s) if s.kill.is_none() && s.cancels.iter().all(Option::is_none) => Some(ClearRead {
-                run: state.run.clone(),
-                at: std::time::Instant::now(),
-                signals: s.clone(),
-            }),
+            Ok(s) if s.kill.is_none() => Some((state.run.clone(), std::time::Instant::now())),
             _ => None,
         };
         signals
-    }
-
-    /// [`Ring::stop_signals`] for the step that runs a call the model just asked for. The read
-    /// of the step that asked the model stands for it when it found nothing that stops this
-    /// run, at most [`CLEAR_READ_STANDS`] ago, and nobody was asked since; it is kept (not
-    /// used up) for the read right before the effect ([`Ring::halt_before_effect`]). So an
-    /// effect starts at most [`CLEAR_READ_STANDS`] after a read that found no switch and no
-    /// cancellation, as before, with one store read per call instead of two. The deadline
-    /// and the person's standing are judged anew by the caller either way.
-    pub fn call_stop_signals(&self, state: &RunState) -> Result<StopSignals, StoreError> {
-        let standing = self
-            .clear_read
-            .borrow()
-            .as_ref()
-            .filter(|read| read.stands_for(&state.run))
-            .map(|read| read.signals.clone());
-        match standing {
-            Some(signals) => Ok(signals),
-            None => self.stop_signals(state),
-        }
     }
 
     /// A person is being asked: what the store said before is not what it says after.
@@ -149,7 +110,7 @@ impl Ring<'_> {
             .clear_read
             .borrow_mut()
             .take()
-            .is_some_and(|read| read.stands_for(&state.run));
+            .is_some_and(|(run, at)| run == state.run && at.elapsed() <= CLEAR_READ_STANDS);
         if stands {
             self.authority_lost(state)
         } else {

@@ -137,12 +137,10 @@ pub struct Ring<'a> {
     /// The fencing token of the lease this process holds on the run it drives; every append
     /// presents it. `None` for writers that do not drive the run (approve, deny, cancel).
     pub(crate) fence: Cell<Option<u64>>,
-    /// The run whose step last read the stop signals and found nothing that stops it, when,
-    /// and what it read: that read stands for the one of the call step that follows a model's
-    /// answer ([`Ring::call_stop_signals`]) and for the one right before the effect
-    /// ([`Ring::halt_before_effect`]), within [`envelope::CLEAR_READ_STANDS`] and when nobody
-    /// was asked in between.
-    pub(crate) clear_read: std::cell::RefCell<Option<envelope::ClearRead>>,
+    /// The run whose step last read the kill switch and found none, and when: that read stands
+    /// for the one right before the step's effect when nobody was asked in between (see
+    /// [`Ring::halt_before_effect`]).
+    pub(crate) clear_read: std::cell::RefCell<Option<(RunId, std::time::Instant)>>,
     /// Tests' negative control only: the clear read survives a person's answer.
     pub(crate) keep_clear_read: Cell<bool>,
     /// Set by the person's Ctrl-C in a chat session: a running effect stops (its process group
@@ -342,7 +340,7 @@ mod graph;
 mod lifecycle;
 mod session;
 
-pub use envelope::{CLEAR_READ_STANDS, above_ceiling, reachable};
+pub use envelope::{above_ceiling, reachable};
 pub(crate) use facts::audit_facts;
 
 /// What a request listing shows of an approval request.

@@ -7,8 +7,8 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 use warrant_core::Principal;
 use warrant_kernel::pdp::Pdp;
-use warrant_kernel::{Answer, CLEAR_READ_STANDS, CallStep, PromptView, Prompter, Scope};
-use warrant_store::{EnvelopeStore, EventStore as _, KillScope};
+use warrant_kernel::{Answer, CallStep, PromptView, Prompter, Scope};
+use warrant_store::{EnvelopeStore, KillScope};
 
 use super::harness::{SECRET, World, bob, settings};
 
@@ -88,53 +88,4 @@ fn without_a_step_s_read_the_switch_is_read_before_the_effect() {
     let kinds = w.kinds_from(&state, from);
     assert!(kinds.iter().any(|k| k == "halted"), "{kinds:?}");
     assert!(!kinds.iter().any(|k| k == "effect_started"), "{kinds:?}");
-}
-
-/// The step that runs a call the model just asked for goes on the read of the step that asked
-/// the model while that read stands, and reads the store again once it is older than
-/// [`CLEAR_READ_STANDS`]: a switch set since then stops the call before its effect.
-#[test]
-fn the_call_step_goes_on_the_model_step_s_read_only_while_it_stands() {
-    let w = World::new();
-    std::fs::write(format!("{}/kept.txt", w.ws()), "x").unwrap();
-    let pdp = Pdp(&w.engine);
-    let ring = w.ring(&pdp, SECRET);
-    let mut state = w.start(&ring, settings());
-    let call = w.propose(&ring, &mut state, "read_file", json!({"path": "kept.txt"}));
-    let from = state.next_seq;
-    // The model step's read: nothing stops the run.
-    assert!(ring.stop_signals(&state).unwrap().kill.is_none());
-    w.store
-        .set_kill(&KillScope::All, "operator", "stop everything")
-        .unwrap();
-    // Moments later the call step stands on it (what the bound allows: one read per call).
-    assert!(ring.call_stop_signals(&state).unwrap().kill.is_none());
-    // Past the bound the call step reads again and finds the switch.
-    std::thread::sleep(CLEAR_READ_STANDS + std::time::Duration::from_millis(50));
-    let signals = ring.call_stop_signals(&state);
-    assert!(signals.as_ref().unwrap().kill.is_some(), "{signals:?}");
-    assert!(ring.halt_at(&state, &signals).is_some());
-    // And the effect's own read, had the step gone on regardless, finds it too.
-    w.process(&ring, &mut state, &call, &mut warrant_kernel::NoPrompter);
-    let kinds = w.kinds_from(&state, from);
-    assert!(kinds.iter().any(|k| k == "halted"), "{kinds:?}");
-    assert!(!kinds.iter().any(|k| k == "effect_started"), "{kinds:?}");
-}
-
-/// A read that found the run cancelled stands for nothing: the call step reads again.
-#[test]
-fn a_read_that_found_a_cancellation_does_not_stand() {
-    let w = World::new();
-    let pdp = Pdp(&w.engine);
-    let ring = w.ring(&pdp, SECRET);
-    let mut state = w.start(&ring, settings());
-    let _call = w.propose(&ring, &mut state, "read_file", json!({"path": "kept.txt"}));
-    w.store
-        .request_cancel(&state.run, "operator", "not needed")
-        .unwrap();
-    assert!(ring.stop_signals(&state).unwrap().cancels[0].is_some());
-    w.store
-        .set_kill(&KillScope::All, "operator", "stop everything")
-        .unwrap();
-    assert!(ring.call_stop_signals(&state).unwrap().kill.is_some());
 }
