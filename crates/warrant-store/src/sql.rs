@@ -777,15 +777,15 @@ impl<D: Dialect> Store<D> {
         Ok((stored, head))
     }
 
-    /// The run's row and first events, and its lease for `lease` (holder, time to live) when
-    /// given, in one transaction.
-    fn create_run_in(
+    /// The run's row and first events, and whatever `then` does in the same transaction before
+    /// it commits (taking the run's lease).
+    fn create_run_in<T>(
         &self,
         run: &NewRun,
         events: Vec<EventDraft>,
         sealer: &dyn Sealer,
-        lease: Option<(&str, Duration)>,
-    ) -> Result<(Vec<StoredEvent>, Option<Lease>), StoreError> {
+        then: impl FnOnce(&mut Tx<'_, D>, Timestamp) -> Result<T, StoreError>,
+    ) -> Result<(Vec<StoredEvent>, T), StoreError> {
         let now = self.clock.now();
         let mut tx = self.begin(TxKind::Chain)?;
         let partitions = self.partitions_in(&mut tx)?;
@@ -832,12 +832,9 @@ impl<D: Dialect> Store<D> {
         )?;
         Self::move_head(&mut writes, part, &head);
         tx.write(writes)?;
-        let lease = match lease {
-            Some((holder, ttl)) => Some(Self::take_lease(&mut tx, &run.run, holder, ttl, now)?),
-            None => None,
-        };
+        let then = then(&mut tx, now)?;
         tx.commit()?;
-        Ok((stored, lease))
+        Ok((stored, then))
     }
 
     /// Takes the lease of `run` inside `tx`: refused while another holder's lease is live.
@@ -1007,7 +1004,7 @@ impl<D: Dialect> EventStore for Store<D> {
         events: Vec<EventDraft>,
         sealer: &dyn Sealer,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        Ok(self.create_run_in(run, events, sealer, None)?.0)
+        Ok(self.create_run_in(run, events, sealer, |_, _| Ok(()))?.0)
     }
 
     fn create_run_leased(
@@ -1018,11 +1015,9 @@ impl<D: Dialect> EventStore for Store<D> {
         holder: &str,
         ttl: Duration,
     ) -> Result<(Vec<StoredEvent>, Lease), StoreError> {
-        let (stored, lease) = self.create_run_in(run, events, sealer, Some((holder, ttl)))?;
-        let lease = lease.ok_or_else(|| {
-            StoreError::Query(format!("run {} was created without its lease", run.run))
-        })?;
-        Ok((stored, lease))
+        self.create_run_in(run, events, sealer, |tx, now| {
+            Self::take_lease(tx, &run.run, holder, ttl, now)
+        })
     }
 
     fn append(&self, append: Append, sealer: &dyn Sealer) -> Result<Vec<StoredEvent>, StoreError> {

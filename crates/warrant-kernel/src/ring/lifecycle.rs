@@ -13,7 +13,11 @@ impl Ring<'_> {
     /// Starts a run under the id `run` (a subagent's, derived from its parent and call, so a
     /// second start of the same child is refused by the store instead of making another).
     pub fn start_as(&self, spec: NewRunSpec, run: RunId) -> Result<RunState, KernelError> {
-        Ok(self.start_with(spec, run, None)?.0)
+        let sealer = self.sealer;
+        let started = self.start_with(spec, run, |new, events| {
+            Ok((self.store.create_run(new, events, sealer)?, ()))
+        })?;
+        Ok(started.0)
     }
 
     /// Starts a run that this process drives: it is created leased to `holder` for `ttl`, in
@@ -24,22 +28,24 @@ impl Ring<'_> {
         holder: &str,
         ttl: std::time::Duration,
     ) -> Result<(RunState, warrant_store::Lease), KernelError> {
-        let (state, lease) = self.start_with(spec, self.ids.run_id(), Some((holder, ttl)))?;
-        let lease = lease.ok_or_else(|| {
-            KernelError::Store(warrant_store::StoreError::Query(format!(
-                "run {} was started without its lease",
-                state.run
-            )))
-        })?;
-        Ok((state, lease))
+        let sealer = self.sealer;
+        self.start_with(spec, self.ids.run_id(), |new, events| {
+            self.store
+                .create_run_leased(new, events, sealer, holder, ttl)
+        })
     }
 
-    fn start_with(
+    /// The run's first event drafted, then written by `create` (with whatever else it does in
+    /// the same transaction, such as the lease), told to the observer and folded.
+    fn start_with<T>(
         &self,
         spec: NewRunSpec,
         run: RunId,
-        lease: Option<(&str, std::time::Duration)>,
-    ) -> Result<(RunState, Option<warrant_store::Lease>), KernelError> {
+        create: impl FnOnce(
+            &NewRun,
+            Vec<warrant_store::EventDraft>,
+        ) -> Result<(Vec<StoredEvent>, T), warrant_store::StoreError>,
+    ) -> Result<(RunState, T), KernelError> {
         let event = RunEvent::RunStarted {
             principal: spec.principal.clone(),
             task: spec.task.clone(),
@@ -63,19 +69,11 @@ impl Ring<'_> {
                 RunStatus::Running
             },
         };
-        let (stored, lease) = match lease {
-            Some((holder, ttl)) => {
-                let (stored, lease) =
-                    self.store
-                        .create_run_leased(&new, vec![draft], self.sealer, holder, ttl)?;
-                (stored, Some(lease))
-            }
-            None => (self.store.create_run(&new, vec![draft], self.sealer)?, None),
-        };
+        let (stored, then) = create(&new, vec![draft])?;
         for s in &stored {
             self.observer.committed(s, &event);
         }
-        Ok((self.fold_opened(stored)?, lease))
+        Ok((self.fold_opened(stored)?, then))
     }
 
     /// Folds a run to act on it: its events are checked against their signed audit records
