@@ -160,8 +160,9 @@ impl Agent<'_> {
                 }));
             }
             // Each step is an effect boundary: the kill switch, a cancellation or a passed
-            // deadline stops here (the switch and the cancellations are one read).
-            let signals = self.ring.stop_signals(state);
+            // deadline stops here (the switch and the cancellations are one read; a call not
+            // yet started checks them in its own commits instead, see `Ring::step_signals`).
+            let signals = self.ring.step_signals(state);
             if let Some(halt) = self.ring.halt_at(state, &signals) {
                 self.ring.stop_halted(state, halt)?;
                 return Ok(None);

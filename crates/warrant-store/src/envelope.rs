@@ -95,6 +95,14 @@ pub struct StopSignals {
     pub cancels: Vec<Option<CancelRequest>>,
 }
 
+impl StopSignals {
+    /// Whether anything read stops the next effect: a switch, or a cancellation of the run or
+    /// an ancestor.
+    pub fn stop(&self) -> bool {
+        self.kill.is_some() || self.cancels.iter().any(Option::is_some)
+    }
+}
+
 impl KillSubject<'_> {
     /// Whether `switch` stops this subject.
     pub(crate) fn stopped_by(&self, switch: &KillSwitch) -> bool {

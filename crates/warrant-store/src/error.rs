@@ -67,6 +67,14 @@ pub enum StoreError {
         "the connection to the store at {url} was lost during a statement ({message}); whether it took effect is unknown: the store is read again before anything continues"
     )]
     Interrupted { url: String, message: String },
+    /// An append that must not commit once the run's next effect is stopped found a kill
+    /// switch covering the run, or a cancellation of it or an ancestor, in its own transaction
+    /// ([`crate::EventStore::append_unless_stopped`]). The ring reads what stopped it and
+    /// stops the run.
+    #[error(
+        "run {run} was stopped (a kill switch or a cancellation) before its append committed; nothing was written"
+    )]
+    Stopped { run: String },
 }
 
 impl StoreError {
@@ -93,6 +101,7 @@ impl Coded for StoreError {
             Self::Final { .. } => "W-STORE-011",
             Self::Unreachable { .. } => "W-STORE-012",
             Self::Interrupted { .. } => "W-STORE-020",
+            Self::Stopped { .. } => "W-STORE-022",
         }
     }
 
@@ -112,7 +121,8 @@ impl Coded for StoreError {
             | Self::Fenced { .. }
             | Self::Final { .. }
             | Self::Unreachable { .. }
-            | Self::Interrupted { .. } => None,
+            | Self::Interrupted { .. }
+            | Self::Stopped { .. } => None,
         }
     }
 }

@@ -614,6 +614,25 @@ pub trait EventStore: AuditOutbox + EnvelopeStore + TenantStore + RevocationStor
     /// Appends to an existing run, atomically with index updates and audit records.
     fn append(&self, append: Append, sealer: &dyn Sealer) -> Result<Vec<StoredEvent>, StoreError>;
 
+    /// [`EventStore::append`], committed only if nothing stops the next effect of `stops`: no
+    /// kill switch covering it is set and none of its runs was asked to stop, as the append's
+    /// own transaction sees it, so nothing set before the commit slips between a read and the
+    /// write. [`StoreError::Stopped`] when something does; nothing was written then. The
+    /// default reads the signals, then appends (two steps; the SQL store makes them one).
+    fn append_unless_stopped(
+        &self,
+        append: Append,
+        stops: &KillSubject<'_>,
+        sealer: &dyn Sealer,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        if self.stop_signals(stops)?.stop() {
+            return Err(StoreError::Stopped {
+                run: append.run.to_string(),
+            });
+        }
+        self.append(append, sealer)
+    }
+
     fn events(&self, run: &RunId) -> Result<Vec<StoredEvent>, StoreError>;
     fn run(&self, run: &RunId) -> Result<Option<RunRow>, StoreError>;
     fn runs(&self) -> Result<Vec<RunRow>, StoreError>;

@@ -1021,42 +1021,16 @@ impl<D: Dialect> EventStore for Store<D> {
     }
 
     fn append(&self, append: Append, sealer: &dyn Sealer) -> Result<Vec<StoredEvent>, StoreError> {
-        let Append {
-            run,
-            expected_seq,
-            events,
-            status,
-            requests,
-            fence,
-        } = append;
-        let now = self.clock.now();
-        if D::GUARDED_APPEND
-            && requests.is_empty()
-            && let Some(stored) =
-                self.guarded_append(&run, expected_seq, &events, status, fence, sealer, now)?
-        {
-            return Ok(stored);
-        }
-        let appended = self.locked_append(
-            &run,
-            expected_seq,
-            events,
-            status,
-            requests,
-            fence,
-            sealer,
-            now,
-        );
-        if appended.is_err() {
-            // What this process knew of the partition may be stale now.
-            let partitions = self.partitions.load(Ordering::Relaxed);
-            if partitions > 0 {
-                self.hot()
-                    .heads
-                    .remove(&partition_of(run.as_str(), partitions));
-            }
-        }
-        appended
+        self.append_in(append, None, sealer)
+    }
+
+    fn append_unless_stopped(
+        &self,
+        append: Append,
+        stops: &KillSubject<'_>,
+        sealer: &dyn Sealer,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        self.append_in(append, Some(stops), sealer)
     }
 
     fn events(&self, run: &RunId) -> Result<Vec<StoredEvent>, StoreError> {
@@ -1560,11 +1534,70 @@ impl<D: Dialect> AuditOutbox for Store<D> {
     }
 }
 
+/// `(EXISTS … OR EXISTS …)`, true when a kill switch covering `subject` is set or one of its
+/// runs was asked to stop (what [`EventStore::stop_signals`] reads, as one condition), with its
+/// parameters numbered from `?1`.
+fn stopped_clause(subject: &KillSubject<'_>) -> (String, Vec<Val>) {
+    let mut params = vec![Val::from(subject.tenant)];
+    let mut list = |items: Vec<Val>| {
+        let first = params.len() + 1;
+        let numbers: Vec<String> = (first..first + items.len())
+            .map(|n| format!("?{n}"))
+            .collect();
+        params.extend(items);
+        // An empty list matches nothing (`IN ()` is not SQL).
+        if numbers.is_empty() {
+            "NULL".to_owned()
+        } else {
+            numbers.join(", ")
+        }
+    };
+    let actors = list(subject.actors.iter().map(|a| Val::from(*a)).collect());
+    let runs = list(subject.runs.iter().map(|r| Val::from(r.as_str())).collect());
+    let clause = format!(
+        "(EXISTS (SELECT 1 FROM kill_switches WHERE lifted_at IS NULL AND (scope = 'all' \
+         OR (scope = 'tenant' AND target = ?1) OR (scope = 'actor' AND target IN ({actors})) \
+         OR (scope = 'run' AND target IN ({runs})))) \
+         OR EXISTS (SELECT 1 FROM runs WHERE run_id IN ({runs}) AND cancel_by IS NOT NULL))"
+    );
+    (clause, params)
+}
+
 /// How many runs' owners a process remembers for guarded appends; past it the memory starts
 /// over (a worker drives one run at a time).
 const HOT_RUNS: usize = 1024;
 
 impl<D: Dialect> Store<D> {
+    /// An append, committed only if nothing in `stops` stops the run's next effect when given
+    /// ([`EventStore::append_unless_stopped`]): tried as one guarded statement where the
+    /// dialect allows, else in a locked transaction.
+    fn append_in(
+        &self,
+        append: Append,
+        stops: Option<&KillSubject<'_>>,
+        sealer: &dyn Sealer,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let now = self.clock.now();
+        if D::GUARDED_APPEND
+            && append.requests.is_empty()
+            && let Some(stored) = self.guarded_append(&append, stops, sealer, now)?
+        {
+            return Ok(stored);
+        }
+        let run = append.run.clone();
+        let appended = self.locked_append(append, stops, sealer, now);
+        if appended.is_err() {
+            // What this process knew of the partition may be stale now.
+            let partitions = self.partitions.load(Ordering::Relaxed);
+            if partitions > 0 {
+                self.hot()
+                    .heads
+                    .remove(&partition_of(run.as_str(), partitions));
+            }
+        }
+        appended
+    }
+
     /// An append as one statement, outside a transaction, that holds only if the run and its
     /// partition are as this process left them: the run's row at `expected_seq - 1` events
     /// (and, fenced, still under the presented lease token), the partition's head at the
@@ -1579,17 +1612,22 @@ impl<D: Dialect> Store<D> {
     /// the locked path, which reads the rows afresh and reports what is wrong, if anything.
     /// The connection lost during the statement is the one ambiguous case (it may have
     /// committed): the store is asked whether its last record is there.
-    #[allow(clippy::too_many_arguments)]
     fn guarded_append(
         &self,
-        run: &RunId,
-        expected_seq: u64,
-        events: &[EventDraft],
-        status: Option<RunStatus>,
-        fence: Option<u64>,
+        append: &Append,
+        stops: Option<&KillSubject<'_>>,
         sealer: &dyn Sealer,
         now: Timestamp,
     ) -> Result<Option<Vec<StoredEvent>>, StoreError> {
+        let Append {
+            run,
+            expected_seq,
+            events,
+            status,
+            fence,
+            ..
+        } = append;
+        let (expected_seq, status, fence) = (*expected_seq, *status, *fence);
         let partitions = self.partitions.load(Ordering::Relaxed);
         if partitions == 0 || events.is_empty() || expected_seq == 0 {
             return Ok(None);
@@ -1655,9 +1693,17 @@ impl<D: Dialect> Store<D> {
         );
         writes.statements.extend(rows.statements);
         // Last: a guard that did not hold fails the statement, so none of its writes stays.
+        // With `stops`, a switch or a cancellation that stops the run is a guard too.
+        let (stopped, stop_params) = match stops {
+            Some(subject) => {
+                let (clause, params) = stopped_clause(subject);
+                (format!(" AND NOT {clause}"), params)
+            }
+            None => (String::new(), Vec::new()),
+        };
         writes.push(
-            "SELECT CAST(CASE WHEN (SELECT count(*) FROM w0) = 1 AND (SELECT count(*) FROM w1) = 1 THEN '1' ELSE 'the append found its run or its partition moved on' END AS BIGINT)",
-            [],
+            format!("SELECT CAST(CASE WHEN (SELECT count(*) FROM w0) = 1 AND (SELECT count(*) FROM w1) = 1{stopped} THEN '1' ELSE 'the append found its run or its partition moved on, or its run stopped' END AS BIGINT)"),
+            stop_params,
         );
         let Some((sql, params)) = writes.combined() else {
             return Ok(None);
@@ -1701,18 +1747,22 @@ impl<D: Dialect> Store<D> {
     }
 
     /// The append in a transaction that locks the run's row and its partition's head first.
-    #[allow(clippy::too_many_arguments)]
     fn locked_append(
         &self,
-        run: &RunId,
-        expected_seq: u64,
-        events: Vec<EventDraft>,
-        status: Option<RunStatus>,
-        requests: Vec<RequestUpdate>,
-        fence: Option<u64>,
+        append: Append,
+        stops: Option<&KillSubject<'_>>,
         sealer: &dyn Sealer,
         now: Timestamp,
     ) -> Result<Vec<StoredEvent>, StoreError> {
+        let Append {
+            run,
+            expected_seq,
+            events,
+            status,
+            requests,
+            fence,
+        } = append;
+        let run = &run;
         let mut tx = self.begin(TxKind::Chain)?;
         let partitions = self.partitions_in(&mut tx)?;
         let part = partition_of(run.as_str(), partitions);
@@ -1787,6 +1837,20 @@ impl<D: Dialect> Store<D> {
                 expected: expected_seq,
                 found: current + 1,
             });
+        }
+        // Under the locks, so a switch or a cancellation committed before them is seen.
+        if let Some(subject) = stops {
+            let (clause, params) = stopped_clause(subject);
+            let stopped = tx.row(
+                &format!("SELECT CASE WHEN {clause} THEN 1 ELSE 0 END"),
+                &params,
+                |r| r.int(0),
+            )?;
+            if stopped != Some(0) {
+                return Err(StoreError::Stopped {
+                    run: run.to_string(),
+                });
+            }
         }
         let added = events.len() as u64;
         // Every write of the append, sent as one statement where the dialect can: the locks

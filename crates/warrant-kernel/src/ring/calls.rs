@@ -12,19 +12,32 @@ impl Ring<'_> {
         env: &ToolEnv,
         prompter: &mut dyn Prompter,
     ) -> Result<CallStep, KernelError> {
-        match self.call_steps(state, call_id, self.tools, env, prompter) {
+        // A call that has not started checks the kill switch and cancellations in its commits.
+        self.stops_to_commit(state, call_id);
+        let step = match self.call_steps(state, call_id, self.tools, env, prompter) {
             Ok(step) => {
                 if !state.staged.is_empty() {
                     // Every path ends in an append today; this keeps a new one from losing
                     // what it decided.
-                    self.append(state, vec![], None, vec![])?;
+                    self.append(state, vec![], None, vec![]).map(|()| step)
+                } else {
+                    Ok(step)
                 }
-                Ok(step)
             }
             Err(e) => {
                 self.unstage(state);
                 Err(e)
             }
+        };
+        self.stops_checked();
+        match step {
+            // A commit found the run stopped, and wrote nothing: what stopped it is read and
+            // recorded (or, lifted meanwhile, the call is processed again at the next step).
+            Err(KernelError::Store(warrant_store::StoreError::Stopped { .. })) => {
+                self.stop_if_signalled(state)?;
+                Ok(CallStep::Done)
+            }
+            other => other,
         }
     }
 
@@ -435,6 +448,11 @@ impl Ring<'_> {
         session: &str,
         prompter: &mut dyn Prompter,
     ) -> Result<Option<CallStep>, KernelError> {
+        // Nobody is asked for a run that is stopped: a check left to the call's commits is made
+        // now (its read is forgotten below, like any read before a person's answer).
+        if self.stops_in_commit.borrow().is_some() && self.stop_if_signalled(state)? {
+            return Ok(Some(CallStep::Done));
+        }
         let asked = req
             .asked
             .as_ref()

@@ -278,6 +278,8 @@ impl Ring<'_> {
                 state.next_seq - 1
             }
         };
+        // Past the effect's start: its outcome is recorded whatever is set from here on.
+        self.stops_checked();
         // A person's go-ahead, as recorded in EffectStarted (also after a resume).
         let by_person = state.call(call_id).is_some_and(|c| c.started_by_person);
         let authorized: Vec<Authorized<Action>> = actions

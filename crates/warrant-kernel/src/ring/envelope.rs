@@ -52,6 +52,22 @@ impl HaltSubject {
     pub(crate) fn runs(&self) -> &[RunId] {
         &self.runs
     }
+
+    /// `f` of this subject as the store reads it.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&KillSubject<'_>) -> R) -> R {
+        let actors: Vec<&str> = self.actors.iter().map(String::as_str).collect();
+        f(&KillSubject {
+            tenant: &self.tenant,
+            actors: &actors,
+            runs: &self.runs,
+        })
+    }
+}
+
+/// Whether `call` is yet to start its effect and has nothing of an earlier effect to finish
+/// (a judgement, a doubt): every path of it to an effect then passes a commit first.
+fn unstarted(call: &crate::state::CallState) -> bool {
+    call.started.is_none() && call.judging.is_none() && call.in_doubt.is_none()
 }
 
 /// The kill switch's verdict in signals read at a boundary; signals that could not be read
@@ -84,6 +100,60 @@ impl Ring<'_> {
         signals
     }
 
+    /// What a step of the loop judges its stop on: the store's signals read now, or, when the
+    /// step processes a call that has not started, none read: that call's commits check them
+    /// in their own transaction instead ([`Ring::process_call`]), which is later and so no
+    /// weaker than a read here, and costs no round trip of its own.
+    pub fn step_signals(&self, state: &RunState) -> Result<StopSignals, StoreError> {
+        if state.next_open_call().is_some_and(unstarted) {
+            let runs = HaltSubject::of(state).runs().len();
+            return Ok(StopSignals {
+                kill: None,
+                cancels: vec![None; runs],
+            });
+        }
+        self.stop_signals(state)
+    }
+
+    /// Leaves the stop check of `state`'s next call to its commits, when it has not started
+    /// (see [`Ring::stops_in_commit`]).
+    pub(crate) fn stops_to_commit(&self, state: &RunState, call_id: &str) {
+        *self.stops_in_commit.borrow_mut() = state
+            .call(call_id)
+            .is_some_and(unstarted)
+            .then(|| state.run.clone());
+    }
+
+    /// The effect is recorded as started (or was before): what follows is its outcome, which
+    /// is recorded whatever was set meanwhile.
+    pub(crate) fn stops_checked(&self) {
+        self.stops_in_commit.borrow_mut().take();
+    }
+
+    /// The stop check a call left to its commits, made now, before a person is asked or when
+    /// a commit found the run stopped: `true` when the run was stopped (the halt or the end
+    /// is recorded).
+    pub(crate) fn stop_if_signalled(&self, state: &mut RunState) -> Result<bool, KernelError> {
+        self.stops_checked();
+        let signals = self.stop_signals(state);
+        if let Some(halt) = self.halt_at(state, &signals) {
+            self.stop_halted(state, halt)?;
+            return Ok(true);
+        }
+        if let Some(reason) = self.stop_reason_at(state, signals, self.clock.now())? {
+            self.end(state, crate::events::Outcome::Stopped { reason })?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// The negative control of [`Ring::stops_in_commit`] (tests only): a call's commits do not
+    /// check the stop signals (and its step still reads none).
+    #[cfg(feature = "testing")]
+    pub fn leave_stops_out_of_commits(&self) {
+        self.unguarded_commits.set(true);
+    }
+
     /// A person is being asked: what the store said before is not what it says after.
     pub(crate) fn forget_clear_read(&self) {
         if !self.keep_clear_read.get() {
@@ -106,6 +176,10 @@ impl Ring<'_> {
     /// the second (once: the next effect reads again). The person's standing is checked anew
     /// either way.
     pub(crate) fn halt_before_effect(&self, state: &RunState) -> Option<Halt> {
+        // The effect starts behind a commit that checks the switch itself.
+        if self.stops_in_commit.borrow().as_ref() == Some(&state.run) {
+            return self.authority_lost(state);
+        }
         let stands = self
             .clear_read
             .borrow_mut()
@@ -119,12 +193,7 @@ impl Ring<'_> {
     }
 
     pub(crate) fn signals_of(&self, subject: &HaltSubject) -> Result<StopSignals, StoreError> {
-        let actors: Vec<&str> = subject.actors.iter().map(String::as_str).collect();
-        self.store.stop_signals(&KillSubject {
-            tenant: &subject.tenant,
-            actors: &actors,
-            runs: &subject.runs,
-        })
+        subject.with(|s| self.store.stop_signals(s))
     }
 
     /// [`Ring::halt`], judged on signals [`Ring::stop_signals`] read.
@@ -187,13 +256,7 @@ impl Ring<'_> {
     }
 
     pub(crate) fn halt_of(&self, subject: &HaltSubject) -> Option<Halt> {
-        let actors: Vec<&str> = subject.actors.iter().map(String::as_str).collect();
-        let subject = KillSubject {
-            tenant: &subject.tenant,
-            actors: &actors,
-            runs: &subject.runs,
-        };
-        match self.store.kill_for(&subject) {
+        match subject.with(|s| self.store.kill_for(s)) {
             Ok(Some(switch)) => Some(Halt::KillSwitch { switch }),
             Ok(None) => None,
             Err(e) => Some(Halt::KillSwitchUnreadable {

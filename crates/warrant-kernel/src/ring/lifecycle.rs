@@ -278,17 +278,24 @@ impl Ring<'_> {
             drafts.extend(fresh);
             batch.extend(events);
             self.observer.before_append(&batch);
-            Ok(self.store.append(
-                Append {
-                    run: state.run.clone(),
-                    expected_seq,
-                    events: drafts,
-                    status,
-                    requests,
-                    fence: self.fence.get(),
-                },
-                self.sealer,
-            )?)
+            let append = Append {
+                run: state.run.clone(),
+                expected_seq,
+                events: drafts,
+                status,
+                requests,
+                fence: self.fence.get(),
+            };
+            let guarded = self.stops_in_commit.borrow().as_ref() == Some(&state.run)
+                && !self.unguarded_commits.get();
+            Ok(if guarded {
+                super::envelope::HaltSubject::of(state).with(|subject| {
+                    self.store
+                        .append_unless_stopped(append, subject, self.sealer)
+                })?
+            } else {
+                self.store.append(append, self.sealer)?
+            })
         });
         let stored = match committed {
             Ok(stored) => stored,

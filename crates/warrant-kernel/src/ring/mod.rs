@@ -143,6 +143,14 @@ pub struct Ring<'a> {
     pub(crate) clear_read: std::cell::RefCell<Option<(RunId, std::time::Instant)>>,
     /// Tests' negative control only: the clear read survives a person's answer.
     pub(crate) keep_clear_read: Cell<bool>,
+    /// The run whose call, not yet started, left its stop check to its first commit: every
+    /// append of the call until its effect is recorded as started commits only if no kill
+    /// switch covers the run and no cancellation reaches it, as the append's own transaction
+    /// sees them (`EventStore::append_unless_stopped`). The step then needs no read of its
+    /// own, and nothing can be set between a read and the commit the effect starts behind.
+    pub(crate) stops_in_commit: std::cell::RefCell<Option<RunId>>,
+    /// Tests' negative control only: the appends of a call leave the stop check out.
+    pub(crate) unguarded_commits: Cell<bool>,
     /// Set by the person's Ctrl-C in a chat session: a running effect stops (its process group
     /// is stopped) and the turn ends waiting for the next message. `None` outside a session.
     pub(crate) interrupt: std::cell::RefCell<Option<std::sync::Arc<std::sync::atomic::AtomicBool>>>,
@@ -224,6 +232,8 @@ impl<'a> Ring<'a> {
             fence: Cell::new(None),
             clear_read: std::cell::RefCell::new(None),
             keep_clear_read: Cell::new(false),
+            stops_in_commit: std::cell::RefCell::new(None),
+            unguarded_commits: Cell::new(false),
             interrupt: std::cell::RefCell::new(None),
             keys,
             confidential,

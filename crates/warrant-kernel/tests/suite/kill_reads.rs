@@ -1,14 +1,16 @@
-//! The kill switch read before an effect: a step's read that found no switch moments ago
-//! stands for it, but never across a person's answer. A switch set while the person was asked
-//! stops the effect; the negative control keeps the step's read across the answer (the
-//! kernel's `testing` switch) and the effect runs under the switch.
+//! The kill switch before an effect: a step's read that found no switch moments ago stands for
+//! the read before the effect, but never across a person's answer; a call the loop did not read
+//! for checks the switch and cancellations in its own commits. A switch set while the person was
+//! asked stops the effect; the negative controls keep the step's read across the answer, or
+//! leave the check out of the commits (the kernel's `testing` switches), and the effect runs
+//! under the switch.
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use warrant_core::Principal;
 use warrant_kernel::pdp::Pdp;
 use warrant_kernel::{Answer, CallStep, PromptView, Prompter, Scope};
-use warrant_store::{EnvelopeStore, KillScope};
+use warrant_store::{EnvelopeStore, EventStore as _, KillScope};
 
 use super::harness::{SECRET, World, bob, settings};
 
@@ -70,10 +72,44 @@ fn a_switch_set_while_a_person_was_asked_stops_the_effect() {
     assert!(kinds.iter().any(|k| k == "effect_completed"), "{kinds:?}");
 }
 
-/// Without a step's read just before (a resumed call, a caller that did not read), the switch
-/// is read right before the effect, as always.
+/// Without a step's read just before (the agent loop reads none for a call that has not
+/// started; a caller that did not read), the switch is checked in the commit the effect starts
+/// behind. The negative control leaves the check out of the commits (the kernel's `testing`
+/// switch): nothing reads the switch, and the effect runs under it.
 #[test]
-fn without_a_step_s_read_the_switch_is_read_before_the_effect() {
+fn without_a_step_s_read_the_effect_s_commit_checks_the_switch() {
+    let under_switch = |guarded: bool| {
+        let w = World::new();
+        std::fs::write(format!("{}/kept.txt", w.ws()), "x").unwrap();
+        let pdp = Pdp(&w.engine);
+        let ring = w.ring(&pdp, SECRET);
+        if !guarded {
+            ring.leave_stops_out_of_commits();
+        }
+        let mut state = w.start(&ring, settings());
+        let call = w.propose(&ring, &mut state, "read_file", json!({"path": "kept.txt"}));
+        let from = state.next_seq;
+        w.store
+            .set_kill(&KillScope::All, "operator", "stop everything")
+            .unwrap();
+        w.process(&ring, &mut state, &call, &mut warrant_kernel::NoPrompter);
+        w.kinds_from(&state, from)
+    };
+    let kinds = under_switch(true);
+    assert!(kinds.iter().any(|k| k == "halted"), "{kinds:?}");
+    assert!(!kinds.iter().any(|k| k == "effect_started"), "{kinds:?}");
+
+    let kinds = under_switch(false);
+    assert!(
+        kinds.iter().any(|k| k == "effect_completed"),
+        "the control did not run the effect: {kinds:?}"
+    );
+}
+
+/// A cancellation of the run, requested after its last step read nothing, is found by the
+/// call's first commit: the run ends stopped, and the effect never starts.
+#[test]
+fn a_cancellation_is_found_by_the_call_s_first_commit() {
     let w = World::new();
     std::fs::write(format!("{}/kept.txt", w.ws()), "x").unwrap();
     let pdp = Pdp(&w.engine);
@@ -81,11 +117,65 @@ fn without_a_step_s_read_the_switch_is_read_before_the_effect() {
     let mut state = w.start(&ring, settings());
     let call = w.propose(&ring, &mut state, "read_file", json!({"path": "kept.txt"}));
     let from = state.next_seq;
+    // The agent loop's boundary for a call not yet started: nothing is read there.
+    let signals = ring.step_signals(&state).unwrap();
+    assert!(!signals.stop());
     w.store
-        .set_kill(&KillScope::All, "operator", "stop everything")
+        .request_cancel(&state.run, "dave", "not needed")
         .unwrap();
     w.process(&ring, &mut state, &call, &mut warrant_kernel::NoPrompter);
     let kinds = w.kinds_from(&state, from);
-    assert!(kinds.iter().any(|k| k == "halted"), "{kinds:?}");
     assert!(!kinds.iter().any(|k| k == "effect_started"), "{kinds:?}");
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("run_ended"),
+        "{kinds:?}"
+    );
+    match &state.ended {
+        Some(warrant_kernel::Outcome::Stopped { reason }) => {
+            assert!(reason.contains("cancelled by dave"), "{reason}");
+        }
+        other => panic!("the run did not end stopped: {other:?}"),
+    }
+}
+
+/// A person who must not be asked.
+struct NotToBeAsked;
+
+impl Prompter for NotToBeAsked {
+    fn ask(&mut self, view: &PromptView<'_>) -> Option<(Answer, Principal)> {
+        panic!("a person was asked about {} for a stopped run", view.title);
+    }
+}
+
+/// Nobody is asked to approve a call of a run the switch stops: the commit that opens the
+/// request finds the switch, and the run halts.
+#[test]
+fn nobody_is_asked_for_a_stopped_run() {
+    let w = World::new();
+    std::fs::write(format!("{}/doomed.txt", w.ws()), "x").unwrap();
+    let pdp = Pdp(&w.engine);
+    let ring = w.ring(&pdp, SECRET);
+    let mut state = w.start(&ring, settings());
+    let call = w.propose(
+        &ring,
+        &mut state,
+        "delete_path",
+        json!({"path": "doomed.txt"}),
+    );
+    let from = state.next_seq;
+    w.store
+        .set_kill(&KillScope::All, "operator", "stop everything")
+        .unwrap();
+    assert_eq!(
+        w.process(&ring, &mut state, &call, &mut NotToBeAsked),
+        CallStep::Done
+    );
+    let kinds = w.kinds_from(&state, from);
+    assert!(w.exists("doomed.txt"));
+    assert!(kinds.iter().any(|k| k == "halted"), "{kinds:?}");
+    assert!(
+        !kinds.iter().any(|k| k == "approval_requested"),
+        "{kinds:?}"
+    );
 }

@@ -1172,6 +1172,109 @@ pub fn created_leased(backend: &dyn Backend) {
     );
 }
 
+/// An append that must not commit once its run is stopped
+/// (`EventStore::append_unless_stopped`): refused with nothing written for a switch of each
+/// scope that covers the run (every run, its tenant, its actor or the person it acts for, the
+/// run, an ancestor) and for a cancellation of the run or an ancestor, both as a plain append
+/// and as one that opens a request (the locked transaction on every store); let through for
+/// switches that cover others and for a lifted one. After each refusal the next append lands.
+pub fn appends_unless_stopped(backend: &dyn Backend) {
+    let clock = ManualClock::at_t0();
+    let store = backend.open(clock.clone());
+    let store = store.as_ref();
+    let ids = SequentialIds::default();
+    let parent = ids.run_id();
+    start(store, &parent, RunStatus::Running);
+    let run = ids.run_id();
+    start(store, &run, RunStatus::Running);
+    let runs = [run.clone(), parent.clone()];
+    let subject = KillSubject {
+        tenant: "acme",
+        actors: &["alice", "bob"],
+        runs: &runs,
+    };
+    // A first append: the process knows the run and its partition from here (PostgreSQL's
+    // guarded statement needs both).
+    store
+        .append(append_to(&run, 2, &["step"], None), &ToySealer)
+        .unwrap();
+    let count = || store.events(&run).unwrap().len() as u64;
+    let plain = |seq: u64| append_to(&run, seq, &["step"], None);
+    let opening = |seq: u64| Append {
+        requests: vec![RequestUpdate::Open {
+            id: ids.request_id(),
+            summary: json!({"kind": "approval"}),
+        }],
+        ..append_to(&run, seq, &["approval_requested"], None)
+    };
+    let lands = |why: &str| {
+        for append in [plain(count() + 1), opening(count() + 2)] {
+            let before = count();
+            store
+                .append_unless_stopped(append, &subject, &ToySealer)
+                .unwrap_or_else(|e| panic!("{why}: {e}"));
+            assert_eq!(count(), before + 1, "{why}");
+        }
+    };
+    let refused = |why: &str| {
+        let before = count();
+        for append in [plain(before + 1), opening(before + 1)] {
+            assert_err(
+                store.append_unless_stopped(append, &subject, &ToySealer),
+                StoreError::Stopped {
+                    run: run.to_string(),
+                },
+            );
+        }
+        assert_eq!(count(), before, "{why}: something was written");
+    };
+    lands("nothing set");
+    for other in [
+        KillScope::Tenant("globex".into()),
+        KillScope::Actor("carol".into()),
+        KillScope::Run(ids.run_id()),
+    ] {
+        store.set_kill(&other, "ops", "someone else").unwrap();
+    }
+    lands("switches of others");
+    for scope in [
+        KillScope::All,
+        KillScope::Tenant("acme".into()),
+        KillScope::Actor("alice".into()),
+        KillScope::Actor("bob".into()),
+        KillScope::Run(run.clone()),
+        KillScope::Run(parent.clone()),
+    ] {
+        store.set_kill(&scope, "ops", "stop").unwrap();
+        refused(&scope.describe());
+        store.lift_kill(&scope, "ops", "go on").unwrap();
+        lands(&format!("{} lifted", scope.describe()));
+    }
+    store.request_cancel(&parent, "dave", "done").unwrap();
+    refused("the parent cancelled");
+    // The plain append is unchanged by any of it.
+    let before = count();
+    store.append(plain(before + 1), &ToySealer).unwrap();
+    assert_eq!(count(), before + 1);
+    // A run's own cancellation.
+    let alone = [run.clone()];
+    let own = KillSubject {
+        tenant: "acme",
+        actors: &["alice"],
+        runs: &alone,
+    };
+    store
+        .append_unless_stopped(plain(count() + 1), &own, &ToySealer)
+        .unwrap();
+    store.request_cancel(&run, "erin", "enough").unwrap();
+    assert_err(
+        store.append_unless_stopped(plain(count() + 1), &own, &ToySealer),
+        StoreError::Stopped {
+            run: run.to_string(),
+        },
+    );
+}
+
 /// One test per case and store.
 macro_rules! conformance_tests {
     ($store:ident, $backend:expr) => {
@@ -1201,6 +1304,11 @@ macro_rules! conformance_tests {
             #[test]
             fn cancellation() {
                 super::cancellation(&$backend);
+            }
+
+            #[test]
+            fn appends_unless_stopped() {
+                super::appends_unless_stopped(&$backend);
             }
 
             #[test]

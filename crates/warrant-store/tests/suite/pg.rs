@@ -468,6 +468,52 @@ fn appends_are_guarded_statements_and_a_moved_head_falls_back_to_the_locked_path
     assert_partitions_are_lines(&db);
 }
 
+/// An append that must not commit once its run is stopped is still one guarded statement: the
+/// switches and the cancellations are part of its guard. With a switch set, the statement
+/// fails as a whole, the locked path finds the run stopped too, and nothing is written.
+#[test]
+fn an_append_unless_stopped_is_one_guarded_statement() {
+    use warrant_store::{
+        EnvelopeStore as _, EventStore, GuardedAppends, KillScope, KillSubject, PostgresStore,
+        StoreError,
+    };
+
+    let db = TestDb::new();
+    let one = PostgresStore::connect(&db.url, super::conformance::clock()).unwrap();
+    let a = super::conformance::started_run_sealed(&one, "run-0001", &Linked);
+    let runs = [a.clone()];
+    let subject = KillSubject {
+        tenant: "acme",
+        actors: &["alice"],
+        runs: &runs,
+    };
+    one.append(linked_append(&a, 2, None), &Linked).unwrap();
+    one.append_unless_stopped(linked_append(&a, 3, None), &subject, &Linked)
+        .unwrap();
+    assert_eq!(
+        one.guarded_appends(),
+        GuardedAppends {
+            committed: 1,
+            fell_back: 0
+        }
+    );
+    one.set_kill(&KillScope::Actor("alice".into()), "ops", "stop")
+        .unwrap();
+    let refused = one
+        .append_unless_stopped(linked_append(&a, 4, None), &subject, &Linked)
+        .unwrap_err();
+    assert!(matches!(refused, StoreError::Stopped { .. }), "{refused:?}");
+    assert_eq!(
+        one.guarded_appends(),
+        GuardedAppends {
+            committed: 1,
+            fell_back: 1
+        }
+    );
+    assert_eq!(one.events(&a).unwrap().len(), 3);
+    assert_partitions_are_lines(&db);
+}
+
 /// The fence holds on the guarded path too: after the lease moved to another holder, the old
 /// holder's append (its statement guarded by the token it presents) writes nothing and is
 /// refused as fenced, the refusal kept. The negative control drops the token from the guard
