@@ -633,6 +633,22 @@ pub trait EventStore: AuditOutbox + EnvelopeStore + TenantStore + RevocationStor
         self.append(append, sealer)
     }
 
+    /// [`EventStore::append`], and whether anything stops the next effect of `stops` as the
+    /// append's own transaction saw it (`true`: a kill switch covering it is set, or one of its
+    /// runs was asked to stop). The append commits either way: it records what happened (an
+    /// effect's completion), and its commit doubles as the read of the next step. The default
+    /// appends, then reads; a read that fails answers `true`, so the next step reads again.
+    fn append_reading_stops(
+        &self,
+        append: Append,
+        stops: &KillSubject<'_>,
+        sealer: &dyn Sealer,
+    ) -> Result<(Vec<StoredEvent>, bool), StoreError> {
+        let stored = self.append(append, sealer)?;
+        let stopped = self.stop_signals(stops).map_or(true, |s| s.stop());
+        Ok((stored, stopped))
+    }
+
     fn events(&self, run: &RunId) -> Result<Vec<StoredEvent>, StoreError>;
     fn run(&self, run: &RunId) -> Result<Option<RunRow>, StoreError>;
     fn runs(&self) -> Result<Vec<RunRow>, StoreError>;

@@ -1021,7 +1021,7 @@ impl<D: Dialect> EventStore for Store<D> {
     }
 
     fn append(&self, append: Append, sealer: &dyn Sealer) -> Result<Vec<StoredEvent>, StoreError> {
-        self.append_in(append, None, sealer)
+        Ok(self.append_in(append, Stops::Unread, sealer)?.0)
     }
 
     fn append_unless_stopped(
@@ -1030,7 +1030,17 @@ impl<D: Dialect> EventStore for Store<D> {
         stops: &KillSubject<'_>,
         sealer: &dyn Sealer,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        self.append_in(append, Some(stops), sealer)
+        Ok(self.append_in(append, Stops::Refuse(stops), sealer)?.0)
+    }
+
+    fn append_reading_stops(
+        &self,
+        append: Append,
+        stops: &KillSubject<'_>,
+        sealer: &dyn Sealer,
+    ) -> Result<(Vec<StoredEvent>, bool), StoreError> {
+        let (stored, stopped) = self.append_in(append, Stops::Read(stops), sealer)?;
+        Ok((stored, stopped.unwrap_or(true)))
     }
 
     fn events(&self, run: &RunId) -> Result<Vec<StoredEvent>, StoreError> {
@@ -1568,15 +1578,15 @@ fn stopped_clause(subject: &KillSubject<'_>) -> (String, Vec<Val>) {
 const HOT_RUNS: usize = 1024;
 
 impl<D: Dialect> Store<D> {
-    /// An append, committed only if nothing in `stops` stops the run's next effect when given
-    /// ([`EventStore::append_unless_stopped`]): tried as one guarded statement where the
-    /// dialect allows, else in a locked transaction.
+    /// An append, with the stop signals as `stops` says: tried as one guarded statement where
+    /// the dialect allows, else in a locked transaction. With [`Stops::Read`], whether anything
+    /// stops the run as the append's transaction saw it (`None`: not known).
     fn append_in(
         &self,
         append: Append,
-        stops: Option<&KillSubject<'_>>,
+        stops: Stops<'_>,
         sealer: &dyn Sealer,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
+    ) -> Result<(Vec<StoredEvent>, Option<bool>), StoreError> {
         let now = self.clock.now();
         if D::GUARDED_APPEND
             && append.requests.is_empty()
@@ -1615,10 +1625,10 @@ impl<D: Dialect> Store<D> {
     fn guarded_append(
         &self,
         append: &Append,
-        stops: Option<&KillSubject<'_>>,
+        stops: Stops<'_>,
         sealer: &dyn Sealer,
         now: Timestamp,
-    ) -> Result<Option<Vec<StoredEvent>>, StoreError> {
+    ) -> Result<Option<(Vec<StoredEvent>, Option<bool>)>, StoreError> {
         let Append {
             run,
             expected_seq,
@@ -1693,16 +1703,25 @@ impl<D: Dialect> Store<D> {
         );
         writes.statements.extend(rows.statements);
         // Last: a guard that did not hold fails the statement, so none of its writes stays.
-        // With `stops`, a switch or a cancellation that stops the run is a guard too.
-        let (stopped, stop_params) = match stops {
-            Some(subject) => {
+        // Refusing on `stops`, a switch or a cancellation that stops the run is a guard too;
+        // reading them, the statement answers 2 when one does, 1 when none does.
+        let guard = "(SELECT count(*) FROM w0) = 1 AND (SELECT count(*) FROM w1) = 1";
+        let (answer, stop_params) = match stops {
+            Stops::Unread => ("'1'".to_owned(), Vec::new()),
+            Stops::Refuse(subject) => {
                 let (clause, params) = stopped_clause(subject);
-                (format!(" AND NOT {clause}"), params)
+                (
+                    format!("CASE WHEN {clause} THEN 'its run stopped' ELSE '1' END"),
+                    params,
+                )
             }
-            None => (String::new(), Vec::new()),
+            Stops::Read(subject) => {
+                let (clause, params) = stopped_clause(subject);
+                (format!("CASE WHEN {clause} THEN '2' ELSE '1' END"), params)
+            }
         };
         writes.push(
-            format!("SELECT CAST(CASE WHEN (SELECT count(*) FROM w0) = 1 AND (SELECT count(*) FROM w1) = 1{stopped} THEN '1' ELSE 'the append found its run or its partition moved on, or its run stopped' END AS BIGINT)"),
+            format!("SELECT CAST(CASE WHEN {guard} THEN {answer} ELSE 'the append found its run or its partition moved on' END AS BIGINT)"),
             stop_params,
         );
         let Some((sql, params)) = writes.combined() else {
@@ -1711,8 +1730,12 @@ impl<D: Dialect> Store<D> {
         let sent = self
             .single()
             .and_then(|mut one| one.row(&sql, &params, |r| r.int(0)));
+        let mut stopped = None;
         let landed = match sent {
-            Ok(_) => true,
+            Ok(answer) => {
+                stopped = answer.map(|a| a == 2);
+                true
+            }
             // Sent, and then the connection was lost: committed or not, the store says which.
             // Not there: the locked path locks the run's row, so a statement still on its way
             // either commits first (and the locked path finds the run moved on) or finds its
@@ -1725,7 +1748,10 @@ impl<D: Dialect> Store<D> {
         if landed {
             hot.committed += 1;
             hot.heads.insert(part, new_head);
-            Ok(Some(stored))
+            Ok(Some((
+                stored,
+                stopped.filter(|_| matches!(stops, Stops::Read(_))),
+            )))
         } else {
             hot.fell_back += 1;
             hot.heads.remove(&part);
@@ -1750,10 +1776,10 @@ impl<D: Dialect> Store<D> {
     fn locked_append(
         &self,
         append: Append,
-        stops: Option<&KillSubject<'_>>,
+        stops: Stops<'_>,
         sealer: &dyn Sealer,
         now: Timestamp,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
+    ) -> Result<(Vec<StoredEvent>, Option<bool>), StoreError> {
         let Append {
             run,
             expected_seq,
@@ -1839,19 +1865,23 @@ impl<D: Dialect> Store<D> {
             });
         }
         // Under the locks, so a switch or a cancellation committed before them is seen.
-        if let Some(subject) = stops {
-            let (clause, params) = stopped_clause(subject);
-            let stopped = tx.row(
-                &format!("SELECT CASE WHEN {clause} THEN 1 ELSE 0 END"),
-                &params,
-                |r| r.int(0),
-            )?;
-            if stopped != Some(0) {
-                return Err(StoreError::Stopped {
-                    run: run.to_string(),
-                });
+        let stopped = match stops {
+            Stops::Unread => None,
+            Stops::Refuse(subject) | Stops::Read(subject) => {
+                let (clause, params) = stopped_clause(subject);
+                let stopped = tx.row(
+                    &format!("SELECT CASE WHEN {clause} THEN 1 ELSE 0 END"),
+                    &params,
+                    |r| r.int(0),
+                )? != Some(0);
+                if stopped && matches!(stops, Stops::Refuse(_)) {
+                    return Err(StoreError::Stopped {
+                        run: run.to_string(),
+                    });
+                }
+                Some(stopped).filter(|_| matches!(stops, Stops::Read(_)))
             }
-        }
+        };
         let added = events.len() as u64;
         // Every write of the append, sent as one statement where the dialect can: the locks
         // taken above keep them one step of the run and of its partition's chain.
@@ -1907,8 +1937,20 @@ impl<D: Dialect> Store<D> {
             }
             hot.owners.insert(run.clone(), (tenant, actor));
         }
-        Ok(stored)
+        Ok((stored, stopped))
     }
+}
+
+/// What an append does with the run's stop signals (the kill switches covering it and the
+/// cancellations of it and its ancestors).
+#[derive(Clone, Copy)]
+enum Stops<'a> {
+    /// Nothing.
+    Unread,
+    /// Commits only if none stops it ([`EventStore::append_unless_stopped`]).
+    Refuse(&'a KillSubject<'a>),
+    /// Commits, and tells whether one does ([`EventStore::append_reading_stops`]).
+    Read(&'a KillSubject<'a>),
 }
 
 #[cfg(test)]

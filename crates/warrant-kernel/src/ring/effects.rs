@@ -372,7 +372,10 @@ impl Ring<'_> {
         if let Some(pending) = pending {
             return self.open_judgement(state, call_id, actions, outcome, &pending);
         }
-        self.append(
+        // The completion is recorded whatever is set now; its commit reads the stop signals
+        // for the step after it.
+        *self.read_in_commit.borrow_mut() = Some(state.run.clone());
+        let completed = self.append(
             state,
             vec![RunEvent::EffectCompleted {
                 call_id: call_id.to_owned(),
@@ -381,7 +384,9 @@ impl Ring<'_> {
             }],
             None,
             vec![],
-        )?;
+        );
+        self.read_in_commit.borrow_mut().take();
+        completed?;
         Ok(CallStep::Done)
     }
 

@@ -104,8 +104,20 @@ impl Ring<'_> {
     /// step processes a call that has not started, none read: that call's commits check them
     /// in their own transaction instead ([`Ring::process_call`]), which is later and so no
     /// weaker than a read here, and costs no round trip of its own.
+    ///
+    /// A model step right after an effect's completion reads nothing either when that
+    /// completion's commit found nothing stopping the run at most [`CLEAR_READ_STANDS`] before
+    /// and nobody was asked since: between the two lies only this process's fold of what it
+    /// committed, and the model's answer is committed behind a check of its own (with its
+    /// first call's start, or the run's end).
     pub fn step_signals(&self, state: &RunState) -> Result<StopSignals, StoreError> {
-        if state.next_open_call().is_some_and(unstarted) {
+        let committed = self
+            .commit_read
+            .borrow_mut()
+            .take()
+            .is_some_and(|(run, at)| run == state.run && at.elapsed() <= CLEAR_READ_STANDS);
+        let unstarted_call = state.next_open_call().is_some_and(unstarted);
+        if unstarted_call || (committed && state.next_open_call().is_none()) {
             let runs = HaltSubject::of(state).runs().len();
             return Ok(StopSignals {
                 kill: None,
@@ -158,6 +170,7 @@ impl Ring<'_> {
     pub(crate) fn forget_clear_read(&self) {
         if !self.keep_clear_read.get() {
             self.clear_read.borrow_mut().take();
+            self.commit_read.borrow_mut().take();
         }
     }
 

@@ -288,11 +288,21 @@ impl Ring<'_> {
             };
             let guarded = self.stops_in_commit.borrow().as_ref() == Some(&state.run)
                 && !self.unguarded_commits.get();
+            let reading = self.read_in_commit.borrow().as_ref() == Some(&state.run);
             Ok(if guarded {
                 super::envelope::HaltSubject::of(state).with(|subject| {
                     self.store
                         .append_unless_stopped(append, subject, self.sealer)
                 })?
+            } else if reading {
+                let (stored, stopped) =
+                    super::envelope::HaltSubject::of(state).with(|subject| {
+                        self.store
+                            .append_reading_stops(append, subject, self.sealer)
+                    })?;
+                *self.commit_read.borrow_mut() =
+                    (!stopped).then(|| (state.run.clone(), std::time::Instant::now()));
+                stored
             } else {
                 self.store.append(append, self.sealer)?
             })

@@ -179,3 +179,70 @@ fn nobody_is_asked_for_a_stopped_run() {
         "{kinds:?}"
     );
 }
+
+/// Sets the kill switch for every run as an effect's completion is about to be appended (the
+/// effect has run; the switch is set before its completion commits).
+struct SwitchAtCompletion<'w> {
+    world: &'w World,
+    armed: bool,
+}
+
+impl warrant_kernel::Observer for SwitchAtCompletion<'_> {
+    fn committed(&self, _stored: &warrant_store::StoredEvent, _event: &warrant_kernel::RunEvent) {}
+
+    fn before_append(&self, events: &[warrant_kernel::RunEvent]) {
+        let completion = events
+            .iter()
+            .any(|e| matches!(e, warrant_kernel::RunEvent::EffectCompleted { .. }));
+        if self.armed && completion {
+            self.world
+                .store
+                .set_kill(&KillScope::All, "operator", "stop everything")
+                .unwrap();
+        }
+    }
+}
+
+/// The commit of an effect's completion reads the stop signals for the model step after it: a
+/// switch set before that commit is seen there, so the next step reads it and halts. With
+/// none set there, the model step reads nothing: a switch set after the commit (within
+/// `CLEAR_READ_STANDS`) is not read before the model is asked, and the next call's commit
+/// refuses it (the documented window; the effect it would have started never starts).
+#[test]
+fn a_completion_s_commit_reads_the_switch_for_the_next_model_step() {
+    for armed in [true, false] {
+        let w = World::new();
+        std::fs::write(format!("{}/kept.txt", w.ws()), "x").unwrap();
+        let pdp = Pdp(&w.engine);
+        let observer = SwitchAtCompletion { world: &w, armed };
+        let ring = warrant_kernel::Ring::new(warrant_kernel::RingParts {
+            observer: &observer,
+            ..w.ring(&pdp, SECRET).parts()
+        });
+        let mut state = w.start(&ring, settings());
+        let call = w.propose(&ring, &mut state, "read_file", json!({"path": "kept.txt"}));
+        w.process(&ring, &mut state, &call, &mut warrant_kernel::NoPrompter);
+        assert!(state.next_open_call().is_none());
+        if armed {
+            // Set before the completion committed: the step after it reads, and finds it.
+            let signals = ring.step_signals(&state).unwrap();
+            assert!(signals.kill.is_some(), "{signals:?}");
+        } else {
+            // Set after: the completion's read stands for the model step's.
+            w.store
+                .set_kill(&KillScope::All, "operator", "stop everything")
+                .unwrap();
+            let signals = ring.step_signals(&state).unwrap();
+            assert!(!signals.stop(), "{signals:?}");
+            // The read stands once: the step after reads again.
+            assert!(ring.step_signals(&state).unwrap().kill.is_some());
+            // The next call never starts its effect.
+            let from = state.next_seq;
+            let next = w.propose(&ring, &mut state, "read_file", json!({"path": "kept.txt"}));
+            w.process(&ring, &mut state, &next, &mut warrant_kernel::NoPrompter);
+            let kinds = w.kinds_from(&state, from);
+            assert!(!kinds.iter().any(|k| k == "effect_started"), "{kinds:?}");
+            assert!(kinds.iter().any(|k| k == "halted"), "{kinds:?}");
+        }
+    }
+}

@@ -1178,6 +1178,7 @@ pub fn created_leased(backend: &dyn Backend) {
 /// run, an ancestor) and for a cancellation of the run or an ancestor, both as a plain append
 /// and as one that opens a request (the locked transaction on every store); let through for
 /// switches that cover others and for a lifted one. After each refusal the next append lands.
+/// `append_reading_stops` commits in every case and says whether something stops the run.
 pub fn appends_unless_stopped(backend: &dyn Backend) {
     let clock = ManualClock::at_t0();
     let store = backend.open(clock.clone());
@@ -1250,7 +1251,28 @@ pub fn appends_unless_stopped(backend: &dyn Backend) {
         store.lift_kill(&scope, "ops", "go on").unwrap();
         lands(&format!("{} lifted", scope.describe()));
     }
+    // Reading instead of refusing: the append commits either way and says what it saw.
+    let read = |why: &str, want: bool| {
+        for append in [plain(count() + 1), opening(count() + 2)] {
+            let before = count();
+            let (stored, stopped) = store
+                .append_reading_stops(append, &subject, &ToySealer)
+                .unwrap_or_else(|e| panic!("{why}: {e}"));
+            assert_eq!((stored.len(), stopped), (1, want), "{why}");
+            assert_eq!(count(), before + 1, "{why}");
+        }
+    };
+    read("nothing set", false);
+    store
+        .set_kill(&KillScope::Actor("bob".into()), "ops", "stop")
+        .unwrap();
+    read("a switch set", true);
+    store
+        .lift_kill(&KillScope::Actor("bob".into()), "ops", "go on")
+        .unwrap();
+    read("lifted", false);
     store.request_cancel(&parent, "dave", "done").unwrap();
+    read("the parent cancelled", true);
     refused("the parent cancelled");
     // The plain append is unchanged by any of it.
     let before = count();

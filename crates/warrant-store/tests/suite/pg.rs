@@ -470,7 +470,8 @@ fn appends_are_guarded_statements_and_a_moved_head_falls_back_to_the_locked_path
 
 /// An append that must not commit once its run is stopped is still one guarded statement: the
 /// switches and the cancellations are part of its guard. With a switch set, the statement
-/// fails as a whole, the locked path finds the run stopped too, and nothing is written.
+/// fails as a whole, the locked path finds the run stopped too, and nothing is written. An
+/// append that reads them is one guarded statement too, and commits either way.
 #[test]
 fn an_append_unless_stopped_is_one_guarded_statement() {
     use warrant_store::{
@@ -511,6 +512,26 @@ fn an_append_unless_stopped_is_one_guarded_statement() {
         }
     );
     assert_eq!(one.events(&a).unwrap().len(), 3);
+    // Reading the signals instead: one guarded statement that commits and says what it saw.
+    one.append(linked_append(&a, 4, None), &Linked).unwrap();
+    let (_, stopped) = one
+        .append_reading_stops(linked_append(&a, 5, None), &subject, &Linked)
+        .unwrap();
+    assert!(stopped);
+    one.lift_kill(&KillScope::Actor("alice".into()), "ops", "go on")
+        .unwrap();
+    let (_, stopped) = one
+        .append_reading_stops(linked_append(&a, 6, None), &subject, &Linked)
+        .unwrap();
+    assert!(!stopped);
+    assert_eq!(
+        one.guarded_appends(),
+        GuardedAppends {
+            committed: 3,
+            fell_back: 1
+        }
+    );
+    assert_eq!(one.events(&a).unwrap().len(), 6);
     assert_partitions_are_lines(&db);
 }
 
