@@ -44,14 +44,7 @@ for v in $(env | grep -oE '^(WARRANT|OPENAI|ANTHROPIC)_[A-Z_]*'); do unset "$v";
 export WARRANT_ACTOR=bench WARRANT_TENANT=bench
 
 # One transcript: CALLS turns of one write_file each, then an answer.
-python3 - "$CALLS" > "$TMP/run.yaml" <<'EOF'
-import sys
-calls = int(sys.argv[1])
-print("version: 1\nturns:")
-for k in range(calls):
-    print(f"  - calls:\n      - tool: write_file\n        args: {{ path: out/f{k}.txt, content: \"{k}\\n\" }}")
-print("  - say: done")
-EOF
+python3 "$(dirname "$0")/calls-transcript.py" "$CALLS" > "$TMP/run.yaml"
 
 results="$TMP/results.jsonl"
 : > "$results"

@@ -1586,7 +1586,7 @@ impl<D: Dialect> Store<D> {
         append: Append,
         stops: Stops<'_>,
         sealer: &dyn Sealer,
-    ) -> Result<(Vec<StoredEvent>, Option<bool>), StoreError> {
+    ) -> Result<Appended, StoreError> {
         let now = self.clock.now();
         if D::GUARDED_APPEND
             && append.requests.is_empty()
@@ -1628,7 +1628,7 @@ impl<D: Dialect> Store<D> {
         stops: Stops<'_>,
         sealer: &dyn Sealer,
         now: Timestamp,
-    ) -> Result<Option<(Vec<StoredEvent>, Option<bool>)>, StoreError> {
+    ) -> Result<Option<Appended>, StoreError> {
         let Append {
             run,
             expected_seq,
@@ -1779,7 +1779,7 @@ impl<D: Dialect> Store<D> {
         stops: Stops<'_>,
         sealer: &dyn Sealer,
         now: Timestamp,
-    ) -> Result<(Vec<StoredEvent>, Option<bool>), StoreError> {
+    ) -> Result<Appended, StoreError> {
         let Append {
             run,
             expected_seq,
@@ -1940,6 +1940,10 @@ impl<D: Dialect> Store<D> {
         Ok((stored, stopped))
     }
 }
+
+/// The events an append stored, and whether it found the run stopped when it read the stop
+/// signals (`None`: it did not read them).
+type Appended = (Vec<StoredEvent>, Option<bool>);
 
 /// What an append does with the run's stop signals (the kill switches covering it and the
 /// cancellations of it and its ancestors).

@@ -14,6 +14,27 @@ use warrant_store::{EnvelopeStore, EventStore as _, KillScope};
 
 use super::harness::{SECRET, World, bob, settings};
 
+/// A world whose workspace holds `file`.
+fn world_with(file: &str) -> World {
+    let w = World::new();
+    std::fs::write(format!("{}/{file}", w.ws()), "x").unwrap();
+    w
+}
+
+/// A run started on `ring` whose model asked for `tool` on `path`: the run, the call, and the
+/// first sequence number after the proposal.
+fn asked(
+    w: &World,
+    ring: &warrant_kernel::Ring<'_>,
+    tool: &str,
+    path: &str,
+) -> (warrant_kernel::RunState, String, u64) {
+    let mut state = w.start(ring, settings());
+    let call = w.propose(ring, &mut state, tool, json!({"path": path}));
+    let from = state.next_seq;
+    (state, call, from)
+}
+
 /// A person who approves, while someone else (another process, an operator) sets the kill
 /// switch for every run.
 struct ApprovedAsTheSwitchIsSet<'w> {
@@ -33,21 +54,13 @@ impl Prompter for ApprovedAsTheSwitchIsSet<'_> {
 /// What happened to `doomed.txt` and how the call's events ended, after a step read the
 /// switch clear and the call asked a person who answered as the switch was set.
 fn asked_while_the_switch_is_set(keep_read_across_asks: bool) -> (bool, Vec<String>) {
-    let w = World::new();
-    std::fs::write(format!("{}/doomed.txt", w.ws()), "x").unwrap();
+    let w = world_with("doomed.txt");
     let pdp = Pdp(&w.engine);
     let ring = w.ring(&pdp, SECRET);
     if keep_read_across_asks {
         ring.keep_clear_read_across_asks();
     }
-    let mut state = w.start(&ring, settings());
-    let call = w.propose(
-        &ring,
-        &mut state,
-        "delete_path",
-        json!({"path": "doomed.txt"}),
-    );
-    let from = state.next_seq;
+    let (mut state, call, from) = asked(&w, &ring, "delete_path", "doomed.txt");
     // The agent loop's step boundary: it reads the switch (none is set yet).
     let signals = ring.stop_signals(&state).unwrap();
     assert!(signals.kill.is_none());
@@ -79,16 +92,13 @@ fn a_switch_set_while_a_person_was_asked_stops_the_effect() {
 #[test]
 fn without_a_step_s_read_the_effect_s_commit_checks_the_switch() {
     let under_switch = |guarded: bool| {
-        let w = World::new();
-        std::fs::write(format!("{}/kept.txt", w.ws()), "x").unwrap();
+        let w = world_with("kept.txt");
         let pdp = Pdp(&w.engine);
         let ring = w.ring(&pdp, SECRET);
         if !guarded {
             ring.leave_stops_out_of_commits();
         }
-        let mut state = w.start(&ring, settings());
-        let call = w.propose(&ring, &mut state, "read_file", json!({"path": "kept.txt"}));
-        let from = state.next_seq;
+        let (mut state, call, from) = asked(&w, &ring, "read_file", "kept.txt");
         w.store
             .set_kill(&KillScope::All, "operator", "stop everything")
             .unwrap();
@@ -110,13 +120,10 @@ fn without_a_step_s_read_the_effect_s_commit_checks_the_switch() {
 /// call's first commit: the run ends stopped, and the effect never starts.
 #[test]
 fn a_cancellation_is_found_by_the_call_s_first_commit() {
-    let w = World::new();
-    std::fs::write(format!("{}/kept.txt", w.ws()), "x").unwrap();
+    let w = world_with("kept.txt");
     let pdp = Pdp(&w.engine);
     let ring = w.ring(&pdp, SECRET);
-    let mut state = w.start(&ring, settings());
-    let call = w.propose(&ring, &mut state, "read_file", json!({"path": "kept.txt"}));
-    let from = state.next_seq;
+    let (mut state, call, from) = asked(&w, &ring, "read_file", "kept.txt");
     // The agent loop's boundary for a call not yet started: nothing is read there.
     let signals = ring.step_signals(&state).unwrap();
     assert!(!signals.stop());
@@ -152,18 +159,10 @@ impl Prompter for NotToBeAsked {
 /// request finds the switch, and the run halts.
 #[test]
 fn nobody_is_asked_for_a_stopped_run() {
-    let w = World::new();
-    std::fs::write(format!("{}/doomed.txt", w.ws()), "x").unwrap();
+    let w = world_with("doomed.txt");
     let pdp = Pdp(&w.engine);
     let ring = w.ring(&pdp, SECRET);
-    let mut state = w.start(&ring, settings());
-    let call = w.propose(
-        &ring,
-        &mut state,
-        "delete_path",
-        json!({"path": "doomed.txt"}),
-    );
-    let from = state.next_seq;
+    let (mut state, call, from) = asked(&w, &ring, "delete_path", "doomed.txt");
     w.store
         .set_kill(&KillScope::All, "operator", "stop everything")
         .unwrap();
@@ -211,16 +210,14 @@ impl warrant_kernel::Observer for SwitchAtCompletion<'_> {
 #[test]
 fn a_completion_s_commit_reads_the_switch_for_the_next_model_step() {
     for armed in [true, false] {
-        let w = World::new();
-        std::fs::write(format!("{}/kept.txt", w.ws()), "x").unwrap();
+        let w = world_with("kept.txt");
         let pdp = Pdp(&w.engine);
         let observer = SwitchAtCompletion { world: &w, armed };
         let ring = warrant_kernel::Ring::new(warrant_kernel::RingParts {
             observer: &observer,
             ..w.ring(&pdp, SECRET).parts()
         });
-        let mut state = w.start(&ring, settings());
-        let call = w.propose(&ring, &mut state, "read_file", json!({"path": "kept.txt"}));
+        let (mut state, call, _) = asked(&w, &ring, "read_file", "kept.txt");
         w.process(&ring, &mut state, &call, &mut warrant_kernel::NoPrompter);
         assert!(state.next_open_call().is_none());
         if armed {

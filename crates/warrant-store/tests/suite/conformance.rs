@@ -1181,7 +1181,7 @@ pub fn created_leased(backend: &dyn Backend) {
 /// `append_reading_stops` commits in every case and says whether something stops the run.
 pub fn appends_unless_stopped(backend: &dyn Backend) {
     let clock = ManualClock::at_t0();
-    let store = backend.open(clock.clone());
+    let store = backend.open(clock);
     let store = store.as_ref();
     let ids = SequentialIds::default();
     let parent = ids.run_id();

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Two builds' workers side by side in interleaved rounds (issue 22): each round gives both
+# binaries a fresh database with RUNS queued runs of CALLS `write_file` calls and times WORKERS
+# `warrant worker --once` processes driving them to the end. Interleaving puts the VM's drift
+# on both sides alike, which back-to-back script runs (`bench-workers.sh`) do not.
+# Usage: WARRANT=new/warrant BASELINE=old/warrant scripts/bench-workers-ab.sh [rounds] [runs] [calls] [workers]
+#   PGURL  the server (default postgres://postgres@127.0.0.1:5432)
+# Prints one line per round and binary (governed calls/s), then each binary's mean.
+set -euo pipefail
+ROUNDS=${1:-5}
+RUNS=${2:-20}
+CALLS=${3:-20}
+WORKERS=${4:-1}
+PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432}
+BINS=("warrant=$(realpath "${WARRANT:?set WARRANT}")" "baseline=$(realpath "${BASELINE:?set BASELINE}")")
+TMP=$(mktemp -d)
+DBS=()
+cleanup() {
+  for db in "${DBS[@]}"; do psql -q "$PGURL/postgres" -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true; done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+unset XDG_CONFIG_HOME XDG_STATE_HOME
+for v in $(env | grep -oE '^(WARRANT|OPENAI|ANTHROPIC)_[A-Z_]*'); do unset "$v"; done
+export WARRANT_ACTOR=bench WARRANT_TENANT=bench
+python3 "$(dirname "$0")/calls-transcript.py" "$CALLS" > "$TMP/run.yaml"
+: > "$TMP/rates"
+for r in $(seq 1 "$ROUNDS"); do
+  for entry in "${BINS[@]}"; do
+    tag=${entry%%=*}
+    bin=${entry#*=}
+    db="warrant_ab_$$_$tag"
+    psql -q "$PGURL/postgres" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
+    DBS+=("$db")
+    url="$PGURL/$db"
+    ws="$TMP/ws-$tag"
+    rm -rf "$ws"
+    mkdir -p "$ws/home" "$ws/managed"
+    (
+      cd "$ws"
+      export HOME="$ws/home" WARRANT_MANAGED_DIR="$ws/managed"
+      "$bin" --store "$url" init --yes >/dev/null
+      for i in $(seq 1 "$RUNS"); do
+        "$bin" --store "$url" submit --model "scripted:$TMP/run.yaml" "job $i" >/dev/null 2>&1
+      done
+      sync
+      start=$(date +%s.%N)
+      for w in $(seq 1 "$WORKERS"); do
+        "$bin" --store "$url" worker --once --poll-ms 20 --id "w$w" >/dev/null 2>&1 &
+      done
+      wait
+      end=$(date +%s.%N)
+      rate=$(python3 -c "print(round($RUNS * $CALLS / ($end - $start), 1))")
+      echo "$r $tag $rate"
+      echo "$tag $rate" >> "$TMP/rates"
+    )
+  done
+done
+awk '{s[$1] += $2; n[$1]++} END {for (k in s) printf "%s mean %.1f governed calls/s over %d rounds\n", k, s[k] / n[k], n[k]}' "$TMP/rates"
