@@ -13,26 +13,15 @@ CALLS=${3:-20}
 WORKERS=${4:-1}
 PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432}
 BINS=("warrant=$(realpath "${WARRANT:?set WARRANT}")" "baseline=$(realpath "${BASELINE:?set BASELINE}")")
-TMP=$(mktemp -d)
-DBS=()
-cleanup() {
-  for db in "${DBS[@]}"; do psql -q "$PGURL/postgres" -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true; done
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-unset XDG_CONFIG_HOME XDG_STATE_HOME
-for v in $(env | grep -oE '^(WARRANT|OPENAI|ANTHROPIC)_[A-Z_]*'); do unset "$v"; done
-export WARRANT_ACTOR=bench WARRANT_TENANT=bench
+# shellcheck source=bench-pg.sh
+. "$(dirname "$0")/bench-pg.sh"
 python3 "$(dirname "$0")/calls-transcript.py" "$CALLS" > "$TMP/run.yaml"
 : > "$TMP/rates"
 for r in $(seq 1 "$ROUNDS"); do
   for entry in "${BINS[@]}"; do
     tag=${entry%%=*}
     bin=${entry#*=}
-    db="warrant_ab_$$_$tag"
-    psql -q "$PGURL/postgres" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
-    DBS+=("$db")
-    url="$PGURL/$db"
+    url=$(newdb "ab_${tag}_$r")
     ws="$TMP/ws-$tag"
     rm -rf "$ws"
     mkdir -p "$ws/home" "$ws/managed"

@@ -25,23 +25,8 @@ SECONDS_PGBENCH=${SECONDS_PGBENCH:-10}
 OUT=${OUT:-/tmp/warrant-bench-workers}
 mkdir -p "$OUT"
 
-TMP=$(mktemp -d)
-DBS=()
-cleanup() {
-  for db in "${DBS[@]}"; do psql -q "$PGURL/postgres" -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true; done
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-newdb() {
-  local db="warrant_bench_$$_$1"
-  psql -q "$PGURL/postgres" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
-  DBS+=("$db")
-  echo "$PGURL/$db"
-}
-
-unset XDG_CONFIG_HOME XDG_STATE_HOME
-for v in $(env | grep -oE '^(WARRANT|OPENAI|ANTHROPIC)_[A-Z_]*'); do unset "$v"; done
-export WARRANT_ACTOR=bench WARRANT_TENANT=bench
+# shellcheck source=bench-pg.sh
+. "$(dirname "$0")/bench-pg.sh"
 
 # One transcript: CALLS turns of one write_file each, then an answer.
 python3 "$(dirname "$0")/calls-transcript.py" "$CALLS" > "$TMP/run.yaml"

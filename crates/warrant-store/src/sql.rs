@@ -1733,7 +1733,9 @@ impl<D: Dialect> Store<D> {
         let mut stopped = None;
         let landed = match sent {
             Ok(answer) => {
-                stopped = answer.map(|a| a == 2);
+                if matches!(stops, Stops::Read(_)) {
+                    stopped = answer.map(|a| a == 2);
+                }
                 true
             }
             // Sent, and then the connection was lost: committed or not, the store says which.
@@ -1748,10 +1750,7 @@ impl<D: Dialect> Store<D> {
         if landed {
             hot.committed += 1;
             hot.heads.insert(part, new_head);
-            Ok(Some((
-                stored,
-                stopped.filter(|_| matches!(stops, Stops::Read(_))),
-            )))
+            Ok(Some((stored, stopped)))
         } else {
             hot.fell_back += 1;
             hot.heads.remove(&part);
@@ -1865,22 +1864,26 @@ impl<D: Dialect> Store<D> {
             });
         }
         // Under the locks, so a switch or a cancellation committed before them is seen.
+        let found_stopped = |tx: &mut Tx<'_, D>, subject: &KillSubject<'_>| {
+            let (clause, params) = stopped_clause(subject);
+            tx.row(
+                &format!("SELECT CASE WHEN {clause} THEN 1 ELSE 0 END"),
+                &params,
+                |r| r.int(0),
+            )
+            .map(|found| found != Some(0))
+        };
         let stopped = match stops {
             Stops::Unread => None,
-            Stops::Refuse(subject) | Stops::Read(subject) => {
-                let (clause, params) = stopped_clause(subject);
-                let stopped = tx.row(
-                    &format!("SELECT CASE WHEN {clause} THEN 1 ELSE 0 END"),
-                    &params,
-                    |r| r.int(0),
-                )? != Some(0);
-                if stopped && matches!(stops, Stops::Refuse(_)) {
+            Stops::Refuse(subject) => {
+                if found_stopped(&mut tx, subject)? {
                     return Err(StoreError::Stopped {
                         run: run.to_string(),
                     });
                 }
-                Some(stopped).filter(|_| matches!(stops, Stops::Read(_)))
+                None
             }
+            Stops::Read(subject) => Some(found_stopped(&mut tx, subject)?),
         };
         let added = events.len() as u64;
         // Every write of the append, sent as one statement where the dialect can: the locks

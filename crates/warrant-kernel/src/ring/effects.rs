@@ -372,21 +372,14 @@ impl Ring<'_> {
         if let Some(pending) = pending {
             return self.open_judgement(state, call_id, actions, outcome, &pending);
         }
-        // The completion is recorded whatever is set now; its commit reads the stop signals
-        // for the step after it.
-        *self.read_in_commit.borrow_mut() = Some(state.run.clone());
-        let completed = self.append(
+        self.append_completion(
             state,
             vec![RunEvent::EffectCompleted {
                 call_id: call_id.to_owned(),
                 ok: outcome.ok,
                 result: outcome.result,
             }],
-            None,
-            vec![],
-        );
-        self.read_in_commit.borrow_mut().take();
-        completed?;
+        )?;
         Ok(CallStep::Done)
     }
 

@@ -252,6 +252,28 @@ impl Ring<'_> {
         status: Option<RunStatus>,
         requests: Vec<RequestUpdate>,
     ) -> Result<(), KernelError> {
+        self.append_in(state, events, status, requests, false)
+    }
+
+    /// Appends an effect's completion, recorded whatever is set now; its commit reads the stop
+    /// signals, and a clear answer stands for the next model step's read ([`Ring::commit_read`]).
+    pub(crate) fn append_completion(
+        &self,
+        state: &mut RunState,
+        events: Vec<RunEvent>,
+    ) -> Result<(), KernelError> {
+        self.append_in(state, events, None, vec![], true)
+    }
+
+    /// [`Ring::append`]; with `read_stops`, as [`Ring::append_completion`].
+    fn append_in(
+        &self,
+        state: &mut RunState,
+        events: Vec<RunEvent>,
+        status: Option<RunStatus>,
+        requests: Vec<RequestUpdate>,
+        read_stops: bool,
+    ) -> Result<(), KernelError> {
         let staged = std::mem::take(&mut state.staged);
         let held = staged.events.len();
         // A request's summary is what listings show: its secrets are named, never kept.
@@ -288,13 +310,12 @@ impl Ring<'_> {
             };
             let guarded = self.stops_in_commit.borrow().as_ref() == Some(&state.run)
                 && !self.unguarded_commits.get();
-            let reading = self.read_in_commit.borrow().as_ref() == Some(&state.run);
             Ok(if guarded {
                 super::envelope::HaltSubject::of(state).with(|subject| {
                     self.store
                         .append_unless_stopped(append, subject, self.sealer)
                 })?
-            } else if reading {
+            } else if read_stops {
                 let (stored, stopped) =
                     super::envelope::HaltSubject::of(state).with(|subject| {
                         self.store

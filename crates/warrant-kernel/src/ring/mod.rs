@@ -151,9 +151,6 @@ pub struct Ring<'a> {
     pub(crate) stops_in_commit: std::cell::RefCell<Option<RunId>>,
     /// Tests' negative control only: the appends of a call leave the stop check out.
     pub(crate) unguarded_commits: Cell<bool>,
-    /// Set while an effect's completion is appended: its commit reads the stop signals too
-    /// (`EventStore::append_reading_stops`).
-    pub(crate) read_in_commit: std::cell::RefCell<Option<RunId>>,
     /// The run whose effect's completion committed with no switch or cancellation stopping it,
     /// and when: that read stands for the next step's when it is a model step that follows
     /// within [`CLEAR_READ_STANDS`](envelope::CLEAR_READ_STANDS) (see [`Ring::step_signals`]).
@@ -241,7 +238,6 @@ impl<'a> Ring<'a> {
             keep_clear_read: Cell::new(false),
             stops_in_commit: std::cell::RefCell::new(None),
             unguarded_commits: Cell::new(false),
-            read_in_commit: std::cell::RefCell::new(None),
             commit_read: std::cell::RefCell::new(None),
             interrupt: std::cell::RefCell::new(None),
             keys,
