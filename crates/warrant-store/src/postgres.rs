@@ -285,9 +285,28 @@ INSERT INTO audit_partitions (part, seq, hash)
 INSERT INTO audit_partitions (part, seq, hash) VALUES (-1, 0, 'sha256:0000000000000000000000000000000000000000000000000000000000000000');
 ";
 
+/// Version 8: audit rows are written once (see the SQLite step). `audit_order` holds what
+/// `audit` rows held only to be rewritten by an anchoring, each of which touched every index
+/// of the table twice per record (an update of an indexed column is never a heap-only one).
+/// Like `audit_partitions` it holds positions and no content, and has no row security.
+const SCHEMA_V8: &str = "
+CREATE TABLE audit_order (
+    pos           BIGINT PRIMARY KEY,
+    part          BIGINT NOT NULL,
+    seq           BIGINT NOT NULL,
+    UNIQUE (part, seq)
+);
+INSERT INTO audit_order (pos, part, seq)
+    SELECT pos, part, seq FROM audit
+    WHERE pos IS NOT NULL AND (SELECT count(*) FROM audit_partitions WHERE part >= 0) > 1;
+DROP INDEX audit_by_pos;
+DROP INDEX audit_unpositioned;
+ALTER TABLE audit DROP COLUMN pos;
+";
+
 /// Each step takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 7] = [
-    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
+const MIGRATIONS: [&str; 8] = [
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
 ];
 
 /// Prepared statements kept per connection before the cache starts over (audit queries are

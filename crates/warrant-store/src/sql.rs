@@ -38,6 +38,11 @@ pub const ANCHOR_PART: i64 = -1;
 /// and the signature do not cover it (an anchor states the positions it covers, and a verifier
 /// checks them), so the record as signed is unchanged.
 pub(crate) fn with_pos(line: &str, pos: u64) -> String {
+    if line.starts_with("{\"pos\":") {
+        // Positioned already: an anchor, sealed with its position, or a record an anchoring
+        // of schema 7 wrote back with it.
+        return line.to_owned();
+    }
     match line.strip_prefix('{') {
         Some(rest) if rest.trim_start().starts_with('}') => format!("{{\"pos\":{pos}}}"),
         Some(rest) => format!("{{\"pos\":{pos},{rest}"),
@@ -691,12 +696,12 @@ impl<D: Dialect> Store<D> {
     /// Seals `events` after `head` of partition `part` and adds their rows (events and audit
     /// records) to `writes`; the stored events and the partition's new head. The head is the
     /// one the caller's transaction locked (so the head read is the head it commits after), or,
-    /// for a guarded append, the one its statement's guard checks. In a store of one partition
-    /// a record takes its outbox position now (its seq); else an anchoring does.
+    /// for a guarded append, the one its statement's guard checks. The rows are written once:
+    /// in a store of one partition a record's outbox position is its seq; else an anchoring
+    /// records it in `audit_order`.
     #[allow(clippy::too_many_arguments)]
     fn seal_into(
         writes: &mut Writes,
-        partitions: u64,
         part: u64,
         run: &RunId,
         tenant: &str,
@@ -756,7 +761,6 @@ impl<D: Dialect> Store<D> {
                 ix.decision,
                 tenant,
                 part,
-                (partitions == 1).then_some(record.seq as i64),
             ]);
             head = ChainHead {
                 seq: record.seq,
@@ -770,7 +774,7 @@ impl<D: Dialect> Store<D> {
             event_rows,
         );
         writes.push_rows(
-            "INSERT INTO audit (seq, record_id, hash, line, at, run_id, actor, on_behalf_of, event, verb, resource, decision, tenant, part, pos) VALUES ",
+            "INSERT INTO audit (seq, record_id, hash, line, at, run_id, actor, on_behalf_of, event, verb, resource, decision, tenant, part) VALUES ",
             AUDIT_INSERT_COLUMNS,
             audit_rows,
         );
@@ -820,7 +824,6 @@ impl<D: Dialect> Store<D> {
         let head = Self::part_head(&mut tx, part as i64)?;
         let (stored, head) = Self::seal_into(
             &mut writes,
-            partitions,
             part,
             &run.run,
             run.tenant.as_str(),
@@ -987,6 +990,25 @@ pub(crate) fn read_record(r: &Row) -> Result<SealedRecord, String> {
         hash: r.text(2)?,
         line: r.text(3)?,
     })
+}
+
+/// [`read_record`] of a row whose fifth column is the record's position in `audit_order` (NULL
+/// where it has none): a positioned record's line states it, as delivered.
+pub(crate) fn read_placed(r: &Row) -> Result<SealedRecord, String> {
+    let mut record = read_record(r)?;
+    if let Some(pos) = r.opt_int(4)? {
+        record.line = with_pos(&record.line, pos as u64);
+    }
+    Ok(record)
+}
+
+/// The audit query's statement, `filter` its `WHERE` clause (or none): records in outbox order,
+/// those no anchoring has positioned yet after them in chain order. A store of one partition
+/// has no `audit_order` rows (a record's position is its seq), so there the order is the seq's.
+pub(crate) fn audit_query_sql(filter: &str, limit: i64) -> String {
+    format!(
+        "SELECT a.seq, a.record_id, a.hash, a.line, o.pos FROM audit a LEFT JOIN audit_order o ON o.part = a.part AND o.seq = a.seq {filter} ORDER BY (o.pos IS NULL), o.pos, a.part, a.seq LIMIT {limit}"
+    )
 }
 
 impl<D: Dialect> EventStore for Store<D> {
@@ -1217,16 +1239,13 @@ impl<D: Dialect> EventStore for Store<D> {
             q.limit as i64
         };
         let (texts, times) = q.values();
-        let sql = format!(
-            "SELECT seq, record_id, hash, line FROM audit {} ORDER BY (pos IS NULL), pos, part, seq LIMIT {limit}",
-            q.clause(|n| format!("?{n}"))
-        );
+        let sql = audit_query_sql(&q.clause(|n| format!("?{n}")), limit);
         let params: Vec<Val> = texts
             .into_iter()
             .map(Val::from)
             .chain(times.into_iter().map(Val::from))
             .collect();
-        self.single()?.rows(&sql, &params, read_record)
+        self.single()?.rows(&sql, &params, read_placed)
     }
 
     fn fence_rejections(&self, run: &RunId) -> Result<Vec<FenceRejection>, StoreError> {
@@ -1350,9 +1369,29 @@ const RUN_AFTER_APPEND: &str = "UPDATE runs SET events = ?2, updated_at = ?3, st
 /// Columns of one event row as [`Store::seal_into`] writes it.
 const EVENT_INSERT_COLUMNS: usize = 7;
 /// Columns of one audit row as [`Store::seal_into`] writes it.
-const AUDIT_INSERT_COLUMNS: usize = 15;
+const AUDIT_INSERT_COLUMNS: usize = 14;
 /// Rows per multi-row statement: far under SQLite's and PostgreSQL's parameter limits.
 const ROWS_PER_STATEMENT: usize = 64;
+
+/// [`values_list`] with every placeholder cast to `BIGINT`, for a `VALUES` list that is a
+/// table of its own (PostgreSQL infers no type for its columns).
+fn typed_values(columns: usize, rows: usize) -> String {
+    let mut out = String::with_capacity(rows * columns * 24);
+    for r in 0..rows {
+        if r > 0 {
+            out.push_str(", ");
+        }
+        out.push('(');
+        for c in 0..columns {
+            if c > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(&format!("CAST(?{} AS BIGINT)", r * columns + c + 1));
+        }
+        out.push(')');
+    }
+    out
+}
 
 /// `(?1, ?2, …), (…)`: the VALUES list of `rows` rows of `columns` numbered placeholders.
 fn values_list(columns: usize, rows: usize) -> String {
@@ -1376,24 +1415,36 @@ fn values_list(columns: usize, rows: usize) -> String {
 
 impl<D: Dialect> AuditOutbox for Store<D> {
     fn audit_records(&self, after: u64, limit: usize) -> Result<Vec<SealedRecord>, StoreError> {
-        self.single()?.rows(
-            "SELECT pos, record_id, hash, line FROM audit WHERE pos > ?1 ORDER BY pos LIMIT ?2",
-            &vals![after, i64::try_from(limit).unwrap_or(i64::MAX)],
-            read_record,
-        )
+        let mut tx = self.single()?;
+        let params = vals![after, i64::try_from(limit).unwrap_or(i64::MAX)];
+        if self.partitions_in(&mut tx)? > 1 {
+            tx.rows(
+                "SELECT o.pos, a.record_id, a.hash, a.line, o.pos FROM audit_order o JOIN audit a ON a.part = o.part AND a.seq = o.seq WHERE o.pos > ?1 ORDER BY o.pos LIMIT ?2",
+                &params,
+                read_placed,
+            )
+        } else {
+            tx.rows(
+                "SELECT seq, record_id, hash, line FROM audit WHERE part = 0 AND seq > ?1 ORDER BY seq LIMIT ?2",
+                &params,
+                read_record,
+            )
+        }
     }
 
     fn audit_head(&self) -> Result<ChainHead, StoreError> {
-        let head = self.single()?.row(
-            "SELECT pos, hash FROM audit WHERE pos IS NOT NULL ORDER BY pos DESC LIMIT 1",
-            &[],
-            |r| {
-                Ok(ChainHead {
-                    seq: r.u64(0)?,
-                    hash: r.text(1)?,
-                })
-            },
-        )?;
+        let mut tx = self.single()?;
+        let sql = if self.partitions_in(&mut tx)? > 1 {
+            "SELECT o.pos, a.hash FROM audit_order o JOIN audit a ON a.part = o.part AND a.seq = o.seq ORDER BY o.pos DESC LIMIT 1"
+        } else {
+            "SELECT seq, hash FROM audit WHERE part = 0 ORDER BY seq DESC LIMIT 1"
+        };
+        let head = tx.row(sql, &[], |r| {
+            Ok(ChainHead {
+                seq: r.u64(0)?,
+                hash: r.text(1)?,
+            })
+        })?;
         Ok(head.unwrap_or_else(|| ChainHead {
             seq: 0,
             hash: GENESIS.to_owned(),
@@ -1423,17 +1474,6 @@ impl<D: Dialect> AuditOutbox for Store<D> {
             }
             tx
         };
-        // One statement, one snapshot: within a partition commits are serialized on its head
-        // row, so what is committed of each partition is a prefix of its chain.
-        let fresh = tx.rows(
-            "SELECT part, seq, hash, line FROM audit WHERE pos IS NULL ORDER BY part, seq",
-            &[],
-            |r| Ok((r.int(0)?, r.u64(1)?, r.text(2)?, r.text(3)?)),
-        )?;
-        if fresh.is_empty() {
-            tx.commit()?;
-            return Ok(None);
-        }
         // The heads the last anchor named (read from its line, so an anchoring never touches
         // the partitions' head rows, which appends lock): where each partition goes on.
         let partitions = self.partitions_in(&mut tx)?;
@@ -1450,16 +1490,35 @@ impl<D: Dialect> AuditOutbox for Store<D> {
                 heads.insert(head.part as i64, (head.seq, head.hash));
             }
         }
+        // What each partition holds after the head its last anchor named, read in one
+        // statement, one snapshot: within a partition commits are serialized on its head row,
+        // so what is committed of each partition is a prefix of its chain.
+        let after: Vec<Val> = heads
+            .iter()
+            .flat_map(|(part, (seq, _))| vals![*part, *seq])
+            .collect();
+        let fresh = tx.rows(
+            &format!(
+                "SELECT a.part, a.seq, a.hash FROM audit a JOIN (VALUES {}) AS h ON a.part = h.column1 AND a.seq > h.column2 ORDER BY a.part, a.seq",
+                typed_values(2, heads.len())
+            ),
+            &after,
+            |r| Ok((r.int(0)?, r.u64(1)?, r.text(2)?)),
+        )?;
+        if fresh.is_empty() {
+            tx.commit()?;
+            return Ok(None);
+        }
         let last = tx
-            .row("SELECT max(pos) FROM audit", &[], |r| r.opt_int(0))?
+            .row("SELECT max(pos) FROM audit_order", &[], |r| r.opt_int(0))?
             .flatten()
             .unwrap_or(0) as u64;
         let from = last + 1;
         let mut pos = last;
-        // Each record's place in the whole trail, written back with its line: one statement
-        // per ROWS_PER_STATEMENT records, not one per record.
-        let mut placed = Vec::with_capacity(fresh.len() * 4);
-        for (part, seq, hash, line) in fresh {
+        // Each record's place in the whole trail, in a table of its own (the record's row is
+        // never rewritten): one statement per ROWS_PER_STATEMENT records, not one per record.
+        let mut placed = Vec::with_capacity(fresh.len() * 3);
+        for (part, seq, hash) in fresh {
             let Some(anchored) = heads.get(&part) else {
                 return Err(tx.dialect.bad_row(format!(
                     "an audit record names partition {part}, which the store does not have"
@@ -1474,26 +1533,14 @@ impl<D: Dialect> AuditOutbox for Store<D> {
                 )));
             }
             pos += 1;
-            placed.extend(vals![part, seq, pos, with_pos(&line, pos)]);
+            placed.extend(vals![pos, part, seq]);
             heads.insert(part, (seq, hash));
         }
-        for chunk in placed.chunks(4 * ROWS_PER_STATEMENT) {
-            let rows = (0..chunk.len() / 4)
-                .map(|r| {
-                    let n = r * 4;
-                    format!(
-                        "(CAST(?{} AS BIGINT), CAST(?{} AS BIGINT), CAST(?{} AS BIGINT), ?{})",
-                        n + 1,
-                        n + 2,
-                        n + 3,
-                        n + 4
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(", ");
+        for chunk in placed.chunks(3 * ROWS_PER_STATEMENT) {
             tx.execute(
                 &format!(
-                    "UPDATE audit SET pos = v.column3, line = v.column4 FROM (VALUES {rows}) AS v WHERE audit.part = v.column1 AND audit.seq = v.column2"
+                    "INSERT INTO audit_order (pos, part, seq) VALUES {}",
+                    values_list(3, chunk.len() / 3)
                 ),
                 chunk,
             )?;
@@ -1524,7 +1571,7 @@ impl<D: Dialect> AuditOutbox for Store<D> {
         }
         let ix = AuditIndex::of(&record.line);
         tx.execute(
-            "INSERT INTO audit (seq, record_id, hash, line, at, event, part, pos) VALUES (?1, ?2, ?3, ?4, ?5, 'audit_anchor', ?6, ?7)",
+            "INSERT INTO audit (seq, record_id, hash, line, at, event, part) VALUES (?1, ?2, ?3, ?4, ?5, 'audit_anchor', ?6)",
             &vals![
                 record.seq,
                 record.id.as_str(),
@@ -1532,8 +1579,11 @@ impl<D: Dialect> AuditOutbox for Store<D> {
                 record.line.as_str(),
                 ix.at,
                 ANCHOR_PART,
-                pos,
             ],
+        )?;
+        tx.execute(
+            "INSERT INTO audit_order (pos, part, seq) VALUES (?1, ?2, ?3)",
+            &vals![pos, ANCHOR_PART, record.seq],
         )?;
         tx.execute(
             "UPDATE audit_partitions SET seq = ?2, hash = ?3 WHERE part = ?1",
@@ -1657,7 +1707,6 @@ impl<D: Dialect> Store<D> {
         // which reports it.
         let Ok((stored, new_head)) = Self::seal_into(
             &mut rows,
-            partitions,
             part,
             run,
             &tenant,
@@ -1892,7 +1941,6 @@ impl<D: Dialect> Store<D> {
         Self::count_usage(&mut writes, &tenant, &actor, &events, now);
         let (stored, new_head) = Self::seal_into(
             &mut writes,
-            partitions,
             part,
             run,
             &tenant,

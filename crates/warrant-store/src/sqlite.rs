@@ -17,7 +17,7 @@ use crate::sql::{Dialect, Row, Store, TxKind, Val};
 
 /// The schema this build writes, in SQLite and PostgreSQL alike (the same steps). Older stores
 /// are migrated forward on open; newer are refused.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 const SCHEMA_V1: &str = "
 CREATE TABLE runs (
@@ -248,9 +248,29 @@ INSERT INTO audit_partitions (part, seq, hash)
 INSERT INTO audit_partitions (part, seq, hash) VALUES (-1, 0, 'sha256:0000000000000000000000000000000000000000000000000000000000000000');
 ";
 
+/// Version 8: audit rows are written once (issue 22). An anchoring used to write each
+/// record's outbox position (and the line stating it) back into its row; the positions it
+/// assigns now have a table of their own, and a line states its position as it is read. In
+/// a store of one partition a record's position is its seq, as before, and needs no row.
+/// A partitioned store's positions move to `audit_order`.
+const SCHEMA_V8: &str = "
+CREATE TABLE audit_order (
+    pos           INTEGER PRIMARY KEY,
+    part          INTEGER NOT NULL,
+    seq           INTEGER NOT NULL,
+    UNIQUE (part, seq)
+);
+INSERT INTO audit_order (pos, part, seq)
+    SELECT pos, part, seq FROM audit
+    WHERE pos IS NOT NULL AND (SELECT count(*) FROM audit_partitions WHERE part >= 0) > 1;
+DROP INDEX audit_by_pos;
+DROP INDEX audit_unpositioned;
+ALTER TABLE audit DROP COLUMN pos;
+";
+
 /// Each step takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 7] = [
-    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
+const MIGRATIONS: [&str; 8] = [
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
 ];
 
 /// The embedded SQLite store: the shared algorithm over one SQLite file.

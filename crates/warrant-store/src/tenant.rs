@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use warrant_core::{Principal, RequestId, RunId, Timestamp};
 
 use crate::sql::{
-    Dialect, EVENT_COLUMNS, REQUEST_COLUMNS, RUN_COLUMNS, Store, TxKind, Val, read_event,
-    read_record, read_request, read_run,
+    Dialect, EVENT_COLUMNS, REQUEST_COLUMNS, RUN_COLUMNS, Store, TxKind, Val, audit_query_sql,
+    read_event, read_placed, read_request, read_run,
 };
 use crate::{
     AuditQuery, BudgetTotal, Lease, RequestRow, RequestStatus, RunRow, SealedRecord, StoreError,
@@ -393,9 +393,7 @@ impl<D: Dialect> TenantStore for Store<D> {
         } else {
             format!("{clause} AND {}", filter("tenant", n))
         };
-        let sql = format!(
-            "SELECT seq, record_id, hash, line FROM audit {scoped} ORDER BY (pos IS NULL), pos, part, seq LIMIT {limit}"
-        );
+        let sql = audit_query_sql(&scoped, limit);
         let params: Vec<Val> = texts
             .into_iter()
             .map(Val::from)
@@ -403,7 +401,7 @@ impl<D: Dialect> TenantStore for Store<D> {
             .chain(std::iter::once(Val::from(tenant.as_str())))
             .collect();
         self.single_as(layer(tenant))?
-            .rows(&sql, &params, read_record)
+            .rows(&sql, &params, read_placed)
     }
 
     fn tenant_lease_next(

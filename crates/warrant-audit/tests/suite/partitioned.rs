@@ -20,8 +20,8 @@ use warrant_core::{
     FixedClock, IdSource, Principal, PrincipalKind, RunId, SequentialIds, Timestamp,
 };
 use warrant_store::{
-    Append, AuditOutbox, EventDraft, EventStore, NewRun, PostgresStore, RunStatus, SealedRecord,
-    SqliteStore, Tenant, partition_of,
+    ANCHOR_PART, Append, AuditOutbox, EventDraft, EventStore, NewRun, PostgresStore, RunStatus,
+    SealedRecord, SqliteStore, Tenant, partition_of,
 };
 use warrant_testkit::pg::TestDb;
 
@@ -560,6 +560,76 @@ fn an_existing_store_migrates_and_keeps_verifying() {
     assert!(report.is_ok(), "{report:?}");
 }
 
+/// Rows of `audit`, as stored: (part, seq, line).
+fn stored_rows(path: &std::path::Path) -> Vec<(i64, i64, String)> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mut q = conn
+        .prepare("SELECT part, seq, line FROM audit ORDER BY part, seq")
+        .unwrap();
+    q.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// An anchoring never rewrites a record's row: the stored line is the line as sealed (no
+/// `pos`), the positions are rows of `audit_order`, and the outbox gives each line its position
+/// as it reads it. A store of schema 7 (positions and the lines stating them written back into
+/// the rows) migrates: the outbox reads the same lines, which verify, and the chain goes on.
+#[test]
+fn anchoring_writes_no_record_twice_and_a_schema_7_store_migrates() {
+    let (dir, store, sealer) = trail(3);
+    let path = dir.path().join("store.db");
+    let delivered = store.audit_records(0, 1000).unwrap();
+    assert!(verify_sealed(&delivered, &trusted()).is_ok());
+    let rows = stored_rows(&path);
+    assert_eq!(rows.len(), delivered.len());
+    for (part, _, line) in &rows {
+        let o = object(line);
+        // Only an anchor is sealed with its position.
+        assert_eq!(o.contains_key("pos"), *part == ANCHOR_PART, "{line}");
+    }
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let positions: i64 = conn
+            .query_row("SELECT count(*) FROM audit_order", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(positions as usize, delivered.len());
+        // Back to schema 7's shape: each row holds its position and the line stating it.
+        conn.execute_batch(
+            "ALTER TABLE audit ADD COLUMN pos INTEGER;
+             UPDATE audit SET pos = (SELECT o.pos FROM audit_order o WHERE o.part = audit.part AND o.seq = audit.seq);
+             CREATE UNIQUE INDEX audit_by_pos ON audit(pos);
+             CREATE INDEX audit_unpositioned ON audit(part, seq) WHERE pos IS NULL;
+             DROP TABLE audit_order;",
+        )
+        .unwrap();
+        for r in &delivered {
+            conn.execute(
+                "UPDATE audit SET line = ?1 WHERE record_id = ?2",
+                rusqlite::params![r.line, r.id],
+            )
+            .unwrap();
+        }
+        conn.pragma_update(None, "user_version", 7).unwrap();
+    }
+    drop(store);
+    let store = SqliteStore::open(&path, clock()).unwrap();
+    assert_eq!(store.audit_records(0, 1000).unwrap(), delivered);
+    // The chain and the anchoring go on from the migrated positions, and the whole verifies.
+    let more = run(0x4242);
+    start(&store, &sealer, &more);
+    step(&store, &sealer, &more, 2, 2);
+    store.anchor(&sealer, true).unwrap();
+    let after = store.audit_records(0, 1000).unwrap();
+    assert_eq!(after.len(), delivered.len() + 4);
+    assert_eq!(after[..delivered.len()], delivered[..]);
+    let report = verify_sealed(&after, &trusted());
+    assert!(report.is_ok(), "{report:?}");
+    let report = verify(&lines(&store));
+    assert!(report.is_ok(), "{report:?}");
+}
+
 /// PostgreSQL: writers on their own connections (as separate worker processes have) append to
 /// runs of every partition at once while another connection anchors without waiting; after a
 /// last anchoring the whole trail verifies, every event has its record, and no two records
@@ -652,4 +722,19 @@ fn concurrent_writers_on_postgres_leave_a_trail_that_verifies_whole() {
             assert!(bound.is_ok(), "{run}: {bound:?}");
         }
     }
+    // The anchorings wrote positions beside the records, none into a record's row.
+    let mut client = db.client();
+    let rewritten: i64 = client
+        .query_one(
+            "SELECT count(*) FROM audit WHERE part >= 0 AND line LIKE '{\"pos\":%'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(rewritten, 0);
+    let positions: i64 = client
+        .query_one("SELECT count(*) FROM audit_order", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(positions as usize, records.len());
 }
