@@ -1373,10 +1373,19 @@ const AUDIT_INSERT_COLUMNS: usize = 14;
 /// Rows per multi-row statement: far under SQLite's and PostgreSQL's parameter limits.
 const ROWS_PER_STATEMENT: usize = 64;
 
+/// `(?1, ?2, …), (…)`: the VALUES list of `rows` rows of `columns` numbered placeholders.
+fn values_list(columns: usize, rows: usize) -> String {
+    placeholders(columns, rows, false)
+}
+
 /// [`values_list`] with every placeholder cast to `BIGINT`, for a `VALUES` list that is a
 /// table of its own (PostgreSQL infers no type for its columns).
 fn typed_values(columns: usize, rows: usize) -> String {
-    let mut out = String::with_capacity(rows * columns * 24);
+    placeholders(columns, rows, true)
+}
+
+fn placeholders(columns: usize, rows: usize, typed: bool) -> String {
+    let mut out = String::with_capacity(rows * columns * if typed { 24 } else { 5 });
     for r in 0..rows {
         if r > 0 {
             out.push_str(", ");
@@ -1386,27 +1395,14 @@ fn typed_values(columns: usize, rows: usize) -> String {
             if c > 0 {
                 out.push_str(", ");
             }
-            out.push_str(&format!("CAST(?{} AS BIGINT)", r * columns + c + 1));
-        }
-        out.push(')');
-    }
-    out
-}
-
-/// `(?1, ?2, …), (…)`: the VALUES list of `rows` rows of `columns` numbered placeholders.
-fn values_list(columns: usize, rows: usize) -> String {
-    let mut out = String::with_capacity(rows * columns * 5);
-    for r in 0..rows {
-        if r > 0 {
-            out.push_str(", ");
-        }
-        out.push('(');
-        for c in 0..columns {
-            if c > 0 {
-                out.push_str(", ");
+            if typed {
+                out.push_str("CAST(");
             }
             out.push('?');
             out.push_str(&(r * columns + c + 1).to_string());
+            if typed {
+                out.push_str(" AS BIGINT)");
+            }
         }
         out.push(')');
     }
@@ -2010,12 +2006,16 @@ enum Stops<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Val, Writes, numbered_dollars, shift_placeholders, values_list};
+    use super::{Val, Writes, numbered_dollars, shift_placeholders, typed_values, values_list};
 
     #[test]
     fn a_values_list_numbers_every_placeholder_once_row_by_row() {
         assert_eq!(values_list(2, 1), "(?1, ?2)");
         assert_eq!(values_list(3, 2), "(?1, ?2, ?3), (?4, ?5, ?6)");
+        assert_eq!(
+            typed_values(2, 1),
+            "(CAST(?1 AS BIGINT), CAST(?2 AS BIGINT))"
+        );
     }
 
     #[test]

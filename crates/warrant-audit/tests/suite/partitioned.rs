@@ -142,20 +142,24 @@ fn trail(parts: u64) -> (tempfile::TempDir, SqliteStore, InstallationSealer) {
     let store = SqliteStore::create(&dir.path().join("store.db"), clock()).unwrap();
     store.set_audit_partitions(parts).unwrap();
     let sealer = sealer();
-    let runs = runs(parts, 4);
-    for r in &runs {
-        start(&store, &sealer, r);
-    }
-    store.anchor(&sealer, true).unwrap();
-    for r in &runs {
-        step(&store, &sealer, r, 2, 2);
-    }
-    store.anchor(&sealer, true).unwrap();
-    for r in &runs {
-        step(&store, &sealer, r, 4, 1);
-    }
-    store.anchor(&sealer, true).unwrap();
+    rounds(&store, &sealer, &runs(parts, 4));
     (dir, store, sealer)
+}
+
+/// A start, a batch of two, one more for each of `runs`, anchored after each round.
+fn rounds<S: EventStore + AuditOutbox>(store: &S, sealer: &InstallationSealer, runs: &[RunId]) {
+    for r in runs {
+        start(store, sealer, r);
+    }
+    store.anchor(sealer, true).unwrap();
+    for r in runs {
+        step(store, sealer, r, 2, 2);
+    }
+    store.anchor(sealer, true).unwrap();
+    for r in runs {
+        step(store, sealer, r, 4, 1);
+    }
+    store.anchor(sealer, true).unwrap();
 }
 
 fn lines(store: &dyn AuditOutbox) -> Vec<String> {
@@ -627,6 +631,58 @@ fn anchoring_writes_no_record_twice_and_a_schema_7_store_migrates() {
     let report = verify_sealed(&after, &trusted());
     assert!(report.is_ok(), "{report:?}");
     let report = verify(&lines(&store));
+    assert!(report.is_ok(), "{report:?}");
+}
+
+/// The same on PostgreSQL: no record's row rewritten, and a store of schema 7 (each row with
+/// its position and the line stating it, the indexes that served them) migrates to the same
+/// outbox, which verifies and goes on.
+#[test]
+fn a_schema_7_postgres_store_migrates_its_positions() {
+    let db = TestDb::new();
+    let store = PostgresStore::connect(&db.url, clock()).unwrap();
+    let parts = store.audit_partitions().unwrap();
+    let sealer = sealer();
+    rounds(&store, &sealer, &runs(parts, 4));
+    let delivered = store.audit_records(0, 1000).unwrap();
+    assert!(verify_sealed(&delivered, &trusted()).is_ok());
+    let mut client = db.client();
+    let rewritten: i64 = client
+        .query_one(
+            "SELECT count(*) FROM audit WHERE part >= 0 AND line LIKE '{\"pos\":%'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(rewritten, 0);
+    drop(store);
+    client
+        .batch_execute(
+            "ALTER TABLE audit ADD COLUMN pos BIGINT;
+             UPDATE audit SET pos = o.pos FROM audit_order o WHERE o.part = audit.part AND o.seq = audit.seq;
+             CREATE UNIQUE INDEX audit_by_pos ON audit(pos);
+             CREATE INDEX audit_unpositioned ON audit(part, seq) WHERE pos IS NULL;
+             DROP TABLE audit_order;
+             UPDATE warrant_schema SET version = 7;",
+        )
+        .unwrap();
+    for r in &delivered {
+        client
+            .execute(
+                "UPDATE audit SET line = $1 WHERE record_id = $2",
+                &[&r.line, &r.id],
+            )
+            .unwrap();
+    }
+    let store = PostgresStore::connect(&db.url, clock()).unwrap();
+    assert_eq!(store.audit_records(0, 1000).unwrap(), delivered);
+    let more = run(0x4343);
+    start(&store, &sealer, &more);
+    store.anchor(&sealer, true).unwrap();
+    let after = store.audit_records(0, 1000).unwrap();
+    assert_eq!(after.len(), delivered.len() + 2);
+    assert_eq!(after[..delivered.len()], delivered[..]);
+    let report = verify_sealed(&after, &trusted());
     assert!(report.is_ok(), "{report:?}");
 }
 
