@@ -24,23 +24,25 @@ mkdir -p "$OUT"
 
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-WS="$TMP/ws"
-mkdir -p "$WS/.git" "$TMP/home" "$TMP/managed"
-echo "ref: refs/heads/main" > "$WS/.git/HEAD"
-echo "# a project" > "$WS/README.md"
-WS=$(realpath "$WS")
+mkdir -p "$TMP/home" "$TMP/managed"
 
 # Warrant's own environment: its own home, managed layer and principal; no provider keys.
 unset XDG_CONFIG_HOME XDG_STATE_HOME
 for v in $(env | grep -oE '^(WARRANT|OPENAI|ANTHROPIC)_[A-Z_]*'); do unset "$v"; done
 export HOME="$TMP/home" WARRANT_MANAGED_DIR="$TMP/managed" WARRANT_ACTOR=bench WARRANT_TENANT=bench
-cd "$WS"
-"$WARRANT" init --yes > /dev/null
 printf 'version: 1\nturns:\n  - say: done\n' > "$TMP/none.yaml"
 
-# The run must start, make no call and end completed, for every binary measured.
+# Each binary runs in a workspace of its own, made by its own `init` (a newer build may move
+# the store's schema on, which an older one then refuses to open), and its run must start,
+# make no call and end completed.
+n=0
 for bin in "$WARRANT" ${BASELINE:+"$(realpath "$BASELINE")"}; do
-  "$bin" run --prompt never --model "scripted:$TMP/none.yaml" work --json > "$TMP/check.jsonl"
+  ws="$TMP/ws-$n"
+  mkdir -p "$ws/.git"
+  echo "ref: refs/heads/main" > "$ws/.git/HEAD"
+  echo "# a project" > "$ws/README.md"
+  (cd "$ws" && "$bin" init --yes > /dev/null)
+  (cd "$ws" && "$bin" run --prompt never --model "scripted:$TMP/none.yaml" work --json) > "$TMP/check.jsonl"
   python3 - "$TMP/check.jsonl" "$bin" <<'EOF'
 import json, sys
 kinds = [json.loads(l).get("kind") for l in open(sys.argv[1]) if l.strip().startswith("{")]
@@ -48,21 +50,24 @@ assert "run_started" in kinds and "run_ended" in kinds, kinds
 assert not any(k in kinds for k in ("action_proposed", "call_refused")), kinds
 print(f"check: {sys.argv[2]}: a run with no call, {len(kinds)} events")
 EOF
+  n=$((n + 1))
 done
+cd "$TMP/ws-0"
 
-python3 - "$ROUNDS" "$OUT" "$WARRANT" "${BASELINE:+$(realpath "$BASELINE")}" "$TMP/none.yaml" <<'EOF'
+python3 - "$ROUNDS" "$OUT" "$WARRANT" "${BASELINE:+$(realpath "$BASELINE")}" "$TMP/none.yaml" "$TMP" <<'EOF'
 import json, os, statistics, subprocess, sys, time
 
-rounds, out, warrant, baseline, transcript = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+rounds, out, warrant, baseline, transcript, tmp = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
 bins = [("", warrant)] + ([("baseline ", baseline)] if baseline else [])
 cmds = []
-for tag, b in bins:
-    cmds.append((f"{tag}warrant --version", [b, "--version"]))
-    cmds.append((f"{tag}warrant run, no call", [b, "run", "--prompt", "never", "--model", f"scripted:{transcript}", "work"]))
+for i, (tag, b) in enumerate(bins):
+    ws = f"{tmp}/ws-{i}"
+    cmds.append((f"{tag}warrant --version", [b, "--version"], ws))
+    cmds.append((f"{tag}warrant run, no call", [b, "run", "--prompt", "never", "--model", f"scripted:{transcript}", "work"], ws))
 
-def once(argv):
+def once(argv, cwd):
     t0 = time.perf_counter()
-    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     p.returncode = os.waitstatus_to_exitcode(status)
@@ -71,13 +76,13 @@ def once(argv):
     return wall * 1e3, (ru.ru_utime + ru.ru_stime) * 1e3
 
 for _ in range(3):  # warm-up: page cache, the store's first runs
-    for _, argv in cmds:
-        once(argv)
-samples = {name: [] for name, _ in cmds}
+    for _, argv, cwd in cmds:
+        once(argv, cwd)
+samples = {name: [] for name, _, _ in cmds}
 for r in range(rounds):
     order = cmds[r % len(cmds):] + cmds[:r % len(cmds)]  # rotate who goes first
-    for name, argv in order:
-        samples[name].append(once(argv))
+    for name, argv, cwd in order:
+        samples[name].append(once(argv, cwd))
 
 rows, res = [], {}
 for name, s in samples.items():
