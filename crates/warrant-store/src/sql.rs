@@ -50,12 +50,17 @@ pub(crate) fn with_pos(line: &str, pos: u64) -> String {
     }
 }
 
-/// The partition heads an anchor's line names (`data.heads`).
-fn anchored_heads(line: &str) -> Result<Vec<PartHead>, String> {
+/// The position an anchor's line states (`data.pos`, hashed) and the partition heads it names
+/// (`data.heads`).
+fn anchored_heads(line: &str) -> Result<(u64, Vec<PartHead>), String> {
     let value: Value =
         serde_json::from_str(line).map_err(|e| format!("the last anchor is not JSON: {e}"))?;
-    serde_json::from_value(value["data"]["heads"].clone())
-        .map_err(|e| format!("the last anchor names no partition heads: {e}"))
+    let pos = value["data"]["pos"]
+        .as_u64()
+        .ok_or("the last anchor states no position")?;
+    let heads = serde_json::from_value(value["data"]["heads"].clone())
+        .map_err(|e| format!("the last anchor names no partition heads: {e}"))?;
+    Ok((pos, heads))
 }
 
 /// A statement parameter or a column value. Every column the algorithm touches is an integer
@@ -1372,6 +1377,8 @@ const EVENT_INSERT_COLUMNS: usize = 7;
 const AUDIT_INSERT_COLUMNS: usize = 14;
 /// Rows per multi-row statement: far under SQLite's and PostgreSQL's parameter limits.
 const ROWS_PER_STATEMENT: usize = 64;
+/// Multi-row statements per [`Writes`] of an anchoring (one statement on PostgreSQL).
+const STATEMENTS_PER_WRITE: usize = 32;
 
 /// `(?1, ?2, …), (…)`: the VALUES list of `rows` rows of `columns` numbered placeholders.
 fn values_list(columns: usize, rows: usize) -> String {
@@ -1481,8 +1488,13 @@ impl<D: Dialect> AuditOutbox for Store<D> {
             &vals![ANCHOR_PART],
             |r| r.text(0),
         )?;
+        // The last position too: every position is given by an anchoring, whose anchor takes
+        // the last one it gives.
+        let mut last = 0;
         if let Some(line) = last_anchor {
-            for head in anchored_heads(&line).map_err(|e| tx.dialect.bad_row(e))? {
+            let (pos, named) = anchored_heads(&line).map_err(|e| tx.dialect.bad_row(e))?;
+            last = pos;
+            for head in named {
                 heads.insert(head.part as i64, (head.seq, head.hash));
             }
         }
@@ -1505,14 +1517,10 @@ impl<D: Dialect> AuditOutbox for Store<D> {
             tx.commit()?;
             return Ok(None);
         }
-        let last = tx
-            .row("SELECT max(pos) FROM audit_order", &[], |r| r.opt_int(0))?
-            .flatten()
-            .unwrap_or(0) as u64;
         let from = last + 1;
         let mut pos = last;
         // Each record's place in the whole trail, in a table of its own (the record's row is
-        // never rewritten): one statement per ROWS_PER_STATEMENT records, not one per record.
+        // never rewritten), written with the anchor as one statement where the dialect can.
         let mut placed = Vec::with_capacity(fresh.len() * 3);
         for (part, seq, hash) in fresh {
             let Some(anchored) = heads.get(&part) else {
@@ -1531,15 +1539,6 @@ impl<D: Dialect> AuditOutbox for Store<D> {
             pos += 1;
             placed.extend(vals![pos, part, seq]);
             heads.insert(part, (seq, hash));
-        }
-        for chunk in placed.chunks(3 * ROWS_PER_STATEMENT) {
-            tx.execute(
-                &format!(
-                    "INSERT INTO audit_order (pos, part, seq) VALUES {}",
-                    values_list(3, chunk.len() / 3)
-                ),
-                chunk,
-            )?;
         }
         pos += 1;
         let head = Self::part_head(&mut tx, ANCHOR_PART)?;
@@ -1565,10 +1564,24 @@ impl<D: Dialect> AuditOutbox for Store<D> {
                 record.seq, head.seq
             )));
         }
+        // The positions, the anchor's own among them, then the anchor and its chain's head:
+        // held back and sent with the commit where the dialect can, each write far under
+        // PostgreSQL's 65,535 parameters however long the backlog.
+        placed.extend(vals![pos, ANCHOR_PART, record.seq]);
+        for chunk in placed.chunks(3 * ROWS_PER_STATEMENT * STATEMENTS_PER_WRITE) {
+            let mut writes = Writes::default();
+            writes.push_rows(
+                "INSERT INTO audit_order (pos, part, seq) VALUES ",
+                3,
+                chunk.to_vec(),
+            );
+            tx.write(writes)?;
+        }
         let ix = AuditIndex::of(&record.line);
-        tx.execute(
+        let mut writes = Writes::default();
+        writes.push(
             "INSERT INTO audit (seq, record_id, hash, line, at, event, part) VALUES (?1, ?2, ?3, ?4, ?5, 'audit_anchor', ?6)",
-            &vals![
+            vals![
                 record.seq,
                 record.id.as_str(),
                 record.hash.as_str(),
@@ -1576,15 +1589,12 @@ impl<D: Dialect> AuditOutbox for Store<D> {
                 ix.at,
                 ANCHOR_PART,
             ],
-        )?;
-        tx.execute(
-            "INSERT INTO audit_order (pos, part, seq) VALUES (?1, ?2, ?3)",
-            &vals![pos, ANCHOR_PART, record.seq],
-        )?;
-        tx.execute(
+        );
+        writes.push(
             "UPDATE audit_partitions SET seq = ?2, hash = ?3 WHERE part = ?1",
-            &vals![ANCHOR_PART, record.seq, record.hash.as_str()],
-        )?;
+            vals![ANCHOR_PART, record.seq, record.hash.as_str()],
+        );
+        tx.write(writes)?;
         tx.commit()?;
         Ok(Some(SealedRecord { seq: pos, ..record }))
     }

@@ -686,6 +686,31 @@ fn a_schema_7_postgres_store_migrates_its_positions() {
     assert!(report.is_ok(), "{report:?}");
 }
 
+/// PostgreSQL: one anchoring positions a backlog of records whose positions alone are more
+/// parameters than one statement may carry (65,535; three per record), in writes that each
+/// stay under it, and the trail verifies.
+#[test]
+fn a_long_backlog_is_anchored_at_once_on_postgres() {
+    let db = TestDb::new();
+    let store = PostgresStore::connect(&db.url, clock()).unwrap();
+    let sealer = sealer();
+    let runs = runs(store.audit_partitions().unwrap(), 4);
+    for r in &runs {
+        start(&store, &sealer, r);
+        for i in 0..56 {
+            step(&store, &sealer, r, 2 + 100 * i, 100);
+        }
+    }
+    // 4 runs × 5,601 events: 22,404 records (67,212 parameters), no anchoring yet.
+    assert!(store.audit_records(0, 10).unwrap().is_empty());
+    let anchor = store.anchor(&sealer, true).unwrap().expect("an anchor");
+    assert_eq!(anchor.seq, 22_405);
+    let records = store.audit_records(0, 30_000).unwrap();
+    assert_eq!(records.len(), 22_405);
+    let report = verify_sealed(&records, &trusted());
+    assert!(report.is_ok(), "{report:?}");
+}
+
 /// PostgreSQL: writers on their own connections (as separate worker processes have) append to
 /// runs of every partition at once while another connection anchors without waiting; after a
 /// last anchoring the whole trail verifies, every event has its record, and no two records
