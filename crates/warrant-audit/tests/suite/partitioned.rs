@@ -634,6 +634,14 @@ fn anchoring_writes_no_record_twice_and_a_schema_7_store_migrates() {
     assert!(report.is_ok(), "{report:?}");
 }
 
+/// Records of a partition whose stored line states a position: rows an anchoring rewrote.
+const REWRITTEN_ROWS: &str =
+    "SELECT count(*) FROM audit WHERE part >= 0 AND line LIKE '{\"pos\":%'";
+
+fn count(db: &TestDb, sql: &str) -> i64 {
+    db.client().query_one(sql, &[]).unwrap().get(0)
+}
+
 /// The same on PostgreSQL: no record's row rewritten, and a store of schema 7 (each row with
 /// its position and the line stating it, the indexes that served them) migrates to the same
 /// outbox, which verifies and goes on.
@@ -647,14 +655,7 @@ fn a_schema_7_postgres_store_migrates_its_positions() {
     let delivered = store.audit_records(0, 1000).unwrap();
     assert!(verify_sealed(&delivered, &trusted()).is_ok());
     let mut client = db.client();
-    let rewritten: i64 = client
-        .query_one(
-            "SELECT count(*) FROM audit WHERE part >= 0 AND line LIKE '{\"pos\":%'",
-            &[],
-        )
-        .unwrap()
-        .get(0);
-    assert_eq!(rewritten, 0);
+    assert_eq!(count(&db, REWRITTEN_ROWS), 0);
     drop(store);
     client
         .batch_execute(
@@ -804,18 +805,9 @@ fn concurrent_writers_on_postgres_leave_a_trail_that_verifies_whole() {
         }
     }
     // The anchorings wrote positions beside the records, none into a record's row.
-    let mut client = db.client();
-    let rewritten: i64 = client
-        .query_one(
-            "SELECT count(*) FROM audit WHERE part >= 0 AND line LIKE '{\"pos\":%'",
-            &[],
-        )
-        .unwrap()
-        .get(0);
-    assert_eq!(rewritten, 0);
-    let positions: i64 = client
-        .query_one("SELECT count(*) FROM audit_order", &[])
-        .unwrap()
-        .get(0);
-    assert_eq!(positions as usize, records.len());
+    assert_eq!(count(&db, REWRITTEN_ROWS), 0);
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM audit_order") as usize,
+        records.len()
+    );
 }
