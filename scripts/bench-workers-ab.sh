@@ -22,16 +22,8 @@ for r in $(seq 1 "$ROUNDS"); do
     tag=${entry%%=*}
     bin=${entry#*=}
     url=$(newdb "ab_${tag}_$r")
-    ws="$TMP/ws-$tag"
-    rm -rf "$ws"
-    mkdir -p "$ws/home" "$ws/managed"
     (
-      cd "$ws"
-      export HOME="$ws/home" WARRANT_MANAGED_DIR="$ws/managed"
-      "$bin" --store "$url" init --yes >/dev/null
-      for i in $(seq 1 "$RUNS"); do
-        "$bin" --store "$url" submit --model "scripted:$TMP/run.yaml" "job $i" >/dev/null 2>&1
-      done
+      queue_runs "$bin" "$url" "$TMP/ws-$tag"
       sync
       start=$(date +%s.%N)
       for w in $(seq 1 "$WORKERS"); do

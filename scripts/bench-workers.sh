@@ -50,15 +50,8 @@ for entry in "${BINS[@]}"; do
   tag=${entry%%=*}
   WARRANT=${entry#*=}
   url=$(newdb "${tag}_w$w")
-  ws="$TMP/ws-$tag-$w"
-  mkdir -p "$ws" "$TMP/home-$tag-$w" "$TMP/managed-$tag-$w"
   (
-    cd "$ws"
-    export HOME="$TMP/home-$tag-$w" WARRANT_MANAGED_DIR="$TMP/managed-$tag-$w"
-    "$WARRANT" --store "$url" init --yes >/dev/null
-    for i in $(seq 1 "$RUNS"); do
-      "$WARRANT" --store "$url" submit --model "scripted:$TMP/run.yaml" "job $i" >/dev/null 2>&1
-    done
+    queue_runs "$WARRANT" "$url" "$TMP/ws-$tag-$w"
     # Each worker drives runs until none is left to lease (`--once`), so the round ends when
     # the last worker exits: no poller shares the two cores with the workers and PostgreSQL
     # (polling `runs list` five times a second cost about a fifth of the throughput).

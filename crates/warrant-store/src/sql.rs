@@ -52,7 +52,7 @@ pub(crate) fn with_pos(line: &str, pos: u64) -> String {
 
 /// The position an anchor's line states (`data.pos`, hashed) and the partition heads it names
 /// (`data.heads`).
-fn anchored_heads(line: &str) -> Result<(u64, Vec<PartHead>), String> {
+fn anchor_state(line: &str) -> Result<(u64, Vec<PartHead>), String> {
     let value: Value =
         serde_json::from_str(line).map_err(|e| format!("the last anchor is not JSON: {e}"))?;
     let pos = value["data"]["pos"]
@@ -1492,7 +1492,7 @@ impl<D: Dialect> AuditOutbox for Store<D> {
         // the last one it gives.
         let mut last = 0;
         if let Some(line) = last_anchor {
-            let (pos, named) = anchored_heads(&line).map_err(|e| tx.dialect.bad_row(e))?;
+            let (pos, named) = anchor_state(&line).map_err(|e| tx.dialect.bad_row(e))?;
             last = pos;
             for head in named {
                 heads.insert(head.part as i64, (head.seq, head.hash));
