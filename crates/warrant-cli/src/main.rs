@@ -57,6 +57,9 @@ mod web_cmd;
 
 use std::process::ExitCode;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 use warrant_core::Coded;
 use warrant_text::ops;
