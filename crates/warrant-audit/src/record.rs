@@ -349,16 +349,54 @@ pub fn chain_hash(
     prevhash: &str,
     record: &Map<String, Value>,
 ) -> Result<Digest, serde_json::Error> {
-    let covered: Map<String, Value> = record
-        .iter()
-        .filter(|(k, _)| !UNHASHED.contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let canonical = canonical_json(&covered)?;
-    let mut bytes = Vec::with_capacity(prevhash.len() + canonical.len());
+    /// The record's members but the unhashed ones, written as one object without copying them.
+    struct Covered<'a>(&'a Map<String, Value>);
+    impl Serialize for Covered<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap as _;
+            let mut map = s.serialize_map(None)?;
+            for (k, v) in self.0 {
+                if !UNHASHED.contains(&k.as_str()) {
+                    map.serialize_entry(k, v)?;
+                }
+            }
+            map.end()
+        }
+    }
+    hash_after(prevhash, &Covered(record))
+}
+
+/// [`chain_hash`] of a record being sealed, from its values: the same digest as hashing the
+/// line it is written as, parsed back, as long as the record holds no JSON number that is not
+/// an integer (see [`float_free`]) and none of the unhashed attributes is set yet. A float is
+/// the one value that can come back from its text as another value (serde_json's parser may
+/// land one unit in the last place away), and a verifier hashes what it parses.
+pub(crate) fn chain_hash_unwritten<T: Serialize>(
+    prevhash: &str,
+    record: &T,
+) -> Result<Digest, serde_json::Error> {
+    hash_after(prevhash, record)
+}
+
+fn hash_after<T: Serialize + ?Sized>(
+    prevhash: &str,
+    value: &T,
+) -> Result<Digest, serde_json::Error> {
+    let mut bytes = Vec::with_capacity(prevhash.len() + 1024);
     bytes.extend_from_slice(prevhash.as_bytes());
-    bytes.extend_from_slice(canonical.as_bytes());
+    warrant_core::canonical::write(&mut bytes, value)?;
     Ok(Digest::of_bytes(&bytes))
+}
+
+/// Whether `value` holds only integers among its numbers: then its text parses back to the
+/// very same value, and its digest can be taken from the value instead of from its text.
+pub(crate) fn float_free(value: &Value) -> bool {
+    match value {
+        Value::Number(n) => !n.is_f64(),
+        Value::Array(items) => items.iter().all(float_free),
+        Value::Object(map) => map.values().all(float_free),
+        Value::Null | Value::Bool(_) | Value::String(_) => true,
+    }
 }
 
 /// SHA-256 of the RFC 8785 form of everything the store keeps of an event and the ring folds:

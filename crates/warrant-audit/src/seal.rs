@@ -8,13 +8,13 @@ use std::sync::Arc;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Map, Value};
-use warrant_core::{Digest, IdSource};
-use warrant_store::{AnchorFacts, ChainHead, SealedRecord, Sealer, StoredEvent};
+use warrant_core::{Digest, IdSource, Timestamp};
+use warrant_store::{AnchorFacts, AuditIndex, ChainHead, SealedRecord, Sealer, StoredEvent};
 
 use crate::record::{
     ANCHOR_SCHEMA, ANCHOR_TYPE, AnchorData, AnchorRecord, AuditData, AuditRecord,
-    DATA_CONTENT_TYPE, DATA_SCHEMA_V2, GENESIS_HASH, SPEC_VERSION, chain_hash, event_digest,
-    event_type,
+    DATA_CONTENT_TYPE, DATA_SCHEMA_V2, Decision, GENESIS_HASH, SPEC_VERSION, chain_hash,
+    chain_hash_unwritten, event_digest, event_type, float_free,
 };
 use crate::{AuditError, AuditKey};
 
@@ -72,6 +72,19 @@ impl InstallationSealer {
         audit: &Value,
         batch_end: u64,
     ) -> Result<SealedRecord, AuditError> {
+        Ok(self.seal_indexed_in(part, head, event, audit, batch_end)?.0)
+    }
+
+    /// [`Self::seal_record_in`], with the columns the store indexes the record by, taken from
+    /// the facts just sealed instead of parsed back from the line.
+    pub fn seal_indexed_in(
+        &self,
+        part: u64,
+        head: &ChainHead,
+        event: &StoredEvent,
+        audit: &Value,
+        batch_end: u64,
+    ) -> Result<(SealedRecord, AuditIndex), AuditError> {
         let prevhash = prev_hash(head)?;
         let data = audit_data(event, audit)?;
         let event_type = event_type(&event.kind).ok_or_else(|| {
@@ -105,11 +118,18 @@ impl InstallationSealer {
             sig: None,
             data,
         };
-        // Hash what a verifier will parse back from the line, not the in-memory values: a float
-        // inside an action view must canonicalize identically on both sides.
-        let unsigned = serde_json::to_string(&record).map_err(seal_json)?;
-        let parsed: Map<String, Value> = serde_json::from_str(&unsigned).map_err(seal_json)?;
-        let hash = chain_hash(&record.prevhash, &parsed).map_err(seal_json)?;
+        // Hash what a verifier will parse back from the line. Without a float among the facts
+        // (every other value of the record is a string or an integer) that is the record's own
+        // values; with one, the line is written and parsed back first, so a float inside an
+        // action view canonicalizes identically on both sides.
+        let hash = if float_free(audit) {
+            chain_hash_unwritten(&record.prevhash, &record)
+        } else {
+            let unsigned = serde_json::to_string(&record).map_err(seal_json)?;
+            let parsed: Map<String, Value> = serde_json::from_str(&unsigned).map_err(seal_json)?;
+            chain_hash(&record.prevhash, &parsed)
+        }
+        .map_err(seal_json)?;
         record.hash = Some(hash.as_str().to_owned());
         if record.batchend.is_none() {
             let signature = self.key.sign(&hash.bytes());
@@ -117,12 +137,43 @@ impl InstallationSealer {
             record.sig = Some(BASE64.encode(signature.to_bytes()));
         }
         let line = serde_json::to_string(&record).map_err(seal_json)?;
-        Ok(SealedRecord {
-            seq,
-            id,
-            hash: hash.as_str().to_owned(),
-            line,
-        })
+        let index = index_of(&record);
+        Ok((
+            SealedRecord {
+                seq,
+                id,
+                hash: hash.as_str().to_owned(),
+                line,
+            },
+            index,
+        ))
+    }
+}
+
+/// What [`AuditIndex::of`] reads from the line `record` is written as.
+fn index_of(record: &AuditRecord) -> AuditIndex {
+    let data = &record.data;
+    AuditIndex {
+        at: Timestamp::parse(&record.time).map(|t| t.millis()),
+        run: Some(data.run.clone()),
+        actor: Some(data.actor.clone()),
+        on_behalf_of: data.on_behalf_of.clone(),
+        event: Some(data.event.clone()),
+        verb: data
+            .action
+            .as_ref()
+            .and_then(|a| a.views().first())
+            .and_then(|view| view["verb"].as_str())
+            .map(str::to_owned),
+        resource: data.resource.clone(),
+        decision: data.decision.map(|d| {
+            match d {
+                Decision::Allow => "allow",
+                Decision::Ask => "ask",
+                Decision::Deny => "deny",
+            }
+            .to_owned()
+        }),
     }
 }
 
@@ -184,6 +235,22 @@ impl Sealer for InstallationSealer {
         batch_end: u64,
     ) -> Result<SealedRecord, String> {
         self.seal_record_in(part, head, event, audit, batch_end)
+            .map_err(|e| {
+                use warrant_core::Coded as _;
+                format!("{}: {e}", e.code())
+            })
+    }
+
+    fn seal_indexed(
+        &self,
+        part: u64,
+        head: &ChainHead,
+        event: &StoredEvent,
+        audit: &Value,
+        batch_end: u64,
+    ) -> Result<(SealedRecord, Option<AuditIndex>), String> {
+        self.seal_indexed_in(part, head, event, audit, batch_end)
+            .map(|(record, index)| (record, Some(index)))
             .map_err(|e| {
                 use warrant_core::Coded as _;
                 format!("{}: {e}", e.code())
@@ -294,9 +361,10 @@ fn audit_data(event: &StoredEvent, audit: &Value) -> Result<AuditData, AuditErro
     Ok(data)
 }
 
-/// The digest of the event as a reader of the store will see it: the payload goes through the
-/// same text the store writes (`Value::to_string`) and is parsed back, so a float that does
-/// not survive the trip exactly hashes the same on both sides.
+/// The digest of the event as a reader of the store will see it: a payload with a float goes
+/// through the same text the store writes (`Value::to_string`) and is parsed back, so a float
+/// that does not survive the trip exactly hashes the same on both sides (any other payload
+/// reads back as the same value).
 fn bound_digest(event: &StoredEvent) -> Result<Digest, AuditError> {
     let fail = |e: serde_json::Error| {
         AuditError::Seal(format!(
@@ -304,6 +372,9 @@ fn bound_digest(event: &StoredEvent) -> Result<Digest, AuditError> {
             event.run, event.seq
         ))
     };
+    if float_free(&event.payload) {
+        return event_digest(event).map_err(fail);
+    }
     let payload: Value = serde_json::from_str(&event.payload.to_string()).map_err(fail)?;
     let stored = StoredEvent {
         run: event.run.clone(),

@@ -390,6 +390,20 @@ pub trait Sealer {
         }
     }
 
+    /// [`Sealer::seal_in`], with the columns the record is indexed by when the sealer knows
+    /// them from the facts it sealed; `None` (the default) has the store read them from the
+    /// line, as [`AuditIndex::of`] does. A sealer that answers must answer exactly that.
+    fn seal_indexed(
+        &self,
+        part: u64,
+        head: &ChainHead,
+        event: &StoredEvent,
+        audit: &Value,
+        batch_end: u64,
+    ) -> Result<(SealedRecord, Option<AuditIndex>), String> {
+        Ok((self.seal_in(part, head, event, audit, batch_end)?, None))
+    }
+
     /// Seals the anchor after `head` (the anchor chain's head) stating `facts`: a signed record
     /// of its own chain, which the outbox places at `facts.pos`.
     fn seal_anchor(&self, _head: &ChainHead, _facts: &AnchorFacts) -> Result<SealedRecord, String> {
@@ -489,9 +503,11 @@ impl AuditQuery {
     }
 }
 
-/// The columns an audit record is indexed by, read from its line when it is stored.
+/// The columns an audit record is indexed by (the audit queries' filters), as its line states
+/// them: the record's time in milliseconds, and `data`'s run, actor, on-behalf-of, event kind,
+/// first action's verb, resource and decision, each only where the line has it as a string.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct AuditIndex {
+pub struct AuditIndex {
     pub at: Option<i64>,
     pub run: Option<String>,
     pub actor: Option<String>,
@@ -503,7 +519,8 @@ pub(crate) struct AuditIndex {
 }
 
 impl AuditIndex {
-    pub(crate) fn of(line: &str) -> Self {
+    /// The columns of the record written as `line` (none of a line that is not JSON).
+    pub fn of(line: &str) -> Self {
         let v: Value = serde_json::from_str(line).unwrap_or(Value::Null);
         let data = &v["data"];
         let text = |x: &Value| x.as_str().map(str::to_owned);

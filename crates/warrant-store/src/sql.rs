@@ -741,8 +741,8 @@ impl<D: Dialect> Store<D> {
                 event.payload.to_string(),
                 tenant,
             ]);
-            let record = sealer
-                .seal_in(part, &head, &event, &draft.audit, batch_end)
+            let (record, index) = sealer
+                .seal_indexed(part, &head, &event, &draft.audit, batch_end)
                 .map_err(StoreError::Seal)?;
             if record.seq != head.seq + 1 {
                 return Err(StoreError::Seal(format!(
@@ -750,7 +750,7 @@ impl<D: Dialect> Store<D> {
                     record.seq, head.seq
                 )));
             }
-            let ix = AuditIndex::of(&record.line);
+            let ix = index.unwrap_or_else(|| AuditIndex::of(&record.line));
             audit_rows.extend(vals![
                 record.seq,
                 record.id,

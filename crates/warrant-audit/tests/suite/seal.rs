@@ -130,3 +130,56 @@ fn sealer_refuses_facts_that_contradict_the_store_or_the_format() {
         1
     );
 }
+
+/// The sealer hashes a record from its values when no float is among its facts, and from its
+/// line parsed back otherwise; either way the hash must be the one a verifier computes from
+/// the line, the event digest the one a reader computes from the stored text, and the index
+/// columns what the store would read from the line.
+#[test]
+fn a_record_hashes_digests_and_indexes_as_its_line_reads_back() {
+    use warrant_audit::{AuditKey, event_digest};
+    use warrant_store::AuditIndex;
+    let sealer = sealer(AuditKey::from_seed(SEED));
+    let views = [
+        json!({"verb": "fs.write", "path": "/w/é \"q\" \\ \u{1F600} \u{7}", "content_bytes": 18_446_744_073_709_551_615_u64}),
+        json!([{"verb": "shell.exec", "argv": ["sh", "-c", "echo \u{2028}"]}, {"verb": "fs.read", "n": -42}]),
+        json!({"verb": "mcp.call", "args": {"z": 1, "a": {"nested": [true, null, "x"]}, "ratio": 0.1}}),
+        json!({"verb": "mcp.call", "args": {"big": 1e300, "small": 5e-324, "third": 1.0 / 3.0}}),
+        json!("not an object"),
+    ];
+    let mut head = empty_head();
+    for (i, view) in views.iter().enumerate() {
+        let n = i as u64 + 2;
+        let mut ev = event(n);
+        ev.payload = json!({"call": format!("c-{n}"), "args": view.clone(), "score": if i == 3 { json!(0.3) } else { json!(3) }});
+        let mut facts = audit(n);
+        facts["action"] = view.clone();
+        facts["resource"] = json!(format!("/w/{i}"));
+        let (record, index) = sealer
+            .seal_indexed_in(0, &head, &ev, &facts, n - 1)
+            .unwrap();
+        let parsed: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&record.line).unwrap();
+        assert_eq!(
+            chain_hash(&parsed["prevhash"].as_str().unwrap().to_owned(), &parsed)
+                .unwrap()
+                .as_str(),
+            record.hash,
+            "view {i}"
+        );
+        let read_back = warrant_store::StoredEvent {
+            payload: serde_json::from_str(&ev.payload.to_string()).unwrap(),
+            ..ev.clone()
+        };
+        assert_eq!(
+            parsed["data"]["event_digest"].as_str().unwrap(),
+            event_digest(&read_back).unwrap().as_str(),
+            "view {i}"
+        );
+        assert_eq!(index, AuditIndex::of(&record.line), "view {i}");
+        head = ChainHead {
+            seq: record.seq,
+            hash: record.hash,
+        };
+    }
+}
