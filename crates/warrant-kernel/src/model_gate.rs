@@ -13,12 +13,12 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use warrant_core::config::{BudgetLimit, BudgetsConfig, PriceConfig};
-use warrant_core::{Action, Principal};
+use warrant_core::{Action, CanonicalPath, Principal};
 use warrant_store::RunStatus;
 
 use crate::error::KernelError;
 use crate::events::{BudgetMetric, BudgetScope, Outcome, ReasonRecord, RunEvent, Verdict};
-use crate::ring::Ring;
+use crate::ring::{PolicyVerdict, Ring};
 use crate::state::RunState;
 
 /// What model calls consumed: tokens as the server counted them (or as estimated when it did
@@ -287,7 +287,7 @@ impl Ring<'_> {
             model: model.to_owned(),
         };
         let turn = state.turns;
-        let verdict = self.pdp.decide(&state.principal, &action, &state.workspace);
+        let verdict = self.decide_model_call(&state.principal, &action, &state.workspace);
         if verdict.verdict != Verdict::Allow {
             let why = match verdict.verdict {
                 // Nobody is asked about a model call: the run would stall on every turn.
@@ -361,6 +361,30 @@ impl Ring<'_> {
             return Ok(ModelGate::Refused);
         }
         Ok(ModelGate::Go(headroom))
+    }
+
+    /// The decision point's verdict on a model call; the same call by the same principal in
+    /// the same workspace as the last one is given that one's verdict (a worker's ring drives
+    /// one run after another, each asking before every turn).
+    fn decide_model_call(
+        &self,
+        principal: &Principal,
+        action: &Action,
+        workspace: &CanonicalPath,
+    ) -> PolicyVerdict {
+        if let Some((p, a, w, verdict)) = self.model_call_verdict.borrow().as_ref()
+            && (p, a, w) == (principal, action, workspace)
+        {
+            return verdict.clone();
+        }
+        let verdict = self.pdp.decide(principal, action, workspace);
+        *self.model_call_verdict.borrow_mut() = Some((
+            principal.clone(),
+            action.clone(),
+            workspace.clone(),
+            verdict.clone(),
+        ));
+        verdict
     }
 
     /// Records a budget crossed (with what the cut-off answer cost) and ends the run.

@@ -41,6 +41,10 @@ pub struct PolicyVerdict {
 
 /// The policy decision point as the ring sees it (warrant-policy implements it).
 pub trait DecisionPoint {
+    /// The verdict on `action` by `principal` in `workspace`: a function of these alone for
+    /// the decision point's life (its policy set, directory and rules are fixed when it is
+    /// made), so a ring may give the same request the verdict it already had (it does for a
+    /// run's model calls, asked before every turn).
     fn decide(
         &self,
         principal: &Principal,
@@ -166,6 +170,11 @@ pub struct Ring<'a> {
     pub(crate) budgets: &'a crate::ModelRules,
     pub(crate) guard: crate::GuardSettings,
     pub(crate) spawner: Option<&'a dyn crate::tool::Spawner>,
+    /// The decision point's last verdict on a model call, with the request it answered: a run
+    /// asks before every turn, and the same request gets the same verdict (see
+    /// [`DecisionPoint::decide`]).
+    pub(crate) model_call_verdict:
+        std::cell::RefCell<Option<(Principal, Action, CanonicalPath, PolicyVerdict)>>,
 }
 
 /// Everything a ring is made of. It has no `Default` and every field is required, so whoever
@@ -246,6 +255,7 @@ impl<'a> Ring<'a> {
             budgets,
             guard,
             spawner,
+            model_call_verdict: std::cell::RefCell::new(None),
         }
     }
 

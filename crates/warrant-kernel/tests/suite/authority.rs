@@ -831,3 +831,54 @@ fn answers_that_need_a_person_must_be_proven() {
         .collect();
     assert_eq!(got, want);
 }
+
+/// A run asks the decision point about its model call before every turn; the ring gives the
+/// same request the verdict it already had, and asks again when the request differs.
+#[test]
+fn a_model_call_verdict_is_asked_once_per_request() {
+    use std::cell::Cell;
+    use warrant_core::{Action, CanonicalPath};
+    use warrant_kernel::{DecisionPoint, ModelGate, PolicyVerdict};
+
+    struct Counting<'a> {
+        inner: Pdp<'a>,
+        asked: Cell<u32>,
+    }
+    impl DecisionPoint for Counting<'_> {
+        fn decide(&self, p: &Principal, a: &Action, w: &CanonicalPath) -> PolicyVerdict {
+            if matches!(a, Action::ProviderCall { .. }) {
+                self.asked.set(self.asked.get() + 1);
+            }
+            self.inner.decide(p, a, w)
+        }
+        fn digest(&self) -> warrant_core::Digest {
+            self.inner.digest()
+        }
+    }
+
+    let w = World::new();
+    let counting = Counting {
+        inner: Pdp(&w.engine),
+        asked: Cell::new(0),
+    };
+    let plain = Pdp(&w.engine);
+    let ring = Ring::new(RingParts {
+        pdp: &counting,
+        ..w.ring(&plain, SECRET).parts()
+    });
+    let mut state = w.start(&ring, settings());
+    for _ in 0..3 {
+        assert!(matches!(
+            ring.gate_model_call(&mut state).unwrap(),
+            ModelGate::Go(_)
+        ));
+    }
+    assert_eq!(counting.asked.get(), 1);
+    // Another principal (a run of someone else's, driven by the same ring) is asked about.
+    state.principal = principal("bob", PrincipalKind::User);
+    assert!(matches!(
+        ring.gate_model_call(&mut state).unwrap(),
+        ModelGate::Go(_)
+    ));
+    assert_eq!(counting.asked.get(), 2);
+}
