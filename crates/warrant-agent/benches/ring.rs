@@ -38,6 +38,10 @@ use warrant_kernel::{
 };
 use warrant_policy::{PolicyEngine, PolicySource, default_pack};
 use warrant_store::{AuditOutbox, EventStore, SqliteStore};
+
+/// The `warrant` binary's allocator, so the governed call is measured as the binary makes it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use warrant_tools::{Builtin, Controls, Toolbox};
 
 /// Calls per run before the bench starts a fresh one (untimed), so the run state a call is
