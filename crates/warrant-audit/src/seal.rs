@@ -118,18 +118,7 @@ impl InstallationSealer {
             sig: None,
             data,
         };
-        // Hash what a verifier will parse back from the line. Without a float among the facts
-        // (every other value of the record is a string or an integer) that is the record's own
-        // values; with one, the line is written and parsed back first, so a float inside an
-        // action view canonicalizes identically on both sides.
-        let hash = if float_free(audit) {
-            chain_hash_unwritten(&record.prevhash, &record)
-        } else {
-            let unsigned = serde_json::to_string(&record).map_err(seal_json)?;
-            let parsed: Map<String, Value> = serde_json::from_str(&unsigned).map_err(seal_json)?;
-            chain_hash(&record.prevhash, &parsed)
-        }
-        .map_err(seal_json)?;
+        let hash = record_hash(&record, audit, true)?;
         record.hash = Some(hash.as_str().to_owned());
         if record.batchend.is_none() {
             let signature = self.key.sign(&hash.bytes());
@@ -279,6 +268,25 @@ impl Sealer for InstallationSealer {
     }
 }
 
+/// The chain hash of `record` (not yet hashed or signed) as a verifier will compute it from the
+/// line it is written as. Without a float among the `facts` it was built from (every other value
+/// of a record is a string or an integer) that is the hash of its own values; with one, the line
+/// is written and parsed back first, so a float inside an action view canonicalizes identically
+/// on both sides. `float_guard: false` is the tests' negative control: every record hashed from
+/// its values.
+fn record_hash(
+    record: &AuditRecord,
+    facts: &Value,
+    float_guard: bool,
+) -> Result<Digest, AuditError> {
+    if !float_guard || float_free(facts) {
+        return chain_hash_unwritten(&record.prevhash, record).map_err(seal_json);
+    }
+    let unsigned = serde_json::to_string(record).map_err(seal_json)?;
+    let parsed: Map<String, Value> = serde_json::from_str(&unsigned).map_err(seal_json)?;
+    chain_hash(&record.prevhash, &parsed).map_err(seal_json)
+}
+
 fn seal_json(e: serde_json::Error) -> AuditError {
     AuditError::Seal(format!("cannot serialize the record: {e}"))
 }
@@ -385,4 +393,65 @@ fn bound_digest(event: &StoredEvent) -> Result<Digest, AuditError> {
         payload,
     };
     event_digest(&stored).map_err(fail)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Arc;
+
+    use serde_json::json;
+    use warrant_core::{RunId, SequentialIds};
+
+    use super::*;
+
+    /// A float among the facts: the record hashes as its line reads back. Whether the record's
+    /// own values would hash the same depends on serde_json's parser: with `float_roundtrip`
+    /// (turned on in this workspace by `jsonschema`) it reads every float back exactly, without
+    /// it this one comes back one unit in the last place away and a record hashed from its
+    /// values would not verify (the negative control, `float_guard: false`).
+    #[test]
+    fn a_float_in_the_facts_is_hashed_as_its_line_reads_back() {
+        let float = 1.071_566_039_146_582_6e-75_f64;
+        let read_back: f64 = serde_json::from_str(&json!(float).to_string()).unwrap();
+        let exact = read_back.to_bits() == float.to_bits();
+        let sealer = InstallationSealer::new(
+            AuditKey::from_seed([3; 32]),
+            "inst-test",
+            Arc::new(SequentialIds::default()),
+        );
+        let event = StoredEvent {
+            run: RunId::parse("run-0000000000aa").unwrap(),
+            seq: 1,
+            kind: "effect_completed".into(),
+            version: 1,
+            recorded_at: Timestamp::from_millis(1_750_000_000_000).unwrap(),
+            payload: json!({"ratio": float}),
+        };
+        let facts = json!({"actor": "alice", "tenant": "acme",
+            "action": {"verb": "mcp.call", "args": {"ratio": float}}});
+        let head = ChainHead {
+            seq: 0,
+            hash: String::new(),
+        };
+        let (sealed, _) = sealer.seal_indexed_in(0, &head, &event, &facts, 1).unwrap();
+        let line: Map<String, Value> = serde_json::from_str(&sealed.line).unwrap();
+        let verified = chain_hash(GENESIS_HASH, &line).unwrap();
+        assert_eq!(verified.as_str(), sealed.hash);
+        // The negative control: the same record hashed from its values, as if it held no float.
+        let mut record: AuditRecord = serde_json::from_str(&sealed.line).unwrap();
+        (record.hash, record.kid, record.sig) = (None, None, None);
+        record.data.action = Some(crate::record::AuditAction::One(
+            json!({"verb": "mcp.call", "args": {"ratio": float}}),
+        ));
+        let unguarded = record_hash(&record, &facts, false).unwrap();
+        let guarded = record_hash(&record, &facts, true).unwrap();
+        assert_eq!(guarded, verified);
+        assert_eq!(
+            unguarded == verified,
+            exact,
+            "hashed from its values, the record verifies exactly when its float reads back exactly"
+        );
+    }
 }

@@ -161,7 +161,7 @@ fn a_record_hashes_digests_and_indexes_as_its_line_reads_back() {
         let parsed: serde_json::Map<String, serde_json::Value> =
             serde_json::from_str(&record.line).unwrap();
         assert_eq!(
-            chain_hash(&parsed["prevhash"].as_str().unwrap().to_owned(), &parsed)
+            chain_hash(parsed["prevhash"].as_str().unwrap(), &parsed)
                 .unwrap()
                 .as_str(),
             record.hash,
