@@ -224,10 +224,7 @@ impl Sealer for InstallationSealer {
         batch_end: u64,
     ) -> Result<SealedRecord, String> {
         self.seal_record_in(part, head, event, audit, batch_end)
-            .map_err(|e| {
-                use warrant_core::Coded as _;
-                format!("{}: {e}", e.code())
-            })
+            .map_err(coded)
     }
 
     fn seal_indexed(
@@ -240,17 +237,11 @@ impl Sealer for InstallationSealer {
     ) -> Result<(SealedRecord, Option<AuditIndex>), String> {
         self.seal_indexed_in(part, head, event, audit, batch_end)
             .map(|(record, index)| (record, Some(index)))
-            .map_err(|e| {
-                use warrant_core::Coded as _;
-                format!("{}: {e}", e.code())
-            })
+            .map_err(coded)
     }
 
     fn seal_anchor(&self, head: &ChainHead, facts: &AnchorFacts) -> Result<SealedRecord, String> {
-        self.seal_anchor_record(head, facts).map_err(|e| {
-            use warrant_core::Coded as _;
-            format!("{}: {e}", e.code())
-        })
+        self.seal_anchor_record(head, facts).map_err(coded)
     }
 
     fn seal(
@@ -261,10 +252,7 @@ impl Sealer for InstallationSealer {
         batch_end: u64,
     ) -> Result<SealedRecord, String> {
         self.seal_record(head, event, audit, batch_end)
-            .map_err(|e| {
-                use warrant_core::Coded as _;
-                format!("{}: {e}", e.code())
-            })
+            .map_err(coded)
     }
 }
 
@@ -285,6 +273,12 @@ fn record_hash(
     let unsigned = serde_json::to_string(record).map_err(seal_json)?;
     let parsed: Map<String, Value> = serde_json::from_str(&unsigned).map_err(seal_json)?;
     chain_hash(&record.prevhash, &parsed).map_err(seal_json)
+}
+
+/// A sealing error as the store carries it: its code, then its message.
+fn coded(e: AuditError) -> String {
+    use warrant_core::Coded as _;
+    format!("{}: {e}", e.code())
 }
 
 fn seal_json(e: serde_json::Error) -> AuditError {
