@@ -363,28 +363,21 @@ pub fn chain_hash(
             map.end()
         }
     }
-    hash_after(prevhash, &Covered(record))
+    chain_hash_unwritten(prevhash, &Covered(record))
 }
 
 /// [`chain_hash`] of a record being sealed, from its values: the same digest as hashing the
 /// line it is written as, parsed back, as long as the record holds no JSON number that is not
 /// an integer (see [`float_free`]) and none of the unhashed attributes is set yet. A float is
-/// the one value that can come back from its text as another value (serde_json's parser may
-/// land one unit in the last place away), and a verifier hashes what it parses.
-pub(crate) fn chain_hash_unwritten<T: Serialize>(
+/// the one value a parser may read back as another (one unit in the last place away, without
+/// serde_json's `float_roundtrip`), and a verifier hashes what it parses.
+pub(crate) fn chain_hash_unwritten<T: Serialize + ?Sized>(
     prevhash: &str,
     record: &T,
 ) -> Result<Digest, serde_json::Error> {
-    hash_after(prevhash, record)
-}
-
-fn hash_after<T: Serialize + ?Sized>(
-    prevhash: &str,
-    value: &T,
-) -> Result<Digest, serde_json::Error> {
     let mut bytes = Vec::with_capacity(prevhash.len() + 1024);
     bytes.extend_from_slice(prevhash.as_bytes());
-    warrant_core::canonical::write(&mut bytes, value)?;
+    warrant_core::canonical::write(&mut bytes, record)?;
     Ok(Digest::of_bytes(&bytes))
 }
 

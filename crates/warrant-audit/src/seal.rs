@@ -60,23 +60,12 @@ impl InstallationSealer {
         audit: &Value,
         batch_end: u64,
     ) -> Result<SealedRecord, AuditError> {
-        self.seal_record_in(0, head, event, audit, batch_end)
+        Ok(self.seal_indexed_in(0, head, event, audit, batch_end)?.0)
     }
 
-    /// [`Self::seal_record`] for a record of partition `part`, after that partition's `head`.
-    pub fn seal_record_in(
-        &self,
-        part: u64,
-        head: &ChainHead,
-        event: &StoredEvent,
-        audit: &Value,
-        batch_end: u64,
-    ) -> Result<SealedRecord, AuditError> {
-        Ok(self.seal_indexed_in(part, head, event, audit, batch_end)?.0)
-    }
-
-    /// [`Self::seal_record_in`], with the columns the store indexes the record by, taken from
-    /// the facts just sealed instead of parsed back from the line.
+    /// [`Self::seal_record`] for a record of partition `part`, after that partition's `head`,
+    /// with the columns the store indexes the record by, taken from the facts just sealed
+    /// instead of parsed back from the line.
     pub fn seal_indexed_in(
         &self,
         part: u64,
@@ -223,7 +212,8 @@ impl Sealer for InstallationSealer {
         audit: &Value,
         batch_end: u64,
     ) -> Result<SealedRecord, String> {
-        self.seal_record_in(part, head, event, audit, batch_end)
+        self.seal_indexed_in(part, head, event, audit, batch_end)
+            .map(|(record, _)| record)
             .map_err(coded)
     }
 
